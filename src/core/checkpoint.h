@@ -1,0 +1,73 @@
+// Checkpoint: a model's config and tensors, memory-mapped, under canonical Hugging Face names.
+//
+// Sources:
+//   - a HF folder: config.json + model.safetensors, or sharded model-0000x-of-0000y.safetensors
+//     listed by model.safetensors.index.json (weight_map), bf16/fp16/fp32;
+//   - a single .safetensors file next to a config.json;
+//   - a .gguf file (v3, llama-architecture metadata): tensors renamed to HF names
+//     (blk.N.attn_q.weight -> model.layers.N.self_attn.q_proj.weight, token_embd.weight ->
+//     model.embed_tokens.weight, output.weight -> lm_head.weight, ...), shapes reversed to
+//     HF row-major order, and the Q/K row permutation that llama.cpp's converter applies
+//     (convert_hf_to_gguf.py LlamaModel.permute) undone by read_f32.
+// Tensor data stays in the mapping until read_f32 decodes it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/model_config.h"
+
+namespace dak {
+
+class GgufFile;
+
+struct TensorInfo {
+  std::string name;            // canonical HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::string file_name;       // name inside the file (GGUF: "blk.0.attn_q.weight")
+  std::string file;            // file it lives in (shards differ)
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;  // row-major, outermost first: Linear weights are [out, in]
+  uint64_t bytes = 0;          // storage bytes in the file
+  const uint8_t* data = nullptr;  // into the memory map
+  int64_t gguf_rope_heads = 0; // > 0: rows are in GGUF's interleaved-RoPE order for this many heads
+
+  int64_t num_elements() const;
+};
+
+class Checkpoint {
+ public:
+  /// Opens a HF folder, a .safetensors file or a .gguf file. Throws dak::Error on anything
+  /// malformed (names the file and the tensor/field) or unsupported.
+  static std::unique_ptr<Checkpoint> open(const std::filesystem::path& path);
+  virtual ~Checkpoint();
+
+  const ModelConfig& config() const { return config_; }
+  std::string_view format() const { return format_; }   // "safetensors" or "gguf"
+  const std::filesystem::path& path() const { return path_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  uint64_t total_bytes() const;
+
+  const TensorInfo* find(std::string_view name) const;
+  /// Throws dak::Error "missing tensor NAME" naming the checkpoint when absent.
+  const TensorInfo& get(std::string_view name) const;
+
+  /// Decodes a tensor to fp32 in HF layout (GGUF Q/K permutation undone).
+  std::vector<float> read_f32(const TensorInfo& t) const;
+
+  /// Non-null for GGUF checkpoints (tokenizer vocabulary, chat template, metadata).
+  virtual const GgufFile* gguf() const { return nullptr; }
+
+ protected:
+  Checkpoint() = default;
+  ModelConfig config_;
+  std::string format_;
+  std::filesystem::path path_;
+  std::vector<TensorInfo> tensors_;
+};
+
+}  // namespace dak

@@ -1,0 +1,41 @@
+// Engine: the interface every forward-pass implementation offers to the generation loop
+// (CPU reference in src/core/cpu_model.h; the GPU engine in src/gpu implements it too), so
+// `dak generate`, `dak perplexity` and the tests drive all of them the same way.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+
+namespace dak {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  /// "cpu", "cuda:0 (NVIDIA H200)", ...
+  virtual std::string device_name() const = 0;
+
+  /// Allocates (or clears) a KV cache for `batch` sequences of up to `max_context`
+  /// positions each; every sequence starts at position 0. Throws dak::Error if max_context
+  /// exceeds the model's context or the cache cannot be allocated.
+  virtual void start(int64_t batch, int64_t max_context) = 0;
+
+  /// Appends tokens[b] (length L_b >= 0, ragged across b) to sequence b at its current
+  /// position and runs the forward pass (a batched prefill when L_b > 1, a decode step when
+  /// every L_b == 1). Returns fp32 logits, row-major:
+  ///   all_logits == false: [B, vocab], row b = logits after the last token of sequence b
+  ///                        (rows of sequences with L_b == 0 are unspecified);
+  ///   all_logits == true:  [sum_b L_b, vocab], every appended position in sequence order.
+  /// Throws dak::Error if a sequence would exceed max_context or an id is outside the vocab.
+  virtual std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) = 0;
+
+  /// Current length (tokens in the KV cache) of sequence b.
+  virtual int64_t position(int64_t b) const = 0;
+};
+
+}  // namespace dak

@@ -1,0 +1,32 @@
+// dak::Error: the one exception type for bad input and unusable environments.
+//
+// Every user-facing failure (malformed checkpoint, wrong config, prompt longer than the
+// context, a budget that cannot fit, no GPU, ...) throws dak::Error carrying three parts:
+//   what  - what is wrong ("tensor 'blk.3.attn_q.weight' ends past the end of the file")
+//   where - the file / tensor / field / flag it concerns
+//   fix   - what the user can do about it
+// The CLI catches it, prints the three parts and exits non-zero. Nothing may assert or
+// crash on user input.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace dak {
+
+class Error : public std::runtime_error {
+ public:
+  Error(std::string what, std::string where, std::string fix);
+
+  const std::string& what_part() const { return what_; }
+  const std::string& where_part() const { return where_; }
+  const std::string& fix_part() const { return fix_; }
+
+ private:
+  std::string what_, where_, fix_;
+};
+
+/// Throws dak::Error(what, where, fix).
+[[noreturn]] void fail(std::string what, std::string where, std::string fix);
+
+}  // namespace dak

@@ -1,0 +1,70 @@
+// The generation loop and perplexity over any Engine, plus token sampling.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+
+namespace dak {
+
+/// temperature == 0: greedy (argmax, lowest id on ties). Otherwise softmax(logits / T)
+/// restricted to the top_k most likely ids (0 = all) and then to the smallest set whose
+/// probability reaches top_p (1 = all), sampled with a per-sequence std::mt19937_64 seeded
+/// from (seed, sequence index): the same seed gives the same ids.
+struct SamplingParams {
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+};
+
+/// Samples one id from logits [vocab] (fp32). Throws dak::Error for invalid parameters
+/// (negative temperature, top_p outside (0, 1], negative top_k).
+int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std::mt19937_64& rng);
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 64;
+  SamplingParams sampling;
+  std::vector<int32_t> eos_ids;  // a sequence stops after emitting one of these
+  int64_t max_context = 0;       // 0: prompt + max_new_tokens, capped at the model's context
+};
+
+struct SequenceResult {
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> generated_ids;
+  bool stopped_at_eos = false;
+};
+
+struct GenerateResult {
+  std::vector<SequenceResult> sequences;
+  double prefill_s = 0;        // wall time of the batched prefill = TTFT
+  double decode_s = 0;         // wall time of all decode steps
+  int64_t decode_steps = 0;    // TPOT = decode_s / decode_steps
+};
+
+/// Called after every step with (sequence index, new token id).
+using TokenCallback = std::function<void(int64_t, int32_t)>;
+
+/// Prefills all prompts as one batch, then decodes until every sequence hit EOS or
+/// max_new_tokens. Throws dak::Error if a prompt is empty or prompt + max_new_tokens
+/// exceeds the model context (message gives both numbers and the limit).
+GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                        const GenerateOptions& opts, const TokenCallback& on_token = {});
+
+struct PerplexityResult {
+  double perplexity = 0;
+  double mean_nll = 0;       // nats per predicted token
+  int64_t tokens_scored = 0;
+  double seconds = 0;
+};
+
+/// Perplexity of `ids` (teacher-forced, one sequence), scoring tokens 1..n-1, in windows of
+/// at most `context` tokens (0: the model context) without overlap.
+PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context = 0);
+
+}  // namespace dak

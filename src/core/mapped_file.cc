@@ -1,0 +1,44 @@
+#include "core/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace dak {
+
+MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    fail(std::string("cannot open file: ") + std::strerror(errno), path.string(),
+         "check that the path exists and is readable");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("not a regular file", path.string(), "pass a checkpoint file or a model folder");
+  }
+  size_ = uint64_t(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      fail(std::string("cannot memory-map file: ") + std::strerror(err), path.string(),
+           "check free address space and file permissions");
+    }
+    data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace dak

@@ -1,0 +1,28 @@
+// MappedFile: a read-only memory map of a whole file (checkpoints are never copied on load).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+
+namespace dak {
+
+class MappedFile {
+ public:
+  /// Maps `path` read-only. Throws dak::Error if it cannot be opened or mapped.
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace dak

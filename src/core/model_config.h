@@ -1,0 +1,92 @@
+// ModelConfig: the hyper-parameters of a decoder-only transformer, parsed from a Hugging Face
+// config.json or from GGUF metadata, in one normalized form shared by every layer of dak
+// (CPU reference, op graph / planner, GPU engine).
+//
+// Families and their HF modeling files (transformers/models/<family>/modeling_<family>.py):
+//   kLlama   (llama 1/2/3): RMSNorm, SiLU-gated MLP, RoPE (default / linear / llama3 scaling),
+//            GQA/MQA, optional attention_bias / mlp_bias, explicit head_dim, tied or untied.
+//   kMistral: as llama, plus sliding-window attention (implemented as a mask).
+//   kQwen2:   as llama, with bias on q/k/v only; sliding window only when use_sliding_window.
+//   kOpt:     LayerNorm, ReLU MLP (fc1/fc2), learned positions with offset 2, biases everywhere,
+//            optional project_in/project_out (word_embed_proj_dim != hidden_size),
+//            do_layer_norm_before = false (post-LN, OPT-350m).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace dak {
+
+enum class Arch : uint8_t { kLlama, kMistral, kQwen2, kOpt };
+enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
+enum class Activation : uint8_t { kSilu, kRelu, kGelu, kGeluTanh };
+enum class RopeScaling : uint8_t { kNone, kLinear, kLlama3 };
+
+/// Lower-case HF model_type of an architecture ("llama", "mistral", "qwen2", "opt").
+std::string arch_name(Arch a);
+
+struct ModelConfig {
+  Arch arch = Arch::kLlama;
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;         // d_model
+  int64_t intermediate_size = 0;   // MLP inner width (OPT: ffn_dim)
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;           // H
+  int64_t num_kv_heads = 0;        // Hkv (== H for MHA, 1 for MQA)
+  int64_t head_dim = 0;            // D (explicit head_dim, else hidden_size / num_heads)
+  int64_t max_position_embeddings = 0;  // model context length
+
+  NormKind norm = NormKind::kRmsNorm;
+  float norm_eps = 1e-6f;
+  Activation activation = Activation::kSilu;
+  bool gated_mlp = true;           // down(act(gate(x)) * up(x)); false: fc2(act(fc1(x)))
+
+  // Rotary embedding (rotate-half convention of HF; GGUF's interleaved Q/K rows are
+  // permuted back on load). Unused for OPT.
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  double rope_factor = 1.0;                 // linear and llama3
+  double rope_low_freq_factor = 1.0;        // llama3
+  double rope_high_freq_factor = 4.0;       // llama3
+  int64_t rope_original_max_position = 8192;  // llama3 original_max_position_embeddings
+
+  bool qkv_bias = false;           // bias on q/k/v projections (qwen2; llama attention_bias; opt)
+  bool o_bias = false;             // bias on o_proj / out_proj (llama attention_bias; opt)
+  bool mlp_bias = false;           // bias on MLP projections (llama mlp_bias; opt)
+  bool tie_word_embeddings = false;
+  int64_t sliding_window = 0;      // 0 = full causal attention; else keys within the last W positions
+
+  // OPT only.
+  int64_t word_embed_proj_dim = 0;  // != hidden_size: project_in / project_out exist
+  bool do_layer_norm_before = true; // false: post-LN
+  int64_t position_offset = 0;      // OPT learned positions are indexed with position + 2
+
+  int64_t bos_token_id = -1;
+  std::vector<int64_t> eos_token_ids;  // generation stops at any of these
+
+  /// Parses a Hugging Face config.json document. `where` names the file for error messages.
+  /// Throws dak::Error for an unsupported model_type, a missing or inconsistent field
+  /// (e.g. hidden_size not divisible by num_attention_heads without head_dim), or an
+  /// unsupported rope_scaling type.
+  static ModelConfig from_hf_json(const nlohmann::json& j, const std::string& where);
+
+  /// Reads and parses `<dir>/config.json` (or the file itself). Throws dak::Error.
+  static ModelConfig from_hf_file(const std::filesystem::path& path);
+
+  /// Checks internal consistency (positive sizes, H divisible by Hkv, ...). Throws dak::Error.
+  void validate(const std::string& where) const;
+
+  /// Normalized JSON (HF-like field names), for `dak inspect --output json` and plans.
+  nlohmann::json to_json() const;
+
+  int64_t q_dim() const { return num_heads * head_dim; }
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  int64_t embed_dim() const { return word_embed_proj_dim > 0 ? word_embed_proj_dim : hidden_size; }
+};
+
+}  // namespace dak

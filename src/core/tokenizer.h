@@ -1,0 +1,80 @@
+// Tokenizer: text <-> token ids, with BOS/EOS handling and chat templates.
+//
+// Implementations:
+//   - byte-level BPE (GPT-2 style, HF tokenizers' ByteLevel + BPE model): vocabulary and
+//     merges from GGUF metadata (tokenizer.ggml.model = "gpt2") or a HF tokenizer.json;
+//     the pre-tokenizer regex comes from tokenizer.json's Split pattern, or for GGUF from
+//     the known tokenizer.ggml.pre names (llama.cpp's llama-vocab.cpp list); run through PCRE2.
+//   - SentencePiece (tokenizer.model, through libsentencepiece).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dak {
+
+class Checkpoint;
+class GgufFile;
+
+struct ChatMessage {
+  std::string role;     // "system", "user", "assistant"
+  std::string content;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  /// Token ids of `text`. Special tokens written literally in the text (e.g. "<|im_start|>")
+  /// map to their ids. Prepends BOS when add_bos() is true and `allow_bos` is set.
+  virtual std::vector<int32_t> encode(std::string_view text, bool allow_bos = true) const = 0;
+
+  /// Text of a sequence of ids (byte-level pieces joined, then UTF-8). Special tokens are
+  /// rendered as their text unless skip_special.
+  virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
+
+  virtual int32_t vocab_size() const = 0;
+
+  int32_t bos_id() const { return bos_id_; }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  bool is_eos(int32_t id) const;
+  bool add_bos() const { return add_bos_; }
+
+  /// The model's chat template source (Jinja), if any.
+  const std::optional<std::string>& chat_template() const { return chat_template_; }
+
+  /// Renders messages with the model's chat template. Supported template families (detected
+  /// from the template text): ChatML (<|im_start|>), Llama-2 ([INST]), Llama-3
+  /// (<|start_header_id|>). Throws dak::Error for a model without a template or with an
+  /// unsupported one (says to drop --chat).
+  std::string apply_chat_template(std::span<const ChatMessage> messages,
+                                  bool add_generation_prompt = true) const;
+
+ protected:
+  int32_t bos_id_ = -1;
+  std::vector<int32_t> eos_ids_;
+  bool add_bos_ = false;
+  std::optional<std::string> chat_template_;
+};
+
+/// Tokenizer of a checkpoint: GGUF metadata, or tokenizer.json / tokenizer.model (and
+/// tokenizer_config.json for BOS/EOS and the chat template) next to a HF checkpoint.
+/// Throws dak::Error when none is found or the vocabulary type is unsupported.
+std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt);
+
+/// Byte-level BPE from GGUF metadata (tokenizer.ggml.model == "gpt2").
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf);
+
+/// Byte-level BPE from a HF tokenizer.json (plus tokenizer_config.json beside it, if present).
+std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::filesystem::path& tokenizer_json);
+
+/// SentencePiece from a tokenizer.model file.
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model_file);
+
+}  // namespace dak
