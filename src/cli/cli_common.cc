@@ -9,6 +9,7 @@
 #include "core/error.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/device.h"
+#include "gpu/gpu_engine.h"
 #endif
 
 namespace dak::cli {
@@ -37,7 +38,7 @@ std::string gpu_unavailable_reason() {
   auto d = gpu::probe_device(0, &why);
   if (!d) return why;
   if (d->cc_major != 9) return fmt::format("GPU 0 ({}) is not a Hopper GPU (compute capability {}.{})", d->name, d->cc_major, d->cc_minor);
-  return "the GPU engine is not part of this build yet";
+  return "";
 #else
   return "this dak was built without CUDA (nvcc was not found at configure time)";
 #endif
@@ -46,12 +47,16 @@ std::string gpu_unavailable_reason() {
 }  // namespace
 
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device) {
-  if (device == "cuda") {
-    fail("cannot run on the GPU: " + gpu_unavailable_reason(), "--device cuda",
-         "use --device cpu for the CPU reference path, or --device auto to fall back automatically");
-  }
-  if (device == "auto") {
-    std::fprintf(stderr, "dak: notice: using the CPU reference path (%s)\n", gpu_unavailable_reason().c_str());
+  if (device == "cuda" || device == "auto") {
+    const std::string why = gpu_unavailable_reason();
+#ifdef DAK_HAVE_CUDA
+    if (why.empty()) return gpu::make_gpu_engine(ckpt, 0);
+#endif
+    if (device == "cuda") {
+      fail("cannot run on the GPU: " + why, "--device cuda",
+           "use --device cpu for the CPU reference path, or --device auto to fall back automatically");
+    }
+    std::fprintf(stderr, "dak: notice: no usable GPU (%s); using the CPU reference path\n", why.c_str());
   } else if (device != "cpu") {
     fail(fmt::format("unknown device '{}'", device), "--device", "use cpu, cuda or auto");
   }

@@ -23,6 +23,12 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+/// The per-sequence generator of generate(): std::mt19937_64 seeded with
+/// std::seed_seq{seed low 32 bits, seed high 32 bits, sequence low 32 bits, sequence high 32 bits}
+/// (both fully specified by the C++ standard, so the ids do not depend on the platform).
+/// sample_token draws u = (rng() >> 11) * 2^-53 once per sampled token (none when greedy).
+std::mt19937_64 sequence_rng(uint64_t seed, int64_t sequence);
+
 /// Samples one id from logits [vocab] (fp32). Throws dak::Error for invalid parameters
 /// (negative temperature, top_p outside (0, 1], negative top_k).
 int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std::mt19937_64& rng);

@@ -42,8 +42,13 @@ class GgufFile {
   /// info (offset/size beyond the file, overlapping tensors, unsupported ggml type).
   static std::unique_ptr<GgufFile> open(const std::filesystem::path& path);
 
+  /// Parses a GGUF image already in memory (fuzzing, tests). `data` must outlive the result;
+  /// `name` stands for the file in error messages. Same checks and errors as open().
+  static std::unique_ptr<GgufFile> parse(const uint8_t* data, uint64_t size,
+                                         const std::filesystem::path& name);
+
   uint32_t version() const { return version_; }
-  const std::filesystem::path& path() const { return file_->path(); }
+  const std::filesystem::path& path() const { return path_; }
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
 
@@ -67,7 +72,10 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  std::unique_ptr<MappedFile> file_;
+  void parse_image(const uint8_t* data, uint64_t size);
+
+  std::unique_ptr<MappedFile> file_;  // null for parse()
+  std::filesystem::path path_;
   uint32_t version_ = 0;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<GgufTensor> tensors_;

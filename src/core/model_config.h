@@ -64,6 +64,7 @@ struct ModelConfig {
   // OPT only.
   int64_t word_embed_proj_dim = 0;  // != hidden_size: project_in / project_out exist
   bool do_layer_norm_before = true; // false: post-LN
+  bool norm_elementwise_affine = true;  // false: LayerNorms have no weight/bias (OPT layer_norm_elementwise_affine)
   int64_t position_offset = 0;      // OPT learned positions are indexed with position + 2
 
   int64_t bos_token_id = -1;

@@ -36,7 +36,10 @@ class Tokenizer {
   virtual std::vector<int32_t> encode(std::string_view text, bool allow_bos = true) const = 0;
 
   /// Text of a sequence of ids (byte-level pieces joined, then UTF-8). Special tokens are
-  /// rendered as their text unless skip_special.
+  /// rendered as their text unless skip_special. The result is the raw bytes of the pieces:
+  /// a sequence that ends inside a multi-byte character yields its first bytes (no U+FFFD),
+  /// so a streamer can decode the prefix so far and print what is complete. Throws
+  /// dak::Error for an id outside [0, vocab_size()).
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
 
   virtual int32_t vocab_size() const = 0;
@@ -52,7 +55,9 @@ class Tokenizer {
   /// Renders messages with the model's chat template. Supported template families (detected
   /// from the template text): ChatML (<|im_start|>), Llama-2 ([INST]), Llama-3
   /// (<|start_header_id|>). Throws dak::Error for a model without a template or with an
-  /// unsupported one (says to drop --chat).
+  /// unsupported one (says to drop --chat). The text contains the BOS token's text where the
+  /// template writes bos_token (Llama-2/3), so encode it with allow_bos = false, as
+  /// transformers' apply_chat_template(tokenize=True) does. Implemented in chat_template.cc.
   std::string apply_chat_template(std::span<const ChatMessage> messages,
                                   bool add_generation_prompt = true) const;
 

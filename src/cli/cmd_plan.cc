@@ -1,0 +1,144 @@
+// `dak plan`: per-operator offload plan and predicted TPOT for a model config, batch and lengths,
+// without a GPU (DESIGN.md §2; docs/planner.md).
+//
+//   dak plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 20GiB
+//            [--allocator greedy|uniform] [--output text|json] [--profile FILE]
+//            [--phase decode|prefill] [--offload-ratio R] [--no-staged] [--verbose]
+//            [--sweep-ratios 0:100:10]
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/byte_size.h"
+#include "core/config_locator.h"
+#include "core/error.h"
+#include "core/plan_report.h"
+#include "core/planner.h"
+
+namespace dak::cli {
+
+namespace {
+
+// "0:100:10" (percent, inclusive) or "0,5,50" (percent) -> fractions.
+std::vector<double> parse_ratio_list(const std::string& s) {
+  const std::string where = "--sweep-ratios";
+  const std::string fix = "write start:stop:step or a comma list, in percent, e.g. 0:100:10 or 0,5,50";
+  auto number = [&](const std::string& t) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != t.size() || v < 0 || v > 100) fail(fmt::format("'{}' is not a percentage", t), where, fix);
+    return v;
+  };
+  std::vector<double> out;
+  if (s.find(':') != std::string::npos) {
+    size_t a = s.find(':'), b = s.find(':', a + 1);
+    if (b == std::string::npos) fail(fmt::format("'{}' needs start:stop:step", s), where, fix);
+    double lo = number(s.substr(0, a)), hi = number(s.substr(a + 1, b - a - 1)), step = number(s.substr(b + 1));
+    if (step <= 0 || hi < lo) fail(fmt::format("'{}' is an empty range", s), where, fix);
+    for (int i = 0; lo + i * step <= hi + 1e-9; ++i) out.push_back((lo + i * step) / 100.0);
+  } else {
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t next = s.find(',', pos);
+      if (next == std::string::npos) next = s.size();
+      out.push_back(number(s.substr(pos, next - pos)) / 100.0);
+      pos = next + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  struct Args {
+    std::string model;
+    int64_t batch = 8, prompt_len = 32, gen_len = 32, tile_rows = 128;
+    std::string gpu_memory;
+    double offload_ratio = -1;
+    std::string allocator = "greedy";
+    std::string output = "text";
+    std::string profile;
+    std::string phase = "decode";
+    std::string sweep;
+    bool no_staged = false;
+    bool verbose = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand(
+      "plan", "Plan per-operator offload ratios and predict TPOT for a model config (no GPU needed)");
+  c->add_option("--model", a->model, "config.json, HF model folder, or a shipped config name (e.g. llama-2-7b)")
+      ->required();
+  c->add_option("--batch", a->batch, "sequences per step")->capture_default_str();
+  c->add_option("--prompt-len", a->prompt_len, "prompt tokens per sequence")->capture_default_str();
+  c->add_option("--gen-len", a->gen_len, "generated tokens per sequence")->capture_default_str();
+  c->add_option("--gpu-memory", a->gpu_memory,
+                "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)");
+  c->add_option("--offload-ratio", a->offload_ratio,
+                "force the global fraction R of weight + KV bytes on the host (0..1); overrides --gpu-memory");
+  c->add_option("--allocator", a->allocator, "greedy or uniform")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"greedy", "uniform"}));
+  c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--profile", a->profile, "hardware profile JSON (default: the compiled-in h200-default)");
+  c->add_option("--phase", a->phase, "decode or prefill")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"decode", "prefill"}));
+  c->add_option("--tile-rows", a->tile_rows, "weight rows per split unit (tiered GEMM tile height)")
+      ->capture_default_str();
+  c->add_flag("--no-staged", a->no_staged, "direct path only (no copy-engine staging)");
+  c->add_flag("--verbose", a->verbose, "list every operator of every layer");
+  c->add_option("--sweep-ratios", a->sweep,
+                "instead of one plan: greedy vs uniform TPOT over global ratios, percent, e.g. 0:100:10");
+  c->callback([a] {
+    const LocatedConfig model = locate_model_config(a->model);
+    const HardwareProfile profile =
+        a->profile.empty() ? HardwareProfile::h200_default() : HardwareProfile::load(a->profile);
+    PlanRequest req;
+    req.model_name = model.name;
+    req.shape.batch = a->batch;
+    req.shape.prompt_len = a->prompt_len;
+    req.shape.gen_len = a->gen_len;
+    req.shape.phase = parse_phase(a->phase, "--phase");
+    req.shape.tile_rows = a->tile_rows;
+    if (!a->gpu_memory.empty()) req.gpu_memory_bytes = parse_byte_size(a->gpu_memory, "--gpu-memory");
+    if (a->offload_ratio != -1) req.offload_ratio = a->offload_ratio;
+    req.allocator = parse_allocator(a->allocator, "--allocator");
+    req.allow_staged = !a->no_staged;
+
+    if (!a->sweep.empty()) {
+      const std::vector<RatioSweepRow> rows = sweep_offload_ratio(model.config, profile, req, parse_ratio_list(a->sweep));
+      if (a->output == "json") {
+        nlohmann::json j = nlohmann::json::array();
+        for (const RatioSweepRow& r : rows)
+          j.push_back(r.refused.empty() ? nlohmann::json{{"ratio", r.ratio},
+                                                         {"greedy_tpot_s", r.greedy_tpot_s},
+                                                         {"uniform_tpot_s", r.uniform_tpot_s},
+                                                         {"speedup", r.speedup}}
+                                        : nlohmann::json{{"ratio", r.ratio}, {"refused", r.refused}});
+        std::cout << j.dump(2) << std::endl;
+      } else {
+        std::cout << fmt::format("{} {} batch {} prompt {} gen {}, profile {}\n\n", model.name, a->phase, a->batch,
+                                 a->prompt_len, a->gen_len, profile.name)
+                  << format_ratio_sweep(rows);
+      }
+      return;
+    }
+    const Plan plan = make_plan(model.config, profile, req);
+    if (a->output == "json")
+      std::cout << plan.to_json().dump(2) << std::endl;
+    else
+      std::cout << format_plan_text(plan, profile, a->verbose);
+  });
+}
+
+}  // namespace dak::cli

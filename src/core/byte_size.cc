@@ -1,0 +1,64 @@
+#include "core/byte_size.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Multiplier of a lower-case unit, 0 if unknown.
+double unit_multiplier(const std::string& u) {
+  struct Unit {
+    const char* name;
+    double mult;
+  };
+  static const Unit kUnits[] = {
+      {"", 1},           {"b", 1},          {"kb", 1e3},       {"mb", 1e6},       {"gb", 1e9},
+      {"tb", 1e12},      {"k", 1024.0},     {"kib", 1024.0},   {"m", 1048576.0},  {"mib", 1048576.0},
+      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"t", 1099511627776.0}, {"tib", 1099511627776.0},
+  };
+  for (const Unit& unit : kUnits)
+    if (u == unit.name) return unit.mult;
+  return 0;
+}
+
+}  // namespace
+
+int64_t parse_byte_size(const std::string& text, const std::string& where) {
+  const std::string fix = "write a size such as 20GiB, 1.5GB, 512MiB or a plain byte count";
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  const std::string number = text.substr(0, i);
+  size_t j = i;
+  while (j < text.size() && text[j] == ' ') ++j;
+  const std::string unit = lower(text.substr(j));
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
+    fail(fmt::format("'{}' is not a size", text), where, fix);
+  const double mult = unit_multiplier(unit);
+  if (mult == 0) fail(fmt::format("'{}' has an unknown unit '{}'", text, text.substr(j)), where, fix);
+  const double bytes = std::strtod(number.c_str(), nullptr) * mult;
+  if (!std::isfinite(bytes) || bytes >= 9.2e18) fail(fmt::format("size '{}' is too large", text), where, fix);
+  return int64_t(std::floor(bytes));
+}
+
+std::string format_bytes(double bytes) {
+  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int k = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024.0 && k < 4) v /= 1024.0, ++k;
+  return k == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, kNames[k]);
+}
+
+}  // namespace dak

@@ -1,0 +1,20 @@
+// Byte sizes as users write them on the command line ("20GiB", "1.5 GB", "512MiB", "4096"),
+// and as dak prints them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dak {
+
+/// Parses a non-negative size: a decimal number with an optional unit, case-insensitive, with or
+/// without a space: B; KB, MB, GB, TB (powers of 1000); KiB, MiB, GiB, TiB and the single
+/// letters K, M, G, T (powers of 1024). Fractions are rounded down to whole bytes.
+/// Throws dak::Error naming `where` (e.g. "--gpu-memory") for anything else, for negative
+/// values and for sizes of 2^63 bytes or more.
+int64_t parse_byte_size(const std::string& text, const std::string& where);
+
+/// "512 B", "1.50 KiB", "20.00 GiB" (binary units, two decimals).
+std::string format_bytes(double bytes);
+
+}  // namespace dak

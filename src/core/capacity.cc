@@ -1,0 +1,63 @@
+#include "core/capacity.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/byte_size.h"
+#include "core/error.h"
+
+namespace dak {
+
+int64_t workspace_bytes(const OpGraph& graph) {
+  const ModelConfig& c = graph.config;
+  const StepShape& s = graph.shape;
+  const int64_t prefill_tokens =
+      std::min(s.batch * s.prompt_len, std::max(Capacity::kPrefillChunkTokens, s.prompt_len));
+  const int64_t tokens = std::max(s.batch, prefill_tokens);
+  // Live bf16 activations per token: residual, normed input, q/k/v, attention output, MLP inner
+  // (gate and up, or fc1) and its activation.
+  const int64_t inner = c.gated_mlp ? 2 * c.intermediate_size : c.intermediate_size;
+  const int64_t per_token =
+      2 * c.hidden_size + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + inner + c.intermediate_size;
+  const int64_t logits = s.batch * c.vocab_size * 4;  // fp32 logits of the last position
+  return tokens * per_token * 2 + logits;
+}
+
+Capacity compute_capacity(const OpGraph& graph, int64_t hbm_budget_bytes) {
+  if (hbm_budget_bytes <= 0)
+    fail(fmt::format("the HBM budget must be positive, got {} bytes", hbm_budget_bytes), "--gpu-memory",
+         "pass a size such as 20GiB");
+  Capacity cap;
+  cap.splittable_weight_bytes = graph.weight_resident_bytes();
+  cap.weight_bytes = cap.splittable_weight_bytes + graph.fixed_bytes();
+  cap.kv_bytes = graph.kv_resident_bytes();
+  cap.workspace_bytes = workspace_bytes(graph);
+  cap.total_bytes = cap.weight_bytes + cap.kv_bytes + cap.workspace_bytes;
+  cap.hbm_budget_bytes = hbm_budget_bytes;
+  cap.required_host_bytes = std::max<int64_t>(0, cap.total_bytes - hbm_budget_bytes);
+  const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
+  cap.global_ratio = movable > 0 ? double(cap.required_host_bytes) / double(movable) : 0.0;
+  return cap;
+}
+
+void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding, const HardwareProfile& profile) {
+  const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
+  const int64_t fixed = cap.total_bytes - movable;
+  if (budget_binding && fixed > cap.hbm_budget_bytes)
+    fail(fmt::format("an HBM budget of {} cannot hold what must stay on the GPU: {} of norms, biases and "
+                     "activations (workspace {})",
+                     format_bytes(double(cap.hbm_budget_bytes)), format_bytes(double(fixed)),
+                     format_bytes(double(cap.workspace_bytes))),
+         "--gpu-memory", "raise --gpu-memory, or lower --batch / --prompt-len");
+  if (host_bytes > profile.pinnable_host_bytes)
+    fail(fmt::format("{} of weights and KV cache must live in host memory, but the hardware profile '{}' can pin "
+                     "only {} (model + KV + workspace {}, HBM budget {})",
+                     format_bytes(double(host_bytes)), profile.name, format_bytes(double(profile.pinnable_host_bytes)),
+                     format_bytes(double(cap.total_bytes)), format_bytes(double(cap.hbm_budget_bytes))),
+         "--gpu-memory / --offload-ratio",
+         "raise --gpu-memory, lower --batch / --prompt-len / --gen-len or the offload ratio, or use a machine "
+         "with more host memory");
+}
+
+}  // namespace dak

@@ -1,0 +1,145 @@
+// Tokenizer::apply_chat_template: the three common chat template families rendered in C++
+// (dak has no Jinja engine). The family is detected from the template text:
+//   ChatML  ("<|im_start|>"):        <|im_start|>{role}\n{content}<|im_end|>\n ... and
+//           "<|im_start|>assistant\n" as generation prompt. When the template holds a
+//           default system message (a string literal "<|im_start|>system\n...<|im_end|>",
+//           e.g. SmolLM2, Qwen2.5) it is emitted when the first message is not a system one.
+//   Llama-3 ("<|start_header_id|>"): {bos}<|start_header_id|>{role}<|end_header_id|>\n\n
+//           {content|trim}<|eot_id|> ... and "<|start_header_id|>assistant<|end_header_id|>\n\n".
+//   Llama-2 ("[INST]" with "<<SYS>>"): per user turn {bos}[INST] {content.strip()} [/INST],
+//           the first one prefixed by "<<SYS>>\n{system}\n<</SYS>>\n\n"; per assistant turn
+//           " {content.strip()} {eos}". Roles must alternate user/assistant.
+// The rendered text contains the BOS token's text where the template writes bos_token, so
+// encode it with allow_bos = false (transformers tokenizes chat text without adding
+// special tokens).
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/tokenizer.h"
+
+namespace dak {
+
+namespace {
+
+constexpr const char* kTemplateWhere = "chat template (tokenizer.chat_template / tokenizer_config.json)";
+constexpr const char* kDropChat = "drop --chat and pass the prompt text as is (or as ids with --prompt-ids)";
+
+// Jinja / Python string-literal escapes used in chat templates.
+std::string unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    switch (c) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      default: out += c; break;  // \\, \', \"
+    }
+  }
+  return out;
+}
+
+// The default system message of a ChatML template: the first string literal that starts
+// with "<|im_start|>system\n" and holds a whole message up to "<|im_end|>".
+std::optional<std::string> chatml_default_system(std::string_view tmpl) {
+  constexpr std::string_view kMarker = "<|im_start|>system";
+  constexpr std::string_view kHead = "<|im_start|>system\n";
+  for (size_t pos = tmpl.find(kMarker); pos != std::string_view::npos; pos = tmpl.find(kMarker, pos + 1)) {
+    if (pos == 0) continue;
+    const char quote = tmpl[pos - 1];
+    if (quote != '\'' && quote != '"') continue;
+    size_t end = pos;
+    while (end < tmpl.size() && tmpl[end] != quote) end += (tmpl[end] == '\\') ? 2 : 1;
+    if (end >= tmpl.size()) continue;
+    const std::string literal = unescape(tmpl.substr(pos, end - pos));
+    const size_t close = literal.find("<|im_end|>");
+    if (literal.compare(0, kHead.size(), kHead) == 0 && close != std::string::npos) {
+      return literal.substr(kHead.size(), close - kHead.size());
+    }
+  }
+  return std::nullopt;
+}
+
+std::string strip(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r\v\f";
+  const size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return std::string(s.substr(b, s.find_last_not_of(kSpace) - b + 1));
+}
+
+}  // namespace
+
+std::string Tokenizer::apply_chat_template(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
+  if (!chat_template_ || chat_template_->empty()) {
+    fail("the model has no chat template", kTemplateWhere, kDropChat);
+  }
+  const std::string& tmpl = *chat_template_;
+  std::string out;
+
+  if (tmpl.find("<|im_start|>") != std::string::npos) {
+    const auto default_system = chatml_default_system(tmpl);
+    if (!messages.empty() && messages[0].role != "system" && default_system) {
+      out += "<|im_start|>system\n" + *default_system + "<|im_end|>\n";
+    }
+    for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    if (add_generation_prompt) out += "<|im_start|>assistant\n";
+    return out;
+  }
+
+  const std::string bos = bos_id_ >= 0 ? decode(std::span<const int32_t>(&bos_id_, 1)) : std::string();
+
+  if (tmpl.find("<|start_header_id|>") != std::string::npos) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if (i == 0) out += bos;
+      out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + strip(messages[i].content) +
+             "<|eot_id|>";
+    }
+    if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    return out;
+  }
+
+  if (tmpl.find("[INST]") != std::string::npos && tmpl.find("<<SYS>>") != std::string::npos) {
+    // The eos_token of the template: the model's EOS, not an added end-of-turn token.
+    std::string eos;
+    for (int32_t id : eos_ids_) {
+      std::string text = decode(std::span<const int32_t>(&id, 1));
+      if (text != "<|im_end|>" && text != "<|eot_id|>") {
+        eos = std::move(text);
+        break;
+      }
+    }
+    std::optional<std::string> system;
+    size_t first = 0;
+    if (!messages.empty() && messages[0].role == "system") {
+      system = messages[0].content;
+      first = 1;
+    }
+    for (size_t i = first; i < messages.size(); ++i) {
+      const size_t k = i - first;
+      const ChatMessage& m = messages[i];
+      if ((m.role == "user") != (k % 2 == 0)) {
+        fail("conversation roles must alternate user/assistant/user/... (message " + std::to_string(i) + " is '" +
+                 m.role + "')",
+             kTemplateWhere, "give the messages in alternating order, or drop --chat");
+      }
+      std::string content = (k == 0 && system) ? "<<SYS>>\n" + *system + "\n<</SYS>>\n\n" + m.content : m.content;
+      if (m.role == "user") {
+        out += bos + "[INST] " + strip(content) + " [/INST]";
+      } else if (m.role == "assistant") {
+        out += ' ';
+        out += strip(content);
+        out += ' ';
+        out += eos;
+      }
+    }
+    return out;
+  }
+
+  fail("unsupported chat template (dak renders ChatML, Llama-2 and Llama-3 templates)", kTemplateWhere, kDropChat);
+}
+
+}  // namespace dak

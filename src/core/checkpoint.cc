@@ -1,0 +1,324 @@
+// Checkpoint::open for HF folders, single safetensors files and GGUF files; the expected
+// tensor set of each architecture (names and shapes from the HF modeling files) is checked
+// at open so that a missing or misshaped tensor is reported before any compute starts.
+#include "core/checkpoint.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "core/gguf.h"
+#include "core/gguf_config.h"
+#include "core/safetensors.h"
+
+namespace dak {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kFixOpen =
+    "pass a Hugging Face model folder (config.json + *.safetensors), a .safetensors file with "
+    "config.json beside it, or a .gguf file";
+
+class SafetensorsCheckpoint final : public Checkpoint {
+ public:
+  SafetensorsCheckpoint(const fs::path& path, const fs::path& config_dir,
+                        std::vector<fs::path> files, const SafetensorsIndex* index);
+
+ private:
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+};
+
+class GgufCheckpoint final : public Checkpoint {
+ public:
+  explicit GgufCheckpoint(const fs::path& path);
+  const GgufFile* gguf() const override { return file_.get(); }
+
+ private:
+  std::unique_ptr<GgufFile> file_;
+};
+
+using Shape = std::vector<int64_t>;
+
+/// The tensors a checkpoint of `c` must contain, with their HF shapes
+/// (modeling_llama.py / modeling_mistral.py / modeling_qwen2.py / modeling_opt.py).
+std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c) {
+  std::vector<std::pair<std::string, Shape>> e;
+  const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
+  if (c.arch == Arch::kOpt) {
+    const std::string m = "model.decoder.";
+    e.push_back({m + "embed_tokens.weight", {c.vocab_size, c.embed_dim()}});
+    // OPTLearnedPositionalEmbedding holds max_position_embeddings + 2 rows (fixed offset 2).
+    e.push_back({m + "embed_positions.weight", {c.max_position_embeddings + 2, h}});
+    if (c.embed_dim() != h) {
+      e.push_back({m + "project_in.weight", {h, c.embed_dim()}});
+      e.push_back({m + "project_out.weight", {c.embed_dim(), h}});
+    }
+    if (c.do_layer_norm_before) {
+      e.push_back({m + "final_layer_norm.weight", {h}});
+      e.push_back({m + "final_layer_norm.bias", {h}});
+    }
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      const std::string p = fmt::format("{}layers.{}.", m, l);
+      const std::pair<const char*, Shape> lin[] = {{"self_attn.q_proj", {q, h}},
+                                                   {"self_attn.k_proj", {kv, h}},
+                                                   {"self_attn.v_proj", {kv, h}},
+                                                   {"self_attn.out_proj", {h, q}},
+                                                   {"fc1", {ff, h}},
+                                                   {"fc2", {h, ff}}};
+      for (const auto& [name, shape] : lin) {
+        e.push_back({p + name + ".weight", shape});
+        const bool bias = std::string_view(name).starts_with("fc")          ? c.mlp_bias
+                          : std::string_view(name) == "self_attn.out_proj" ? c.o_bias
+                                                                            : c.qkv_bias;
+        if (bias) e.push_back({p + name + ".bias", {shape[0]}});
+      }
+      for (const char* ln : {"self_attn_layer_norm", "final_layer_norm"}) {
+        e.push_back({p + ln + ".weight", {h}});
+        e.push_back({p + ln + ".bias", {h}});
+      }
+    }
+    if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", {c.vocab_size, c.embed_dim()}});
+    return e;
+  }
+  e.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
+  e.push_back({"model.norm.weight", {h}});
+  if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", {c.vocab_size, h}});
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    e.push_back({p + "input_layernorm.weight", {h}});
+    e.push_back({p + "post_attention_layernorm.weight", {h}});
+    const std::tuple<const char*, Shape, bool> lin[] = {
+        {"self_attn.q_proj", {q, h}, c.qkv_bias},  {"self_attn.k_proj", {kv, h}, c.qkv_bias},
+        {"self_attn.v_proj", {kv, h}, c.qkv_bias}, {"self_attn.o_proj", {h, q}, c.o_bias},
+        {"mlp.gate_proj", {ff, h}, c.mlp_bias},    {"mlp.up_proj", {ff, h}, c.mlp_bias},
+        {"mlp.down_proj", {h, ff}, c.mlp_bias}};
+    for (const auto& [name, shape, bias] : lin) {
+      e.push_back({p + name + ".weight", shape});
+      if (bias) e.push_back({p + name + ".bias", {shape[0]}});
+    }
+  }
+  return e;
+}
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+/// Renames tensors saved without the "model." prefix of the *ForCausalLM wrapper (e.g.
+/// facebook/opt-* stores "decoder.layers.0..."), then checks every expected tensor is present
+/// with its expected shape.
+void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const std::string& where) {
+  const auto expected = expected_tensors(c);
+  std::map<std::string_view, const Shape*> want;
+  for (const auto& [name, shape] : expected) want[name] = &shape;
+  std::set<std::string, std::less<>> names;
+  for (const TensorInfo& t : tensors) names.insert(t.name);
+  for (TensorInfo& t : tensors) {
+    const std::string prefixed = "model." + t.name;
+    if (!t.name.starts_with("model.") && want.count(prefixed) && !names.count(prefixed)) {
+      names.erase(t.name);
+      t.name = prefixed;
+      names.insert(t.name);
+    }
+  }
+  std::map<std::string_view, const TensorInfo*> have;
+  for (const TensorInfo& t : tensors) have[t.name] = &t;
+  for (const auto& [name, shape] : expected) {
+    const auto it = have.find(name);
+    if (it == have.end()) {
+      fail(fmt::format("missing tensor '{}' ({} model, {} layers)", name, arch_name(c.arch),
+                       c.num_layers),
+           where,
+           "check that the checkpoint is complete (all shards present) and matches its config");
+    }
+    const TensorInfo& t = *it->second;
+    if (t.shape != shape) {
+      fail(fmt::format("tensor '{}'{} has shape {}, but the config needs {}", name,
+                       t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "",
+                       shape_str(t.shape), shape_str(shape)),
+           t.file, "check that config.json belongs to this checkpoint");
+    }
+  }
+}
+
+TensorInfo info_from(const SafetensorsTensor& st, const fs::path& file) {
+  TensorInfo t;
+  t.name = st.name;
+  t.file_name = st.name;
+  t.file = file.string();
+  t.dtype = st.dtype;
+  t.shape = st.shape;
+  t.bytes = st.bytes;
+  t.data = st.data;
+  return t;
+}
+
+SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::path& config_dir,
+                                             std::vector<fs::path> files,
+                                             const SafetensorsIndex* index) {
+  format_ = "safetensors";
+  path_ = path;
+  const fs::path config_file = config_dir / "config.json";
+  if (!fs::exists(config_file)) {
+    fail("config.json not found next to the safetensors weights", config_file.string(),
+         "put the model's Hugging Face config.json in the same folder");
+  }
+  config_ = ModelConfig::from_hf_file(config_file);
+  std::map<std::string, std::string, std::less<>> where;  // tensor -> shard, for duplicates
+  for (const fs::path& f : files) {
+    files_.push_back(SafetensorsFile::open(f));
+    for (const SafetensorsTensor& st : files_.back()->tensors()) {
+      if (auto [it, inserted] = where.emplace(st.name, f.string()); !inserted) {
+        fail(fmt::format("tensor '{}' appears in two shards ({} and {})", st.name, it->second,
+                         f.filename().string()),
+             path.string(), "re-download the checkpoint");
+      }
+      tensors_.push_back(info_from(st, f));
+    }
+  }
+  if (index) {
+    for (const auto& [name, shard] : index->weight_map) {
+      const auto it = where.find(name);
+      if (it == where.end() || fs::path(it->second).filename() != shard) {
+        fail(fmt::format("tensor '{}' is listed in the index under shard '{}' but is not in it",
+                         name, shard),
+             path.string(), "re-download the checkpoint: the index and the shards disagree");
+      }
+    }
+  }
+  check_tensors(tensors_, config_, path.string());
+}
+
+GgufCheckpoint::GgufCheckpoint(const fs::path& path) {
+  format_ = "gguf";
+  path_ = path;
+  file_ = GgufFile::open(path);
+  config_ = model_config_from_gguf(*file_);
+  tensors_ = hf_tensors_from_gguf(*file_, config_);
+  check_tensors(tensors_, config_, path.string());
+}
+
+bool has_gguf_magic(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+std::unique_ptr<Checkpoint> open_sharded(const fs::path& shown, const fs::path& index_file) {
+  const SafetensorsIndex index = SafetensorsIndex::read(index_file);
+  const fs::path dir = index_file.parent_path();
+  std::vector<fs::path> files;
+  for (const std::string& s : index.shard_files()) {
+    const fs::path f = dir / s;
+    if (!fs::exists(f)) {
+      fail(fmt::format("shard '{}' listed in {} does not exist", s, index_file.filename().string()),
+           f.string(), "download every shard of the checkpoint");
+    }
+    files.push_back(f);
+  }
+  return std::make_unique<SafetensorsCheckpoint>(shown, dir, std::move(files), &index);
+}
+
+}  // namespace
+
+int64_t TensorInfo::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Checkpoint::~Checkpoint() = default;
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail("no such file or folder", path.string(), kFixOpen);
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(path / "model.safetensors.index.json")) {
+      return open_sharded(path, path / "model.safetensors.index.json");
+    }
+    if (fs::exists(path / "model.safetensors")) {
+      return std::make_unique<SafetensorsCheckpoint>(
+          path, path, std::vector<fs::path>{path / "model.safetensors"}, nullptr);
+    }
+    std::vector<fs::path> ggufs;
+    for (const auto& ent : fs::directory_iterator(path, ec)) {
+      if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
+    }
+    if (ggufs.size() == 1) return std::make_unique<GgufCheckpoint>(ggufs[0]);
+    fail(ggufs.empty() ? "folder has no model.safetensors, model.safetensors.index.json or .gguf"
+                       : "folder has several .gguf files and no safetensors weights",
+         path.string(), kFixOpen);
+  }
+  const std::string name = path.filename().string();
+  if (path.extension() == ".gguf" || has_gguf_magic(path)) {
+    return std::make_unique<GgufCheckpoint>(path);
+  }
+  if (name.ends_with(".safetensors.index.json")) return open_sharded(path, path);
+  if (path.extension() == ".safetensors") {
+    return std::make_unique<SafetensorsCheckpoint>(path, path.parent_path(),
+                                                   std::vector<fs::path>{path}, nullptr);
+  }
+  fail("unrecognized checkpoint file (neither .gguf nor .safetensors)", path.string(), kFixOpen);
+}
+
+uint64_t Checkpoint::total_bytes() const {
+  uint64_t n = 0;
+  for (const TensorInfo& t : tensors_) n += t.bytes;
+  return n;
+}
+
+const TensorInfo* Checkpoint::find(std::string_view name) const {
+  for (const TensorInfo& t : tensors_) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const TensorInfo& Checkpoint::get(std::string_view name) const {
+  if (const TensorInfo* t = find(name)) return *t;
+  fail(fmt::format("missing tensor '{}'", name), path_.string(),
+       "check that the checkpoint matches its config (architecture, layer count, tied embeddings)");
+}
+
+std::vector<float> Checkpoint::read_f32(const TensorInfo& t) const {
+  const int64_t n = t.num_elements();
+  if (n < 0 || n % dtype_block_elems(t.dtype) != 0 || t.data == nullptr ||
+      uint64_t(dtype_bytes_for(t.dtype, n)) != t.bytes) {
+    fail(fmt::format("tensor '{}' has {} elements of {} but {} bytes", t.name, n,
+                     dtype_name(t.dtype), t.bytes),
+         t.file, "the tensor metadata is inconsistent; re-open the checkpoint");
+  }
+  std::vector<float> out(size_t(n), 0.0f);
+  if (n == 0) return out;
+  dequantize(t.dtype, t.data, out.data(), n);
+  if (t.gguf_rope_heads <= 0) return out;
+
+  // Undo llama.cpp's LlamaModel.permute: GGUF row h*D + 2*i + j holds HF row h*D + j*D/2 + i
+  // (w.reshape(H, 2, D/2, K).swapaxes(1, 2) turns rotate-half halves into interleaved pairs).
+  const int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+  const int64_t cols = n / rows;
+  const int64_t heads = t.gguf_rope_heads;
+  if (rows % heads != 0 || (rows / heads) % 2 != 0) {
+    fail(fmt::format("tensor '{}' has {} rows, which do not split into {} heads of even size", t.name,
+                     rows, heads),
+         t.file, "check the GGUF's attention.head_count / head_count_kv");
+  }
+  const int64_t d = rows / heads, half = d / 2;
+  std::vector<float> hf(out.size());
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < half; ++i) {
+      for (int64_t j = 0; j < 2; ++j) {
+        const float* src = out.data() + (h * d + 2 * i + j) * cols;
+        std::copy(src, src + cols, hf.data() + (h * d + j * half + i) * cols);
+      }
+    }
+  }
+  return hf;
+}
+
+}  // namespace dak

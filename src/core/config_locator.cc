@@ -1,0 +1,59 @@
+#include "core/config_locator.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace fs = std::filesystem;
+
+fs::path shipped_configs_dir() {
+  if (const char* env = std::getenv("DAK_CONFIGS_DIR"); env && *env) return fs::path(env);
+  return fs::path(DAK_SOURCE_DIR) / "configs";
+}
+
+std::vector<std::string> shipped_config_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(shipped_configs_dir(), ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+LocatedConfig locate_model_config(const std::string& model) {
+  std::error_code ec;
+  LocatedConfig out;
+  if (model.empty()) fail("no model given", "--model", "pass a config.json, a model folder or a shipped config name");
+  if (fs::exists(model, ec)) {
+    const fs::path p = fs::absolute(model, ec);
+    const bool dir = fs::is_directory(p, ec);
+    out.path = dir ? p / "config.json" : p;
+    out.name = dir ? p.filename().string() : (p.stem() == "config" ? p.parent_path().filename().string()
+                                                                  : p.stem().string());
+    out.config = ModelConfig::from_hf_file(out.path);
+    return out;
+  }
+  std::string key = model;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const fs::path shipped = shipped_configs_dir() / (key + ".json");
+  const bool bare = model.find('/') == std::string::npos && fs::path(model).extension() != ".json";
+  if (bare && fs::exists(shipped, ec)) {
+    out.path = shipped;
+    out.name = key;
+    out.config = ModelConfig::from_hf_file(shipped);
+    return out;
+  }
+  std::string names;
+  for (const std::string& n : shipped_config_names()) names += (names.empty() ? "" : ", ") + n;
+  fail(fmt::format("'{}' is neither a config.json, a model folder, nor a shipped config", model), "--model",
+       fmt::format("pass a path, or one of the configs in {}: {}", shipped_configs_dir().string(),
+                   names.empty() ? "(none found)" : names));
+}
+
+}  // namespace dak

@@ -1,0 +1,32 @@
+// Finding a model's config.json from what a user types after --model: a config.json path, a
+// Hugging Face model folder, or the bare name of a config shipped in configs/ ("llama-2-7b").
+// Shipped configs hold hyper-parameters only (no weights) and are found through the source
+// tree (compile definition DAK_SOURCE_DIR), or $DAK_CONFIGS_DIR when set, so any working
+// directory works.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+
+namespace dak {
+
+struct LocatedConfig {
+  ModelConfig config;
+  std::string name;             // "llama-2-7b", or the folder / file stem
+  std::filesystem::path path;   // the config.json read
+};
+
+/// Folder of the shipped configs: $DAK_CONFIGS_DIR if set, else <DAK_SOURCE_DIR>/configs.
+std::filesystem::path shipped_configs_dir();
+
+/// Names of the shipped configs (file stems, sorted).
+std::vector<std::string> shipped_config_names();
+
+/// Resolves and parses `model`. Throws dak::Error if nothing matches (listing the shipped names)
+/// or the config is invalid.
+LocatedConfig locate_model_config(const std::string& model);
+
+}  // namespace dak

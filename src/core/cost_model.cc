@@ -1,0 +1,172 @@
+#include "core/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+}  // namespace
+
+std::string data_path_name(DataPath p) {
+  switch (p) {
+    case DataPath::kNone: return "none";
+    case DataPath::kDirect: return "direct";
+    case DataPath::kStaged: return "staged";
+  }
+  return "?";
+}
+
+DataPath parse_data_path(const std::string& s, const std::string& where) {
+  for (DataPath p : {DataPath::kNone, DataPath::kDirect, DataPath::kStaged})
+    if (data_path_name(p) == s) return p;
+  fail(fmt::format("unknown data path '{}'", s), where, "use none, direct or staged");
+}
+
+std::string bound_name(Bound b) {
+  switch (b) {
+    case Bound::kHbm: return "hbm";
+    case Bound::kHostLink: return "host_link";
+    case Bound::kCompute: return "compute";
+  }
+  return "?";
+}
+
+Bound parse_bound(const std::string& s, const std::string& where) {
+  for (Bound b : {Bound::kHbm, Bound::kHostLink, Bound::kCompute})
+    if (bound_name(b) == s) return b;
+  fail(fmt::format("unknown bound '{}'", s), where, "use hbm, host_link or compute");
+}
+
+CostModel::CostModel(const HardwareProfile& profile, CostParams params) : profile_(profile), params_(params) {
+  if (params_.staging_chunk_bytes < 1)
+    fail("staging chunk must be at least 1 byte", "cost model parameters", "pass a positive chunk size");
+  // Host-read configuration per (cluster size, host CTA count): as many stages per read stream
+  // as fit under the congestion cap (at least one, at most the SMEM ring depth).
+  const HardwareProfile& p = profile_;
+  host_side_.assign(size_t(p.max_multicast_cluster) + 1, std::vector<HostSide>(size_t(p.sm_count) + 1));
+  for (int64_t cl = 1; cl <= p.max_multicast_cluster; ++cl) {
+    for (int64_t n = 1; n <= p.sm_count; ++n) {
+      HostSide& h = host_side_[size_t(cl)][size_t(n)];
+      int64_t streams = (n + cl - 1) / cl;  // one host read per cluster
+      h.stages = std::clamp<int64_t>(p.host_inflight_cap_bytes / (streams * p.host_stage_bytes), 1, p.max_stages_per_cta);
+      h.inflight = streams * h.stages * p.host_stage_bytes;
+      h.link_bps = p.host_direct_gbps(h.inflight) * 1e9;
+      h.hbm_bps = p.hbm_read_gbps * p.hbm_factor(h.inflight) * 1e9;
+    }
+  }
+}
+
+CostModel::Work CostModel::work(const Op& op, int64_t host_units) const {
+  const HardwareProfile& p = profile_;
+  Work w;
+  const int64_t units = op.splittable ? op.units() : 0;
+  const double frac = op.splittable ? double(op.host_rows(host_units)) / double(op.split_rows) : 0.0;
+  w.host_bytes = op.step_bytes * frac;
+  w.hbm_bytes = op.step_bytes * (1.0 - frac) + double(op.fixed_bytes) + op.act_bytes;
+
+  // Compute: per-SM rate of the op's shape class.
+  int64_t rate_tokens = op.n;
+  double efficiency = 1.0;
+  if (op.kind == OpKind::kAttention) {
+    int64_t q_rows = op.q_len * (op.heads / std::max<int64_t>(1, op.kv_heads));  // query rows per KV head
+    rate_tokens = q_rows;
+    efficiency = std::min(1.0, double(q_rows) / double(p.mma_min_rows));
+  }
+  const double r_sm = p.tensor_tflops_for(rate_tokens) * 1e12 / double(p.sm_count) * efficiency;
+  const double items_total = units > 0 ? double(units * op.items_per_unit) : double(p.sm_count);
+  w.t_item = op.flops / items_total / r_sm;
+  w.items_host = units > 0 ? double(host_units * op.items_per_unit) : 0.0;
+  w.items_hbm = items_total - w.items_host;
+  return w;
+}
+
+OpCost CostModel::finish(OpCost c, int64_t kernels) const {
+  c.overhead_s += double(kernels) * profile_.kernel_overhead_us * 1e-6;
+  const double body = std::max({c.compute_s, c.hbm_s, c.host_s});
+  if (c.host_s > 0 && c.host_s >= c.hbm_s && c.host_s >= c.compute_s)
+    c.bound = Bound::kHostLink;
+  else if (c.compute_s > c.hbm_s)
+    c.bound = Bound::kCompute;
+  else
+    c.bound = Bound::kHbm;
+  c.time_s = body + c.overhead_s;
+  return c;
+}
+
+OpCost CostModel::direct(const Op& op, const Work& w, bool all_host) const {
+  const HardwareProfile& p = profile_;
+  const int64_t cluster =
+      op.kind == OpKind::kLinear ? std::clamp<int64_t>(op.items_per_unit, 1, p.max_multicast_cluster) : 1;
+  OpCost best;
+  best.time_s = INFINITY;
+  const int64_t max_host = all_host ? p.sm_count : p.sm_count - 1;
+  for (int64_t n_h = 1; n_h <= max_host; ++n_h) {
+    const HostSide& hs = host_side_[size_t(cluster)][size_t(n_h)];
+    const int64_t n_g = p.sm_count - n_h;
+    OpCost c;
+    c.path = DataPath::kDirect;
+    c.compute_s = ceil_div(w.items_host, double(n_h)) * w.t_item;
+    if (w.items_hbm > 0) c.compute_s = std::max(c.compute_s, ceil_div(w.items_hbm, double(n_g)) * w.t_item);
+    c.hbm_s = w.hbm_bytes / hs.hbm_bps;
+    c.host_s = w.host_bytes / hs.link_bps;
+    c.host_ctas = n_h;
+    c.stages_per_cta = hs.stages;
+    c.cluster = cluster;
+    c.host_inflight_bytes = hs.inflight;
+    c.host_step_bytes = w.host_bytes;
+    double t = std::max({c.compute_s, c.hbm_s, c.host_s});
+    if (t < best.time_s) {
+      best = c;
+      best.time_s = t;
+    }
+  }
+  return finish(best, op.kernels);
+}
+
+OpCost CostModel::staged(const Op& op, const Work& w) const {
+  const HardwareProfile& p = profile_;
+  OpCost c;
+  c.path = DataPath::kStaged;
+  c.compute_s = ceil_div(w.items_host + w.items_hbm, double(p.sm_count)) * w.t_item;
+  // Every staged byte is written to the HBM ring by the copy engine and read back by the SMs.
+  const double hbm_bps = p.hbm_read_gbps * (1.0 - p.hbm_slowdown_during_copy) * 1e9;
+  c.hbm_s = (w.hbm_bytes + 2.0 * w.host_bytes) / hbm_bps;
+  const double ce_bps = p.host_copy_engine_gbps * 1e9;
+  c.host_s = w.host_bytes / ce_bps;
+  c.overhead_s = std::min(w.host_bytes, double(params_.staging_chunk_bytes)) / ce_bps;  // first chunk, not overlapped
+  c.host_step_bytes = w.host_bytes;
+  return finish(c, op.kernels + 1);  // + the copy node
+}
+
+OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
+  const int64_t units = op.splittable ? op.units() : 0;
+  if (host_units < 0 || host_units > units)
+    fail(fmt::format("operator '{}' has {} split units, asked for {} on the host", op.name, units, host_units),
+         "cost model", "pass a host unit count in [0, units]");
+  const Work w = work(op, host_units);
+  if (host_units == 0) {
+    OpCost c;
+    c.compute_s = ceil_div(w.items_hbm, double(profile_.sm_count)) * w.t_item;
+    c.hbm_s = w.hbm_bytes / (profile_.hbm_read_gbps * 1e9);
+    return finish(c, op.kernels);
+  }
+  if (path == DataPath::kStaged) return staged(op, w);
+  return direct(op, w, host_units == units);
+}
+
+OpCost CostModel::best(const Op& op, int64_t host_units, bool allow_staged) const {
+  OpCost d = cost(op, host_units, DataPath::kDirect);
+  if (!allow_staged || host_units == 0) return d;
+  OpCost s = cost(op, host_units, DataPath::kStaged);
+  return s.time_s < d.time_s ? s : d;
+}
+
+}  // namespace dak

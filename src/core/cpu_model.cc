@@ -1,0 +1,463 @@
+// CpuModel: one forward pass for every family; the families differ only by the tensor-name
+// table below and by ModelConfig switches (norm kind, gated MLP, RoPE or learned positions,
+// pre/post-LN, biases, sliding window).
+//
+// Per step, for the T = sum_b L_b appended tokens (row order: sequence 0's tokens, then 1's, ...):
+//   x[T, Hd] = embed(ids) (OPT: project_in, + embed_positions[pos + 2])
+//   per layer:  h = norm1(x) (pre-LN) | x (post-LN)
+//               q, k, v = h W^T (+b); RoPE(q, k) at each token's position; k, v -> KV cache
+//               a = causal softmax(q k^T / sqrt(D)) v over the sequence's cached keys
+//                   (GQA: query head hq reads kv head hq / (H / Hkv); sliding window:
+//                   keys j > pos - W, as modeling_mistral.py's mask)
+//               x += a Wo^T (+b)          (post-LN: x = norm1(x))
+//               h = norm2(x) | x
+//               x += down(act(gate h) * up h) | fc2(act(fc1 h))   (post-LN: x = norm2(x))
+//   out = final_norm(x) (not for OPT post-LN), OPT: project_out; logits = out W_lm^T.
+#include "core/cpu_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <new>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/checkpoint.h"
+#include "core/cpu_ops.h"
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+/// Canonical HF tensor names of a family (without ".weight" / ".bias"); "" = absent.
+/// Per-layer names are relative to `layer` + "<index>.".
+struct TensorNames {
+  const char* embed;
+  const char* positions;
+  const char* project_in;
+  const char* project_out;
+  const char* final_norm;
+  const char* lm_head;
+  const char* layer;
+  const char* attn_norm;
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* o;
+  const char* mlp_norm;
+  const char* gate;
+  const char* up;
+  const char* down;
+};
+
+// modeling_llama.py / modeling_mistral.py / modeling_qwen2.py (LlamaForCausalLM layout).
+constexpr TensorNames kLlamaNames{
+    "model.embed_tokens", "", "", "", "model.norm", "lm_head", "model.layers.",
+    "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+    "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
+    "mlp.down_proj"};
+
+// modeling_opt.py (OPTForCausalLM: model.decoder.*); fc1/fc2 take the up/down slots.
+constexpr TensorNames kOptNames{
+    "model.decoder.embed_tokens", "model.decoder.embed_positions", "model.decoder.project_in",
+    "model.decoder.project_out", "model.decoder.final_layer_norm", "lm_head",
+    "model.decoder.layers.", "self_attn_layer_norm", "self_attn.q_proj", "self_attn.k_proj",
+    "self_attn.v_proj", "self_attn.out_proj", "final_layer_norm", "", "fc1", "fc2"};
+
+const TensorNames& names_for(Arch a) { return a == Arch::kOpt ? kOptNames : kLlamaNames; }
+
+struct Linear {
+  std::vector<float> w;  // [out, in]
+  std::vector<float> b;  // [out] or empty
+  int64_t out = 0, in = 0;
+};
+
+struct Norm {
+  std::vector<float> w;  // [D] or empty (= ones)
+  std::vector<float> b;  // [D] or empty (LayerNorm only)
+};
+
+// q/k/v are stored as one [q_dim + 2 kv_dim, Hd] matrix and gate/up as one [2 I, Hd] matrix
+// (rows in that order), so that each is one pass over the activations and one OpenMP region.
+struct Layer {
+  Norm attn_norm, mlp_norm;
+  Linear qkv, o, gate_up, down;  // gate_up holds only fc1 when the MLP is not gated
+};
+
+// A pending decode of one tensor into its destination rows (collected first, decoded in parallel).
+struct Load {
+  const TensorInfo* info;
+  float* dst;
+};
+
+}  // namespace
+
+struct CpuModel::Impl {
+  ModelConfig cfg;
+  std::vector<float> embed;      // [V, E]
+  std::vector<float> positions;  // OPT: [max_pos + 2, Hd]
+  Linear project_in, project_out;
+  Norm final_norm;
+  bool has_final_norm = false;
+  Linear lm_head;                // lm_head.w empty when tied (embed is used)
+  std::vector<Layer> layers;
+  std::vector<float> inv_freq;   // [D/2], empty for OPT
+
+  // KV cache: [layers][B][max_context][Hkv * D] for keys and values.
+  std::unique_ptr<float[]> k_cache, v_cache;
+  int64_t batch = 0, max_context = 0;
+  std::vector<int64_t> pos;      // [B]
+
+  const float* lm_weight() const { return lm_head.w.empty() ? embed.data() : lm_head.w.data(); }
+  float* kv_row(float* cache, int64_t layer, int64_t b, int64_t p) const {
+    return cache + ((layer * batch + b) * max_context + p) * cfg.kv_dim();
+  }
+
+  void norm(const Norm& n, const float* x, int64_t t, float* y) const {
+    const int64_t d = cfg.hidden_size;
+    if (cfg.norm == NormKind::kRmsNorm) {
+      cpu::rms_norm(x, t, d, n.w.data(), cfg.norm_eps, y);
+    } else {
+      cpu::layer_norm(x, t, d, n.w.empty() ? nullptr : n.w.data(), n.b.empty() ? nullptr : n.b.data(),
+                      cfg.norm_eps, y);
+    }
+  }
+  static void apply(const Linear& l, const float* x, int64_t t, float* y) {
+    cpu::linear(x, t, l.in, l.w.data(), l.b.empty() ? nullptr : l.b.data(), l.out, y);
+  }
+
+  void load(const Checkpoint& ckpt);
+  std::vector<float> forward(std::span<const std::vector<int32_t>> tokens, bool all_logits);
+};
+
+// ------------------------------------------------------------------------------ loading
+
+void CpuModel::Impl::load(const Checkpoint& ckpt) {
+  const ModelConfig& c = cfg;
+  const TensorNames& nm = names_for(c.arch);
+  const std::string where = ckpt.path().string();
+  std::vector<Load> loads;
+
+  auto find = [&](const std::string& name) -> const TensorInfo* {
+    if (const TensorInfo* t = ckpt.find(name)) return t;
+    // Some checkpoints (facebook/opt-*) are saved without the wrapper's "model." prefix.
+    if (name.starts_with("model.")) return ckpt.find(std::string_view(name).substr(6));
+    return nullptr;
+  };
+  auto tensor = [&](const std::string& name, std::vector<int64_t> shape, float* dst) {
+    const TensorInfo* t = find(name);
+    if (!t) {
+      fail(fmt::format("missing tensor '{}' ({} model)", name, arch_name(c.arch)), where,
+           "check that the checkpoint is complete and that config.json belongs to it");
+    }
+    if (t->shape != shape) {
+      fail(fmt::format("tensor '{}' has shape [{}], the config needs [{}]", name,
+                       fmt::join(t->shape, ", "), fmt::join(shape, ", ")),
+           t->file.empty() ? where : t->file, "check that config.json belongs to this checkpoint");
+    }
+    loads.push_back({t, dst});
+  };
+  auto vec = [&](const std::string& name, std::vector<int64_t> shape, std::vector<float>& dst) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    dst.resize(static_cast<size_t>(n));
+    tensor(name, std::move(shape), dst.data());
+  };
+  // One Linear from the row-wise concatenation of `parts` (name, rows), all with `in` columns.
+  auto linear = [&](std::initializer_list<std::pair<std::string, int64_t>> parts, int64_t in, bool bias,
+                    Linear& l) {
+    l.in = in;
+    l.out = 0;
+    for (const auto& part : parts) l.out += part.second;
+    l.w.resize(static_cast<size_t>(l.out * in));
+    if (bias) l.b.resize(static_cast<size_t>(l.out));
+    int64_t row = 0;
+    for (const auto& [base, rows] : parts) {
+      tensor(base + ".weight", {rows, in}, l.w.data() + row * in);
+      if (bias) tensor(base + ".bias", {rows}, l.b.data() + row);
+      row += rows;
+    }
+  };
+  auto norm = [&](const std::string& base, Norm& n) {
+    const bool affine = c.norm == NormKind::kRmsNorm || c.norm_elementwise_affine;
+    if (!affine) return;
+    vec(base + ".weight", {c.hidden_size}, n.w);
+    if (c.norm == NormKind::kLayerNorm) vec(base + ".bias", {c.hidden_size}, n.b);
+  };
+
+  const int64_t hd = c.hidden_size, e = c.embed_dim();
+  vec(std::string(nm.embed) + ".weight", {c.vocab_size, e}, embed);
+  if (*nm.positions)
+    vec(std::string(nm.positions) + ".weight", {c.max_position_embeddings + c.position_offset, hd},
+        positions);
+  if (e != hd) {
+    if (!*nm.project_in)
+      fail(fmt::format("{} models have no word_embed_proj_dim", arch_name(c.arch)), where,
+           "fix config.json");
+    linear({{nm.project_in, hd}}, e, false, project_in);
+    linear({{nm.project_out, e}}, hd, false, project_out);
+  }
+  // OPTDecoder has a final LayerNorm only with do_layer_norm_before (pre-LN models).
+  has_final_norm = c.arch != Arch::kOpt || c.do_layer_norm_before;
+  if (has_final_norm) norm(nm.final_norm, final_norm);
+  // Tied embeddings: the HF model ties lm_head to embed_tokens even if the file also stores it.
+  if (!c.tie_word_embeddings) linear({{nm.lm_head, c.vocab_size}}, e, false, lm_head);
+
+  layers.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    Layer& L = layers[l];
+    const std::string p = fmt::format("{}{}.", nm.layer, l);
+    norm(p + nm.attn_norm, L.attn_norm);
+    norm(p + nm.mlp_norm, L.mlp_norm);
+    linear({{p + nm.q, c.q_dim()}, {p + nm.k, c.kv_dim()}, {p + nm.v, c.kv_dim()}}, hd, c.qkv_bias, L.qkv);
+    linear({{p + nm.o, hd}}, c.q_dim(), c.o_bias, L.o);
+    if (c.gated_mlp) {
+      linear({{p + nm.gate, c.intermediate_size}, {p + nm.up, c.intermediate_size}}, hd, c.mlp_bias,
+             L.gate_up);
+    } else {
+      linear({{p + nm.up, c.intermediate_size}}, hd, c.mlp_bias, L.gate_up);
+    }
+    linear({{p + nm.down, hd}}, c.intermediate_size, c.mlp_bias, L.down);
+  }
+
+  // Decode in parallel; exceptions cannot leave an OpenMP region, so the first is kept.
+  std::exception_ptr error;
+  const int64_t n = static_cast<int64_t>(loads.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) {
+    try {
+      const std::vector<float> v = ckpt.read_f32(*loads[i].info);
+      std::copy(v.begin(), v.end(), loads[i].dst);
+    } catch (...) {
+#pragma omp critical(dak_cpu_model_load)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+
+  if (c.arch != Arch::kOpt) inv_freq = cpu::rope_inv_freq(c);
+}
+
+CpuModel::CpuModel(const Checkpoint& ckpt) : impl_(std::make_unique<Impl>()) {
+  impl_->cfg = ckpt.config();
+  impl_->cfg.validate(ckpt.path().string());
+  impl_->load(ckpt);
+}
+
+CpuModel::~CpuModel() = default;
+
+const ModelConfig& CpuModel::config() const { return impl_->cfg; }
+
+uint64_t CpuModel::weight_bytes() const {
+  const Impl& m = *impl_;
+  uint64_t n = m.embed.size() + m.positions.size() + m.final_norm.w.size() + m.final_norm.b.size();
+  auto lin = [&](const Linear& l) { n += l.w.size() + l.b.size(); };
+  auto nrm = [&](const Norm& x) { n += x.w.size() + x.b.size(); };
+  lin(m.project_in);
+  lin(m.project_out);
+  lin(m.lm_head);
+  for (const Layer& L : m.layers) {
+    nrm(L.attn_norm);
+    nrm(L.mlp_norm);
+    for (const Linear* l : {&L.qkv, &L.o, &L.gate_up, &L.down}) lin(*l);
+  }
+  return n * sizeof(float);
+}
+
+// ------------------------------------------------------------------------------ state
+
+void CpuModel::start(int64_t batch, int64_t max_context) {
+  Impl& m = *impl_;
+  const int64_t limit = m.cfg.max_position_embeddings;
+  if (batch <= 0)
+    fail(fmt::format("batch size must be positive, got {}", batch), "CpuModel::start",
+         "pass at least one sequence");
+  if (max_context <= 0 || max_context > limit)
+    fail(fmt::format("context of {} tokens is outside the model's context of {} tokens", max_context,
+                     limit),
+         "CpuModel::start (max_position_embeddings)",
+         "use a shorter prompt or fewer new tokens (--max-new-tokens)");
+  const uint64_t elems = uint64_t(m.cfg.num_layers) * uint64_t(batch) * uint64_t(max_context) *
+                         uint64_t(m.cfg.kv_dim());
+  m.k_cache.reset();
+  m.v_cache.reset();
+  try {
+    m.k_cache = std::make_unique_for_overwrite<float[]>(elems);
+    m.v_cache = std::make_unique_for_overwrite<float[]>(elems);
+  } catch (const std::bad_alloc&) {
+    m.batch = 0;
+    fail(fmt::format("cannot allocate the fp32 KV cache ({:.2f} GiB for {} sequences x {} positions)",
+                     2.0 * double(elems) * 4.0 / double(1ull << 30), batch, max_context),
+         "CpuModel::start", "use a smaller batch or context");
+  }
+  m.batch = batch;
+  m.max_context = max_context;
+  m.pos.assign(static_cast<size_t>(batch), 0);
+}
+
+int64_t CpuModel::position(int64_t b) const {
+  const Impl& m = *impl_;
+  if (b < 0 || b >= m.batch)
+    fail(fmt::format("sequence {} is outside the batch of {}", b, m.batch), "CpuModel::position",
+         "call start() with a larger batch");
+  return m.pos[b];
+}
+
+std::vector<float> CpuModel::step(std::span<const std::vector<int32_t>> tokens, bool all_logits) {
+  return impl_->forward(tokens, all_logits);
+}
+
+// ------------------------------------------------------------------------------ forward
+
+std::vector<float> CpuModel::Impl::forward(std::span<const std::vector<int32_t>> tokens,
+                                           bool all_logits) {
+  const ModelConfig& c = cfg;
+  if (batch == 0) fail("step() before start()", "CpuModel::step", "call start(batch, max_context) first");
+  if (int64_t(tokens.size()) != batch)
+    fail(fmt::format("step() got {} sequences, the cache holds {}", tokens.size(), batch),
+         "CpuModel::step", "pass one (possibly empty) token list per sequence");
+
+  // Flatten: row r is token tok[r] of sequence seq[r] at position tpos[r].
+  std::vector<int32_t> tok;
+  std::vector<int64_t> seq, tpos;
+  std::vector<int64_t> last_row(static_cast<size_t>(batch), -1);
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto& ids = tokens[b];
+    if (pos[b] + int64_t(ids.size()) > max_context)
+      fail(fmt::format("sequence {} would reach {} tokens ({} cached + {} new), beyond the "
+                       "context of {} given to start()",
+                       b, pos[b] + int64_t(ids.size()), pos[b], ids.size(), max_context),
+           "CpuModel::step", "start() with a larger max_context, or generate fewer tokens");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= c.vocab_size)
+        fail(fmt::format("token id {} (sequence {}, index {}) is outside the vocabulary of {}", ids[i],
+                         b, i, c.vocab_size),
+             "CpuModel::step", "tokenize with the tokenizer that belongs to this model");
+      last_row[b] = int64_t(tok.size());
+      tok.push_back(ids[i]);
+      seq.push_back(b);
+      tpos.push_back(pos[b] + int64_t(i));
+    }
+  }
+  const int64_t t = int64_t(tok.size());
+  const int64_t hd = c.hidden_size, e = c.embed_dim(), qd = c.q_dim(), kvd = c.kv_dim();
+  const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim, ff = c.intermediate_size;
+
+  const int64_t qkvd = qd + 2 * kvd;               // row of the fused q/k/v output
+  const int64_t gud = c.gated_mlp ? 2 * ff : ff;   // row of the fused gate/up output
+  std::vector<float> x(size_t(t * hd)), h(size_t(t * hd)), o(size_t(t * hd));
+  std::vector<float> qkv(size_t(t * qkvd)), a(size_t(t * qd));
+  std::vector<float> gu(size_t(t * gud)), m(c.gated_mlp ? size_t(t * ff) : 0);
+
+  // Embedding (+ OPT project_in and learned positions).
+  {
+    std::vector<float> emb(size_t(t * e));
+    for (int64_t r = 0; r < t; ++r)
+      std::copy_n(embed.data() + int64_t(tok[r]) * e, e, emb.data() + r * e);
+    if (e != hd) {
+      apply(project_in, emb.data(), t, x.data());
+    } else {
+      x.swap(emb);
+    }
+    if (!positions.empty()) {
+      for (int64_t r = 0; r < t; ++r) {
+        const float* pr = positions.data() + (tpos[r] + c.position_offset) * hd;
+        for (int64_t j = 0; j < hd; ++j) x[r * hd + j] += pr[j];
+      }
+    }
+  }
+
+  const bool pre_ln = c.arch != Arch::kOpt || c.do_layer_norm_before;
+  const int64_t max_pos = t > 0 ? *std::max_element(tpos.begin(), tpos.end()) : 0;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  const int64_t group = nh / nkv;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const Layer& L = layers[l];
+    // --- attention block
+    const float* in = x.data();
+    if (pre_ln) {
+      norm(L.attn_norm, x.data(), t, h.data());
+      in = h.data();
+    }
+    apply(L.qkv, in, t, qkv.data());
+    for (int64_t r = 0; r < t; ++r) {
+      float* qr = qkv.data() + r * qkvd;  // [q | k | v]
+      if (!inv_freq.empty()) {
+        cpu::apply_rope(qr, nh, d, inv_freq.data(), tpos[r]);
+        cpu::apply_rope(qr + qd, nkv, d, inv_freq.data(), tpos[r]);
+      }
+      std::copy_n(qr + qd, kvd, kv_row(k_cache.get(), l, seq[r], tpos[r]));
+      std::copy_n(qr + qd + kvd, kvd, kv_row(v_cache.get(), l, seq[r], tpos[r]));
+    }
+#pragma omp parallel if (2 * t * nh * (max_pos + 1) * d >= cpu::kMinParallelMacs)
+    {
+      std::vector<float> scratch(static_cast<size_t>(max_context));
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t rh = 0; rh < t * nh; ++rh) {
+        const int64_t r = rh / nh, hq = rh % nh, hk = hq / group;
+        const int64_t p = tpos[r];
+        const int64_t lo = c.sliding_window > 0 ? std::max<int64_t>(0, p - c.sliding_window + 1) : 0;
+        const float* kr = kv_row(k_cache.get(), l, seq[r], lo) + hk * d;
+        const float* vr = kv_row(v_cache.get(), l, seq[r], lo) + hk * d;
+        cpu::attend_head(qkv.data() + r * qkvd + hq * d, kr, vr, kvd, p - lo + 1, d, scale,
+                         a.data() + r * qd + hq * d, scratch.data());
+      }
+    }
+    apply(L.o, a.data(), t, o.data());
+    for (int64_t i = 0; i < t * hd; ++i) x[i] += o[i];
+    if (!pre_ln) norm(L.attn_norm, x.data(), t, x.data());
+
+    // --- MLP block
+    in = x.data();
+    if (pre_ln) {
+      norm(L.mlp_norm, x.data(), t, h.data());
+      in = h.data();
+    }
+    apply(L.gate_up, in, t, gu.data());
+    const float* mid = gu.data();
+    if (c.gated_mlp) {
+      for (int64_t r = 0; r < t; ++r) {
+        float* gr = gu.data() + r * gud;  // [gate | up]
+        cpu::activate(gr, ff, c.activation);
+        for (int64_t i = 0; i < ff; ++i) m[r * ff + i] = gr[i] * gr[ff + i];
+      }
+      mid = m.data();
+    } else {
+      cpu::activate(gu.data(), t * ff, c.activation);
+    }
+    apply(L.down, mid, t, o.data());
+    for (int64_t i = 0; i < t * hd; ++i) x[i] += o[i];
+    if (!pre_ln) norm(L.mlp_norm, x.data(), t, x.data());
+  }
+
+  for (int64_t r = 0; r < t; ++r) pos[seq[r]] = tpos[r] + 1;
+
+  // Rows that need logits.
+  std::vector<int64_t> rows;
+  if (all_logits) {
+    for (int64_t r = 0; r < t; ++r) rows.push_back(r);
+  } else {
+    for (int64_t b = 0; b < batch; ++b) rows.push_back(last_row[b]);
+  }
+  const int64_t nr = int64_t(rows.size());
+  std::vector<float> fin(size_t(nr * hd), 0.0f);
+  for (int64_t i = 0; i < nr; ++i)
+    if (rows[i] >= 0) std::copy_n(x.data() + rows[i] * hd, hd, fin.data() + i * hd);
+  if (has_final_norm) norm(final_norm, fin.data(), nr, fin.data());
+  std::vector<float> out_in;
+  const float* head_in = fin.data();
+  if (e != hd) {
+    out_in.resize(size_t(nr * e));
+    apply(project_out, fin.data(), nr, out_in.data());
+    head_in = out_in.data();
+  }
+  std::vector<float> logits(size_t(nr * c.vocab_size));
+  cpu::linear(head_in, nr, e, lm_weight(), nullptr, c.vocab_size, logits.data());
+  for (int64_t i = 0; i < nr; ++i)
+    if (rows[i] < 0) std::fill_n(logits.data() + i * c.vocab_size, c.vocab_size, 0.0f);
+  return logits;
+}
+
+}  // namespace dak

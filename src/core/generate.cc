@@ -1,0 +1,226 @@
+// Sampling, the generation loop and perplexity over any Engine.
+#include "core/generate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Uniform double in [0, 1) from the top 53 bits: the same on every standard library
+// (std::uniform_real_distribution is not specified bit-for-bit).
+double uniform01(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
+
+int32_t argmax(std::span<const float> logits) {
+  int32_t best = 0;
+  float best_v = -INFINITY;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] > best_v) {  // strict: the lowest id wins ties; NaN never wins
+      best_v = logits[i];
+      best = int32_t(i);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::mt19937_64 sequence_rng(uint64_t seed, int64_t sequence) {
+  std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(uint64_t(sequence)),
+                    uint32_t(uint64_t(sequence) >> 32)};
+  return std::mt19937_64(seq);
+}
+
+int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std::mt19937_64& rng) {
+  if (logits.empty()) fail("no logits to sample from", "sample_token", "the vocabulary is empty");
+  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature))
+    fail(fmt::format("temperature must be >= 0, got {}", p.temperature), "--temperature",
+         "use 0 for greedy decoding or a positive temperature such as 0.7");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
+    fail(fmt::format("top_p must be in (0, 1], got {}", p.top_p), "--top-p",
+         "use 1 to disable nucleus sampling or a value such as 0.9");
+  if (p.top_k < 0)
+    fail(fmt::format("top_k must be >= 0, got {}", p.top_k), "--top-k",
+         "use 0 to disable top-k or a positive count such as 40");
+  if (p.temperature == 0.0f) return argmax(logits);
+
+  // Candidate ids by descending logit, ties by ascending id; only the top_k when set.
+  const int64_t v = int64_t(logits.size());
+  const int64_t k = p.top_k > 0 ? std::min<int64_t>(p.top_k, v) : v;
+  std::vector<int32_t> ids(static_cast<size_t>(v));
+  std::iota(ids.begin(), ids.end(), 0);
+  auto before = [&](int32_t a, int32_t b) {
+    const float la = std::isnan(logits[a]) ? -INFINITY : logits[a];
+    const float lb = std::isnan(logits[b]) ? -INFINITY : logits[b];
+    return la > lb || (la == lb && a < b);
+  };
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), before);
+  ids.resize(size_t(k));
+
+  // softmax(logits / T) over the candidates, in double.
+  const double top = logits[ids[0]];
+  if (!std::isfinite(top))
+    fail("logits are not finite", "sample_token", "the model produced inf/NaN; check the checkpoint");
+  std::vector<double> prob(ids.size());
+  double sum = 0.0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const float l = logits[ids[i]];
+    prob[i] = std::isfinite(l) ? std::exp((double(l) - top) / double(p.temperature)) : 0.0;
+    sum += prob[i];
+  }
+  // Nucleus: the smallest prefix whose probability reaches top_p.
+  size_t n = prob.size();
+  if (p.top_p < 1.0f) {
+    double cum = 0.0;
+    for (size_t i = 0; i < prob.size(); ++i) {
+      cum += prob[i] / sum;
+      if (cum >= double(p.top_p)) {
+        n = i + 1;
+        break;
+      }
+    }
+    sum = std::accumulate(prob.begin(), prob.begin() + n, 0.0);
+  }
+  const double u = uniform01(rng) * sum;
+  double cum = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    cum += prob[i];
+    if (u < cum) return ids[i];
+  }
+  return ids[n - 1];
+}
+
+GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                        const GenerateOptions& opts, const TokenCallback& on_token) {
+  const int64_t model_ctx = engine.config().max_position_embeddings;
+  if (prompts.empty()) fail("no prompts to generate from", "generate", "pass at least one prompt");
+  if (opts.max_new_tokens < 0)
+    fail(fmt::format("max_new_tokens must be >= 0, got {}", opts.max_new_tokens), "--max-new-tokens",
+         "pass a non-negative count");
+  if (opts.max_context < 0 || opts.max_context > model_ctx)
+    fail(fmt::format("max_context {} is outside the model context of {} tokens", opts.max_context,
+                     model_ctx),
+         "--max-context", fmt::format("use a value between 1 and {} (0: automatic)", model_ctx));
+  const int64_t limit = opts.max_context > 0 ? opts.max_context : model_ctx;
+  const char* limit_name = opts.max_context > 0 ? "the requested max context" : "the model context";
+  int64_t longest = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t n = int64_t(prompts[i].size());
+    if (n == 0)
+      fail(fmt::format("prompt {} is empty", i), "generate",
+           "give a non-empty prompt (with BOS, if the model uses one)");
+    if (n + opts.max_new_tokens > limit)
+      fail(fmt::format("prompt {} has {} tokens; with {} new tokens that is {}, more than {} of {} tokens",
+                       i, n, opts.max_new_tokens, n + opts.max_new_tokens, limit_name, limit),
+           "--max-new-tokens / prompt",
+           fmt::format("use --max-new-tokens {} or less, or a shorter prompt",
+                       std::max<int64_t>(0, limit - n)));
+    longest = std::max(longest, n);
+  }
+
+  GenerateResult res;
+  const int64_t batch = int64_t(prompts.size());
+  res.sequences.resize(size_t(batch));
+  for (int64_t b = 0; b < batch; ++b) res.sequences[b].prompt_ids = prompts[b];
+  if (opts.max_new_tokens == 0) return res;
+
+  const int64_t ctx = opts.max_context > 0 ? opts.max_context : std::min(model_ctx, longest + opts.max_new_tokens);
+  engine.start(batch, ctx);
+  const int64_t vocab = engine.config().vocab_size;
+  std::vector<std::mt19937_64> rngs;
+  for (int64_t b = 0; b < batch; ++b) rngs.push_back(sequence_rng(opts.sampling.seed, b));
+  std::vector<bool> done(size_t(batch), false);
+
+  auto emit = [&](const std::vector<float>& logits, const std::vector<bool>& active) {
+    for (int64_t b = 0; b < batch; ++b) {
+      if (!active[b]) continue;
+      std::span<const float> row(logits.data() + b * vocab, size_t(vocab));
+      const int32_t id = sample_token(row, opts.sampling, rngs[b]);
+      SequenceResult& s = res.sequences[b];
+      s.generated_ids.push_back(id);
+      if (std::find(opts.eos_ids.begin(), opts.eos_ids.end(), id) != opts.eos_ids.end()) {
+        s.stopped_at_eos = true;
+        done[b] = true;
+      }
+      if (int64_t(s.generated_ids.size()) >= opts.max_new_tokens) done[b] = true;
+      if (on_token) on_token(b, id);
+    }
+  };
+
+  auto t0 = Clock::now();
+  emit(engine.step(prompts, false), std::vector<bool>(size_t(batch), true));
+  res.prefill_s = seconds_since(t0);
+
+  std::vector<std::vector<int32_t>> step_tokens(static_cast<size_t>(batch));
+  while (true) {
+    std::vector<bool> active(static_cast<size_t>(batch));
+    bool any = false;
+    for (int64_t b = 0; b < batch; ++b) {
+      active[b] = !done[b];
+      any = any || active[b];
+      step_tokens[b].clear();
+      if (active[b]) step_tokens[b].push_back(res.sequences[b].generated_ids.back());
+    }
+    if (!any) break;
+    t0 = Clock::now();
+    emit(engine.step(step_tokens, false), active);
+    res.decode_s += seconds_since(t0);
+    ++res.decode_steps;
+  }
+  return res;
+}
+
+PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context) {
+  const int64_t model_ctx = engine.config().max_position_embeddings;
+  const int64_t n = int64_t(ids.size());
+  if (n < 2)
+    fail(fmt::format("perplexity needs at least 2 tokens, got {}", n), "perplexity",
+         "give a longer text");
+  if (context == 0) context = model_ctx;
+  if (context < 2 || context > model_ctx)
+    fail(fmt::format("perplexity window of {} tokens is outside [2, {}] (the model context)", context,
+                     model_ctx),
+         "--context", fmt::format("use a window between 2 and {} tokens", model_ctx));
+  const int64_t vocab = engine.config().vocab_size;
+
+  PerplexityResult res;
+  const auto t0 = Clock::now();
+  double nll = 0.0;
+  // Window w covers ids[s, e) and scores ids[s+1 .. e-1]; the next window starts at e - 1 so
+  // that every token 1..n-1 is scored exactly once (its first token is context only).
+  for (int64_t s = 0; s + 1 < n;) {
+    const int64_t e = std::min(n, s + context);
+    std::vector<std::vector<int32_t>> window{std::vector<int32_t>(ids.begin() + s, ids.begin() + e)};
+    engine.start(1, e - s);
+    const std::vector<float> logits = engine.step(window, true);
+    for (int64_t i = s; i + 1 < e; ++i) {
+      const float* row = logits.data() + (i - s) * vocab;
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < vocab; ++j) mx = std::max(mx, double(row[j]));
+      double z = 0.0;
+      for (int64_t j = 0; j < vocab; ++j) z += std::exp(double(row[j]) - mx);
+      nll += (mx + std::log(z)) - double(row[ids[i + 1]]);
+      ++res.tokens_scored;
+    }
+    s = e - 1;
+  }
+  res.mean_nll = nll / double(res.tokens_scored);
+  res.perplexity = std::exp(res.mean_nll);
+  res.seconds = seconds_since(t0);
+  return res;
+}
+
+}  // namespace dak

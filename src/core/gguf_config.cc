@@ -1,0 +1,228 @@
+#include "core/gguf_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/gguf.h"
+
+namespace dak {
+
+namespace {
+
+const char* const kFixMeta =
+    "convert the model with a current llama.cpp (convert_hf_to_gguf.py), or use the Hugging Face "
+    "safetensors checkpoint";
+
+/// Reads an integer size and checks it lies in [lo, hi]: keeps absurd metadata from turning
+/// into huge allocations or overflowing shape products later.
+int64_t size_in_range(const GgufFile& g, const std::string& key, std::optional<int64_t> v,
+                      int64_t lo, int64_t hi) {
+  if (!v) {
+    fail(fmt::format("GGUF metadata key '{}' is missing", key), g.path().string(), kFixMeta);
+  }
+  if (*v < lo || *v > hi) {
+    fail(fmt::format("GGUF metadata '{}' = {} is outside the plausible range [{}, {}]", key, *v, lo,
+                     hi),
+         g.path().string(), kFixMeta);
+  }
+  return *v;
+}
+
+}  // namespace
+
+ModelConfig model_config_from_gguf(const GgufFile& g) {
+  const std::string file = g.path().string();
+  const std::string arch = g.get_string("general.architecture");
+  ModelConfig c;
+  if (arch == "llama") {
+    c.arch = Arch::kLlama;
+  } else if (arch == "mistral") {
+    c.arch = Arch::kMistral;
+  } else if (arch == "qwen2") {
+    c.arch = Arch::kQwen2;
+  } else {
+    fail(fmt::format("unsupported GGUF architecture '{}' (general.architecture)", arch), file,
+         "dak reads llama, mistral and qwen2 GGUF files; for other models use the Hugging Face "
+         "safetensors checkpoint");
+  }
+  const auto key = [&](std::string_view k) { return arch + "." + std::string(k); };
+  const auto req = [&](std::string_view k, int64_t lo, int64_t hi) {
+    return size_in_range(g, key(k), g.opt_int(key(k)), lo, hi);
+  };
+
+  c.num_layers = req("block_count", 1, 1 << 12);
+  c.hidden_size = req("embedding_length", 1, 1 << 20);
+  c.intermediate_size = req("feed_forward_length", 1, 1 << 22);
+  c.num_heads = req("attention.head_count", 1, 1 << 14);
+  c.num_kv_heads = g.find(key("attention.head_count_kv")) ? req("attention.head_count_kv", 1, 1 << 14)
+                                                            : c.num_heads;
+  if (g.find(key("attention.key_length"))) {
+    c.head_dim = req("attention.key_length", 1, 1 << 14);
+  } else {
+    if (c.hidden_size % c.num_heads != 0) {
+      fail(fmt::format("{} = {} is not divisible by {} = {} and {} is missing",
+                       key("embedding_length"), c.hidden_size, key("attention.head_count"),
+                       c.num_heads, key("attention.key_length")),
+           file, kFixMeta);
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (g.find(key("attention.value_length")) &&
+      req("attention.value_length", 1, 1 << 14) != c.head_dim) {
+    fail(fmt::format("{} differs from the key length {}: dak needs equal key and value head sizes",
+                     key("attention.value_length"), c.head_dim),
+         file, kFixMeta);
+  }
+  if (g.find(key("rope.dimension_count")) &&
+      req("rope.dimension_count", 1, 1 << 14) != c.head_dim) {
+    fail(fmt::format("{} = {} differs from head_dim {}: partial rotary embeddings are not supported",
+                     key("rope.dimension_count"), *g.opt_int(key("rope.dimension_count")),
+                     c.head_dim),
+         file, "use a model whose rotary embedding covers the whole head");
+  }
+  c.max_position_embeddings = req("context_length", 1, int64_t(1) << 30);
+  c.norm_eps = float(g.opt_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5));
+  c.rope_theta = g.opt_float(key("rope.freq_base")).value_or(10000.0);
+
+  // Rope scaling: llama.cpp writes rope.scaling.type "none" | "linear" | "yarn" (| "longrope")
+  // and, for Llama 3.1 scaling, a precomputed "rope_freqs.weight" tensor instead of a type.
+  const std::string scaling = g.opt_string(key("rope.scaling.type")).value_or("none");
+  if (scaling == "linear") {
+    c.rope_scaling = RopeScaling::kLinear;
+    c.rope_factor = g.get_float(key("rope.scaling.factor"));
+  } else if (scaling == "none") {
+    if (auto f = g.opt_float(key("rope.scale_linear")); f && *f != 1.0) {  // older converters
+      c.rope_scaling = RopeScaling::kLinear;
+      c.rope_factor = *f;
+    }
+  } else {
+    fail(fmt::format("rope scaling type '{}' ({}) is not supported", scaling,
+                     key("rope.scaling.type")),
+         file, "dak supports no scaling and linear scaling in GGUF files");
+  }
+  if (!(c.rope_factor > 0.0 && c.rope_factor < 1e6)) {
+    fail(fmt::format("rope scaling factor {} is not a positive number", c.rope_factor), file,
+         kFixMeta);
+  }
+  if (auto orig = g.opt_int(key("rope.scaling.original_context_length"))) {
+    c.rope_original_max_position = size_in_range(g, key("rope.scaling.original_context_length"),
+                                                  orig, 1, int64_t(1) << 30);
+  }
+  if (g.find_tensor("rope_freqs.weight")) {
+    fail("the GGUF has per-frequency rope factors (tensor 'rope_freqs.weight', Llama 3.1 rope "
+         "scaling), which dak does not read from GGUF",
+         file, "use the Hugging Face safetensors checkpoint (config.json rope_scaling is supported)");
+  }
+
+  // Vocabulary size: explicit key, else the tokenizer's vocabulary, else the embedding rows.
+  if (g.find(key("vocab_size"))) {
+    c.vocab_size = req("vocab_size", 1, 1 << 24);
+  } else if (g.find("tokenizer.ggml.tokens")) {
+    c.vocab_size = size_in_range(g, "tokenizer.ggml.tokens (length)",
+                                 int64_t(g.get_string_array("tokenizer.ggml.tokens").size()), 1,
+                                 1 << 24);
+  } else if (const GgufTensor* e = g.find_tensor("token_embd.weight"); e && e->ne.size() == 2) {
+    c.vocab_size = size_in_range(g, "token_embd.weight rows", e->ne[1], 1, 1 << 24);
+  } else {
+    fail(fmt::format("cannot tell the vocabulary size: no '{}', no tokenizer.ggml.tokens and no "
+                     "2-D token_embd.weight",
+                     key("vocab_size")),
+         file, kFixMeta);
+  }
+
+  if (auto bos = g.opt_int("tokenizer.ggml.bos_token_id")) c.bos_token_id = *bos;
+  for (const char* k : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                        "tokenizer.ggml.eom_token_id"}) {
+    if (auto id = g.opt_int(k);
+        id && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *id) == c.eos_token_ids.end()) {
+      c.eos_token_ids.push_back(*id);
+    }
+  }
+
+  c.tie_word_embeddings = g.find_tensor("output.weight") == nullptr;
+  c.qkv_bias = g.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.o_bias = g.find_tensor("blk.0.attn_output.bias") != nullptr;
+  c.mlp_bias = g.find_tensor("blk.0.ffn_up.bias") != nullptr;
+  if (c.arch == Arch::kMistral && g.find(key("attention.sliding_window"))) {
+    c.sliding_window = req("attention.sliding_window", 0, int64_t(1) << 30);
+  }
+  c.validate(file);
+  return c;
+}
+
+std::string hf_name_from_gguf(std::string_view n) {
+  if (n == "token_embd.weight") return "model.embed_tokens.weight";
+  if (n == "output_norm.weight") return "model.norm.weight";
+  if (n == "output.weight") return "lm_head.weight";
+  constexpr std::string_view kBlk = "blk.";
+  if (!n.starts_with(kBlk)) return "";
+  n.remove_prefix(kBlk.size());
+  const size_t dot = n.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot > 6) return "";
+  int64_t layer = 0;
+  const auto [ptr, ec] = std::from_chars(n.data(), n.data() + dot, layer);
+  if (ec != std::errc() || ptr != n.data() + dot || (dot > 1 && n[0] == '0')) return "";
+  n.remove_prefix(dot + 1);
+  std::string_view suffix;
+  for (std::string_view s : {".weight", ".bias"}) {
+    if (n.ends_with(s)) {
+      suffix = s;
+      n.remove_suffix(s.size());
+      break;
+    }
+  }
+  if (suffix.empty()) return "";
+  static constexpr std::pair<std::string_view, std::string_view> kLayer[] = {
+      {"attn_norm", "input_layernorm"},       {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},         {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"},    {"ffn_norm", "post_attention_layernorm"},
+      {"ffn_gate", "mlp.gate_proj"},          {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+  };
+  for (const auto& [from, to] : kLayer) {
+    if (n == from) return fmt::format("model.layers.{}.{}{}", layer, to, suffix);
+  }
+  return "";
+}
+
+std::vector<TensorInfo> hf_tensors_from_gguf(const GgufFile& g, const ModelConfig& config) {
+  const std::string file = g.path().string();
+  // llama.cpp's LlamaModel.permute is applied for llama-style rope; qwen2 uses NEOX rope in
+  // llama.cpp and keeps HF's row order.
+  const bool permuted = config.arch == Arch::kLlama || config.arch == Arch::kMistral;
+  std::vector<TensorInfo> out;
+  out.reserve(g.tensors().size());
+  std::set<std::string, std::less<>> seen;
+  for (const GgufTensor& gt : g.tensors()) {
+    TensorInfo t;
+    t.file_name = gt.name;
+    t.name = hf_name_from_gguf(gt.name);
+    if (t.name.empty()) t.name = gt.name;
+    if (!seen.insert(t.name).second) {
+      fail(fmt::format("GGUF tensor '{}' maps to '{}', which another tensor already has", gt.name,
+                       t.name),
+           file, kFixMeta);
+    }
+    t.file = file;
+    t.dtype = gt.dtype;
+    t.shape.assign(gt.ne.rbegin(), gt.ne.rend());
+    t.bytes = gt.bytes;
+    t.data = gt.data;
+    if (permuted) {
+      const std::string_view n = t.name;
+      if (n.ends_with("self_attn.q_proj.weight") || n.ends_with("self_attn.q_proj.bias")) {
+        t.gguf_rope_heads = config.num_heads;
+      } else if (n.ends_with("self_attn.k_proj.weight") || n.ends_with("self_attn.k_proj.bias")) {
+        t.gguf_rope_heads = config.num_kv_heads;
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace dak

@@ -1,0 +1,40 @@
+// GGUF -> Hugging Face conventions: ModelConfig from GGUF metadata, and the GGUF tensor set
+// renamed and reshaped to HF names (the inverse of llama.cpp's convert_hf_to_gguf.py and its
+// tensor name table gguf-py/gguf/tensor_mapping.py).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/checkpoint.h"
+#include "core/model_config.h"
+
+namespace dak {
+
+class GgufFile;
+
+/// ModelConfig from the metadata of a llama / mistral / qwen2 GGUF ("general.architecture";
+/// keys "<arch>.block_count", ".embedding_length", ".feed_forward_length",
+/// ".attention.head_count", ".attention.head_count_kv", ".attention.key_length" (head_dim,
+/// default hidden / heads), ".rope.freq_base", ".rope.scaling.type|factor|original_context_length",
+/// ".attention.layer_norm_rms_epsilon", ".context_length", ".vocab_size" (else the length of
+/// tokenizer.ggml.tokens, else token_embd's rows), tokenizer.ggml.bos/eos/eot/eom_token_id).
+/// tie_word_embeddings = no "output.weight" tensor; qkv_bias / o_bias / mlp_bias = layer 0 has
+/// the bias tensor. Throws dak::Error naming the file and key for an unsupported architecture,
+/// a missing or absurd value, partial rotary (rope.dimension_count != head_dim), YaRN scaling or
+/// llama3 rope factors (rope_freqs.weight).
+ModelConfig model_config_from_gguf(const GgufFile& g);
+
+/// HF name of a GGUF tensor name ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight",
+/// "token_embd.weight" -> "model.embed_tokens.weight", ...); "" when the name is not one of the
+/// llama-family tensors.
+std::string hf_name_from_gguf(std::string_view gguf_name);
+
+/// Every tensor of `g` as a TensorInfo: HF name (unknown names kept as they are), ggml dims
+/// reversed into HF row-major shape, and gguf_rope_heads set on q_proj (num_heads) and k_proj
+/// (num_kv_heads) weights and biases of architectures whose converter permutes them (llama,
+/// mistral; not qwen2). Throws dak::Error when two tensors map to the same name.
+std::vector<TensorInfo> hf_tensors_from_gguf(const GgufFile& g, const ModelConfig& config);
+
+}  // namespace dak

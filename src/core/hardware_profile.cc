@@ -1,0 +1,238 @@
+#include "core/hardware_profile.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+using nlohmann::json;
+
+const json& member(const json& j, const std::string& key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key))
+    fail(fmt::format("hardware profile lacks field '{}'", key), where,
+         "compare with profiles/h200-default.json (format documented in src/core/hardware_profile.h)");
+  return j.at(key);
+}
+
+double positive_number(const json& j, const std::string& key, const std::string& where, bool allow_zero = false) {
+  const json& v = member(j, key, where);
+  if (!v.is_number())
+    fail(fmt::format("hardware profile field '{}' must be a number", key), where, "write a plain JSON number");
+  double d = v.get<double>();
+  if (!(d > 0 || (allow_zero && d == 0)))
+    fail(fmt::format("hardware profile field '{}' must be {}, got {}", key, allow_zero ? ">= 0" : "> 0", d), where,
+         "re-measure it with `dak profile` or fix the file");
+  return d;
+}
+
+int64_t positive_int(const json& j, const std::string& key, const std::string& where, bool allow_zero = false) {
+  const json& v = member(j, key, where);
+  if (!v.is_number_integer())
+    fail(fmt::format("hardware profile field '{}' must be an integer", key), where, "write a whole number");
+  int64_t i = v.get<int64_t>();
+  if (!(i > 0 || (allow_zero && i == 0)))
+    fail(fmt::format("hardware profile field '{}' must be {}, got {}", key, allow_zero ? ">= 0" : "> 0", i), where,
+         "re-measure it with `dak profile` or fix the file");
+  return i;
+}
+
+std::string text(const json& j, const std::string& key, const std::string& where) {
+  const json& v = member(j, key, where);
+  if (!v.is_string()) fail(fmt::format("hardware profile field '{}' must be a string", key), where, "quote it");
+  return v.get<std::string>();
+}
+
+}  // namespace
+
+HardwareProfile HardwareProfile::from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) fail("hardware profile is not a JSON object", where, "see profiles/h200-default.json");
+  if (text(j, "format", where) != kFormat)
+    fail(fmt::format("not a hardware profile (format '{}')", j.at("format").get<std::string>()), where,
+         fmt::format("the file must say \"format\": \"{}\"", kFormat));
+  int64_t version = positive_int(j, "version", where);
+  if (version != kVersion)
+    fail(fmt::format("hardware profile version {} is not supported (this dak reads version {})", version, kVersion),
+         where, "re-run `dak profile` with this dak, or use a matching dak");
+
+  HardwareProfile p;
+  p.name = text(j, "name", where);
+  p.device = text(j, "device", where);
+  p.sm_count = positive_int(j, "sm_count", where);
+
+  const std::string wh = where + ": hbm";
+  const json& hbm = member(j, "hbm", where);
+  p.hbm_capacity_bytes = positive_int(hbm, "capacity_bytes", wh);
+  p.hbm_free_after_context_bytes = positive_int(hbm, "free_after_context_bytes", wh);
+  p.hbm_reserve_bytes = positive_int(hbm, "reserve_bytes", wh, true);
+  p.hbm_read_gbps = positive_number(hbm, "read_gbps", wh);
+  if (p.hbm_free_after_context_bytes > p.hbm_capacity_bytes || p.hbm_reserve_bytes >= p.hbm_free_after_context_bytes)
+    fail("hbm: need reserve_bytes < free_after_context_bytes <= capacity_bytes", wh, "fix the byte counts");
+
+  const std::string wl = where + ": host_link";
+  const json& link = member(j, "host_link", where);
+  p.host_sm_read_gbps = positive_number(link, "sm_read_gbps", wl);
+  p.host_copy_engine_gbps = positive_number(link, "copy_engine_gbps", wl);
+  p.host_shared_total_gbps = positive_number(link, "shared_total_gbps", wl);
+  p.host_latency_us = positive_number(link, "latency_us", wl);
+  p.host_inflight_cap_bytes = positive_int(link, "inflight_cap_bytes", wl);
+  p.host_stage_bytes = positive_int(link, "stage_bytes", wl);
+  p.max_stages_per_cta = positive_int(link, "max_stages_per_cta", wl);
+  p.max_multicast_cluster = positive_int(link, "max_multicast_cluster", wl);
+  p.hbm_slowdown_during_copy = positive_number(link, "hbm_slowdown_during_copy", wl, true);
+  if (p.hbm_slowdown_during_copy >= 1) fail("host_link.hbm_slowdown_during_copy must be < 1", wl, "it is a fraction");
+
+  const json& cont = member(j, "contention", where);
+  if (!cont.is_array()) fail("'contention' must be an array", where, "list the probe points");
+  for (size_t i = 0; i < cont.size(); ++i) {
+    const std::string wc = fmt::format("{}: contention[{}]", where, i);
+    ContentionPoint c;
+    c.host_ctas = positive_int(cont[i], "host_ctas", wc, true);
+    c.stages_per_cta = positive_int(cont[i], "stages_per_cta", wc);
+    c.stage_bytes = positive_int(cont[i], "stage_bytes", wc);
+    c.hbm_ctas = positive_int(cont[i], "hbm_ctas", wc);
+    c.hbm_gbps = positive_number(cont[i], "hbm_gbps", wc);
+    p.contention.push_back(c);
+  }
+  for (const ContentionPoint& c : p.contention) {
+    if (c.host_ctas == 0) continue;
+    bool has_base = std::any_of(p.contention.begin(), p.contention.end(), [&](const ContentionPoint& b) {
+      return b.host_ctas == 0 && b.stages_per_cta == c.stages_per_cta && b.hbm_ctas == c.hbm_ctas;
+    });
+    if (!has_base)
+      fail(fmt::format("contention point with {} stages per CTA has no host_ctas 0 baseline", c.stages_per_cta),
+           where + ": contention", "add the point measured without host CTAs");
+  }
+
+  const std::string wk = where + ": compute";
+  const json& comp = member(j, "compute", where);
+  p.kernel_overhead_us = positive_number(comp, "kernel_overhead_us", wk, true);
+  p.mma_min_rows = positive_int(comp, "mma_min_rows", wk);
+  const json& rates = member(comp, "tensor_tflops", wk);
+  if (!rates.is_array() || rates.empty()) fail("compute.tensor_tflops must be a non-empty array", wk, "list classes");
+  for (size_t i = 0; i < rates.size(); ++i) {
+    const std::string wr = fmt::format("{}.tensor_tflops[{}]", wk, i);
+    p.tensor_tflops.push_back({positive_int(rates[i], "max_tokens", wr, true), positive_number(rates[i], "tflops", wr)});
+  }
+  std::stable_sort(p.tensor_tflops.begin(), p.tensor_tflops.end(), [](const auto& a, const auto& b) {
+    return (a.max_tokens == 0 ? INT64_MAX : a.max_tokens) < (b.max_tokens == 0 ? INT64_MAX : b.max_tokens);
+  });
+  if (p.tensor_tflops.back().max_tokens != 0)
+    fail("compute.tensor_tflops needs a class with max_tokens 0 (no upper limit)", wk, "add the large-N class");
+
+  const std::string wm = where + ": host_memory";
+  const json& host = member(j, "host_memory", where);
+  p.pinnable_host_bytes = positive_int(host, "pinnable_bytes", wm);
+  p.pin_gib_per_s = positive_number(host, "pin_gib_per_s", wm);
+
+  if (j.contains("sources")) {
+    const json& src = j.at("sources");
+    if (!src.is_object()) fail("'sources' must be an object of strings", where, "map field names to their source");
+    for (auto it = src.begin(); it != src.end(); ++it) {
+      if (!it.value().is_string())
+        fail(fmt::format("sources.{} must be a string", it.key()), where, "quote the citation");
+      p.sources[it.key()] = it.value().get<std::string>();
+    }
+  }
+  return p;
+}
+
+HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in)
+    fail(fmt::format("cannot read hardware profile '{}'", path.string()), path.string(),
+         "check the path given to --profile");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded())
+    fail("hardware profile is not valid JSON", path.string(), "fix the syntax (compare profiles/h200-default.json)");
+  return from_json(j, path.string());
+}
+
+HardwareProfile HardwareProfile::h200_default() {
+  return from_json(json::parse(h200_default_json()), "compiled-in profile h200-default");
+}
+
+json HardwareProfile::to_json() const {
+  json cont = json::array();
+  for (const ContentionPoint& c : contention)
+    cont.push_back({{"host_ctas", c.host_ctas}, {"stages_per_cta", c.stages_per_cta}, {"stage_bytes", c.stage_bytes},
+                    {"hbm_ctas", c.hbm_ctas}, {"hbm_gbps", c.hbm_gbps}});
+  json rates = json::array();
+  for (const TensorRateClass& r : tensor_tflops) rates.push_back({{"max_tokens", r.max_tokens}, {"tflops", r.tflops}});
+  json j = {
+      {"format", kFormat},
+      {"version", kVersion},
+      {"name", name},
+      {"device", device},
+      {"sm_count", sm_count},
+      {"hbm",
+       {{"capacity_bytes", hbm_capacity_bytes},
+        {"free_after_context_bytes", hbm_free_after_context_bytes},
+        {"reserve_bytes", hbm_reserve_bytes},
+        {"read_gbps", hbm_read_gbps}}},
+      {"host_link",
+       {{"sm_read_gbps", host_sm_read_gbps},
+        {"copy_engine_gbps", host_copy_engine_gbps},
+        {"shared_total_gbps", host_shared_total_gbps},
+        {"latency_us", host_latency_us},
+        {"inflight_cap_bytes", host_inflight_cap_bytes},
+        {"stage_bytes", host_stage_bytes},
+        {"max_stages_per_cta", max_stages_per_cta},
+        {"max_multicast_cluster", max_multicast_cluster},
+        {"hbm_slowdown_during_copy", hbm_slowdown_during_copy}}},
+      {"contention", cont},
+      {"compute", {{"kernel_overhead_us", kernel_overhead_us}, {"mma_min_rows", mma_min_rows}, {"tensor_tflops", rates}}},
+      {"host_memory", {{"pinnable_bytes", pinnable_host_bytes}, {"pin_gib_per_s", pin_gib_per_s}}},
+  };
+  j["sources"] = json(sources);
+  return j;
+}
+
+double HardwareProfile::tensor_tflops_for(int64_t tokens) const {
+  for (const TensorRateClass& r : tensor_tflops)
+    if (r.max_tokens == 0 || tokens <= r.max_tokens) return r.tflops;
+  return tensor_tflops.back().tflops;
+}
+
+double HardwareProfile::hbm_factor(int64_t inflight_bytes) const {
+  if (inflight_bytes <= host_inflight_cap_bytes) return 1.0;
+  // (in-flight bytes, HBM fraction of its own no-host baseline) beyond the cap, lowest per size.
+  std::map<int64_t, double> curve;
+  for (const ContentionPoint& c : contention) {
+    if (c.host_ctas == 0 || c.inflight_bytes() <= host_inflight_cap_bytes) continue;
+    double base = 0;
+    for (const ContentionPoint& b : contention)
+      if (b.host_ctas == 0 && b.stages_per_cta == c.stages_per_cta && b.hbm_ctas == c.hbm_ctas) base = b.hbm_gbps;
+    double f = std::min(1.0, c.hbm_gbps / base);
+    auto [it, inserted] = curve.emplace(c.inflight_bytes(), f);
+    if (!inserted) it->second = std::min(it->second, f);
+  }
+  double prev_x = double(host_inflight_cap_bytes), prev_f = 1.0;
+  for (auto& [x, f] : curve) {
+    double fx = std::min(f, prev_f);  // non-increasing
+    if (double(inflight_bytes) <= double(x)) {
+      double t = (double(inflight_bytes) - prev_x) / (double(x) - prev_x);
+      return prev_f + t * (fx - prev_f);
+    }
+    prev_x = double(x);
+    prev_f = fx;
+  }
+  return prev_f;
+}
+
+double HardwareProfile::host_direct_gbps(int64_t inflight_bytes) const {
+  // bytes / microseconds = 1e6 B/s = 1e-3 GB/s.
+  double latency_bound_gbps = double(inflight_bytes) / host_latency_us * 1e-3;
+  return std::min(host_sm_read_gbps, latency_bound_gbps);
+}
+
+}  // namespace dak

@@ -1,0 +1,139 @@
+// HardwareProfile: the measured constants of one GPU + host link that the cost model uses
+// (DESIGN.md §1-2). Never datasheet numbers: every value comes from a measurement, named in
+// the profile's "sources" map. `dak plan` uses the compiled-in H200 default (identical to
+// profiles/h200-default.json) unless --profile FILE is given; `dak profile` measures and writes
+// the same format.
+//
+// File format, JSON, "format": "dak.hardware_profile", "version": 1 (all fields required
+// unless marked optional; unknown fields are ignored so later versions may add fields):
+//
+// {
+//   "format": "dak.hardware_profile", "version": 1,
+//   "name": "h200-default",                 // free text, copied into plans
+//   "device": "NVIDIA H200 ...",            // free text
+//   "sm_count": 132,                        // SMs (CTAs of one wave, one CTA per SM)
+//   "hbm": {
+//     "capacity_bytes": N,                  // cudaMemGetInfo total
+//     "free_after_context_bytes": N,        // cudaMemGetInfo free once a context exists
+//     "reserve_bytes": N,                   // kept free by the planner (cuBLAS workspace, graphs, allocator slack)
+//     "read_gbps": 4623.0                   // B_g: best streaming HBM read (TMA bulk), GB/s = 1e9 B/s
+//   },
+//   "host_link": {
+//     "sm_read_gbps": 51.4,                 // B_h direct: SMs reading pinned host memory by TMA
+//     "copy_engine_gbps": 55.5,             // B_h staged: copy-engine H2D into HBM
+//     "shared_total_gbps": 53.2,            // both at once: total over the link (not the sum)
+//     "latency_us": 2.31,                   // one stage's round trip: host bandwidth of f bytes in
+//                                           //   flight is min(sm_read_gbps, f / latency)
+//     "inflight_cap_bytes": 262144,         // congestion cap: host bytes in flight GPU-wide above
+//                                           //   which HBM reads slow down (contention curve)
+//     "stage_bytes": 32768,                 // bytes per TMA stage of a host CTA
+//     "max_stages_per_cta": 6,              // SMEM ring depth limit of a host CTA
+//     "max_multicast_cluster": 4,           // CTAs fed by one multicast host read
+//     "hbm_slowdown_during_copy": 0.073     // fraction of HBM read bandwidth lost while the copy engine streams H2D
+//   },
+//   "contention": [                         // HBM read bandwidth while host CTAs stream (probe points)
+//     {"host_ctas": 0, "stages_per_cta": 2, "stage_bytes": 32768, "hbm_ctas": 100, "hbm_gbps": 4517}, ...
+//   ],                                      // host_ctas 0 rows are the baseline per stages_per_cta
+//   "compute": {
+//     "kernel_overhead_us": 1.97,           // fixed cost per kernel replayed in a CUDA graph
+//     "mma_min_rows": 64,                   // tensor-core tile rows: attention with g < 64 query rows
+//                                           //   per KV head runs at g/64 of the rate
+//     "tensor_tflops": [                    // dense bf16 rate by tokens N of the GEMM (shape class);
+//       {"max_tokens": 256, "tflops": 717.2}, ...  // first class with N <= max_tokens; max_tokens 0 = no limit
+//     ]
+//   },
+//   "host_memory": {"pinnable_bytes": N, "pin_gib_per_s": 2.86},
+//   "sources": {"hbm.read_gbps": "<log file>: <line>", ...}   // optional: where each value came from
+// }
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace dak {
+
+/// HBM read bandwidth measured while `host_ctas` CTAs each keep `stages_per_cta` stages of
+/// `stage_bytes` in flight from host memory and `hbm_ctas` CTAs stream HBM.
+struct ContentionPoint {
+  int64_t host_ctas = 0;
+  int64_t stages_per_cta = 0;
+  int64_t stage_bytes = 0;
+  int64_t hbm_ctas = 0;
+  double hbm_gbps = 0;
+  int64_t inflight_bytes() const { return host_ctas * stages_per_cta * stage_bytes; }
+  bool operator==(const ContentionPoint&) const = default;
+};
+
+/// Dense bf16 tensor-core rate for GEMMs with at most `max_tokens` tokens (0: no limit).
+struct TensorRateClass {
+  int64_t max_tokens = 0;
+  double tflops = 0;
+  bool operator==(const TensorRateClass&) const = default;
+};
+
+struct HardwareProfile {
+  static constexpr int kVersion = 1;
+  static constexpr const char* kFormat = "dak.hardware_profile";
+
+  std::string name;
+  std::string device;
+  int64_t sm_count = 0;
+
+  int64_t hbm_capacity_bytes = 0;
+  int64_t hbm_free_after_context_bytes = 0;
+  int64_t hbm_reserve_bytes = 0;
+  double hbm_read_gbps = 0;  // B_g
+
+  double host_sm_read_gbps = 0;       // B_h, direct path
+  double host_copy_engine_gbps = 0;   // B_h, staged path
+  double host_shared_total_gbps = 0;  // both paths at once
+  double host_latency_us = 0;
+  int64_t host_inflight_cap_bytes = 0;
+  int64_t host_stage_bytes = 0;
+  int64_t max_stages_per_cta = 0;
+  int64_t max_multicast_cluster = 1;
+  double hbm_slowdown_during_copy = 0;
+
+  std::vector<ContentionPoint> contention;
+
+  double kernel_overhead_us = 0;
+  int64_t mma_min_rows = 1;
+  std::vector<TensorRateClass> tensor_tflops;  // sorted by max_tokens, the unlimited class last
+
+  int64_t pinnable_host_bytes = 0;
+  double pin_gib_per_s = 0;
+
+  std::map<std::string, std::string> sources;
+
+  bool operator==(const HardwareProfile&) const = default;
+
+  /// Parses and validates a profile document; `where` names it in errors. Throws dak::Error for a
+  /// wrong format/version, a missing field, or a non-positive quantity.
+  static HardwareProfile from_json(const nlohmann::json& j, const std::string& where);
+  /// Reads a profile file. Throws dak::Error (unreadable file, bad JSON, invalid profile).
+  static HardwareProfile load(const std::filesystem::path& path);
+  /// The profile of our H200 compiled into the binary (text identical to profiles/h200-default.json).
+  static HardwareProfile h200_default();
+  /// The compiled-in JSON text of h200_default().
+  static const char* h200_default_json();
+
+  nlohmann::json to_json() const;
+
+  /// Dense bf16 rate (TFLOP/s, all SMs) for a GEMM over `tokens` tokens.
+  double tensor_tflops_for(int64_t tokens) const;
+  /// Fraction of B_g left while `inflight_bytes` of host reads are in flight GPU-wide: 1 up to the
+  /// congestion cap, then linear interpolation over the contention points beyond the cap (the
+  /// lowest measurement where several share an in-flight size, made non-increasing).
+  double hbm_factor(int64_t inflight_bytes) const;
+  /// Host bandwidth (GB/s) of the direct path with `inflight_bytes` in flight.
+  double host_direct_gbps(int64_t inflight_bytes) const;
+  /// Default HBM budget when none is given: free after context minus the reserve.
+  int64_t default_hbm_budget_bytes() const { return hbm_free_after_context_bytes - hbm_reserve_bytes; }
+};
+
+}  // namespace dak

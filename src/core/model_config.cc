@@ -1,0 +1,467 @@
+// ModelConfig from a Hugging Face config.json.
+//
+// Defaults for absent keys follow the HF configuration classes (transformers main, 2025):
+//   llama   configuration_llama.py   LlamaConfig:   vocab 32000, hidden 4096, intermediate 11008,
+//           layers 32, heads 32, num_key_value_heads None -> heads, head_dim None -> hidden/heads,
+//           hidden_act "silu", max_position_embeddings 2048, rms_norm_eps 1e-6, bos 1, eos 2,
+//           tie_word_embeddings False, attention_bias False, mlp_bias False.
+//   mistral configuration_mistral.py MistralConfig: as llama but intermediate 14336,
+//           num_key_value_heads 8 (None -> heads), max_position_embeddings 4096*32,
+//           sliding_window 4096 (null -> full attention); no bias options.
+//   qwen2   configuration_qwen2.py   Qwen2Config:   vocab 151936, hidden 4096, intermediate 22016,
+//           layers 32, heads 32, num_key_value_heads 32 (None -> heads), max_position_embeddings
+//           32768, rms_norm_eps 1e-6, tie False, use_sliding_window False, sliding_window 4096,
+//           max_window_layers 28, bos/eos None; q/k/v always carry a bias (modeling_qwen2.py).
+//   opt     configuration_opt.py     OPTConfig:     vocab 50272, hidden_size (old name d_model)
+//           768, layers 12, ffn_dim 3072, heads 12, max_position_embeddings 2048,
+//           do_layer_norm_before True, word_embed_proj_dim None -> hidden, activation "relu",
+//           bos 2, eos 2, enable_bias True, layer_norm_elementwise_affine True; LayerNorm eps
+//           is nn.LayerNorm's default 1e-5; learned positions offset by 2
+//           (OPTLearnedPositionalEmbedding). tie_word_embeddings comes from PreTrainedConfig
+//           (default True).
+// RoPE: rope_theta default 10000 for llama/mistral/qwen2. Scaling parameters come from
+// "rope_scaling" (transformers 4.x, key "rope_type" or legacy "type") or "rope_parameters"
+// (transformers 5, which also holds rope_theta); see modeling_rope_utils.py.
+#include "core/model_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+using nlohmann::json;
+
+// Location string for errors: "<file>: field 'name'".
+std::string field_where(const std::string& where, const std::string& key) {
+  return where + ": field '" + key + "'";
+}
+
+const json* find_key(const json& j, const std::string& key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+int64_t get_int(const json& j, const std::string& key, int64_t def, const std::string& where) {
+  const json* v = find_key(j, key);
+  if (!v) return def;
+  if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
+  if (v->is_number_float()) {
+    double d = v->get<double>();
+    if (d == std::floor(d) && std::abs(d) < 9e15) return static_cast<int64_t>(d);
+  }
+  fail("expected an integer, got " + v->dump(), field_where(where, key),
+       "fix the value in config.json");
+}
+
+double get_double(const json& j, const std::string& key, double def, const std::string& where) {
+  const json* v = find_key(j, key);
+  if (!v) return def;
+  if (v->is_number()) return v->get<double>();
+  fail("expected a number, got " + v->dump(), field_where(where, key),
+       "fix the value in config.json");
+}
+
+bool get_bool(const json& j, const std::string& key, bool def, const std::string& where) {
+  const json* v = find_key(j, key);
+  if (!v) return def;
+  if (v->is_boolean()) return v->get<bool>();
+  fail("expected true or false, got " + v->dump(), field_where(where, key),
+       "fix the value in config.json");
+}
+
+std::string get_string(const json& j, const std::string& key, const std::string& def,
+                       const std::string& where) {
+  const json* v = find_key(j, key);
+  if (!v) return def;
+  if (v->is_string()) return v->get<std::string>();
+  fail("expected a string, got " + v->dump(), field_where(where, key),
+       "fix the value in config.json");
+}
+
+// eos_token_id: an integer, a list of integers, or null.
+std::vector<int64_t> get_id_list(const json& j, const std::string& key, std::vector<int64_t> def,
+                                 const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end()) return def;
+  if (it->is_null()) return {};
+  if (it->is_number_integer()) return {it->get<int64_t>()};
+  if (it->is_array()) {
+    std::vector<int64_t> ids;
+    for (const auto& e : *it) {
+      if (!e.is_number_integer())
+        fail("expected a list of integer token ids, got " + it->dump(), field_where(where, key),
+             "fix the value in config.json");
+      ids.push_back(e.get<int64_t>());
+    }
+    return ids;
+  }
+  fail("expected a token id or a list of token ids, got " + it->dump(), field_where(where, key),
+       "fix the value in config.json");
+}
+
+Activation parse_activation(const std::string& name, const std::string& where,
+                            const std::string& key) {
+  // ACT2FN names (transformers/activations.py): "gelu" is the exact erf GELU; "gelu_new" and
+  // "gelu_pytorch_tanh" are the tanh approximation; "swish" is an alias of SiLU.
+  if (name == "silu" || name == "swish") return Activation::kSilu;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "gelu_pytorch_tanh" || name == "gelu_new") return Activation::kGeluTanh;
+  fail("unsupported activation '" + name + "'", field_where(where, key),
+       "dak supports silu, relu, gelu, gelu_new and gelu_pytorch_tanh");
+}
+
+std::string activation_name(Activation a) {
+  switch (a) {
+    case Activation::kSilu: return "silu";
+    case Activation::kRelu: return "relu";
+    case Activation::kGelu: return "gelu";
+    case Activation::kGeluTanh: return "gelu_pytorch_tanh";
+  }
+  return "silu";
+}
+
+// Reads rope_theta and the scaling parameters (llama, mistral, qwen2).
+void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
+  c.rope_theta = get_double(j, "rope_theta", 10000.0, where);
+  std::string section = "rope_scaling";
+  const json* rs = find_key(j, "rope_parameters");
+  if (rs) {
+    section = "rope_parameters";
+    if (!rs->is_object())
+      fail("expected an object, got " + rs->dump(), field_where(where, section),
+           "fix the value in config.json");
+    c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
+  } else {
+    rs = find_key(j, "rope_scaling");
+    if (!rs) return;
+    if (!rs->is_object())
+      fail("expected an object or null, got " + rs->dump(), field_where(where, section),
+           "fix the value in config.json");
+    // Configs written by transformers 5 in the 4.x layout repeat rope_theta here.
+    c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
+  }
+  const std::string sub_where = where + ": " + section;
+  std::string type = get_string(*rs, "rope_type", "", sub_where);
+  if (type.empty()) type = get_string(*rs, "type", "default", sub_where);
+  if (type == "default") return;
+  if (type == "linear") {
+    c.rope_scaling = RopeScaling::kLinear;
+    c.rope_factor = get_double(*rs, "factor", 0.0, sub_where);
+    if (!find_key(*rs, "factor"))
+      fail("rope scaling 'linear' needs 'factor'", field_where(sub_where, "factor"),
+           "add the factor to config.json");
+    return;
+  }
+  if (type == "llama3") {
+    // _compute_llama3_parameters reads all four keys; none has a default there.
+    for (const char* key : {"factor", "low_freq_factor", "high_freq_factor",
+                            "original_max_position_embeddings"}) {
+      if (!find_key(*rs, key))
+        fail(std::string("rope scaling 'llama3' needs '") + key + "'", field_where(sub_where, key),
+             "add it to config.json (Llama 3.1 uses factor 8, low_freq_factor 1, "
+             "high_freq_factor 4, original_max_position_embeddings 8192)");
+    }
+    c.rope_scaling = RopeScaling::kLlama3;
+    c.rope_factor = get_double(*rs, "factor", 8.0, sub_where);
+    c.rope_low_freq_factor = get_double(*rs, "low_freq_factor", 1.0, sub_where);
+    c.rope_high_freq_factor = get_double(*rs, "high_freq_factor", 4.0, sub_where);
+    c.rope_original_max_position = get_int(*rs, "original_max_position_embeddings", 8192, sub_where);
+    return;
+  }
+  fail("unsupported rope scaling type '" + type + "'", field_where(sub_where, "rope_type"),
+       "dak supports rope_type default, linear and llama3");
+}
+
+// Qwen2 (and transformers-5 Mistral) may list per-layer attention kinds in "layer_types".
+// dak has one window for all layers: accept all-full or all-sliding.
+void parse_qwen2_window(const json& j, ModelConfig& c, int64_t window, const std::string& where) {
+  const bool use = get_bool(j, "use_sliding_window", false, where);
+  if (!use) {
+    c.sliding_window = 0;
+    return;
+  }
+  int64_t sliding_layers = 0;
+  if (const json* lt = find_key(j, "layer_types"); lt && lt->is_array()) {
+    for (const auto& e : *lt) sliding_layers += (e.is_string() && e.get<std::string>() == "sliding_attention");
+  } else {
+    // Qwen2Config.__post_init__: layers i >= max_window_layers slide.
+    const int64_t mwl = get_int(j, "max_window_layers", 28, where);
+    sliding_layers = std::max<int64_t>(0, c.num_layers - std::max<int64_t>(0, mwl));
+  }
+  if (sliding_layers == 0 || window <= 0) {
+    c.sliding_window = 0;
+  } else if (sliding_layers == c.num_layers) {
+    c.sliding_window = window;
+  } else {
+    fail("sliding-window attention on only some layers (" + std::to_string(sliding_layers) + " of " +
+             std::to_string(c.num_layers) + ") is not supported",
+         field_where(where, "use_sliding_window"),
+         "set use_sliding_window to false or make every layer slide (max_window_layers 0)");
+  }
+}
+
+void parse_llama_like(const json& j, ModelConfig& c, const std::string& where) {
+  const bool is_mistral = c.arch == Arch::kMistral;
+  const bool is_qwen2 = c.arch == Arch::kQwen2;
+  c.vocab_size = get_int(j, "vocab_size", is_qwen2 ? 151936 : 32000, where);
+  c.hidden_size = get_int(j, "hidden_size", 4096, where);
+  c.intermediate_size = get_int(j, "intermediate_size", is_mistral ? 14336 : is_qwen2 ? 22016 : 11008, where);
+  c.num_layers = get_int(j, "num_hidden_layers", 32, where);
+  c.num_heads = get_int(j, "num_attention_heads", 32, where);
+  // An explicit null means "same as heads" in all three classes; an absent key takes the
+  // class default (llama None, mistral 8, qwen2 32).
+  int64_t kv_default = is_mistral ? 8 : is_qwen2 ? 32 : c.num_heads;
+  if (j.contains("num_key_value_heads") && j["num_key_value_heads"].is_null()) kv_default = c.num_heads;
+  c.num_kv_heads = get_int(j, "num_key_value_heads", kv_default, where);
+  if (c.num_heads <= 0)
+    fail("num_attention_heads must be positive", field_where(where, "num_attention_heads"),
+         "fix config.json");
+  c.head_dim = get_int(j, "head_dim", 0, where);
+  if (c.head_dim == 0) {
+    if (c.hidden_size % c.num_heads != 0)
+      fail("hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
+               std::to_string(c.num_heads) + " and no head_dim is given",
+           field_where(where, "head_dim"), "add head_dim to config.json");
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  c.max_position_embeddings = get_int(j, "max_position_embeddings",
+                                      is_mistral ? 4096 * 32 : is_qwen2 ? 32768 : 2048, where);
+  c.norm = NormKind::kRmsNorm;
+  c.norm_eps = static_cast<float>(get_double(j, "rms_norm_eps", 1e-6, where));
+  c.activation = parse_activation(get_string(j, "hidden_act", "silu", where), where, "hidden_act");
+  c.gated_mlp = true;
+  parse_rope(j, c, where);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", false, where);
+  if (c.arch == Arch::kLlama) {
+    const bool attention_bias = get_bool(j, "attention_bias", false, where);
+    c.qkv_bias = attention_bias;
+    c.o_bias = attention_bias;
+    c.mlp_bias = get_bool(j, "mlp_bias", false, where);
+  } else if (is_qwen2) {
+    c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
+  }
+  if (is_mistral) {
+    c.sliding_window = get_int(j, "sliding_window", 4096, where);  // null -> 0
+    if (j.contains("sliding_window") && j["sliding_window"].is_null()) c.sliding_window = 0;
+  } else if (is_qwen2) {
+    int64_t window = get_int(j, "sliding_window", 4096, where);
+    if (j.contains("sliding_window") && j["sliding_window"].is_null()) window = 0;
+    parse_qwen2_window(j, c, window, where);
+  }
+  c.bos_token_id = is_qwen2 ? -1 : 1;
+  if (j.contains("bos_token_id")) {
+    c.bos_token_id = j["bos_token_id"].is_null() ? -1 : get_int(j, "bos_token_id", -1, where);
+  }
+  c.eos_token_ids = get_id_list(j, "eos_token_id", is_qwen2 ? std::vector<int64_t>{} : std::vector<int64_t>{2}, where);
+}
+
+void parse_opt(const json& j, ModelConfig& c, const std::string& where) {
+  c.vocab_size = get_int(j, "vocab_size", 50272, where);
+  c.hidden_size = get_int(j, "hidden_size", get_int(j, "d_model", 768, where), where);
+  c.num_layers = get_int(j, "num_hidden_layers", 12, where);
+  c.intermediate_size = get_int(j, "ffn_dim", 3072, where);
+  c.num_heads = get_int(j, "num_attention_heads", 12, where);
+  if (c.num_heads <= 0 || c.hidden_size % c.num_heads != 0)
+    fail("hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
+             std::to_string(c.num_heads),
+         field_where(where, "num_attention_heads"), "fix config.json");
+  c.num_kv_heads = c.num_heads;
+  c.head_dim = c.hidden_size / c.num_heads;
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", 2048, where);
+  c.norm = NormKind::kLayerNorm;
+  c.norm_eps = 1e-5f;
+  c.activation = parse_activation(get_string(j, "activation_function", "relu", where), where,
+                                  "activation_function");
+  c.gated_mlp = false;
+  c.rope_scaling = RopeScaling::kNone;
+  const bool bias = get_bool(j, "enable_bias", true, where);
+  c.qkv_bias = c.o_bias = c.mlp_bias = bias;
+  c.norm_elementwise_affine = get_bool(j, "layer_norm_elementwise_affine", true, where);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", true, where);
+  c.word_embed_proj_dim = get_int(j, "word_embed_proj_dim", c.hidden_size, where);
+  c.do_layer_norm_before = get_bool(j, "do_layer_norm_before", true, where);
+  if (get_bool(j, "_remove_final_layer_norm", false, where))
+    fail("_remove_final_layer_norm = true (OPT checkpoints fine-tuned before transformers 4.20.1) "
+         "is not supported",
+         field_where(where, "_remove_final_layer_norm"),
+         "re-save the checkpoint with a current transformers version");
+  c.position_offset = 2;
+  c.bos_token_id = 2;
+  if (j.contains("bos_token_id")) {
+    c.bos_token_id = j["bos_token_id"].is_null() ? -1 : get_int(j, "bos_token_id", -1, where);
+  }
+  c.eos_token_ids = get_id_list(j, "eos_token_id", {2}, where);
+}
+
+}  // namespace
+
+std::string arch_name(Arch a) {
+  switch (a) {
+    case Arch::kLlama: return "llama";
+    case Arch::kMistral: return "mistral";
+    case Arch::kQwen2: return "qwen2";
+    case Arch::kOpt: return "opt";
+  }
+  return "llama";
+}
+
+ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object())
+    fail("config is not a JSON object", where, "point dak at a Hugging Face config.json");
+  const std::string type = get_string(j, "model_type", "", where);
+  ModelConfig c;
+  if (type == "llama") {
+    c.arch = Arch::kLlama;
+  } else if (type == "mistral") {
+    c.arch = Arch::kMistral;
+  } else if (type == "qwen2") {
+    c.arch = Arch::kQwen2;
+  } else if (type == "opt") {
+    c.arch = Arch::kOpt;
+  } else if (type.empty()) {
+    fail("missing model_type", field_where(where, "model_type"),
+         "add \"model_type\" (llama, mistral, qwen2 or opt) to config.json");
+  } else {
+    fail("unsupported model_type '" + type + "'", field_where(where, "model_type"),
+         "dak supports llama, mistral, qwen2 and opt");
+  }
+  if (c.arch == Arch::kOpt) {
+    parse_opt(j, c, where);
+  } else {
+    parse_llama_like(j, c, where);
+  }
+  c.validate(where);
+  return c;
+}
+
+ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
+  std::filesystem::path file = path;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) file = path / "config.json";
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    fail("cannot open config file", file.string(),
+         "check the path; a Hugging Face model folder must contain config.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    fail("config.json is not valid JSON", file.string(), "fix or re-download config.json");
+  return from_hf_json(j, file.string());
+}
+
+void ModelConfig::validate(const std::string& where) const {
+  auto positive = [&](int64_t v, const char* name) {
+    if (v <= 0)
+      fail(std::string(name) + " must be positive, got " + std::to_string(v),
+           field_where(where, name), "fix config.json");
+  };
+  positive(vocab_size, "vocab_size");
+  positive(hidden_size, "hidden_size");
+  positive(intermediate_size, arch == Arch::kOpt ? "ffn_dim" : "intermediate_size");
+  positive(num_layers, "num_hidden_layers");
+  positive(num_heads, "num_attention_heads");
+  positive(num_kv_heads, "num_key_value_heads");
+  positive(head_dim, "head_dim");
+  positive(max_position_embeddings, "max_position_embeddings");
+  if (num_heads % num_kv_heads != 0)
+    fail("num_attention_heads " + std::to_string(num_heads) +
+             " is not a multiple of num_key_value_heads " + std::to_string(num_kv_heads),
+         field_where(where, "num_key_value_heads"), "fix config.json");
+  if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
+    fail("normalization epsilon must be positive", field_where(where, "rms_norm_eps"),
+         "fix config.json");
+  if (arch != Arch::kOpt) {
+    if (head_dim % 2 != 0)
+      fail("head_dim " + std::to_string(head_dim) + " is odd; rotary embeddings need an even head_dim",
+           field_where(where, "head_dim"), "fix config.json");
+    if (!(rope_theta > 0.0) || !std::isfinite(rope_theta))
+      fail("rope_theta must be positive", field_where(where, "rope_theta"), "fix config.json");
+    if (rope_scaling != RopeScaling::kNone && !(rope_factor > 0.0))
+      fail("rope scaling factor must be positive", field_where(where, "rope_scaling.factor"),
+           "fix config.json");
+    if (rope_scaling == RopeScaling::kLlama3 &&
+        (!(rope_high_freq_factor > rope_low_freq_factor) || !(rope_low_freq_factor > 0.0) ||
+         rope_original_max_position <= 0))
+      fail("llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and a positive "
+           "original_max_position_embeddings",
+           field_where(where, "rope_scaling"), "fix config.json");
+  } else {
+    positive(word_embed_proj_dim, "word_embed_proj_dim");
+    if (hidden_size != num_heads * head_dim)
+      fail("hidden_size must equal num_attention_heads * head_dim for OPT",
+           field_where(where, "hidden_size"), "fix config.json");
+  }
+  if (sliding_window < 0)
+    fail("sliding_window must be >= 0", field_where(where, "sliding_window"), "fix config.json");
+  if (position_offset < 0)
+    fail("position offset must be >= 0", where, "fix config.json");
+}
+
+nlohmann::json ModelConfig::to_json() const {
+  json j;
+  j["model_type"] = arch_name(arch);
+  j["vocab_size"] = vocab_size;
+  j["hidden_size"] = hidden_size;
+  j["num_hidden_layers"] = num_layers;
+  j["num_attention_heads"] = num_heads;
+  j["num_key_value_heads"] = num_kv_heads;
+  j["head_dim"] = head_dim;
+  j["max_position_embeddings"] = max_position_embeddings;
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  j["bos_token_id"] = bos_token_id >= 0 ? json(bos_token_id) : json(nullptr);
+  j["eos_token_id"] = eos_token_ids;
+  if (arch == Arch::kOpt) {
+    j["ffn_dim"] = intermediate_size;
+    j["activation_function"] = activation_name(activation);
+    j["enable_bias"] = qkv_bias;
+    j["layer_norm_elementwise_affine"] = norm_elementwise_affine;
+    j["word_embed_proj_dim"] = word_embed_proj_dim;
+    j["do_layer_norm_before"] = do_layer_norm_before;
+    j["layer_norm_eps"] = norm_eps;  // informational: OPT always uses nn.LayerNorm's 1e-5
+    j["position_offset"] = position_offset;
+    return j;
+  }
+  j["intermediate_size"] = intermediate_size;
+  j["hidden_act"] = activation_name(activation);
+  j["rms_norm_eps"] = norm_eps;
+  json rope;
+  rope["rope_theta"] = rope_theta;
+  switch (rope_scaling) {
+    case RopeScaling::kNone: rope["rope_type"] = "default"; break;
+    case RopeScaling::kLinear:
+      rope["rope_type"] = "linear";
+      rope["factor"] = rope_factor;
+      break;
+    case RopeScaling::kLlama3:
+      rope["rope_type"] = "llama3";
+      rope["factor"] = rope_factor;
+      rope["low_freq_factor"] = rope_low_freq_factor;
+      rope["high_freq_factor"] = rope_high_freq_factor;
+      rope["original_max_position_embeddings"] = rope_original_max_position;
+      break;
+  }
+  j["rope_parameters"] = rope;
+  if (arch == Arch::kLlama) {
+    j["attention_bias"] = qkv_bias;
+    j["mlp_bias"] = mlp_bias;
+  }
+  if (arch == Arch::kMistral) j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
+  if (arch == Arch::kQwen2) {
+    j["use_sliding_window"] = sliding_window > 0;
+    j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
+    if (sliding_window > 0) j["max_window_layers"] = 0;
+  }
+  return j;
+}
+
+}  // namespace dak

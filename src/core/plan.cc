@@ -1,0 +1,212 @@
+#include "core/plan.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+using nlohmann::json;
+
+// Typed access to the fields of one JSON object, with errors naming the field.
+class Reader {
+ public:
+  Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j_.is_object()) bad("", "is not a JSON object");
+  }
+  const json& at(const std::string& key) const {
+    if (!j_.contains(key)) bad(key, "is missing");
+    return j_.at(key);
+  }
+  int64_t i64(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number_integer()) bad(key, "must be an integer");
+    return v.get<int64_t>();
+  }
+  double num(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number()) bad(key, "must be a number");
+    return v.get<double>();
+  }
+  bool boolean(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_boolean()) bad(key, "must be true or false");
+    return v.get<bool>();
+  }
+  std::string str(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_string()) bad(key, "must be a string");
+    return v.get<std::string>();
+  }
+  const std::string& where() const { return where_; }
+  [[noreturn]] void bad(const std::string& key, const std::string& what) const {
+    fail(fmt::format("plan field '{}' {}", key, what), where_,
+         "regenerate the plan with `dak plan --output json` (format in src/core/plan.h)");
+  }
+
+ private:
+  const json& j_;
+  std::string where_;
+};
+
+json op_to_json(const PlanOp& o) {
+  json tensors = json::array();
+  for (const TensorPart& t : o.tensors) tensors.push_back({{"name", t.name}, {"rows", t.rows}});
+  return {{"name", o.name}, {"role", o.role}, {"layer", o.layer}, {"kind", op_kind_name(o.kind)},
+          {"m", o.m}, {"n", o.n}, {"k", o.k}, {"batch", o.batch}, {"q_len", o.q_len}, {"context", o.context},
+          {"heads", o.heads}, {"kv_heads", o.kv_heads}, {"head_dim", o.head_dim}, {"bytes", o.bytes},
+          {"step_bytes", o.step_bytes}, {"fixed_bytes", o.fixed_bytes}, {"flops", o.flops},
+          {"split_rows", o.split_rows}, {"unit_rows", o.unit_rows}, {"host_units", o.host_units},
+          {"host_rows", o.host_rows}, {"host_fraction", o.host_fraction}, {"host_bytes", o.host_bytes},
+          {"data_path", data_path_name(o.path)}, {"host_ctas", o.host_ctas}, {"stages_per_cta", o.stages_per_cta},
+          {"cluster", o.cluster}, {"predicted_time_s", o.predicted_time_s}, {"compute_s", o.compute_s},
+          {"hbm_s", o.hbm_s}, {"host_s", o.host_s}, {"overhead_s", o.overhead_s}, {"bound", bound_name(o.bound)},
+          {"tensors", tensors}, {"tied_to", o.tied_to}};
+}
+
+PlanOp op_from_json(const json& j, const std::string& where) {
+  Reader r(j, where);
+  PlanOp o;
+  o.name = r.str("name");
+  o.role = r.str("role");
+  o.layer = r.i64("layer");
+  o.kind = parse_op_kind(r.str("kind"), where);
+  o.m = r.i64("m"), o.n = r.i64("n"), o.k = r.i64("k");
+  o.batch = r.i64("batch"), o.q_len = r.i64("q_len"), o.context = r.i64("context");
+  o.heads = r.i64("heads"), o.kv_heads = r.i64("kv_heads"), o.head_dim = r.i64("head_dim");
+  o.bytes = r.i64("bytes");
+  o.step_bytes = r.num("step_bytes");
+  o.fixed_bytes = r.i64("fixed_bytes");
+  o.flops = r.num("flops");
+  o.split_rows = r.i64("split_rows"), o.unit_rows = r.i64("unit_rows");
+  o.host_units = r.i64("host_units"), o.host_rows = r.i64("host_rows");
+  o.host_fraction = r.num("host_fraction");
+  o.host_bytes = r.i64("host_bytes");
+  o.path = parse_data_path(r.str("data_path"), where);
+  o.host_ctas = r.i64("host_ctas"), o.stages_per_cta = r.i64("stages_per_cta"), o.cluster = r.i64("cluster");
+  o.predicted_time_s = r.num("predicted_time_s");
+  o.compute_s = r.num("compute_s"), o.hbm_s = r.num("hbm_s"), o.host_s = r.num("host_s");
+  o.overhead_s = r.num("overhead_s");
+  o.bound = parse_bound(r.str("bound"), where);
+  const json& tensors = r.at("tensors");
+  if (!tensors.is_array()) r.bad("tensors", "must be an array");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Reader t(tensors[i], fmt::format("{}.tensors[{}]", where, i));
+    o.tensors.push_back({t.str("name"), t.i64("rows")});
+  }
+  o.tied_to = r.str("tied_to");
+  if (o.host_rows < 0 || o.host_rows > o.split_rows || o.host_bytes < 0 || o.host_bytes > o.bytes)
+    r.bad("host_rows", "is outside [0, split_rows] or host_bytes outside [0, bytes]");
+  return o;
+}
+
+}  // namespace
+
+std::string allocator_name(AllocatorKind a) {
+  switch (a) {
+    case AllocatorKind::kGreedy: return "greedy";
+    case AllocatorKind::kUniform: return "uniform";
+    case AllocatorKind::kBruteForce: return "brute_force";
+  }
+  return "?";
+}
+
+AllocatorKind parse_allocator(const std::string& s, const std::string& where) {
+  for (AllocatorKind a : {AllocatorKind::kGreedy, AllocatorKind::kUniform, AllocatorKind::kBruteForce})
+    if (allocator_name(a) == s) return a;
+  fail(fmt::format("unknown allocator '{}'", s), where, "use greedy or uniform (brute_force for tiny models)");
+}
+
+json Plan::to_json() const {
+  const PlanInputs& in = inputs;
+  json inputs_j = {{"model", in.model}, {"arch", in.arch}, {"phase", phase_name(in.phase)}, {"batch", in.batch},
+                   {"prompt_len", in.prompt_len}, {"gen_len", in.gen_len}, {"context_len", in.context_len},
+                   {"max_context", in.max_context}, {"gpu_memory_bytes", in.gpu_memory_bytes},
+                   {"gpu_memory_default", in.gpu_memory_default},
+                   {"offload_ratio", in.offload_ratio ? json(*in.offload_ratio) : json(nullptr)},
+                   {"allocator", allocator_name(in.allocator)}, {"allow_staged", in.allow_staged},
+                   {"tile_rows", in.tile_rows}, {"tile_n", in.tile_n},
+                   {"staging_chunk_bytes", in.staging_chunk_bytes}, {"staging_ring_bytes", in.staging_ring_bytes},
+                   {"profile_name", in.profile_name}, {"profile_version", in.profile_version}};
+  const Capacity& c = capacity;
+  json cap_j = {{"weight_bytes", c.weight_bytes}, {"splittable_weight_bytes", c.splittable_weight_bytes},
+                {"kv_bytes", c.kv_bytes}, {"workspace_bytes", c.workspace_bytes}, {"total_bytes", c.total_bytes},
+                {"hbm_budget_bytes", c.hbm_budget_bytes}, {"required_host_bytes", c.required_host_bytes},
+                {"global_ratio", c.global_ratio}};
+  const PlanTotals& t = totals;
+  json tot_j = {{"sum_op_time_s", t.sum_op_time_s}, {"overhead_s", t.overhead_s}, {"link_floor_s", t.link_floor_s},
+                {"step_bytes", t.step_bytes}, {"effective_bandwidth_gbps", t.effective_bandwidth_gbps},
+                {"host_bytes", t.host_bytes}, {"direct_host_bytes", t.direct_host_bytes},
+                {"staged_host_bytes", t.staged_host_bytes}, {"host_ratio", t.host_ratio}, {"hbm_bytes", t.hbm_bytes},
+                {"staging_ring_bytes", t.staging_ring_bytes}, {"pin_time_s", t.pin_time_s}};
+  json ops_j = json::array();
+  for (const PlanOp& o : ops) ops_j.push_back(op_to_json(o));
+  return {{"format", kFormat}, {"version", kVersion}, {"predicted_tpot_s", predicted_tpot_s}, {"inputs", inputs_j},
+          {"capacity", cap_j},  {"totals", tot_j},      {"operators", ops_j}};
+}
+
+Plan Plan::from_json(const json& j, const std::string& where) {
+  Reader r(j, where);
+  if (r.str("format") != kFormat) r.bad("format", fmt::format("must be \"{}\"", kFormat));
+  if (r.i64("version") != kVersion) r.bad("version", fmt::format("must be {} for this dak", kVersion));
+  Plan p;
+  p.predicted_tpot_s = r.num("predicted_tpot_s");
+
+  Reader in(r.at("inputs"), where + ": inputs");
+  PlanInputs& pi = p.inputs;
+  pi.model = in.str("model");
+  pi.arch = in.str("arch");
+  pi.phase = parse_phase(in.str("phase"), in.where());
+  pi.batch = in.i64("batch"), pi.prompt_len = in.i64("prompt_len"), pi.gen_len = in.i64("gen_len");
+  pi.context_len = in.i64("context_len"), pi.max_context = in.i64("max_context");
+  pi.gpu_memory_bytes = in.i64("gpu_memory_bytes");
+  pi.gpu_memory_default = in.boolean("gpu_memory_default");
+  if (!in.at("offload_ratio").is_null()) pi.offload_ratio = in.num("offload_ratio");
+  pi.allocator = parse_allocator(in.str("allocator"), in.where());
+  pi.allow_staged = in.boolean("allow_staged");
+  pi.tile_rows = in.i64("tile_rows"), pi.tile_n = in.i64("tile_n");
+  pi.staging_chunk_bytes = in.i64("staging_chunk_bytes"), pi.staging_ring_bytes = in.i64("staging_ring_bytes");
+  pi.profile_name = in.str("profile_name");
+  pi.profile_version = in.i64("profile_version");
+
+  Reader c(r.at("capacity"), where + ": capacity");
+  Capacity& pc = p.capacity;
+  pc.weight_bytes = c.i64("weight_bytes"), pc.splittable_weight_bytes = c.i64("splittable_weight_bytes");
+  pc.kv_bytes = c.i64("kv_bytes"), pc.workspace_bytes = c.i64("workspace_bytes");
+  pc.total_bytes = c.i64("total_bytes"), pc.hbm_budget_bytes = c.i64("hbm_budget_bytes");
+  pc.required_host_bytes = c.i64("required_host_bytes");
+  pc.global_ratio = c.num("global_ratio");
+
+  Reader t(r.at("totals"), where + ": totals");
+  PlanTotals& pt = p.totals;
+  pt.sum_op_time_s = t.num("sum_op_time_s"), pt.overhead_s = t.num("overhead_s");
+  pt.link_floor_s = t.num("link_floor_s"), pt.step_bytes = t.num("step_bytes");
+  pt.effective_bandwidth_gbps = t.num("effective_bandwidth_gbps");
+  pt.host_bytes = t.i64("host_bytes"), pt.direct_host_bytes = t.i64("direct_host_bytes");
+  pt.staged_host_bytes = t.i64("staged_host_bytes"), pt.host_ratio = t.num("host_ratio");
+  pt.hbm_bytes = t.i64("hbm_bytes"), pt.staging_ring_bytes = t.i64("staging_ring_bytes");
+  pt.pin_time_s = t.num("pin_time_s");
+
+  const json& ops = r.at("operators");
+  if (!ops.is_array()) r.bad("operators", "must be an array");
+  for (size_t i = 0; i < ops.size(); ++i) p.ops.push_back(op_from_json(ops[i], fmt::format("{}: operators[{}]", where, i)));
+  return p;
+}
+
+Plan Plan::load(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) fail(fmt::format("cannot read plan '{}'", path), path, "check the path");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  json j = json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) fail("plan file is not valid JSON", path, "regenerate it with `dak plan --output json`");
+  return from_json(j, path);
+}
+
+}  // namespace dak

@@ -1,0 +1,119 @@
+// Plan: the planner's output, a plain value that can be printed, saved as JSON and read back
+// (FlexGen's Policy, FlashInfer's plan/run split). The engine applies it: each operator's first
+// `host_rows` split rows (weight rows in the order of `tensors`, or whole sequences of the KV
+// cache) live in pinned host memory and are read through `path`.
+//
+// JSON ("format": "dak.plan", "version": 1), all sizes in bytes, times in seconds:
+// {
+//   "format": "dak.plan", "version": 1,
+//   "predicted_tpot_s": 0.0123,           // predicted time per output token (decode) or per prefill step
+//   "inputs":   {model, arch, phase, batch, prompt_len, gen_len, context_len, max_context,
+//                gpu_memory_bytes, gpu_memory_default, offload_ratio (number or null), allocator,
+//                allow_staged, tile_rows, tile_n, staging_chunk_bytes, staging_ring_bytes,
+//                profile_name, profile_version},
+//   "capacity": {weight_bytes, splittable_weight_bytes, kv_bytes, workspace_bytes, total_bytes,
+//                hbm_budget_bytes, required_host_bytes, global_ratio},
+//   "totals":   {sum_op_time_s, overhead_s, link_floor_s, step_bytes, effective_bandwidth_gbps,
+//                host_bytes, direct_host_bytes, staged_host_bytes, host_ratio, hbm_bytes,
+//                staging_ring_bytes, pin_time_s},
+//   "operators": [{name, role, layer, kind, m, n, k, batch, q_len, context, heads, kv_heads,
+//                  head_dim, bytes, step_bytes, fixed_bytes, flops, split_rows, unit_rows,
+//                  host_units, host_rows, host_fraction, host_bytes, data_path, host_ctas,
+//                  stages_per_cta, cluster, predicted_time_s, compute_s, hbm_s, host_s,
+//                  overhead_s, bound, tensors: [{name, rows}], tied_to}, ...]
+// }
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/capacity.h"
+#include "core/cost_model.h"
+#include "core/op_graph.h"
+
+namespace dak {
+
+enum class AllocatorKind : uint8_t { kGreedy, kUniform, kBruteForce };
+
+/// "greedy", "uniform", "brute_force".
+std::string allocator_name(AllocatorKind a);
+AllocatorKind parse_allocator(const std::string& s, const std::string& where);
+
+/// One operator's row of the plan.
+struct PlanOp {
+  std::string name, role;
+  int64_t layer = -1;
+  OpKind kind = OpKind::kNorm;
+  int64_t m = 0, n = 0, k = 0, batch = 0, q_len = 0, context = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t bytes = 0;       // resident bytes of the splittable tensor (weights, or KV at max context)
+  double step_bytes = 0;   // bytes of it read per step
+  int64_t fixed_bytes = 0;
+  double flops = 0;
+  int64_t split_rows = 0, unit_rows = 0, host_units = 0, host_rows = 0;
+  double host_fraction = 0;  // host_rows / split_rows
+  int64_t host_bytes = 0;    // resident bytes on the host
+  DataPath path = DataPath::kNone;
+  int64_t host_ctas = 0, stages_per_cta = 0, cluster = 1;
+  double predicted_time_s = 0, compute_s = 0, hbm_s = 0, host_s = 0, overhead_s = 0;
+  Bound bound = Bound::kHbm;
+  std::vector<TensorPart> tensors;
+  std::string tied_to;
+  bool operator==(const PlanOp&) const = default;
+};
+
+struct PlanInputs {
+  std::string model;  // config name (file stem or shipped name)
+  std::string arch;
+  Phase phase = Phase::kDecode;
+  int64_t batch = 0, prompt_len = 0, gen_len = 0;
+  int64_t context_len = 0;  // positions attended per step (decode: mean over the generation)
+  int64_t max_context = 0;  // prompt + gen: KV capacity per sequence
+  int64_t gpu_memory_bytes = 0;
+  bool gpu_memory_default = false;      // true if the budget came from the profile
+  std::optional<double> offload_ratio;  // forced global ratio (overrides the budget), if any
+  AllocatorKind allocator = AllocatorKind::kGreedy;
+  bool allow_staged = true;
+  int64_t tile_rows = 0, tile_n = 0, staging_chunk_bytes = 0, staging_ring_bytes = 0;
+  std::string profile_name;
+  int64_t profile_version = 0;
+  bool operator==(const PlanInputs&) const = default;
+};
+
+struct PlanTotals {
+  double sum_op_time_s = 0;  // Σ T_i (overheads included)
+  double overhead_s = 0;     // Σ launch overheads and ring fills
+  double link_floor_s = 0;   // host bytes / shared-link rate when both paths are used, else 0
+  double step_bytes = 0;     // weight + KV bytes read per step (EB's numerator)
+  double effective_bandwidth_gbps = 0;  // step_bytes / predicted_tpot_s
+  int64_t host_bytes = 0, direct_host_bytes = 0, staged_host_bytes = 0;
+  double host_ratio = 0;     // host_bytes / (splittable weights + KV)
+  int64_t hbm_bytes = 0;     // M − host bytes + staging ring
+  int64_t staging_ring_bytes = 0;  // HBM ring of the staged path (0 if no operator is staged)
+  double pin_time_s = 0;     // host bytes / the profile's pin rate
+  bool operator==(const PlanTotals&) const = default;
+};
+
+struct Plan {
+  static constexpr int kVersion = 1;
+  static constexpr const char* kFormat = "dak.plan";
+
+  double predicted_tpot_s = 0;
+  PlanInputs inputs;
+  Capacity capacity;
+  PlanTotals totals;
+  std::vector<PlanOp> ops;
+  bool operator==(const Plan&) const = default;
+
+  nlohmann::json to_json() const;
+  /// Parses a plan document; throws dak::Error naming `where` and the field for anything missing,
+  /// mistyped, of another format or version.
+  static Plan from_json(const nlohmann::json& j, const std::string& where);
+  /// Reads a plan file (`dak plan --output json > plan.json`). Throws dak::Error.
+  static Plan load(const std::string& path);
+};
+
+}  // namespace dak

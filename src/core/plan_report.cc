@@ -1,0 +1,114 @@
+#include "core/plan_report.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/byte_size.h"
+
+namespace dak {
+
+namespace {
+
+std::string op_row(const PlanOp& o) {
+  return fmt::format("{:<24} {:<9} {:>12} {:>7.2f} {:>12} {:<6} {:>10.2f}  {}\n", o.name, op_kind_name(o.kind),
+                     format_bytes(double(o.bytes)), 100.0 * o.host_fraction, format_bytes(double(o.host_bytes)),
+                     data_path_name(o.path), o.predicted_time_s * 1e6, bound_name(o.bound));
+}
+
+struct RoleTotals {
+  int64_t ops = 0, bytes = 0, host_bytes = 0;
+  double time_s = 0, min_frac = 1, max_frac = 0;
+  std::map<std::string, int> bounds;
+};
+
+}  // namespace
+
+std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, bool verbose) {
+  const PlanInputs& in = plan.inputs;
+  const Capacity& cap = plan.capacity;
+  const PlanTotals& t = plan.totals;
+  const bool decode = in.phase == Phase::kDecode;
+  std::string s;
+  s += fmt::format("model     {} ({})  phase {}  batch {}  prompt {}  gen {}  (context {} {}, KV for {})\n", in.model,
+                   in.arch, phase_name(in.phase), in.batch, in.prompt_len, in.gen_len, in.context_len,
+                   decode ? "mean" : "prompt", in.max_context);
+  s += fmt::format("profile   {} (v{})  allocator {}  staged path {}\n", in.profile_name, in.profile_version,
+                   allocator_name(in.allocator), in.allow_staged ? "allowed" : "off");
+  s += fmt::format("capacity  weights {} + KV {} + workspace {} = {}; HBM budget {}{}\n",
+                   format_bytes(double(cap.weight_bytes)), format_bytes(double(cap.kv_bytes)),
+                   format_bytes(double(cap.workspace_bytes)), format_bytes(double(cap.total_bytes)),
+                   format_bytes(double(cap.hbm_budget_bytes)), in.gpu_memory_default ? " (profile default)" : "");
+  if (in.offload_ratio)
+    s += fmt::format("          offload ratio forced to {:.2f} % of weights + KV\n", 100.0 * *in.offload_ratio);
+  else
+    s += fmt::format("          host must hold {} (global ratio R = {:.2f} %)\n",
+                     format_bytes(double(cap.required_host_bytes)), 100.0 * cap.global_ratio);
+
+  s += fmt::format("\n{:<24} {:<9} {:>12} {:>7} {:>12} {:<6} {:>10}  {}\n", "operator", "kind", "bytes", "host %",
+                   "host bytes", "path", "time us", "bound");
+  int64_t layers = 0;
+  bool noted = false;
+  for (const PlanOp& o : plan.ops) {
+    layers = std::max(layers, o.layer + 1);
+    if (verbose || o.layer <= 0) {
+      s += op_row(o);
+    } else if (!noted) {
+      s += "  ... layers 1.. have the same operators (per-role totals below; --verbose lists every row)\n";
+      noted = true;
+    }
+  }
+
+  std::map<std::string, RoleTotals> roles;
+  std::vector<std::string> order;
+  for (const PlanOp& o : plan.ops) {
+    auto [it, fresh] = roles.try_emplace(o.role);
+    if (fresh) order.push_back(o.role);
+    RoleTotals& r = it->second;
+    ++r.ops;
+    r.bytes += o.bytes;
+    r.host_bytes += o.host_bytes;
+    r.time_s += o.predicted_time_s;
+    r.min_frac = std::min(r.min_frac, o.host_fraction);
+    r.max_frac = std::max(r.max_frac, o.host_fraction);
+    ++r.bounds[bound_name(o.bound)];
+  }
+  s += fmt::format("\nper role over {} layers\n{:<16} {:>4} {:>12} {:>12} {:>15} {:>10}  {}\n", layers, "role", "ops",
+                   "bytes", "host bytes", "host % min-max", "time ms", "bound (ops)");
+  for (const std::string& name : order) {
+    const RoleTotals& r = roles[name];
+    std::string b;
+    for (const auto& [bn, count] : r.bounds) b += fmt::format("{}{} {}", b.empty() ? "" : ", ", bn, count);
+    s += fmt::format("{:<16} {:>4} {:>12} {:>12} {:>7.2f}-{:<7.2f} {:>10.3f}  {}\n", name, r.ops,
+                     format_bytes(double(r.bytes)), format_bytes(double(r.host_bytes)), 100.0 * r.min_frac,
+                     100.0 * r.max_frac, r.time_s * 1e3, b);
+  }
+
+  s += fmt::format("\npredicted {} {:.3f} ms  (sum of operators {:.3f} ms, launch overheads and ring fills {:.3f} ms{})\n",
+                   decode ? "TPOT" : "prefill step", plan.predicted_tpot_s * 1e3, t.sum_op_time_s * 1e3,
+                   t.overhead_s * 1e3,
+                   t.link_floor_s > 0 ? fmt::format(", shared-link floor {:.3f} ms", t.link_floor_s * 1e3) : "");
+  s += fmt::format("EB        {:.1f} GB/s = {:.3f} GB of weights + KV read per step / step time  (B_g {:.0f} GB/s, "
+                   "B_h {:.1f} GB/s)\n",
+                   t.effective_bandwidth_gbps, t.step_bytes / 1e9, profile.hbm_read_gbps, profile.host_sm_read_gbps);
+  s += fmt::format("host      {} ({:.2f} % of weights + KV): direct {}, staged {}{}; pinning ~{:.1f} s\n",
+                   format_bytes(double(t.host_bytes)), 100.0 * t.host_ratio, format_bytes(double(t.direct_host_bytes)),
+                   format_bytes(double(t.staged_host_bytes)),
+                   t.staging_ring_bytes > 0 ? fmt::format(" (HBM ring {})", format_bytes(double(t.staging_ring_bytes)))
+                                            : "",
+                   t.pin_time_s);
+  s += fmt::format("HBM       {} used of the {} budget\n", format_bytes(double(t.hbm_bytes)),
+                   format_bytes(double(cap.hbm_budget_bytes)));
+  return s;
+}
+
+std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows) {
+  std::string s = "| global ratio R | greedy TPOT (ms) | uniform TPOT (ms) | uniform / greedy |\n"
+                  "|---:|---:|---:|---:|\n";
+  for (const RatioSweepRow& r : rows)
+    s += !r.refused.empty() ? fmt::format("| {:.0f} % | refused: {} | | |\n", 100.0 * r.ratio, r.refused) : fmt::format("| {:.0f} % | {:.2f} | {:.2f} | {:.2f}x |\n", 100.0 * r.ratio, r.greedy_tpot_s * 1e3,
+                     r.uniform_tpot_s * 1e3, r.speedup);
+  return s;
+}
+
+}  // namespace dak

@@ -1,0 +1,194 @@
+#include "core/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+// Everything the cost of an operator depends on (identical layers share one curve).
+std::string cost_signature(const Op& op) {
+  return fmt::format("{}|{},{},{}|{},{},{}|{},{},{}|{}|{}|{}|{}|{}|{},{},{},{}|{}", int(op.kind), op.m, op.n, op.k,
+                     op.batch, op.q_len, op.context, op.heads, op.kv_heads, op.head_dim, op.resident_bytes,
+                     op.step_bytes, op.fixed_bytes, op.act_bytes, op.flops, op.split_rows, op.unit_rows, op.row_bytes,
+                     op.items_per_unit, op.kernels);
+}
+
+Allocation run_allocator(AllocatorKind kind, const std::vector<AllocCurve>& curves, int64_t required) {
+  switch (kind) {
+    case AllocatorKind::kGreedy: return allocate_greedy(curves, required);
+    case AllocatorKind::kUniform: return allocate_uniform(curves, required);
+    case AllocatorKind::kBruteForce: return allocate_brute_force(curves, required);
+  }
+  return allocate_greedy(curves, required);
+}
+
+}  // namespace
+
+Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, PlanRequest request)
+    : request_(std::move(request)), profile_(profile), cost_(profile, request_.cost) {
+  if (request_.offload_ratio && !(*request_.offload_ratio >= 0.0 && *request_.offload_ratio <= 1.0))
+    fail(fmt::format("offload ratio must be in [0, 1], got {}", *request_.offload_ratio), "--offload-ratio",
+         "pass a fraction such as 0.3");
+  if (request_.staging_ring_chunks < 1)
+    fail("the staging ring needs at least one chunk", "planner request", "pass staging_ring_chunks >= 1");
+  graph_ = build_op_graph(config, request_.shape);
+  capacity_ = compute_capacity(graph_, request_.gpu_memory_bytes.value_or(profile_.default_hbm_budget_bytes()));
+  for (size_t i = 0; i < graph_.ops.size(); ++i)
+    if (graph_.ops[i].splittable && graph_.ops[i].units() > 0) splittable_.push_back(i);
+  variants_.push_back(build_variant(PathMode::kDirect));
+  if (request_.allow_staged) {
+    variants_.push_back(build_variant(PathMode::kStaged));
+    variants_.push_back(build_variant(PathMode::kCheaper));
+  }
+}
+
+OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
+  switch (mode) {
+    case PathMode::kDirect: return cost_.cost(op, host_units, DataPath::kDirect);
+    case PathMode::kStaged: return cost_.cost(op, host_units, DataPath::kStaged);
+    case PathMode::kCheaper: return cost_.best(op, host_units, true);
+  }
+  return cost_.cost(op, host_units, DataPath::kDirect);
+}
+
+Planner::Variant Planner::build_variant(PathMode mode) const {
+  Variant v;
+  v.mode = mode;
+  std::map<std::string, AllocCurve> cache;
+  for (size_t i : splittable_) {
+    const Op& op = graph_.ops[i];
+    auto [it, fresh] = cache.try_emplace(cost_signature(op));
+    AllocCurve& c = it->second;
+    if (fresh) {
+      for (int64_t h = 0; h <= op.units(); ++h) {
+        c.time_s.push_back(op_cost(op, h, mode).time_s);
+        c.host_bytes.push_back(op.host_resident_bytes(h));
+      }
+      c.prefer_late = op.kind == OpKind::kAttention;  // keep KV local at equal cost
+    }
+    v.curves.push_back(c);
+  }
+  return v;
+}
+
+Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio) const {
+  if (offload_ratio && !(*offload_ratio >= 0.0 && *offload_ratio <= 1.0))
+    fail(fmt::format("offload ratio must be in [0, 1], got {}", *offload_ratio), "--offload-ratio",
+         "pass a fraction such as 0.3");
+  const Capacity& cap = capacity_;
+  const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
+  const int64_t required =
+      offload_ratio ? std::min(movable, int64_t(std::ceil(*offload_ratio * double(movable)))) : cap.required_host_bytes;
+  check_capacity(cap, required, !offload_ratio, profile_);
+
+  Plan best = assemble(run_allocator(allocator, variants_[0].curves, required), PathMode::kDirect, allocator,
+                       offload_ratio);
+  // Staged variants need the ring in HBM: when the budget binds, the host takes that much more.
+  const int64_t ring = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
+  const int64_t required_staged =
+      offload_ratio ? required : std::max(required, cap.total_bytes + ring - cap.hbm_budget_bytes);
+  if (required_staged <= movable && required_staged <= profile_.pinnable_host_bytes) {
+    for (size_t v = 1; v < variants_.size(); ++v) {
+      Plan s = assemble(run_allocator(allocator, variants_[v].curves, required_staged), variants_[v].mode, allocator,
+                        offload_ratio);
+      if (s.predicted_tpot_s < best.predicted_tpot_s) best = std::move(s);
+    }
+  }
+  return best;
+}
+
+Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocator,
+                       std::optional<double> ratio) const {
+  Plan p;
+  PlanInputs& in = p.inputs;
+  const StepShape& s = graph_.shape;
+  in.model = request_.model_name;
+  in.arch = arch_name(graph_.config.arch);
+  in.phase = s.phase;
+  in.batch = s.batch, in.prompt_len = s.prompt_len, in.gen_len = s.gen_len;
+  in.context_len = s.phase == Phase::kDecode ? s.mean_decode_context() : s.prompt_len;
+  in.max_context = s.max_context();
+  in.gpu_memory_bytes = capacity_.hbm_budget_bytes;
+  in.gpu_memory_default = !request_.gpu_memory_bytes.has_value();
+  in.offload_ratio = ratio;
+  in.allocator = allocator;
+  in.allow_staged = request_.allow_staged;
+  in.tile_rows = s.tile_rows, in.tile_n = s.tile_n;
+  in.staging_chunk_bytes = request_.cost.staging_chunk_bytes;
+  in.staging_ring_bytes = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
+  in.profile_name = profile_.name;
+  in.profile_version = HardwareProfile::kVersion;
+  p.capacity = capacity_;
+
+  PlanTotals& t = p.totals;
+  double direct_step = 0, staged_step = 0;
+  size_t k = 0;  // index into the allocation (splittable ops only)
+  for (size_t i = 0; i < graph_.ops.size(); ++i) {
+    const Op& op = graph_.ops[i];
+    int64_t h = 0;
+    if (k < splittable_.size() && splittable_[k] == i) h = a.host_units[k++];
+    const OpCost c = op_cost(op, h, mode);
+    PlanOp o;
+    o.name = op.name, o.role = op.role, o.layer = op.layer, o.kind = op.kind;
+    o.m = op.m, o.n = op.n, o.k = op.k, o.batch = op.batch, o.q_len = op.q_len, o.context = op.context;
+    o.heads = op.heads, o.kv_heads = op.kv_heads, o.head_dim = op.head_dim;
+    o.bytes = op.resident_bytes, o.step_bytes = op.step_bytes, o.fixed_bytes = op.fixed_bytes, o.flops = op.flops;
+    o.split_rows = op.split_rows, o.unit_rows = op.unit_rows, o.host_units = h, o.host_rows = op.host_rows(h);
+    o.host_fraction = op.split_rows > 0 ? double(o.host_rows) / double(op.split_rows) : 0.0;
+    o.host_bytes = op.host_resident_bytes(h);
+    o.path = c.path, o.host_ctas = c.host_ctas, o.stages_per_cta = c.stages_per_cta, o.cluster = c.cluster;
+    o.predicted_time_s = c.time_s, o.compute_s = c.compute_s, o.hbm_s = c.hbm_s, o.host_s = c.host_s;
+    o.overhead_s = c.overhead_s, o.bound = c.bound;
+    o.tensors = op.tensors, o.tied_to = op.tied_to;
+
+    t.sum_op_time_s += c.time_s;
+    t.overhead_s += c.overhead_s;
+    t.host_bytes += o.host_bytes;
+    if (c.path == DataPath::kDirect) t.direct_host_bytes += o.host_bytes, direct_step += c.host_step_bytes;
+    if (c.path == DataPath::kStaged) t.staged_host_bytes += o.host_bytes, staged_step += c.host_step_bytes;
+    p.ops.push_back(std::move(o));
+  }
+  if (direct_step > 0 && staged_step > 0)
+    t.link_floor_s = (direct_step + staged_step) / (profile_.host_shared_total_gbps * 1e9);
+  p.predicted_tpot_s = std::max(t.sum_op_time_s, t.link_floor_s);
+  t.step_bytes = graph_.step_model_bytes();
+  t.effective_bandwidth_gbps = t.step_bytes / p.predicted_tpot_s / 1e9;
+  const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;
+  t.host_ratio = movable > 0 ? double(t.host_bytes) / double(movable) : 0.0;
+  t.staging_ring_bytes = t.staged_host_bytes > 0 ? in.staging_ring_bytes : 0;
+  t.hbm_bytes = capacity_.total_bytes - t.host_bytes + t.staging_ring_bytes;
+  t.pin_time_s = double(t.host_bytes) / (profile_.pin_gib_per_s * 1073741824.0);
+  return p;
+}
+
+Plan make_plan(const ModelConfig& config, const HardwareProfile& profile, const PlanRequest& request) {
+  return Planner(config, profile, request).plan();
+}
+
+std::vector<RatioSweepRow> sweep_offload_ratio(const ModelConfig& config, const HardwareProfile& profile,
+                                               const PlanRequest& request, const std::vector<double>& ratios) {
+  Planner planner(config, profile, request);
+  std::vector<RatioSweepRow> rows;
+  for (double r : ratios) {
+    RatioSweepRow row;
+    row.ratio = r;
+    try {
+      row.greedy_tpot_s = planner.plan(AllocatorKind::kGreedy, r).predicted_tpot_s;
+      row.uniform_tpot_s = planner.plan(AllocatorKind::kUniform, r).predicted_tpot_s;
+      row.speedup = row.uniform_tpot_s / row.greedy_tpot_s;
+    } catch (const Error& e) {
+      row.refused = e.what_part();
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace dak

@@ -1,0 +1,98 @@
+// Planner: config + step shape + hardware profile + HBM budget -> Plan (DESIGN.md §2).
+//
+//   1. op graph of the requested phase (op_graph.h)
+//   2. capacity against the budget -> bytes the host must hold (capacity.h), or a forced global
+//      offload ratio R (fraction of splittable weight + KV bytes on the host)
+//   3. per operator, the cost-model curve T_i(h) for h = 0..units host units (cost_model.h); built
+//      twice: direct path only, and the cheaper of direct/staged per point
+//   4. allocation over the curves (allocator.h): greedy, uniform or brute force
+//   5. three variants: every host byte direct; every host byte staged; each operator the cheaper
+//      path. Variants with staged operators must also fit the staging ring in HBM (the host takes
+//      that much more when the budget binds). The fastest variant becomes the plan.
+//   6. predicted step time = max(Σ T_i, link floor), where the link floor is
+//      (direct + staged host step bytes) / shared-link rate when a step uses both paths: the
+//      link delivers about 53 GB/s to both together, not the sum (DESIGN.md §1). Operators run
+//      one after another and a staged operator's copy runs in its own window, so the floor only
+//      bites where mixing would otherwise promise more than the link can carry.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/capacity.h"
+#include "core/cost_model.h"
+#include "core/hardware_profile.h"
+#include "core/model_config.h"
+#include "core/op_graph.h"
+#include "core/plan.h"
+
+namespace dak {
+
+struct PlanRequest {
+  std::string model_name;                  // recorded in the plan
+  StepShape shape;                         // batch, lengths, phase, tile sizes
+  std::optional<int64_t> gpu_memory_bytes; // HBM budget; default: profile.default_hbm_budget_bytes()
+  std::optional<double> offload_ratio;     // in [0, 1]: forced global ratio, overrides the budget
+  AllocatorKind allocator = AllocatorKind::kGreedy;
+  bool allow_staged = true;                // let operators take the copy-engine path
+  CostParams cost;
+  int64_t staging_ring_chunks = 2;         // ring = chunks × cost.staging_chunk_bytes
+};
+
+/// Builds the graph, capacity and cost curves once; plan() can then be called for several
+/// allocators and ratios (sweeps) without recomputing them.
+class Planner {
+ public:
+  /// Throws dak::Error for an invalid shape, budget or ratio.
+  Planner(const ModelConfig& config, const HardwareProfile& profile, PlanRequest request);
+
+  /// The plan for `allocator` with the request's ratio, or `offload_ratio` if given.
+  /// Throws dak::Error if the host would have to hold more than the profile can pin, or the
+  /// budget cannot hold what never moves.
+  Plan plan(AllocatorKind allocator, std::optional<double> offload_ratio = std::nullopt) const;
+  Plan plan() const { return plan(request_.allocator, request_.offload_ratio); }
+
+  const OpGraph& graph() const { return graph_; }
+  const Capacity& capacity() const { return capacity_; }
+  const CostModel& cost_model() const { return cost_; }
+
+ private:
+  enum class PathMode : uint8_t { kDirect, kStaged, kCheaper };
+  struct Variant {
+    PathMode mode = PathMode::kDirect;
+    std::vector<AllocCurve> curves;  // one per splittable op, in op order
+  };
+  OpCost op_cost(const Op& op, int64_t host_units, PathMode mode) const;
+  Variant build_variant(PathMode mode) const;
+  Plan assemble(const Allocation& a, PathMode mode, AllocatorKind allocator, std::optional<double> ratio) const;
+
+  PlanRequest request_;
+  HardwareProfile profile_;
+  OpGraph graph_;
+  Capacity capacity_;
+  CostModel cost_;
+  std::vector<size_t> splittable_;  // op indices with a curve
+  std::vector<Variant> variants_;  // kDirect first
+};
+
+/// Planner(config, profile, request).plan().
+Plan make_plan(const ModelConfig& config, const HardwareProfile& profile, const PlanRequest& request);
+
+/// One row of a greedy-vs-uniform sweep over forced global offload ratios.
+struct RatioSweepRow {
+  double ratio = 0;
+  double greedy_tpot_s = 0;
+  double uniform_tpot_s = 0;
+  double speedup = 0;  // uniform / greedy
+  std::string refused;  // non-empty: the planner refused this ratio (the dak::Error's first line)
+};
+
+/// Plans `request` at each ratio with both allocators; a ratio the planner refuses (e.g. more host
+/// bytes than the profile can pin) becomes a row with `refused` set instead of ending the sweep.
+std::vector<RatioSweepRow> sweep_offload_ratio(const ModelConfig& config, const HardwareProfile& profile,
+                                               const PlanRequest& request, const std::vector<double>& ratios);
+
+}  // namespace dak

@@ -1,0 +1,41 @@
+#include "core/tokenizer.h"
+
+#include <algorithm>
+
+#include "core/bpe_tokenizer.h"
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "core/gguf.h"
+#include "core/sentencepiece_tokenizer.h"
+#include "core/tokenizer_config.h"
+
+namespace dak {
+
+bool Tokenizer::is_eos(int32_t id) const {
+  return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt) {
+  if (const GgufFile* gguf = ckpt.gguf()) return load_gguf_tokenizer(*gguf);
+  std::error_code ec;
+  const auto& path = ckpt.path();
+  const auto dir = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
+  const auto json_file = dir / "tokenizer.json";
+  const auto sp_file = dir / "tokenizer.model";
+  const bool has_json = std::filesystem::is_regular_file(json_file, ec);
+  const bool has_sp = std::filesystem::is_regular_file(sp_file, ec);
+  if (has_json) {
+    // A SentencePiece-style tokenizer.json (Metaspace, byte fallback: Llama-2, Mistral)
+    // is read from tokenizer.model when the folder has one.
+    if (has_sp && !hf_tokenizer_json_is_byte_level(read_text_file(json_file), json_file.string())) {
+      return load_sentencepiece(sp_file);
+    }
+    return load_hf_tokenizer_json(json_file);
+  }
+  if (has_sp) return load_sentencepiece(sp_file);
+  fail("the model folder has no tokenizer (neither tokenizer.json nor tokenizer.model)", dir.string(),
+       "copy the tokenizer files from the model's repository into the folder, or pass the prompt as "
+       "token ids with --prompt-ids, which works without a tokenizer");
+}
+
+}  // namespace dak

@@ -1,0 +1,118 @@
+#include "core/tokenizer_config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace dak {
+
+namespace {
+
+using nlohmann::json;
+
+json parse_json(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    fail("not valid JSON: " + std::string(e.what()), source, "restore the file from the model's repository");
+  }
+}
+
+// A token given as "text" or as an AddedToken object {"content": "text", ...}; null -> nullopt.
+std::optional<std::string> token_text(const json& j, const std::string& where) {
+  if (j.is_null()) return std::nullopt;
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_object() && j.contains("content") && j["content"].is_string()) return j["content"].get<std::string>();
+  fail("expected a token string or an object with \"content\"", where, "fix the field or remove it");
+}
+
+}  // namespace
+
+void parse_tokenizer_config(std::string_view text, const std::string& source, HfTokenizerConfig& out) {
+  json j = parse_json(text, source);
+  if (!j.is_object()) fail("expected a JSON object at the top level", source, "restore the file");
+  if (auto it = j.find("bos_token"); it != j.end()) out.bos_token = token_text(*it, source + ": bos_token");
+  if (auto it = j.find("eos_token"); it != j.end()) out.eos_token = token_text(*it, source + ": eos_token");
+  if (auto it = j.find("add_bos_token"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) fail("expected true or false", source + ": add_bos_token", "fix the field");
+    out.add_bos_token = it->get<bool>();
+  }
+  if (auto it = j.find("chat_template"); it != j.end() && !it->is_null()) {
+    if (it->is_string()) {
+      out.chat_template = it->get<std::string>();
+    } else if (it->is_array()) {
+      for (const json& t : *it) {
+        if (!t.is_object()) continue;
+        auto name = t.find("name");
+        auto body = t.find("template");
+        if (name != t.end() && *name == "default" && body != t.end() && body->is_string()) {
+          out.chat_template = body->get<std::string>();
+        }
+      }
+    } else {
+      fail("expected a string or a list of {name, template}", source + ": chat_template", "fix the field");
+    }
+  }
+}
+
+void parse_generation_config(std::string_view text, const std::string& source, HfTokenizerConfig& out) {
+  json j = parse_json(text, source);
+  if (!j.is_object()) fail("expected a JSON object at the top level", source, "restore the file");
+  auto it = j.find("eos_token_id");
+  if (it == j.end() || it->is_null()) return;
+  auto take = [&](const json& v) {
+    if (!v.is_number_integer()) fail("expected an integer token id", source + ": eos_token_id", "fix the field");
+    out.generation_eos_ids.push_back(v.get<int64_t>());
+  };
+  if (it->is_array()) {
+    for (const json& v : *it) take(v);
+  } else {
+    take(*it);
+  }
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail("cannot open file", path.string(), "check that it exists and is readable");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) fail("error reading file", path.string(), "check the file");
+  return ss.str();
+}
+
+HfTokenizerConfig read_tokenizer_config(const std::filesystem::path& dir) {
+  HfTokenizerConfig cfg;
+  std::error_code ec;
+  if (auto p = dir / "tokenizer_config.json"; std::filesystem::is_regular_file(p, ec)) {
+    parse_tokenizer_config(read_text_file(p), p.string(), cfg);
+  }
+  if (auto p = dir / "generation_config.json"; std::filesystem::is_regular_file(p, ec)) {
+    parse_generation_config(read_text_file(p), p.string(), cfg);
+  }
+  // transformers >= 4.43 saves the template beside the config instead of inside it.
+  if (auto p = dir / "chat_template.jinja"; !cfg.chat_template && std::filesystem::is_regular_file(p, ec)) {
+    cfg.chat_template = read_text_file(p);
+  }
+  return cfg;
+}
+
+std::vector<int32_t> collect_eos_ids(int64_t eos, const std::vector<int64_t>& extra, int32_t vocab_size,
+                                     const std::function<std::optional<int32_t>(std::string_view)>& lookup) {
+  std::vector<int32_t> ids;
+  auto add = [&](int64_t id) {
+    if (id >= 0 && id < vocab_size) ids.push_back(static_cast<int32_t>(id));
+  };
+  add(eos);
+  for (int64_t id : extra) add(id);
+  for (std::string_view turn_end : {"<|im_end|>", "<|eot_id|>"}) {
+    if (auto id = lookup(turn_end)) add(*id);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace dak

@@ -1,0 +1,66 @@
+// Dense GEMMs through cuBLASLt: y[N, M] = x[N, K] . W[M, K]^T (+ bias[M]) (ReLU optional).
+//
+// Row-major operands as the engine stores them (Linear weights [out, in], activations
+// [tokens, features]); bf16 inputs, fp32 accumulation (CUBLAS_COMPUTE_32F), bf16 or fp32
+// output. In cuBLASLt's column-major terms: D[M, N] = op_T(W as col-major K x M) . X (col-major
+// K x N), so no transposes are materialized. Bias (and ReLU) ride the cuBLASLt epilogue; when
+// the heuristic offers no algorithm with that epilogue for a shape, the plain GEMM runs and the
+// bias/ReLU kernels of kernels/activation.h finish the job.
+// One plan (descriptors + heuristic's algorithm) is cached per (shape, output type, epilogue,
+// operand alignment); run() is graph-capturable once the plan exists (no allocation, the
+// workspace is fixed at construction).
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+namespace dak::gpu {
+
+enum class GemmOut : int32_t { kBf16, kF32 };
+
+struct GemmArgs {
+  const __nv_bfloat16* g_x = nullptr;     // [N, ldx] bf16, HBM: first K columns used
+  int64_t ldx = 0;                        // elements between rows of x (0: K)
+  const __nv_bfloat16* g_w = nullptr;     // [M, K] bf16, HBM (nn.Linear weight layout)
+  const __nv_bfloat16* g_bias = nullptr;  // [M] bf16, HBM; null = no bias (bf16 output only)
+  void* g_y = nullptr;                    // [N, M] bf16 or fp32 (out), HBM
+  int64_t N = 0;                          // rows (tokens)
+  int64_t M = 0;                          // output features
+  int64_t K = 0;                          // input features
+  GemmOut out = GemmOut::kBf16;
+  bool relu = false;                      // y = relu(x W^T + bias) (bf16 output only)
+};
+
+class CublasLtGemm {
+ public:
+  /// `g_workspace` (HBM, `workspace_bytes`, 256-byte aligned) is lent to every matmul.
+  CublasLtGemm(void* g_workspace, uint64_t workspace_bytes);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  /// Enqueues the GEMM on `stream`. N == 0 is a no-op. Throws dak::Error for unsupported
+  /// arguments (fp32 output with bias or ReLU, non-positive sizes) and cuBLASLt failures.
+  void run(const GemmArgs& a, cudaStream_t stream);
+
+  /// Recommended workspace (32 MiB, cuBLAS's guidance for Hopper).
+  static constexpr uint64_t kWorkspaceBytes = 32ull << 20;
+
+ private:
+  struct Plan;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t, int32_t, int32_t>;
+  Plan& plan_for(const GemmArgs& a);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* g_workspace_ = nullptr;
+  uint64_t workspace_bytes_ = 0;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace dak::gpu

@@ -1,0 +1,585 @@
+#include "gpu/gpu_engine.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/device.h"
+#include "gpu/gemm_cublaslt.h"
+#include "gpu/gpu_weights.h"
+#include "gpu/hbm_arena.h"
+#include "gpu/kernels/activation.h"
+#include "gpu/kernels/attention_decode.h"
+#include "gpu/kernels/attention_prefill.h"
+#include "gpu/kernels/embedding.h"
+#include "gpu/kernels/kv_append.h"
+#include "gpu/kernels/norm.h"
+#include "gpu/kernels/rope.h"
+#include "gpu/kernels/sampling.h"
+
+namespace dak::gpu {
+namespace {
+
+/// One forward pass: up to max_pass_tokens rows, at most one piece of each sequence.
+struct Pass {
+  struct Piece {
+    int32_t slot, pos0, len, row0;
+  };
+  std::vector<int32_t> ids, pos, slot;  // [T]
+  std::vector<Piece> pieces;            // [S]
+  std::vector<int32_t> sel;             // [R] rows whose logits are wanted
+  std::vector<int64_t> out_rows;        // [R] their rows in the step's result
+  int32_t max_len = 0;
+
+  int64_t T() const { return int64_t(ids.size()); }
+  bool all_rows() const {
+    if (sel.size() != ids.size()) return false;
+    for (size_t i = 0; i < sel.size(); ++i) {
+      if (sel[i] != int32_t(i)) return false;
+    }
+    return true;
+  }
+};
+
+/// Static sizes of one pass, what forward() needs to enqueue it (and what a graph bakes in).
+struct PassDims {
+  int64_t T = 0, S = 0, R = 0;
+  int32_t max_len = 0;
+  bool all_rows = true;
+};
+
+}  // namespace
+
+struct GpuEngine::Impl {
+  int device = 0;
+  std::string name;
+  int64_t sm_count = 0;
+  GpuEngineOptions options;
+  GpuWeights w;
+  cudaStream_t stream = nullptr;
+
+  // ---- state (start())
+  HbmArena state;
+  std::unique_ptr<CublasLtGemm> gemm;
+  int64_t batch = 0, max_ctx = 0, tc = 0;
+  std::vector<int64_t> pos;
+  DecodeSplit split;
+  bf16 *k_cache = nullptr, *v_cache = nullptr;  // [L][B][max_ctx][Hkv*D]
+  float* resid = nullptr;                       // [tc, hidden] fp32 residual stream
+  bf16* normed = nullptr;                       // [tc, hidden] normalized rows (GEMM input)
+  bf16* emb = nullptr;                          // [tc, E] OPT project_in input
+  bf16* qkv = nullptr;                          // [tc, H*D + 2*Hkv*D]
+  bf16* attn = nullptr;                         // [tc, H*D]
+  bf16* sub = nullptr;                          // [tc, hidden] sublayer output
+  bf16* gu = nullptr;                           // [tc, 2I] (gated) or [tc, I]
+  bf16* act = nullptr;                          // [tc, I] gated MLP activation
+  bf16* fin = nullptr;                          // [tc, hidden] rows selected for logits
+  bf16* fin_e = nullptr;                        // [tc, E] OPT project_out output
+  float* logits = nullptr;                      // [tc, V] fp32
+  float* partial = nullptr;                     // decode attention workspace
+  int32_t* g_meta = nullptr;                    // packed per-pass metadata (layout: meta_* offsets)
+  int32_t* h_meta = nullptr;                    // pinned host mirror
+  int32_t* g_sampled = nullptr;                 // [tc] sampled ids
+  int64_t meta_ids = 0, meta_pos = 0, meta_slot = 0, meta_seg_slot = 0, meta_seg_pos0 = 0, meta_seg_len = 0,
+          meta_seg_row0 = 0, meta_sel = 0, meta_counter = 0, meta_len = 0;
+
+  // ---- decode graph
+  bool decode_warm = false;  // one eager decode step ran since start() (cuBLASLt plans exist)
+  cudaGraphExec_t graph = nullptr;
+  int64_t replays = 0;
+
+  ~Impl() {
+    release_state();
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  void release_state() {
+    if (graph) cudaGraphExecDestroy(graph);
+    graph = nullptr;
+    if (h_meta) cudaFreeHost(h_meta);
+    h_meta = nullptr;
+    gemm.reset();
+    state = HbmArena();
+    batch = 0;
+    decode_warm = false;
+    replays = 0;
+  }
+
+  void use_device() const { DAK_CUDA_CHECK(cudaSetDevice(device)); }
+  void start(int64_t b, int64_t ctx);
+  std::vector<Pass> plan_passes(std::span<const std::vector<int32_t>> tokens, bool all_logits) const;
+  void upload_meta(const Pass& p);
+  void forward(const PassDims& d, cudaStream_t s);
+  void run_pass(const Pass& p);
+};
+
+// ------------------------------------------------------------------------------ state
+
+void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
+  const ModelConfig& c = w.config;
+  if (b <= 0) fail(fmt::format("batch size must be positive, got {}", b), "GpuEngine::start", "pass at least one sequence");
+  if (ctx <= 0 || ctx > c.max_position_embeddings) {
+    fail(fmt::format("context of {} tokens is outside the model's context of {} tokens", ctx, c.max_position_embeddings),
+         "GpuEngine::start (max_position_embeddings)", "use a shorter prompt or fewer new tokens (--max-new-tokens)");
+  }
+  if (b > INT32_MAX / 8 || ctx > INT32_MAX / 8) {
+    fail("batch or context too large", "GpuEngine::start", "use a smaller --max-batch / --max-context");
+  }
+  use_device();
+  release_state();
+
+  const int64_t hd = c.hidden_size, E = c.embed_dim(), qd = c.q_dim(), kvd = c.kv_dim();
+  const int64_t gud = c.gated_mlp ? 2 * c.intermediate_size : c.intermediate_size;
+  const int64_t pass = std::max(b, std::min(b * ctx, std::max<int64_t>(1, options.max_pass_tokens)));
+  const DecodeSplit sp = choose_decode_split(b, c.num_heads, c.num_kv_heads, ctx, sm_count);
+  const int64_t mlen = 4 * pass + 5 * b;
+
+  const uint64_t kv_bytes = 2 * uint64_t(c.num_layers) * uint64_t(b) * uint64_t(ctx) * uint64_t(kvd) * sizeof(bf16);
+  const uint64_t bf = sizeof(bf16);
+  const std::vector<uint64_t> sizes = {
+      kv_bytes / 2,                                              // k_cache
+      kv_bytes / 2,                                              // v_cache
+      uint64_t(pass * hd) * sizeof(float),                       // resid
+      uint64_t(pass * hd) * bf,                                  // normed
+      w.project_in.w ? uint64_t(pass * E) * bf : 0,              // emb
+      uint64_t(pass * (qd + 2 * kvd)) * bf,                      // qkv
+      uint64_t(pass * qd) * bf,                                  // attn
+      uint64_t(pass * hd) * bf,                                  // sub
+      uint64_t(pass * gud) * bf,                                 // gu
+      c.gated_mlp ? uint64_t(pass * c.intermediate_size) * bf : 0,  // act
+      uint64_t(pass * hd) * bf,                                  // fin
+      w.project_out.w ? uint64_t(pass * E) * bf : 0,             // fin_e
+      uint64_t(pass * c.vocab_size) * sizeof(float),             // logits
+      decode_workspace_bytes(b, c.num_heads, c.head_dim, sp),    // partial
+      uint64_t(mlen) * sizeof(int32_t),                          // meta
+      uint64_t(pass) * sizeof(int32_t),                          // sampled
+      CublasLtGemm::kWorkspaceBytes,                             // cuBLASLt workspace
+  };
+  uint64_t total = 0;
+  for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
+  require_free_hbm(total, fmt::format("the KV cache ({} for batch {} x context {}) plus activations and "
+                                      "workspaces ({}), next to the resident bf16 weights ({}),",
+                                      format_gib(kv_bytes), b, ctx, format_gib(total - kv_bytes), format_gib(w.bytes)));
+  state = HbmArena(total, fmt::format("KV cache and activations (batch {}, context {})", b, ctx));
+  size_t i = 0;
+  auto take = [&](const char* what) { return state.allocate(sizes[i++], what); };
+  k_cache = static_cast<bf16*>(take("k cache"));
+  v_cache = static_cast<bf16*>(take("v cache"));
+  resid = static_cast<float*>(take("residual"));
+  normed = static_cast<bf16*>(take("normed"));
+  emb = static_cast<bf16*>(take("project_in input"));
+  qkv = static_cast<bf16*>(take("qkv"));
+  attn = static_cast<bf16*>(take("attention output"));
+  sub = static_cast<bf16*>(take("sublayer output"));
+  gu = static_cast<bf16*>(take("gate_up"));
+  act = static_cast<bf16*>(take("mlp activation"));
+  fin = static_cast<bf16*>(take("final rows"));
+  fin_e = static_cast<bf16*>(take("project_out output"));
+  logits = static_cast<float*>(take("logits"));
+  partial = static_cast<float*>(take("decode attention workspace"));
+  g_meta = static_cast<int32_t*>(take("step metadata"));
+  g_sampled = static_cast<int32_t*>(take("sampled ids"));
+  void* ws = take("cuBLASLt workspace");
+  gemm = std::make_unique<CublasLtGemm>(ws, CublasLtGemm::kWorkspaceBytes);
+  DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
+
+  meta_ids = 0;
+  meta_pos = pass;
+  meta_slot = 2 * pass;
+  meta_seg_slot = 3 * pass;
+  meta_seg_pos0 = meta_seg_slot + b;
+  meta_seg_len = meta_seg_pos0 + b;
+  meta_seg_row0 = meta_seg_len + b;
+  meta_sel = meta_seg_row0 + b;
+  meta_counter = meta_sel + pass;
+  meta_len = mlen;
+
+  batch = b;
+  max_ctx = ctx;
+  tc = pass;
+  split = sp;
+  pos.assign(size_t(b), 0);
+}
+
+// ------------------------------------------------------------------------------ passes
+
+std::vector<Pass> GpuEngine::Impl::plan_passes(std::span<const std::vector<int32_t>> tokens, bool all_logits) const {
+  const ModelConfig& c = w.config;
+  if (batch == 0) fail("step() before start()", "GpuEngine::step", "call start(batch, max_context) first");
+  if (int64_t(tokens.size()) != batch) {
+    fail(fmt::format("step() got {} sequences, the cache holds {}", tokens.size(), batch), "GpuEngine::step",
+         "pass one (possibly empty) token list per sequence");
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto& ids = tokens[size_t(b)];
+    if (pos[size_t(b)] + int64_t(ids.size()) > max_ctx) {
+      fail(fmt::format("sequence {} would reach {} tokens ({} cached + {} new), beyond the context of {} given "
+                       "to start()",
+                       b, pos[size_t(b)] + int64_t(ids.size()), pos[size_t(b)], ids.size(), max_ctx),
+           "GpuEngine::step", "start() with a larger max_context, or generate fewer tokens");
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= c.vocab_size) {
+        fail(fmt::format("token id {} (sequence {}, index {}) is outside the vocabulary of {}", ids[i], b, i,
+                         c.vocab_size),
+             "GpuEngine::step", "tokenize with the tokenizer that belongs to this model");
+      }
+    }
+  }
+  std::vector<Pass> passes;
+  int64_t global_row = 0;
+  Pass cur;
+  auto flush = [&] {
+    if (cur.ids.empty()) return;
+    passes.push_back(std::move(cur));
+    cur = Pass{};
+  };
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto& ids = tokens[size_t(b)];
+    const int64_t n = int64_t(ids.size());
+    int64_t done = 0;
+    while (done < n) {
+      if (cur.T() == tc) flush();
+      const int64_t take = std::min(n - done, tc - cur.T());
+      const int32_t row0 = int32_t(cur.T());
+      cur.pieces.push_back({int32_t(b), int32_t(pos[size_t(b)] + done), int32_t(take), row0});
+      cur.max_len = std::max(cur.max_len, int32_t(take));
+      for (int64_t i = 0; i < take; ++i) {
+        const int32_t row = int32_t(cur.T());
+        cur.ids.push_back(ids[size_t(done + i)]);
+        cur.pos.push_back(int32_t(pos[size_t(b)] + done + i));
+        cur.slot.push_back(int32_t(b));
+        if (all_logits) {
+          cur.sel.push_back(row);
+          cur.out_rows.push_back(global_row);
+        } else if (done + i == n - 1) {
+          cur.sel.push_back(row);
+          cur.out_rows.push_back(b);
+        }
+        ++global_row;
+      }
+      done += take;
+    }
+  }
+  flush();
+  return passes;
+}
+
+void GpuEngine::Impl::upload_meta(const Pass& p) {
+  // The previous pass's copy from h_meta may still be in flight (a pass without logits rows
+  // does not synchronize): wait before overwriting the pinned buffer.
+  DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::fill_n(h_meta, meta_len, 0);
+  std::copy(p.ids.begin(), p.ids.end(), h_meta + meta_ids);
+  std::copy(p.pos.begin(), p.pos.end(), h_meta + meta_pos);
+  std::copy(p.slot.begin(), p.slot.end(), h_meta + meta_slot);
+  for (size_t s = 0; s < p.pieces.size(); ++s) {
+    h_meta[meta_seg_slot + int64_t(s)] = p.pieces[s].slot;
+    h_meta[meta_seg_pos0 + int64_t(s)] = p.pieces[s].pos0;
+    h_meta[meta_seg_len + int64_t(s)] = p.pieces[s].len;
+    h_meta[meta_seg_row0 + int64_t(s)] = p.pieces[s].row0;
+  }
+  std::copy(p.sel.begin(), p.sel.end(), h_meta + meta_sel);
+  // RNG counter of a sampled row: the position the sampled token will take.
+  for (size_t r = 0; r < p.sel.size(); ++r) h_meta[meta_counter + int64_t(r)] = p.pos[size_t(p.sel[r])] + 1;
+  DAK_CUDA_CHECK(cudaMemcpyAsync(g_meta, h_meta, size_t(meta_len) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+}
+
+// ------------------------------------------------------------------------------ forward
+
+void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
+  const ModelConfig& c = w.config;
+  const int64_t T = d.T, hd = c.hidden_size, E = c.embed_dim(), qd = c.q_dim(), kvd = c.kv_dim();
+  const int64_t qkvd = qd + 2 * kvd, I = c.intermediate_size;
+  const bool pre_ln = c.arch != Arch::kOpt || c.do_layer_norm_before;
+  const NormType norm_type = c.norm == NormKind::kRmsNorm ? NormType::kRms : NormType::kLayer;
+  const int32_t* ids = g_meta + meta_ids;
+  const int32_t* positions = g_meta + meta_pos;
+  const int32_t* slots = g_meta + meta_slot;
+  const AttentionSegments segs{g_meta + meta_seg_slot, g_meta + meta_seg_pos0, g_meta + meta_seg_len,
+                               g_meta + meta_seg_row0, int32_t(d.S)};
+  auto norm = [&](const bf16* x, const GpuNorm& n, NormResidual mode) {
+    residual_norm(NormParams{x, resid, n.w, n.b, normed, T, hd, c.norm_eps, norm_type, mode}, s);
+  };
+  auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, bool relu = false) {
+    GemmArgs g;
+    g.g_x = x;
+    g.g_w = l.w;
+    g.g_bias = l.b;
+    g.g_y = y;
+    g.N = T;
+    g.M = l.out;
+    g.K = l.in;
+    g.relu = relu;
+    gemm->run(g, s);
+  };
+
+  // Embedding (+ OPT project_in and learned positions) into the fp32 residual stream; post-LN
+  // models also need its bf16 copy as the first layer's input.
+  EmbeddingParams ep;
+  ep.T = T;
+  ep.g_positions = positions;
+  ep.pos_offset = int32_t(c.position_offset);
+  ep.num_pos = c.max_position_embeddings + c.position_offset;
+  ep.g_out_f32 = resid;
+  ep.g_out_bf16 = pre_ln ? nullptr : normed;
+  ep.E = hd;
+  ep.g_pos_table = w.positions;
+  if (w.project_in.w) {
+    EmbeddingParams tok;
+    tok.g_table = w.embed;
+    tok.g_ids = ids;
+    tok.num_rows = c.vocab_size;
+    tok.g_out_bf16 = emb;
+    tok.T = T;
+    tok.E = E;
+    embedding_gather(tok, s);
+    linear(emb, w.project_in, sub);
+    ep.g_add = sub;
+  } else {
+    ep.g_table = w.embed;
+    ep.g_ids = ids;
+    ep.num_rows = c.vocab_size;
+  }
+  embedding_gather(ep, s);
+
+  const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
+  const int64_t layer_kv = batch * max_ctx * kvd;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const GpuLayer& L = w.layers[size_t(l)];
+    if (pre_ln) norm(l == 0 ? nullptr : sub, L.attn_norm, NormResidual::kPreNorm);
+    linear(normed, L.qkv, qkv);
+    if (w.inv_freq) {
+      apply_rope(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
+                            int32_t(c.num_kv_heads), int32_t(c.head_dim)},
+                 s);
+    }
+    bf16* kc = k_cache + l * layer_kv;
+    bf16* vc = v_cache + l * layer_kv;
+    kv_append(KvAppendParams{qkv, qkvd, qd, qd + kvd, slots, positions, kc, vc, T, batch, max_ctx, kvd}, s);
+    AttentionParams ap;
+    ap.g_q = qkv;
+    ap.q_stride = qkvd;
+    ap.g_k_cache = kc;
+    ap.g_v_cache = vc;
+    ap.g_out = attn;
+    ap.segs = segs;
+    ap.max_ctx = max_ctx;
+    ap.num_heads = int32_t(c.num_heads);
+    ap.num_kv_heads = int32_t(c.num_kv_heads);
+    ap.head_dim = int32_t(c.head_dim);
+    ap.window = int32_t(c.sliding_window);
+    ap.scale = scale;
+    if (d.max_len == 1) {
+      attention_decode(DecodeAttentionParams{ap, split, partial}, s);
+    } else {
+      attention_prefill(ap, d.max_len, s);
+    }
+    linear(attn, L.o, sub);
+    norm(sub, pre_ln ? L.mlp_norm : L.attn_norm, pre_ln ? NormResidual::kPreNorm : NormResidual::kPostNorm);
+    const bool relu_epilogue = !c.gated_mlp && c.activation == Activation::kRelu;
+    linear(normed, L.gate_up, gu, relu_epilogue);
+    const bf16* down_in = gu;
+    if (c.gated_mlp) {
+      mlp_activation(ActivationParams{gu, nullptr, act, T, I, c.activation, true}, s);
+      down_in = act;
+    } else if (!relu_epilogue) {
+      mlp_activation(ActivationParams{gu, nullptr, gu, T, I, c.activation, false}, s);
+    }
+    linear(down_in, L.down, sub);
+    if (!pre_ln) norm(sub, L.mlp_norm, NormResidual::kPostNorm);
+  }
+  // Final norm (pre-LN: folds in the last MLP output). Post-LN OPT has none: `normed` already
+  // holds the last layer's normalized output.
+  if (w.has_final_norm) norm(sub, w.final_norm, NormResidual::kPreNorm);
+
+  const bf16* head_in = normed;
+  if (!d.all_rows) {
+    EmbeddingParams g;
+    g.g_table = normed;
+    g.g_ids = g_meta + meta_sel;
+    g.num_rows = T;
+    g.g_out_bf16 = fin;
+    g.T = d.R;
+    g.E = hd;
+    embedding_gather(g, s);
+    head_in = fin;
+  }
+  GemmArgs g;
+  g.N = d.R;
+  if (w.project_out.w) {
+    g.g_x = head_in;
+    g.g_w = w.project_out.w;
+    g.g_y = fin_e;
+    g.M = E;
+    g.K = hd;
+    gemm->run(g, s);
+    head_in = fin_e;
+  }
+  g.g_x = head_in;
+  g.g_w = w.lm_head;
+  g.g_y = logits;
+  g.M = c.vocab_size;
+  g.K = E;
+  g.out = GemmOut::kF32;
+  gemm->run(g, s);
+}
+
+void GpuEngine::Impl::run_pass(const Pass& p) {
+  PassDims d;
+  d.T = p.T();
+  d.S = int64_t(p.pieces.size());
+  d.R = int64_t(p.sel.size());
+  d.max_len = p.max_len;
+  d.all_rows = p.all_rows();
+  upload_meta(p);
+  // The decode step: every sequence appends one token, rows are the batch in order.
+  const bool decode_step = d.T == batch && d.S == batch && d.max_len == 1 && d.all_rows;
+  if (!decode_step) {
+    forward(d, stream);
+    return;
+  }
+  if (!decode_warm) {
+    forward(d, stream);  // eager once: creates every cuBLASLt plan outside of a capture
+    decode_warm = true;
+    return;
+  }
+  if (!graph) {
+    cudaGraph_t g = nullptr;
+    DAK_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      forward(d, stream);
+    } catch (...) {
+      cudaStreamEndCapture(stream, &g);
+      if (g) cudaGraphDestroy(g);
+      cudaGetLastError();
+      throw;
+    }
+    DAK_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+    const cudaError_t err = cudaGraphInstantiate(&graph, g, 0);
+    cudaGraphDestroy(g);
+    DAK_CUDA_CHECK(err);
+  }
+  DAK_CUDA_CHECK(cudaGraphLaunch(graph, stream));
+  ++replays;
+}
+
+// ------------------------------------------------------------------------------ GpuEngine
+
+GpuEngine::GpuEngine(const Checkpoint& ckpt, int device_index, const GpuEngineOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  std::string why;
+  const auto info = probe_device(device_index, &why);
+  if (!info) fail("cannot run on the GPU: " + why, fmt::format("cuda:{}", device_index), "use --device cpu");
+  require_hopper(*info);
+  impl_->device = device_index;
+  impl_->name = fmt::format("cuda:{} ({})", device_index, info->name);
+  impl_->sm_count = info->sm_count;
+  impl_->use_device();
+  ModelConfig cfg = ckpt.config();
+  cfg.validate(ckpt.path().string());
+  impl_->w = GpuWeights::load(ckpt);
+  DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+}
+
+GpuEngine::~GpuEngine() {
+  if (impl_) cudaSetDevice(impl_->device);
+}
+
+const ModelConfig& GpuEngine::config() const { return impl_->w.config; }
+
+std::string GpuEngine::device_name() const { return impl_->name; }
+
+void GpuEngine::start(int64_t batch, int64_t max_context) { impl_->start(batch, max_context); }
+
+int64_t GpuEngine::position(int64_t b) const {
+  if (b < 0 || b >= impl_->batch) {
+    fail(fmt::format("sequence {} is outside the batch of {}", b, impl_->batch), "GpuEngine::position",
+         "call start() with a larger batch");
+  }
+  return impl_->pos[size_t(b)];
+}
+
+std::vector<float> GpuEngine::step(std::span<const std::vector<int32_t>> tokens, bool all_logits) {
+  Impl& m = *impl_;
+  m.use_device();
+  const std::vector<Pass> passes = m.plan_passes(tokens, all_logits);
+  const int64_t V = m.w.config.vocab_size;
+  int64_t out_rows = m.batch;
+  if (all_logits) {
+    out_rows = 0;
+    for (const auto& t : tokens) out_rows += int64_t(t.size());
+  }
+  std::vector<float> result(size_t(out_rows * V), 0.0f);
+  std::vector<float> rows;
+  for (const Pass& p : passes) {
+    m.run_pass(p);
+    const size_t n = p.sel.size() * size_t(V);
+    if (n == 0) continue;
+    if (all_logits) {  // the pass's rows are consecutive in the result
+      DAK_CUDA_CHECK(cudaMemcpyAsync(result.data() + p.out_rows[0] * V, m.logits, n * sizeof(float),
+                                     cudaMemcpyDeviceToHost, m.stream));
+    } else {
+      rows.resize(n);
+      DAK_CUDA_CHECK(cudaMemcpyAsync(rows.data(), m.logits, n * sizeof(float), cudaMemcpyDeviceToHost, m.stream));
+    }
+    DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    if (!all_logits) {
+      for (size_t r = 0; r < p.sel.size(); ++r) {
+        std::copy_n(rows.data() + r * size_t(V), size_t(V), result.data() + p.out_rows[r] * V);
+      }
+    }
+  }
+  for (int64_t b = 0; b < m.batch; ++b) m.pos[size_t(b)] += int64_t(tokens[size_t(b)].size());
+  return result;
+}
+
+std::vector<int32_t> GpuEngine::step_and_sample(std::span<const std::vector<int32_t>> tokens,
+                                                const SamplingParams& sampling) {
+  Impl& m = *impl_;
+  m.use_device();
+  SampleParams sp;
+  sp.g_logits = m.logits;
+  sp.row_stride = m.w.config.vocab_size;
+  sp.g_out_ids = m.g_sampled;
+  sp.g_counters = m.g_meta + m.meta_counter;
+  sp.V = m.w.config.vocab_size;
+  sp.temperature = sampling.temperature;
+  sp.top_k = sampling.top_k;
+  sp.top_p = sampling.top_p;
+  sp.seed = sampling.seed;
+  sample_tokens(sp, nullptr);  // validates the parameters; B == 0 launches nothing
+  const std::vector<Pass> passes = m.plan_passes(tokens, false);
+  std::vector<int32_t> result(size_t(m.batch), 0), ids;
+  for (const Pass& p : passes) {
+    m.run_pass(p);
+    if (p.sel.empty()) continue;
+    sp.B = int64_t(p.sel.size());
+    sample_tokens(sp, m.stream);
+    ids.resize(p.sel.size());
+    DAK_CUDA_CHECK(cudaMemcpyAsync(ids.data(), m.g_sampled, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                   m.stream));
+    DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    for (size_t r = 0; r < ids.size(); ++r) result[size_t(p.out_rows[r])] = ids[r];
+  }
+  for (int64_t b = 0; b < m.batch; ++b) m.pos[size_t(b)] += int64_t(tokens[size_t(b)].size());
+  return result;
+}
+
+uint64_t GpuEngine::weight_bytes() const { return impl_->w.bytes; }
+uint64_t GpuEngine::state_bytes() const { return impl_->state.capacity(); }
+int64_t GpuEngine::max_pass_tokens() const { return impl_->tc; }
+int64_t GpuEngine::graph_replays() const { return impl_->replays; }
+
+std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index) {
+  return std::make_unique<GpuEngine>(ckpt, device_index);
+}
+
+}  // namespace dak::gpu

@@ -1,0 +1,86 @@
+// GpuEngine: the HBM-resident forward pass on one Hopper GPU (bf16 weights and KV cache,
+// fp32 residual stream, fp32 softmax and accumulation), implementing dak::Engine.
+//
+// Per step (core/engine.h), the T = sum_b L_b new tokens are packed in sequence order into
+// passes of at most max_pass_tokens() rows (a long prompt spans several passes; a pass holds
+// at most one piece of each sequence), and each pass runs:
+//   embed (+ OPT positions / project_in) -> per layer:
+//     [pre-LN] residual_norm(sub + resid) -> qkv GEMM (+bias) -> RoPE -> KV append ->
+//     attention (prefill kernel, or flash-decoding when every piece is one token) ->
+//     o GEMM (+bias) -> residual_norm -> gate_up GEMM (+bias, ReLU epilogue for OPT) ->
+//     SiLU-gate / GELU -> down GEMM (+bias)   [post-LN OPT: norms after the residual adds]
+//   -> final norm -> (selected rows) -> OPT project_out -> logits GEMM (fp32 out).
+// Same op order and tensor table as the CPU reference (core/cpu_model.cc).
+// Decode steps (every sequence appends exactly one token) run from a CUDA graph: the first
+// such step after start() runs eagerly (creating every cuBLASLt plan), the second captures the
+// step once, and later steps only upload the ids/positions and replay it.
+// Memory: weights in one arena (allocated at construction); KV cache + activations + workspaces
+// in a second arena allocated by start(), refused before allocation when it does not fit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/generate.h"
+
+namespace dak {
+class Checkpoint;
+}
+
+namespace dak::gpu {
+
+struct GpuEngineOptions {
+  /// Upper bound on the rows of one forward pass (the prefill chunk); the activation buffers
+  /// and the logits buffer scale with it. start() raises it to the batch size if smaller.
+  int64_t max_pass_tokens = 1024;
+};
+
+class GpuEngine : public Engine {
+ public:
+  /// Uploads every weight of `ckpt` as bf16 to CUDA device `device_index` (which must be a
+  /// Hopper GPU). Throws dak::Error when there is no usable GPU, the weights do not fit in free
+  /// HBM (giving needed vs free), or a tensor is missing / misshapen.
+  GpuEngine(const Checkpoint& ckpt, int device_index, const GpuEngineOptions& options = {});
+  ~GpuEngine() override;
+
+  const ModelConfig& config() const override;
+  std::string device_name() const override;
+  /// Allocates the static KV cache [layer][batch][max_context][Hkv][D] (bf16) and the
+  /// activation buffers. Throws dak::Error (before allocating) when they do not fit in free HBM,
+  /// or when max_context exceeds the model's context.
+  void start(int64_t batch, int64_t max_context) override;
+  std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) override;
+  int64_t position(int64_t b) const override;
+
+  /// Runs step(tokens, false) and samples the next id of every sequence on the GPU
+  /// (kernels/sampling.h; greedy when temperature == 0), copying only the B ids back. The RNG
+  /// counter of a sequence is its position, so a seeded run is reproducible. Ids of sequences
+  /// with no new token are unspecified. Throws dak::Error like step() and for invalid sampling
+  /// parameters.
+  std::vector<int32_t> step_and_sample(std::span<const std::vector<int32_t>> tokens, const SamplingParams& sampling);
+
+  /// Bytes of the bf16 weight arena.
+  uint64_t weight_bytes() const;
+  /// Bytes of the arena start() allocated (KV cache, activations, workspaces); 0 before start().
+  uint64_t state_bytes() const;
+  /// Rows processed per forward pass: max(batch, min(batch * max_context, max_pass_tokens));
+  /// set by start().
+  int64_t max_pass_tokens() const;
+  /// Decode steps served by replaying the captured CUDA graph since start() (for tests/bench).
+  int64_t graph_replays() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The CLI's entry point: a GpuEngine on CUDA device `device_index`, after probing it
+/// (gpu/device.h) and requiring a Hopper GPU. Throws dak::Error with a message the user can
+/// act on when there is no usable GPU.
+std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index);
+
+}  // namespace dak::gpu

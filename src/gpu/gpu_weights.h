@@ -1,0 +1,72 @@
+// GpuWeights: every weight of a checkpoint, converted to bf16 and resident in one HBM arena.
+//
+// The tensor-name table and the fusions mirror the CPU reference (core/cpu_model.cc):
+//   qkv     = rows of q_proj, k_proj, v_proj concatenated: [H*D + 2*Hkv*D, hidden] (+ bias)
+//   gate_up = rows of gate_proj then up_proj: [2I, hidden]; OPT: fc1 alone [I, hidden]
+//   down    = down_proj / fc2 [hidden, I]; o = o_proj / out_proj [hidden, H*D]
+//   lm_head = embed_tokens when tie_word_embeddings (the HF model ties them even if the file
+//             stores lm_head too)
+// Loading: shapes are checked against the config and the total size is known before any HBM
+// is allocated; require_free_hbm refuses a model that does not fit, naming both amounts.
+// Each tensor is decoded by Checkpoint::read_f32 (fp16/bf16/fp32 and GGUF quantized types), staged
+// through pinned host buffers in 64 MiB chunks (two in flight), and converted on the GPU by
+// convert_f32_to_bf16 straight into its arena slice.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+#include "gpu/hbm_arena.h"
+
+namespace dak {
+class Checkpoint;
+}
+
+namespace dak::gpu {
+
+using bf16 = __nv_bfloat16;
+
+struct GpuLinear {
+  const bf16* w = nullptr;  // [out, in] bf16, HBM
+  const bf16* b = nullptr;  // [out] bf16, HBM; null = no bias
+  int64_t out = 0, in = 0;
+};
+
+struct GpuNorm {
+  const bf16* w = nullptr;  // [hidden] bf16, HBM; null = no affine weight
+  const bf16* b = nullptr;  // [hidden] bf16, HBM; null = no bias (always null for RMSNorm)
+};
+
+struct GpuLayer {
+  GpuNorm attn_norm, mlp_norm;
+  GpuLinear qkv, o, gate_up, down;
+};
+
+struct GpuWeights {
+  ModelConfig config;
+  HbmArena arena;               // owns every pointer below
+  const bf16* embed = nullptr;      // [V, E]
+  const bf16* positions = nullptr;  // OPT: [max_pos + 2, hidden]; else null
+  GpuLinear project_in;             // OPT with word_embed_proj_dim != hidden: [hidden, E]; else empty
+  GpuLinear project_out;            // [E, hidden]; else empty
+  GpuNorm final_norm;
+  bool has_final_norm = false;      // false only for post-LN OPT
+  const bf16* lm_head = nullptr;    // [V, E] (== embed when tied)
+  std::vector<GpuLayer> layers;
+  const float* inv_freq = nullptr;  // [D/2] fp32 RoPE inverse frequencies; null for OPT
+  uint64_t bytes = 0;               // arena bytes (bf16 weights + inv_freq, aligned)
+
+  /// Bytes the weights will take in HBM, without reading or allocating anything. Throws
+  /// dak::Error (naming the tensor) when a tensor is missing or has the wrong shape.
+  static uint64_t plan_bytes(const Checkpoint& ckpt);
+
+  /// Checks shapes, refuses if the weights do not fit in free HBM, then uploads them to the
+  /// current CUDA device. Throws dak::Error.
+  static GpuWeights load(const Checkpoint& ckpt);
+};
+
+}  // namespace dak::gpu

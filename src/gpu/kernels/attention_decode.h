@@ -1,0 +1,55 @@
+// Decode attention, flash-decoding style: one new query per sequence, its keys split over
+// CTAs along the sequence, then a combine kernel merges the partial softmaxes exactly.
+//
+// Operands: as AttentionParams (attention_prefill.h), with every len[s] in {0, 1}: the query
+// of segment s sits at position pos0[s] and attends to keys [lo, pos0[s]] of its cache slot
+// (lo = 0, or pos0 - window + 1 with a sliding window). GQA/MQA: a CTA serves up to 8 query
+// heads of one kv head, so each K/V element is read once per 8 heads.
+// Split: keys [k * split_keys, (k + 1) * split_keys) go to split k of num_splits; the split
+// layout depends only on max_ctx (DecodeSplit), never on the current lengths, so one CUDA
+// graph serves every decode step (splits past the current length exit after writing an
+// empty partial).
+// Tiling (split kernel): CTA = 4 warps; a warp takes 32-key tiles in turn; lane j scores key j
+// against all heads of the CTA (16-byte loads of its K row when D % 8 == 0), the warp runs the
+// online softmax per head in fp32, and V rows are read coalesced (lane owns dims lane + 32i)
+// with p_j broadcast by shuffle. Warps merge through shared memory; the CTA writes
+// (o unnormalized [D], m, l) per (segment, head, split) to an fp32 workspace.
+// Combine kernel: one CTA per (segment, head): out = sum_k e^(m_k - M) o_k / sum_k e^(m_k - M) l_k.
+// Invariant: the result does not depend on which warp or CTA handled which keys beyond fp32
+// reassociation of the softmax sums.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu/kernels/attention_prefill.h"
+
+namespace dak::gpu {
+
+/// How keys are split over CTAs; host-side heuristic, fixed for a (batch, max_ctx) pair.
+struct DecodeSplit {
+  int32_t num_splits = 1;
+  int32_t split_keys = 0;  // keys per split, a multiple of 128 (4 warps x 32 keys)
+};
+
+/// Picks the split so that segments x kv-head CTAs x splits fill about two waves of
+/// `sm_count` SMs, without splits shorter than 128 keys.
+DecodeSplit choose_decode_split(int64_t num_segs, int64_t num_heads, int64_t num_kv_heads, int64_t max_ctx,
+                                int64_t sm_count);
+
+/// fp32 workspace bytes the decode kernels need: num_segs * H * num_splits * (D + 2) * 4.
+uint64_t decode_workspace_bytes(int64_t num_segs, int64_t num_heads, int64_t head_dim, const DecodeSplit& split);
+
+struct DecodeAttentionParams {
+  AttentionParams attn;            // every segment len 0 or 1
+  DecodeSplit split;
+  float* g_partial = nullptr;      // [num_segs, H, num_splits, D + 2] fp32, HBM workspace
+};
+
+/// Launches the split kernel and the combine kernel on `stream` (graph-capturable: no host
+/// synchronization, no allocation). Throws dak::Error for an unsupported head_dim.
+void attention_decode(const DecodeAttentionParams& p, cudaStream_t stream);
+
+}  // namespace dak::gpu

@@ -1,0 +1,42 @@
+// RMSNorm / LayerNorm fused with the residual add.
+//
+// Per row t (C elements), with s = x[t] + residual[t] (x absent: s = residual[t]):
+//   RMSNorm   (LlamaRMSNorm):  n = s * rsqrt(mean(s^2) + eps) * weight
+//   LayerNorm (nn.LayerNorm):  n = (s - mean(s)) * rsqrt(var(s) + eps) * weight + bias   (biased var)
+// kPreNorm  (Llama, Mistral, Qwen2, OPT with do_layer_norm_before):  residual <- s, out <- bf16(n)
+// kPostNorm (OPT-350m style, do_layer_norm_before = false):          residual <- n, out <- bf16(n)
+// Statistics in fp32; the residual stream stays fp32 so that the skip path does not accumulate
+// bf16 rounding across layers (only GEMM inputs are bf16).
+// Tiling: one CTA (256 threads) per row, threads stride over C; pass 1 writes s into the
+// residual row and reduces, later passes re-read the elements the same thread wrote (no
+// barrier needed between the write and the re-read). Invariant: no element of another row is
+// touched, so rows are independent and the result does not depend on the grid.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dak::gpu {
+
+enum class NormType : int32_t { kRms, kLayer };
+enum class NormResidual : int32_t { kPreNorm, kPostNorm };
+
+struct NormParams {
+  const __nv_bfloat16* g_x = nullptr;       // [T, C] bf16, HBM: sublayer output; null = 0
+  float* g_residual = nullptr;              // [T, C] fp32, HBM: residual stream, read and written
+  const __nv_bfloat16* g_weight = nullptr;  // [C] bf16, HBM; null = 1 (no elementwise affine)
+  const __nv_bfloat16* g_bias = nullptr;    // [C] bf16, HBM; null = 0 (LayerNorm only)
+  __nv_bfloat16* g_out = nullptr;           // [T, C] bf16, HBM: normalized rows
+  int64_t T = 0;
+  int64_t C = 0;
+  float eps = 1e-6f;
+  NormType type = NormType::kRms;
+  NormResidual mode = NormResidual::kPreNorm;
+};
+
+/// Launches on `stream`; T == 0 is a no-op. Throws dak::Error on a launch error.
+void residual_norm(const NormParams& p, cudaStream_t stream);
+
+}  // namespace dak::gpu

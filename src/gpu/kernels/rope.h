@@ -1,0 +1,37 @@
+// Rotary position embedding (HF rotate-half convention, modeling_llama.py apply_rotary_pos_emb),
+// applied in place to the q and k heads of the fused QKV activation.
+//
+// For token t at position p = positions[t], each q or k head x[0..D) and i < D/2:
+//   a = float(p) * inv_freq[i]          (fp32 product, as HF's fp32 `freqs`)
+//   x[i]       <- x[i] * cos(a) - x[i + D/2] * sin(a)
+//   x[i + D/2] <- x[i + D/2] * cos(a) + x[i] * sin(a)
+// computed in fp32 from the bf16 inputs and rounded to bf16 once. The rope scaling variants
+// (default, linear, llama3) differ only in inv_freq, built on the host by cpu::rope_inv_freq
+// (core/cpu_ops.h), the same table the CPU reference uses.
+// Tiling: one CTA per token, threads stride over (head, i) pairs of q and k heads together.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dak::gpu {
+
+struct RopeParams {
+  __nv_bfloat16* g_qkv = nullptr;        // [T, row_stride] bf16, HBM: rows hold q heads then k heads
+  int64_t row_stride = 0;                // elements between consecutive tokens' rows
+  int64_t q_offset = 0;                  // column of q head 0 (H heads of D contiguous elements)
+  int64_t k_offset = 0;                  // column of k head 0 (Hkv heads of D contiguous elements)
+  const int32_t* g_positions = nullptr;  // [T] int32, HBM: absolute position of each token
+  const float* g_inv_freq = nullptr;     // [D/2] fp32, HBM: from cpu::rope_inv_freq
+  int64_t T = 0;
+  int32_t num_q_heads = 0;               // H
+  int32_t num_k_heads = 0;               // Hkv
+  int32_t head_dim = 0;                  // D, even
+};
+
+/// Launches on `stream`; T == 0 is a no-op. Throws dak::Error on a launch error.
+void apply_rope(const RopeParams& p, cudaStream_t stream);
+
+}  // namespace dak::gpu

@@ -1,0 +1,428 @@
+// Checkpoint::open on GGUF and safetensors: config, HF names and shapes, fp32 values against
+// oracles from the PyPI gguf package and numpy (tools/make_gguf_fixtures.py,
+// tools/make_safetensors_fixtures.py), the undoing of llama.cpp's Q/K row permutation, and the
+// errors for incomplete or inconsistent checkpoints (variants written into a scratch folder).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "checkpoint_test_util.h"
+#include "core/checkpoint.h"
+#include "core/gguf.h"
+#include "core/inspect.h"
+
+namespace dak {
+namespace {
+
+using namespace dak::testing;
+using nlohmann::json;
+
+fs::path tiny_gguf() { return data_dir() / "gguf" / "tiny_llama.gguf"; }
+fs::path st_dir() { return data_dir() / "safetensors"; }
+
+// ------------------------------------------------------------------ GGUF rewriting
+
+/// A GGUF v3 image (alignment 32) holding `kv` and `tensors` (data copied from the mapping).
+std::string gguf_image(const std::vector<std::pair<std::string, GgufValue>>& kv,
+                       const std::vector<GgufTensor>& tensors) {
+  GgufBuilder b;
+  b.header(tensors.size(), kv.size());
+  for (const auto& [key, v] : kv) {
+    b.str(key);
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, uint64_t>) b.u32(10).u64(x);
+          if constexpr (std::is_same_v<T, int64_t>) b.u32(11).raw(&x, 8);
+          if constexpr (std::is_same_v<T, double>) b.u32(12).raw(&x, 8);
+          if constexpr (std::is_same_v<T, bool>) b.u32(7).raw(&x, 1);
+          if constexpr (std::is_same_v<T, std::string>) b.u32(8).str(x);
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            b.u32(9).u32(11).u64(x.size()).raw(x.data(), x.size() * 8);
+          }
+          if constexpr (std::is_same_v<T, std::vector<double>>) {
+            b.u32(9).u32(12).u64(x.size()).raw(x.data(), x.size() * 8);
+          }
+          if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            b.u32(9).u32(8).u64(x.size());
+            for (const auto& s : x) b.str(s);
+          }
+        },
+        v);
+  }
+  uint64_t offset = 0;
+  for (const GgufTensor& t : tensors) {
+    b.tensor_info(t.name, std::vector<uint64_t>(t.ne.begin(), t.ne.end()), t.ggml_type, offset);
+    offset += (t.bytes + 31) / 32 * 32;
+  }
+  std::string out = b.bytes();
+  out.append((32 - out.size() % 32) % 32, '\0');
+  for (const GgufTensor& t : tensors) {
+    out.append(reinterpret_cast<const char*>(t.data), t.bytes);
+    out.append((32 - t.bytes % 32) % 32, '\0');
+  }
+  return out;
+}
+
+/// The tiny fixture rewritten with metadata edits (value or erase) and some tensors dropped.
+std::string edited_tiny_gguf(const std::map<std::string, std::optional<GgufValue>>& edits,
+                             const std::vector<std::string>& drop = {},
+                             const std::string& rename_prefix_from = "",
+                             const std::string& rename_prefix_to = "") {
+  const auto g = GgufFile::open(tiny_gguf());
+  std::vector<std::pair<std::string, GgufValue>> kv;
+  for (auto [key, v] : g->metadata()) {
+    if (key == "general.alignment") continue;  // the image uses the default 32
+    if (!rename_prefix_from.empty() && key.starts_with(rename_prefix_from)) {
+      key = rename_prefix_to + key.substr(rename_prefix_from.size());
+    }
+    const auto it = edits.find(key);
+    if (it == edits.end()) {
+      kv.emplace_back(key, v);
+    } else if (it->second) {
+      kv.emplace_back(key, *it->second);
+    }
+  }
+  for (const auto& [key, v] : edits) {
+    if (v && std::none_of(kv.begin(), kv.end(), [&](const auto& p) { return p.first == key; })) {
+      kv.emplace_back(key, *v);
+    }
+  }
+  std::vector<GgufTensor> tensors;
+  for (const GgufTensor& t : g->tensors()) {
+    if (std::find(drop.begin(), drop.end(), t.name) == drop.end()) tensors.push_back(t);
+  }
+  return gguf_image(kv, tensors);
+}
+
+void expect_tensors_match(const Checkpoint& ck, const json& tensors, const std::vector<float>& values,
+                          bool gguf) {
+  for (const json& t : tensors) {
+    const std::string name = t["name"];
+    SCOPED_TRACE(name);
+    const TensorInfo* ti = ck.find(name);
+    ASSERT_NE(ti, nullptr);
+    EXPECT_EQ(dtype_name(ti->dtype), t["dtype"].get<std::string>());
+    EXPECT_EQ(ti->shape, t["shape"].get<std::vector<int64_t>>());
+    if (gguf) {
+      EXPECT_EQ(ti->file_name, t["gguf_name"].get<std::string>());
+      EXPECT_EQ(ti->gguf_rope_heads, t["rope_heads"].get<int64_t>());
+    } else {
+      EXPECT_EQ(fs::path(ti->file).filename().string(), t["shard"].get<std::string>());
+    }
+    const std::vector<float> got = ck.read_f32(*ti);
+    ASSERT_EQ(got.size(), t["count"].get<size_t>());
+    expect_bits_equal(got.data(), values.data() + t["offset_floats"].get<size_t>(), got.size(), name);
+  }
+}
+
+// ------------------------------------------------------------------ GGUF
+
+TEST(CheckpointGguf, TinyLlamaConfigFromMetadata) {
+  const auto ck = Checkpoint::open(tiny_gguf());
+  const json e = read_json(data_dir() / "gguf" / "tiny_llama_expected.json")["config"];
+  const ModelConfig& c = ck->config();
+  EXPECT_EQ(ck->format(), "gguf");
+  ASSERT_NE(ck->gguf(), nullptr);
+  EXPECT_EQ(arch_name(c.arch), e["architecture"].get<std::string>());
+  EXPECT_EQ(c.vocab_size, e["vocab_size"]);
+  EXPECT_EQ(c.hidden_size, e["hidden_size"]);
+  EXPECT_EQ(c.intermediate_size, e["intermediate_size"]);
+  EXPECT_EQ(c.num_layers, e["num_layers"]);
+  EXPECT_EQ(c.num_heads, e["num_heads"]);
+  EXPECT_EQ(c.num_kv_heads, e["num_kv_heads"]);
+  EXPECT_EQ(c.head_dim, e["head_dim"]);
+  EXPECT_EQ(c.max_position_embeddings, e["max_position_embeddings"]);
+  EXPECT_EQ(c.rope_theta, e["rope_theta"].get<double>());
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kLinear);
+  EXPECT_EQ(c.rope_factor, e["rope_factor"].get<double>());
+  EXPECT_EQ(c.norm_eps, e["norm_eps"].get<float>());
+  EXPECT_EQ(c.tie_word_embeddings, e["tie_word_embeddings"].get<bool>());
+  EXPECT_EQ(c.qkv_bias, e["qkv_bias"].get<bool>());
+  EXPECT_EQ(c.o_bias, e["o_bias"].get<bool>());
+  EXPECT_EQ(c.mlp_bias, e["mlp_bias"].get<bool>());
+  EXPECT_EQ(c.bos_token_id, e["bos_token_id"]);
+  EXPECT_EQ(c.eos_token_ids, e["eos_token_ids"].get<std::vector<int64_t>>());
+}
+
+TEST(CheckpointGguf, TinyLlamaTensorsMatchGgufPackage) {
+  const auto ck = Checkpoint::open(tiny_gguf());
+  const json e = read_json(data_dir() / "gguf" / "tiny_llama_expected.json");
+  const std::vector<float> values = read_f32_file(data_dir() / "gguf" / "tiny_llama_expected.f32");
+  EXPECT_EQ(ck->tensors().size(), e["tensors"].size());
+  expect_tensors_match(*ck, e["tensors"], values, /*gguf=*/true);
+  uint64_t bytes = 0;
+  for (const GgufTensor& t : ck->gguf()->tensors()) bytes += t.bytes;
+  EXPECT_EQ(ck->total_bytes(), bytes);
+}
+
+TEST(CheckpointGguf, QkPermutationIsUndone) {
+  // The fixture's q/k rows are stored permuted: decoding without undoing it must differ from
+  // the HF layout in many rows, and undoing it must reproduce the oracle exactly (above).
+  const auto ck = Checkpoint::open(tiny_gguf());
+  for (const char* name : {"model.layers.0.self_attn.q_proj.weight", "model.layers.1.self_attn.k_proj.weight",
+                           "model.layers.0.self_attn.k_proj.bias"}) {
+    SCOPED_TRACE(name);
+    TensorInfo raw = ck->get(name);
+    ASSERT_GT(raw.gguf_rope_heads, 0);
+    raw.gguf_rope_heads = 0;
+    const std::vector<float> stored = ck->read_f32(raw);
+    const std::vector<float> hf = ck->read_f32(ck->get(name));
+    const int64_t rows = raw.shape[0], cols = raw.num_elements() / rows;
+    int64_t moved = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      moved += !std::equal(stored.begin() + r * cols, stored.begin() + (r + 1) * cols, hf.begin() + r * cols);
+    }
+    EXPECT_GE(moved, rows / 2);
+  }
+  TensorInfo odd = ck->get("model.layers.0.self_attn.q_proj.weight");
+  odd.gguf_rope_heads = 3;  // 32 rows do not split into 3 heads
+  expect_error([&] { ck->read_f32(odd); }, {"q_proj.weight", "3 heads"});
+}
+
+TEST(CheckpointGguf, NamesFollowHfConvention) {
+  const auto ck = Checkpoint::open(tiny_gguf());
+  EXPECT_EQ(ck->get("model.embed_tokens.weight").file_name, "token_embd.weight");
+  EXPECT_EQ(ck->get("lm_head.weight").file_name, "output.weight");
+  EXPECT_EQ(ck->get("model.norm.weight").file_name, "output_norm.weight");
+  EXPECT_EQ(ck->get("model.layers.1.post_attention_layernorm.weight").file_name, "blk.1.ffn_norm.weight");
+  EXPECT_EQ(ck->get("model.layers.1.self_attn.o_proj.bias").file_name, "blk.1.attn_output.bias");
+  EXPECT_EQ(ck->get("model.layers.0.mlp.down_proj.weight").shape, (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(ck->get("model.layers.0.self_attn.v_proj.weight").gguf_rope_heads, 0);
+  expect_error([&] { ck->get("model.layers.9.mlp.up_proj.weight"); },
+               {"missing tensor 'model.layers.9.mlp.up_proj.weight'", "tiny_llama.gguf"});
+}
+
+TEST(CheckpointGguf, OpensFolderWithOneGguf) {
+  ScratchDir dir;
+  fs::copy_file(tiny_gguf(), dir / "m.gguf");
+  const auto ck = Checkpoint::open(dir.path());
+  EXPECT_EQ(ck->format(), "gguf");
+  EXPECT_EQ(ck->path().string(), (dir / "m.gguf").string());
+}
+
+TEST(CheckpointGguf, Qwen2KeepsHfRowOrder) {
+  // llama.cpp converts qwen2 without LlamaModel.permute (NEOX rope): no rows to undo.
+  ScratchDir dir;
+  write_bytes(dir / "q.gguf", edited_tiny_gguf({{"general.architecture", std::string("qwen2")},
+                                                {"qwen2.rope.scaling.type", std::nullopt},
+                                                {"qwen2.rope.scaling.factor", std::nullopt}},
+                                               {}, "llama.", "qwen2."));
+  const auto ck = Checkpoint::open(dir / "q.gguf");
+  EXPECT_EQ(ck->config().arch, Arch::kQwen2);
+  EXPECT_EQ(ck->config().rope_scaling, RopeScaling::kNone);
+  for (const TensorInfo& t : ck->tensors()) EXPECT_EQ(t.gguf_rope_heads, 0) << t.name;
+}
+
+TEST(CheckpointGguf, RejectsMissingTensor) {
+  ScratchDir dir;
+  write_bytes(dir / "miss.gguf", edited_tiny_gguf({}, {"blk.1.ffn_up.weight"}));
+  expect_error([&] { Checkpoint::open(dir / "miss.gguf"); },
+               {"missing tensor 'model.layers.1.mlp.up_proj.weight'", "miss.gguf"});
+}
+
+TEST(CheckpointGguf, RejectsUnsupportedArchitecture) {
+  ScratchDir dir;
+  write_bytes(dir / "gpt2.gguf", edited_tiny_gguf({{"general.architecture", std::string("gpt2")}}));
+  expect_error([&] { Checkpoint::open(dir / "gpt2.gguf"); },
+               {"unsupported GGUF architecture 'gpt2'", "gpt2.gguf"});
+}
+
+TEST(CheckpointGguf, RejectsInconsistentMetadata) {
+  ScratchDir dir;
+  write_bytes(dir / "ff.gguf", edited_tiny_gguf({{"llama.feed_forward_length", uint64_t(64)}}));
+  expect_error([&] { Checkpoint::open(dir / "ff.gguf"); },
+               {"model.layers.0.mlp.gate_proj.weight", "blk.0.ffn_gate.weight", "[32, 32]", "[64, 32]"});
+  write_bytes(dir / "nolayers.gguf", edited_tiny_gguf({{"llama.block_count", std::nullopt}}));
+  expect_error([&] { Checkpoint::open(dir / "nolayers.gguf"); }, {"llama.block_count", "missing"});
+  write_bytes(dir / "absurd.gguf", edited_tiny_gguf({{"llama.attention.head_count", uint64_t(1) << 40}}));
+  expect_error([&] { Checkpoint::open(dir / "absurd.gguf"); }, {"llama.attention.head_count", "range"});
+  write_bytes(dir / "yarn.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")}}));
+  expect_error([&] { Checkpoint::open(dir / "yarn.gguf"); }, {"'yarn'", "yarn.gguf"});
+  write_bytes(dir / "partial.gguf", edited_tiny_gguf({{"llama.rope.dimension_count", uint64_t(4)}}));
+  expect_error([&] { Checkpoint::open(dir / "partial.gguf"); }, {"llama.rope.dimension_count", "partial"});
+}
+
+TEST(CheckpointGguf, SmolLM2ValuesMatchGgufPackage) {
+  const json e = read_json(data_dir() / "gguf" / "smollm2_values.json");
+  const fs::path model = fs::path(DAK_DEFAULT_MODELS_DIR) / e["model_file"].get<std::string>();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not installed (tools/setup.sh)";
+  ASSERT_EQ(fs::file_size(model), e["model_file_size"].get<uint64_t>()) << "a different file at " << model;
+  const auto ck = Checkpoint::open(model);
+  const json& c = e["config"];
+  EXPECT_EQ(arch_name(ck->config().arch), c["architecture"].get<std::string>());
+  EXPECT_EQ(ck->config().num_layers, c["num_layers"]);
+  EXPECT_EQ(ck->config().hidden_size, c["hidden_size"]);
+  EXPECT_EQ(ck->config().intermediate_size, c["intermediate_size"]);
+  EXPECT_EQ(ck->config().num_heads, c["num_heads"]);
+  EXPECT_EQ(ck->config().num_kv_heads, c["num_kv_heads"]);
+  EXPECT_EQ(ck->config().vocab_size, c["vocab_size"]);
+  EXPECT_EQ(ck->config().max_position_embeddings, c["max_position_embeddings"]);
+  EXPECT_EQ(ck->config().rope_theta, c["rope_theta"].get<double>());
+  EXPECT_EQ(ck->config().norm_eps, c["norm_eps"].get<float>());
+  EXPECT_EQ(ck->config().tie_word_embeddings, c["tie_word_embeddings"].get<bool>());
+  EXPECT_EQ(ck->tensors().size(), c["tensor_count"]);
+  for (const json& t : e["tensors"]) {
+    const std::string name = t["name"];
+    SCOPED_TRACE(name);
+    const TensorInfo& ti = ck->get(name);
+    EXPECT_EQ(ti.file_name, t["gguf_name"].get<std::string>());
+    EXPECT_EQ(dtype_name(ti.dtype), t["dtype"].get<std::string>());
+    EXPECT_EQ(ti.shape, t["shape"].get<std::vector<int64_t>>());
+    EXPECT_EQ(ti.gguf_rope_heads, t["rope_heads"].get<int64_t>());
+    const std::vector<float> all = ck->read_f32(ti);
+    const int64_t cols = ti.shape.size() > 1 ? ti.shape[1] : ti.shape[0];
+    const auto rows = t["rows"].get<std::vector<int64_t>>();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto want = t["values"][i].get<std::vector<float>>();
+      expect_bits_equal(all.data() + rows[i] * cols, want.data(), want.size(),
+                        name + " row " + std::to_string(rows[i]));
+    }
+  }
+}
+
+// ------------------------------------------------------------------ safetensors
+
+TEST(CheckpointSafetensors, ShardedFolderMatchesNumpy) {
+  const json e = read_json(st_dir() / "expected.json");
+  const std::vector<float> values = read_f32_file(st_dir() / "expected.f32");
+  const auto ck = Checkpoint::open(st_dir() / "tiny_llama_sharded");
+  EXPECT_EQ(ck->format(), "safetensors");
+  EXPECT_EQ(ck->gguf(), nullptr);
+  EXPECT_EQ(ck->config().num_layers, e["config"]["num_hidden_layers"]);
+  EXPECT_TRUE(ck->config().tie_word_embeddings);
+  EXPECT_EQ(ck->tensors().size(), e["tensors"].size());
+  expect_tensors_match(*ck, e["tensors"], values, /*gguf=*/false);
+  // The index file itself opens the same checkpoint.
+  const auto via_index = Checkpoint::open(st_dir() / "tiny_llama_sharded" / "model.safetensors.index.json");
+  EXPECT_EQ(via_index->total_bytes(), ck->total_bytes());
+}
+
+TEST(CheckpointSafetensors, SingleFileMatchesNumpy) {
+  const json e = read_json(st_dir() / "expected.json");
+  const std::vector<float> values = read_f32_file(st_dir() / "expected.f32");
+  for (const fs::path p : {st_dir() / "tiny_llama_single", st_dir() / "tiny_llama_single" / "model.safetensors"}) {
+    SCOPED_TRACE(p.string());
+    const auto ck = Checkpoint::open(p);
+    json tensors = e["tensors"];
+    for (json& t : tensors) t["shard"] = "model.safetensors";
+    expect_tensors_match(*ck, tensors, values, /*gguf=*/false);
+  }
+}
+
+/// Copies the single-file fixture into `dir`, dropping `drop` from the header and applying
+/// `config_edit` to config.json.
+void write_single_variant(const fs::path& dir, const std::string& drop,
+                          const std::function<void(json&)>& config_edit = {}) {
+  const std::string src = read_bytes(st_dir() / "tiny_llama_single" / "model.safetensors");
+  uint64_t n;
+  std::memcpy(&n, src.data(), 8);
+  json header = json::parse(src.substr(8, n));
+  header.erase(drop);
+  write_bytes(dir / "model.safetensors", safetensors_image(header.dump(), src.substr(8 + n)));
+  json config = read_json(st_dir() / "tiny_llama_single" / "config.json");
+  if (config_edit) config_edit(config);
+  write_bytes(dir / "config.json", config.dump());
+}
+
+TEST(CheckpointSafetensors, RejectsMissingTensor) {
+  ScratchDir dir;
+  write_single_variant(dir.path(), "model.layers.1.mlp.up_proj.weight");
+  expect_error([&] { Checkpoint::open(dir.path()); },
+               {"missing tensor 'model.layers.1.mlp.up_proj.weight'", dir.path().string()});
+  // Untied embeddings need lm_head.weight.
+  write_single_variant(dir.path(), "", [](json& c) { c["tie_word_embeddings"] = false; });
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"missing tensor 'lm_head.weight'"});
+}
+
+TEST(CheckpointSafetensors, RejectsShapeMismatchWithConfig) {
+  ScratchDir dir;
+  write_single_variant(dir.path(), "", [](json& c) { c["intermediate_size"] = 48; });
+  expect_error([&] { Checkpoint::open(dir.path()); },
+               {"model.layers.0.mlp.gate_proj.weight", "[32, 16]", "[48, 16]", "model.safetensors"});
+}
+
+TEST(CheckpointSafetensors, AcceptsNamesWithoutModelPrefix) {
+  // Some checkpoints (e.g. facebook/opt-*) store the base model's names without "model.".
+  ScratchDir dir;
+  const std::string src = read_bytes(st_dir() / "tiny_llama_single" / "model.safetensors");
+  uint64_t n;
+  std::memcpy(&n, src.data(), 8);
+  const json header = json::parse(src.substr(8, n));
+  json renamed;
+  for (const auto& [k, v] : header.items()) renamed[k.starts_with("model.") ? k.substr(6) : k] = v;
+  write_bytes(dir / "model.safetensors", safetensors_image(renamed.dump(), src.substr(8 + n)));
+  fs::copy_file(st_dir() / "tiny_llama_single" / "config.json", dir / "config.json");
+  const auto ck = Checkpoint::open(dir.path());
+  EXPECT_EQ(ck->get("model.layers.1.mlp.up_proj.weight").file_name, "layers.1.mlp.up_proj.weight");
+}
+
+TEST(CheckpointSafetensors, RejectsBrokenShardSets) {
+  ScratchDir dir;
+  const fs::path src = st_dir() / "tiny_llama_sharded";
+  for (const char* f : {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors"}) {
+    fs::copy_file(src / f, dir / f);
+  }
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"model-00002-of-00002.safetensors", "does not exist"});
+
+  fs::copy_file(src / "model-00002-of-00002.safetensors", dir / "model-00002-of-00002.safetensors");
+  json index = read_json(src / "model.safetensors.index.json");
+  index["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors";
+  write_bytes(dir / "model.safetensors.index.json", index.dump());
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"'model.norm.weight'", "model-00001-of-00002"});
+
+  // The same tensor in two shards.
+  fs::copy_file(src / "model-00001-of-00002.safetensors", dir / "model-00003-of-00002.safetensors");
+  index = read_json(src / "model.safetensors.index.json");
+  index["weight_map"]["extra"] = "model-00003-of-00002.safetensors";
+  write_bytes(dir / "model.safetensors.index.json", index.dump());
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"appears in two shards"});
+}
+
+TEST(CheckpointSafetensors, RejectsMissingOrUnsupportedConfig) {
+  ScratchDir dir;
+  fs::copy_file(st_dir() / "tiny_llama_single" / "model.safetensors", dir / "w.safetensors");
+  expect_error([&] { Checkpoint::open(dir / "w.safetensors"); }, {"config.json", dir.path().string()});
+  write_single_variant(dir.path(), "", [](json& c) { c["model_type"] = "bert"; });
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"bert"});
+}
+
+TEST(Checkpoint, RejectsUnknownPaths) {
+  expect_error([] { Checkpoint::open("/nonexistent/model"); }, {"no such file or folder", "/nonexistent/model"});
+  ScratchDir dir;
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"no model.safetensors", dir.path().string()});
+  write_bytes(dir / "notes.txt", "hello");
+  expect_error([&] { Checkpoint::open(dir / "notes.txt"); }, {"unrecognized", "notes.txt"});
+}
+
+// ------------------------------------------------------------------ inspect
+
+TEST(Inspect, ListsEveryTensorAndTotals) {
+  const auto ck = Checkpoint::open(tiny_gguf());
+  const json e = read_json(data_dir() / "gguf" / "tiny_llama_expected.json");
+  const std::string text = inspect_text(*ck);
+  const json j = inspect_json(*ck);
+  uint64_t params = 0, bytes = 0;
+  std::map<std::string, uint64_t> per_dtype;
+  for (const json& t : e["tensors"]) {
+    EXPECT_NE(text.find(t["name"].get<std::string>()), std::string::npos);
+    EXPECT_NE(text.find(t["gguf_name"].get<std::string>()), std::string::npos);
+    params += t["count"].get<uint64_t>();
+    const GgufTensor* gt = ck->gguf()->find_tensor(t["gguf_name"].get<std::string>());
+    bytes += gt->bytes;
+    per_dtype[t["dtype"].get<std::string>()] += gt->bytes;
+  }
+  EXPECT_EQ(j["totals"]["tensor_count"], e["tensors"].size());
+  EXPECT_EQ(j["totals"]["parameter_count"], params);
+  EXPECT_EQ(j["totals"]["total_bytes"], bytes);
+  EXPECT_EQ(j["totals"]["bytes_per_dtype"].get<decltype(per_dtype)>(), per_dtype);
+  EXPECT_EQ(j["tensors"].size(), e["tensors"].size());
+  EXPECT_EQ(j["config"]["num_hidden_layers"], e["config"]["num_layers"]);
+  EXPECT_EQ(j["gguf"]["metadata"]["dak.test.string"], "h\u00e9llo \u4e16\u754c");
+  EXPECT_NE(text.find("llama"), std::string::npos);
+  EXPECT_NE(text.find("tensors       " + std::to_string(e["tensors"].size())), std::string::npos);
+  (void)j.dump();  // must serialize (valid UTF-8 everywhere)
+}
+
+}  // namespace
+}  // namespace dak

@@ -1,0 +1,109 @@
+// The `dak` command end to end: exit codes and messages for bad input, and a greedy
+// generation through the CLI that must equal the Hugging Face oracle's ids.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+RunResult run_dak(const std::string& args, bool merge_stderr = true) {
+  const std::string cmd = std::string(DAK_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+const std::string kData = DAK_TEST_DATA_DIR;
+
+TEST(Cli, HelpListsEveryCommand) {
+  const RunResult r = run_dak("--help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* cmd : {"generate", "inspect", "perplexity", "plan"}) EXPECT_NE(r.output.find(cmd), std::string::npos) << cmd;
+  for (const char* cmd : {"generate", "inspect", "perplexity", "plan"}) {
+    const RunResult h = run_dak(std::string(cmd) + " --help");
+    EXPECT_EQ(h.exit_code, 0) << cmd << ": " << h.output;
+  }
+}
+
+TEST(Cli, UnknownFlagFails) {
+  const RunResult r = run_dak("generate --bogus-flag 3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bogus-flag"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MissingModelNamesThePath) {
+  const RunResult r = run_dak("generate --model /nonexistent/model.gguf --prompt hi");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("/nonexistent/model.gguf"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MalformedPromptIdsAreRejected) {
+  const RunResult r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,x,3 --device cpu");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--prompt-ids"), std::string::npos) << r.output;
+}
+
+TEST(Cli, PromptLongerThanContextIsRejected) {
+  // llama_gqa has max_position_embeddings = 128.
+  std::string ids = "1";
+  for (int i = 0; i < 140; ++i) ids += "," + std::to_string(3 + i % 100);
+  const RunResult r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids " + ids + " --device cpu");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("128"), std::string::npos) << "message should give the context limit: " << r.output;
+}
+
+TEST(Cli, UnknownDeviceIsRejected) {
+  const RunResult r = run_dak("generate --device tpu --prompt-ids 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("tpu"), std::string::npos) << r.output;
+}
+
+TEST(Cli, GreedyGenerationMatchesHuggingFace) {
+  const std::string dir = kData + "/hf_parity/llama_gqa";
+  std::ifstream f(dir + "/expected.json");
+  ASSERT_TRUE(f) << dir;
+  const nlohmann::json exp = nlohmann::json::parse(f);
+  for (const auto& g : exp["greedy"]) {
+    std::string ids;
+    for (int id : g["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    const size_t n = g["generated_ids"].size();
+    const RunResult r = run_dak("generate --model " + dir + " --prompt-ids " + ids + " --max-new-tokens " +
+                                    std::to_string(n) + " --ignore-eos --device cpu --output json",
+                                /*merge_stderr=*/false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json out = nlohmann::json::parse(r.output);
+    EXPECT_EQ(out["sequences"][0]["generated_ids"], g["generated_ids"]) << "prompt " << ids;
+    EXPECT_TRUE(out["timings"].contains("tpot_s"));
+  }
+}
+
+TEST(Cli, InspectListsTensorsAndTotals) {
+  const RunResult r = run_dak("inspect " + kData + "/hf_parity/opt");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fc1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("opt"), std::string::npos) << r.output;
+}
+
+TEST(Cli, PerplexityNeedsAFile) {
+  const RunResult r = run_dak("perplexity");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--file"), std::string::npos) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,175 @@
+// Cost model and hardware profile against the closed forms of DESIGN.md §2 and the probe numbers:
+// a memory-bound operator peaks at x* = B_h / (B_g + B_h) with EB = B_g + B_h; a compute-bound one
+// stays flat up to x* = B_h / B_i; the staged path wins only where the link dominates; the
+// contention curve reproduces the probe's points.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "core/hardware_profile.h"
+
+namespace dak {
+namespace {
+
+const HardwareProfile& h200() {
+  static const HardwareProfile p = HardwareProfile::h200_default();
+  return p;
+}
+
+// y[N, M] = x[N, K] W^T with only the weight stream (no activations, no bias, no launches) so the
+// closed forms apply exactly.
+Op bare_linear(int64_t m, int64_t k, int64_t n, int64_t tile_rows = 128, int64_t tile_n = 256) {
+  Op op;
+  op.name = op.role = "w";
+  op.kind = OpKind::kLinear;
+  op.m = m, op.k = k, op.n = n;
+  op.splittable = true;
+  op.split_rows = m;
+  op.unit_rows = tile_rows;
+  op.row_bytes = k * 2;
+  op.resident_bytes = m * k * 2;
+  op.step_bytes = double(op.resident_bytes);
+  op.flops = 2.0 * double(n) * double(m) * double(k);
+  op.items_per_unit = (n + tile_n - 1) / tile_n;
+  op.kernels = 0;
+  return op;
+}
+
+TEST(HardwareProfile, CompiledInDefaultMatchesShippedFile) {
+  const HardwareProfile file = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h200-default.json");
+  EXPECT_EQ(file, h200());
+  EXPECT_EQ(HardwareProfile::from_json(h200().to_json(), "round trip"), h200());
+}
+
+TEST(HardwareProfile, CarriesTheProbeNumbers) {
+  const HardwareProfile& p = h200();
+  EXPECT_EQ(p.sm_count, 132);
+  EXPECT_DOUBLE_EQ(p.host_sm_read_gbps, 51.4);
+  EXPECT_DOUBLE_EQ(p.host_copy_engine_gbps, 55.5);
+  EXPECT_DOUBLE_EQ(p.host_shared_total_gbps, 53.2);
+  EXPECT_DOUBLE_EQ(p.tensor_tflops_for(8), 717.2);
+  EXPECT_DOUBLE_EQ(p.tensor_tflops_for(512), 787.3);
+  EXPECT_DOUBLE_EQ(p.tensor_tflops_for(100000), 720.7);
+  // One 32 KiB stage in flight: the probe's 1 CTA x 1 stage line reads 14.2 GB/s.
+  EXPECT_NEAR(p.host_direct_gbps(32768), 14.2, 0.05);
+  EXPECT_DOUBLE_EQ(p.host_direct_gbps(262144), 51.4);
+  for (const char* key : {"hbm.read_gbps", "host_link.sm_read_gbps", "contention", "compute.tensor_tflops"})
+    EXPECT_TRUE(p.sources.count(key)) << key;
+}
+
+TEST(HardwareProfile, ContentionCurveReproducesProbePoints) {
+  const HardwareProfile& p = h200();
+  EXPECT_DOUBLE_EQ(p.hbm_factor(0), 1.0);
+  EXPECT_DOUBLE_EQ(p.hbm_factor(p.host_inflight_cap_bytes), 1.0);
+  // 24 host CTAs x 4 stages x 32 KiB = 3 MiB in flight: HBM 352 of 4341 GB/s.
+  EXPECT_NEAR(p.hbm_factor(int64_t(24) * 4 * 32768), 352.0 / 4341.0, 1e-12);
+  // 2 MiB in flight was measured twice (32 x 2 and 16 x 4): the lower one counts.
+  EXPECT_NEAR(p.hbm_factor(int64_t(2) << 20), std::min(3448.0 / 4517.0, 3115.0 / 4341.0), 1e-12);
+  double prev = 1.0;
+  for (int64_t f = 0; f <= (int64_t(8) << 20); f += 65536) {
+    const double x = p.hbm_factor(f);
+    EXPECT_LE(x, prev + 1e-15) << f;
+    prev = x;
+  }
+}
+
+TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
+  nlohmann::json j = h200().to_json();
+  j["version"] = 2;
+  EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error);
+  j = h200().to_json();
+  j["host_link"].erase("sm_read_gbps");
+  try {
+    HardwareProfile::from_json(j, "test");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sm_read_gbps"), std::string::npos) << e.what();
+  }
+  j = h200().to_json();
+  j["hbm"]["read_gbps"] = -1;
+  EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error);
+  EXPECT_THROW(HardwareProfile::load("/nonexistent/profile.json"), Error);
+}
+
+TEST(CostModel, MemoryBoundOperatorFollowsTheClosedForm) {
+  const CostModel cm(h200());
+  const Op op = bare_linear(128 * 1000, 8192, 1);  // 1000 units, x in steps of 0.1 %
+  const double bg = h200().hbm_read_gbps * 1e9, bh = h200().host_sm_read_gbps * 1e9, c = op.step_bytes;
+  for (int64_t h = 0; h <= op.units(); h += 7) {
+    const double x = double(h) / double(op.units());
+    const double oracle = std::max((1 - x) * c / bg, x * c / bh);
+    EXPECT_NEAR(cm.cost(op, h, DataPath::kDirect).time_s, oracle, 1e-9 * oracle) << "x=" << x;
+  }
+}
+
+TEST(CostModel, MemoryBoundOperatorPeaksAtBalancePoint) {
+  const CostModel cm(h200());
+  const Op op = bare_linear(128 * 1000, 8192, 8);
+  const double bg = h200().hbm_read_gbps, bh = h200().host_sm_read_gbps;
+  const double x_star = bh / (bg + bh);
+  int64_t best = 0;
+  for (int64_t h = 1; h <= op.units(); ++h)
+    if (cm.cost(op, h, DataPath::kDirect).time_s < cm.cost(op, best, DataPath::kDirect).time_s) best = h;
+  EXPECT_NEAR(double(best) / double(op.units()), x_star, 1.0 / double(op.units()));
+  const double eb_gbps = op.step_bytes / cm.cost(op, best, DataPath::kDirect).time_s / 1e9;
+  EXPECT_NEAR(eb_gbps, bg + bh, 0.01 * (bg + bh));
+  EXPECT_GT(eb_gbps, bg);  // offloading made it faster than HBM alone
+}
+
+TEST(CostModel, ComputeBoundOperatorIsFlatUpToItsFreeZone) {
+  const CostModel cm(h200());
+  // 264 tile rows x 32 token tiles = 8448 items = 64 full waves on 132 SMs.
+  const Op op = bare_linear(264 * 128, 4096, 8192);
+  const double t0 = cm.cost(op, 0, DataPath::kNone).time_s;
+  const double rate = h200().tensor_tflops_for(8192) * 1e12;
+  EXPECT_NEAR(t0, op.flops / rate, 1e-9 * t0);  // compute-bound at x = 0
+  const double b_i = op.step_bytes / t0;
+  const double x_free = h200().host_sm_read_gbps * 1e9 / b_i;  // B_h / B_i ~ 0.53
+  ASSERT_GT(x_free, 0.3);
+  ASSERT_LT(x_free, 0.9);
+  const double wave = 1.0 / 64.0;  // one wave of 64 may be lost to tile quantization
+  for (int64_t h = 0; h <= op.units(); ++h) {
+    const double x = double(h) / double(op.units());
+    const double t = cm.cost(op, h, DataPath::kDirect).time_s;
+    EXPECT_GE(t, x * op.step_bytes / (h200().host_sm_read_gbps * 1e9) * (1 - 1e-12)) << x;  // link floor
+    if (x <= 0.95 * x_free) EXPECT_LE(t, t0 * (1 + wave + 1e-9)) << "x=" << x;
+    if (x >= 1.05 * x_free) EXPECT_GT(t, t0 * 1.04) << "x=" << x;
+  }
+}
+
+TEST(CostModel, StagedPathWinsOnlyWhereTheLinkDominates) {
+  const CostModel cm(h200());
+  const Op op = bare_linear(128 * 200, 8192, 8);
+  const OpCost d = cm.cost(op, op.units(), DataPath::kDirect);
+  const OpCost s = cm.cost(op, op.units(), DataPath::kStaged);
+  EXPECT_EQ(d.bound, Bound::kHostLink);
+  EXPECT_LT(s.time_s, d.time_s);
+  // Link-bound: the ratio tends to B_h / B_ce (the ring fill and the copy node cost a little).
+  EXPECT_NEAR(s.time_s / d.time_s, 51.4 / 55.5, 0.01);
+  // Every staged byte also crosses HBM twice.
+  const double x = 0.5;
+  const OpCost half = cm.cost(op, op.units() / 2, DataPath::kStaged);
+  const double hbm_oracle = op.step_bytes * (1 + x) / (h200().hbm_read_gbps * 1e9 * (1 - 0.073));
+  EXPECT_NEAR(half.hbm_s, hbm_oracle, 1e-9 * hbm_oracle);
+  // Near the balance point the direct path is faster.
+  const int64_t h_small = op.units() / 100;
+  EXPECT_LT(cm.cost(op, h_small, DataPath::kDirect).time_s, cm.cost(op, h_small, DataPath::kStaged).time_s);
+  EXPECT_EQ(cm.best(op, h_small, true).path, DataPath::kDirect);
+  EXPECT_EQ(cm.best(op, op.units(), true).path, DataPath::kStaged);
+}
+
+TEST(CostModel, HostUnitsOutOfRangeIsAnError) {
+  const CostModel cm(h200());
+  const Op op = bare_linear(256, 64, 1);
+  EXPECT_THROW(cm.cost(op, 3, DataPath::kDirect), Error);
+  EXPECT_THROW(cm.cost(op, -1, DataPath::kDirect), Error);
+}
+
+}  // namespace
+}  // namespace dak

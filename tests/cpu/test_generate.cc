@@ -1,0 +1,257 @@
+// Sampling against closed-form softmax probabilities, and generate() / perplexity() over a
+// scripted Engine whose next-token distribution is known exactly.
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/generate.h"
+
+namespace dak {
+namespace {
+
+/// An Engine whose logits depend only on the last token: logit `peak` for (last + 1) % V,
+/// 0 elsewhere (so p(next) = e^peak / (e^peak + V - 1)); peak 0 gives a uniform distribution.
+class ScriptedEngine : public Engine {
+ public:
+  ScriptedEngine(int64_t vocab, int64_t context, float peak) : peak_(peak) {
+    cfg_.vocab_size = vocab;
+    cfg_.max_position_embeddings = context;
+  }
+  const ModelConfig& config() const override { return cfg_; }
+  std::string device_name() const override { return "scripted"; }
+  void start(int64_t batch, int64_t max_context) override {
+    if (max_context > cfg_.max_position_embeddings) fail("context too long", "ScriptedEngine", "");
+    starts.push_back({batch, max_context});
+    pos_.assign(size_t(batch), 0);
+    max_context_ = max_context;
+  }
+  std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) override {
+    steps.emplace_back(tokens.begin(), tokens.end());
+    const int64_t v = cfg_.vocab_size;
+    std::vector<float> out;
+    auto row = [&](int32_t last) {
+      for (int64_t j = 0; j < v; ++j) out.push_back(j == (last + 1) % v ? peak_ : 0.0f);
+    };
+    for (size_t b = 0; b < tokens.size(); ++b) {
+      pos_[b] += int64_t(tokens[b].size());
+      if (pos_[b] > max_context_) fail("past max_context", "ScriptedEngine", "");
+      if (all_logits) {
+        for (int32_t id : tokens[b]) row(id);
+      } else {
+        row(tokens[b].empty() ? 0 : tokens[b].back());
+      }
+    }
+    return out;
+  }
+  int64_t position(int64_t b) const override { return pos_[b]; }
+
+  std::vector<std::pair<int64_t, int64_t>> starts;        // (batch, max_context)
+  std::vector<std::vector<std::vector<int32_t>>> steps;   // tokens of every step
+
+ private:
+  ModelConfig cfg_;
+  float peak_;
+  std::vector<int64_t> pos_;
+  int64_t max_context_ = 0;
+};
+
+template <class F>
+void expect_error(F&& f, std::initializer_list<std::string> needles) {
+  try {
+    f();
+    FAIL() << "no dak::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  }
+}
+
+// Draws n samples and returns the count per id.
+std::map<int32_t, int> histogram(const std::vector<float>& logits, const SamplingParams& p, int n) {
+  std::mt19937_64 rng = sequence_rng(p.seed, 0);
+  std::map<int32_t, int> h;
+  for (int i = 0; i < n; ++i) ++h[sample_token(logits, p, rng)];
+  return h;
+}
+
+// Each count within 5 standard deviations of n * p (binomial).
+void expect_frequencies(const std::map<int32_t, int>& h, const std::vector<double>& p, int n) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double want = n * p[i], sd = std::sqrt(n * p[i] * (1 - p[i]));
+    const int got = h.count(int32_t(i)) ? h.at(int32_t(i)) : 0;
+    EXPECT_LE(std::abs(got - want), 5 * sd + 1e-9) << "id " << i << ": " << got << " draws, expected " << want;
+  }
+}
+
+TEST(SampleToken, GreedyPicksLowestIdOnTies) {
+  std::mt19937_64 rng(1);
+  SamplingParams greedy;
+  EXPECT_EQ(sample_token(std::vector<float>{1, 3, 3, 2}, greedy, rng), 1);
+  EXPECT_EQ(sample_token(std::vector<float>{NAN, 1, 2}, greedy, rng), 2);
+  EXPECT_EQ(sample_token(std::vector<float>{-INFINITY, -5}, greedy, rng), 1);
+  EXPECT_EQ(sample_token(std::vector<float>{7}, greedy, rng), 0);
+}
+
+TEST(SampleToken, TemperatureFollowsSoftmax) {
+  // logits ln(1..4): p = k / 10 at T = 1; at T = 2, p ∝ sqrt(k).
+  const std::vector<float> logits = {0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)};
+  const int n = 40000;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 123;
+  expect_frequencies(histogram(logits, p, n), {0.1, 0.2, 0.3, 0.4}, n);
+  p.temperature = 2.0f;
+  const double z = 1 + std::sqrt(2.0) + std::sqrt(3.0) + 2;
+  expect_frequencies(histogram(logits, p, n), {1 / z, std::sqrt(2.0) / z, std::sqrt(3.0) / z, 2 / z}, n);
+}
+
+TEST(SampleToken, TopKAndTopPRestrictTheSupport) {
+  // p = {0.05, 0.5, 0.15, 0.3} at T = 1.
+  const std::vector<float> logits = {std::log(0.05f), std::log(0.5f), std::log(0.15f), std::log(0.3f)};
+  const int n = 20000;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 9;
+  p.top_k = 2;  // {1, 3} renormalized: 0.625, 0.375
+  expect_frequencies(histogram(logits, p, n), {0.0, 0.625, 0.0, 0.375}, n);
+  p.top_k = 0;
+  p.top_p = 0.75f;  // smallest prefix reaching 0.75: {0.5, 0.3}
+  expect_frequencies(histogram(logits, p, n), {0.0, 0.625, 0.0, 0.375}, n);
+  p.top_p = 0.9f;  // {0.5, 0.3, 0.15}
+  expect_frequencies(histogram(logits, p, n), {0.0, 0.5 / 0.95, 0.15 / 0.95, 0.3 / 0.95}, n);
+  // top_k = 1 and a tiny top_p are greedy.
+  p.top_p = 1.0f;
+  p.top_k = 1;
+  expect_frequencies(histogram(logits, p, 100), {0, 1, 0, 0}, 100);
+  p.top_k = 0;
+  p.top_p = 1e-6f;
+  expect_frequencies(histogram(logits, p, 100), {0, 1, 0, 0}, 100);
+}
+
+TEST(SampleToken, SameSeedSameIds) {
+  std::vector<float> logits(50);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(float(i));
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 20;
+  p.top_p = 0.95f;
+  auto draw = [&](uint64_t seed, int64_t seq) {
+    std::mt19937_64 rng = sequence_rng(seed, seq);
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 64; ++i) ids.push_back(sample_token(logits, p, rng));
+    return ids;
+  };
+  EXPECT_EQ(draw(5, 0), draw(5, 0));
+  EXPECT_NE(draw(5, 0), draw(6, 0));
+  EXPECT_NE(draw(5, 0), draw(5, 1));
+}
+
+TEST(SampleToken, RejectsInvalidParameters) {
+  std::mt19937_64 rng(1);
+  const std::vector<float> logits = {1, 2};
+  auto with = [&](float t, int32_t k, float tp) {
+    SamplingParams p;
+    p.temperature = t;
+    p.top_k = k;
+    p.top_p = tp;
+    return [&, p] { sample_token(logits, p, rng); };
+  };
+  expect_error(with(-1.0f, 0, 1.0f), {"temperature", "-1"});
+  expect_error(with(NAN, 0, 1.0f), {"temperature"});
+  expect_error(with(1.0f, -3, 1.0f), {"top_k", "-3"});
+  expect_error(with(1.0f, 0, 0.0f), {"top_p"});
+  expect_error(with(1.0f, 0, 1.5f), {"top_p", "1.5"});
+  expect_error([&] { sample_token(std::vector<float>{}, SamplingParams{}, rng); }, {"logits"});
+}
+
+TEST(Generate, BatchedPrefillThenDecodeStopsAtEosPerSequence) {
+  ScriptedEngine engine(10, 64, 5.0f);
+  GenerateOptions opts;
+  opts.max_new_tokens = 6;
+  opts.eos_ids = {7};
+  std::vector<std::pair<int64_t, int32_t>> seen;
+  // Greedy continuation of each prompt counts up by one (mod 10).
+  const GenerateResult r = generate(engine, {{1, 2, 3}, {5}, {8, 9}}, opts,
+                                    [&](int64_t b, int32_t id) { seen.push_back({b, id}); });
+  ASSERT_EQ(r.sequences.size(), 3u);
+  EXPECT_EQ(r.sequences[0].generated_ids, (std::vector<int32_t>{4, 5, 6, 7}));
+  EXPECT_TRUE(r.sequences[0].stopped_at_eos);
+  EXPECT_EQ(r.sequences[1].generated_ids, (std::vector<int32_t>{6, 7}));
+  EXPECT_TRUE(r.sequences[1].stopped_at_eos);
+  EXPECT_EQ(r.sequences[2].generated_ids, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_FALSE(r.sequences[2].stopped_at_eos);
+  EXPECT_EQ(r.sequences[2].prompt_ids, (std::vector<int32_t>{8, 9}));
+  EXPECT_EQ(seen.size(), 4u + 2u + 6u);
+  // One start for 3 sequences sized to the longest prompt + new tokens, one batched prefill,
+  // then single-token steps with finished sequences idle (empty lists).
+  ASSERT_EQ(engine.starts.size(), 1u);
+  EXPECT_EQ(engine.starts[0], (std::pair<int64_t, int64_t>{3, 9}));
+  ASSERT_EQ(engine.steps.size(), 6u);
+  EXPECT_EQ(engine.steps[0], (std::vector<std::vector<int32_t>>{{1, 2, 3}, {5}, {8, 9}}));
+  EXPECT_EQ(engine.steps[1], (std::vector<std::vector<int32_t>>{{4}, {6}, {0}}));
+  EXPECT_EQ(engine.steps[2], (std::vector<std::vector<int32_t>>{{5}, {}, {1}}));
+  EXPECT_EQ(engine.steps[5], (std::vector<std::vector<int32_t>>{{}, {}, {4}}));
+  EXPECT_EQ(r.decode_steps, 5);
+  EXPECT_GE(r.prefill_s, 0.0);
+  EXPECT_GE(r.decode_s, 0.0);
+}
+
+TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
+  ScriptedEngine engine(10, 16, 1.0f);
+  GenerateOptions opts;
+  opts.max_new_tokens = 10;
+  expect_error([&] { generate(engine, {}, opts); }, {"prompt"});
+  expect_error([&] { generate(engine, {{1, 2}, {}}, opts); }, {"prompt 1", "empty"});
+  // 8 + 10 = 18 > 16: both numbers, the limit and the way out.
+  expect_error([&] { generate(engine, {{1, 2, 3, 4, 5, 6, 7, 8}}, opts); },
+               {"8 tokens", "10 new tokens", "18", "16", "--max-new-tokens 8", "shorter prompt"});
+  opts.max_context = 12;
+  expect_error([&] { generate(engine, {{1, 2, 3}}, opts); }, {"13", "12"});
+  opts.max_context = 17;
+  expect_error([&] { generate(engine, {{1}}, opts); }, {"17", "16"});
+  opts.max_context = 0;
+  opts.max_new_tokens = -1;
+  expect_error([&] { generate(engine, {{1}}, opts); }, {"max_new_tokens"});
+  EXPECT_TRUE(engine.steps.empty());
+}
+
+TEST(Perplexity, MatchesTheClosedFormOverWindows) {
+  // Every next token is the predicted one, with p = e^a / (e^a + V - 1).
+  const int64_t v = 10;
+  const float a = 2.0f;
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 23; ++i) ids.push_back(i % 10);
+  const double p = std::exp(double(a)) / (std::exp(double(a)) + double(v - 1));
+  for (int64_t window : {0, 5, 2, 22, 23}) {
+    ScriptedEngine engine(v, 64, a);
+    const PerplexityResult r = perplexity(engine, ids, window);
+    EXPECT_EQ(r.tokens_scored, 22) << "window " << window;
+    EXPECT_NEAR(r.perplexity, 1.0 / p, 1e-9 / p) << "window " << window;
+    EXPECT_NEAR(r.mean_nll, -std::log(p), 1e-12);
+    // Windows overlap by the one context token only and never exceed the window size.
+    int64_t fed = 0;
+    for (size_t s = 0; s < engine.steps.size(); ++s) {
+      const int64_t len = int64_t(engine.steps[s][0].size());
+      EXPECT_LE(len, window == 0 ? 64 : window);
+      fed += len;
+    }
+    EXPECT_EQ(fed, 23 + int64_t(engine.steps.size()) - 1);
+  }
+  // Uniform logits: perplexity == vocabulary size.
+  ScriptedEngine uniform(v, 64, 0.0f);
+  EXPECT_NEAR(perplexity(uniform, ids, 4).perplexity, double(v), 1e-9);
+}
+
+TEST(Perplexity, RejectsTooShortInputAndBadWindows) {
+  ScriptedEngine engine(10, 8, 1.0f);
+  const std::vector<int32_t> one = {1}, many = {1, 2, 3};
+  expect_error([&] { perplexity(engine, one); }, {"2 tokens"});
+  expect_error([&] { perplexity(engine, many, 1); }, {"1", "8"});
+  expect_error([&] { perplexity(engine, many, 9); }, {"9", "8"});
+}
+
+}  // namespace
+}  // namespace dak

@@ -1,0 +1,332 @@
+// ModelConfig::from_hf_json against published Hugging Face config.json files (values copied from
+// the model repositories named in each test) and the defaults of the HF configuration classes.
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/model_config.h"
+
+namespace dak {
+namespace {
+
+using nlohmann::json;
+
+ModelConfig parse(const std::string& text) { return ModelConfig::from_hf_json(json::parse(text), "config.json"); }
+
+// Expects a dak::Error whose message mentions every one of `needles`.
+void expect_error(const std::string& text, std::initializer_list<std::string> needles) {
+  try {
+    parse(text);
+    FAIL() << "no error for " << text;
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  }
+}
+
+// HuggingFaceTB/SmolLM2-135M-Instruct config.json.
+constexpr const char* kSmolLM2 = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 576,
+  "initializer_range": 0.041666666666666664, "intermediate_size": 1536, "is_llama_config": true,
+  "max_position_embeddings": 8192, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 9, "num_hidden_layers": 30, "num_key_value_heads": 3, "pad_token_id": 2,
+  "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_interleaved": false, "rope_scaling": null,
+  "rope_theta": 100000, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "transformers_version": "4.42.3", "use_cache": true, "vocab_size": 49152})";
+
+TEST(ModelConfig, ParsesSmolLM2Config) {
+  ModelConfig c = parse(kSmolLM2);
+  EXPECT_EQ(c.arch, Arch::kLlama);
+  EXPECT_EQ(c.vocab_size, 49152);
+  EXPECT_EQ(c.hidden_size, 576);
+  EXPECT_EQ(c.intermediate_size, 1536);
+  EXPECT_EQ(c.num_layers, 30);
+  EXPECT_EQ(c.num_heads, 9);
+  EXPECT_EQ(c.num_kv_heads, 3);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.max_position_embeddings, 8192);
+  EXPECT_EQ(c.norm, NormKind::kRmsNorm);
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-5f);
+  EXPECT_EQ(c.activation, Activation::kSilu);
+  EXPECT_TRUE(c.gated_mlp);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 100000.0);
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kNone);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_FALSE(c.mlp_bias);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.position_offset, 0);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>({2}));
+  EXPECT_EQ(c.q_dim(), 576);
+  EXPECT_EQ(c.kv_dim(), 192);
+  EXPECT_EQ(c.embed_dim(), 576);
+}
+
+TEST(ModelConfig, ParsesLlama31RopeScalingAndEosList) {
+  // meta-llama/Llama-3.1-8B-Instruct config.json (transformers 4.x layout).
+  ModelConfig c = parse(R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+    "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 131072, "mlp_bias": false,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": false, "vocab_size": 128256})");
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kLlama3);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(c.rope_factor, 8.0);
+  EXPECT_DOUBLE_EQ(c.rope_low_freq_factor, 1.0);
+  EXPECT_DOUBLE_EQ(c.rope_high_freq_factor, 4.0);
+  EXPECT_EQ(c.rope_original_max_position, 8192);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>({128001, 128008, 128009}));
+}
+
+TEST(ModelConfig, ParsesTransformers5RopeParameters) {
+  // transformers 5 moves rope_theta and the scaling into "rope_parameters".
+  ModelConfig c = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+    "rope_parameters": {"rope_type": "linear", "factor": 2.5, "rope_theta": 1234.0}})");
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kLinear);
+  EXPECT_DOUBLE_EQ(c.rope_factor, 2.5);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1234.0);
+  // Legacy key "type" in rope_scaling (transformers < 4.39).
+  ModelConfig d = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "rope_scaling": {"type": "linear", "factor": 4.0}})");
+  EXPECT_EQ(d.rope_scaling, RopeScaling::kLinear);
+  EXPECT_DOUBLE_EQ(d.rope_factor, 4.0);
+  ModelConfig e = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}})");
+  EXPECT_EQ(e.rope_scaling, RopeScaling::kNone);
+  EXPECT_DOUBLE_EQ(e.rope_theta, 500.0);
+}
+
+TEST(ModelConfig, LlamaDefaultsFollowLlamaConfig) {
+  // LlamaConfig defaults: vocab 32000, hidden 4096, intermediate 11008, 32 layers, 32 heads,
+  // kv heads = heads, max positions 2048, rms_norm_eps 1e-6, rope_theta 10000, bos 1, eos 2.
+  ModelConfig c = parse(R"({"model_type": "llama"})");
+  EXPECT_EQ(c.vocab_size, 32000);
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.intermediate_size, 11008);
+  EXPECT_EQ(c.num_layers, 32);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 32);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-6f);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>({2}));
+}
+
+TEST(ModelConfig, ExplicitHeadDimAndAttentionBias) {
+  // head_dim != hidden_size / heads (as in mistralai/Mistral-Nemo-Base-2407: 5120 / 32 heads, head_dim 128).
+  ModelConfig c = parse(R"({"model_type": "mistral", "hidden_size": 5120, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "num_hidden_layers": 40,
+    "vocab_size": 131072, "rope_theta": 1000000.0, "sliding_window": null,
+    "max_position_embeddings": 1024000})");
+  EXPECT_EQ(c.arch, Arch::kMistral);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.q_dim(), 4096);
+  EXPECT_EQ(c.kv_dim(), 1024);
+  EXPECT_EQ(c.sliding_window, 0);
+  // Llama with attention_bias / mlp_bias and head_dim: null (derived).
+  ModelConfig d = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "num_key_value_heads": null, "head_dim": null, "attention_bias": true, "mlp_bias": true})");
+  EXPECT_EQ(d.head_dim, 16);
+  EXPECT_EQ(d.num_kv_heads, 4);
+  EXPECT_TRUE(d.qkv_bias);
+  EXPECT_TRUE(d.o_bias);
+  EXPECT_TRUE(d.mlp_bias);
+}
+
+TEST(ModelConfig, ParsesMistral7B) {
+  // mistralai/Mistral-7B-v0.1 config.json.
+  ModelConfig c = parse(R"({"architectures": ["MistralForCausalLM"], "bos_token_id": 1,
+    "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "sliding_window": 4096, "tie_word_embeddings": false, "vocab_size": 32000})");
+  EXPECT_EQ(c.arch, Arch::kMistral);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
+  // MistralConfig defaults: num_key_value_heads 8, intermediate 14336, sliding_window 4096.
+  ModelConfig d = parse(R"({"model_type": "mistral"})");
+  EXPECT_EQ(d.num_kv_heads, 8);
+  EXPECT_EQ(d.intermediate_size, 14336);
+  EXPECT_EQ(d.sliding_window, 4096);
+  EXPECT_EQ(d.max_position_embeddings, 4096 * 32);
+}
+
+TEST(ModelConfig, ParsesQwen2) {
+  // Qwen/Qwen2-0.5B config.json: use_sliding_window false -> full attention.
+  ModelConfig c = parse(R"({"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896,
+    "initializer_range": 0.02, "intermediate_size": 4864, "max_position_embeddings": 131072,
+    "max_window_layers": 24, "model_type": "qwen2", "num_attention_heads": 14,
+    "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": true,
+    "use_sliding_window": false, "vocab_size": 151936})");
+  EXPECT_EQ(c.arch, Arch::kQwen2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_FALSE(c.mlp_bias);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.bos_token_id, 151643);
+  // Every layer sliding (max_window_layers 0) is supported; a mix of layers is not.
+  ModelConfig d = parse(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "num_hidden_layers": 3, "use_sliding_window": true, "sliding_window": 16, "max_window_layers": 0})");
+  EXPECT_EQ(d.sliding_window, 16);
+  expect_error(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "num_hidden_layers": 3, "use_sliding_window": true, "sliding_window": 16, "max_window_layers": 1})",
+               {"config.json", "use_sliding_window"});
+  ModelConfig e = parse(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "num_hidden_layers": 2, "use_sliding_window": true, "sliding_window": 16,
+    "layer_types": ["full_attention", "full_attention"]})");
+  EXPECT_EQ(e.sliding_window, 0);
+}
+
+TEST(ModelConfig, ParsesOpt125m) {
+  // facebook/opt-125m config.json.
+  ModelConfig c = parse(R"({"_name_or_path": "facebook/opt-125m", "activation_dropout": 0.0,
+    "activation_function": "relu", "architectures": ["OPTForCausalLM"], "attention_dropout": 0.0,
+    "bos_token_id": 2, "do_layer_norm_before": true, "dropout": 0.1, "eos_token_id": 2,
+    "ffn_dim": 3072, "hidden_size": 768, "init_std": 0.02, "layerdrop": 0.0,
+    "max_position_embeddings": 2048, "model_type": "opt", "num_attention_heads": 12,
+    "num_hidden_layers": 12, "pad_token_id": 1, "prefix": "</s>", "torch_dtype": "float16",
+    "transformers_version": "4.21.0.dev0", "use_cache": true, "vocab_size": 50272,
+    "word_embed_proj_dim": 768})");
+  EXPECT_EQ(c.arch, Arch::kOpt);
+  EXPECT_EQ(c.hidden_size, 768);
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.num_kv_heads, 12);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.norm, NormKind::kLayerNorm);
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-5f);
+  EXPECT_EQ(c.activation, Activation::kRelu);
+  EXPECT_FALSE(c.gated_mlp);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_TRUE(c.o_bias);
+  EXPECT_TRUE(c.mlp_bias);
+  EXPECT_TRUE(c.norm_elementwise_affine);
+  EXPECT_TRUE(c.tie_word_embeddings);  // PreTrainedConfig default
+  EXPECT_TRUE(c.do_layer_norm_before);
+  EXPECT_EQ(c.word_embed_proj_dim, 768);
+  EXPECT_EQ(c.embed_dim(), 768);
+  EXPECT_EQ(c.position_offset, 2);
+  EXPECT_EQ(c.bos_token_id, 2);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>({2}));
+}
+
+TEST(ModelConfig, ParsesOpt350mStyle) {
+  // facebook/opt-350m: post-LN and a 512-wide embedding projected to 1024.
+  ModelConfig c = parse(R"({"activation_function": "relu", "do_layer_norm_before": false,
+    "ffn_dim": 4096, "hidden_size": 1024, "max_position_embeddings": 2048, "model_type": "opt",
+    "num_attention_heads": 16, "num_hidden_layers": 24, "vocab_size": 50272,
+    "word_embed_proj_dim": 512})");
+  EXPECT_FALSE(c.do_layer_norm_before);
+  EXPECT_EQ(c.word_embed_proj_dim, 512);
+  EXPECT_EQ(c.embed_dim(), 512);
+  // Old OPT configs name the width d_model; enable_bias / affine switches.
+  ModelConfig d = parse(R"({"model_type": "opt", "d_model": 256, "num_attention_heads": 4,
+    "enable_bias": false, "layer_norm_elementwise_affine": false, "activation_function": "gelu"})");
+  EXPECT_EQ(d.hidden_size, 256);
+  EXPECT_EQ(d.word_embed_proj_dim, 256);
+  EXPECT_FALSE(d.qkv_bias);
+  EXPECT_FALSE(d.mlp_bias);
+  EXPECT_FALSE(d.norm_elementwise_affine);
+  EXPECT_EQ(d.activation, Activation::kGelu);
+}
+
+TEST(ModelConfig, RejectsUnsupportedFieldsNamingThem) {
+  expect_error(R"({"model_type": "gpt2"})", {"config.json", "model_type", "gpt2"});
+  expect_error(R"({"hidden_size": 64})", {"config.json", "model_type"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4}})",
+               {"config.json", "rope_type", "yarn"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8}})",
+               {"config.json", "low_freq_factor"});
+  expect_error(R"({"model_type": "llama", "hidden_act": "tanh"})", {"config.json", "hidden_act", "tanh"});
+  expect_error(R"({"model_type": "opt", "activation_function": "quick_gelu"})",
+               {"config.json", "activation_function"});
+  expect_error(R"({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3})",
+               {"config.json", "head_dim"});
+  expect_error(R"({"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 5})",
+               {"config.json", "num_key_value_heads"});
+  expect_error(R"({"model_type": "llama", "hidden_size": "big"})", {"config.json", "hidden_size"});
+  expect_error(R"({"model_type": "llama", "num_hidden_layers": 0})", {"config.json", "num_hidden_layers"});
+  expect_error(R"({"model_type": "opt", "_remove_final_layer_norm": true})",
+               {"config.json", "_remove_final_layer_norm"});
+  expect_error(R"([1, 2])", {"config.json"});
+}
+
+TEST(ModelConfig, ToJsonRoundTrips) {
+  const char* configs[] = {
+      kSmolLM2,
+      R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 1,
+          "head_dim": 32, "attention_bias": true, "tie_word_embeddings": true,
+          "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                           "high_freq_factor": 4.0, "original_max_position_embeddings": 64}})",
+      R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "sliding_window": 7,
+          "rope_scaling": {"type": "linear", "factor": 2.0}})",
+      R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+          "use_sliding_window": true, "sliding_window": 5, "max_window_layers": 0, "eos_token_id": [3, 4]})",
+      R"({"model_type": "opt", "hidden_size": 64, "num_attention_heads": 4, "word_embed_proj_dim": 32,
+          "do_layer_norm_before": false, "activation_function": "gelu_new", "enable_bias": false})",
+  };
+  for (const char* text : configs) {
+    ModelConfig a = parse(text);
+    json ja = a.to_json();
+    ModelConfig b = ModelConfig::from_hf_json(ja, "to_json");
+    EXPECT_EQ(ja, b.to_json()) << text;
+    EXPECT_EQ(a.arch, b.arch);
+    EXPECT_EQ(a.head_dim, b.head_dim);
+    EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
+    EXPECT_EQ(a.rope_scaling, b.rope_scaling);
+    EXPECT_EQ(a.sliding_window, b.sliding_window);
+    EXPECT_EQ(a.qkv_bias, b.qkv_bias);
+    EXPECT_EQ(a.o_bias, b.o_bias);
+    EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
+    EXPECT_EQ(a.word_embed_proj_dim, b.word_embed_proj_dim);
+    EXPECT_EQ(a.do_layer_norm_before, b.do_layer_norm_before);
+    EXPECT_EQ(a.activation, b.activation);
+    EXPECT_EQ(a.eos_token_ids, b.eos_token_ids);
+    EXPECT_EQ(a.norm_eps, b.norm_eps);
+  }
+}
+
+TEST(ModelConfig, FromHfFileReadsFolderAndReportsBadFiles) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dak_cfg_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "config.json") << kSmolLM2;
+  }
+  EXPECT_EQ(ModelConfig::from_hf_file(dir).hidden_size, 576);
+  EXPECT_EQ(ModelConfig::from_hf_file(dir / "config.json").num_layers, 30);
+  {
+    std::ofstream(dir / "config.json") << "{ not json";
+  }
+  EXPECT_THROW(ModelConfig::from_hf_file(dir), Error);
+  std::filesystem::remove_all(dir);
+  EXPECT_THROW(ModelConfig::from_hf_file(dir), Error);
+}
+
+}  // namespace
+}  // namespace dak

@@ -1,0 +1,140 @@
+// Op graph of the shipped configs against independent oracles: the published parameter counts of
+// the checkpoints (model cards / `num_parameters()`), the KV-cache formula, GEMM FLOP counts from
+// the HF module shapes, and the checkpoint tensor names of modeling_llama.py / modeling_opt.py.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/config_locator.h"
+#include "core/error.h"
+#include "core/op_graph.h"
+
+namespace dak {
+namespace {
+
+ModelConfig shipped(const std::string& name) { return locate_model_config(name).config; }
+
+OpGraph decode_graph(const std::string& name, int64_t batch = 8, int64_t prompt = 32, int64_t gen = 32) {
+  StepShape s;
+  s.batch = batch, s.prompt_len = prompt, s.gen_len = gen, s.phase = Phase::kDecode;
+  return build_op_graph(shipped(name), s);
+}
+
+const Op& find_op(const OpGraph& g, const std::string& name) {
+  for (const Op& op : g.ops)
+    if (op.name == name) return op;
+  throw std::runtime_error("no op " + name);
+}
+
+// Published parameter counts (bf16: 2 bytes each): weights + fixed bytes of the graph must equal them.
+TEST(OpGraph, WeightBytesMatchPublishedParameterCounts) {
+  struct Case {
+    const char* name;
+    int64_t params;
+  };
+  for (const Case& c : {Case{"opt-6.7b", 6'658'473'984}, Case{"llama-2-7b", 6'738'415'616},
+                        Case{"llama-2-70b", 68'976'648'192}, Case{"llama-3-8b", 8'030'261'248}}) {
+    const OpGraph g = decode_graph(c.name);
+    EXPECT_EQ(g.weight_resident_bytes() + g.fixed_bytes(), 2 * c.params) << c.name;
+  }
+}
+
+TEST(OpGraph, KvBytesFollowTheCacheFormula) {
+  // B × (prompt + gen) × layers × (K and V) × Hkv × D × 2 bytes.
+  const OpGraph g70 = decode_graph("llama-2-70b", 16, 100, 28);
+  EXPECT_EQ(g70.kv_resident_bytes(), int64_t(16) * 128 * 80 * 2 * 8 * 128 * 2);
+  const OpGraph opt = decode_graph("opt-30b", 512, 32, 32);
+  EXPECT_EQ(opt.kv_resident_bytes(), int64_t(512) * 64 * 48 * 2 * 56 * 128 * 2);
+}
+
+TEST(OpGraph, LlamaLayerHasFusedOperatorsWithCheckpointNames) {
+  const OpGraph g = decode_graph("llama-2-70b", 4);
+  const Op& qkv = find_op(g, "layers.3.qkv_proj");
+  EXPECT_EQ(qkv.kind, OpKind::kLinear);
+  EXPECT_EQ(qkv.m, 8192 + 2 * 1024);  // H·D + 2·Hkv·D (GQA 64:8)
+  EXPECT_EQ(qkv.k, 8192);
+  EXPECT_EQ(qkv.n, 4);
+  ASSERT_EQ(qkv.tensors.size(), 3u);
+  EXPECT_EQ(qkv.tensors[0], (TensorPart{"model.layers.3.self_attn.q_proj.weight", 8192}));
+  EXPECT_EQ(qkv.tensors[1], (TensorPart{"model.layers.3.self_attn.k_proj.weight", 1024}));
+  EXPECT_EQ(qkv.tensors[2], (TensorPart{"model.layers.3.self_attn.v_proj.weight", 1024}));
+  const Op& gu = find_op(g, "layers.3.gate_up_proj");
+  EXPECT_EQ(gu.m, 2 * 28672);
+  EXPECT_EQ(gu.tensors[1].name, "model.layers.3.mlp.up_proj.weight");
+  const Op& head = find_op(g, "lm_head");
+  EXPECT_EQ(head.tensors[0].name, "lm_head.weight");
+  EXPECT_EQ(head.units(), (32000 + 127) / 128);
+  EXPECT_EQ(head.host_rows(head.units()), 32000);  // last tile is partial
+  // Per layer: attn_norm, qkv, attention, o, mlp_norm, gate_up, down; plus embed, final norm, head.
+  EXPECT_EQ(g.ops.size(), size_t(80 * 7 + 3));
+}
+
+TEST(OpGraph, OptHasLearnedPositionsTiedHeadAndBiases) {
+  const OpGraph g = decode_graph("opt-6.7b");
+  const Op& emb = find_op(g, "embed_tokens");
+  EXPECT_EQ(emb.tied_to, "lm_head");
+  EXPECT_FALSE(emb.splittable);
+  const Op& pos = find_op(g, "embed_positions");
+  EXPECT_EQ(pos.m, 2048 + 2);  // OPTLearnedPositionalEmbedding offset 2
+  EXPECT_EQ(find_op(g, "lm_head").tensors[0].name, "model.decoder.embed_tokens.weight");
+  EXPECT_EQ(find_op(g, "layers.0.fc1").tensors[0].name, "model.decoder.layers.0.fc1.weight");
+  EXPECT_EQ(find_op(g, "layers.0.o_proj").tensors[0].name, "model.decoder.layers.0.self_attn.out_proj.weight");
+  EXPECT_EQ(find_op(g, "layers.0.qkv_proj").fixed_bytes, 3 * 4096 * 2);  // q/k/v biases
+  EXPECT_EQ(find_op(g, "layers.0.attn_norm").fixed_bytes, 2 * 4096 * 2);  // LayerNorm weight + bias
+}
+
+TEST(OpGraph, DecodeFlopsAndStepBytes) {
+  const int64_t b = 8, prompt = 32, gen = 32, ctx = prompt + gen / 2;
+  const OpGraph g = decode_graph("llama-2-7b", b, prompt, gen);
+  double linear_flops = 0;
+  for (const Op& op : g.ops)
+    if (op.kind == OpKind::kLinear && op.layer >= 0) linear_flops += op.flops;
+  // 2 FLOPs per multiply-add over the layer matrices: 4·h² + 3·h·I per layer.
+  const double per_layer = 4.0 * 4096 * 4096 + 3.0 * 4096 * 11008;
+  EXPECT_DOUBLE_EQ(linear_flops, 2.0 * b * per_layer * 32);
+  const Op& att = find_op(g, "layers.0.attention");
+  EXPECT_EQ(att.context, ctx);
+  EXPECT_DOUBLE_EQ(att.flops, 4.0 * b * 32 * 128 * ctx);  // QK^T and PV
+  EXPECT_DOUBLE_EQ(att.step_bytes, double(b) * (ctx + 1) * 2 * 32 * 128 * 2);  // read ctx, append 1
+  EXPECT_EQ(att.split_rows, b);
+  EXPECT_EQ(att.row_bytes, (prompt + gen) * 2 * 32 * 128 * 2);
+  // Weights are read whole each step.
+  EXPECT_DOUBLE_EQ(find_op(g, "layers.5.down_proj").step_bytes, 4096.0 * 11008 * 2);
+}
+
+TEST(OpGraph, PrefillUsesAllPromptTokensButLogitsOnlyForTheLast) {
+  StepShape s;
+  s.batch = 4, s.prompt_len = 100, s.gen_len = 1, s.phase = Phase::kPrefill;
+  const OpGraph g = build_op_graph(shipped("llama-3-8b"), s);
+  EXPECT_EQ(find_op(g, "layers.0.qkv_proj").n, 400);
+  EXPECT_EQ(find_op(g, "lm_head").n, 4);
+  const Op& att = find_op(g, "layers.0.attention");
+  EXPECT_DOUBLE_EQ(att.flops, 4.0 * 4 * 32 * 128 * (100.0 * 101 / 2));  // causal
+}
+
+TEST(OpGraph, BadShapeIsAClearError) {
+  StepShape s;
+  s.batch = 0;
+  try {
+    build_op_graph(shipped("llama-2-7b"), s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpGraph, LocatorResolvesNamesPathsAndFolders) {
+  const LocatedConfig by_name = locate_model_config("Llama-2-7B");
+  EXPECT_EQ(by_name.name, "llama-2-7b");
+  const LocatedConfig by_path = locate_model_config(by_name.path.string());
+  EXPECT_EQ(by_path.config.hidden_size, 4096);
+  EXPECT_THROW(locate_model_config("no-such-model"), Error);
+  for (const char* n : {"opt-6.7b", "opt-30b", "llama-2-7b", "llama-2-70b", "llama-3-8b", "qwen2-7b"}) {
+    bool found = false;
+    for (const std::string& s : shipped_config_names()) found |= s == n;
+    EXPECT_TRUE(found) << n;
+  }
+}
+
+}  // namespace
+}  // namespace dak

@@ -1,0 +1,168 @@
+// Plan JSON round trip, size parsing, and `dak plan` end to end (run through DAK_BINARY).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/byte_size.h"
+#include "core/config_locator.h"
+#include "core/error.h"
+#include "core/planner.h"
+
+namespace dak {
+namespace {
+
+constexpr int64_t kGiB = int64_t(1) << 30;
+
+Plan sample_plan(const std::string& model, int64_t batch, int64_t budget) {
+  PlanRequest r;
+  r.model_name = model;
+  r.shape.batch = batch;
+  r.shape.prompt_len = 32;  // the CLI defaults
+  r.shape.gen_len = 32;
+  r.gpu_memory_bytes = budget;
+  return make_plan(locate_model_config(model).config, HardwareProfile::h200_default(), r);
+}
+
+TEST(PlanJson, RoundTripIsExact) {
+  for (const Plan& p : {sample_plan("llama-2-7b", 8, 6 * kGiB), sample_plan("opt-30b", 64, 40 * kGiB)}) {
+    const std::string text = p.to_json().dump();
+    const Plan back = Plan::from_json(nlohmann::json::parse(text), "round trip");
+    EXPECT_EQ(back, p);
+    EXPECT_EQ(back.to_json().dump(), text);
+  }
+}
+
+TEST(PlanJson, CarriesTpotAndOperatorRows) {
+  const Plan p = sample_plan("llama-2-7b", 8, 6 * kGiB);
+  const nlohmann::json j = p.to_json();
+  EXPECT_EQ(j.at("format"), "dak.plan");
+  EXPECT_GT(j.at("predicted_tpot_s").get<double>(), 0.0);
+  ASSERT_EQ(j.at("operators").size(), p.ops.size());
+  const nlohmann::json& row = j.at("operators").at(2);  // layers.0.qkv_proj
+  for (const char* key : {"name", "bytes", "host_fraction", "host_bytes", "data_path", "predicted_time_s", "bound"})
+    EXPECT_TRUE(row.contains(key)) << key;
+  EXPECT_EQ(j.at("inputs").at("gpu_memory_bytes"), 6 * kGiB);
+  EXPECT_EQ(j.at("inputs").at("profile_version"), 1);
+}
+
+TEST(PlanJson, MalformedPlansNameTheField) {
+  nlohmann::json j = sample_plan("llama-2-7b", 1, 20 * kGiB).to_json();
+  j.erase("predicted_tpot_s");
+  try {
+    Plan::from_json(j, "plan.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("predicted_tpot_s"), std::string::npos) << e.what();
+  }
+  j = sample_plan("llama-2-7b", 1, 20 * kGiB).to_json();
+  j["operators"][3]["host_rows"] = j["operators"][3]["split_rows"].get<int64_t>() + 1;
+  EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
+  j = sample_plan("llama-2-7b", 1, 20 * kGiB).to_json();
+  j["operators"][3]["data_path"] = "teleport";
+  EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
+  j["format"] = "something.else";
+  EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
+}
+
+TEST(ByteSize, ParsesUnits) {
+  EXPECT_EQ(parse_byte_size("20GiB", "f"), 20 * kGiB);
+  EXPECT_EQ(parse_byte_size("20gib", "f"), 20 * kGiB);
+  EXPECT_EQ(parse_byte_size("20G", "f"), 20 * kGiB);
+  EXPECT_EQ(parse_byte_size("1.5GB", "f"), 1'500'000'000);
+  EXPECT_EQ(parse_byte_size("512 MiB", "f"), 512 << 20);
+  EXPECT_EQ(parse_byte_size("4096", "f"), 4096);
+  EXPECT_EQ(parse_byte_size("2KB", "f"), 2000);
+  EXPECT_EQ(parse_byte_size("0.5KiB", "f"), 512);
+  for (const char* bad : {"", "GiB", "-1GiB", "1.2.3GB", "10XB", "20 Gigs", ".", "1e3"})
+    EXPECT_THROW(parse_byte_size(bad, "--gpu-memory"), Error) << bad;
+  EXPECT_THROW(parse_byte_size("99999999TiB", "f"), Error);
+  EXPECT_EQ(format_bytes(20.0 * kGiB), "20.00 GiB");
+  EXPECT_EQ(format_bytes(512), "512 B");
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+RunResult run(const std::string& cmd) {
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+RunResult dak_plan(const std::string& args, bool stderr_too = true) {
+  // From another directory: shipped configs and the default profile must not depend on the cwd.
+  return run("cd / && " + std::string(DAK_BINARY) + " plan " + args + (stderr_too ? " 2>&1" : " 2>/dev/null"));
+}
+
+TEST(PlanCli, JsonOutputMatchesTheLibrary) {
+  const RunResult r = dak_plan("--model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 6GiB --output json",
+                               false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Plan cli = Plan::from_json(nlohmann::json::parse(r.out), "dak plan stdout");
+  const Plan lib = sample_plan("llama-2-7b", 8, 6 * kGiB);
+  EXPECT_EQ(cli, lib);
+}
+
+TEST(PlanCli, TextOutputShowsTableTpotAndEb) {
+  const RunResult r = dak_plan("--model opt-6.7b --gpu-memory 10GiB --allocator uniform");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* s : {"layers.0.qkv_proj", "predicted TPOT", "EB", "host %", "bound", "per role"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  EXPECT_EQ(r.out.find("layers.5.qkv_proj"), std::string::npos);  // layer 0 only without --verbose
+  const RunResult v = dak_plan("--model opt-6.7b --gpu-memory 10GiB --verbose");
+  EXPECT_NE(v.out.find("layers.31.fc2"), std::string::npos);
+}
+
+TEST(PlanCli, AcceptsConfigPathsAndFolders) {
+  const std::string file = locate_model_config("qwen2-7b").path.string();
+  const RunResult r = dak_plan("--model " + file + " --phase prefill --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("inputs").at("phase"), "prefill");
+  const RunResult d = dak_plan(std::string("--model ") + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa --batch 2");
+  EXPECT_EQ(d.exit_code, 0) << d.out;
+}
+
+TEST(PlanCli, BadInputGivesClearErrors) {
+  RunResult r = dak_plan("--model llama-2-7b --gpu-memory 20XB");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("unknown unit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--gpu-memory"), std::string::npos) << r.out;
+  r = dak_plan("--model no-such-model");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("llama-2-7b"), std::string::npos) << r.out;  // lists the shipped configs
+  r = dak_plan("--model llama-2-70b --gpu-memory 2GiB");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("pin"), std::string::npos) << r.out;
+  r = dak_plan("--model llama-2-7b --batch 0");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  r = dak_plan("--model llama-2-7b --profile /nonexistent.json");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  r = dak_plan("--model llama-2-7b --allocator best");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+}
+
+TEST(PlanCli, SweepPrintsGreedyAndUniform) {
+  const RunResult r = dak_plan("--model opt-6.7b --batch 16 --sweep-ratios 0:100:50 --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_DOUBLE_EQ(j[1].at("ratio").get<double>(), 0.5);
+  EXPECT_GE(j[1].at("speedup").get<double>(), 1.0);
+  EXPECT_NE(dak_plan("--model opt-6.7b --sweep-ratios 0:abc:10").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace dak

@@ -1,0 +1,154 @@
+// SafetensorsFile / SafetensorsIndex: the committed 2-shard fixture (written with json + struct +
+// numpy by tools/make_safetensors_fixtures.py) and corrupt images built at run time.
+#include <gtest/gtest.h>
+
+#include "checkpoint_test_util.h"
+#include "core/safetensors.h"
+
+namespace dak {
+namespace {
+
+using namespace dak::testing;
+using nlohmann::json;
+
+fs::path sharded_dir() { return data_dir() / "safetensors" / "tiny_llama_sharded"; }
+json expected() { return read_json(data_dir() / "safetensors" / "expected.json"); }
+
+std::unique_ptr<SafetensorsFile> parse(const std::string& bytes, const std::string& name = "bad.safetensors") {
+  return SafetensorsFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
+}
+
+/// One valid F32 tensor "w" of shape [2, 3] = 24 bytes.
+const char* const kValidHeader = R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})";
+
+TEST(Safetensors, ParsesFixtureShards) {
+  const json e = expected();
+  const std::vector<float> values = read_f32_file(data_dir() / "safetensors" / "expected.f32");
+  size_t seen = 0;
+  for (const char* shard : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    const auto f = SafetensorsFile::open(sharded_dir() / shard);
+    EXPECT_EQ(f->metadata().at("format"), "pt");
+    for (size_t i = 1; i < f->tensors().size(); ++i) {
+      EXPECT_LE(f->tensors()[i - 1].offset + f->tensors()[i - 1].bytes, f->tensors()[i].offset);
+    }
+    for (const json& t : e["tensors"]) {
+      if (t["shard"] != shard) continue;
+      const std::string name = t["name"];
+      SCOPED_TRACE(name);
+      const SafetensorsTensor* st = f->find(name);
+      ASSERT_NE(st, nullptr);
+      ++seen;
+      EXPECT_EQ(dtype_name(st->dtype), t["dtype"].get<std::string>());
+      EXPECT_EQ(st->shape, t["shape"].get<std::vector<int64_t>>());
+      const size_t n = t["count"];
+      EXPECT_EQ(st->bytes, n * size_t(dtype_block_bytes(st->dtype)));
+      std::vector<float> got(n);
+      dequantize(st->dtype, st->data, got.data(), int64_t(n));
+      expect_bits_equal(got.data(), values.data() + t["offset_floats"].get<size_t>(), n, name);
+    }
+  }
+  EXPECT_EQ(seen, e["tensors"].size());
+}
+
+TEST(Safetensors, ReadsShardIndex) {
+  const SafetensorsIndex idx = SafetensorsIndex::read(sharded_dir() / "model.safetensors.index.json");
+  const json e = expected();
+  EXPECT_EQ(idx.weight_map.size(), e["tensors"].size());
+  EXPECT_EQ(idx.shard_files(), (std::vector<std::string>{"model-00001-of-00002.safetensors",
+                                                         "model-00002-of-00002.safetensors"}));
+  for (const auto& [name, shard] : idx.weight_map) {
+    bool found = false;
+    for (const json& t : e["tensors"]) found |= t["name"] == name && t["shard"] == shard;
+    EXPECT_TRUE(found) << name << " -> " << shard;
+  }
+}
+
+TEST(Safetensors, AcceptsValidImageAndScalars) {
+  const auto f = parse(safetensors_image(kValidHeader, std::string(24, '\0')));
+  ASSERT_EQ(f->tensors().size(), 1u);
+  EXPECT_EQ(f->tensors()[0].offset, 8 + std::string(kValidHeader).size());
+  const auto s = parse(safetensors_image(
+      R"({"s":{"dtype":"BF16","shape":[],"data_offsets":[0,2]},"z":{"dtype":"F16","shape":[0,5],"data_offsets":[2,2]}})",
+      "ab"));
+  EXPECT_EQ(s->find("s")->bytes, 2u);
+  EXPECT_EQ(s->find("z")->bytes, 0u);
+}
+
+TEST(Safetensors, RejectsTruncatedFile) {
+  expect_error([] { parse("abc", "t.safetensors"); }, {"too short", "t.safetensors"});
+  ScratchDir dir;
+  const std::string full = read_bytes(sharded_dir() / "model-00002-of-00002.safetensors");
+  write_bytes(dir / "cut.safetensors", full.substr(0, full.size() - 10));
+  expect_error([&] { SafetensorsFile::open(dir / "cut.safetensors"); },
+               {"cut.safetensors", "beyond the data section", "model.norm.weight"});
+}
+
+TEST(Safetensors, RejectsHeaderLengthBeyondFile) {
+  std::string b = safetensors_image(kValidHeader, std::string(24, '\0'));
+  const uint64_t huge = uint64_t(1) << 40;
+  std::memcpy(b.data(), &huge, 8);
+  expect_error([&] { parse(b); }, {"header length", "beyond the end of the file", "bad.safetensors"});
+}
+
+TEST(Safetensors, RejectsInvalidJson) {
+  expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32",)", "")); },
+               {"not valid JSON", "bad.safetensors"});
+  expect_error([] { parse(safetensors_image("[1,2]", "")); }, {"not a JSON object"});
+  expect_error([] { parse(safetensors_image(R"({"w":7})", "")); }, {"'w'", "not a JSON object"});
+  expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32","shape":[1]}})", "1234")); },
+               {"'w'", "data_offsets"});
+  expect_error([] { parse(safetensors_image(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", "1234")); },
+               {"'w'", "dtype"});
+  expect_error([] { parse(safetensors_image(R"({"__metadata__":{"format":1}})", "")); },
+               {"__metadata__", "format"});
+}
+
+TEST(Safetensors, RejectsOffsetsOutOfRange) {
+  expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[8,32]}})",
+                                            std::string(24, '\0'))); },
+               {"'w'", "beyond the data section"});
+  expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})",
+                                            std::string(24, '\0'))); },
+               {"'w'", "end before begin"});
+  expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})",
+                                            std::string(24, '\0'))); },
+               {"'w'", "non-negative integer"});
+  expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})",
+                                            std::string(24, '\0'))); },
+               {"'w'", "non-negative integer"});
+}
+
+TEST(Safetensors, RejectsOverlappingTensors) {
+  const std::string h =
+      R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F16","shape":[4],"data_offsets":[8,16]}})";
+  expect_error([&] { parse(safetensors_image(h, std::string(16, '\0'))); }, {"'a'", "'b'", "overlap"});
+}
+
+TEST(Safetensors, RejectsDtypeShapeMismatch) {
+  const std::string h = R"({"w":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,24]}})";
+  expect_error([&] { parse(safetensors_image(h, std::string(24, '\0'))); },
+               {"'w'", "24 bytes", "need 12 bytes"});
+  const std::string huge = R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,24]}})";
+  expect_error([&] { parse(safetensors_image(huge, std::string(24, '\0'))); }, {"'w'"});
+}
+
+TEST(Safetensors, RejectsUnsupportedDtype) {
+  const std::string h = R"({"position_ids":{"dtype":"I64","shape":[3],"data_offsets":[0,24]}})";
+  expect_error([&] { parse(safetensors_image(h, std::string(24, '\0')), "x.safetensors"); },
+               {"'position_ids'", "I64", "x.safetensors"});
+}
+
+TEST(Safetensors, RejectsBadIndex) {
+  expect_error([] { SafetensorsIndex::from_json(json::parse(R"({"metadata":{}})"), "idx.json"); },
+               {"weight_map", "idx.json"});
+  expect_error([] { SafetensorsIndex::from_json(json::parse(R"({"weight_map":{"a":"../x.safetensors"}})"), "i"); },
+               {"'a'", "../x.safetensors"});
+  expect_error([] { SafetensorsIndex::from_json(json::parse(R"({"weight_map":{"a":3}})"), "i"); }, {"'a'"});
+  ScratchDir dir;
+  write_bytes(dir / "model.safetensors.index.json", "{not json");
+  expect_error([&] { SafetensorsIndex::read(dir / "model.safetensors.index.json"); },
+               {"not valid JSON", "model.safetensors.index.json"});
+}
+
+}  // namespace
+}  // namespace dak

@@ -1,0 +1,148 @@
+// Chat templates rendered by Tokenizer::apply_chat_template. Each expected string is what
+// the Jinja template given next to it renders for the messages (worked out by reading the
+// template; the comments show how).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/bpe_tokenizer.h"
+#include "core/error.h"
+#include "core/pretokenizer.h"
+#include "core/tokenizer.h"
+
+namespace dak {
+namespace {
+
+// A byte-level tokenizer with no merges whose only purpose is to carry the special tokens
+// and the template: ids 0..255 are the byte alphabet, specials follow.
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& tmpl, const std::vector<std::string>& specials,
+                                          const std::string& bos, const std::string& eos) {
+  nlohmann::json vocab = nlohmann::json::object();
+  const auto& alpha = byte_level_alphabet();
+  for (int b = 0; b < 256; ++b) vocab[alpha[b]] = b;
+  nlohmann::json added = nlohmann::json::array();
+  for (size_t i = 0; i < specials.size(); ++i) {
+    const int id = 256 + static_cast<int>(i);
+    vocab[specials[i]] = id;
+    added.push_back({{"id", id}, {"content", specials[i]}, {"special", true}});
+  }
+  nlohmann::json j = {
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
+      {"added_tokens", added},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+  };
+  HfTokenizerConfig cfg;
+  cfg.chat_template = tmpl;
+  if (!bos.empty()) cfg.bos_token = bos;
+  if (!eos.empty()) cfg.eos_token = eos;
+  return parse_hf_tokenizer_json(j.dump(), "synthetic tokenizer.json", cfg);
+}
+
+const std::vector<ChatMessage> kSysUser = {{"system", "Be brief."}, {"user", "Hi"}};
+const std::vector<ChatMessage> kUser = {{"user", "Hi"}};
+
+// SmolLM2-Instruct's template (its tokenizer_config.json), whose default system message
+// lives in a string literal with real newlines.
+const char* kSmolTemplate =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+TEST(ChatTemplate, ChatMlWithDefaultSystemMessage) {
+  auto tok = make_tokenizer(kSmolTemplate, {"<|im_start|>", "<|im_end|>"}, "", "<|im_end|>");
+  // First message is not a system one -> the literal system block, then each message.
+  EXPECT_EQ(tok->apply_chat_template(kUser),
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // A given system message replaces the default; no generation prompt when not asked.
+  EXPECT_EQ(tok->apply_chat_template(kSysUser, /*add_generation_prompt=*/false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+}
+
+TEST(ChatTemplate, ChatMlDefaultSystemWithEscapedNewlines) {
+  // Qwen2.5-style: escaped "\n" inside the literals, and a tools branch whose
+  // '<|im_start|>system\n' literal holds no whole message (it must be skipped).
+  const std::string tmpl = R"({%- if tools %}{{- '<|im_start|>system\n' }}{%- if messages[0]['role'] == 'system' %})"
+                           R"({{- messages[0]['content'] }}{%- endif %}{%- else %}{%- if messages[0]['role'] == 'system' %})"
+                           R"({{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}{%- else %})"
+                           R"({{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }})"
+                           R"({%- endif %}{%- endif %}{%- for message in messages %}{%- if not (message.role == "system" and loop.first) %})"
+                           R"({{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endif %})"
+                           R"({%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %})";
+  auto tok = make_tokenizer(tmpl, {"<|im_start|>", "<|im_end|>"}, "", "<|im_end|>");
+  EXPECT_EQ(tok->apply_chat_template(kUser),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, ChatMlWithoutDefaultSystemMessage) {
+  const std::string tmpl =
+      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %})"
+      R"({% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+  auto tok = make_tokenizer(tmpl, {"<|im_start|>", "<|im_end|>"}, "", "<|im_end|>");
+  EXPECT_EQ(tok->apply_chat_template(kUser), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_TRUE(tok->is_eos(257));  // <|im_end|>
+}
+
+TEST(ChatTemplate, Llama3) {
+  // Meta-Llama-3-8B-Instruct: bos_token before the first message; per message
+  // '<|start_header_id|>' + role + '<|end_header_id|>\n\n' + (content | trim) + '<|eot_id|>'.
+  const std::string tmpl =
+      R"({% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %})"
+      R"({% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %})"
+      R"({% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %})";
+  auto tok = make_tokenizer(tmpl, {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                                   "<|end_header_id|>", "<|eot_id|>"},
+                            "<|begin_of_text|>", "<|end_of_text|>");
+  const std::vector<ChatMessage> msgs = {{"system", "Be brief."}, {"user", "  Hi\n"}};
+  EXPECT_EQ(tok->apply_chat_template(msgs),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_TRUE(tok->is_eos(256 + 4));  // <|eot_id|> ends a turn
+  EXPECT_TRUE(tok->is_eos(256 + 1));  // <|end_of_text|>
+}
+
+// Llama-2-chat (meta-llama/Llama-2-7b-chat-hf tokenizer_config.json).
+const char* kLlama2Template =
+    R"({% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %})"
+    R"({% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %})"
+    R"({% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %})"
+    R"({% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\n' + system_message + '\n<</SYS>>\n\n' + message['content'] %})"
+    R"({% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }})"
+    R"({% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %})";
+
+TEST(ChatTemplate, Llama2) {
+  auto tok = make_tokenizer(kLlama2Template, {"<s>", "</s>"}, "<s>", "</s>");
+  const std::vector<ChatMessage> msgs = {
+      {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello! "}, {"user", "How are you?"}};
+  // user 0: bos + '[INST] ' + strip('<<SYS>>\n' + sys + '\n<</SYS>>\n\n' + 'Hi') + ' [/INST]';
+  // assistant: ' ' + strip(content) + ' ' + eos; user 2: bos + '[INST] How are you? [/INST]'.
+  EXPECT_EQ(tok->apply_chat_template(msgs),
+            "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s><s>[INST] How are you? [/INST]");
+  EXPECT_EQ(tok->apply_chat_template(kUser), "<s>[INST] Hi [/INST]");
+}
+
+TEST(ChatTemplate, Llama2RolesMustAlternate) {
+  auto tok = make_tokenizer(kLlama2Template, {"<s>", "</s>"}, "<s>", "</s>");
+  const std::vector<ChatMessage> msgs = {{"user", "a"}, {"user", "b"}};
+  EXPECT_THROW(tok->apply_chat_template(msgs), Error);
+}
+
+TEST(ChatTemplate, UnknownOrMissingTemplateSaysDropChat) {
+  auto unknown = make_tokenizer("{% for m in messages %}{{ '### ' + m['role'] + ': ' + m['content'] }}{% endfor %}", {},
+                                "", "");
+  auto none = make_tokenizer("", {}, "", "");
+  for (const auto* tok : {unknown.get(), none.get()}) {
+    try {
+      tok->apply_chat_template(kUser);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(e.fix_part().find("--chat"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dak

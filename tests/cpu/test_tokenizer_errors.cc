@@ -1,0 +1,192 @@
+// Bad tokenizer input: each case must throw dak::Error naming the file and the field, never
+// crash. Also load_tokenizer's choice of file for a HF folder.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/bpe_tokenizer.h"
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "core/pretokenizer.h"
+#include "core/tokenizer.h"
+
+namespace dak {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(DAK_TEST_DATA_DIR) / "tokenizer";
+
+// A valid minimal byte-level BPE tokenizer.json: the 256 alphabet characters, "ab", merge "a b".
+nlohmann::json minimal_json() {
+  nlohmann::json vocab = nlohmann::json::object();
+  const auto& alpha = byte_level_alphabet();
+  for (int b = 0; b < 256; ++b) vocab[alpha[b]] = b;
+  vocab["ab"] = 256;
+  return {
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+  };
+}
+
+// Runs parse_hf_tokenizer_json and returns the Error (fails the test when none is thrown).
+Error parse_error(const std::string& text) {
+  try {
+    parse_hf_tokenizer_json(text, "bad/tokenizer.json");
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no dak::Error for: " << text.substr(0, 200);
+  return Error("", "", "");
+}
+
+void expect_where(const Error& e, const std::string& field) {
+  EXPECT_NE(e.where_part().find("bad/tokenizer.json"), std::string::npos) << e.what();
+  EXPECT_NE(e.where_part().find(field), std::string::npos) << e.what();
+}
+
+TEST(TokenizerErrors, MinimalJsonWorks) {
+  auto tok = parse_hf_tokenizer_json(minimal_json().dump(), "ok/tokenizer.json");
+  // "ab" merges into id 256; 'c' is byte 0x63 -> alphabet id 0x63.
+  EXPECT_EQ(tok->encode("abc", false), (std::vector<int32_t>{256, 0x63}));
+}
+
+TEST(TokenizerErrors, InvalidJson) {
+  const Error e = parse_error("{\"model\": {\"vocab\": ");
+  EXPECT_NE(e.where_part().find("bad/tokenizer.json"), std::string::npos);
+  EXPECT_NE(e.what_part().find("JSON"), std::string::npos);
+}
+
+TEST(TokenizerErrors, MissingVocab) {
+  auto j = minimal_json();
+  j["model"].erase("vocab");
+  expect_where(parse_error(j.dump()), "model.vocab");
+}
+
+TEST(TokenizerErrors, MergeWithUnknownToken) {
+  auto j = minimal_json();
+  j["model"]["merges"] = {"a b", "zz q"};
+  expect_where(parse_error(j.dump()), "model.merges[1]");
+}
+
+TEST(TokenizerErrors, MergeWhoseResultIsMissing) {
+  auto j = minimal_json();
+  j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"c", "d"})});
+  expect_where(parse_error(j.dump()), "model.merges[0]");
+}
+
+TEST(TokenizerErrors, UnsupportedModelTypes) {
+  for (const char* type : {"WordPiece", "Unigram", "WordLevel"}) {
+    auto j = minimal_json();
+    j["model"]["type"] = type;
+    const Error e = parse_error(j.dump());
+    expect_where(e, "model.type");
+    EXPECT_NE(e.what_part().find(type), std::string::npos);
+  }
+}
+
+TEST(TokenizerErrors, UnsupportedNormalizerAndPreTokenizer) {
+  auto j = minimal_json();
+  j["normalizer"] = {{"type", "Lowercase"}};
+  expect_where(parse_error(j.dump()), "normalizer.type");
+  j = minimal_json();
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
+  expect_where(parse_error(j.dump()), "pre_tokenizer");
+  j = minimal_json();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
+  expect_where(parse_error(j.dump()), "pre_tokenizer.pattern.Regex");
+}
+
+TEST(TokenizerErrors, BadFieldTypes) {
+  auto j = minimal_json();
+  j["model"]["vocab"]["a"] = "not a number";
+  expect_where(parse_error(j.dump()), "model.vocab");
+  j = minimal_json();
+  j["model"]["merges"] = {42};
+  expect_where(parse_error(j.dump()), "model.merges[0]");
+  j = minimal_json();
+  j["added_tokens"] = {{{"content", "<x>"}}};
+  expect_where(parse_error(j.dump()), "added_tokens[0].id");
+}
+
+TEST(TokenizerErrors, InvalidUtf8TextAndOutOfRangeIds) {
+  auto tok = parse_hf_tokenizer_json(minimal_json().dump(), "ok/tokenizer.json");
+  EXPECT_THROW(tok->encode("ab\xFF", false), Error);
+  const std::vector<int32_t> bad = {0, 257};
+  EXPECT_THROW(tok->decode(bad), Error);
+  const std::vector<int32_t> negative = {-1};
+  EXPECT_THROW(tok->decode(negative), Error);
+}
+
+TEST(TokenizerErrors, NfcNormalizerRejectsTextItCannotNormalize) {
+  auto j = minimal_json();
+  j["normalizer"] = {{"type", "NFC"}};
+  auto tok = parse_hf_tokenizer_json(j.dump(), "ok/tokenizer.json");
+  // Precomposed text is NFC already and passes; "e" + U+0301 (combining acute) would be
+  // composed by NFC, which dak does not implement.
+  EXPECT_EQ(tok->decode(tok->encode("caf\xC3\xA9", false)), "caf\xC3\xA9");
+  EXPECT_THROW(tok->encode("cafe\xCC\x81", false), Error);
+}
+
+// ---------------------------------------------------------------- load_tokenizer
+
+class FolderCheckpoint : public Checkpoint {
+ public:
+  explicit FolderCheckpoint(std::filesystem::path p) {
+    path_ = std::move(p);
+    format_ = "safetensors";
+  }
+};
+
+TEST(LoadTokenizer, HfFolderUsesTokenizerJson) {
+  FolderCheckpoint ckpt(kData / "smollm2");
+  auto tok = load_tokenizer(ckpt);
+  std::ifstream f(kData / "smollm2_oracle.json");
+  const auto oracle = nlohmann::json::parse(f);
+  EXPECT_EQ(tok->encode(oracle["strings"][0].get<std::string>(), false),
+            oracle["ids"][0].get<std::vector<int32_t>>());
+}
+
+TEST(LoadTokenizer, GgufCheckpointUsesItsMetadata) {
+  const auto gguf = std::filesystem::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(gguf)) GTEST_SKIP() << gguf << " missing (tools/setup.sh)";
+  auto ckpt = Checkpoint::open(gguf);
+  auto tok = load_tokenizer(*ckpt);
+  std::ifstream f(kData / "smollm2_oracle.json");
+  const auto oracle = nlohmann::json::parse(f);
+  EXPECT_EQ(tok->encode(oracle["strings"][1].get<std::string>()), oracle["ids"][1].get<std::vector<int32_t>>());
+}
+
+TEST(LoadTokenizer, FolderWithoutTokenizerPointsToPromptIds) {
+  const auto dir = std::filesystem::temp_directory_path() / "dak_test_no_tokenizer";
+  std::filesystem::create_directories(dir);
+  FolderCheckpoint ckpt(dir);
+  try {
+    load_tokenizer(ckpt);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.where_part().find("dak_test_no_tokenizer"), std::string::npos);
+    EXPECT_NE(e.fix_part().find("--prompt-ids"), std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LoadTokenizer, SentencePieceFolder) {
+  // A folder with only tokenizer.model: the tiny fixture, copied under the expected name.
+  const auto dir = std::filesystem::temp_directory_path() / "dak_test_sp_folder";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kData / "tiny_sp.model", dir / "tokenizer.model",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"add_bos_token": false, "eos_token": "</s>"})";
+  FolderCheckpoint ckpt(dir);
+  auto tok = load_tokenizer(ckpt);
+  EXPECT_FALSE(tok->add_bos());  // tokenizer_config.json overrides the default
+  std::ifstream f(kData / "tiny_sp_oracle.json");
+  const auto oracle = nlohmann::json::parse(f);
+  EXPECT_EQ(tok->encode(oracle["strings"][1].get<std::string>()), oracle["ids"][1].get<std::vector<int32_t>>());
+  EXPECT_TRUE(tok->is_eos(oracle["eos_id"].get<int32_t>()));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dak

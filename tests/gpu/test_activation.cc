@@ -1,0 +1,97 @@
+// mlp_activation (SiLU-gate, ReLU, GELU, GELU-tanh; gated and plain, with bias) and
+// add_bias_rows vs float64 host references on the same bf16 inputs, poisoned outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/kernels/activation.h"
+#include "gpu_test_util.h"
+#include "kernel_test_util.h"
+
+namespace {
+
+using namespace dak::test;
+using dak::Activation;
+
+double act_ref(double x, Activation a) {
+  switch (a) {
+    case Activation::kSilu: return x / (1.0 + std::exp(-x));
+    case Activation::kRelu: return x > 0 ? x : 0.0;
+    case Activation::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+  return x;
+}
+
+void run_case(int64_t T, int64_t I, Activation a, bool gated, bool bias, uint64_t seed) {
+  const std::string what = "T=" + std::to_string(T) + " I=" + std::to_string(I) + " act=" + std::to_string(int(a)) +
+                           " gated=" + std::to_string(gated) + " bias=" + std::to_string(bias) +
+                           " seed=" + std::to_string(seed);
+  std::mt19937_64 rng(seed);
+  const int64_t in_w = gated ? 2 * I : I;
+  const auto in = random_bf16(size_t(T * in_w), rng, 3.f);
+  const auto b = random_bf16(size_t(I), rng);
+  DeviceBuffer<Bf16Bits> d_in(in), d_b(b), d_out(size_t(T * I) + 4);
+  d_out.poison();
+  dak::gpu::ActivationParams p{bf(d_in.get()), bias ? bf(d_b.get()) : nullptr, bf(d_out.get()), T, I, a, gated};
+  dak::gpu::mlp_activation(p, nullptr);
+  const auto got = d_out.download();
+  std::vector<double> ref(static_cast<size_t>(T * I)), g(size_t(T * I));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < I; ++i) {
+      double y;
+      if (gated) {
+        y = act_ref(to_f(in[size_t(t * in_w + i)]), a) * to_f(in[size_t(t * in_w + I + i)]);
+      } else {
+        // The kernel adds the bias in fp32 before activating.
+        const float x = to_f(in[size_t(t * I + i)]) + (bias ? to_f(b[size_t(i)]) : 0.f);
+        y = act_ref(x, a);
+      }
+      ref[size_t(t * I + i)] = y;
+      g[size_t(t * I + i)] = to_f(got[size_t(t * I + i)]);
+    }
+  }
+  // One bf16 rounding; fp32 expf/erff/tanhf are within a few ulps (atol covers values near 0).
+  expect_close(g, ref, 1e-6, kBf16Rtol, what);
+  for (size_t k = size_t(T * I); k < got.size(); ++k) EXPECT_EQ(got[k], 0xffff) << what << ": wrote past the end";
+}
+
+TEST(ActivationKernel, GatedAndPlainMatchFloat64Reference) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  uint64_t k = 0;
+  for (Activation a : {Activation::kSilu, Activation::kRelu, Activation::kGelu, Activation::kGeluTanh}) {
+    for (auto [T, I] : {std::pair<int64_t, int64_t>{1, 1}, {3, 255}, {7, 257}, {33, 1376}}) {
+      run_case(T, I, a, true, false, seed + k++);
+      run_case(T, I, a, false, false, seed + k++);
+      run_case(T, I, a, false, true, seed + k++);
+    }
+  }
+}
+
+TEST(ActivationKernel, AddBiasRows) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  for (auto [T, M] : {std::pair<int64_t, int64_t>{1, 1}, {5, 129}, {64, 4096 + 7}}) {
+    const auto y = random_bf16(size_t(T * M), rng), b = random_bf16(size_t(M), rng);
+    DeviceBuffer<Bf16Bits> d_y(size_t(T * M) + 2), d_b(b);
+    d_y.poison();
+    d_y.upload(y);
+    dak::gpu::add_bias_rows(bf(d_y.get()), bf(d_b.get()), T, M, nullptr);
+    const auto got = d_y.download();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < T * M; ++i) {
+      const uint16_t want = dak::f32_to_bf16(to_f(y[size_t(i)]) + to_f(b[size_t(i % M)]));  // fp32 add, one rounding
+      bad += got[size_t(i)] != want;
+    }
+    EXPECT_EQ(bad, 0) << "T=" << T << " M=" << M << " seed=" << seed;
+    EXPECT_EQ(got[size_t(T * M)], 0xffff);
+  }
+}
+
+}  // namespace

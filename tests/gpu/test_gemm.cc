@@ -1,0 +1,128 @@
+// CublasLtGemm: y[N, M] = x[N, K] W[M, K]^T (+ bias) (+ ReLU), bf16 or fp32 out, vs a float64
+// host reference on the same bf16 operands; awkward sizes, strided x, poisoned outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "gpu/gemm_cublaslt.h"
+#include "gpu_test_util.h"
+#include "kernel_test_util.h"
+
+namespace {
+
+using namespace dak::test;
+using dak::gpu::GemmOut;
+
+struct Shape {
+  int64_t N, M, K, ldx;
+};
+
+void run_case(dak::gpu::CublasLtGemm& gemm, Shape s, GemmOut out, bool bias, bool relu, uint64_t seed) {
+  const std::string what = "N=" + std::to_string(s.N) + " M=" + std::to_string(s.M) + " K=" + std::to_string(s.K) +
+                           " ldx=" + std::to_string(s.ldx) + " out=" + (out == GemmOut::kBf16 ? "bf16" : "f32") +
+                           " bias=" + std::to_string(bias) + " relu=" + std::to_string(relu) +
+                           " seed=" + std::to_string(seed);
+  std::mt19937_64 rng(seed);
+  const int64_t ldx = s.ldx > 0 ? s.ldx : s.K;
+  const auto x = random_bf16(size_t(s.N * ldx), rng);
+  const auto w = random_bf16(size_t(s.M * s.K), rng, 0.1f);
+  const auto b = random_bf16(size_t(s.M), rng);
+  DeviceBuffer<Bf16Bits> d_x(x), d_w(w), d_b(b);
+  const size_t n_out = size_t(s.N * s.M);
+  DeviceBuffer<Bf16Bits> d_y16(n_out + 8);
+  DeviceBuffer<float> d_y32(n_out + 8);
+  d_y16.poison();
+  d_y32.poison();
+  dak::gpu::GemmArgs a;
+  a.g_x = bf(d_x.get());
+  a.ldx = s.ldx;
+  a.g_w = bf(d_w.get());
+  a.g_bias = bias ? bf(d_b.get()) : nullptr;
+  a.g_y = out == GemmOut::kBf16 ? static_cast<void*>(d_y16.get()) : static_cast<void*>(d_y32.get());
+  a.N = s.N;
+  a.M = s.M;
+  a.K = s.K;
+  a.out = out;
+  a.relu = relu;
+  gemm.run(a, nullptr);
+  std::vector<double> got(n_out), ref(n_out);
+  double worst_scale = 0;
+  if (out == GemmOut::kBf16) {
+    const auto y = d_y16.download();
+    for (size_t i = 0; i < n_out; ++i) got[i] = to_f(y[i]);
+    for (size_t i = n_out; i < y.size(); ++i) EXPECT_EQ(y[i], 0xffff) << what << ": wrote past the end";
+  } else {
+    const auto y = d_y32.download();
+    for (size_t i = 0; i < n_out; ++i) got[i] = y[i];
+    for (size_t i = n_out; i < y.size(); ++i) EXPECT_TRUE(std::isnan(y[i])) << what << ": wrote past the end";
+  }
+  for (int64_t n = 0; n < s.N; ++n) {
+    for (int64_t m = 0; m < s.M; ++m) {
+      double acc = 0, mag = 0;
+      for (int64_t k = 0; k < s.K; ++k) {
+        const double t = double(to_f(x[size_t(n * ldx + k)])) * to_f(w[size_t(m * s.K + k)]);
+        acc += t;
+        mag += std::abs(t);
+      }
+      if (bias) acc += to_f(b[size_t(m)]);
+      if (relu) acc = std::max(acc, 0.0);
+      ref[size_t(n * s.M + m)] = acc;
+      worst_scale = std::max(worst_scale, mag);
+    }
+  }
+  // fp32 accumulation over K products: error <= ~K * 2^-24 * sum|x w| in the worst case and
+  // ~sqrt(K) * 2^-24 * sum|x w| typically; atol = 1e-5 * max sum|x w| covers K up to a few
+  // thousand typical. bf16 output adds one rounding (rtol).
+  // When cuBLASLt offers no bias epilogue for a shape, the bias is added after the product was
+  // rounded to bf16: one more rounding of |x W^T| <= |ref| + |bias|, hence max|bias| / 512.
+  double bias_max = 0;
+  for (Bf16Bits v : b) bias_max = std::max(bias_max, std::abs(double(to_f(v))));
+  const double rtol = out == GemmOut::kBf16 ? kBf16Rtol : 1e-6;
+  expect_close(got, ref, 1e-5 * worst_scale + 1e-6 + (bias ? bias_max / 512 : 0.0), rtol, what);
+}
+
+TEST(GemmCublasLt, MatchesFloat64Reference) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  void* ws = nullptr;
+  DAK_CUDA_CHECK(cudaMalloc(&ws, dak::gpu::CublasLtGemm::kWorkspaceBytes));
+  {
+    dak::gpu::CublasLtGemm gemm(ws, dak::gpu::CublasLtGemm::kWorkspaceBytes);
+    uint64_t k = 0;
+    const Shape shapes[] = {{1, 64, 64, 0},    {1, 4096, 576, 0}, {5, 129, 72, 0},  {17, 251, 96, 0},
+                            {64, 8, 16, 0},    {127, 1000, 256, 0}, {3, 144, 64, 200}, {2, 24, 64, 0},
+                            {9, 49152, 576, 0}, {3, 17, 33, 0}};
+    for (const Shape& s : shapes) {
+      run_case(gemm, s, GemmOut::kBf16, false, false, seed + k++);
+      run_case(gemm, s, GemmOut::kBf16, true, false, seed + k++);
+      run_case(gemm, s, GemmOut::kBf16, true, true, seed + k++);
+      run_case(gemm, s, GemmOut::kF32, false, false, seed + k++);
+    }
+    // A cached plan is reused with different operands of the same shape.
+    run_case(gemm, shapes[2], GemmOut::kBf16, true, false, seed + k++);
+  }
+  DAK_CUDA_CHECK(cudaFree(ws));
+}
+
+TEST(GemmCublasLt, RejectsFp32OutputWithBias) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  void* ws = nullptr;
+  DAK_CUDA_CHECK(cudaMalloc(&ws, 1 << 20));
+  {
+    dak::gpu::CublasLtGemm gemm(ws, 1 << 20);
+    dak::gpu::GemmArgs a;
+    a.N = 1;
+    a.M = 8;
+    a.K = 8;
+    a.g_bias = reinterpret_cast<const __nv_bfloat16*>(ws);
+    a.out = GemmOut::kF32;
+    EXPECT_THROW(gemm.run(a, nullptr), dak::Error);
+  }
+  DAK_CUDA_CHECK(cudaFree(ws));
+}
+
+}  // namespace
