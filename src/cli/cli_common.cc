@@ -29,9 +29,6 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model) {
   return Checkpoint::open(p);
 }
 
-namespace {
-
-/// Why the GPU path cannot run here, or "" when it can.
 std::string gpu_unavailable_reason() {
 #ifdef DAK_HAVE_CUDA
   std::string why;
@@ -43,8 +40,6 @@ std::string gpu_unavailable_reason() {
   return "this dak was built without CUDA (nvcc was not found at configure time)";
 #endif
 }
-
-}  // namespace
 
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device) {
   if (device == "cuda" || device == "auto") {
@@ -61,6 +56,27 @@ std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& d
     fail(fmt::format("unknown device '{}'", device), "--device", "use cpu, cuda or auto");
   }
   return std::make_unique<CpuModel>(ckpt);
+}
+
+std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
+                                           const std::string& device) {
+  if (device != "cuda" && device != "auto") {
+    fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",
+         "use --device cuda (or auto), or pass a real checkpoint with --model to use the CPU");
+  }
+  const std::string why = gpu_unavailable_reason();
+  if (!why.empty()) {
+    fail("cannot run --random-weights: " + why, "--device " + device,
+         "random weights are generated on the GPU; run on a machine with a Hopper GPU, or pass a real checkpoint "
+         "with --device cpu");
+  }
+#ifdef DAK_HAVE_CUDA
+  std::fprintf(stderr, "dak: %s with random bf16 weights (seed %llu)\n", config.name.c_str(),
+               static_cast<unsigned long long>(weights_seed));
+  return gpu::make_random_gpu_engine(config.config, weights_seed, config.path.string(), 0);
+#else
+  fail("unreachable: no GPU layer", "make_random_engine", "rebuild with CUDA");
+#endif
 }
 
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/checkpoint.h"
+#include "core/config_locator.h"
 #include "core/engine.h"
 
 namespace dak::cli {
@@ -25,6 +26,16 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model);
 /// dak::Error explaining what is missing otherwise). auto: cuda when usable, else the CPU
 /// reference with a notice on stderr.
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device);
+
+/// Why the GPU path cannot run here (no CUDA device or driver, not a Hopper GPU, or a dak built
+/// without CUDA), as a sentence; "" when it can.
+std::string gpu_unavailable_reason();
+
+/// GPU engine with deterministic random weights for `config` (--random-weights; seed
+/// `weights_seed`). `device` is cuda or auto; both need a usable GPU (random weights exist only
+/// on the GPU), cpu is refused. Throws dak::Error saying what is missing.
+std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
+                                           const std::string& device);
 
 /// "1,2,3" -> {1, 2, 3}. Throws dak::Error naming `flag` on anything else.
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag);

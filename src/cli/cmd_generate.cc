@@ -1,5 +1,7 @@
 // `dak generate`: tokenize prompts, batched prefill + decode on the chosen engine, print or
 // emit JSON with generated ids, text and timings (TTFT, TPOT, tokens/s).
+// With --random-weights the model is only a config (path, folder or shipped name) and the GPU
+// engine generates deterministic random weights: no tokenizer, prompts as ids.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +11,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "core/config_locator.h"
 #include "core/error.h"
 #include "core/generate.h"
 #include "core/tokenizer.h"
@@ -30,6 +33,8 @@ struct GenerateArgs {
   bool ignore_eos = false;
   std::string device = "auto";
   std::string output = "text";
+  bool random_weights = false;
+  uint64_t weights_seed = 0;
 };
 
 void run_generate(const GenerateArgs& a) {
@@ -38,16 +43,30 @@ void run_generate(const GenerateArgs& a) {
   }
   if (a.max_new_tokens < 1) fail("--max-new-tokens must be at least 1", "--max-new-tokens", "pass a positive number");
   const auto t_load = std::chrono::steady_clock::now();
-  auto ckpt = open_model(a.model);
+  std::unique_ptr<Checkpoint> ckpt;
   std::unique_ptr<Tokenizer> tok;
-  if (!a.prompts.empty() || a.output == "text" || a.output == "json") {
-    try {
-      tok = load_tokenizer(*ckpt);
-    } catch (const Error&) {
-      if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
+  std::unique_ptr<Engine> engine;
+  std::string model_path;
+  if (a.random_weights) {
+    if (!a.prompts.empty()) {
+      fail("--random-weights has no tokenizer, so text prompts cannot be encoded", "--prompt",
+           "pass the prompt as token ids with --prompt-ids 1,2,3");
     }
+    const LocatedConfig lc = locate_model_config(a.model);
+    model_path = lc.path.string();
+    engine = make_random_engine(lc, a.weights_seed, a.device);
+  } else {
+    ckpt = open_model(a.model);
+    model_path = ckpt->path().string();
+    if (!a.prompts.empty() || a.output == "text" || a.output == "json") {
+      try {
+        tok = load_tokenizer(*ckpt);
+      } catch (const Error&) {
+        if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
+      }
+    }
+    engine = make_engine(*ckpt, a.device);
   }
-  auto engine = make_engine(*ckpt, a.device);
   const double load_s = seconds_since(t_load);
 
   std::vector<std::vector<int32_t>> prompts;
@@ -120,7 +139,8 @@ void run_generate(const GenerateArgs& a) {
 
   if (a.output == "json") {
     nlohmann::json j;
-    j["model"] = ckpt->path().string();
+    j["model"] = model_path;
+    if (a.random_weights) j["weights"] = {{"random", true}, {"seed", a.weights_seed}};
     j["device"] = engine->device_name();
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const auto& s = r.sequences[i];
@@ -161,7 +181,13 @@ void run_generate(const GenerateArgs& a) {
 void add_generate_command(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* c = app.add_subcommand("generate", "Generate text from one or more prompts");
-  c->add_option("--model,-m", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
+  c->add_option("--model,-m", a->model,
+                "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct); with --random-weights a "
+                "config.json, a model folder or a shipped config name (llama-2-7b, ...)");
+  c->add_flag("--random-weights", a->random_weights,
+              "Run the config with deterministic random bf16 weights generated on the GPU (no checkpoint, no "
+              "tokenizer: use --prompt-ids; --device cuda or auto)");
+  c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str();
   c->add_option("--prompt,-p", a->prompts, "Prompt text (repeat for a batch)");
   c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");

@@ -5,12 +5,12 @@
 //            [--allocator greedy|uniform] [--output text|json] [--profile FILE]
 //            [--phase decode|prefill] [--offload-ratio R] [--no-staged] [--verbose]
 //            [--sweep-ratios 0:100:10]
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
-#include <optional>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/byte_size.h"
@@ -64,7 +64,7 @@ void add_plan_command(CLI::App& app) {
     std::string model;
     int64_t batch = 8, prompt_len = 32, gen_len = 32, tile_rows = 128;
     std::string gpu_memory;
-    double offload_ratio = -1;
+    double offload_ratio = 0;
     std::string allocator = "greedy";
     std::string output = "text";
     std::string profile;
@@ -83,7 +83,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--gen-len", a->gen_len, "generated tokens per sequence")->capture_default_str();
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)");
-  c->add_option("--offload-ratio", a->offload_ratio,
+  CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,
                 "force the global fraction R of weight + KV bytes on the host (0..1); overrides --gpu-memory");
   c->add_option("--allocator", a->allocator, "greedy or uniform")
       ->capture_default_str()
@@ -99,7 +99,7 @@ void add_plan_command(CLI::App& app) {
   c->add_flag("--verbose", a->verbose, "list every operator of every layer");
   c->add_option("--sweep-ratios", a->sweep,
                 "instead of one plan: greedy vs uniform TPOT over global ratios, percent, e.g. 0:100:10");
-  c->callback([a] {
+  c->callback([a, ratio_opt] {
     const LocatedConfig model = locate_model_config(a->model);
     const HardwareProfile profile =
         a->profile.empty() ? HardwareProfile::h200_default() : HardwareProfile::load(a->profile);
@@ -111,12 +111,13 @@ void add_plan_command(CLI::App& app) {
     req.shape.phase = parse_phase(a->phase, "--phase");
     req.shape.tile_rows = a->tile_rows;
     if (!a->gpu_memory.empty()) req.gpu_memory_bytes = parse_byte_size(a->gpu_memory, "--gpu-memory");
-    if (a->offload_ratio != -1) req.offload_ratio = a->offload_ratio;
+    if (ratio_opt->count() > 0) req.offload_ratio = a->offload_ratio;
     req.allocator = parse_allocator(a->allocator, "--allocator");
     req.allow_staged = !a->no_staged;
 
     if (!a->sweep.empty()) {
-      const std::vector<RatioSweepRow> rows = sweep_offload_ratio(model.config, profile, req, parse_ratio_list(a->sweep));
+      const std::vector<RatioSweepRow> rows =
+          sweep_offload_ratio(model.config, profile, req, parse_ratio_list(a->sweep));
       if (a->output == "json") {
         nlohmann::json j = nlohmann::json::array();
         for (const RatioSweepRow& r : rows)

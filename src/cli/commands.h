@@ -10,5 +10,6 @@ void add_generate_command(CLI::App& app);    // cmd_generate.cc
 void add_inspect_command(CLI::App& app);     // cmd_inspect.cc
 void add_perplexity_command(CLI::App& app);  // cmd_perplexity.cc
 void add_plan_command(CLI::App& app);        // cmd_plan.cc
+void add_bench_command(CLI::App& app);       // cmd_bench.cc
 
 }  // namespace dak::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   dak::cli::add_inspect_command(app);
   dak::cli::add_perplexity_command(app);
   dak::cli::add_plan_command(app);
+  dak::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

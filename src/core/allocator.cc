@@ -1,10 +1,10 @@
 #include "core/allocator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -79,7 +79,6 @@ std::vector<Segment> hull_segments(const AllocCurve& c, size_t op, int64_t start
   return segs;
 }
 
-
 // Suffix minima of one curve's time: for any h, the fastest point at or after h.
 struct SuffixMin {
   std::vector<double> time;
@@ -126,7 +125,8 @@ void finish_with_one_increment(const std::vector<AllocCurve>& curves, const std:
     for (size_t j = 0; j < curves.size(); ++j) {
       const AllocCurve& c = curves[j];
       const int64_t need = c.host_bytes[size_t(state[j])] + deficit;
-      const int64_t h_req = int64_t(std::lower_bound(c.host_bytes.begin(), c.host_bytes.end(), need) - c.host_bytes.begin());
+      const int64_t h_req =
+          int64_t(std::lower_bound(c.host_bytes.begin(), c.host_bytes.end(), need) - c.host_bytes.begin());
       if (h_req > units_of(c)) continue;
       const double t = total - c.time_s[size_t(state[j])] + suffix[j].time[size_t(h_req)];
       const bool better = t < best_total || (t == best_total && !c.prefer_late && curves[best_op].prefer_late);

@@ -1,11 +1,11 @@
 #include "core/byte_size.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -25,9 +25,20 @@ double unit_multiplier(const std::string& u) {
     double mult;
   };
   static const Unit kUnits[] = {
-      {"", 1},           {"b", 1},          {"kb", 1e3},       {"mb", 1e6},       {"gb", 1e9},
-      {"tb", 1e12},      {"k", 1024.0},     {"kib", 1024.0},   {"m", 1048576.0},  {"mib", 1048576.0},
-      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"t", 1099511627776.0}, {"tib", 1099511627776.0},
+      {"", 1},
+      {"b", 1},
+      {"kb", 1e3},
+      {"mb", 1e6},
+      {"gb", 1e9},
+      {"tb", 1e12},
+      {"k", 1024.0},
+      {"kib", 1024.0},
+      {"m", 1048576.0},
+      {"mib", 1048576.0},
+      {"g", 1073741824.0},
+      {"gib", 1073741824.0},
+      {"t", 1099511627776.0},
+      {"tib", 1099511627776.0},
   };
   for (const Unit& unit : kUnits)
     if (u == unit.name) return unit.mult;

@@ -1,8 +1,8 @@
 #include "core/capacity.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/byte_size.h"
 #include "core/error.h"
@@ -18,8 +18,7 @@ int64_t workspace_bytes(const OpGraph& graph) {
   // Live bf16 activations per token: residual, normed input, q/k/v, attention output, MLP inner
   // (gate and up, or fc1) and its activation.
   const int64_t inner = c.gated_mlp ? 2 * c.intermediate_size : c.intermediate_size;
-  const int64_t per_token =
-      2 * c.hidden_size + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + inner + c.intermediate_size;
+  const int64_t per_token = 2 * c.hidden_size + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + inner + c.intermediate_size;
   const int64_t logits = s.batch * c.vocab_size * 4;  // fp32 logits of the last position
   return tokens * per_token * 2 + logits;
 }

@@ -1,10 +1,10 @@
 #include "core/config_locator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -34,8 +34,8 @@ LocatedConfig locate_model_config(const std::string& model) {
     const fs::path p = fs::absolute(model, ec);
     const bool dir = fs::is_directory(p, ec);
     out.path = dir ? p / "config.json" : p;
-    out.name = dir ? p.filename().string() : (p.stem() == "config" ? p.parent_path().filename().string()
-                                                                  : p.stem().string());
+    out.name =
+        dir ? p.filename().string() : (p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string());
     out.config = ModelConfig::from_hf_file(out.path);
     return out;
   }

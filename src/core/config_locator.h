@@ -15,8 +15,8 @@ namespace dak {
 
 struct LocatedConfig {
   ModelConfig config;
-  std::string name;             // "llama-2-7b", or the folder / file stem
-  std::filesystem::path path;   // the config.json read
+  std::string name;            // "llama-2-7b", or the folder / file stem
+  std::filesystem::path path;  // the config.json read
 };
 
 /// Folder of the shipped configs: $DAK_CONFIGS_DIR if set, else <DAK_SOURCE_DIR>/configs.

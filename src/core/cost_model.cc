@@ -1,9 +1,9 @@
 #include "core/cost_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -17,9 +17,12 @@ double ceil_div(double a, double b) { return std::ceil(a / b); }
 
 std::string data_path_name(DataPath p) {
   switch (p) {
-    case DataPath::kNone: return "none";
-    case DataPath::kDirect: return "direct";
-    case DataPath::kStaged: return "staged";
+    case DataPath::kNone:
+      return "none";
+    case DataPath::kDirect:
+      return "direct";
+    case DataPath::kStaged:
+      return "staged";
   }
   return "?";
 }
@@ -32,9 +35,12 @@ DataPath parse_data_path(const std::string& s, const std::string& where) {
 
 std::string bound_name(Bound b) {
   switch (b) {
-    case Bound::kHbm: return "hbm";
-    case Bound::kHostLink: return "host_link";
-    case Bound::kCompute: return "compute";
+    case Bound::kHbm:
+      return "hbm";
+    case Bound::kHostLink:
+      return "host_link";
+    case Bound::kCompute:
+      return "compute";
   }
   return "?";
 }
@@ -56,7 +62,8 @@ CostModel::CostModel(const HardwareProfile& profile, CostParams params) : profil
     for (int64_t n = 1; n <= p.sm_count; ++n) {
       HostSide& h = host_side_[size_t(cl)][size_t(n)];
       int64_t streams = (n + cl - 1) / cl;  // one host read per cluster
-      h.stages = std::clamp<int64_t>(p.host_inflight_cap_bytes / (streams * p.host_stage_bytes), 1, p.max_stages_per_cta);
+      h.stages =
+          std::clamp<int64_t>(p.host_inflight_cap_bytes / (streams * p.host_stage_bytes), 1, p.max_stages_per_cta);
       h.inflight = streams * h.stages * p.host_stage_bytes;
       h.link_bps = p.host_direct_gbps(h.inflight) * 1e9;
       h.hbm_bps = p.hbm_read_gbps * p.hbm_factor(h.inflight) * 1e9;

@@ -128,8 +128,19 @@ struct CpuModel::Impl {
     cpu::linear(x, t, l.in, l.w.data(), l.b.empty() ? nullptr : l.b.data(), l.out, y);
   }
 
+  // The rows of one step: token tok[r] of sequence seq[r] at position pos[r].
+  struct Rows {
+    std::vector<int32_t> tok;
+    std::vector<int64_t> seq, pos;
+    int64_t size() const { return int64_t(tok.size()); }
+  };
+
   void load(const Checkpoint& ckpt);
   std::vector<float> forward(std::span<const std::vector<int32_t>> tokens, bool all_logits);
+  std::vector<float> embed_rows(const Rows& rw) const;                      // [T, Hd]
+  void attention_block(int64_t layer, const Rows& rw, std::vector<float>& x);  // x [T, Hd] in place
+  void mlp_block(const Layer& L, int64_t t, std::vector<float>& x) const;      // x [T, Hd] in place
+  std::vector<float> head(const std::vector<float>& x, const std::vector<int64_t>& rows) const;  // [n, V]
 };
 
 // ------------------------------------------------------------------------------ loading
@@ -225,7 +236,8 @@ void CpuModel::Impl::load(const Checkpoint& ckpt) {
   // Decode in parallel; exceptions cannot leave an OpenMP region, so the first is kept.
   std::exception_ptr error;
   const int64_t n = static_cast<int64_t>(loads.size());
-#pragma omp parallel for schedule(dynamic, 1)
+  const int threads = cpu::parallel_threads(cpu::kMinParallelMacs);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
   for (int64_t i = 0; i < n; ++i) {
     try {
       const std::vector<float> v = ckpt.read_f32(*loads[i].info);
@@ -319,9 +331,9 @@ std::vector<float> CpuModel::Impl::forward(std::span<const std::vector<int32_t>>
     fail(fmt::format("step() got {} sequences, the cache holds {}", tokens.size(), batch),
          "CpuModel::step", "pass one (possibly empty) token list per sequence");
 
-  // Flatten: row r is token tok[r] of sequence seq[r] at position tpos[r].
-  std::vector<int32_t> tok;
-  std::vector<int64_t> seq, tpos;
+  // Flatten: row r is token tok[r] of sequence seq[r] at position tpos[r]. All checks come
+  // before any state changes.
+  Rows rw;
   std::vector<int64_t> last_row(static_cast<size_t>(batch), -1);
   for (int64_t b = 0; b < batch; ++b) {
     const auto& ids = tokens[b];
@@ -335,128 +347,153 @@ std::vector<float> CpuModel::Impl::forward(std::span<const std::vector<int32_t>>
         fail(fmt::format("token id {} (sequence {}, index {}) is outside the vocabulary of {}", ids[i],
                          b, i, c.vocab_size),
              "CpuModel::step", "tokenize with the tokenizer that belongs to this model");
-      last_row[b] = int64_t(tok.size());
-      tok.push_back(ids[i]);
-      seq.push_back(b);
-      tpos.push_back(pos[b] + int64_t(i));
-    }
-  }
-  const int64_t t = int64_t(tok.size());
-  const int64_t hd = c.hidden_size, e = c.embed_dim(), qd = c.q_dim(), kvd = c.kv_dim();
-  const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim, ff = c.intermediate_size;
-
-  const int64_t qkvd = qd + 2 * kvd;               // row of the fused q/k/v output
-  const int64_t gud = c.gated_mlp ? 2 * ff : ff;   // row of the fused gate/up output
-  std::vector<float> x(size_t(t * hd)), h(size_t(t * hd)), o(size_t(t * hd));
-  std::vector<float> qkv(size_t(t * qkvd)), a(size_t(t * qd));
-  std::vector<float> gu(size_t(t * gud)), m(c.gated_mlp ? size_t(t * ff) : 0);
-
-  // Embedding (+ OPT project_in and learned positions).
-  {
-    std::vector<float> emb(size_t(t * e));
-    for (int64_t r = 0; r < t; ++r)
-      std::copy_n(embed.data() + int64_t(tok[r]) * e, e, emb.data() + r * e);
-    if (e != hd) {
-      apply(project_in, emb.data(), t, x.data());
-    } else {
-      x.swap(emb);
-    }
-    if (!positions.empty()) {
-      for (int64_t r = 0; r < t; ++r) {
-        const float* pr = positions.data() + (tpos[r] + c.position_offset) * hd;
-        for (int64_t j = 0; j < hd; ++j) x[r * hd + j] += pr[j];
-      }
+      last_row[b] = int64_t(rw.tok.size());
+      rw.tok.push_back(ids[i]);
+      rw.seq.push_back(b);
+      rw.pos.push_back(pos[b] + int64_t(i));
     }
   }
 
-  const bool pre_ln = c.arch != Arch::kOpt || c.do_layer_norm_before;
-  const int64_t max_pos = t > 0 ? *std::max_element(tpos.begin(), tpos.end()) : 0;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  const int64_t group = nh / nkv;
+  std::vector<float> x = embed_rows(rw);
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    const Layer& L = layers[l];
-    // --- attention block
-    const float* in = x.data();
-    if (pre_ln) {
-      norm(L.attn_norm, x.data(), t, h.data());
-      in = h.data();
-    }
-    apply(L.qkv, in, t, qkv.data());
-    for (int64_t r = 0; r < t; ++r) {
-      float* qr = qkv.data() + r * qkvd;  // [q | k | v]
-      if (!inv_freq.empty()) {
-        cpu::apply_rope(qr, nh, d, inv_freq.data(), tpos[r]);
-        cpu::apply_rope(qr + qd, nkv, d, inv_freq.data(), tpos[r]);
-      }
-      std::copy_n(qr + qd, kvd, kv_row(k_cache.get(), l, seq[r], tpos[r]));
-      std::copy_n(qr + qd + kvd, kvd, kv_row(v_cache.get(), l, seq[r], tpos[r]));
-    }
-#pragma omp parallel if (2 * t * nh * (max_pos + 1) * d >= cpu::kMinParallelMacs)
-    {
-      std::vector<float> scratch(static_cast<size_t>(max_context));
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t rh = 0; rh < t * nh; ++rh) {
-        const int64_t r = rh / nh, hq = rh % nh, hk = hq / group;
-        const int64_t p = tpos[r];
-        const int64_t lo = c.sliding_window > 0 ? std::max<int64_t>(0, p - c.sliding_window + 1) : 0;
-        const float* kr = kv_row(k_cache.get(), l, seq[r], lo) + hk * d;
-        const float* vr = kv_row(v_cache.get(), l, seq[r], lo) + hk * d;
-        cpu::attend_head(qkv.data() + r * qkvd + hq * d, kr, vr, kvd, p - lo + 1, d, scale,
-                         a.data() + r * qd + hq * d, scratch.data());
-      }
-    }
-    apply(L.o, a.data(), t, o.data());
-    for (int64_t i = 0; i < t * hd; ++i) x[i] += o[i];
-    if (!pre_ln) norm(L.attn_norm, x.data(), t, x.data());
-
-    // --- MLP block
-    in = x.data();
-    if (pre_ln) {
-      norm(L.mlp_norm, x.data(), t, h.data());
-      in = h.data();
-    }
-    apply(L.gate_up, in, t, gu.data());
-    const float* mid = gu.data();
-    if (c.gated_mlp) {
-      for (int64_t r = 0; r < t; ++r) {
-        float* gr = gu.data() + r * gud;  // [gate | up]
-        cpu::activate(gr, ff, c.activation);
-        for (int64_t i = 0; i < ff; ++i) m[r * ff + i] = gr[i] * gr[ff + i];
-      }
-      mid = m.data();
-    } else {
-      cpu::activate(gu.data(), t * ff, c.activation);
-    }
-    apply(L.down, mid, t, o.data());
-    for (int64_t i = 0; i < t * hd; ++i) x[i] += o[i];
-    if (!pre_ln) norm(L.mlp_norm, x.data(), t, x.data());
+    attention_block(l, rw, x);
+    mlp_block(layers[l], rw.size(), x);
   }
+  for (int64_t r = 0; r < rw.size(); ++r) pos[rw.seq[r]] = rw.pos[r] + 1;
 
-  for (int64_t r = 0; r < t; ++r) pos[seq[r]] = tpos[r] + 1;
-
-  // Rows that need logits.
-  std::vector<int64_t> rows;
+  // Logits of every appended row, or of each sequence's last row (zeros where it has none).
+  std::vector<int64_t> out_rows;
   if (all_logits) {
-    for (int64_t r = 0; r < t; ++r) rows.push_back(r);
+    for (int64_t r = 0; r < rw.size(); ++r) out_rows.push_back(r);
   } else {
-    for (int64_t b = 0; b < batch; ++b) rows.push_back(last_row[b]);
+    for (int64_t b = 0; b < batch; ++b)
+      if (last_row[b] >= 0) out_rows.push_back(last_row[b]);
   }
-  const int64_t nr = int64_t(rows.size());
-  std::vector<float> fin(size_t(nr * hd), 0.0f);
-  for (int64_t i = 0; i < nr; ++i)
-    if (rows[i] >= 0) std::copy_n(x.data() + rows[i] * hd, hd, fin.data() + i * hd);
-  if (has_final_norm) norm(final_norm, fin.data(), nr, fin.data());
-  std::vector<float> out_in;
-  const float* head_in = fin.data();
+  const std::vector<float> lg = head(x, out_rows);
+  if (all_logits) return lg;
+  const int64_t v = c.vocab_size;
+  std::vector<float> logits(size_t(batch * v), 0.0f);
+  for (int64_t b = 0, i = 0; b < batch; ++b)
+    if (last_row[b] >= 0) std::copy_n(lg.data() + (i++) * v, v, logits.data() + b * v);
+  return logits;
+}
+
+std::vector<float> CpuModel::Impl::embed_rows(const Rows& rw) const {
+  const ModelConfig& c = cfg;
+  const int64_t t = rw.size(), hd = c.hidden_size, e = c.embed_dim();
+  std::vector<float> emb(size_t(t * e));
+  for (int64_t r = 0; r < t; ++r) std::copy_n(embed.data() + int64_t(rw.tok[r]) * e, e, emb.data() + r * e);
+  std::vector<float> x;
   if (e != hd) {
-    out_in.resize(size_t(nr * e));
-    apply(project_out, fin.data(), nr, out_in.data());
-    head_in = out_in.data();
+    x.resize(size_t(t * hd));
+    apply(project_in, emb.data(), t, x.data());
+  } else {
+    x.swap(emb);
   }
-  std::vector<float> logits(size_t(nr * c.vocab_size));
-  cpu::linear(head_in, nr, e, lm_weight(), nullptr, c.vocab_size, logits.data());
-  for (int64_t i = 0; i < nr; ++i)
-    if (rows[i] < 0) std::fill_n(logits.data() + i * c.vocab_size, c.vocab_size, 0.0f);
+  if (!positions.empty()) {
+    // OPTLearnedPositionalEmbedding: row position + 2.
+    for (int64_t r = 0; r < t; ++r) {
+      const float* pr = positions.data() + (rw.pos[r] + c.position_offset) * hd;
+      for (int64_t j = 0; j < hd; ++j) x[r * hd + j] += pr[j];
+    }
+  }
+  return x;
+}
+
+void CpuModel::Impl::attention_block(int64_t l, const Rows& rw, std::vector<float>& x) {
+  const ModelConfig& c = cfg;
+  const Layer& L = layers[l];
+  const int64_t t = rw.size(), hd = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim();
+  const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim, group = nh / nkv;
+  const int64_t qkvd = qd + 2 * kvd;  // row of the fused q/k/v output: [q | k | v]
+  const bool pre_ln = c.arch != Arch::kOpt || c.do_layer_norm_before;
+
+  std::vector<float> qkv(size_t(t * qkvd)), a(size_t(t * qd)), o(size_t(t * hd));
+  if (pre_ln) {
+    std::vector<float> h(size_t(t * hd));
+    norm(L.attn_norm, x.data(), t, h.data());
+    apply(L.qkv, h.data(), t, qkv.data());
+  } else {
+    apply(L.qkv, x.data(), t, qkv.data());
+  }
+  for (int64_t r = 0; r < t; ++r) {
+    float* qr = qkv.data() + r * qkvd;
+    if (!inv_freq.empty()) {
+      cpu::apply_rope(qr, nh, d, inv_freq.data(), rw.pos[r]);
+      cpu::apply_rope(qr + qd, nkv, d, inv_freq.data(), rw.pos[r]);
+    }
+    std::copy_n(qr + qd, kvd, kv_row(k_cache.get(), l, rw.seq[r], rw.pos[r]));
+    std::copy_n(qr + qd + kvd, kvd, kv_row(v_cache.get(), l, rw.seq[r], rw.pos[r]));
+  }
+
+  // Every (row, query head) pair reads the keys of its sequence in [lo, pos]; with a sliding
+  // window W only keys j > pos - W (modeling_mistral.py / masking_utils sliding window).
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  const int64_t max_pos = t > 0 ? *std::max_element(rw.pos.begin(), rw.pos.end()) : 0;
+  const int threads = cpu::parallel_threads(2 * t * nh * (max_pos + 1) * d);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<float> scratch(static_cast<size_t>(max_context));
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t rh = 0; rh < t * nh; ++rh) {
+      const int64_t r = rh / nh, hq = rh % nh, hk = hq / group;
+      const int64_t p = rw.pos[r];
+      const int64_t lo = c.sliding_window > 0 ? std::max<int64_t>(0, p - c.sliding_window + 1) : 0;
+      const float* kr = kv_row(k_cache.get(), l, rw.seq[r], lo) + hk * d;
+      const float* vr = kv_row(v_cache.get(), l, rw.seq[r], lo) + hk * d;
+      cpu::attend_head(qkv.data() + r * qkvd + hq * d, kr, vr, kvd, p - lo + 1, d, scale,
+                       a.data() + r * qd + hq * d, scratch.data());
+    }
+  }
+  apply(L.o, a.data(), t, o.data());
+  for (int64_t i = 0; i < t * hd; ++i) x[i] += o[i];
+  if (!pre_ln) norm(L.attn_norm, x.data(), t, x.data());  // OPT-350m: post-LN
+}
+
+void CpuModel::Impl::mlp_block(const Layer& L, int64_t t, std::vector<float>& x) const {
+  const ModelConfig& c = cfg;
+  const int64_t hd = c.hidden_size, ff = c.intermediate_size;
+  const int64_t gud = c.gated_mlp ? 2 * ff : ff;  // row of the fused output: [gate | up] or fc1
+  const bool pre_ln = c.arch != Arch::kOpt || c.do_layer_norm_before;
+
+  std::vector<float> gu(size_t(t * gud)), o(size_t(t * hd));
+  if (pre_ln) {
+    std::vector<float> h(size_t(t * hd));
+    norm(L.mlp_norm, x.data(), t, h.data());
+    apply(L.gate_up, h.data(), t, gu.data());
+  } else {
+    apply(L.gate_up, x.data(), t, gu.data());
+  }
+  if (c.gated_mlp) {
+    // down(act(gate) * up), written over the gate half of each row's [gate | up].
+    std::vector<float> m(size_t(t * ff));
+    for (int64_t r = 0; r < t; ++r) {
+      float* gr = gu.data() + r * gud;
+      cpu::activate(gr, ff, c.activation);
+      for (int64_t i = 0; i < ff; ++i) m[r * ff + i] = gr[i] * gr[ff + i];
+    }
+    apply(L.down, m.data(), t, o.data());
+  } else {
+    cpu::activate(gu.data(), t * ff, c.activation);
+    apply(L.down, gu.data(), t, o.data());
+  }
+  for (int64_t i = 0; i < t * hd; ++i) x[i] += o[i];
+  if (!pre_ln) norm(L.mlp_norm, x.data(), t, x.data());
+}
+
+std::vector<float> CpuModel::Impl::head(const std::vector<float>& x, const std::vector<int64_t>& rows) const {
+  const ModelConfig& c = cfg;
+  const int64_t hd = c.hidden_size, e = c.embed_dim(), n = int64_t(rows.size());
+  std::vector<float> f(size_t(n * hd));
+  for (int64_t i = 0; i < n; ++i) std::copy_n(x.data() + rows[i] * hd, hd, f.data() + i * hd);
+  if (has_final_norm) norm(final_norm, f.data(), n, f.data());
+  if (e != hd) {
+    std::vector<float> p(size_t(n * e));
+    apply(project_out, f.data(), n, p.data());
+    f.swap(p);
+  }
+  std::vector<float> logits(size_t(n * c.vocab_size));
+  cpu::linear(f.data(), n, e, lm_weight(), nullptr, c.vocab_size, logits.data());
   return logits;
 }
 

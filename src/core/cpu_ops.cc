@@ -1,8 +1,19 @@
 #include "core/cpu_ops.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <ctime>
+#include <fstream>
+#include <mutex>
 #include <numbers>
+#include <string>
+#include <thread>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DAK_CPU_X86 1
@@ -158,13 +169,92 @@ void linear_with(RowsKernel kernel, const float* x, int64_t t, int64_t k, const 
   // stays in L1/L2 while every token block streams past it.
   constexpr int64_t kRowBlock = 16;
   const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-#pragma omp parallel for schedule(static) if (t * k * m >= kMinParallelMacs)
+  const int threads = parallel_threads(t * k * m);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t blk = 0; blk < blocks; ++blk) {
     kernel(x, t, k, w, bias, m, y, blk * kRowBlock, std::min(m, (blk + 1) * kRowBlock));
   }
 }
 
 }  // namespace
+
+#ifdef _OPENMP
+namespace {
+
+// System-wide busy and total CPU ticks from the first line of /proc/stat
+// ("cpu user nice system idle iowait irq softirq steal ..."); false where unavailable.
+bool read_cpu_ticks(int64_t& busy, int64_t& total) {
+  std::ifstream f("/proc/stat");
+  std::string label;
+  if (!(f >> label) || label != "cpu") return false;
+  int64_t sum = 0, idle = 0, v = 0;
+  for (int i = 0; i < 8 && (f >> v); ++i) {  // guest time is already inside user / nice
+    sum += v;
+    if (i == 3 || i == 4) idle += v;
+  }
+  busy = sum - idle;
+  total = sum;
+  return sum > 0;
+}
+
+// Threads worth using now: the cores that other processes left idle since the last look
+// (system busy time minus this process's own CPU time), between 1 and omp_get_max_threads().
+class CoreGauge {
+ public:
+  int threads() {
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (lock.owns_lock()) update();
+    return threads_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  void update() {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point now = Clock::now();
+    if (have_ && now - wall_ < std::chrono::milliseconds(250)) return;
+    int64_t busy = 0, total = 0;
+    const double self_s = double(std::clock()) / CLOCKS_PER_SEC;  // all threads of this process
+    if (!read_cpu_ticks(busy, total)) {
+      threads_.store(max_threads(), std::memory_order_relaxed);
+      return;
+    }
+    if (have_ && total > total_) {
+      const double cpus = std::max(1u, std::thread::hardware_concurrency());
+      const double wall_s = std::chrono::duration<double>(now - wall_).count();
+      const double busy_cores = double(busy - busy_) / double(total - total_) * cpus;
+      const double others = busy_cores - (self_s - self_s_) / wall_s;
+      const double free_cores = double(omp_get_num_procs()) - std::max(0.0, others);
+      threads_.store(std::clamp(int(free_cores + 0.5), 1, max_threads()), std::memory_order_relaxed);
+    }
+    have_ = true;
+    busy_ = busy;
+    total_ = total;
+    self_s_ = self_s;
+    wall_ = now;
+  }
+  static int max_threads() { return std::max(1, omp_get_max_threads()); }
+
+  std::mutex mu_;
+  std::atomic<int> threads_{1};  // until a first interval has been measured
+  bool have_ = false;
+  int64_t busy_ = 0, total_ = 0;
+  double self_s_ = 0;
+  std::chrono::steady_clock::time_point wall_;
+};
+
+}  // namespace
+#endif
+
+int parallel_threads(int64_t macs) {
+#ifdef _OPENMP
+  static CoreGauge gauge;
+  const int threads = gauge.threads();  // sampled on every call so that the interval stays short
+  return macs < kMinParallelMacs ? 1 : threads;
+#else
+  (void)macs;
+  return 1;
+#endif
+}
 
 void linear(const float* x, int64_t t, int64_t k, const float* w, const float* bias, int64_t m,
             float* y) {

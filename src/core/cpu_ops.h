@@ -11,14 +11,21 @@
 
 namespace dak::cpu {
 
-/// Work (multiply-adds) below which an op runs on the calling thread only.
-/// NOTE: with libgomp's default wait policy, every parallel region leaves the other threads
-/// spinning for milliseconds afterwards; on shared cores (a busy CI runner, ctest -j, a build
-/// next door) they steal time from the serial work in between. Measured on the 2-core dev
-/// machine under load, SmolLM2 decode ran at 1-3 tokens/s with a region per op and at
-/// 10 tokens/s single-threaded. Regions are therefore kept for work of a millisecond or more
-/// (prefill, long-context attention, the LM head), where they pay for themselves even then.
-inline constexpr int64_t kMinParallelMacs = int64_t(1) << 22;
+/// Work (multiply-adds, ~30-100 us on one core) below which an op runs on the calling thread.
+inline constexpr int64_t kMinParallelMacs = int64_t(1) << 18;
+
+/// OpenMP threads for an op of `macs` multiply-adds: 1 below kMinParallelMacs, else the cores
+/// that other processes left idle recently (Linux /proc/stat busy time minus this process's
+/// own CPU time, re-measured every 250 ms; 1 until the first measurement), between 1 and
+/// omp_get_max_threads(). Results do not depend on the thread count: threads split output
+/// rows (and attention rows x heads), never a reduction.
+/// NOTE: libgomp's default wait policy spins for milliseconds after every parallel region, so
+/// on shared cores (a busy CI runner, ctest -j, a build next door) extra threads take the time
+/// the serial work in between needs. Measured on the 2-core dev machine with SmolLM2-135M:
+/// at load 7, decode ran at 1-3 tokens/s on 2 threads vs 10 on one; at load 2, prefill of
+/// 100 tokens took 1.56 s on 2 threads vs 0.62 s on one; on idle cores 2 threads give
+/// 0.40 s and 25 tokens/s (one: 0.62 s, 18 tokens/s).
+int parallel_threads(int64_t macs);
 
 /// y[T, M] = x[T, K] · w[M, K]^T (+ bias[M] when non-null): torch.nn.Linear with weights
 /// stored [out, in] as in HF checkpoints. Each output is a contiguous dot product; tokens are

@@ -70,7 +70,10 @@ struct PerplexityResult {
 };
 
 /// Perplexity of `ids` (teacher-forced, one sequence), scoring tokens 1..n-1, in windows of
-/// at most `context` tokens (0: the model context) without overlap.
+/// at most `context` tokens (0: the model context) without overlap of scored tokens: a window
+/// starts at the last token of the previous one (as unscored context), so every token 1..n-1
+/// is scored exactly once. Throws dak::Error for fewer than 2 ids or a window outside
+/// [2, model context].
 PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context = 0);
 
 }  // namespace dak

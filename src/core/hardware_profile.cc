@@ -1,11 +1,11 @@
 #include "core/hardware_profile.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -119,7 +119,8 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   if (!rates.is_array() || rates.empty()) fail("compute.tensor_tflops must be a non-empty array", wk, "list classes");
   for (size_t i = 0; i < rates.size(); ++i) {
     const std::string wr = fmt::format("{}.tensor_tflops[{}]", wk, i);
-    p.tensor_tflops.push_back({positive_int(rates[i], "max_tokens", wr, true), positive_number(rates[i], "tflops", wr)});
+    p.tensor_tflops.push_back(
+        {positive_int(rates[i], "max_tokens", wr, true), positive_number(rates[i], "tflops", wr)});
   }
   std::stable_sort(p.tensor_tflops.begin(), p.tensor_tflops.end(), [](const auto& a, const auto& b) {
     return (a.max_tokens == 0 ? INT64_MAX : a.max_tokens) < (b.max_tokens == 0 ? INT64_MAX : b.max_tokens);
@@ -164,8 +165,11 @@ HardwareProfile HardwareProfile::h200_default() {
 json HardwareProfile::to_json() const {
   json cont = json::array();
   for (const ContentionPoint& c : contention)
-    cont.push_back({{"host_ctas", c.host_ctas}, {"stages_per_cta", c.stages_per_cta}, {"stage_bytes", c.stage_bytes},
-                    {"hbm_ctas", c.hbm_ctas}, {"hbm_gbps", c.hbm_gbps}});
+    cont.push_back({{"host_ctas", c.host_ctas},
+                    {"stages_per_cta", c.stages_per_cta},
+                    {"stage_bytes", c.stage_bytes},
+                    {"hbm_ctas", c.hbm_ctas},
+                    {"hbm_gbps", c.hbm_gbps}});
   json rates = json::array();
   for (const TensorRateClass& r : tensor_tflops) rates.push_back({{"max_tokens", r.max_tokens}, {"tflops", r.tflops}});
   json j = {
@@ -190,7 +194,8 @@ json HardwareProfile::to_json() const {
         {"max_multicast_cluster", max_multicast_cluster},
         {"hbm_slowdown_during_copy", hbm_slowdown_during_copy}}},
       {"contention", cont},
-      {"compute", {{"kernel_overhead_us", kernel_overhead_us}, {"mma_min_rows", mma_min_rows}, {"tensor_tflops", rates}}},
+      {"compute",
+       {{"kernel_overhead_us", kernel_overhead_us}, {"mma_min_rows", mma_min_rows}, {"tensor_tflops", rates}}},
       {"host_memory", {{"pinnable_bytes", pinnable_host_bytes}, {"pin_gib_per_s", pin_gib_per_s}}},
   };
   j["sources"] = json(sources);

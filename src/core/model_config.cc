@@ -150,6 +150,11 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
     c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
   }
   const std::string sub_where = where + ": " + section;
+  for (const auto& [key, value] : rs->items()) {
+    if (value.is_object())
+      fail("per-layer-type rope parameters ('" + key + "') are not supported",
+           field_where(where, section), "dak supports one set of rope parameters for all layers");
+  }
   std::string type = get_string(*rs, "rope_type", "", sub_where);
   if (type.empty()) type = get_string(*rs, "type", "default", sub_where);
   if (type == "default") return;

@@ -1,8 +1,8 @@
 #include "core/op_graph.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/error.h"
 
@@ -48,8 +48,7 @@ class GraphBuilder {
   }
 
   // y[N, M] = x[N, K] W[M, K]^T over `n` tokens; `parts` are the fused tensors in row order.
-  void add_linear(std::string role, int64_t layer, int64_t n, int64_t k, std::vector<TensorPart> parts,
-                  bool bias) {
+  void add_linear(std::string role, int64_t layer, int64_t n, int64_t k, std::vector<TensorPart> parts, bool bias) {
     Op& op = push(std::move(role), layer, OpKind::kLinear);
     int64_t m = 0;
     for (const TensorPart& p : parts) m += p.rows;
@@ -132,8 +131,7 @@ class GraphBuilder {
     // CTA work items per sequence: kv heads × query tiles of 128 rows (prefill) or × context
     // splits of 256 positions (decode, flash-decoding style).
     const int64_t group = c_.num_heads / c_.num_kv_heads;
-    op.items_per_unit =
-        c_.num_kv_heads * (prefill ? ceil_div(s_.prompt_len * group, 128) : ceil_div(op.context, 256));
+    op.items_per_unit = c_.num_kv_heads * (prefill ? ceil_div(s_.prompt_len * group, 128) : ceil_div(op.context, 256));
     const int64_t window = c_.sliding_window > 0 ? c_.sliding_window : INT64_MAX;
     double attended = 0;  // Σ over the q_len new positions of the positions each attends to
     if (prefill) {
@@ -204,10 +202,14 @@ Phase parse_phase(const std::string& s, const std::string& where) {
 
 std::string op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::kEmbedding: return "embedding";
-    case OpKind::kNorm: return "norm";
-    case OpKind::kLinear: return "linear";
-    case OpKind::kAttention: return "attention";
+    case OpKind::kEmbedding:
+      return "embedding";
+    case OpKind::kNorm:
+      return "norm";
+    case OpKind::kLinear:
+      return "linear";
+    case OpKind::kAttention:
+      return "attention";
   }
   return "?";
 }

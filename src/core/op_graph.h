@@ -53,8 +53,8 @@ struct TensorPart {
 
 /// One operator of a forward step.
 struct Op {
-  std::string name;  // unique: "embed_tokens", "layers.3.qkv_proj", "lm_head"
-  std::string role;  // the same for every layer: "qkv_proj", "attention", ...
+  std::string name;    // unique: "embed_tokens", "layers.3.qkv_proj", "lm_head"
+  std::string role;    // the same for every layer: "qkv_proj", "attention", ...
   int64_t layer = -1;  // decoder layer, -1 outside the layer stack
   OpKind kind = OpKind::kNorm;
 
@@ -75,11 +75,11 @@ struct Op {
 
   // Split axis.
   bool splittable = false;
-  int64_t split_rows = 0;   // M (linear), V (embedding), B (attention)
-  int64_t unit_rows = 1;    // rows per allocation unit (tile rows, or 1 sequence)
-  int64_t row_bytes = 0;    // resident bytes per split row (resident_bytes == split_rows * row_bytes)
-  int64_t items_per_unit = 1;  // CTA work items per unit (N tiles of a linear, kv heads of attention)
-  int64_t kernels = 1;         // kernel launches for this operator in a step
+  int64_t split_rows = 0;           // M (linear), V (embedding), B (attention)
+  int64_t unit_rows = 1;            // rows per allocation unit (tile rows, or 1 sequence)
+  int64_t row_bytes = 0;            // resident bytes per split row (resident_bytes == split_rows * row_bytes)
+  int64_t items_per_unit = 1;       // CTA work items per unit (N tiles of a linear, kv heads of attention)
+  int64_t kernels = 1;              // kernel launches for this operator in a step
   std::vector<TensorPart> tensors;  // checkpoint tensors in split-axis order (splittable ops)
   std::string tied_to;              // op whose tensor this one reads (tied embeddings), else ""
 

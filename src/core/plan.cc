@@ -1,10 +1,10 @@
 #include "core/plan.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -58,16 +58,41 @@ class Reader {
 json op_to_json(const PlanOp& o) {
   json tensors = json::array();
   for (const TensorPart& t : o.tensors) tensors.push_back({{"name", t.name}, {"rows", t.rows}});
-  return {{"name", o.name}, {"role", o.role}, {"layer", o.layer}, {"kind", op_kind_name(o.kind)},
-          {"m", o.m}, {"n", o.n}, {"k", o.k}, {"batch", o.batch}, {"q_len", o.q_len}, {"context", o.context},
-          {"heads", o.heads}, {"kv_heads", o.kv_heads}, {"head_dim", o.head_dim}, {"bytes", o.bytes},
-          {"step_bytes", o.step_bytes}, {"fixed_bytes", o.fixed_bytes}, {"flops", o.flops},
-          {"split_rows", o.split_rows}, {"unit_rows", o.unit_rows}, {"host_units", o.host_units},
-          {"host_rows", o.host_rows}, {"host_fraction", o.host_fraction}, {"host_bytes", o.host_bytes},
-          {"data_path", data_path_name(o.path)}, {"host_ctas", o.host_ctas}, {"stages_per_cta", o.stages_per_cta},
-          {"cluster", o.cluster}, {"predicted_time_s", o.predicted_time_s}, {"compute_s", o.compute_s},
-          {"hbm_s", o.hbm_s}, {"host_s", o.host_s}, {"overhead_s", o.overhead_s}, {"bound", bound_name(o.bound)},
-          {"tensors", tensors}, {"tied_to", o.tied_to}};
+  return {{"name", o.name},
+          {"role", o.role},
+          {"layer", o.layer},
+          {"kind", op_kind_name(o.kind)},
+          {"m", o.m},
+          {"n", o.n},
+          {"k", o.k},
+          {"batch", o.batch},
+          {"q_len", o.q_len},
+          {"context", o.context},
+          {"heads", o.heads},
+          {"kv_heads", o.kv_heads},
+          {"head_dim", o.head_dim},
+          {"bytes", o.bytes},
+          {"step_bytes", o.step_bytes},
+          {"fixed_bytes", o.fixed_bytes},
+          {"flops", o.flops},
+          {"split_rows", o.split_rows},
+          {"unit_rows", o.unit_rows},
+          {"host_units", o.host_units},
+          {"host_rows", o.host_rows},
+          {"host_fraction", o.host_fraction},
+          {"host_bytes", o.host_bytes},
+          {"data_path", data_path_name(o.path)},
+          {"host_ctas", o.host_ctas},
+          {"stages_per_cta", o.stages_per_cta},
+          {"cluster", o.cluster},
+          {"predicted_time_s", o.predicted_time_s},
+          {"compute_s", o.compute_s},
+          {"hbm_s", o.hbm_s},
+          {"host_s", o.host_s},
+          {"overhead_s", o.overhead_s},
+          {"bound", bound_name(o.bound)},
+          {"tensors", tensors},
+          {"tied_to", o.tied_to}};
 }
 
 PlanOp op_from_json(const json& j, const std::string& where) {
@@ -110,9 +135,12 @@ PlanOp op_from_json(const json& j, const std::string& where) {
 
 std::string allocator_name(AllocatorKind a) {
   switch (a) {
-    case AllocatorKind::kGreedy: return "greedy";
-    case AllocatorKind::kUniform: return "uniform";
-    case AllocatorKind::kBruteForce: return "brute_force";
+    case AllocatorKind::kGreedy:
+      return "greedy";
+    case AllocatorKind::kUniform:
+      return "uniform";
+    case AllocatorKind::kBruteForce:
+      return "brute_force";
   }
   return "?";
 }
@@ -125,30 +153,52 @@ AllocatorKind parse_allocator(const std::string& s, const std::string& where) {
 
 json Plan::to_json() const {
   const PlanInputs& in = inputs;
-  json inputs_j = {{"model", in.model}, {"arch", in.arch}, {"phase", phase_name(in.phase)}, {"batch", in.batch},
-                   {"prompt_len", in.prompt_len}, {"gen_len", in.gen_len}, {"context_len", in.context_len},
-                   {"max_context", in.max_context}, {"gpu_memory_bytes", in.gpu_memory_bytes},
+  json inputs_j = {{"model", in.model},
+                   {"arch", in.arch},
+                   {"phase", phase_name(in.phase)},
+                   {"batch", in.batch},
+                   {"prompt_len", in.prompt_len},
+                   {"gen_len", in.gen_len},
+                   {"context_len", in.context_len},
+                   {"max_context", in.max_context},
+                   {"gpu_memory_bytes", in.gpu_memory_bytes},
                    {"gpu_memory_default", in.gpu_memory_default},
                    {"offload_ratio", in.offload_ratio ? json(*in.offload_ratio) : json(nullptr)},
-                   {"allocator", allocator_name(in.allocator)}, {"allow_staged", in.allow_staged},
-                   {"tile_rows", in.tile_rows}, {"tile_n", in.tile_n},
-                   {"staging_chunk_bytes", in.staging_chunk_bytes}, {"staging_ring_bytes", in.staging_ring_bytes},
-                   {"profile_name", in.profile_name}, {"profile_version", in.profile_version}};
+                   {"allocator", allocator_name(in.allocator)},
+                   {"allow_staged", in.allow_staged},
+                   {"tile_rows", in.tile_rows},
+                   {"tile_n", in.tile_n},
+                   {"staging_chunk_bytes", in.staging_chunk_bytes},
+                   {"staging_ring_bytes", in.staging_ring_bytes},
+                   {"profile_name", in.profile_name},
+                   {"profile_version", in.profile_version}};
   const Capacity& c = capacity;
-  json cap_j = {{"weight_bytes", c.weight_bytes}, {"splittable_weight_bytes", c.splittable_weight_bytes},
-                {"kv_bytes", c.kv_bytes}, {"workspace_bytes", c.workspace_bytes}, {"total_bytes", c.total_bytes},
-                {"hbm_budget_bytes", c.hbm_budget_bytes}, {"required_host_bytes", c.required_host_bytes},
+  json cap_j = {{"weight_bytes", c.weight_bytes},
+                {"splittable_weight_bytes", c.splittable_weight_bytes},
+                {"kv_bytes", c.kv_bytes},
+                {"workspace_bytes", c.workspace_bytes},
+                {"total_bytes", c.total_bytes},
+                {"hbm_budget_bytes", c.hbm_budget_bytes},
+                {"required_host_bytes", c.required_host_bytes},
                 {"global_ratio", c.global_ratio}};
   const PlanTotals& t = totals;
-  json tot_j = {{"sum_op_time_s", t.sum_op_time_s}, {"overhead_s", t.overhead_s}, {"link_floor_s", t.link_floor_s},
-                {"step_bytes", t.step_bytes}, {"effective_bandwidth_gbps", t.effective_bandwidth_gbps},
-                {"host_bytes", t.host_bytes}, {"direct_host_bytes", t.direct_host_bytes},
-                {"staged_host_bytes", t.staged_host_bytes}, {"host_ratio", t.host_ratio}, {"hbm_bytes", t.hbm_bytes},
-                {"staging_ring_bytes", t.staging_ring_bytes}, {"pin_time_s", t.pin_time_s}};
+  json tot_j = {{"sum_op_time_s", t.sum_op_time_s},
+                {"overhead_s", t.overhead_s},
+                {"link_floor_s", t.link_floor_s},
+                {"step_bytes", t.step_bytes},
+                {"effective_bandwidth_gbps", t.effective_bandwidth_gbps},
+                {"host_bytes", t.host_bytes},
+                {"direct_host_bytes", t.direct_host_bytes},
+                {"staged_host_bytes", t.staged_host_bytes},
+                {"host_ratio", t.host_ratio},
+                {"hbm_bytes", t.hbm_bytes},
+                {"staging_ring_bytes", t.staging_ring_bytes},
+                {"pin_time_s", t.pin_time_s}};
   json ops_j = json::array();
   for (const PlanOp& o : ops) ops_j.push_back(op_to_json(o));
-  return {{"format", kFormat}, {"version", kVersion}, {"predicted_tpot_s", predicted_tpot_s}, {"inputs", inputs_j},
-          {"capacity", cap_j},  {"totals", tot_j},      {"operators", ops_j}};
+  return {{"format", kFormat},  {"version", kVersion}, {"predicted_tpot_s", predicted_tpot_s},
+          {"inputs", inputs_j}, {"capacity", cap_j},   {"totals", tot_j},
+          {"operators", ops_j}};
 }
 
 Plan Plan::from_json(const json& j, const std::string& where) {
@@ -195,7 +245,8 @@ Plan Plan::from_json(const json& j, const std::string& where) {
 
   const json& ops = r.at("operators");
   if (!ops.is_array()) r.bad("operators", "must be an array");
-  for (size_t i = 0; i < ops.size(); ++i) p.ops.push_back(op_from_json(ops[i], fmt::format("{}: operators[{}]", where, i)));
+  for (size_t i = 0; i < ops.size(); ++i)
+    p.ops.push_back(op_from_json(ops[i], fmt::format("{}: operators[{}]", where, i)));
   return p;
 }
 

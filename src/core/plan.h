@@ -25,11 +25,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/capacity.h"
 #include "core/cost_model.h"
@@ -49,8 +48,8 @@ struct PlanOp {
   int64_t layer = -1;
   OpKind kind = OpKind::kNorm;
   int64_t m = 0, n = 0, k = 0, batch = 0, q_len = 0, context = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  int64_t bytes = 0;       // resident bytes of the splittable tensor (weights, or KV at max context)
-  double step_bytes = 0;   // bytes of it read per step
+  int64_t bytes = 0;      // resident bytes of the splittable tensor (weights, or KV at max context)
+  double step_bytes = 0;  // bytes of it read per step
   int64_t fixed_bytes = 0;
   double flops = 0;
   int64_t split_rows = 0, unit_rows = 0, host_units = 0, host_rows = 0;
@@ -84,16 +83,16 @@ struct PlanInputs {
 };
 
 struct PlanTotals {
-  double sum_op_time_s = 0;  // Σ T_i (overheads included)
-  double overhead_s = 0;     // Σ launch overheads and ring fills
-  double link_floor_s = 0;   // host bytes / shared-link rate when both paths are used, else 0
-  double step_bytes = 0;     // weight + KV bytes read per step (EB's numerator)
+  double sum_op_time_s = 0;             // Σ T_i (overheads included)
+  double overhead_s = 0;                // Σ launch overheads and ring fills
+  double link_floor_s = 0;              // host bytes / shared-link rate when both paths are used, else 0
+  double step_bytes = 0;                // weight + KV bytes read per step (EB's numerator)
   double effective_bandwidth_gbps = 0;  // step_bytes / predicted_tpot_s
   int64_t host_bytes = 0, direct_host_bytes = 0, staged_host_bytes = 0;
-  double host_ratio = 0;     // host_bytes / (splittable weights + KV)
-  int64_t hbm_bytes = 0;     // M − host bytes + staging ring
+  double host_ratio = 0;           // host_bytes / (splittable weights + KV)
+  int64_t hbm_bytes = 0;           // M − host bytes + staging ring
   int64_t staging_ring_bytes = 0;  // HBM ring of the staged path (0 if no operator is staged)
-  double pin_time_s = 0;     // host bytes / the profile's pin rate
+  double pin_time_s = 0;           // host bytes / the profile's pin rate
   bool operator==(const PlanTotals&) const = default;
 };
 

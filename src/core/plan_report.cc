@@ -1,8 +1,8 @@
 #include "core/plan_report.h"
 
-#include <map>
-
 #include <fmt/format.h>
+
+#include <map>
 
 #include "core/byte_size.h"
 
@@ -84,30 +84,33 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
                      100.0 * r.max_frac, r.time_s * 1e3, b);
   }
 
-  s += fmt::format("\npredicted {} {:.3f} ms  (sum of operators {:.3f} ms, launch overheads and ring fills {:.3f} ms{})\n",
-                   decode ? "TPOT" : "prefill step", plan.predicted_tpot_s * 1e3, t.sum_op_time_s * 1e3,
-                   t.overhead_s * 1e3,
-                   t.link_floor_s > 0 ? fmt::format(", shared-link floor {:.3f} ms", t.link_floor_s * 1e3) : "");
-  s += fmt::format("EB        {:.1f} GB/s = {:.3f} GB of weights + KV read per step / step time  (B_g {:.0f} GB/s, "
-                   "B_h {:.1f} GB/s)\n",
-                   t.effective_bandwidth_gbps, t.step_bytes / 1e9, profile.hbm_read_gbps, profile.host_sm_read_gbps);
-  s += fmt::format("host      {} ({:.2f} % of weights + KV): direct {}, staged {}{}; pinning ~{:.1f} s\n",
-                   format_bytes(double(t.host_bytes)), 100.0 * t.host_ratio, format_bytes(double(t.direct_host_bytes)),
-                   format_bytes(double(t.staged_host_bytes)),
-                   t.staging_ring_bytes > 0 ? fmt::format(" (HBM ring {})", format_bytes(double(t.staging_ring_bytes)))
-                                            : "",
-                   t.pin_time_s);
+  s += fmt::format(
+      "\npredicted {} {:.3f} ms  (sum of operators {:.3f} ms, launch overheads and ring fills {:.3f} ms{})\n",
+      decode ? "TPOT" : "prefill step", plan.predicted_tpot_s * 1e3, t.sum_op_time_s * 1e3, t.overhead_s * 1e3,
+      t.link_floor_s > 0 ? fmt::format(", shared-link floor {:.3f} ms", t.link_floor_s * 1e3) : "");
+  s += fmt::format(
+      "EB        {:.1f} GB/s = {:.3f} GB of weights + KV read per step / step time  (B_g {:.0f} GB/s, "
+      "B_h {:.1f} GB/s)\n",
+      t.effective_bandwidth_gbps, t.step_bytes / 1e9, profile.hbm_read_gbps, profile.host_sm_read_gbps);
+  s += fmt::format(
+      "host      {} ({:.2f} % of weights + KV): direct {}, staged {}{}; pinning ~{:.1f} s\n",
+      format_bytes(double(t.host_bytes)), 100.0 * t.host_ratio, format_bytes(double(t.direct_host_bytes)),
+      format_bytes(double(t.staged_host_bytes)),
+      t.staging_ring_bytes > 0 ? fmt::format(" (HBM ring {})", format_bytes(double(t.staging_ring_bytes))) : "",
+      t.pin_time_s);
   s += fmt::format("HBM       {} used of the {} budget\n", format_bytes(double(t.hbm_bytes)),
                    format_bytes(double(cap.hbm_budget_bytes)));
   return s;
 }
 
 std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows) {
-  std::string s = "| global ratio R | greedy TPOT (ms) | uniform TPOT (ms) | uniform / greedy |\n"
-                  "|---:|---:|---:|---:|\n";
+  std::string s =
+      "| global ratio R | greedy TPOT (ms) | uniform TPOT (ms) | uniform / greedy |\n"
+      "|---:|---:|---:|---:|\n";
   for (const RatioSweepRow& r : rows)
-    s += !r.refused.empty() ? fmt::format("| {:.0f} % | refused: {} | | |\n", 100.0 * r.ratio, r.refused) : fmt::format("| {:.0f} % | {:.2f} | {:.2f} | {:.2f}x |\n", 100.0 * r.ratio, r.greedy_tpot_s * 1e3,
-                     r.uniform_tpot_s * 1e3, r.speedup);
+    s += !r.refused.empty() ? fmt::format("| {:.0f} % | refused: {} | | |\n", 100.0 * r.ratio, r.refused)
+                            : fmt::format("| {:.0f} % | {:.2f} | {:.2f} | {:.2f}x |\n", 100.0 * r.ratio,
+                                          r.greedy_tpot_s * 1e3, r.uniform_tpot_s * 1e3, r.speedup);
   return s;
 }
 

@@ -1,10 +1,10 @@
 #include "core/planner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -22,9 +22,12 @@ std::string cost_signature(const Op& op) {
 
 Allocation run_allocator(AllocatorKind kind, const std::vector<AllocCurve>& curves, int64_t required) {
   switch (kind) {
-    case AllocatorKind::kGreedy: return allocate_greedy(curves, required);
-    case AllocatorKind::kUniform: return allocate_uniform(curves, required);
-    case AllocatorKind::kBruteForce: return allocate_brute_force(curves, required);
+    case AllocatorKind::kGreedy:
+      return allocate_greedy(curves, required);
+    case AllocatorKind::kUniform:
+      return allocate_uniform(curves, required);
+    case AllocatorKind::kBruteForce:
+      return allocate_brute_force(curves, required);
   }
   return allocate_greedy(curves, required);
 }
@@ -51,9 +54,12 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
 
 OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
   switch (mode) {
-    case PathMode::kDirect: return cost_.cost(op, host_units, DataPath::kDirect);
-    case PathMode::kStaged: return cost_.cost(op, host_units, DataPath::kStaged);
-    case PathMode::kCheaper: return cost_.best(op, host_units, true);
+    case PathMode::kDirect:
+      return cost_.cost(op, host_units, DataPath::kDirect);
+    case PathMode::kStaged:
+      return cost_.cost(op, host_units, DataPath::kStaged);
+    case PathMode::kCheaper:
+      return cost_.best(op, host_units, true);
   }
   return cost_.cost(op, host_units, DataPath::kDirect);
 }
@@ -88,8 +94,8 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
       offload_ratio ? std::min(movable, int64_t(std::ceil(*offload_ratio * double(movable)))) : cap.required_host_bytes;
   check_capacity(cap, required, !offload_ratio, profile_);
 
-  Plan best = assemble(run_allocator(allocator, variants_[0].curves, required), PathMode::kDirect, allocator,
-                       offload_ratio);
+  Plan best =
+      assemble(run_allocator(allocator, variants_[0].curves, required), PathMode::kDirect, allocator, offload_ratio);
   // Staged variants need the ring in HBM: when the budget binds, the host takes that much more.
   const int64_t ring = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
   const int64_t required_staged =
@@ -104,8 +110,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   return best;
 }
 
-Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocator,
-                       std::optional<double> ratio) const {
+Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocator, std::optional<double> ratio) const {
   Plan p;
   PlanInputs& in = p.inputs;
   const StepShape& s = graph_.shape;

@@ -32,14 +32,14 @@
 namespace dak {
 
 struct PlanRequest {
-  std::string model_name;                  // recorded in the plan
-  StepShape shape;                         // batch, lengths, phase, tile sizes
-  std::optional<int64_t> gpu_memory_bytes; // HBM budget; default: profile.default_hbm_budget_bytes()
-  std::optional<double> offload_ratio;     // in [0, 1]: forced global ratio, overrides the budget
+  std::string model_name;                   // recorded in the plan
+  StepShape shape;                          // batch, lengths, phase, tile sizes
+  std::optional<int64_t> gpu_memory_bytes;  // HBM budget; default: profile.default_hbm_budget_bytes()
+  std::optional<double> offload_ratio;      // in [0, 1]: forced global ratio, overrides the budget
   AllocatorKind allocator = AllocatorKind::kGreedy;
-  bool allow_staged = true;                // let operators take the copy-engine path
+  bool allow_staged = true;  // let operators take the copy-engine path
   CostParams cost;
-  int64_t staging_ring_chunks = 2;         // ring = chunks × cost.staging_chunk_bytes
+  int64_t staging_ring_chunks = 2;  // ring = chunks × cost.staging_chunk_bytes
 };
 
 /// Builds the graph, capacity and cost curves once; plan() can then be called for several
@@ -75,7 +75,7 @@ class Planner {
   Capacity capacity_;
   CostModel cost_;
   std::vector<size_t> splittable_;  // op indices with a curve
-  std::vector<Variant> variants_;  // kDirect first
+  std::vector<Variant> variants_;   // kDirect first
 };
 
 /// Planner(config, profile, request).plan().
@@ -86,7 +86,7 @@ struct RatioSweepRow {
   double ratio = 0;
   double greedy_tpot_s = 0;
   double uniform_tpot_s = 0;
-  double speedup = 0;  // uniform / greedy
+  double speedup = 0;   // uniform / greedy
   std::string refused;  // non-empty: the planner refused this ratio (the dak::Error's first line)
 };
 

@@ -469,17 +469,17 @@ GgufPreTokenizer gguf_pre_tokenizer(std::string_view name, const std::string& wh
 // ---------------------------------------------------------------- AddedTokenMatcher
 
 void AddedTokenMatcher::add(Token token) {
-  if (token.content.empty()) return;
-  for (const Token& t : tokens_) {
-    if (t.content == token.content) return;
-  }
+  // Invalid UTF-8 content could match part of a character and leave invalid text around it.
+  if (token.content.empty() || find_invalid_utf8(token.content)) return;
+  if (!contents_.insert(token.content).second) return;
   const auto idx = static_cast<uint32_t>(tokens_.size());
   auto& bucket = by_first_byte_[static_cast<unsigned char>(token.content[0])];
+  const size_t len = token.content.size();
   tokens_.push_back(std::move(token));
-  bucket.push_back(idx);
-  std::stable_sort(bucket.begin(), bucket.end(), [this](uint32_t a, uint32_t b) {
-    return tokens_[a].content.size() > tokens_[b].content.size();
-  });
+  // Keep the bucket ordered longest first (ties in insertion order).
+  auto pos = std::upper_bound(bucket.begin(), bucket.end(), len,
+                              [this](size_t l, uint32_t i) { return l > tokens_[i].content.size(); });
+  bucket.insert(pos, idx);
 }
 
 namespace {

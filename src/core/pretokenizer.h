@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -137,7 +138,8 @@ class AddedTokenMatcher {
     int32_t id = -1;
   };
 
-  /// Adds a token (empty content is ignored; a duplicate content keeps the first id).
+  /// Adds a token (empty or invalid UTF-8 content is ignored; a duplicate content keeps the
+  /// first id).
   void add(Token token);
   bool empty() const { return tokens_.empty(); }
 
@@ -145,6 +147,7 @@ class AddedTokenMatcher {
 
  private:
   std::vector<Token> tokens_;
+  std::unordered_set<std::string> contents_;
   // first byte -> indices into tokens_, longest content first
   std::array<std::vector<uint32_t>, 256> by_first_byte_;
 };

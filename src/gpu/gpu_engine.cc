@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "core/checkpoint.h"
 #include "core/error.h"
@@ -18,6 +19,7 @@
 #include "gpu/kernels/attention_decode.h"
 #include "gpu/kernels/attention_prefill.h"
 #include "gpu/kernels/embedding.h"
+#include "gpu/kernels/host_gate.h"
 #include "gpu/kernels/kv_append.h"
 #include "gpu/kernels/norm.h"
 #include "gpu/kernels/rope.h"
@@ -85,6 +87,7 @@ struct GpuEngine::Impl {
   float* partial = nullptr;                     // decode attention workspace
   int32_t* g_meta = nullptr;                    // packed per-pass metadata (layout: meta_* offsets)
   int32_t* h_meta = nullptr;                    // pinned host mirror
+  int32_t* h_sampled = nullptr;                 // [tc] pinned host copy of g_sampled
   int32_t* g_sampled = nullptr;                 // [tc] sampled ids
   int64_t meta_ids = 0, meta_pos = 0, meta_slot = 0, meta_seg_slot = 0, meta_seg_pos0 = 0, meta_seg_len = 0,
           meta_seg_row0 = 0, meta_sel = 0, meta_counter = 0, meta_len = 0;
@@ -94,8 +97,21 @@ struct GpuEngine::Impl {
   cudaGraphExec_t graph = nullptr;
   int64_t replays = 0;
 
+  // ---- measuring
+  cudaEvent_t ev_step_begin = nullptr, ev_step_end = nullptr;  // around every step
+  bool step_timed = false;                                      // both events recorded
+  bool profiling = false;                 // forward() records op_events (eager steps only)
+  std::vector<cudaEvent_t> op_events;     // pool; op_events[i] starts an interval of op_kinds[i]
+  std::vector<StepOp> op_kinds;           // kinds recorded in the current profiled step
+  int32_t* h_gate = nullptr;              // [2] mapped pinned: gate flag, gate timed out
+  const int32_t* g_gate = nullptr;        // device view of h_gate
+
   ~Impl() {
     release_state();
+    for (cudaEvent_t e : op_events) cudaEventDestroy(e);
+    if (h_gate) cudaFreeHost(h_gate);
+    if (ev_step_begin) cudaEventDestroy(ev_step_begin);
+    if (ev_step_end) cudaEventDestroy(ev_step_end);
     if (stream) cudaStreamDestroy(stream);
   }
 
@@ -104,6 +120,8 @@ struct GpuEngine::Impl {
     graph = nullptr;
     if (h_meta) cudaFreeHost(h_meta);
     h_meta = nullptr;
+    if (h_sampled) cudaFreeHost(h_sampled);
+    h_sampled = nullptr;
     gemm.reset();
     state = HbmArena();
     batch = 0;
@@ -112,12 +130,28 @@ struct GpuEngine::Impl {
   }
 
   void use_device() const { DAK_CUDA_CHECK(cudaSetDevice(device)); }
+  void init(int device_index, const std::function<GpuWeights()>& load_weights);
   void start(int64_t b, int64_t ctx);
+  /// Profiling only: the work enqueued on `s` from here to the next mark belongs to `op`.
+  void mark(StepOp op, cudaStream_t s);
+  std::vector<int32_t> sample_step(std::span<const std::vector<int32_t>> tokens, const SamplingParams& sampling,
+                                   bool eager);
   std::vector<Pass> plan_passes(std::span<const std::vector<int32_t>> tokens, bool all_logits) const;
   void upload_meta(const Pass& p);
   void forward(const PassDims& d, cudaStream_t s);
-  void run_pass(const Pass& p);
+  void run_pass(const Pass& p, bool eager = false);
 };
+
+void GpuEngine::Impl::mark(StepOp op, cudaStream_t s) {
+  if (!profiling) return;
+  if (op_kinds.size() == op_events.size()) {
+    cudaEvent_t e = nullptr;
+    DAK_CUDA_CHECK(cudaEventCreate(&e));
+    op_events.push_back(e);
+  }
+  DAK_CUDA_CHECK(cudaEventRecord(op_events[op_kinds.size()], s));
+  op_kinds.push_back(op);
+}
 
 // ------------------------------------------------------------------------------ state
 
@@ -132,6 +166,14 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
     fail("batch or context too large", "GpuEngine::start", "use a smaller --max-batch / --max-context");
   }
   use_device();
+  if (batch == b && max_ctx == ctx && gemm) {
+    // Same shape as the live state: keep the arena, the GEMM plans and the decode graph.
+    DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
+    pos.assign(size_t(b), 0);
+    replays = 0;
+    step_timed = false;
+    return;
+  }
   release_state();
 
   const int64_t hd = c.hidden_size, E = c.embed_dim(), qd = c.q_dim(), kvd = c.kv_dim();
@@ -188,6 +230,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   void* ws = take("cuBLASLt workspace");
   gemm = std::make_unique<CublasLtGemm>(ws, CublasLtGemm::kWorkspaceBytes);
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
+  DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
 
   meta_ids = 0;
   meta_pos = pass;
@@ -322,6 +365,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
 
   // Embedding (+ OPT project_in and learned positions) into the fp32 residual stream; post-LN
   // models also need its bf16 copy as the first layer's input.
+  mark(StepOp::kEmbedding, s);
   EmbeddingParams ep;
   ep.T = T;
   ep.g_positions = positions;
@@ -353,8 +397,13 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   const int64_t layer_kv = batch * max_ctx * kvd;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const GpuLayer& L = w.layers[size_t(l)];
-    if (pre_ln) norm(l == 0 ? nullptr : sub, L.attn_norm, NormResidual::kPreNorm);
+    if (pre_ln) {
+      mark(StepOp::kNorm, s);
+      norm(l == 0 ? nullptr : sub, L.attn_norm, NormResidual::kPreNorm);
+    }
+    mark(StepOp::kQkvProj, s);
     linear(normed, L.qkv, qkv);
+    mark(StepOp::kRopeKvAppend, s);
     if (w.inv_freq) {
       apply_rope(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
                             int32_t(c.num_kv_heads), int32_t(c.head_dim)},
@@ -376,29 +425,43 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     ap.head_dim = int32_t(c.head_dim);
     ap.window = int32_t(c.sliding_window);
     ap.scale = scale;
+    mark(StepOp::kAttention, s);
     if (d.max_len == 1) {
       attention_decode(DecodeAttentionParams{ap, split, partial}, s);
     } else {
       attention_prefill(ap, d.max_len, s);
     }
+    mark(StepOp::kOProj, s);
     linear(attn, L.o, sub);
+    mark(StepOp::kNorm, s);
     norm(sub, pre_ln ? L.mlp_norm : L.attn_norm, pre_ln ? NormResidual::kPreNorm : NormResidual::kPostNorm);
     const bool relu_epilogue = !c.gated_mlp && c.activation == Activation::kRelu;
+    mark(StepOp::kMlpUp, s);
     linear(normed, L.gate_up, gu, relu_epilogue);
     const bf16* down_in = gu;
     if (c.gated_mlp) {
+      mark(StepOp::kActivation, s);
       mlp_activation(ActivationParams{gu, nullptr, act, T, I, c.activation, true}, s);
       down_in = act;
     } else if (!relu_epilogue) {
+      mark(StepOp::kActivation, s);
       mlp_activation(ActivationParams{gu, nullptr, gu, T, I, c.activation, false}, s);
     }
+    mark(StepOp::kMlpDown, s);
     linear(down_in, L.down, sub);
-    if (!pre_ln) norm(sub, L.mlp_norm, NormResidual::kPostNorm);
+    if (!pre_ln) {
+      mark(StepOp::kNorm, s);
+      norm(sub, L.mlp_norm, NormResidual::kPostNorm);
+    }
   }
   // Final norm (pre-LN: folds in the last MLP output). Post-LN OPT has none: `normed` already
   // holds the last layer's normalized output.
-  if (w.has_final_norm) norm(sub, w.final_norm, NormResidual::kPreNorm);
+  if (w.has_final_norm) {
+    mark(StepOp::kNorm, s);
+    norm(sub, w.final_norm, NormResidual::kPreNorm);
+  }
 
+  mark(StepOp::kLogits, s);
   const bf16* head_in = normed;
   if (!d.all_rows) {
     EmbeddingParams g;
@@ -431,7 +494,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   gemm->run(g, s);
 }
 
-void GpuEngine::Impl::run_pass(const Pass& p) {
+void GpuEngine::Impl::run_pass(const Pass& p, bool eager) {
   PassDims d;
   d.T = p.T();
   d.S = int64_t(p.pieces.size());
@@ -445,7 +508,10 @@ void GpuEngine::Impl::run_pass(const Pass& p) {
     forward(d, stream);
     return;
   }
-  if (!decode_warm) {
+  if (!decode_warm || eager) {
+    if (profiling) {  // hold the GPU until the whole step is enqueued (opened in sample_step)
+      host_gate(HostGateParams{g_gate, const_cast<int32_t*>(g_gate) + 1}, stream);
+    }
     forward(d, stream);  // eager once: creates every cuBLASLt plan outside of a capture
     decode_warm = true;
     return;
@@ -472,21 +538,38 @@ void GpuEngine::Impl::run_pass(const Pass& p) {
 
 // ------------------------------------------------------------------------------ GpuEngine
 
-GpuEngine::GpuEngine(const Checkpoint& ckpt, int device_index, const GpuEngineOptions& options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->options = options;
+void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& load_weights) {
   std::string why;
   const auto info = probe_device(device_index, &why);
   if (!info) fail("cannot run on the GPU: " + why, fmt::format("cuda:{}", device_index), "use --device cpu");
   require_hopper(*info);
-  impl_->device = device_index;
-  impl_->name = fmt::format("cuda:{} ({})", device_index, info->name);
-  impl_->sm_count = info->sm_count;
-  impl_->use_device();
-  ModelConfig cfg = ckpt.config();
-  cfg.validate(ckpt.path().string());
-  impl_->w = GpuWeights::load(ckpt);
-  DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+  device = device_index;
+  name = fmt::format("cuda:{} ({})", device_index, info->name);
+  sm_count = info->sm_count;
+  use_device();
+  w = load_weights();
+  DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DAK_CUDA_CHECK(cudaEventCreate(&ev_step_begin));
+  DAK_CUDA_CHECK(cudaEventCreate(&ev_step_end));
+}
+
+GpuEngine::GpuEngine(const Checkpoint& ckpt, int device_index, const GpuEngineOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  impl_->init(device_index, [&] {
+    ckpt.config().validate(ckpt.path().string());
+    return GpuWeights::load(ckpt);
+  });
+}
+
+GpuEngine::GpuEngine(const ModelConfig& config, uint64_t weight_seed, const std::string& where, int device_index,
+                     const GpuEngineOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  impl_->init(device_index, [&] {
+    config.validate(where);
+    return GpuWeights::random(config, weight_seed, where);
+  });
 }
 
 GpuEngine::~GpuEngine() {
@@ -519,6 +602,8 @@ std::vector<float> GpuEngine::step(std::span<const std::vector<int32_t>> tokens,
   }
   std::vector<float> result(size_t(out_rows * V), 0.0f);
   std::vector<float> rows;
+  m.step_timed = false;
+  DAK_CUDA_CHECK(cudaEventRecord(m.ev_step_begin, m.stream));
   for (const Pass& p : passes) {
     m.run_pass(p);
     const size_t n = p.sel.size() * size_t(V);
@@ -537,40 +622,107 @@ std::vector<float> GpuEngine::step(std::span<const std::vector<int32_t>> tokens,
       }
     }
   }
+  DAK_CUDA_CHECK(cudaEventRecord(m.ev_step_end, m.stream));
+  DAK_CUDA_CHECK(cudaEventSynchronize(m.ev_step_end));
+  m.step_timed = true;
   for (int64_t b = 0; b < m.batch; ++b) m.pos[size_t(b)] += int64_t(tokens[size_t(b)].size());
   return result;
 }
 
-std::vector<int32_t> GpuEngine::step_and_sample(std::span<const std::vector<int32_t>> tokens,
-                                                const SamplingParams& sampling) {
-  Impl& m = *impl_;
-  m.use_device();
+std::vector<int32_t> GpuEngine::Impl::sample_step(std::span<const std::vector<int32_t>> tokens,
+                                                  const SamplingParams& sampling, bool eager) {
+  use_device();
   SampleParams sp;
-  sp.g_logits = m.logits;
-  sp.row_stride = m.w.config.vocab_size;
-  sp.g_out_ids = m.g_sampled;
-  sp.g_counters = m.g_meta + m.meta_counter;
-  sp.V = m.w.config.vocab_size;
+  sp.g_logits = logits;
+  sp.row_stride = w.config.vocab_size;
+  sp.g_out_ids = g_sampled;
+  sp.g_counters = g_meta + meta_counter;
+  sp.V = w.config.vocab_size;
   sp.temperature = sampling.temperature;
   sp.top_k = sampling.top_k;
   sp.top_p = sampling.top_p;
   sp.seed = sampling.seed;
   sample_tokens(sp, nullptr);  // validates the parameters; B == 0 launches nothing
-  const std::vector<Pass> passes = m.plan_passes(tokens, false);
-  std::vector<int32_t> result(size_t(m.batch), 0), ids;
+  const std::vector<Pass> passes = plan_passes(tokens, false);
+  std::vector<int32_t> result(size_t(batch), 0);
+  step_timed = false;
+  DAK_CUDA_CHECK(cudaEventRecord(ev_step_begin, stream));
   for (const Pass& p : passes) {
-    m.run_pass(p);
+    run_pass(p, eager);
     if (p.sel.empty()) continue;
+    mark(StepOp::kSampling, stream);
     sp.B = int64_t(p.sel.size());
-    sample_tokens(sp, m.stream);
-    ids.resize(p.sel.size());
-    DAK_CUDA_CHECK(cudaMemcpyAsync(ids.data(), m.g_sampled, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                   m.stream));
-    DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
-    for (size_t r = 0; r < ids.size(); ++r) result[size_t(p.out_rows[r])] = ids[r];
+    sample_tokens(sp, stream);
+    DAK_CUDA_CHECK(cudaMemcpyAsync(h_sampled, g_sampled, p.sel.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                   stream));
+    if (&p == &passes.back()) {
+      mark(StepOp::kCount, stream);  // end of the last profiled interval
+      DAK_CUDA_CHECK(cudaEventRecord(ev_step_end, stream));
+    }
+    if (profiling) *reinterpret_cast<volatile int32_t*>(h_gate) = 1;  // open the gate
+    DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (size_t r = 0; r < p.sel.size(); ++r) result[size_t(p.out_rows[r])] = h_sampled[r];
   }
-  for (int64_t b = 0; b < m.batch; ++b) m.pos[size_t(b)] += int64_t(tokens[size_t(b)].size());
+  if (!passes.empty() && !passes.back().sel.empty()) step_timed = true;
+  for (int64_t b = 0; b < batch; ++b) pos[size_t(b)] += int64_t(tokens[size_t(b)].size());
   return result;
+}
+
+std::vector<int32_t> GpuEngine::step_and_sample(std::span<const std::vector<int32_t>> tokens,
+                                                const SamplingParams& sampling) {
+  return impl_->sample_step(tokens, sampling, false);
+}
+
+StepProfile GpuEngine::profile_decode_step(std::span<const std::vector<int32_t>> tokens,
+                                           const SamplingParams& sampling, std::vector<int32_t>* ids) {
+  Impl& m = *impl_;
+  bool decode = int64_t(tokens.size()) == m.batch && m.batch > 0;
+  for (const auto& t : tokens) decode = decode && t.size() == 1;
+  if (!decode) {
+    fail("profile_decode_step needs exactly one token for every sequence of the batch", "GpuEngine::profile_decode_step",
+         "profile a decode step, after the prefill");
+  }
+  m.use_device();
+  if (!m.h_gate) {
+    void* g = nullptr;
+    DAK_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.h_gate), 2 * sizeof(int32_t), cudaHostAllocMapped));
+    DAK_CUDA_CHECK(cudaHostGetDevicePointer(&g, m.h_gate, 0));
+    m.g_gate = static_cast<const int32_t*>(g);
+  }
+  m.h_gate[0] = 0;
+  m.h_gate[1] = 0;
+  m.op_kinds.clear();
+  m.profiling = true;
+  std::vector<int32_t> out;
+  try {
+    out = m.sample_step(tokens, sampling, /*eager=*/true);
+  } catch (...) {
+    m.h_gate[0] = 1;  // never leave a gate closed behind an error
+    cudaStreamSynchronize(m.stream);
+    m.profiling = false;
+    throw;
+  }
+  m.profiling = false;
+  StepProfile prof;
+  prof.gated = m.h_gate[1] == 0;
+  prof.ops.resize(size_t(StepOp::kCount));
+  for (size_t k = 0; k < prof.ops.size(); ++k) prof.ops[k].op = StepOp(k);
+  for (size_t i = 0; i + 1 < m.op_kinds.size(); ++i) {
+    float ms = 0;
+    DAK_CUDA_CHECK(cudaEventElapsedTime(&ms, m.op_events[i], m.op_events[i + 1]));
+    StepOpTime& t = prof.ops[size_t(m.op_kinds[i])];
+    t.time_s += double(ms) * 1e-3;
+    ++t.launches;
+  }
+  if (ids) *ids = std::move(out);
+  return prof;
+}
+
+double GpuEngine::last_step_gpu_s() const {
+  if (!impl_->step_timed) return 0;
+  float ms = 0;
+  DAK_CUDA_CHECK(cudaEventElapsedTime(&ms, impl_->ev_step_begin, impl_->ev_step_end));
+  return double(ms) * 1e-3;
 }
 
 uint64_t GpuEngine::weight_bytes() const { return impl_->w.bytes; }
@@ -580,6 +732,29 @@ int64_t GpuEngine::graph_replays() const { return impl_->replays; }
 
 std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index) {
   return std::make_unique<GpuEngine>(ckpt, device_index);
+}
+
+std::unique_ptr<dak::Engine> make_random_gpu_engine(const ModelConfig& config, uint64_t weight_seed,
+                                                     const std::string& where, int device_index) {
+  return std::make_unique<GpuEngine>(config, weight_seed, where, device_index);
+}
+
+const char* step_op_name(StepOp op) {
+  switch (op) {
+    case StepOp::kEmbedding: return "embedding";
+    case StepOp::kNorm: return "norm";
+    case StepOp::kQkvProj: return "qkv_proj";
+    case StepOp::kRopeKvAppend: return "rope_kv_append";
+    case StepOp::kAttention: return "attention";
+    case StepOp::kOProj: return "o_proj";
+    case StepOp::kMlpUp: return "mlp_up";
+    case StepOp::kActivation: return "activation";
+    case StepOp::kMlpDown: return "mlp_down";
+    case StepOp::kLogits: return "logits";
+    case StepOp::kSampling: return "sampling";
+    case StepOp::kCount: break;
+  }
+  return "?";
 }
 
 }  // namespace dak::gpu

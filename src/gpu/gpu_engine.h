@@ -16,6 +16,10 @@
 // step once, and later steps only upload the ids/positions and replay it.
 // Memory: weights in one arena (allocated at construction); KV cache + activations + workspaces
 // in a second arena allocated by start(), refused before allocation when it does not fit.
+// Weights come from a checkpoint or, for benchmarking shapes that cannot be downloaded, are
+// generated on the GPU from a config and a seed (--random-weights; gpu_weights.h).
+// Measuring (dak bench, gpu/bench.h): every step is bracketed by CUDA events (last_step_gpu_s),
+// and profile_decode_step runs one decode step eagerly with an event between operators.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,40 @@ class Checkpoint;
 
 namespace dak::gpu {
 
+/// Operator kinds of a forward step, as profile_decode_step reports them.
+enum class StepOp : uint8_t {
+  kEmbedding,     // token (+ position) embedding gather, OPT project_in
+  kNorm,          // every residual add + RMSNorm / LayerNorm, the final norm included
+  kQkvProj,       // fused q/k/v GEMM (+ bias)
+  kRopeKvAppend,  // RoPE on q and k, K/V append to the cache
+  kAttention,     // decode (flash-decoding split + combine) or prefill attention
+  kOProj,         // attention output projection
+  kMlpUp,         // gate_up (gated) or fc1 GEMM
+  kActivation,    // SiLU-gate / GELU (ReLU rides the fc1 epilogue)
+  kMlpDown,       // down_proj / fc2 GEMM
+  kLogits,        // last-row gather, OPT project_out, lm_head GEMM (fp32 logits)
+  kSampling,      // GPU sampling of the next ids and their copy to the host
+  kCount
+};
+
+/// "qkv_proj", "attention", ... (snake_case of the enumerator).
+const char* step_op_name(StepOp op);
+
+/// GPU time of one operator kind within a profiled step.
+struct StepOpTime {
+  StepOp op = StepOp::kEmbedding;
+  double time_s = 0;     // summed over the kind's launches (events between operators)
+  int64_t launches = 0;  // operator calls of this kind in the step (a GEMM counts once)
+};
+
+/// One profiled decode step (profile_decode_step).
+struct StepProfile {
+  std::vector<StepOpTime> ops;  // every StepOp kind, in enum order (absent kinds: 0 launches)
+  /// True when the whole step was enqueued before the GPU started it (kernels/host_gate.h), so
+  /// the times hold no host launch gaps; false when the gate timed out (a full launch queue).
+  bool gated = false;
+};
+
 struct GpuEngineOptions {
   /// Upper bound on the rows of one forward pass (the prefill chunk); the activation buffers
   /// and the logits buffer scale with it. start() raises it to the batch size if smaller.
@@ -45,13 +83,20 @@ class GpuEngine : public Engine {
   /// Hopper GPU). Throws dak::Error when there is no usable GPU, the weights do not fit in free
   /// HBM (giving needed vs free), or a tensor is missing / misshapen.
   GpuEngine(const Checkpoint& ckpt, int device_index, const GpuEngineOptions& options = {});
+  /// Deterministic random bf16 weights for `config` (GpuWeights::random with `weight_seed`),
+  /// generated on the GPU: no checkpoint and no host copy. `where` names the config in
+  /// messages. Throws dak::Error like the checkpoint constructor.
+  GpuEngine(const ModelConfig& config, uint64_t weight_seed, const std::string& where, int device_index,
+            const GpuEngineOptions& options = {});
   ~GpuEngine() override;
 
   const ModelConfig& config() const override;
   std::string device_name() const override;
   /// Allocates the static KV cache [layer][batch][max_context][Hkv][D] (bf16) and the
   /// activation buffers. Throws dak::Error (before allocating) when they do not fit in free HBM,
-  /// or when max_context exceeds the model's context.
+  /// or when max_context exceeds the model's context. Called again with the same batch and
+  /// max_context, it keeps the allocation, the GEMM plans and the captured decode graph and
+  /// only rewinds every sequence to position 0 (stale cache entries are never read).
   void start(int64_t batch, int64_t max_context) override;
   std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) override;
   int64_t position(int64_t b) const override;
@@ -62,6 +107,20 @@ class GpuEngine : public Engine {
   /// with no new token are unspecified. Throws dak::Error like step() and for invalid sampling
   /// parameters.
   std::vector<int32_t> step_and_sample(std::span<const std::vector<int32_t>> tokens, const SamplingParams& sampling);
+
+  /// GPU time of the most recent step() / step_and_sample() call, from a CUDA event recorded
+  /// before its metadata upload to one recorded after its results were copied to the host
+  /// (graph replay, sampling and copies included; host work shows only where the GPU waited
+  /// for it). 0 before the first step.
+  double last_step_gpu_s() const;
+
+  /// Runs one decode step (every sequence gets exactly one token) eagerly, outside the CUDA
+  /// graph, behind a host gate (the GPU starts once the whole step is enqueued) with a CUDA
+  /// event between operators, samples like step_and_sample (ids into `ids` when non-null), and
+  /// returns the GPU time per operator kind. The step advances positions like any other.
+  /// Throws dak::Error like step_and_sample, and when `tokens` is not a decode step.
+  StepProfile profile_decode_step(std::span<const std::vector<int32_t>> tokens, const SamplingParams& sampling,
+                                  std::vector<int32_t>* ids = nullptr);
 
   /// Bytes of the bf16 weight arena.
   uint64_t weight_bytes() const;
@@ -82,5 +141,9 @@ class GpuEngine : public Engine {
 /// (gpu/device.h) and requiring a Hopper GPU. Throws dak::Error with a message the user can
 /// act on when there is no usable GPU.
 std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index);
+
+/// As make_gpu_engine, with deterministic random weights for `config` (--random-weights).
+std::unique_ptr<dak::Engine> make_random_gpu_engine(const ModelConfig& config, uint64_t weight_seed,
+                                                     const std::string& where, int device_index);
 
 }  // namespace dak::gpu

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/convert.h"
+#include "gpu/kernels/random_fill.h"
 
 namespace dak::gpu {
 namespace {
@@ -51,48 +52,39 @@ constexpr TensorNames kOptNames{
     "model.decoder.layers.", "self_attn_layer_norm", "self_attn.q_proj", "self_attn.k_proj",
     "self_attn.v_proj", "self_attn.out_proj", "final_layer_norm", "", "fc1", "fc2"};
 
-/// One bf16 arena slice, filled from fp32 source tensors placed at element offsets.
+constexpr float kInitStd = 0.02f;                      // HF initializer_range default
+constexpr float kInitHalfRange = kInitStd * 1.7320508f;  // uniform on [-a, a) has std a / sqrt(3)
+
+/// One bf16 arena slice, filled from source tensors placed at element offsets.
 struct Slice {
   struct Part {
-    const TensorInfo* info;
-    uint64_t offset;  // elements into the slice
+    std::string name;            // canonical HF tensor name
+    std::vector<int64_t> shape;  // what the config requires
+    uint64_t offset = 0;         // elements into the slice
+    uint64_t elems = 0;
+    float mean = 0.0f;           // random source: values mean + half_range * U[-1, 1)
+    float half_range = kInitHalfRange;
   };
   uint64_t elems = 0;
   std::vector<Part> parts;
   const bf16** target = nullptr;  // where the slice's device pointer goes
 };
 
-/// Checks every tensor against the config and lists the slices, pointing their targets into `w`.
-std::vector<Slice> plan_slices(const Checkpoint& ckpt, GpuWeights& w) {
-  const ModelConfig& c = ckpt.config();
+/// Lists the slices of `c` (config only), pointing their targets into `w`. `where` names the
+/// model in messages.
+std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::string& where) {
   const TensorNames& nm = c.arch == Arch::kOpt ? kOptNames : kLlamaNames;
-  const std::string where = ckpt.path().string();
   std::vector<Slice> slices;
 
-  auto find = [&](const std::string& name) -> const TensorInfo* {
-    if (const TensorInfo* t = ckpt.find(name)) return t;
-    // facebook/opt-* checkpoints are saved without the wrapper's "model." prefix.
-    if (name.starts_with("model.")) return ckpt.find(std::string_view(name).substr(6));
-    return nullptr;
+  auto elems_of = [](const std::vector<int64_t>& shape) {
+    uint64_t n = 1;
+    for (int64_t d : shape) n *= uint64_t(d);
+    return n;
   };
-  auto tensor = [&](const std::string& name, const std::vector<int64_t>& shape) -> const TensorInfo* {
-    const TensorInfo* t = find(name);
-    if (!t) {
-      fail(fmt::format("missing tensor '{}' ({} model)", name, arch_name(c.arch)), where,
-           "check that the checkpoint is complete and that config.json belongs to it");
-    }
-    if (t->shape != shape) {
-      fail(fmt::format("tensor '{}' has shape [{}], the config needs [{}]", name, fmt::join(t->shape, ", "),
-                       fmt::join(shape, ", ")),
-           t->file.empty() ? where : t->file, "check that config.json belongs to this checkpoint");
-    }
-    return t;
-  };
-  auto single = [&](const std::string& name, std::vector<int64_t> shape, const bf16** target) {
+  auto single = [&](const std::string& name, std::vector<int64_t> shape, const bf16** target, float mean = 0.0f) {
     Slice s;
-    s.elems = 1;
-    for (int64_t d : shape) s.elems *= uint64_t(d);
-    s.parts.push_back({tensor(name, shape), 0});
+    s.elems = elems_of(shape);
+    s.parts.push_back({name, std::move(shape), 0, s.elems, mean});
     s.target = target;
     slices.push_back(std::move(s));
   };
@@ -107,8 +99,8 @@ std::vector<Slice> plan_slices(const Checkpoint& ckpt, GpuWeights& w) {
     bs.target = &l.b;
     int64_t row = 0;
     for (const auto& [base, rows] : parts) {
-      ws.parts.push_back({tensor(base + ".weight", {rows, in}), uint64_t(row * in)});
-      if (bias) bs.parts.push_back({tensor(base + ".bias", {rows}), uint64_t(row)});
+      ws.parts.push_back({base + ".weight", {rows, in}, uint64_t(row * in), uint64_t(rows * in)});
+      if (bias) bs.parts.push_back({base + ".bias", {rows}, uint64_t(row), uint64_t(rows)});
       row += rows;
     }
     ws.elems = uint64_t(l.out * in);
@@ -119,7 +111,7 @@ std::vector<Slice> plan_slices(const Checkpoint& ckpt, GpuWeights& w) {
   auto norm = [&](const std::string& base, GpuNorm& n) {
     const bool affine = c.norm == NormKind::kRmsNorm || c.norm_elementwise_affine;
     if (!affine) return;
-    single(base + ".weight", {c.hidden_size}, &n.w);
+    single(base + ".weight", {c.hidden_size}, &n.w, 1.0f);
     if (c.norm == NormKind::kLayerNorm) single(base + ".bias", {c.hidden_size}, &n.b);
   };
 
@@ -155,6 +147,38 @@ std::vector<Slice> plan_slices(const Checkpoint& ckpt, GpuWeights& w) {
     linear({{p + nm.down, hd}}, c.intermediate_size, c.mlp_bias, L.down);
   }
   return slices;
+}
+
+/// The checkpoint tensor of every part of `slices` (same nesting), checked against the shapes
+/// the config requires. Throws dak::Error naming the first missing or misshapen tensor.
+std::vector<std::vector<const TensorInfo*>> resolve_tensors(const Checkpoint& ckpt, const std::vector<Slice>& slices) {
+  const ModelConfig& c = ckpt.config();
+  const std::string where = ckpt.path().string();
+  auto find = [&](const std::string& name) -> const TensorInfo* {
+    if (const TensorInfo* t = ckpt.find(name)) return t;
+    // facebook/opt-* checkpoints are saved without the wrapper's "model." prefix.
+    if (name.starts_with("model.")) return ckpt.find(std::string_view(name).substr(6));
+    return nullptr;
+  };
+  std::vector<std::vector<const TensorInfo*>> out;
+  out.reserve(slices.size());
+  for (const Slice& s : slices) {
+    auto& infos = out.emplace_back();
+    for (const Slice::Part& p : s.parts) {
+      const TensorInfo* t = find(p.name);
+      if (!t) {
+        fail(fmt::format("missing tensor '{}' ({} model)", p.name, arch_name(c.arch)), where,
+             "check that the checkpoint is complete and that config.json belongs to it");
+      }
+      if (t->shape != p.shape) {
+        fail(fmt::format("tensor '{}' has shape [{}], the config needs [{}]", p.name, fmt::join(t->shape, ", "),
+                         fmt::join(p.shape, ", ")),
+             t->file.empty() ? where : t->file, "check that config.json belongs to this checkpoint");
+      }
+      infos.push_back(t);
+    }
+  }
+  return out;
 }
 
 uint64_t inv_freq_bytes(const ModelConfig& c) {
@@ -228,8 +252,37 @@ class Stager {
 
 uint64_t GpuWeights::plan_bytes(const Checkpoint& ckpt) {
   GpuWeights w;
-  return arena_bytes(plan_slices(ckpt, w), ckpt.config());
+  const std::vector<Slice> slices = plan_slices(ckpt.config(), w, ckpt.path().string());
+  resolve_tensors(ckpt, slices);
+  return arena_bytes(slices, ckpt.config());
 }
+
+uint64_t GpuWeights::plan_bytes(const ModelConfig& config) {
+  GpuWeights w;
+  return arena_bytes(plan_slices(config, w, "model config"), config);
+}
+
+std::vector<RandomTensorSpec> GpuWeights::random_tensor_table(const ModelConfig& config) {
+  GpuWeights w;
+  std::vector<RandomTensorSpec> table;
+  for (const Slice& s : plan_slices(config, w, "model config")) {
+    for (const Slice::Part& p : s.parts) table.push_back({p.name, p.shape, table.size(), p.mean, p.half_range});
+  }
+  return table;
+}
+
+namespace {
+
+/// Writes the RoPE inverse frequencies (non-OPT) into the arena; the last step of both sources.
+void upload_inv_freq(GpuWeights& w) {
+  if (w.config.arch == Arch::kOpt) return;
+  const std::vector<float> f = cpu::rope_inv_freq(w.config);
+  float* g_f = w.arena.allocate_array<float>(f.size(), "rope inv_freq");
+  DAK_CUDA_CHECK(cudaMemcpy(g_f, f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
+  w.inv_freq = g_f;
+}
+
+}  // namespace
 
 GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
   const ModelConfig& c = ckpt.config();
@@ -237,11 +290,12 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
   check_supported(c, where);
   GpuWeights w;
   w.config = c;
-  const std::vector<Slice> slices = plan_slices(ckpt, w);
+  const std::vector<Slice> slices = plan_slices(c, w, where);
+  const auto infos = resolve_tensors(ckpt, slices);
   w.bytes = arena_bytes(slices, c);
   uint64_t largest = 0;
   for (const Slice& s : slices) {
-    for (const Slice::Part& p : s.parts) largest = std::max<uint64_t>(largest, uint64_t(p.info->num_elements()));
+    for (const Slice::Part& p : s.parts) largest = std::max(largest, p.elems);
   }
   const uint64_t chunk = std::max<uint64_t>(1, std::min(kChunkElems, largest));
   const uint64_t staging = 2 * HbmArena::aligned_size(chunk * sizeof(float));
@@ -253,20 +307,16 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   try {
     Stager stager(chunk, stream);
-    for (const Slice& s : slices) {
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const Slice& s = slices[i];
       bf16* dst = w.arena.allocate_array<bf16>(s.elems, "weight slice");
       *s.target = dst;
-      for (const Slice::Part& p : s.parts) {
-        const std::vector<float> v = ckpt.read_f32(*p.info);
-        stager.upload(v.data(), v.size(), dst + p.offset);
+      for (size_t j = 0; j < s.parts.size(); ++j) {
+        const std::vector<float> v = ckpt.read_f32(*infos[i][j]);
+        stager.upload(v.data(), v.size(), dst + s.parts[j].offset);
       }
     }
-    if (c.arch != Arch::kOpt) {
-      const std::vector<float> f = cpu::rope_inv_freq(c);
-      float* g_f = w.arena.allocate_array<float>(f.size(), "rope inv_freq");
-      DAK_CUDA_CHECK(cudaMemcpy(g_f, f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
-      w.inv_freq = g_f;
-    }
+    upload_inv_freq(w);
     DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
   } catch (...) {
     cudaStreamSynchronize(stream);
@@ -275,6 +325,29 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
   }
   DAK_CUDA_CHECK(cudaStreamDestroy(stream));
   if (c.tie_word_embeddings) w.lm_head = w.embed;
+  return w;
+}
+
+GpuWeights GpuWeights::random(const ModelConfig& config, uint64_t seed, const std::string& where) {
+  check_supported(config, where);
+  GpuWeights w;
+  w.config = config;
+  const std::vector<Slice> slices = plan_slices(config, w, where);
+  w.bytes = arena_bytes(slices, config);
+  // HbmArena refuses (before cudaMalloc) when the bytes do not fit in free HBM.
+  w.arena = HbmArena(w.bytes, fmt::format("random bf16 weights of {} (seed {})", where, seed));
+  uint64_t stream_id = 0;  // the part's index in random_tensor_table
+  for (const Slice& s : slices) {
+    bf16* dst = w.arena.allocate_array<bf16>(s.elems, "weight slice");
+    *s.target = dst;
+    for (const Slice::Part& p : s.parts) {
+      random_fill_bf16(RandomFillParams{dst + p.offset, int64_t(p.elems), seed, stream_id++, p.mean, p.half_range},
+                       nullptr);
+    }
+  }
+  upload_inv_freq(w);
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+  if (config.tie_word_embeddings) w.lm_head = w.embed;
   return w;
 }
 

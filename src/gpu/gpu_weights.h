@@ -1,4 +1,5 @@
-// GpuWeights: every weight of a checkpoint, converted to bf16 and resident in one HBM arena.
+// GpuWeights: every weight of a model as bf16, resident in one HBM arena, from one of two sources:
+// a checkpoint (converted to bf16) or deterministic random values for a config (--random-weights).
 //
 // The tensor-name table and the fusions mirror the CPU reference (core/cpu_model.cc):
 //   qkv     = rows of q_proj, k_proj, v_proj concatenated: [H*D + 2*Hkv*D, hidden] (+ bias)
@@ -8,9 +9,14 @@
 //             stores lm_head too)
 // Loading: shapes are checked against the config and the total size is known before any HBM
 // is allocated; require_free_hbm refuses a model that does not fit, naming both amounts.
-// Each tensor is decoded by Checkpoint::read_f32 (fp16/bf16/fp32 and GGUF quantized types), staged
-// through pinned host buffers in 64 MiB chunks (two in flight), and converted on the GPU by
-// convert_f32_to_bf16 straight into its arena slice.
+// Checkpoint source: each tensor is decoded by Checkpoint::read_f32 (fp16/bf16/fp32 and GGUF
+// quantized types), staged through pinned host buffers in 64 MiB chunks (two in flight), and
+// converted on the GPU by convert_f32_to_bf16 straight into its arena slice.
+// Random source: the same table of HF-named tensors (random_tensor_table), each generated in
+// place by kernels/random_fill.h from (seed, its index in the table, element index): no host
+// memory and no file, so any config.json runs, a 70B one included. Values follow the HF
+// initialisation scale (initializer_range 0.02): matrices, embeddings and biases uniform with
+// mean 0 and standard deviation 0.02; norm weights mean 1 (same spread), norm biases mean 0.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -46,6 +52,15 @@ struct GpuLayer {
   GpuLinear qkv, o, gate_up, down;
 };
 
+/// One tensor of the random-weights table: the HF tensor it stands for and how it is generated.
+struct RandomTensorSpec {
+  std::string name;            // canonical HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::vector<int64_t> shape;  // row-major, as the checkpoint would store it
+  uint64_t stream = 0;         // random_fill stream: the tensor's index in the table
+  float mean = 0.0f;           // values mean + half_range * x, x uniform on [-1, 1) (random_fill.h)
+  float half_range = 0.0f;
+};
+
 struct GpuWeights {
   ModelConfig config;
   HbmArena arena;               // owns every pointer below
@@ -67,6 +82,19 @@ struct GpuWeights {
   /// Checks shapes, refuses if the weights do not fit in free HBM, then uploads them to the
   /// current CUDA device. Throws dak::Error.
   static GpuWeights load(const Checkpoint& ckpt);
+
+  /// Bytes the weights of `config` take in HBM (either source).
+  static uint64_t plan_bytes(const ModelConfig& config);
+
+  /// The tensors a checkpoint of `config` holds, in the engine's table order, with the random
+  /// fill of each (stream = index in this list). Config only: nothing is read or allocated.
+  static std::vector<RandomTensorSpec> random_tensor_table(const ModelConfig& config);
+
+  /// Deterministic random weights for `config`, generated on the current CUDA device: the same
+  /// (config, seed) gives the same bits. Refuses (dak::Error, before allocating) when they do not
+  /// fit in free HBM; `where` names the config in messages. Throws dak::Error for a config the
+  /// GPU kernels do not support.
+  static GpuWeights random(const ModelConfig& config, uint64_t seed, const std::string& where);
 };
 
 }  // namespace dak::gpu

@@ -43,6 +43,14 @@ TEST(CpuOps, LinearMatchesPlainLoopsForAwkwardShapes) {
   }
 }
 
+TEST(CpuOps, ParallelThreadsStaysSerialForSmallWork) {
+  EXPECT_EQ(parallel_threads(0), 1);
+  EXPECT_EQ(parallel_threads(kMinParallelMacs - 1), 1);
+  const int big = parallel_threads(int64_t(1) << 40);
+  EXPECT_GE(big, 1);
+  EXPECT_LE(big, 1024);
+}
+
 TEST(CpuOps, NormsMatchClosedForm) {
   const std::vector<float> x = {1, 2, 3, 4, -2, 0, 0, 2};
   std::vector<float> y(8);

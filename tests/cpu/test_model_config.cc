@@ -262,6 +262,8 @@ TEST(ModelConfig, RejectsUnsupportedFieldsNamingThem) {
                {"config.json", "rope_type", "yarn"});
   expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8}})",
                {"config.json", "low_freq_factor"});
+  expect_error(R"({"model_type": "llama", "rope_parameters": {"full_attention": {"rope_type": "default"}}})",
+               {"config.json", "rope_parameters", "full_attention"});
   expect_error(R"({"model_type": "llama", "hidden_act": "tanh"})", {"config.json", "hidden_act", "tanh"});
   expect_error(R"({"model_type": "opt", "activation_function": "quick_gelu"})",
                {"config.json", "activation_function"});

@@ -79,7 +79,7 @@ TEST(OpGraph, OptHasLearnedPositionsTiedHeadAndBiases) {
   EXPECT_EQ(find_op(g, "lm_head").tensors[0].name, "model.decoder.embed_tokens.weight");
   EXPECT_EQ(find_op(g, "layers.0.fc1").tensors[0].name, "model.decoder.layers.0.fc1.weight");
   EXPECT_EQ(find_op(g, "layers.0.o_proj").tensors[0].name, "model.decoder.layers.0.self_attn.out_proj.weight");
-  EXPECT_EQ(find_op(g, "layers.0.qkv_proj").fixed_bytes, 3 * 4096 * 2);  // q/k/v biases
+  EXPECT_EQ(find_op(g, "layers.0.qkv_proj").fixed_bytes, 3 * 4096 * 2);   // q/k/v biases
   EXPECT_EQ(find_op(g, "layers.0.attn_norm").fixed_bytes, 2 * 4096 * 2);  // LayerNorm weight + bias
 }
 
@@ -94,7 +94,7 @@ TEST(OpGraph, DecodeFlopsAndStepBytes) {
   EXPECT_DOUBLE_EQ(linear_flops, 2.0 * b * per_layer * 32);
   const Op& att = find_op(g, "layers.0.attention");
   EXPECT_EQ(att.context, ctx);
-  EXPECT_DOUBLE_EQ(att.flops, 4.0 * b * 32 * 128 * ctx);  // QK^T and PV
+  EXPECT_DOUBLE_EQ(att.flops, 4.0 * b * 32 * 128 * ctx);                       // QK^T and PV
   EXPECT_DOUBLE_EQ(att.step_bytes, double(b) * (ctx + 1) * 2 * 32 * 128 * 2);  // read ctx, append 1
   EXPECT_EQ(att.split_rows, b);
   EXPECT_EQ(att.row_bytes, (prompt + gen) * 2 * 32 * 128 * 2);

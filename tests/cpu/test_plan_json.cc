@@ -4,9 +4,8 @@
 
 #include <array>
 #include <cstdio>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/byte_size.h"
 #include "core/config_locator.h"
@@ -108,8 +107,8 @@ RunResult dak_plan(const std::string& args, bool stderr_too = true) {
 }
 
 TEST(PlanCli, JsonOutputMatchesTheLibrary) {
-  const RunResult r = dak_plan("--model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 6GiB --output json",
-                               false);
+  const RunResult r =
+      dak_plan("--model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 6GiB --output json", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const Plan cli = Plan::from_json(nlohmann::json::parse(r.out), "dak plan stdout");
   const Plan lib = sample_plan("llama-2-7b", 8, 6 * kGiB);
@@ -150,6 +149,9 @@ TEST(PlanCli, BadInputGivesClearErrors) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   r = dak_plan("--model llama-2-7b --profile /nonexistent.json");
   EXPECT_EQ(r.exit_code, 1) << r.out;
+  r = dak_plan("--model llama-2-7b --offload-ratio -1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("[0, 1]"), std::string::npos) << r.out;
   r = dak_plan("--model llama-2-7b --allocator best");
   EXPECT_NE(r.exit_code, 0) << r.out;
 }
@@ -162,6 +164,13 @@ TEST(PlanCli, SweepPrintsGreedyAndUniform) {
   EXPECT_DOUBLE_EQ(j[1].at("ratio").get<double>(), 0.5);
   EXPECT_GE(j[1].at("speedup").get<double>(), 1.0);
   EXPECT_NE(dak_plan("--model opt-6.7b --sweep-ratios 0:abc:10").exit_code, 0);
+  // Ratios that need more pinned memory than the profile has are reported, not fatal.
+  const RunResult big =
+      dak_plan("--model opt-30b --batch 512 --prompt-len 128 --sweep-ratios 0,100 --output json", false);
+  ASSERT_EQ(big.exit_code, 0) << big.out;
+  const nlohmann::json b = nlohmann::json::parse(big.out);
+  EXPECT_FALSE(b[0].contains("refused"));
+  EXPECT_NE(b[1].at("refused").get<std::string>().find("pin"), std::string::npos);
 }
 
 }  // namespace

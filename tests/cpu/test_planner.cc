@@ -81,7 +81,8 @@ TEST(Allocator, GreedyMatchesBruteForceOnRandomSmallInstances) {
     double quantum = 0;  // largest single-unit time step of any operator: the quantization
     for (const AllocCurve& c : curves) {
       all += c.host_bytes.back();
-      for (size_t h = 1; h < c.time_s.size(); ++h) quantum = std::max(quantum, std::fabs(c.time_s[h] - c.time_s[h - 1]));
+      for (size_t h = 1; h < c.time_s.size(); ++h)
+        quantum = std::max(quantum, std::fabs(c.time_s[h] - c.time_s[h - 1]));
     }
     const int64_t required = std::uniform_int_distribution<int64_t>(0, all)(rng);
     const Allocation g = allocate_greedy(curves, required);
@@ -164,11 +165,13 @@ TEST(Planner, MemoryBoundOperatorsGoToTheirBalancePointEvenWithoutPressure) {
     EXPECT_LE(o.host_fraction, x_star + 1.0 / double(o.split_rows / o.unit_rows)) << o.name;
     EXPECT_EQ(o.path, DataPath::kDirect);
   }
-  EXPECT_LT(p.predicted_tpot_s, make_plan(locate_model_config("llama-2-7b").config, h200(), [] {
-                                  PlanRequest r = request(1, std::nullopt);
-                                  r.allocator = AllocatorKind::kUniform;
-                                  return r;
-                                }()).predicted_tpot_s);
+  EXPECT_LT(p.predicted_tpot_s, make_plan(locate_model_config("llama-2-7b").config, h200(),
+                                          [] {
+                                            PlanRequest r = request(1, std::nullopt);
+                                            r.allocator = AllocatorKind::kUniform;
+                                            return r;
+                                          }())
+                                    .predicted_tpot_s);
 }
 
 TEST(Planner, UniformGivesEveryOperatorTheSameFraction) {

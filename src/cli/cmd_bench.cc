@@ -1,0 +1,307 @@
+// `dak bench`: TTFT, TPOT, tokens/s and EB of the GPU engine next to the HBM floor of the same
+// run, with a per-operator breakdown of a decode step (gpu/bench.h has the definitions).
+//
+//   dak bench --model llama-2-7b --random-weights --batch 1,8,64 --prompt-len 32 --gen-len 32
+//             [--repeats 5] [--output text|json|csv] [--csv FILE] [--json FILE]
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/config_locator.h"
+#include "core/error.h"
+#ifdef DAK_HAVE_CUDA
+#include "gpu/bench.h"
+#include "gpu/gpu_engine.h"
+#include "gpu/gpu_weights.h"
+#include "gpu/hbm_arena.h"
+#endif
+
+namespace dak::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  bool random_weights = false;
+  uint64_t weights_seed = 0;
+  std::string batch = "1";
+  std::string prompt_len = "32";
+  std::string gen_len = "32";
+  int64_t repeats = 5;
+  std::string output = "text";
+  std::string csv_file;
+  std::string json_file;
+  double hbm_buffer_gib = 4.0;
+  int hbm_runs = 10;
+};
+
+constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medians over repeats, [min, max] of the per-repeat medians):
+  TTFT   prefill of batch x prompt-len tokens, first ids sampled and copied back.
+  TPOT   one decode step from the CUDA graph (replay + sampling + id copy), median over every decode
+         step of every repeat; "wall" is the host's view of the same steps.
+  tok/s  batch / TPOT (decode throughput).
+  bytes  what a decode step must read at the mean context prompt + gen/2: all bf16 weights except the
+         embedding table (only the batch's rows), norms, biases, the KV cache read + the token appended.
+  EB     bytes / TPOT.   floor = bytes / B_g.   TPOT/floor = 1.0 means at the HBM bound.
+  B_g    best HBM read bandwidth of this run: TMA bulk copies (cp.async.bulk into an SMEM ring on
+         mbarriers, all SMs) of a buffer of --hbm-buffer-gib, best launch of --hbm-runs per configuration.
+  model  the planner's cost model TPOT (no offload, H200 default profile with this run's B_g).
+  target issue 3's targets for Llama-2-7B shapes, prompt 32, gen 32: TPOT <= 1.15 x floor at batch 1
+         and 8, <= 1.25 x floor at batch 64 (shown only for those runs).
+The per-operator table times decode steps at the mean context run eagerly (outside the graph, held
+behind a host gate until fully enqueued) with an event between operators; its sum exceeds TPOT by
+the event and kernel-boundary gaps the graph removes.
+Each (batch, prompt, gen) runs one untimed warm-up generation first; greedy sampling, EOS ignored.
+Needs a Hopper GPU: without one dak bench fails with the reason and exit code 1.)";
+
+/// "1,8,64" -> {1, 8, 64}, every value >= `min`.
+std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, int64_t min) {
+  std::vector<int64_t> out;
+  for (int32_t v : parse_id_list(s, flag)) {
+    if (v < min) {
+      fail(fmt::format("{} must be at least {}, got {}", flag, min, v), flag,
+           fmt::format("pass values >= {} (a comma list sweeps them)", min));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+/// Issue 3's TPOT/floor target for this run, 0 when it has none (Llama-2-7B shapes, p32 g32).
+double issue_target(const ModelConfig& c, int64_t batch, int64_t prompt, int64_t gen) {
+  const bool llama2_7b = c.arch == Arch::kLlama && c.hidden_size == 4096 && c.num_layers == 32 &&
+                         c.num_heads == 32 && c.num_kv_heads == 32 && c.intermediate_size == 11008 &&
+                         c.vocab_size == 32000;
+  if (!llama2_7b || prompt != 32 || gen != 32) return 0;
+  if (batch == 1 || batch == 8) return 1.15;
+  if (batch == 64) return 1.25;
+  return 0;
+}
+
+void write_file(const std::string& path, const std::string& text, const char* flag) {
+  std::ofstream f(path);
+  f << text;
+  f.close();
+  if (!f) fail(fmt::format("cannot write '{}'", path), flag, "check that the folder exists and is writable");
+  std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
+}
+
+void run_bench_command(const BenchArgs& a) {
+  if (a.repeats < 5) fail(fmt::format("--repeats {} is too few", a.repeats), "--repeats", "pass 5 or more");
+  const std::vector<int64_t> batches = parse_sizes(a.batch, "--batch", 1);
+  const std::vector<int64_t> prompts = parse_sizes(a.prompt_len, "--prompt-len", 1);
+  const std::vector<int64_t> gens = parse_sizes(a.gen_len, "--gen-len", 2);
+  if (a.hbm_buffer_gib <= 0 || a.hbm_runs < 1) {
+    fail("the HBM measurement needs a positive buffer and at least one run", "--hbm-buffer-gib / --hbm-runs",
+         "use e.g. --hbm-buffer-gib 4 --hbm-runs 10");
+  }
+  // Model first (so a typo is reported on any machine), then the GPU.
+  std::unique_ptr<Checkpoint> ckpt;
+  LocatedConfig located;
+  if (a.random_weights) {
+    located = locate_model_config(a.model);
+  } else {
+    ckpt = open_model(a.model);
+    located.config = ckpt->config();
+    located.name = ckpt->path().filename().string();
+    located.path = ckpt->path();
+  }
+  const std::string why = gpu_unavailable_reason();
+  if (!why.empty()) {
+    fail("dak bench needs a Hopper GPU: " + why, "dak bench",
+         "run it on the GPU machine (tools/device/gpu_check.sh runs it there); `dak plan` predicts TPOT without a "
+         "GPU");
+  }
+#ifdef DAK_HAVE_CUDA
+  std::vector<gpu::BenchShape> shapes;
+  for (int64_t b : batches) {
+    for (int64_t p : prompts) {
+      for (int64_t g : gens) shapes.push_back({b, p, g});
+    }
+  }
+  // Model + KV of the largest run must fit: refused here, before anything is allocated.
+  const ModelConfig& mc = located.config;
+  uint64_t kv_max = 0;
+  for (const gpu::BenchShape& s : shapes) {
+    kv_max = std::max<uint64_t>(kv_max, 2 * uint64_t(mc.num_layers) * uint64_t(s.batch) *
+                                            uint64_t(s.prompt_len + s.gen_len) * uint64_t(mc.kv_dim()) * 2);
+  }
+  const uint64_t weight_bytes = ckpt ? gpu::GpuWeights::plan_bytes(*ckpt) : gpu::GpuWeights::plan_bytes(mc);
+  gpu::require_free_hbm(weight_bytes + kv_max,
+                        fmt::format("{}: bf16 weights ({}) plus the KV cache of the largest run ({})", located.name,
+                                    gpu::format_gib(weight_bytes), gpu::format_gib(kv_max)));
+  std::fprintf(stderr, "dak: measuring HBM read bandwidth (TMA bulk stream of %.2f GiB)\n", a.hbm_buffer_gib);
+  const gpu::HbmBandwidth hbm =
+      gpu::measure_hbm_bandwidth(uint64_t(a.hbm_buffer_gib * double(1ull << 30)), a.hbm_runs);
+  const gpu::GpuEngineOptions opts = gpu::bench_engine_options(shapes);
+  std::unique_ptr<gpu::GpuEngine> engine;
+  if (a.random_weights) {
+    std::fprintf(stderr, "dak: %s with random bf16 weights (seed %llu)\n", located.name.c_str(),
+                 static_cast<unsigned long long>(a.weights_seed));
+    engine = std::make_unique<gpu::GpuEngine>(located.config, a.weights_seed, located.path.string(), 0, opts);
+  } else {
+    engine = std::make_unique<gpu::GpuEngine>(*ckpt, 0, opts);
+  }
+  std::vector<gpu::BenchResult> results;
+  for (const gpu::BenchShape& s : shapes) {
+    std::fprintf(stderr, "dak: bench batch %lld, prompt %lld, gen %lld\n", static_cast<long long>(s.batch),
+                 static_cast<long long>(s.prompt_len), static_cast<long long>(s.gen_len));
+    results.push_back(gpu::run_bench(*engine, s, a.repeats, hbm.best_bytes_per_s));
+  }
+
+  const ModelConfig& c = located.config;
+  const std::string weights = a.random_weights ? fmt::format("random (seed {})", a.weights_seed) : "checkpoint";
+  const double ms = 1e3, tbs = 1e-12;
+  auto target_of = [&](const gpu::BenchResult& r) {
+    return issue_target(c, r.shape.batch, r.shape.prompt_len, r.shape.gen_len);
+  };
+
+  // JSON
+  nlohmann::json j;
+  j["model"] = located.path.string();
+  j["model_name"] = located.name;
+  j["weights"] = weights;
+  j["device"] = engine->device_name();
+  j["weight_arena_bytes"] = engine->weight_bytes();
+  j["hbm"] = {{"best_tb_s", hbm.best_bytes_per_s * tbs}, {"median_tb_s", hbm.median_bytes_per_s * tbs},
+              {"buffer_bytes", hbm.buffer_bytes}, {"chunk_bytes", hbm.chunk_bytes}, {"stages", hbm.stages},
+              {"ctas_per_sm", hbm.ctas_per_sm}, {"sm_count", hbm.sm_count}, {"runs", hbm.runs},
+              {"configs", hbm.configs}};
+  for (const gpu::BenchResult& r : results) {
+    nlohmann::json jr;
+    jr["batch"] = r.shape.batch;
+    jr["prompt_len"] = r.shape.prompt_len;
+    jr["gen_len"] = r.shape.gen_len;
+    jr["repeats"] = r.repeats;
+    jr["decode_steps_timed"] = r.decode_steps_timed;
+    jr["ttft_ms"] = {{"median", r.ttft_s.median * ms}, {"min", r.ttft_s.min * ms}, {"max", r.ttft_s.max * ms}};
+    jr["tpot_ms"] = {{"median", r.tpot_s.median * ms}, {"min", r.tpot_s.min * ms}, {"max", r.tpot_s.max * ms}};
+    jr["tpot_wall_ms"] = r.tpot_wall_s * ms;
+    jr["decode_tokens_per_s"] = r.decode_tokens_per_s;
+    jr["e2e_tokens_per_s"] = r.e2e_tokens_per_s;
+    jr["step_bytes"] = r.step_bytes;
+    jr["kv_step_bytes"] = r.kv_step_bytes;
+    jr["eb_tb_s"] = r.eb_bytes_per_s * tbs;
+    jr["floor_ms"] = r.floor_s * ms;
+    jr["tpot_over_floor"] = r.ratio;
+    jr["target"] = target_of(r);
+    jr["model_tpot_ms"] = r.model_tpot_s * ms;
+    jr["profiled_step_ms"] = r.profiled_step_s * ms;
+    jr["profile_gated"] = r.profile_gated;
+    for (const gpu::OpBreakdown& o : r.ops) {
+      jr["ops"].push_back({{"op", gpu::step_op_name(o.op)}, {"ms", o.time_s * ms}, {"share", o.share},
+                           {"launches", o.launches}, {"bytes", o.bytes}});
+    }
+    j["results"].push_back(jr);
+  }
+
+  // CSV: one row per run, the operator times as columns.
+  std::ostringstream csv;
+  csv << "model,weights,device,batch,prompt_len,gen_len,repeats,ttft_ms,ttft_min_ms,ttft_max_ms,tpot_ms,"
+         "tpot_min_ms,tpot_max_ms,tpot_wall_ms,decode_tok_s,e2e_tok_s,step_bytes,kv_step_bytes,eb_tb_s,hbm_tb_s,"
+         "floor_ms,tpot_over_floor,target,model_tpot_ms,profiled_step_ms";
+  for (int k = 0; k < int(gpu::StepOp::kCount); ++k) csv << ",op_" << gpu::step_op_name(gpu::StepOp(k)) << "_ms";
+  csv << "\n";
+  for (const gpu::BenchResult& r : results) {
+    csv << fmt::format("{},{},\"{}\",{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.1f},{:.1f},{:.0f},"
+                       "{:.0f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.4f},{:.4f}",
+                       located.name, a.random_weights ? "random" : "checkpoint", engine->device_name(), r.shape.batch,
+                       r.shape.prompt_len, r.shape.gen_len, r.repeats, r.ttft_s.median * ms, r.ttft_s.min * ms,
+                       r.ttft_s.max * ms, r.tpot_s.median * ms, r.tpot_s.min * ms, r.tpot_s.max * ms,
+                       r.tpot_wall_s * ms, r.decode_tokens_per_s, r.e2e_tokens_per_s, r.step_bytes, r.kv_step_bytes,
+                       r.eb_bytes_per_s * tbs, hbm.best_bytes_per_s * tbs, r.floor_s * ms, r.ratio, target_of(r),
+                       r.model_tpot_s * ms, r.profiled_step_s * ms);
+    std::vector<double> op_ms(size_t(gpu::StepOp::kCount), 0.0);
+    for (const gpu::OpBreakdown& o : r.ops) op_ms[size_t(o.op)] = o.time_s * ms;
+    for (double v : op_ms) csv << fmt::format(",{:.4f}", v);
+    csv << "\n";
+  }
+
+  // Text
+  std::ostringstream txt;
+  txt << fmt::format("dak bench: {} ({}), {} weights, {}\n", located.name, located.path.string(), weights,
+                     engine->device_name());
+  txt << fmt::format("weights {} bf16; B_g = {:.3f} TB/s (TMA bulk stream of {}, best of {} launches x {} configs; "
+                     "best config {} KiB x {} stages, {} CTA/SM x {} SMs, its median {:.3f} TB/s)\n\n",
+                     gpu::format_gib(engine->weight_bytes()), hbm.best_bytes_per_s * tbs,
+                     gpu::format_gib(hbm.buffer_bytes), hbm.runs, hbm.configs, hbm.chunk_bytes >> 10, hbm.stages,
+                     hbm.ctas_per_sm, hbm.sm_count, hbm.median_bytes_per_s * tbs);
+  txt << "| batch | prompt | gen | TTFT ms | TPOT ms [min, max] | wall ms | floor ms | TPOT/floor | target | "
+         "tok/s | EB TB/s | GB/step | model ms |\n";
+  txt << "|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|\n";
+  for (const gpu::BenchResult& r : results) {
+    const double t = target_of(r);
+    const std::string target = t > 0 ? fmt::format("<= {:.2f} {}", t, r.ratio <= t ? "met" : "MISSED") : "-";
+    txt << fmt::format("| {} | {} | {} | {:.2f} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} | {:.3f} | {:.3f} | {} | {:.0f} | "
+                       "{:.3f} | {:.2f} | {:.3f} |\n",
+                       r.shape.batch, r.shape.prompt_len, r.shape.gen_len, r.ttft_s.median * ms, r.tpot_s.median * ms,
+                       r.tpot_s.min * ms, r.tpot_s.max * ms, r.tpot_wall_s * ms, r.floor_s * ms, r.ratio, target,
+                       r.decode_tokens_per_s, r.eb_bytes_per_s * tbs, r.step_bytes * 1e-9, r.model_tpot_s * ms);
+  }
+  for (const gpu::BenchResult& r : results) {
+    txt << fmt::format("\nper-operator time of one decode step, batch {}, prompt {}, gen {} (eager, events between "
+                       "operators, median of 3 steps at the mean context): sum {:.3f} ms vs TPOT {:.3f} ms\n",
+                       r.shape.batch, r.shape.prompt_len, r.shape.gen_len, r.profiled_step_s * ms,
+                       r.tpot_s.median * ms);
+    if (!r.profile_gated) txt << "(the host gate timed out: these times include host launch gaps)\n";
+    txt << "| op | ms | share | launches | GB read | GB/s |\n|---|---:|---:|---:|---:|---:|\n";
+    for (const gpu::OpBreakdown& o : r.ops) {
+      const std::string bytes = o.bytes > 0 ? fmt::format("{:.3f}", o.bytes * 1e-9) : "-";
+      const std::string bw = o.bytes > 0 && o.time_s > 0 ? fmt::format("{:.0f}", o.bytes / o.time_s * 1e-9) : "-";
+      txt << fmt::format("| {} | {:.3f} | {:.1f} % | {} | {} | {} |\n", gpu::step_op_name(o.op), o.time_s * ms,
+                         o.share * 100, o.launches, bytes, bw);
+    }
+  }
+
+  if (!a.json_file.empty()) write_file(a.json_file, j.dump(2) + "\n", "--json");
+  if (!a.csv_file.empty()) write_file(a.csv_file, csv.str(), "--csv");
+  if (a.output == "json") {
+    std::cout << j.dump(2) << std::endl;
+  } else if (a.output == "csv") {
+    std::cout << csv.str() << std::flush;
+  } else {
+    std::cout << txt.str() << std::flush;
+  }
+#endif
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* c = app.add_subcommand(
+      "bench", "Measure TTFT, TPOT, tokens/s and EB on the GPU next to the HBM floor B_g of the same run, with a "
+               "per-operator breakdown of a decode step");
+  c->add_option("--model,-m", a->model,
+                "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct); with --random-weights a "
+                "config.json, a model folder or a shipped config name (llama-2-7b, llama-2-70b, ...)");
+  c->add_flag("--random-weights", a->random_weights,
+              "Deterministic random bf16 weights generated on the GPU for the config (no checkpoint needed)");
+  c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str();
+  c->add_option("--batch,-b", a->batch, "Sequences per step; a comma list sweeps, e.g. 1,8,64")->capture_default_str();
+  c->add_option("--prompt-len,-p", a->prompt_len, "Prompt tokens per sequence (comma list sweeps)")
+      ->capture_default_str();
+  c->add_option("--gen-len,-g", a->gen_len,
+                "Tokens generated per sequence: 1 by the prefill + gen-1 decode steps; >= 2 (comma list sweeps)")
+      ->capture_default_str();
+  c->add_option("--repeats,-r", a->repeats, "Timed generations per run (>= 5), after one warm-up")
+      ->capture_default_str();
+  c->add_option("--output", a->output, "What to print on stdout: text (tables), json or csv")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json", "csv"}));
+  c->add_option("--csv", a->csv_file, "Also write the CSV (one row per run, operator times as columns) to FILE");
+  c->add_option("--json", a->json_file, "Also write the JSON (everything, per-operator tables included) to FILE");
+  c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB (several times the L2)")
+      ->capture_default_str();
+  c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();
+  c->footer(kFooter);
+  c->callback([a] { run_bench_command(*a); });
+}
+
+}  // namespace dak::cli

@@ -1,0 +1,280 @@
+#include "gpu/bench.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "core/hardware_profile.h"
+#include "core/op_graph.h"
+#include "gpu/cuda_check.h"
+#include "gpu/hbm_arena.h"
+#include "gpu/kernels/hbm_stream.h"
+#include "gpu/kernels/random_fill.h"
+
+namespace dak::gpu {
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// (chunk bytes, stages) tried for B_g: 64-192 KiB in flight per CTA, the range where one SM's
+/// share of the HBM bandwidth-latency product is covered.
+struct StreamConfig {
+  uint32_t chunk_bytes;
+  int32_t stages;
+};
+constexpr StreamConfig kStreamConfigs[] = {{16u << 10, 4}, {32u << 10, 4}, {32u << 10, 6}, {64u << 10, 3}};
+
+/// Two CUDA events, destroyed with the object.
+struct EventPair {
+  cudaEvent_t begin = nullptr, end = nullptr;
+  EventPair() {
+    DAK_CUDA_CHECK(cudaEventCreate(&begin));
+    DAK_CUDA_CHECK(cudaEventCreate(&end));
+  }
+  ~EventPair() {
+    cudaEventDestroy(begin);
+    cudaEventDestroy(end);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  double seconds() const {
+    float ms = 0;
+    DAK_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
+    return double(ms) * 1e-3;
+  }
+};
+
+/// Deterministic prompt ids in [0, V): a fixed scramble of (sequence, position).
+std::vector<std::vector<int32_t>> bench_prompts(const BenchShape& s, int64_t vocab) {
+  std::vector<std::vector<int32_t>> p(size_t(s.batch));
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t i = 0; i < s.prompt_len; ++i) {
+      const uint64_t h = (uint64_t(b) * 7919u + uint64_t(i) * 104729u + 17u) * 0x9E3779B97F4A7C15ull;
+      p[size_t(b)].push_back(int32_t((h >> 33) % uint64_t(vocab)));
+    }
+  }
+  return p;
+}
+
+std::vector<std::vector<int32_t>> as_steps(const std::vector<int32_t>& ids) {
+  std::vector<std::vector<int32_t>> t(ids.size());
+  for (size_t b = 0; b < ids.size(); ++b) t[b] = {ids[b]};
+  return t;
+}
+
+/// Which StepOp reads the tensor of an op-graph operator (role names of core/op_graph.cc).
+StepOp step_op_of(const Op& op) {
+  if (op.kind == OpKind::kAttention) return StepOp::kAttention;
+  if (op.kind == OpKind::kNorm) return StepOp::kNorm;
+  if (op.kind == OpKind::kEmbedding || op.role == "project_in") return StepOp::kEmbedding;
+  if (op.role == "qkv_proj") return StepOp::kQkvProj;
+  if (op.role == "o_proj") return StepOp::kOProj;
+  if (op.role == "gate_up_proj" || op.role == "fc1") return StepOp::kMlpUp;
+  if (op.role == "down_proj" || op.role == "fc2") return StepOp::kMlpDown;
+  return StepOp::kLogits;  // lm_head, project_out
+}
+
+}  // namespace
+
+HbmBandwidth measure_hbm_bandwidth(uint64_t buffer_bytes, int runs) {
+  buffer_bytes = buffer_bytes / 16 * 16;
+  if (buffer_bytes == 0 || runs < 1) {
+    fail(fmt::format("HBM bandwidth measurement with a {} byte buffer and {} runs", buffer_bytes, runs),
+         "measure_hbm_bandwidth", "use a buffer of at least 16 bytes (several times the L2) and at least one run");
+  }
+  int device = 0, sms = 0;
+  DAK_CUDA_CHECK(cudaGetDevice(&device));
+  DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  constexpr int kWarmup = 2;
+  const size_t launches = size_t(kWarmup + runs);
+  HbmArena arena(HbmArena::aligned_size(buffer_bytes) + HbmArena::aligned_size(launches * 8),
+                 "the HBM bandwidth measurement buffer");
+  auto* g_buf = arena.allocate_array<__nv_bfloat16>(buffer_bytes / 2, "stream buffer");  // [bytes / 2]
+  auto* g_sums = arena.allocate_array<unsigned long long>(launches, "checksums");        // [launches]
+  random_fill_bf16(RandomFillParams{g_buf, int64_t(buffer_bytes / 2), 0, 0, 0.0f, 1.0f}, nullptr);  // any data
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+
+  cudaStream_t stream = nullptr;
+  DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  HbmBandwidth best;
+  best.buffer_bytes = buffer_bytes;
+  best.sm_count = sms;
+  best.runs = runs;
+  unsigned long long want = 0;
+  bool have_want = false;
+  try {
+    for (const StreamConfig& sc : kStreamConfigs) {
+      const int ctas = hbm_stream_ctas_per_sm(sc.chunk_bytes, sc.stages);
+      if (ctas == 0) continue;
+      ++best.configs;
+      const int grid = ctas * sms;
+      std::vector<EventPair> ev(launches);
+      std::vector<unsigned long long> sums(launches);
+      DAK_CUDA_CHECK(cudaMemsetAsync(g_sums, 0, launches * sizeof(unsigned long long), stream));
+      // Launches are enqueued back to back without host synchronization: each one's begin event
+      // follows the previous kernel on the GPU, so host launch latency stays out of the timings.
+      for (size_t i = 0; i < launches; ++i) {
+        HbmStreamParams p{g_buf, buffer_bytes, sc.chunk_bytes, sc.stages, g_sums + i};
+        DAK_CUDA_CHECK(cudaEventRecord(ev[i].begin, stream));
+        hbm_stream(p, grid, stream);
+        DAK_CUDA_CHECK(cudaEventRecord(ev[i].end, stream));
+      }
+      DAK_CUDA_CHECK(cudaMemcpyAsync(sums.data(), g_sums, launches * sizeof(unsigned long long),
+                                     cudaMemcpyDeviceToHost, stream));
+      DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::vector<double> bw;
+      for (size_t i = 0; i < ev.size(); ++i) {
+        if (!have_want) {
+          want = sums[i];
+          have_want = true;
+        }
+        if (sums[i] != want) {
+          fail(fmt::format("HBM stream checksum {:#x} differs from {:#x} ({} KiB x {} stages, launch {})", sums[i],
+                           want, sc.chunk_bytes >> 10, sc.stages, i),
+               "measure_hbm_bandwidth", "the streaming kernel did not read the whole buffer: run dak_gpu_tests");
+        }
+        if (i >= size_t(kWarmup)) bw.push_back(double(buffer_bytes) / ev[i].seconds());
+      }
+      const double top = *std::max_element(bw.begin(), bw.end());
+      if (top > best.best_bytes_per_s) {
+        best.best_bytes_per_s = top;
+        best.median_bytes_per_s = median_of(bw);
+        best.chunk_bytes = sc.chunk_bytes;
+        best.stages = sc.stages;
+        best.ctas_per_sm = ctas;
+      }
+    }
+  } catch (...) {
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  DAK_CUDA_CHECK(cudaStreamDestroy(stream));
+  if (best.configs == 0) {
+    fail("no HBM stream configuration fits in shared memory", "measure_hbm_bandwidth", "run on a Hopper GPU");
+  }
+  return best;
+}
+
+GpuEngineOptions bench_engine_options(const std::vector<BenchShape>& shapes) {
+  GpuEngineOptions o;
+  for (const BenchShape& s : shapes) o.max_pass_tokens = std::max(o.max_pass_tokens, s.batch * s.prompt_len);
+  o.max_pass_tokens = std::min<int64_t>(o.max_pass_tokens, 8192);
+  return o;
+}
+
+BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeats, double hbm_bytes_per_s) {
+  const ModelConfig& c = engine.config();
+  const std::string where = "dak bench";
+  if (repeats < 1) fail(fmt::format("{} repeats", repeats), where, "pass --repeats 5 or more");
+  if (shape.batch < 1 || shape.prompt_len < 1 || shape.gen_len < 2) {
+    fail(fmt::format("batch {}, prompt {}, gen {}", shape.batch, shape.prompt_len, shape.gen_len), where,
+         "use batch >= 1, prompt length >= 1 and generation length >= 2 (one decode step at least)");
+  }
+  const int64_t ctx = shape.prompt_len + shape.gen_len;
+  if (ctx > c.max_position_embeddings) {
+    fail(fmt::format("prompt {} + gen {} = {} tokens exceed the model's context of {}", shape.prompt_len,
+                     shape.gen_len, ctx, c.max_position_embeddings),
+         where, "use shorter --prompt-len / --gen-len");
+  }
+  const auto prompts = bench_prompts(shape, c.vocab_size);
+  const SamplingParams greedy{};
+  BenchResult r;
+  r.shape = shape;
+  r.repeats = repeats;
+
+  std::vector<double> ttft, tpot_all, tpot_rep, wall;
+  for (int64_t rep = -1; rep < repeats; ++rep) {  // rep -1: warm-up (plans, graph capture, clocks)
+    engine.start(shape.batch, ctx);
+    std::vector<int32_t> ids = engine.step_and_sample(prompts, greedy);
+    const double t_first = engine.last_step_gpu_s();
+    std::vector<double> steps;
+    const int64_t replays0 = engine.graph_replays();
+    for (int64_t t = 1; t < shape.gen_len; ++t) {
+      const auto w0 = std::chrono::steady_clock::now();
+      ids = engine.step_and_sample(as_steps(ids), greedy);
+      const double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+      if (rep >= 0) {
+        steps.push_back(engine.last_step_gpu_s());
+        wall.push_back(w);
+      }
+    }
+    if (rep < 0) continue;
+    r.decode_steps_timed += int64_t(steps.size());
+    if (engine.graph_replays() - replays0 != int64_t(steps.size())) {
+      fail("a timed decode step did not replay the CUDA graph", where, "report this as a bug");
+    }
+    ttft.push_back(t_first);
+    tpot_rep.push_back(median_of(steps));
+    tpot_all.insert(tpot_all.end(), steps.begin(), steps.end());
+  }
+  r.ttft_s = {median_of(ttft), *std::min_element(ttft.begin(), ttft.end()), *std::max_element(ttft.begin(), ttft.end())};
+  r.tpot_s = {median_of(tpot_all), *std::min_element(tpot_rep.begin(), tpot_rep.end()),
+              *std::max_element(tpot_rep.begin(), tpot_rep.end())};
+  r.tpot_wall_s = median_of(wall);
+  const double tpot = r.tpot_s.median;
+  r.decode_tokens_per_s = double(shape.batch) / tpot;
+  r.e2e_tokens_per_s = double(shape.batch * shape.gen_len) / (r.ttft_s.median + double(shape.gen_len - 1) * tpot);
+
+  // Bytes, floor and the cost model's prediction, from the planner's operator graph.
+  StepShape ss;
+  ss.batch = shape.batch;
+  ss.prompt_len = shape.prompt_len;
+  ss.gen_len = shape.gen_len;
+  ss.phase = Phase::kDecode;
+  const OpGraph graph = build_op_graph(c, ss);
+  r.step_bytes = graph.step_model_bytes();
+  HardwareProfile profile = HardwareProfile::h200_default();
+  profile.hbm_read_gbps = hbm_bytes_per_s * 1e-9;
+  const CostModel model(profile);
+  std::vector<double> op_bytes(size_t(StepOp::kCount), 0.0);
+  for (const Op& op : graph.ops) {
+    if (op.kind == OpKind::kAttention) r.kv_step_bytes += op.step_bytes;
+    op_bytes[size_t(step_op_of(op))] += op.step_bytes + double(op.fixed_bytes);
+    r.model_tpot_s += model.cost(op, 0, DataPath::kNone).time_s;
+  }
+  r.eb_bytes_per_s = r.step_bytes / tpot;
+  r.floor_s = r.step_bytes / hbm_bytes_per_s;
+  r.ratio = tpot / r.floor_s;
+
+  // Per-operator breakdown: decode normally up to the mean context, then profile a few steps.
+  engine.start(shape.batch, ctx);
+  std::vector<int32_t> ids = engine.step_and_sample(prompts, greedy);
+  const int64_t profiled = std::min<int64_t>(3, shape.gen_len - 1);
+  const int64_t lead = std::max<int64_t>(0, shape.gen_len / 2 - 1 - profiled / 2);
+  for (int64_t t = 0; t < lead; ++t) ids = engine.step_and_sample(as_steps(ids), greedy);
+  std::vector<std::vector<double>> per_op(size_t(StepOp::kCount));
+  std::vector<int64_t> launches(size_t(StepOp::kCount), 0);
+  for (int64_t t = 0; t < profiled; ++t) {
+    const StepProfile prof = engine.profile_decode_step(as_steps(ids), greedy, &ids);
+    r.profile_gated = r.profile_gated && prof.gated;
+    for (const StepOpTime& o : prof.ops) {
+      per_op[size_t(o.op)].push_back(o.time_s);
+      launches[size_t(o.op)] = o.launches;
+    }
+  }
+  for (size_t k = 0; k < per_op.size(); ++k) {
+    if (launches[k] == 0) continue;
+    OpBreakdown b;
+    b.op = StepOp(k);
+    b.time_s = median_of(per_op[k]);
+    b.launches = launches[k];
+    b.bytes = op_bytes[k];
+    r.profiled_step_s += b.time_s;
+    r.ops.push_back(b);
+  }
+  for (OpBreakdown& b : r.ops) b.share = r.profiled_step_s > 0 ? b.time_s / r.profiled_step_s : 0;
+  return r;
+}
+
+}  // namespace dak::gpu

@@ -1,0 +1,62 @@
+#include "gpu/kernels/random_fill.h"
+
+#include <algorithm>
+
+#include "gpu/cuda_check.h"
+
+namespace dak::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kVec = 8;  // bf16 per 16-byte store
+
+constexpr uint64_t kElementStep = 0x9E3779B97F4A7C15ull;  // SplitMix64's golden-ratio increment
+constexpr uint64_t kStreamStep = 0xD1B54A32D192ED03ull;   // a second odd constant for stream keys
+
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ __nv_bfloat16 value_at(uint64_t key, int64_t i, float mean, float half_range) {
+  const uint64_t bits = mix64(key + uint64_t(i + 1) * kElementStep);
+  const float x = float(int32_t(bits >> 40) - (1 << 23)) * (1.0f / float(1 << 23));  // [-1, 1), exact
+  return __float2bfloat16_rn(__fmaf_rn(x, half_range, mean));
+}
+
+template <bool kVectorized>
+__global__ void __launch_bounds__(kThreads) random_fill_kernel(const __grid_constant__ RandomFillParams p) {
+  const uint64_t key = mix64(p.seed + (p.stream + 1) * kStreamStep);
+  const int64_t stride = int64_t(gridDim.x) * kThreads;
+  const int64_t first = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (kVectorized) {
+    const int64_t groups = p.n / kVec;
+    for (int64_t g = first; g < groups; g += stride) {
+      alignas(16) __nv_bfloat16 r[kVec];  // registers
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) r[v] = value_at(key, g * kVec + v, p.mean, p.half_range);
+      *reinterpret_cast<uint4*>(p.g_out + g * kVec) = *reinterpret_cast<const uint4*>(r);
+    }
+    for (int64_t i = groups * kVec + first; i < p.n; i += stride) p.g_out[i] = value_at(key, i, p.mean, p.half_range);
+  } else {
+    for (int64_t i = first; i < p.n; i += stride) p.g_out[i] = value_at(key, i, p.mean, p.half_range);
+  }
+}
+
+}  // namespace
+
+void random_fill_bf16(const RandomFillParams& p, cudaStream_t stream) {
+  if (p.n <= 0) return;
+  const bool aligned = reinterpret_cast<uintptr_t>(p.g_out) % 16 == 0;
+  const int64_t work = aligned ? (p.n + kVec - 1) / kVec : p.n;
+  const int grid = int(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, 132 * 16));
+  if (aligned) {
+    random_fill_kernel<true><<<grid, kThreads, 0, stream>>>(p);
+  } else {
+    random_fill_kernel<false><<<grid, kThreads, 0, stream>>>(p);
+  }
+  DAK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace dak::gpu

@@ -1,0 +1,92 @@
+// `dak bench` and `--random-weights` from the command line, on any machine: the help documents
+// every option and metric, bad arguments are refused before touching a GPU, and without a
+// usable GPU (hidden here with CUDA_VISIBLE_DEVICES=, or a dak built without CUDA) both fail
+// with exit code 1 and a message saying why.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+/// Runs `env dak args` through the shell; env is a prefix like "CUDA_VISIBLE_DEVICES=".
+RunResult run_dak(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1";
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
+
+TEST(CliBench, HelpDocumentsEveryOptionAndMetric) {
+  const RunResult r = run_dak("bench --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"--model", "--random-weights", "--weights-seed", "--batch", "--prompt-len", "--gen-len",
+                        "--repeats", "--output", "--csv", "--json", "--hbm-buffer-gib", "--hbm-runs", "TTFT", "TPOT",
+                        "tok/s", "EB", "floor", "B_g", "target"}) {
+    EXPECT_NE(r.output.find(s), std::string::npos) << s << " missing from:\n" << r.output;
+  }
+  const RunResult top = run_dak("--help");
+  EXPECT_NE(top.output.find("bench"), std::string::npos) << top.output;
+}
+
+TEST(CliBench, WithoutAGpuFailsWithTheReason) {
+  const RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 1", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("needs a Hopper GPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dak plan"), std::string::npos) << "the fix should name the GPU-free alternative\n"
+                                                         << r.output;
+}
+
+TEST(CliBench, BadArgumentsAreRefusedBeforeLookingForAGpu) {
+  struct Case {
+    const char* args;
+    const char* needle;
+  };
+  for (const Case& c : {Case{"bench --model llama-2-7b --random-weights --repeats 3", "--repeats"},
+                        Case{"bench --model llama-2-7b --random-weights --batch 0", "--batch"},
+                        Case{"bench --model llama-2-7b --random-weights --batch 1,x", "--batch"},
+                        Case{"bench --model llama-2-7b --random-weights --gen-len 1", "--gen-len"},
+                        Case{"bench --model no-such-model --random-weights", "shipped config"}}) {
+    const RunResult r = run_dak(c.args, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("needs a Hopper GPU"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  const RunResult bad_output = run_dak("bench --model llama-2-7b --random-weights --output xml");
+  EXPECT_NE(bad_output.exit_code, 0) << bad_output.output;
+}
+
+TEST(CliRandomWeights, GenerateRefusesTheCpuTextPromptsAndAMissingGpu) {
+  const RunResult cpu = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2,3 --device cpu");
+  EXPECT_EQ(cpu.exit_code, 1) << cpu.output;
+  EXPECT_NE(cpu.output.find("GPU only"), std::string::npos) << cpu.output;
+
+  const RunResult text = run_dak("generate --model llama-2-7b --random-weights --prompt hello --device cuda");
+  EXPECT_EQ(text.exit_code, 1) << text.output;
+  EXPECT_NE(text.output.find("--prompt-ids"), std::string::npos) << text.output;
+
+  const RunResult no_gpu =
+      run_dak("generate --model " + std::string(DAK_TEST_DATA_DIR) +
+                  "/../../configs/llama-2-7b.json --random-weights --prompt-ids 1,2,3 --device auto",
+              kNoGpu);
+  EXPECT_EQ(no_gpu.exit_code, 1) << no_gpu.output;
+  EXPECT_NE(no_gpu.output.find("cannot run --random-weights"), std::string::npos) << no_gpu.output;
+}
+
+}  // namespace
