@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+
+#include <cuda_pipeline.h>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -13,26 +16,51 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kKeys = 32;                                  // keys per warp tile (one per lane)
-constexpr int kMaxHeads = 8;                               // query heads per CTA
-constexpr int kDimsPerLane = kAttentionMaxHeadDim / 32;
+constexpr int kMaxHeads = 8;                                          // query heads per CTA
+constexpr int kMaxOut = kMaxHeads * kAttentionMaxHeadDim / kThreads;  // (head, dim) outputs per thread
 constexpr int kCombineThreads = 128;
+constexpr int kSplitKeysQuantum = 128;                                // split_keys granule
 
-// Shared memory (floats): s_q [kMaxHeads][D] (pre-scaled), s_m [kWarps][kMaxHeads],
-// s_l [kWarps][kMaxHeads], s_o [kWarps][kMaxHeads][D]. 40 KB at D = 256: no opt-in needed.
-constexpr size_t smem_bytes(int d) {
-  return sizeof(float) * (size_t(kMaxHeads) * d + 2 * kWarps * kMaxHeads + size_t(kWarps) * kMaxHeads * d);
+// Keys staged in SMEM per chunk: 64 up to D = 128, else 32 (keeps the CTA under 48 KB).
+__host__ __device__ constexpr int chunk_keys(int d) { return d <= 128 ? 64 : 32; }
+// Row stride of the staged K/V rows in elements: D + 8 keeps rows 16-byte aligned and makes the
+// 16-byte reads of 8 consecutive rows (one SMEM phase) hit distinct banks.
+__host__ __device__ constexpr int staged_stride(int d) { return d + 8; }
+__host__ __device__ constexpr size_t align16(size_t b) { return (b + 15) / 16 * 16; }
+// SMEM: s_q [kMaxHeads][D] fp32 (pre-scaled), s_p [kMaxHeads][chunk] fp32 (scores, then
+// probabilities), s_m / s_l / s_c [kMaxHeads] fp32 (running max, running sum, this chunk's
+// rescale), then s_k and s_v [chunk][D + 8] bf16.
+__host__ __device__ constexpr size_t stats_bytes(int d) {
+  return align16(sizeof(float) * (size_t(kMaxHeads) * d + size_t(kMaxHeads) * chunk_keys(d) + 3 * kMaxHeads));
+}
+__host__ __device__ constexpr size_t smem_bytes(int d) {
+  return stats_bytes(d) + 2 * sizeof(__nv_bfloat16) * size_t(chunk_keys(d)) * staged_stride(d);
 }
 static_assert(smem_bytes(kAttentionMaxHeadDim) <= 48 * 1024, "decode attention must fit the default SMEM limit");
+static_assert(smem_bytes(128) <= 48 * 1024, "decode attention must fit the default SMEM limit");
 
-__global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const __grid_constant__ DecodeAttentionParams dp) {
+__device__ __forceinline__ void bf16x8_to_float(const uint4& raw, float* f) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 v = __bfloat1622float2(h[e]);
+    f[2 * e] = v.x;
+    f[2 * e + 1] = v.y;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const __grid_constant__ DecodeAttentionParams dp,
+                                                                          bool vec) {
   const AttentionParams& p = dp.attn;
-  extern __shared__ float s_mem[];
-  const int D = p.head_dim;
-  float* s_q = s_mem;                            // [kMaxHeads][D]
-  float* s_m = s_q + kMaxHeads * D;              // [kWarps][kMaxHeads]
-  float* s_l = s_m + kWarps * kMaxHeads;         // [kWarps][kMaxHeads]
-  float* s_o = s_l + kWarps * kMaxHeads;         // [kWarps][kMaxHeads][D]
+  extern __shared__ __align__(16) unsigned char s_raw[];
+  const int D = p.head_dim, C = chunk_keys(D), Dp = staged_stride(D);
+  float* s_q = reinterpret_cast<float*>(s_raw);  // [kMaxHeads][D]
+  float* s_p = s_q + kMaxHeads * D;              // [kMaxHeads][C]
+  float* s_m = s_p + kMaxHeads * C;              // [kMaxHeads]
+  float* s_l = s_m + kMaxHeads;                  // [kMaxHeads]
+  float* s_c = s_l + kMaxHeads;                  // [kMaxHeads]
+  __nv_bfloat16* s_k = reinterpret_cast<__nv_bfloat16*>(s_raw + stats_bytes(D));  // [C][Dp]
+  __nv_bfloat16* s_v = s_k + C * Dp;                                               // [C][Dp]
 
   const int split = blockIdx.x, seg = blockIdx.z;
   if (p.segs.g_len[seg] == 0) return;
@@ -49,131 +77,150 @@ __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const 
   const int lo = p.window > 0 ? max(0, pos - p.window + 1) : 0;
   const int k_begin = max(lo, split * dp.split.split_keys);
   const int k_end = min(pos + 1, (split + 1) * dp.split.split_keys);  // exclusive
+  // A split outside [lo, pos] writes nothing: the combine kernel reads live splits only. This
+  // early exit is what makes a split count fixed by max_ctx cheap at a short live context.
+  if (k_begin >= k_end) return;
 
   for (int e = threadIdx.x; e < ng * D; e += kThreads) {
     const int h = hk * G + g0 + e / D;
     s_q[e] = bf16_to_float(p.g_q[row * p.q_stride + int64_t(h) * D + e % D]) * p.scale;
   }
-  __syncthreads();
-
-  float m[kMaxHeads], l[kMaxHeads], o[kMaxHeads][kDimsPerLane];
-#pragma unroll
-  for (int g = 0; g < kMaxHeads; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0.f;
-#pragma unroll
-    for (int u = 0; u < kDimsPerLane; ++u) o[g][u] = 0.f;
+  if (threadIdx.x < kMaxHeads) {
+    s_m[threadIdx.x] = -INFINITY;
+    s_l[threadIdx.x] = 0.f;
   }
+
+  // Outputs owned by this thread: (g, d) = divmod(threadIdx.x + u * kThreads, D), u < kMaxOut.
+  float o[kMaxOut];
+#pragma unroll
+  for (int u = 0; u < kMaxOut; ++u) o[u] = 0.f;
+  const int n_out = ng * D;
 
   const int64_t kv_row_stride = int64_t(p.num_kv_heads) * D;
   const __nv_bfloat16* g_k = p.g_k_cache + slot * p.max_ctx * kv_row_stride + int64_t(hk) * D;  // [max_ctx][.. D]
   const __nv_bfloat16* g_v = p.g_v_cache + slot * p.max_ctx * kv_row_stride + int64_t(hk) * D;
-  const bool vec_k = D % 8 == 0;
+  const int vpr = D / 8;  // 16-byte vectors per row (vec path)
 
-  for (int t0 = k_begin + warp * kKeys; t0 < k_end; t0 += kWarps * kKeys) {
-    const int j = t0 + lane;
-    const bool visible = j < k_end;
-    float score[kMaxHeads];
-#pragma unroll
-    for (int g = 0; g < kMaxHeads; ++g) score[g] = 0.f;
-    if (visible) {
-      const __nv_bfloat16* r_k = g_k + int64_t(j) * kv_row_stride;  // [D]
-      if (vec_k) {
-        for (int d0 = 0; d0 < D; d0 += 8) {
-          const uint4 raw = *reinterpret_cast<const uint4*>(r_k + d0);
-          const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&raw);
+  for (int c0 = k_begin; c0 < k_end; c0 += C) {
+    const int n = min(C, k_end - c0);
+    // Stage K then V rows [c0, c0 + n): coalesced 16-byte async copies (a row is D/8 lanes),
+    // every copy in flight at once; V keeps landing while the scores are computed.
+    if (vec) {
+      for (int e = threadIdx.x; e < n * vpr; e += kThreads) {
+        const int j = e / vpr, v = e % vpr;
+        __pipeline_memcpy_async(s_k + j * Dp + v * 8, g_k + int64_t(c0 + j) * kv_row_stride + v * 8, 16);
+      }
+      __pipeline_commit();
+      for (int e = threadIdx.x; e < n * vpr; e += kThreads) {
+        const int j = e / vpr, v = e % vpr;
+        __pipeline_memcpy_async(s_v + j * Dp + v * 8, g_v + int64_t(c0 + j) * kv_row_stride + v * 8, 16);
+      }
+      __pipeline_commit();
+      __pipeline_wait_prior(1);
+    } else {
+      for (int e = threadIdx.x; e < n * D; e += kThreads) {
+        const int j = e / D, d = e % D;
+        s_k[j * Dp + d] = __ldg(g_k + int64_t(c0 + j) * kv_row_stride + d);
+        s_v[j * Dp + d] = __ldg(g_v + int64_t(c0 + j) * kv_row_stride + d);
+      }
+    }
+    __syncthreads();
+
+    // Scores: thread per (head, key); consecutive threads read consecutive staged rows.
+    for (int e = threadIdx.x; e < ng * n; e += kThreads) {
+      const int g = e / n, j = e % n;
+      const float* q = s_q + g * D;
+      const __nv_bfloat16* k = s_k + j * Dp;
+      float acc = 0.f;
+      if (vec) {
+        for (int v = 0; v < vpr; ++v) {
           float kf[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) kf[e] = bf16_to_float(kb[e]);
-#pragma unroll
-          for (int g = 0; g < kMaxHeads; ++g) {
-            if (g < ng) {
-#pragma unroll
-              for (int e = 0; e < 8; ++e) score[g] = fmaf(s_q[g * D + d0 + e], kf[e], score[g]);
-            }
-          }
+          bf16x8_to_float(*reinterpret_cast<const uint4*>(k + v * 8), kf);
+          const float4 qa = *reinterpret_cast<const float4*>(q + v * 8);
+          const float4 qb = *reinterpret_cast<const float4*>(q + v * 8 + 4);
+          acc = fmaf(qa.x, kf[0], acc);
+          acc = fmaf(qa.y, kf[1], acc);
+          acc = fmaf(qa.z, kf[2], acc);
+          acc = fmaf(qa.w, kf[3], acc);
+          acc = fmaf(qb.x, kf[4], acc);
+          acc = fmaf(qb.y, kf[5], acc);
+          acc = fmaf(qb.z, kf[6], acc);
+          acc = fmaf(qb.w, kf[7], acc);
         }
       } else {
-        for (int d = 0; d < D; ++d) {
-          const float kf = bf16_to_float(r_k[d]);
-#pragma unroll
-          for (int g = 0; g < kMaxHeads; ++g) {
-            if (g < ng) score[g] = fmaf(s_q[g * D + d], kf, score[g]);
-          }
-        }
+        for (int d = 0; d < D; ++d) acc = fmaf(q[d], bf16_to_float(k[d]), acc);
+      }
+      s_p[g * C + j] = acc;
+    }
+    __syncthreads();
+
+    // Online softmax over the chunk, fp32: a warp per head.
+    for (int g = warp; g < ng; g += kWarps) {
+      float mx = -INFINITY;
+      for (int j = lane; j < n; j += 32) mx = fmaxf(mx, s_p[g * C + j]);
+      mx = warp_max(mx);
+      const float m_old = s_m[g];
+      const float m_new = fmaxf(m_old, mx);
+      float sum = 0.f;
+      for (int j = lane; j < n; j += 32) {
+        const float pj = expf(s_p[g * C + j] - m_new);
+        s_p[g * C + j] = pj;
+        sum += pj;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float corr = expf(m_old - m_new);  // 0 for the first chunk (m_old = -inf)
+        s_c[g] = corr;
+        s_l[g] = s_l[g] * corr + sum;
+        s_m[g] = m_new;
       }
     }
-    float pj[kMaxHeads];
+    if (vec) __pipeline_wait_prior(0);
+    __syncthreads();
+
+    // o[g][d] = o[g][d] * corr[g] + sum_j p[g][j] v[j][d]
 #pragma unroll
-    for (int g = 0; g < kMaxHeads; ++g) {
-      pj[g] = 0.f;
-      if (g < ng) {
-        // Lane 0's key (t0) is always visible, so the tile max is finite.
-        const float s = visible ? score[g] : -INFINITY;
-        const float m_new = fmaxf(m[g], warp_max(s));
-        const float corr = expf(m[g] - m_new);
-        pj[g] = visible ? expf(s - m_new) : 0.f;
-        l[g] = l[g] * corr + warp_sum(pj[g]);
-        m[g] = m_new;
-#pragma unroll
-        for (int u = 0; u < kDimsPerLane; ++u) o[g][u] *= corr;
+    for (int u = 0; u < kMaxOut; ++u) {
+      const int e = threadIdx.x + u * kThreads;
+      if (e < n_out) {
+        const int g = e / D, d = e % D;
+        const float* pg = s_p + g * C;
+        float acc = o[u] * s_c[g];
+        for (int j = 0; j < n; ++j) acc = fmaf(pg[j], bf16_to_float(s_v[j * Dp + d]), acc);
+        o[u] = acc;
       }
     }
-    const int tile_keys = min(kKeys, k_end - t0);
-    for (int key = 0; key < tile_keys; ++key) {
-      const __nv_bfloat16* r_v = g_v + int64_t(t0 + key) * kv_row_stride;  // [D]
-      float vv[kDimsPerLane];
-#pragma unroll
-      for (int u = 0; u < kDimsPerLane; ++u) {
-        const int d = lane + 32 * u;
-        vv[u] = d < D ? bf16_to_float(r_v[d]) : 0.f;
-      }
-#pragma unroll
-      for (int g = 0; g < kMaxHeads; ++g) {
-        const float pk = __shfl_sync(0xffffffffu, pj[g], key);
-        if (g < ng) {
-#pragma unroll
-          for (int u = 0; u < kDimsPerLane; ++u) o[g][u] = fmaf(pk, vv[u], o[g][u]);
-        }
-      }
-    }
+    __syncthreads();  // the next chunk overwrites s_k, s_v and s_p
   }
 
-  // Merge the warps' partial softmaxes.
+  const int S = dp.split.num_splits;
+  if (S == 1) {  // the only split: normalize and write the output, no combine pass
+    __nv_bfloat16* g_out = p.g_out + row * p.num_heads * D;  // [H][D] of this query
 #pragma unroll
-  for (int g = 0; g < kMaxHeads; ++g) {
-    if (g < ng) {
-      if (lane == 0) {
-        s_m[warp * kMaxHeads + g] = m[g];
-        s_l[warp * kMaxHeads + g] = l[g];
+    for (int u = 0; u < kMaxOut; ++u) {
+      const int e = threadIdx.x + u * kThreads;
+      if (e < n_out) {
+        const int g = e / D, d = e % D;
+        const float l = s_l[g];
+        g_out[int64_t(hk * G + g0 + g) * D + d] = float_to_bf16(l > 0.f ? o[u] / l : 0.f);
       }
+    }
+    return;
+  }
 #pragma unroll
-      for (int u = 0; u < kDimsPerLane; ++u) {
-        const int d = lane + 32 * u;
-        if (d < D) s_o[(warp * kMaxHeads + g) * D + d] = o[g][u];
-      }
+  for (int u = 0; u < kMaxOut; ++u) {
+    const int e = threadIdx.x + u * kThreads;
+    if (e < n_out) {
+      const int g = e / D, d = e % D;
+      const int h = hk * G + g0 + g;
+      dp.g_partial[((int64_t(seg) * p.num_heads + h) * S + split) * (D + 2) + d] = o[u];
     }
   }
-  __syncthreads();
-  const int S = dp.split.num_splits;
-  for (int e = threadIdx.x; e < ng * (D + 2); e += kThreads) {
-    const int g = e / (D + 2), d = e % (D + 2);
-    float mx = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w * kMaxHeads + g]);
-    float v;
-    if (d == D) {
-      v = mx;
-    } else {
-      v = 0.f;
-      if (mx != -INFINITY) {
-        for (int w = 0; w < kWarps; ++w) {
-          const float wgt = expf(s_m[w * kMaxHeads + g] - mx);
-          v += wgt * (d < D ? s_o[(w * kMaxHeads + g) * D + d] : s_l[w * kMaxHeads + g]);
-        }
-      }
-    }
-    const int h = hk * G + g0 + g;
-    dp.g_partial[((int64_t(seg) * p.num_heads + h) * S + split) * (D + 2) + d] = v;
+  if (threadIdx.x < ng) {
+    const int g = threadIdx.x, h = hk * G + g0 + g;
+    float* g_ml = dp.g_partial + ((int64_t(seg) * p.num_heads + h) * S + split) * (D + 2) + D;
+    g_ml[0] = s_m[g];
+    g_ml[1] = s_l[g];
   }
 }
 
@@ -181,19 +228,23 @@ __global__ void __launch_bounds__(kCombineThreads) attention_decode_combine_kern
   const AttentionParams& p = dp.attn;
   const int h = blockIdx.x, seg = blockIdx.y, D = p.head_dim, S = dp.split.num_splits;
   if (p.segs.g_len[seg] == 0) return;
+  // Live splits: those overlapping [lo, pos] (the split kernel wrote only these).
+  const int pos = p.segs.g_pos0[seg];
+  const int lo = p.window > 0 ? max(0, pos - p.window + 1) : 0;
+  const int k_lo = lo / dp.split.split_keys, k_hi = min(S - 1, pos / dp.split.split_keys);
   const float* g_part = dp.g_partial + (int64_t(seg) * p.num_heads + h) * S * (D + 2);  // [S][D + 2]
   float mx = -INFINITY;
-  for (int k = 0; k < S; ++k) mx = fmaxf(mx, g_part[k * (D + 2) + D]);
+  for (int k = k_lo; k <= k_hi; ++k) mx = fmaxf(mx, g_part[k * (D + 2) + D]);
   float l = 0.f;
   if (mx != -INFINITY) {
-    for (int k = 0; k < S; ++k) l += expf(g_part[k * (D + 2) + D] - mx) * g_part[k * (D + 2) + D + 1];
+    for (int k = k_lo; k <= k_hi; ++k) l += expf(g_part[k * (D + 2) + D] - mx) * g_part[k * (D + 2) + D + 1];
   }
   const float inv_l = l > 0.f ? 1.f / l : 0.f;
   __nv_bfloat16* g_out = p.g_out + int64_t(p.segs.g_row0[seg]) * p.num_heads * D + int64_t(h) * D;  // [D]
   for (int d = threadIdx.x; d < D; d += kCombineThreads) {
     float acc = 0.f;
     if (mx != -INFINITY) {
-      for (int k = 0; k < S; ++k) acc += expf(g_part[k * (D + 2) + D] - mx) * g_part[k * (D + 2) + d];
+      for (int k = k_lo; k <= k_hi; ++k) acc += expf(g_part[k * (D + 2) + D] - mx) * g_part[k * (D + 2) + d];
     }
     g_out[d] = float_to_bf16(acc * inv_l);
   }
@@ -203,13 +254,12 @@ __global__ void __launch_bounds__(kCombineThreads) attention_decode_combine_kern
 
 DecodeSplit choose_decode_split(int64_t num_segs, int64_t num_heads, int64_t num_kv_heads, int64_t max_ctx,
                                 int64_t sm_count) {
-  constexpr int64_t kMinSplitKeys = kWarps * kKeys;
   const int64_t group = num_heads / std::max<int64_t>(1, num_kv_heads);
   const int64_t base_ctas = std::max<int64_t>(1, num_segs * num_kv_heads * ((group + kMaxHeads - 1) / kMaxHeads));
-  const int64_t max_splits = std::max<int64_t>(1, (max_ctx + kMinSplitKeys - 1) / kMinSplitKeys);
-  const int64_t want = std::clamp<int64_t>((2 * sm_count + base_ctas - 1) / base_ctas, 1, max_splits);
+  const int64_t max_splits = std::max<int64_t>(1, (max_ctx + kSplitKeysQuantum - 1) / kSplitKeysQuantum);
+  const int64_t want = std::clamp<int64_t>((4 * sm_count + base_ctas - 1) / base_ctas, 1, max_splits);
   int64_t split_keys = (max_ctx + want - 1) / want;
-  split_keys = (split_keys + kMinSplitKeys - 1) / kMinSplitKeys * kMinSplitKeys;
+  split_keys = (split_keys + kSplitKeysQuantum - 1) / kSplitKeysQuantum * kSplitKeysQuantum;
   DecodeSplit s;
   s.split_keys = int32_t(split_keys);
   s.num_splits = int32_t(std::max<int64_t>(1, (max_ctx + split_keys - 1) / split_keys));
@@ -233,8 +283,12 @@ void attention_decode(const DecodeAttentionParams& dp, cudaStream_t stream) {
   const int G = p.num_heads / p.num_kv_heads;
   const int head_chunks = (G + kMaxHeads - 1) / kMaxHeads;
   const dim3 grid(unsigned(dp.split.num_splits), unsigned(p.num_kv_heads * head_chunks), unsigned(p.segs.num_segs));
-  attention_decode_split_kernel<<<grid, kThreads, smem_bytes(p.head_dim), stream>>>(dp);
+  // 16-byte path: rows of D % 8 == 0 elements at 16-byte aligned bases.
+  const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
+  const bool vec = p.head_dim % 8 == 0 && (addr(p.g_k_cache) | addr(p.g_v_cache)) % 16 == 0;
+  attention_decode_split_kernel<<<grid, kThreads, smem_bytes(p.head_dim), stream>>>(dp, vec);
   DAK_CUDA_CHECK(cudaGetLastError());
+  if (dp.split.num_splits == 1) return;  // the split kernel wrote the output
   const dim3 grid_c(unsigned(p.num_heads), unsigned(p.segs.num_segs));
   attention_decode_combine_kernel<<<grid_c, kCombineThreads, 0, stream>>>(dp);
   DAK_CUDA_CHECK(cudaGetLastError());

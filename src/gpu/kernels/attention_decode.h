@@ -7,15 +7,22 @@
 // heads of one kv head, so each K/V element is read once per 8 heads.
 // Split: keys [k * split_keys, (k + 1) * split_keys) go to split k of num_splits; the split
 // layout depends only on max_ctx (DecodeSplit), never on the current lengths, so one CUDA
-// graph serves every decode step (splits past the current length exit after writing an
-// empty partial).
-// Tiling (split kernel): CTA = 4 warps; a warp takes 32-key tiles in turn; lane j scores key j
-// against all heads of the CTA (16-byte loads of its K row when D % 8 == 0), the warp runs the
-// online softmax per head in fp32, and V rows are read coalesced (lane owns dims lane + 32i)
-// with p_j broadcast by shuffle. Warps merge through shared memory; the CTA writes
-// (o unnormalized [D], m, l) per (segment, head, split) to an fp32 workspace.
-// Combine kernel: one CTA per (segment, head): out = sum_k e^(m_k - M) o_k / sum_k e^(m_k - M) l_k.
-// Invariant: the result does not depend on which warp or CTA handled which keys beyond fp32
+// graph serves every decode step. A split outside the live range [lo, pos] of its segment
+// exits at once and writes nothing; the combine kernel reads only the live splits (it derives
+// them from pos0 and the window, read from device memory like the split kernel).
+// Tiling (split kernel): CTA = 4 warps for (segment, kv head, <= 8 query heads, split). It walks
+// its keys in chunks of 64 (D <= 128) or 32 keys: the chunk's K rows and then its V rows are
+// staged in SMEM by coalesced 16-byte async copies (cp.async through cuda_pipeline.h; rows
+// padded to D + 8 elements so 16-byte SMEM reads of consecutive rows are conflict-free), all
+// in flight at once; a thread per (head, key) scores from SMEM while V still lands; a warp per
+// head updates the fp32 online softmax (running max / sum, per-chunk rescale); a thread per
+// (head, dim) accumulates p . V in fp32 registers. D % 8 != 0 (or unaligned caches) stages
+// element by element. With num_splits == 1 the CTA normalizes and writes the bf16 output
+// itself and no combine kernel is launched; otherwise it writes (o unnormalized [D], m, l)
+// per (segment, head, split) to an fp32 workspace.
+// Combine kernel (num_splits > 1): one CTA per (segment, head) over the live splits:
+// out = sum_k e^(m_k - M) o_k / sum_k e^(m_k - M) l_k.
+// Invariant: the result does not depend on which CTA handled which keys beyond fp32
 // reassociation of the softmax sums.
 #pragma once
 
@@ -34,8 +41,9 @@ struct DecodeSplit {
   int32_t split_keys = 0;  // keys per split, a multiple of 128 (4 warps x 32 keys)
 };
 
-/// Picks the split so that segments x kv-head CTAs x splits fill about two waves of
-/// `sm_count` SMs, without splits shorter than 128 keys.
+/// Picks the split so that segments x kv-head CTAs x splits come to about 4 CTAs per SM of
+/// `sm_count` (several CTAs per SM hide each chunk's load latency), with split_keys a multiple
+/// of 128 and no always-empty split.
 DecodeSplit choose_decode_split(int64_t num_segs, int64_t num_heads, int64_t num_kv_heads, int64_t max_ctx,
                                 int64_t sm_count);
 

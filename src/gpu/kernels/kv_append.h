@@ -6,7 +6,8 @@
 // Cache layout per layer: [B_max, max_ctx, Hkv, D] bf16 (the engine's cache is
 // [layer][B_max][max_ctx][Hkv][D]; callers pass the layer's base). Pure data movement: bitwise.
 // A token whose slot or position is out of range is skipped (the host validates first).
-// Tiling: one CTA per token, threads stride over the Hkv*D elements of k and of v.
+// Tiling: grid (token, element block); a thread copies about one 16-byte chunk of k and of v
+// (16-byte path when offsets, strides and kv_dim are multiples of 8 elements), else one element.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,5 +1,7 @@
 #include "gpu/kernels/norm.h"
 
+#include <cstdint>
+
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/reduce.cuh"
 
@@ -49,11 +51,130 @@ __global__ void __launch_bounds__(kThreads) residual_norm_kernel(const __grid_co
   }
 }
 
+// Vector path (C % 8 == 0, C <= 8 * kMaxChunks * blockDim): thread i owns the 8-element chunks
+// i, i + blockDim, ... of the row and issues every load (residual, x, weight, bias) before the
+// first reduction, so a row costs about one memory latency instead of one per strided
+// iteration (the generic loop above is serialized by possible aliasing of g_r and g_x). The
+// row stays in registers for both LayerNorm passes.
+constexpr int kVec = 8;
+constexpr int kMaxChunks = 2;  // C <= 16384 (registers: 1024 threads x <= 64)
+constexpr int kMaxVecThreads = 1024;
+
+__device__ __forceinline__ void unpack8(const uint4& raw, float* f) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 v = __bfloat1622float2(h[e]);
+    f[2 * e] = v.x;
+    f[2 * e + 1] = v.y;
+  }
+}
+
+__global__ void __launch_bounds__(kMaxVecThreads) residual_norm_vec_kernel(const __grid_constant__ NormParams p) {
+  __shared__ float s_scratch[32];
+  const int64_t row = blockIdx.x;
+  const int chunks = int(p.C / kVec);
+  float4* g_r = reinterpret_cast<float4*>(p.g_residual + row * p.C);                     // [C/4]
+  const uint4* g_x = p.g_x ? reinterpret_cast<const uint4*>(p.g_x + row * p.C) : nullptr;  // [C/8]
+  const uint4* g_w = reinterpret_cast<const uint4*>(p.g_weight);                          // [C/8] or null
+  const uint4* g_b = reinterpret_cast<const uint4*>(p.g_bias);                            // [C/8] or null
+  uint4* g_out = reinterpret_cast<uint4*>(p.g_out + row * p.C);                           // [C/8]
+  const float inv_c = 1.0f / float(p.C);
+
+  float4 r_r[kMaxChunks][2];
+  uint4 r_x[kMaxChunks], r_w[kMaxChunks], r_b[kMaxChunks];
+#pragma unroll
+  for (int k = 0; k < kMaxChunks; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (i < chunks) {
+      r_r[k][0] = g_r[2 * i];
+      r_r[k][1] = g_r[2 * i + 1];
+      if (g_x) r_x[k] = g_x[i];
+      if (g_w) r_w[k] = __ldg(g_w + i);
+      if (g_b) r_b[k] = __ldg(g_b + i);
+    }
+  }
+  float s[kMaxChunks][kVec];
+  float acc = 0.f;
+#pragma unroll
+  for (int k = 0; k < kMaxChunks; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (i < chunks) {
+      const float4 a = r_r[k][0], b = r_r[k][1];
+      s[k][0] = a.x; s[k][1] = a.y; s[k][2] = a.z; s[k][3] = a.w;
+      s[k][4] = b.x; s[k][5] = b.y; s[k][6] = b.z; s[k][7] = b.w;
+      if (g_x) {
+        float xf[kVec];
+        unpack8(r_x[k], xf);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) s[k][e] += xf[e];
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc += p.type == NormType::kRms ? s[k][e] * s[k][e] : s[k][e];
+    }
+  }
+  acc = block_sum(acc, s_scratch);
+  float mean = 0.f, rstd;
+  if (p.type == NormType::kRms) {
+    rstd = rsqrtf(acc * inv_c + p.eps);
+  } else {
+    mean = acc * inv_c;
+    float var = 0.f;
+#pragma unroll
+    for (int k = 0; k < kMaxChunks; ++k) {
+      if (int(threadIdx.x + k * blockDim.x) < chunks) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) var += (s[k][e] - mean) * (s[k][e] - mean);
+      }
+    }
+    var = block_sum(var, s_scratch);
+    rstd = rsqrtf(var * inv_c + p.eps);
+  }
+#pragma unroll
+  for (int k = 0; k < kMaxChunks; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (i < chunks) {
+      float wf[kVec], bfv[kVec], n[kVec];
+      if (g_w) unpack8(r_w[k], wf);
+      if (g_b) unpack8(r_b[k], bfv);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        n[e] = (s[k][e] - mean) * rstd;
+        if (g_w) n[e] *= wf[e];
+        if (g_b) n[e] += bfv[e];
+      }
+      if (p.mode == NormResidual::kPostNorm) {
+        g_r[2 * i] = make_float4(n[0], n[1], n[2], n[3]);
+        g_r[2 * i + 1] = make_float4(n[4], n[5], n[6], n[7]);
+      } else {
+        g_r[2 * i] = make_float4(s[k][0], s[k][1], s[k][2], s[k][3]);
+        g_r[2 * i + 1] = make_float4(s[k][4], s[k][5], s[k][6], s[k][7]);
+      }
+      uint4 o;
+      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) h[e] = __floats2bfloat162_rn(n[2 * e], n[2 * e + 1]);
+      g_out[i] = o;
+    }
+  }
+}
+
 }  // namespace
 
 void residual_norm(const NormParams& p, cudaStream_t stream) {
   if (p.T <= 0) return;
-  residual_norm_kernel<<<unsigned(p.T), kThreads, 0, stream>>>(p);
+  const int64_t chunks = p.C / kVec;
+  const bool aligned = (reinterpret_cast<uintptr_t>(p.g_residual) | reinterpret_cast<uintptr_t>(p.g_x) |
+                        reinterpret_cast<uintptr_t>(p.g_weight) | reinterpret_cast<uintptr_t>(p.g_bias) |
+                        reinterpret_cast<uintptr_t>(p.g_out)) % 16 == 0;
+  if (aligned && p.C % kVec == 0 && chunks <= int64_t(kMaxChunks) * kMaxVecThreads) {
+    // Fewest chunks per thread: one per thread up to C = 8192, then two.
+    const int64_t per_thread = (chunks + kMaxVecThreads - 1) / kMaxVecThreads;
+    const int64_t threads = ((chunks + per_thread - 1) / per_thread + 31) / 32 * 32;
+    residual_norm_vec_kernel<<<unsigned(p.T), unsigned(threads), 0, stream>>>(p);
+  } else {
+    residual_norm_kernel<<<unsigned(p.T), kThreads, 0, stream>>>(p);
+  }
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

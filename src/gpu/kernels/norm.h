@@ -7,10 +7,13 @@
 // kPostNorm (OPT-350m style, do_layer_norm_before = false):          residual <- n, out <- bf16(n)
 // Statistics in fp32; the residual stream stays fp32 so that the skip path does not accumulate
 // bf16 rounding across layers (only GEMM inputs are bf16).
-// Tiling: one CTA (256 threads) per row, threads stride over C; pass 1 writes s into the
-// residual row and reduces, later passes re-read the elements the same thread wrote (no
-// barrier needed between the write and the re-read). Invariant: no element of another row is
-// touched, so rows are independent and the result does not depend on the grid.
+// Tiling: one CTA per row. C % 8 == 0 (and C <= 16384, 16-byte aligned pointers): up to 1024
+// threads, each holding one or two 8-element chunks in registers, every load issued before the
+// first reduction (one memory latency per row). Otherwise 256 threads stride over C; pass 1
+// writes s into the residual row and reduces, later passes re-read the elements the same
+// thread wrote (no barrier needed between the write and the re-read). Invariant: no element
+// of another row is touched, so rows are independent and the result does not depend on the
+// grid.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,12 +1,14 @@
 #include "gpu/kernels/rope.h"
 
+#include <algorithm>
+
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/reduce.cuh"
 
 namespace dak::gpu {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 128;
 
 __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ RopeParams p) {
   const int64_t t = blockIdx.x;
@@ -14,7 +16,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
   const float pos = float(p.g_positions[t]);
   __nv_bfloat16* g_row = p.g_qkv + t * p.row_stride;  // [row_stride]
   const int pairs = (p.num_q_heads + p.num_k_heads) * half;
-  for (int j = threadIdx.x; j < pairs; j += kThreads) {
+  for (int j = blockIdx.y * kThreads + threadIdx.x; j < pairs; j += gridDim.y * kThreads) {
     const int head = j / half, i = j % half;
     __nv_bfloat16* g_head = head < p.num_q_heads ? g_row + p.q_offset + int64_t(head) * p.head_dim
                                                  : g_row + p.k_offset + int64_t(head - p.num_q_heads) * p.head_dim;
@@ -31,7 +33,11 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
 
 void apply_rope(const RopeParams& p, cudaStream_t stream) {
   if (p.T <= 0) return;
-  rope_kernel<<<unsigned(p.T), kThreads, 0, stream>>>(p);
+  // Spread a token's (head, i) pairs over CTAs so that each thread rotates about one pair: a
+  // strided loop of one CTA per token costs one memory latency per iteration.
+  const int64_t pairs = int64_t(p.num_q_heads + p.num_k_heads) * (p.head_dim / 2);
+  const int64_t ctas = std::clamp<int64_t>((pairs + kThreads - 1) / kThreads, 1, 65535);
+  rope_kernel<<<dim3(unsigned(p.T), unsigned(ctas)), kThreads, 0, stream>>>(p);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

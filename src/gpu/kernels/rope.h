@@ -8,7 +8,8 @@
 // computed in fp32 from the bf16 inputs and rounded to bf16 once. The rope scaling variants
 // (default, linear, llama3) differ only in inv_freq, built on the host by cpu::rope_inv_freq
 // (core/cpu_ops.h), the same table the CPU reference uses.
-// Tiling: one CTA per token, threads stride over (head, i) pairs of q and k heads together.
+// Tiling: grid (token, pair block); a thread rotates about one (head, i) pair of the q and k
+// heads together (grid-stride beyond 65535 blocks).
 #pragma once
 
 #include <cuda_bf16.h>
