@@ -109,7 +109,8 @@ void run_generate(const GenerateArgs& a) {
   const bool stream = a.output == "text" && prompts.size() == 1 && tok;
   std::vector<int32_t> streamed;
   std::string printed;
-  if (stream) std::fputs(prompt_texts[0].c_str(), stdout);
+  // Plain completion echoes the prompt and continues it; --chat prints only the reply.
+  if (stream && !a.chat) std::fputs(prompt_texts[0].c_str(), stdout);
   TokenCallback on_token;
   if (stream) {
     on_token = [&](int64_t, int32_t id) {

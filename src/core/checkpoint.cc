@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/tensor_names.h"
 #include "core/gguf.h"
 #include "core/gguf_config.h"
 #include "core/safetensors.h"
@@ -50,59 +51,42 @@ using Shape = std::vector<int64_t>;
 /// (modeling_llama.py / modeling_mistral.py / modeling_qwen2.py / modeling_opt.py).
 std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c) {
   std::vector<std::pair<std::string, Shape>> e;
+  const TensorNames& nm = tensor_names(c.arch);
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
-  if (c.arch == Arch::kOpt) {
-    const std::string m = "model.decoder.";
-    e.push_back({m + "embed_tokens.weight", {c.vocab_size, c.embed_dim()}});
+  const bool layer_norm = c.norm == NormKind::kLayerNorm;
+  // Norms: RMSNorm has a weight; LayerNorm a weight and a bias unless not elementwise-affine.
+  auto add_norm = [&](const std::string& name) {
+    if (!c.norm_elementwise_affine) return;
+    e.push_back({name + ".weight", {h}});
+    if (layer_norm) e.push_back({name + ".bias", {h}});
+  };
+  auto add_linear = [&](const std::string& name, Shape shape, bool bias) {
+    e.push_back({name + ".weight", shape});
+    if (bias) e.push_back({name + ".bias", {shape[0]}});
+  };
+  e.push_back({std::string(nm.embed) + ".weight", {c.vocab_size, c.embed_dim()}});
+  if (*nm.positions) {
     // OPTLearnedPositionalEmbedding holds max_position_embeddings + 2 rows (fixed offset 2).
-    e.push_back({m + "embed_positions.weight", {c.max_position_embeddings + 2, h}});
-    if (c.embed_dim() != h) {
-      e.push_back({m + "project_in.weight", {h, c.embed_dim()}});
-      e.push_back({m + "project_out.weight", {c.embed_dim(), h}});
-    }
-    if (c.do_layer_norm_before) {
-      e.push_back({m + "final_layer_norm.weight", {h}});
-      e.push_back({m + "final_layer_norm.bias", {h}});
-    }
-    for (int64_t l = 0; l < c.num_layers; ++l) {
-      const std::string p = fmt::format("{}layers.{}.", m, l);
-      const std::pair<const char*, Shape> lin[] = {{"self_attn.q_proj", {q, h}},
-                                                   {"self_attn.k_proj", {kv, h}},
-                                                   {"self_attn.v_proj", {kv, h}},
-                                                   {"self_attn.out_proj", {h, q}},
-                                                   {"fc1", {ff, h}},
-                                                   {"fc2", {h, ff}}};
-      for (const auto& [name, shape] : lin) {
-        e.push_back({p + name + ".weight", shape});
-        const bool bias = std::string_view(name).starts_with("fc")          ? c.mlp_bias
-                          : std::string_view(name) == "self_attn.out_proj" ? c.o_bias
-                                                                            : c.qkv_bias;
-        if (bias) e.push_back({p + name + ".bias", {shape[0]}});
-      }
-      for (const char* ln : {"self_attn_layer_norm", "final_layer_norm"}) {
-        e.push_back({p + ln + ".weight", {h}});
-        e.push_back({p + ln + ".bias", {h}});
-      }
-    }
-    if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", {c.vocab_size, c.embed_dim()}});
-    return e;
+    e.push_back({std::string(nm.positions) + ".weight", {c.max_position_embeddings + 2, h}});
   }
-  e.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
-  e.push_back({"model.norm.weight", {h}});
-  if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", {c.vocab_size, h}});
+  if (*nm.project_in && c.embed_dim() != h) {
+    add_linear(nm.project_in, {h, c.embed_dim()}, false);
+    add_linear(nm.project_out, {c.embed_dim(), h}, false);
+  }
+  // OPT with post-LN (do_layer_norm_before = false) has no final layer norm.
+  if (c.arch != Arch::kOpt || c.do_layer_norm_before) add_norm(nm.final_norm);
+  if (!c.tie_word_embeddings) e.push_back({std::string(nm.lm_head) + ".weight", {c.vocab_size, c.embed_dim()}});
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = fmt::format("model.layers.{}.", l);
-    e.push_back({p + "input_layernorm.weight", {h}});
-    e.push_back({p + "post_attention_layernorm.weight", {h}});
-    const std::tuple<const char*, Shape, bool> lin[] = {
-        {"self_attn.q_proj", {q, h}, c.qkv_bias},  {"self_attn.k_proj", {kv, h}, c.qkv_bias},
-        {"self_attn.v_proj", {kv, h}, c.qkv_bias}, {"self_attn.o_proj", {h, q}, c.o_bias},
-        {"mlp.gate_proj", {ff, h}, c.mlp_bias},    {"mlp.up_proj", {ff, h}, c.mlp_bias},
-        {"mlp.down_proj", {h, ff}, c.mlp_bias}};
-    for (const auto& [name, shape, bias] : lin) {
-      e.push_back({p + name + ".weight", shape});
-      if (bias) e.push_back({p + name + ".bias", {shape[0]}});
-    }
+    const std::string p = fmt::format("{}{}.", nm.layer, l);
+    add_norm(p + nm.attn_norm);
+    add_norm(p + nm.mlp_norm);
+    add_linear(p + nm.q, {q, h}, c.qkv_bias);
+    add_linear(p + nm.k, {kv, h}, c.qkv_bias);
+    add_linear(p + nm.v, {kv, h}, c.qkv_bias);
+    add_linear(p + nm.o, {h, q}, c.o_bias);
+    if (*nm.gate) add_linear(p + nm.gate, {ff, h}, c.mlp_bias);
+    add_linear(p + nm.up, {ff, h}, c.mlp_bias);
+    add_linear(p + nm.down, {h, ff}, c.mlp_bias);
   }
   return e;
 }

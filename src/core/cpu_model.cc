@@ -26,47 +26,11 @@
 #include "core/checkpoint.h"
 #include "core/cpu_ops.h"
 #include "core/error.h"
+#include "core/tensor_names.h"
 
 namespace dak {
 
 namespace {
-
-/// Canonical HF tensor names of a family (without ".weight" / ".bias"); "" = absent.
-/// Per-layer names are relative to `layer` + "<index>.".
-struct TensorNames {
-  const char* embed;
-  const char* positions;
-  const char* project_in;
-  const char* project_out;
-  const char* final_norm;
-  const char* lm_head;
-  const char* layer;
-  const char* attn_norm;
-  const char* q;
-  const char* k;
-  const char* v;
-  const char* o;
-  const char* mlp_norm;
-  const char* gate;
-  const char* up;
-  const char* down;
-};
-
-// modeling_llama.py / modeling_mistral.py / modeling_qwen2.py (LlamaForCausalLM layout).
-constexpr TensorNames kLlamaNames{
-    "model.embed_tokens", "", "", "", "model.norm", "lm_head", "model.layers.",
-    "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-    "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
-    "mlp.down_proj"};
-
-// modeling_opt.py (OPTForCausalLM: model.decoder.*); fc1/fc2 take the up/down slots.
-constexpr TensorNames kOptNames{
-    "model.decoder.embed_tokens", "model.decoder.embed_positions", "model.decoder.project_in",
-    "model.decoder.project_out", "model.decoder.final_layer_norm", "lm_head",
-    "model.decoder.layers.", "self_attn_layer_norm", "self_attn.q_proj", "self_attn.k_proj",
-    "self_attn.v_proj", "self_attn.out_proj", "final_layer_norm", "", "fc1", "fc2"};
-
-const TensorNames& names_for(Arch a) { return a == Arch::kOpt ? kOptNames : kLlamaNames; }
 
 struct Linear {
   std::vector<float> w;  // [out, in]
@@ -147,7 +111,7 @@ struct CpuModel::Impl {
 
 void CpuModel::Impl::load(const Checkpoint& ckpt) {
   const ModelConfig& c = cfg;
-  const TensorNames& nm = names_for(c.arch);
+  const TensorNames& nm = tensor_names(c.arch);
   const std::string where = ckpt.path().string();
   std::vector<Load> loads;
 

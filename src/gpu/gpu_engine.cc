@@ -404,14 +404,16 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     mark(StepOp::kQkvProj, s);
     linear(normed, L.qkv, qkv);
     mark(StepOp::kRopeKvAppend, s);
-    if (w.inv_freq) {
-      apply_rope(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
-                            int32_t(c.num_kv_heads), int32_t(c.head_dim)},
-                 s);
-    }
     bf16* kc = k_cache + l * layer_kv;
     bf16* vc = v_cache + l * layer_kv;
-    kv_append(KvAppendParams{qkv, qkvd, qd, qd + kvd, slots, positions, kc, vc, T, batch, max_ctx, kvd}, s);
+    const KvAppendParams kv{qkv, qkvd, qd, qd + kvd, slots, positions, kc, vc, T, batch, max_ctx, kvd};
+    if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
+      apply_rope_kv_append(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
+                                      int32_t(c.num_kv_heads), int32_t(c.head_dim)},
+                           kv, s);
+    } else {
+      kv_append(kv, s);
+    }
     AttentionParams ap;
     ap.g_q = qkv;
     ap.q_stride = qkvd;

@@ -5,7 +5,7 @@
 // passes of at most max_pass_tokens() rows (a long prompt spans several passes; a pass holds
 // at most one piece of each sequence), and each pass runs:
 //   embed (+ OPT positions / project_in) -> per layer:
-//     [pre-LN] residual_norm(sub + resid) -> qkv GEMM (+bias) -> RoPE -> KV append ->
+//     [pre-LN] residual_norm(sub + resid) -> qkv GEMM (+bias) -> RoPE + KV append (one kernel) ->
 //     attention (prefill kernel, or flash-decoding when every piece is one token) ->
 //     o GEMM (+bias) -> residual_norm -> gate_up GEMM (+bias, ReLU epilogue for OPT) ->
 //     SiLU-gate / GELU -> down GEMM (+bias)   [post-LN OPT: norms after the residual adds]

@@ -10,47 +10,13 @@
 #include "core/checkpoint.h"
 #include "core/cpu_ops.h"
 #include "core/error.h"
+#include "core/tensor_names.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/convert.h"
 #include "gpu/kernels/random_fill.h"
 
 namespace dak::gpu {
 namespace {
-
-/// Canonical HF tensor names per family (without ".weight"/".bias"); "" = absent. Same table
-/// as core/cpu_model.cc (the CPU reference keeps its copy private).
-struct TensorNames {
-  const char* embed;
-  const char* positions;
-  const char* project_in;
-  const char* project_out;
-  const char* final_norm;
-  const char* lm_head;
-  const char* layer;
-  const char* attn_norm;
-  const char* q;
-  const char* k;
-  const char* v;
-  const char* o;
-  const char* mlp_norm;
-  const char* gate;
-  const char* up;
-  const char* down;
-};
-
-// modeling_llama.py / modeling_mistral.py / modeling_qwen2.py.
-constexpr TensorNames kLlamaNames{
-    "model.embed_tokens", "", "", "", "model.norm", "lm_head", "model.layers.",
-    "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-    "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
-    "mlp.down_proj"};
-
-// modeling_opt.py; fc1/fc2 take the up/down slots.
-constexpr TensorNames kOptNames{
-    "model.decoder.embed_tokens", "model.decoder.embed_positions", "model.decoder.project_in",
-    "model.decoder.project_out", "model.decoder.final_layer_norm", "lm_head",
-    "model.decoder.layers.", "self_attn_layer_norm", "self_attn.q_proj", "self_attn.k_proj",
-    "self_attn.v_proj", "self_attn.out_proj", "final_layer_norm", "", "fc1", "fc2"};
 
 constexpr float kInitStd = 0.02f;                      // HF initializer_range default
 constexpr float kInitHalfRange = kInitStd * 1.7320508f;  // uniform on [-a, a) has std a / sqrt(3)
@@ -73,7 +39,7 @@ struct Slice {
 /// Lists the slices of `c` (config only), pointing their targets into `w`. `where` names the
 /// model in messages.
 std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::string& where) {
-  const TensorNames& nm = c.arch == Arch::kOpt ? kOptNames : kLlamaNames;
+  const TensorNames& nm = tensor_names(c.arch);
   std::vector<Slice> slices;
 
   auto elems_of = [](const std::vector<int64_t>& shape) {

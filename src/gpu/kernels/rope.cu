@@ -1,6 +1,7 @@
 #include "gpu/kernels/rope.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/reduce.cuh"
@@ -9,6 +10,20 @@ namespace dak::gpu {
 namespace {
 
 constexpr int kThreads = 128;
+
+// Rotates the pair (i, i + D/2) of one head in place; y receives the two rotated values.
+__device__ __forceinline__ void rotate_pair(__nv_bfloat16* g_head, int i, int half, float pos, float inv_freq,
+                                            __nv_bfloat16* y) {
+  const float a = pos * inv_freq;
+  float s, c;
+  sincosf(a, &s, &c);
+  const float x1 = bf16_to_float(g_head[i]), x2 = bf16_to_float(g_head[i + half]);
+  // Explicit roundings (no FMA contraction), so every kernel that calls this rounds alike.
+  y[0] = float_to_bf16(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)));
+  y[1] = float_to_bf16(__fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
+  g_head[i] = y[0];
+  g_head[i + half] = y[1];
+}
 
 __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ RopeParams p) {
   const int64_t t = blockIdx.x;
@@ -20,12 +35,48 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
     const int head = j / half, i = j % half;
     __nv_bfloat16* g_head = head < p.num_q_heads ? g_row + p.q_offset + int64_t(head) * p.head_dim
                                                  : g_row + p.k_offset + int64_t(head - p.num_q_heads) * p.head_dim;
-    const float a = pos * p.g_inv_freq[i];
-    float s, c;
-    sincosf(a, &s, &c);
-    const float x1 = bf16_to_float(g_head[i]), x2 = bf16_to_float(g_head[i + half]);
-    g_head[i] = float_to_bf16(x1 * c - x2 * s);
-    g_head[i + half] = float_to_bf16(x2 * c + x1 * s);
+    __nv_bfloat16 y[2];
+    rotate_pair(g_head, i, half, pos, p.g_inv_freq[i], y);
+  }
+}
+
+// Work items of token t: [0, pairs) rope pairs of the q then k heads, then the v units (16-byte
+// chunks when vec, else elements).
+__global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_constant__ RopeParams r,
+                                                                  const __grid_constant__ KvAppendParams kv, bool vec) {
+  const int64_t t = blockIdx.x;
+  const int half = r.head_dim / 2;
+  const float pos = float(r.g_positions[t]);
+  __nv_bfloat16* g_row = r.g_qkv + t * r.row_stride;  // [row_stride]
+  const int64_t slot = kv.g_slots[t], cpos = kv.g_positions[t];
+  const bool in_cache = slot >= 0 && slot < kv.num_slots && cpos >= 0 && cpos < kv.max_ctx;
+  const int64_t dst = (slot * kv.max_ctx + cpos) * kv.kv_dim;
+  const int pairs = (r.num_q_heads + r.num_k_heads) * half;
+  const int64_t v_units = vec ? kv.kv_dim / 8 : kv.kv_dim;
+  for (int64_t j = blockIdx.y * int64_t(kThreads) + threadIdx.x; j < pairs + v_units;
+       j += int64_t(gridDim.y) * kThreads) {
+    if (j < pairs) {
+      const int head = int(j) / half, i = int(j) % half;
+      __nv_bfloat16 y[2];
+      if (head < r.num_q_heads) {
+        rotate_pair(g_row + r.q_offset + int64_t(head) * r.head_dim, i, half, pos, r.g_inv_freq[i], y);
+      } else {
+        const int64_t col = int64_t(head - r.num_q_heads) * r.head_dim;
+        rotate_pair(g_row + r.k_offset + col, i, half, pos, r.g_inv_freq[i], y);
+        if (in_cache) {
+          kv.g_k_cache[dst + col + i] = y[0];
+          kv.g_k_cache[dst + col + i + half] = y[1];
+        }
+      }
+    } else if (in_cache) {
+      const int64_t e = j - pairs;
+      const __nv_bfloat16* g_v = kv.g_qkv + t * kv.row_stride + kv.v_offset;  // [kv_dim]
+      if (vec) {
+        reinterpret_cast<uint4*>(kv.g_v_cache + dst)[e] = reinterpret_cast<const uint4*>(g_v)[e];
+      } else {
+        kv.g_v_cache[dst + e] = g_v[e];
+      }
+    }
   }
 }
 
@@ -38,6 +89,28 @@ void apply_rope(const RopeParams& p, cudaStream_t stream) {
   const int64_t pairs = int64_t(p.num_q_heads + p.num_k_heads) * (p.head_dim / 2);
   const int64_t ctas = std::clamp<int64_t>((pairs + kThreads - 1) / kThreads, 1, 65535);
   rope_kernel<<<dim3(unsigned(p.T), unsigned(ctas)), kThreads, 0, stream>>>(p);
+  DAK_CUDA_CHECK(cudaGetLastError());
+}
+
+void apply_rope_kv_append(const RopeParams& r, const KvAppendParams& kv, cudaStream_t stream) {
+  const int64_t qd = int64_t(r.num_q_heads) * r.head_dim;
+  const auto disjoint = [](int64_t a, int64_t b, int64_t n, int64_t m) { return a + n <= b || b + m <= a; };
+  const bool same_rows = r.g_qkv == kv.g_qkv && r.row_stride == kv.row_stride && r.k_offset == kv.k_offset &&
+                         r.T == kv.T && kv.kv_dim == int64_t(r.num_k_heads) * r.head_dim &&
+                         disjoint(kv.v_offset, kv.k_offset, kv.kv_dim, kv.kv_dim) &&
+                         disjoint(kv.v_offset, r.q_offset, kv.kv_dim, qd);
+  if (!same_rows) {
+    apply_rope(r, stream);
+    kv_append(kv, stream);
+    return;
+  }
+  if (r.T <= 0) return;
+  const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
+  const bool vec = kv.kv_dim % 8 == 0 && kv.row_stride % 8 == 0 && kv.v_offset % 8 == 0 &&
+                   (addr(kv.g_qkv) | addr(kv.g_v_cache)) % 16 == 0;
+  const int64_t work = int64_t(r.num_q_heads + r.num_k_heads) * (r.head_dim / 2) + (vec ? kv.kv_dim / 8 : kv.kv_dim);
+  const int64_t ctas = std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, 65535);
+  rope_kv_append_kernel<<<dim3(unsigned(r.T), unsigned(ctas)), kThreads, 0, stream>>>(r, kv, vec);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,0 +1,113 @@
+// apply_rope_kv_append (RoPE and KV append in one launch) against two oracles: bitwise against
+// apply_rope followed by kv_append on a copy of the same inputs (the QKV rows and both caches,
+// poisoned), and the rotated k written to the cache against a float64 host rotation of the
+// original bf16 k (HF rotate-half, fp32 angle). Covers the 16-byte v path (row stride a
+// multiple of 8) and the element path (padded rows), GQA and MQA, and an out-of-range token.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/kernels/kv_append.h"
+#include "gpu/kernels/rope.h"
+#include "gpu_test_util.h"
+#include "kernel_test_util.h"
+
+namespace {
+
+using namespace dak::test;
+
+void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, uint64_t seed) {
+  const std::string what = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " Hkv=" + std::to_string(Hkv) +
+                           " D=" + std::to_string(D) + " pad=" + std::to_string(pad) + " seed=" + std::to_string(seed);
+  std::mt19937_64 rng(seed);
+  const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D, stride = qd + 2 * kvd + pad;
+  const int64_t slots = 3, ctx = 23;
+  const auto qkv = random_bf16(size_t(T * stride), rng);
+  std::vector<int32_t> slot(static_cast<size_t>(T)), pos(static_cast<size_t>(T)), rope_pos(static_cast<size_t>(T));
+  std::vector<int64_t> cells(static_cast<size_t>(slots * ctx));
+  for (size_t i = 0; i < cells.size(); ++i) cells[i] = int64_t(i);
+  std::shuffle(cells.begin(), cells.end(), rng);
+  for (int64_t t = 0; t < T; ++t) {
+    slot[size_t(t)] = int32_t(cells[size_t(t)] / ctx);
+    pos[size_t(t)] = int32_t(cells[size_t(t)] % ctx);
+    rope_pos[size_t(t)] = int32_t(rng() % 131072);
+  }
+  if (T > 2) pos[size_t(T - 1)] = int32_t(ctx);  // out of range: rotated in the rows, not cached
+  std::vector<float> inv_freq(size_t(D / 2));
+  for (int i = 0; i < D / 2; ++i) inv_freq[size_t(i)] = float(1.0 / std::pow(10000.0, 2.0 * i / D));
+
+  DeviceBuffer<int32_t> d_slot(slot), d_pos(pos), d_rope_pos(rope_pos);
+  DeviceBuffer<float> d_f(inv_freq);
+  auto params = [&](DeviceBuffer<Bf16Bits>& rows, DeviceBuffer<Bf16Bits>& k, DeviceBuffer<Bf16Bits>& v) {
+    dak::gpu::RopeParams r;
+    r.g_qkv = bf(rows.get());
+    r.row_stride = stride;
+    r.q_offset = 0;
+    r.k_offset = qd;
+    r.g_positions = d_rope_pos.get();
+    r.g_inv_freq = d_f.get();
+    r.T = T;
+    r.num_q_heads = H;
+    r.num_k_heads = Hkv;
+    r.head_dim = D;
+    const dak::gpu::KvAppendParams kv{bf(rows.get()), stride, qd, qd + kvd, d_slot.get(), d_pos.get(),
+                                      bf(k.get()), bf(v.get()), T, slots, ctx, kvd};
+    return std::pair{r, kv};
+  };
+  const size_t cache = size_t(slots * ctx * kvd);
+  DeviceBuffer<Bf16Bits> rows_a(qkv), k_a(cache), v_a(cache), rows_b(qkv), k_b(cache), v_b(cache);
+  for (auto* b : {&k_a, &v_a, &k_b, &v_b}) b->poison();
+  const auto [ra, kva] = params(rows_a, k_a, v_a);
+  dak::gpu::apply_rope(ra, nullptr);
+  dak::gpu::kv_append(kva, nullptr);
+  const auto [rb, kvb] = params(rows_b, k_b, v_b);
+  dak::gpu::apply_rope_kv_append(rb, kvb, nullptr);
+  const auto got_rows = rows_b.download(), got_k = k_b.download(), got_v = v_b.download();
+  EXPECT_EQ(got_rows, rows_a.download()) << what << ": QKV rows differ from apply_rope";
+  EXPECT_EQ(got_k, k_a.download()) << what << ": k cache differs from apply_rope + kv_append";
+  EXPECT_EQ(got_v, v_a.download()) << what << ": v cache differs from kv_append";
+
+  // Independent check of the cached k: float64 rotation of the original bf16 k heads.
+  std::vector<double> got_rot, ref_rot;
+  int64_t v_bad = 0, cached = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (pos[size_t(t)] >= ctx) continue;
+    ++cached;
+    const int64_t dst = (int64_t(slot[size_t(t)]) * ctx + pos[size_t(t)]) * kvd;
+    const Bf16Bits* row = qkv.data() + t * stride;
+    for (int h = 0; h < Hkv; ++h) {
+      for (int i = 0; i < D / 2; ++i) {
+        const double a = double(float(rope_pos[size_t(t)]) * inv_freq[size_t(i)]);
+        const double x1 = to_f(row[qd + h * D + i]), x2 = to_f(row[qd + h * D + i + D / 2]);
+        ref_rot.push_back(x1 * std::cos(a) - x2 * std::sin(a));
+        ref_rot.push_back(x2 * std::cos(a) + x1 * std::sin(a));
+        got_rot.push_back(to_f(got_k[size_t(dst + h * D + i)]));
+        got_rot.push_back(to_f(got_k[size_t(dst + h * D + i + D / 2)]));
+      }
+    }
+    for (int64_t e = 0; e < kvd; ++e) v_bad += got_v[size_t(dst + e)] != row[qd + kvd + e];
+  }
+  ASSERT_GT(cached, 0) << what;
+  expect_close(got_rot, ref_rot, 1e-4, kBf16Rtol, what + " cached k");
+  EXPECT_EQ(v_bad, 0) << what << ": cached v is not the original v";
+}
+
+TEST(RopeKvAppendKernel, MatchesRopeThenAppendAndFloat64Rotation) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  uint64_t k = 0;
+  for (int D : {16, 24, 64, 128, 256}) {
+    for (auto [H, Hkv] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{9, 3}, std::pair{8, 8}}) {
+      for (int64_t pad : {0, 3}) {
+        for (int64_t T : {1, 5, 33}) run_case(T, H, Hkv, D, pad, seed + k++);
+      }
+    }
+  }
+}
+
+}  // namespace
