@@ -109,11 +109,16 @@ void run_generate(const GenerateArgs& a) {
   const bool stream = a.output == "text" && prompts.size() == 1 && tok;
   std::vector<int32_t> streamed;
   std::string printed;
-  // Plain completion echoes the prompt and continues it; --chat prints only the reply.
-  if (stream && !a.chat) std::fputs(prompt_texts[0].c_str(), stdout);
+  // Plain completion echoes the prompt and continues it; --chat prints only the reply. The echo
+  // waits for the first token, so an input error prints nothing on stdout.
+  bool echoed = a.chat;
   TokenCallback on_token;
   if (stream) {
     on_token = [&](int64_t, int32_t id) {
+      if (!echoed) {
+        std::fputs(prompt_texts[0].c_str(), stdout);
+        echoed = true;
+      }
       streamed.push_back(id);
       const std::string text = tok->decode(streamed, /*skip_special=*/true);
       // Print only complete UTF-8: hold back a trailing partial character.
@@ -198,7 +203,7 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::Range(0.0f, 100.0f));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1]")->capture_default_str()
+  c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1] (0 is rejected)")->capture_default_str()
       ->check(CLI::Range(0.0f, 1.0f));
   c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str();
   c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");

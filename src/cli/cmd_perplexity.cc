@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -32,6 +33,9 @@ void add_perplexity_command(CLI::App& app) {
   c->add_option("--device", a->device, "cpu, cuda or auto")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   c->callback([a] {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(a->file, ec))
+      fail("not a regular file", a->file, "pass a UTF-8 text file to --file");
     std::ifstream in(a->file, std::ios::binary);
     if (!in) fail("cannot read the text file", a->file, "check the path passed to --file");
     std::stringstream ss;

@@ -3,6 +3,7 @@
 // at open so that a missing or misshaped tensor is reported before any compute starts.
 #include "core/checkpoint.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -126,6 +127,17 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
                        t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "",
                        shape_str(t.shape), shape_str(shape)),
            t.file, "check that config.json belongs to this checkpoint");
+    }
+  }
+  // Layers beyond the config's count would be silently ignored: a config that does not match.
+  const std::string layer_prefix = tensor_names(c.arch).layer;
+  for (const TensorInfo& t : tensors) {
+    if (!t.name.starts_with(layer_prefix)) continue;
+    const int64_t layer = std::strtoll(t.name.c_str() + layer_prefix.size(), nullptr, 10);
+    if (layer >= c.num_layers) {
+      fail(fmt::format("tensor '{}' belongs to layer {}, but the config has {} layers", t.name, layer,
+                       c.num_layers),
+           t.file, "check that the config (num_hidden_layers / block_count) belongs to this checkpoint");
     }
   }
 }

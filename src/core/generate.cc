@@ -27,12 +27,16 @@ double uniform01(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53;
 int32_t argmax(std::span<const float> logits) {
   int32_t best = 0;
   float best_v = -INFINITY;
+  bool nan = false;
   for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] > best_v) {  // strict: the lowest id wins ties; NaN never wins
+    nan |= std::isnan(logits[i]);
+    if (logits[i] > best_v) {  // strict: the lowest id wins ties
       best_v = logits[i];
       best = int32_t(i);
     }
   }
+  if (nan || !std::isfinite(best_v))
+    fail("logits are not finite", "sample_token (greedy)", "the model produced inf/NaN; check the checkpoint");
   return best;
 }
 
@@ -126,8 +130,8 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       fail(fmt::format("prompt {} has {} tokens; with {} new tokens that is {}, more than {} of {} tokens",
                        i, n, opts.max_new_tokens, n + opts.max_new_tokens, limit_name, limit),
            "--max-new-tokens / prompt",
-           fmt::format("use --max-new-tokens {} or less, or a shorter prompt",
-                       std::max<int64_t>(0, limit - n)));
+           n >= limit ? fmt::format("shorten the prompt to fewer than {} tokens", limit)
+                      : fmt::format("use --max-new-tokens {} or less, or a shorter prompt", limit - n));
     longest = std::max(longest, n);
   }
 
@@ -217,6 +221,9 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
     }
     s = e - 1;
   }
+  if (!std::isfinite(nll))
+    fail("the negative log-likelihood is not finite", "perplexity",
+         "the model produced inf/NaN logits; check the checkpoint");
   res.mean_nll = nll / double(res.tokens_scored);
   res.perplexity = std::exp(res.mean_nll);
   res.seconds = seconds_since(t0);

@@ -410,6 +410,32 @@ void ModelConfig::validate(const std::string& where) const {
     fail("sliding_window must be >= 0", field_where(where, "sliding_window"), "fix config.json");
   if (position_offset < 0)
     fail("position offset must be >= 0", where, "fix config.json");
+  // Upper bounds: far above any real model, low enough that sizes derived from them (tensor
+  // tables, KV caches, op graphs) cannot exhaust memory before the real checks run. GGUF
+  // metadata goes through the same limits.
+  auto at_most = [&](int64_t v, int64_t limit, const char* name) {
+    if (v > limit)
+      fail(std::string(name) + " = " + std::to_string(v) + " is larger than dak supports (" +
+               std::to_string(limit) + ")",
+           field_where(where, name), "fix config.json: the value is implausible for a real model");
+  };
+  at_most(vocab_size, int64_t(1) << 24, "vocab_size");
+  at_most(hidden_size, int64_t(1) << 18, "hidden_size");
+  at_most(intermediate_size, int64_t(1) << 20, arch == Arch::kOpt ? "ffn_dim" : "intermediate_size");
+  at_most(num_layers, 4096, "num_hidden_layers");
+  at_most(num_heads, 4096, "num_attention_heads");
+  at_most(head_dim, 1024, "head_dim");
+  at_most(max_position_embeddings, int64_t(1) << 24, "max_position_embeddings");
+  if (bos_token_id < -1 || bos_token_id >= vocab_size)
+    fail("bos_token_id " + std::to_string(bos_token_id) + " is outside the vocabulary (size " +
+             std::to_string(vocab_size) + ")",
+         field_where(where, "bos_token_id"), "fix config.json");
+  for (int64_t e : eos_token_ids) {
+    if (e < 0 || e >= vocab_size)
+      fail("eos_token_id " + std::to_string(e) + " is outside the vocabulary (size " +
+               std::to_string(vocab_size) + ")",
+           field_where(where, "eos_token_id"), "fix config.json");
+  }
 }
 
 nlohmann::json ModelConfig::to_json() const {

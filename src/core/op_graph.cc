@@ -261,6 +261,12 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   require_positive(shape.gen_len, "generation length");
   require_positive(shape.tile_rows, "tile rows");
   require_positive(shape.tile_n, "tile tokens");
+  // NOTE: KV placement is quantized to whole sequences, so the allocators' work grows with the
+  // batch; 65536 sequences is far beyond any single-GPU decode batch.
+  if (shape.batch > 65536) {
+    fail(fmt::format("batch {} is larger than the planner supports (65536 sequences)", shape.batch), where,
+         "pass a smaller --batch");
+  }
   config.validate("model config");
   OpGraph g;
   g.config = config;

@@ -90,9 +90,17 @@ TEST(SampleToken, GreedyPicksLowestIdOnTies) {
   std::mt19937_64 rng(1);
   SamplingParams greedy;
   EXPECT_EQ(sample_token(std::vector<float>{1, 3, 3, 2}, greedy, rng), 1);
-  EXPECT_EQ(sample_token(std::vector<float>{NAN, 1, 2}, greedy, rng), 2);
+  EXPECT_EQ(sample_token(std::vector<float>{-INFINITY, 1, 2}, greedy, rng), 2);
   EXPECT_EQ(sample_token(std::vector<float>{-INFINITY, -5}, greedy, rng), 1);
   EXPECT_EQ(sample_token(std::vector<float>{7}, greedy, rng), 0);
+}
+
+TEST(SampleToken, GreedyRejectsNonFiniteLogits) {
+  // A broken checkpoint gives NaN logits; greedy decoding must say so, not emit id 0 forever.
+  std::mt19937_64 rng(1);
+  SamplingParams greedy;
+  EXPECT_THROW(sample_token(std::vector<float>{NAN, 1, 2}, greedy, rng), Error);
+  EXPECT_THROW(sample_token(std::vector<float>{-INFINITY, -INFINITY}, greedy, rng), Error);
 }
 
 TEST(SampleToken, TemperatureFollowsSoftmax) {
