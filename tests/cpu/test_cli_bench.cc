@@ -3,31 +3,18 @@
 // usable GPU (hidden here with CUDA_VISIBLE_DEVICES=, or a dak built without CUDA) both fail
 // with exit code 1 and a message saying why.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "cli_test_util.h"
 
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout + stderr
-};
+using dak::test::RunResult;
 
 /// Runs `env dak args` through the shell; env is a prefix like "CUDA_VISIBLE_DEVICES=".
 RunResult run_dak(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1";
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return dak::test::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
 }
 
 const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";

@@ -1,12 +1,10 @@
 // Plan JSON round trip, size parsing, and `dak plan` end to end (run through DAK_BINARY).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_test_util.h"
 #include "core/byte_size.h"
 #include "core/config_locator.h"
 #include "core/error.h"
@@ -84,82 +82,68 @@ TEST(ByteSize, ParsesUnits) {
   EXPECT_EQ(format_bytes(512), "512 B");
 }
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-RunResult run(const std::string& cmd) {
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+using test::RunResult;
+using test::run_shell;
 
 RunResult dak_plan(const std::string& args, bool stderr_too = true) {
   // From another directory: shipped configs and the default profile must not depend on the cwd.
-  return run("cd / && " + std::string(DAK_BINARY) + " plan " + args + (stderr_too ? " 2>&1" : " 2>/dev/null"));
+  return run_shell("cd / && " + std::string(DAK_BINARY) + " plan " + args + (stderr_too ? " 2>&1" : " 2>/dev/null"));
 }
 
 TEST(PlanCli, JsonOutputMatchesTheLibrary) {
   const RunResult r =
       dak_plan("--model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 6GiB --output json", false);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const Plan cli = Plan::from_json(nlohmann::json::parse(r.out), "dak plan stdout");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Plan cli = Plan::from_json(nlohmann::json::parse(r.output), "dak plan stdout");
   const Plan lib = sample_plan("llama-2-7b", 8, 6 * kGiB);
   EXPECT_EQ(cli, lib);
 }
 
 TEST(PlanCli, TextOutputShowsTableTpotAndEb) {
   const RunResult r = dak_plan("--model opt-6.7b --gpu-memory 10GiB --allocator uniform");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* s : {"layers.0.qkv_proj", "predicted TPOT", "EB", "host %", "bound", "per role"})
-    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
-  EXPECT_EQ(r.out.find("layers.5.qkv_proj"), std::string::npos);  // layer 0 only without --verbose
+    EXPECT_NE(r.output.find(s), std::string::npos) << s << "\n" << r.output;
+  EXPECT_EQ(r.output.find("layers.5.qkv_proj"), std::string::npos);  // layer 0 only without --verbose
   const RunResult v = dak_plan("--model opt-6.7b --gpu-memory 10GiB --verbose");
-  EXPECT_NE(v.out.find("layers.31.fc2"), std::string::npos);
+  EXPECT_NE(v.output.find("layers.31.fc2"), std::string::npos);
 }
 
 TEST(PlanCli, AcceptsConfigPathsAndFolders) {
   const std::string file = locate_model_config("qwen2-7b").path.string();
   const RunResult r = dak_plan("--model " + file + " --phase prefill --output json", false);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(nlohmann::json::parse(r.out).at("inputs").at("phase"), "prefill");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output).at("inputs").at("phase"), "prefill");
   const RunResult d = dak_plan(std::string("--model ") + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa --batch 2");
-  EXPECT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_EQ(d.exit_code, 0) << d.output;
 }
 
 TEST(PlanCli, BadInputGivesClearErrors) {
   RunResult r = dak_plan("--model llama-2-7b --gpu-memory 20XB");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("unknown unit"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("--gpu-memory"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("unknown unit"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--gpu-memory"), std::string::npos) << r.output;
   r = dak_plan("--model no-such-model");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("llama-2-7b"), std::string::npos) << r.out;  // lists the shipped configs
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("llama-2-7b"), std::string::npos) << r.output;  // lists the shipped configs
   r = dak_plan("--model llama-2-70b --gpu-memory 2GiB");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("pin"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("pin"), std::string::npos) << r.output;
   r = dak_plan("--model llama-2-7b --batch 0");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   r = dak_plan("--model llama-2-7b --profile /nonexistent.json");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   r = dak_plan("--model llama-2-7b --offload-ratio -1");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("[0, 1]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("[0, 1]"), std::string::npos) << r.output;
   r = dak_plan("--model llama-2-7b --allocator best");
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.exit_code, 0) << r.output;
 }
 
 TEST(PlanCli, SweepPrintsGreedyAndUniform) {
   const RunResult r = dak_plan("--model opt-6.7b --batch 16 --sweep-ratios 0:100:50 --output json", false);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
   ASSERT_EQ(j.size(), 3u);
   EXPECT_DOUBLE_EQ(j[1].at("ratio").get<double>(), 0.5);
   EXPECT_GE(j[1].at("speedup").get<double>(), 1.0);
@@ -167,8 +151,8 @@ TEST(PlanCli, SweepPrintsGreedyAndUniform) {
   // Ratios that need more pinned memory than the profile has are reported, not fatal.
   const RunResult big =
       dak_plan("--model opt-30b --batch 512 --prompt-len 128 --sweep-ratios 0,100 --output json", false);
-  ASSERT_EQ(big.exit_code, 0) << big.out;
-  const nlohmann::json b = nlohmann::json::parse(big.out);
+  ASSERT_EQ(big.exit_code, 0) << big.output;
+  const nlohmann::json b = nlohmann::json::parse(big.output);
   EXPECT_FALSE(b[0].contains("refused"));
   EXPECT_NE(b[1].at("refused").get<std::string>().find("pin"), std::string::npos);
 }
