@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "error_test_util.h"
 
 namespace dak::testing {
 
@@ -69,21 +70,6 @@ inline std::vector<float> read_f32_file(const fs::path& p) {
   std::vector<float> v(b.size() / 4);
   std::memcpy(v.data(), b.data(), v.size() * 4);
   return v;
-}
-
-/// Runs `fn`, expects a dak::Error whose message contains every one of `parts`.
-inline void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected dak::Error, nothing was thrown";
-  } catch (const dak::Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) {
-      EXPECT_NE(msg.find(p), std::string::npos) << "message lacks \"" << p << "\":\n" << msg;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected dak::Error, got another exception: " << e.what();
-  }
 }
 
 /// Bit-exact comparison of decoded values with an oracle; reports the first mismatches.

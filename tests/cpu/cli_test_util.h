@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-namespace dak::test {
+namespace dak::testing {
 
 struct RunResult {
   int exit_code = -1;  // 128 + signal when killed by one
@@ -27,4 +27,4 @@ inline RunResult run_shell(const std::string& cmd) {
   return r;
 }
 
-}  // namespace dak::test
+}  // namespace dak::testing

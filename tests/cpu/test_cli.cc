@@ -12,10 +12,10 @@
 
 namespace {
 
-using dak::test::RunResult;
+using dak::testing::RunResult;
 
 RunResult run_dak(const std::string& args, bool merge_stderr = true) {
-  return dak::test::run_shell(std::string(DAK_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null"));
+  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 const std::string kData = DAK_TEST_DATA_DIR;

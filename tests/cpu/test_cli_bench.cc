@@ -10,11 +10,11 @@
 
 namespace {
 
-using dak::test::RunResult;
+using dak::testing::RunResult;
 
 /// Runs `env dak args` through the shell; env is a prefix like "CUDA_VISIBLE_DEVICES=".
 RunResult run_dak(const std::string& args, const std::string& env = "") {
-  return dak::test::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
 }
 
 const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";

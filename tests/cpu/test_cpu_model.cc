@@ -14,6 +14,7 @@
 #include "core/checkpoint.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
+#include "error_test_util.h"
 
 namespace dak {
 namespace {
@@ -447,16 +448,7 @@ TEST(CpuModel, SlidingWindowMasksOldKeys) {
   EXPECT_GT(diff, 1e-3);
 }
 
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> needles) {
-  try {
-    f();
-    FAIL() << "no dak::Error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
-  }
-}
+using testing::expect_error;
 
 TEST(CpuModel, RejectsBadInputWithErrors) {
   RandomModel rm = make_model(cases()[0].cfg, 1);

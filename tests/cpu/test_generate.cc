@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "error_test_util.h"
 #include "core/generate.h"
 
 namespace dak {
@@ -58,16 +59,7 @@ class ScriptedEngine : public Engine {
   int64_t max_context_ = 0;
 };
 
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> needles) {
-  try {
-    f();
-    FAIL() << "no dak::Error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
-  }
-}
+using testing::expect_error;
 
 // Draws n samples and returns the count per id.
 std::map<int32_t, int> histogram(const std::vector<float>& logits, const SamplingParams& p, int n) {

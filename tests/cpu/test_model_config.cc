@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "error_test_util.h"
 #include "core/model_config.h"
 
 namespace dak {
@@ -20,13 +21,8 @@ ModelConfig parse(const std::string& text) { return ModelConfig::from_hf_json(js
 
 // Expects a dak::Error whose message mentions every one of `needles`.
 void expect_error(const std::string& text, std::initializer_list<std::string> needles) {
-  try {
-    parse(text);
-    FAIL() << "no error for " << text;
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
-  }
+  SCOPED_TRACE(text);
+  testing::expect_error([&] { parse(text); }, needles);
 }
 
 // HuggingFaceTB/SmolLM2-135M-Instruct config.json.

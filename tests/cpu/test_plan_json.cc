@@ -82,8 +82,8 @@ TEST(ByteSize, ParsesUnits) {
   EXPECT_EQ(format_bytes(512), "512 B");
 }
 
-using test::RunResult;
-using test::run_shell;
+using testing::RunResult;
+using testing::run_shell;
 
 RunResult dak_plan(const std::string& args, bool stderr_too = true) {
   // From another directory: shipped configs and the default profile must not depend on the cwd.
