@@ -1,9 +1,15 @@
 #include "cli/cli_common.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
 
 #include "core/cpu_model.h"
 #include "core/error.h"
@@ -85,18 +91,89 @@ std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag
   while (i <= s.size()) {
     size_t j = s.find(',', i);
     if (j == std::string::npos) j = s.size();
-    const std::string tok = s.substr(i, j - i);
-    char* end = nullptr;
-    errno = 0;
-    const long long v = tok.empty() ? -1 : std::strtoll(tok.c_str(), &end, 10);
-    if (tok.empty() || *end != '\0' || errno != 0 || v < 0 || v > INT32_MAX) {
+    const std::optional<int64_t> v = parse_integer(s.substr(i, j - i));
+    if (!v || *v < 0 || *v > INT32_MAX) {
       fail(fmt::format("'{}' is not a comma-separated list of token ids", s), flag,
            "write the ids as non-negative integers separated by commas, e.g. 1,2,3");
     }
-    ids.push_back(int32_t(v));
+    ids.push_back(int32_t(*v));
     i = j + 1;
   }
   return ids;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string tok = s.substr(i, j - i);
+    const size_t a = tok.find_first_not_of(" \t"), b = tok.find_last_not_of(" \t");
+    out.push_back(a == std::string::npos ? "" : tok.substr(a, b - a + 1));
+    i = j + 1;
+  }
+  return out;
+}
+
+std::optional<int64_t> parse_integer(const std::string& tok) {
+  if (tok.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(tok.c_str(), &end, 10);
+  if (*end != '\0' || errno != 0) return std::nullopt;
+  return int64_t(v);
+}
+
+std::optional<double> parse_number(const std::string& tok) {
+  if (tok.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(tok.c_str(), &end);
+  if (*end != '\0' || errno != 0 || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::vector<int64_t> parse_count_list(const std::string& s, const std::string& flag, int64_t max,
+                                      const std::string& what, const std::string& example,
+                                      const std::string& range_note) {
+  std::vector<int64_t> out;
+  for (const std::string& tok : split_list(s)) {
+    const std::optional<int64_t> v = parse_integer(tok);
+    if (!v) {
+      fail(fmt::format("'{}' is not a comma-separated list of {}", s, what), flag,
+           "write positive integers separated by commas, e.g. " + example);
+    }
+    if (*v < 1 || *v > max) {
+      fail(fmt::format("{} value {} is outside [1, {}]", flag, *v, max), flag,
+           fmt::format("use {} from 1 to {}{}", what, max, range_note));
+    }
+    out.push_back(*v);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
+  std::ofstream f(path);
+  f << text;
+  f.close();
+  if (!f) fail(fmt::format("cannot write '{}'", path), flag, "check that the folder exists and is writable");
+  std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
+}
+
+void emit_report(const std::string& text, const nlohmann::json& json, const std::string& csv,
+                 const std::string& output, const std::string& json_file, const std::string& csv_file) {
+  if (!json_file.empty()) write_text_file(json_file, json.dump(2) + "\n", "--json");
+  if (!csv_file.empty()) write_text_file(csv_file, csv, "--csv");
+  if (output == "json") {
+    std::cout << json.dump(2) << std::endl;
+  } else if (output == "csv") {
+    std::cout << csv << std::flush;
+  } else {
+    std::cout << text << std::flush;
+  }
 }
 
 }  // namespace dak::cli

@@ -2,9 +2,13 @@
 // timing, and small parsers for flag values.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +43,36 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
 
 /// "1,2,3" -> {1, 2, 3}. Throws dak::Error naming `flag` on anything else.
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag);
+
+/// "8, 64,512" -> {"8", "64", "512"}: the items between commas, spaces and tabs around each
+/// removed. An empty item stays as "" ("8,,64", "8,") for the caller to refuse; "" -> {""}.
+std::vector<std::string> split_list(const std::string& s);
+
+/// The whole of `tok` as a decimal integer (strtoll: leading white space and a sign allowed);
+/// nullopt when it is empty, has anything after the number, or overflows int64.
+std::optional<int64_t> parse_integer(const std::string& tok);
+
+/// The whole of `tok` as a finite decimal number (strtod); nullopt when it is empty, has anything
+/// after the number, is out of range, or is inf / nan.
+std::optional<double> parse_number(const std::string& tok);
+
+/// "8,64,512" -> {8, 64, 512}: the items of split_list(s) as integers in [1, max], sorted, duplicates
+/// removed. Throws dak::Error naming `flag` for an item that is not an integer ("'<s>' is not a
+/// comma-separated list of <what>", fix: write positive integers ..., e.g. <example>) or is outside
+/// [1, max] ("<flag> value <v> is outside [1, <max>]", fix: use <what> from 1 to <max><range_note>).
+std::vector<int64_t> parse_count_list(const std::string& s, const std::string& flag, int64_t max,
+                                      const std::string& what, const std::string& example,
+                                      const std::string& range_note = "");
+
+/// Writes `text` to `path` and says "dak: wrote <path>" on stderr. Throws dak::Error naming
+/// `flag` (--json, --csv) when the file cannot be written.
+void write_text_file(const std::string& path, const std::string& text, const std::string& flag);
+
+/// The end of a bench report: writes `json` (indented by 2) to `json_file` and `csv` to `csv_file`
+/// when they are not empty, then prints the report on stdout as `output` says: json, csv, or
+/// anything else the text form `text`.
+void emit_report(const std::string& text, const nlohmann::json& json, const std::string& csv,
+                 const std::string& output, const std::string& json_file, const std::string& csv_file);
 
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -39,6 +38,7 @@ struct BenchArgs {
   std::string json_file;
   double hbm_buffer_gib = 4.0;
   int hbm_runs = 10;
+  std::string gemm = "auto";
 };
 
 constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medians over repeats, [min, max] of the per-repeat medians):
@@ -82,14 +82,6 @@ double issue_target(const ModelConfig& c, int64_t batch, int64_t prompt, int64_t
   if (batch == 1 || batch == 8) return 1.15;
   if (batch == 64) return 1.25;
   return 0;
-}
-
-void write_file(const std::string& path, const std::string& text, const char* flag) {
-  std::ofstream f(path);
-  f << text;
-  f.close();
-  if (!f) fail(fmt::format("cannot write '{}'", path), flag, "check that the folder exists and is writable");
-  std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
 }
 
 void run_bench_command(const BenchArgs& a) {
@@ -139,7 +131,10 @@ void run_bench_command(const BenchArgs& a) {
   std::fprintf(stderr, "dak: measuring HBM read bandwidth (TMA bulk stream of %.2f GiB)\n", a.hbm_buffer_gib);
   const gpu::HbmBandwidth hbm =
       gpu::measure_hbm_bandwidth(uint64_t(a.hbm_buffer_gib * double(1ull << 30)), a.hbm_runs);
-  const gpu::GpuEngineOptions opts = gpu::bench_engine_options(shapes);
+  gpu::GpuEngineOptions opts = gpu::bench_engine_options(shapes);
+  opts.gemm = a.gemm == "cublas" ? gpu::GemmBackend::kCublas
+              : a.gemm == "tiered" ? gpu::GemmBackend::kTiered
+                                   : gpu::GemmBackend::kAuto;
   std::unique_ptr<gpu::GpuEngine> engine;
   if (a.random_weights) {
     std::fprintf(stderr, "dak: %s with random bf16 weights (seed %llu)\n", located.name.c_str(),
@@ -259,15 +254,7 @@ void run_bench_command(const BenchArgs& a) {
     }
   }
 
-  if (!a.json_file.empty()) write_file(a.json_file, j.dump(2) + "\n", "--json");
-  if (!a.csv_file.empty()) write_file(a.csv_file, csv.str(), "--csv");
-  if (a.output == "json") {
-    std::cout << j.dump(2) << std::endl;
-  } else if (a.output == "csv") {
-    std::cout << csv.str() << std::flush;
-  } else {
-    std::cout << txt.str() << std::flush;
-  }
+  emit_report(txt.str(), j, csv.str(), a.output, a.json_file, a.csv_file);
 #endif
 }
 
@@ -299,9 +286,20 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--json", a->json_file, "Also write the JSON (everything, per-operator tables included) to FILE");
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB (several times the L2)")
       ->capture_default_str();
+  c->add_option("--gemm", a->gemm,
+                "GEMM for the linear layers: auto (the engine's choice: cuBLASLt for now), cublas, or tiered (the "
+                "tiered GEMM at offload 0 wherever K % 8 == 0)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
   c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();
   c->footer(kFooter);
-  c->callback([a] { run_bench_command(*a); });
+  // CLI11 runs this callback after a subcommand's (dak bench gemm / attention): nothing to do then.
+  c->callback([a, c] {
+    if (c->get_subcommands().empty()) run_bench_command(*a);
+  });
+  c->require_subcommand(0, 1);
+  add_bench_gemm_command(*c);
+  add_bench_attention_command(*c);
 }
 
 }  // namespace dak::cli

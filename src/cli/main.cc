@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   dak::cli::add_perplexity_command(app);
   dak::cli::add_plan_command(app);
   dak::cli::add_bench_command(app);
+  dak::cli::add_profile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

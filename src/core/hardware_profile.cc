@@ -133,6 +133,38 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   p.pinnable_host_bytes = positive_int(host, "pinnable_bytes", wm);
   p.pin_gib_per_s = positive_number(host, "pin_gib_per_s", wm);
 
+  if (j.contains("tiered_gemm")) {
+    const json& tg = j.at("tiered_gemm");
+    if (!tg.is_array()) fail("'tiered_gemm' must be an array", where, "list the measured GEMM launches, or drop it");
+    for (size_t i = 0; i < tg.size(); ++i) {
+      const std::string wt = fmt::format("{}: tiered_gemm[{}]", where, i);
+      TieredGemmTuning t;
+      t.M = positive_int(tg[i], "M", wt);
+      t.N = positive_int(tg[i], "N", wt);
+      t.K = positive_int(tg[i], "K", wt);
+      t.m_host = positive_int(tg[i], "m_host", wt, true);
+      t.host_ctas = positive_int(tg[i], "host_ctas", wt, true);
+      t.host_stages = positive_int(tg[i], "host_stages", wt);
+      t.hbm_ctas = positive_int(tg[i], "hbm_ctas", wt, true);
+      t.hbm_stages = positive_int(tg[i], "hbm_stages", wt);
+      t.k_splits = positive_int(tg[i], "k_splits", wt);
+      t.time_us = positive_number(tg[i], "time_us", wt);
+      t.eb_gbps = positive_number(tg[i], "eb_gbps", wt);
+      if (t.m_host > t.M) fail(fmt::format("m_host {} exceeds M = {}", t.m_host, t.M), wt, "give 0 <= m_host <= M");
+      if ((t.m_host > 0 && t.host_ctas < 1) || (t.m_host < t.M && t.hbm_ctas < 1))
+        fail(fmt::format("{} host rows on {} host CTAs and {} HBM rows on {} HBM CTAs", t.m_host, t.host_ctas,
+                         t.M - t.m_host, t.hbm_ctas),
+             wt, "give every side that has rows at least one CTA");
+      if (t.host_ctas + t.hbm_ctas > p.sm_count)
+        fail(fmt::format("{} host + {} HBM CTAs exceed the {} SMs", t.host_ctas, t.hbm_ctas, p.sm_count), wt,
+             "use at most one CTA per SM");
+      if (p.find_tiered_gemm(t.M, t.N, t.K, t.m_host))
+        fail(fmt::format("second entry for M={} N={} K={} m_host={}", t.M, t.N, t.K, t.m_host), wt,
+             "keep one entry per shape and host row count");
+      p.tiered_gemm.push_back(t);
+    }
+  }
+
   if (j.contains("sources")) {
     const json& src = j.at("sources");
     if (!src.is_object()) fail("'sources' must be an object of strings", where, "map field names to their source");
@@ -172,6 +204,19 @@ json HardwareProfile::to_json() const {
                     {"hbm_gbps", c.hbm_gbps}});
   json rates = json::array();
   for (const TensorRateClass& r : tensor_tflops) rates.push_back({{"max_tokens", r.max_tokens}, {"tflops", r.tflops}});
+  json gemms = json::array();
+  for (const TieredGemmTuning& t : tiered_gemm)
+    gemms.push_back({{"M", t.M},
+                     {"N", t.N},
+                     {"K", t.K},
+                     {"m_host", t.m_host},
+                     {"host_ctas", t.host_ctas},
+                     {"host_stages", t.host_stages},
+                     {"hbm_ctas", t.hbm_ctas},
+                     {"hbm_stages", t.hbm_stages},
+                     {"k_splits", t.k_splits},
+                     {"time_us", t.time_us},
+                     {"eb_gbps", t.eb_gbps}});
   json j = {
       {"format", kFormat},
       {"version", kVersion},
@@ -198,8 +243,15 @@ json HardwareProfile::to_json() const {
        {{"kernel_overhead_us", kernel_overhead_us}, {"mma_min_rows", mma_min_rows}, {"tensor_tflops", rates}}},
       {"host_memory", {{"pinnable_bytes", pinnable_host_bytes}, {"pin_gib_per_s", pin_gib_per_s}}},
   };
+  j["tiered_gemm"] = gemms;
   j["sources"] = json(sources);
   return j;
+}
+
+const TieredGemmTuning* HardwareProfile::find_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host) const {
+  for (const TieredGemmTuning& t : tiered_gemm)
+    if (t.M == M && t.N == N && t.K == K && t.m_host == m_host) return &t;
+  return nullptr;
 }
 
 double HardwareProfile::tensor_tflops_for(int64_t tokens) const {

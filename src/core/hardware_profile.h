@@ -43,6 +43,15 @@
 //     ]
 //   },
 //   "host_memory": {"pinnable_bytes": N, "pin_gib_per_s": 2.86},
+//   "tiered_gemm": [                        // optional (absent = none): launch parameters `dak profile`
+//     {"M": 12288, "N": 8, "K": 4096,       //   found best for y[N, M] = x[N, K] W[M, K]^T with rows
+//      "m_host": 1229,                      //   [0, m_host) of W in host memory (core/tiered_gemm_schedule.h);
+//      "host_ctas": 8, "host_stages": 2,    //   host CTAs and TMA stages in flight per host CTA,
+//      "hbm_ctas": 124, "hbm_stages": 16,   //   HBM CTAs and their stages,
+//      "k_splits": 4,                       //   the schedule's K split (fixed by M, N, K, SM count),
+//      "time_us": 312.5, "eb_gbps": 322.1}, ...  // median GEMM time and weight bytes (M K 2) / time
+//   ],                                      // one entry per (M, N, K, m_host); added in place of a
+//                                           //   version bump: older readers ignore the field
 //   "sources": {"hbm.read_gbps": "<log file>: <line>", ...}   // optional: where each value came from
 // }
 #pragma once
@@ -73,6 +82,22 @@ struct TensorRateClass {
   int64_t max_tokens = 0;
   double tflops = 0;
   bool operator==(const TensorRateClass&) const = default;
+};
+
+/// The launch parameters `dak profile` measured fastest for one tiered GEMM (the "SplitK GEMM"):
+/// y[N, M] = x[N, K] . W[M, K]^T with rows [0, m_host) of W in pinned host memory. The fields mirror
+/// core/tiered_gemm_schedule.h's TieredGemmSchedule (tile and k_splits come from the shape).
+struct TieredGemmTuning {
+  int64_t M = 0, N = 0, K = 0;
+  int64_t m_host = 0;       // in [0, M]
+  int64_t host_ctas = 0;    // >= 1 when m_host > 0
+  int64_t host_stages = 1;  // TMA stages in flight per host CTA, >= 1
+  int64_t hbm_ctas = 0;     // >= 1 when m_host < M
+  int64_t hbm_stages = 1;   // >= 1
+  int64_t k_splits = 1;     // >= 1
+  double time_us = 0;       // median GEMM time, > 0
+  double eb_gbps = 0;       // effective bandwidth: M * K * 2 bytes / time, GB/s, > 0
+  bool operator==(const TieredGemmTuning&) const = default;
 };
 
 struct HardwareProfile {
@@ -107,12 +132,16 @@ struct HardwareProfile {
   int64_t pinnable_host_bytes = 0;
   double pin_gib_per_s = 0;
 
+  std::vector<TieredGemmTuning> tiered_gemm;  // optional section; at most one entry per (M, N, K, m_host)
+
   std::map<std::string, std::string> sources;
 
   bool operator==(const HardwareProfile&) const = default;
 
   /// Parses and validates a profile document; `where` names it in errors. Throws dak::Error for a
-  /// wrong format/version, a missing field, or a non-positive quantity.
+  /// wrong format/version, a missing field, a non-positive quantity, or an invalid tiered_gemm entry
+  /// (negative counts, m_host outside [0, M], a side with rows but no CTA, more CTAs than SMs, a
+  /// duplicate shape).
   static HardwareProfile from_json(const nlohmann::json& j, const std::string& where);
   /// Reads a profile file. Throws dak::Error (unreadable file, bad JSON, invalid profile).
   static HardwareProfile load(const std::filesystem::path& path);
@@ -131,6 +160,8 @@ struct HardwareProfile {
   double hbm_factor(int64_t inflight_bytes) const;
   /// Host bandwidth (GB/s) of the direct path with `inflight_bytes` in flight.
   double host_direct_gbps(int64_t inflight_bytes) const;
+  /// The tiered_gemm entry for exactly this shape and host row count, or null when none was measured.
+  const TieredGemmTuning* find_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host) const;
   /// Default HBM budget when none is given: free after context minus the reserve.
   int64_t default_hbm_budget_bytes() const { return hbm_free_after_context_bytes - hbm_reserve_bytes; }
 };

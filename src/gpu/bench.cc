@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/hardware_profile.h"
 #include "core/op_graph.h"
+#include "core/profile_fit.h"
+#include "gpu/bench_util.h"
 #include "gpu/cuda_check.h"
 #include "gpu/hbm_arena.h"
 #include "gpu/kernels/hbm_stream.h"
@@ -19,13 +21,6 @@
 namespace dak::gpu {
 namespace {
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /// (chunk bytes, stages) tried for B_g: 64-192 KiB in flight per CTA, the range where one SM's
 /// share of the HBM bandwidth-latency product is covered.
 struct StreamConfig {
@@ -33,26 +28,6 @@ struct StreamConfig {
   int32_t stages;
 };
 constexpr StreamConfig kStreamConfigs[] = {{16u << 10, 4}, {32u << 10, 4}, {32u << 10, 6}, {64u << 10, 3}};
-
-/// Two CUDA events, destroyed with the object.
-struct EventPair {
-  cudaEvent_t begin = nullptr, end = nullptr;
-  EventPair() {
-    DAK_CUDA_CHECK(cudaEventCreate(&begin));
-    DAK_CUDA_CHECK(cudaEventCreate(&end));
-  }
-  ~EventPair() {
-    cudaEventDestroy(begin);
-    cudaEventDestroy(end);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-  double seconds() const {
-    float ms = 0;
-    DAK_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
-    return double(ms) * 1e-3;
-  }
-};
 
 /// Deterministic prompt ids in [0, V): a fixed scramble of (sequence, position).
 std::vector<std::vector<int32_t>> bench_prompts(const BenchShape& s, int64_t vocab) {
@@ -218,7 +193,7 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
     tpot_rep.push_back(median_of(steps));
     tpot_all.insert(tpot_all.end(), steps.begin(), steps.end());
   }
-  r.ttft_s = {median_of(ttft), *std::min_element(ttft.begin(), ttft.end()), *std::max_element(ttft.begin(), ttft.end())};
+  r.ttft_s = spread_of(ttft);
   r.tpot_s = {median_of(tpot_all), *std::min_element(tpot_rep.begin(), tpot_rep.end()),
               *std::max_element(tpot_rep.begin(), tpot_rep.end())};
   r.tpot_wall_s = median_of(wall);

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <tuple>
 
 #include "core/checkpoint.h"
 #include "core/error.h"
@@ -24,6 +26,7 @@
 #include "gpu/kernels/norm.h"
 #include "gpu/kernels/rope.h"
 #include "gpu/kernels/sampling.h"
+#include "gpu/kernels/tiered_gemm.h"
 
 namespace dak::gpu {
 namespace {
@@ -69,6 +72,8 @@ struct GpuEngine::Impl {
   // ---- state (start())
   HbmArena state;
   std::unique_ptr<CublasLtGemm> gemm;
+  void* tiered_ws = nullptr;  // HBM workspace of the tiered GEMM (counters zero between runs)
+  std::map<std::tuple<int64_t, int64_t, int64_t>, TieredGemmSchedule> tiered_plans;  // (M, N, K)
   int64_t batch = 0, max_ctx = 0, tc = 0;
   std::vector<int64_t> pos;
   DecodeSplit split;
@@ -123,6 +128,8 @@ struct GpuEngine::Impl {
     if (h_sampled) cudaFreeHost(h_sampled);
     h_sampled = nullptr;
     gemm.reset();
+    tiered_ws = nullptr;
+    tiered_plans.clear();
     state = HbmArena();
     batch = 0;
     decode_warm = false;
@@ -139,6 +146,13 @@ struct GpuEngine::Impl {
   std::vector<Pass> plan_passes(std::span<const std::vector<int32_t>> tokens, bool all_logits) const;
   void upload_meta(const Pass& p);
   void forward(const PassDims& d, cudaStream_t s);
+  /// Linear layers that may run on the tiered GEMM: (M = out, K = in) of every weight matrix.
+  std::vector<std::pair<int64_t, int64_t>> linear_shapes() const;
+  bool use_tiered(int64_t N, int64_t K) const;
+  uint64_t tiered_workspace_bytes(int64_t pass) const;
+  /// y[N, M] = x[N, K] W^T (+ bias) (ReLU): the tiered GEMM or cuBLASLt per options.gemm.
+  void linear(const bf16* x, const bf16* w_, const bf16* bias, void* y, int64_t N, int64_t M, int64_t K, bool relu,
+              bool f32_out, cudaStream_t s);
   void run_pass(const Pass& p, bool eager = false);
 };
 
@@ -202,6 +216,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       uint64_t(mlen) * sizeof(int32_t),                          // meta
       uint64_t(pass) * sizeof(int32_t),                          // sampled
       CublasLtGemm::kWorkspaceBytes,                             // cuBLASLt workspace
+      tiered_workspace_bytes(pass),                              // tiered GEMM workspace
   };
   uint64_t total = 0;
   for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
@@ -229,6 +244,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   g_sampled = static_cast<int32_t*>(take("sampled ids"));
   void* ws = take("cuBLASLt workspace");
   gemm = std::make_unique<CublasLtGemm>(ws, CublasLtGemm::kWorkspaceBytes);
+  tiered_ws = take("tiered GEMM workspace");
+  DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[i - 1], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
 
@@ -351,16 +368,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     residual_norm(NormParams{x, resid, n.w, n.b, normed, T, hd, c.norm_eps, norm_type, mode}, s);
   };
   auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, bool relu = false) {
-    GemmArgs g;
-    g.g_x = x;
-    g.g_w = l.w;
-    g.g_bias = l.b;
-    g.g_y = y;
-    g.N = T;
-    g.M = l.out;
-    g.K = l.in;
-    g.relu = relu;
-    gemm->run(g, s);
+    this->linear(x, l.w, l.b, y, T, l.out, l.in, relu, false, s);
   };
 
   // Embedding (+ OPT project_in and learned positions) into the fp32 residual stream; post-LN
@@ -476,23 +484,79 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     embedding_gather(g, s);
     head_in = fin;
   }
-  GemmArgs g;
-  g.N = d.R;
   if (w.project_out.w) {
-    g.g_x = head_in;
-    g.g_w = w.project_out.w;
-    g.g_y = fin_e;
-    g.M = E;
-    g.K = hd;
-    gemm->run(g, s);
+    this->linear(head_in, w.project_out.w, nullptr, fin_e, d.R, E, hd, false, false, s);
     head_in = fin_e;
   }
-  g.g_x = head_in;
-  g.g_w = w.lm_head;
-  g.g_y = logits;
-  g.M = c.vocab_size;
-  g.K = E;
-  g.out = GemmOut::kF32;
+  this->linear(head_in, w.lm_head, nullptr, logits, d.R, c.vocab_size, E, false, true, s);
+}
+
+std::vector<std::pair<int64_t, int64_t>> GpuEngine::Impl::linear_shapes() const {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  auto add = [&](const GpuLinear& l) {
+    if (l.w) v.emplace_back(l.out, l.in);
+  };
+  add(w.project_in);
+  add(w.project_out);
+  if (!w.layers.empty()) {
+    const GpuLayer& l = w.layers.front();
+    add(l.qkv);
+    add(l.o);
+    add(l.gate_up);
+    add(l.down);
+  }
+  v.emplace_back(w.config.vocab_size, w.config.embed_dim());
+  return v;
+}
+
+bool GpuEngine::Impl::use_tiered(int64_t N, int64_t K) const {
+  if (K % 8 != 0) return false;  // TMA row pitch; cuBLASLt serves such (tiny) models
+  switch (options.gemm) {
+    case GemmBackend::kCublas: return false;
+    case GemmBackend::kTiered: return true;
+    case GemmBackend::kAuto: return false;
+  }
+  return false;
+}
+
+uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
+  // The workspace depends on (M, K, tile class of N); take the largest over the token counts a
+  // pass can have: one per tile class up to the pass size.
+  int64_t most = 0;
+  for (const auto& [M, K] : linear_shapes()) {
+    for (int64_t N : {int64_t(8), int64_t(16), int64_t(32), int64_t(64), pass}) {
+      if (N > pass || K % 8 != 0) continue;
+      most = std::max(most, plan_tiered_gemm(M, N, K, 0, sm_count).workspace_bytes());
+    }
+  }
+  return uint64_t(most);
+}
+
+void GpuEngine::Impl::linear(const bf16* x, const bf16* w_, const bf16* bias, void* y, int64_t N, int64_t M, int64_t K,
+                             bool relu, bool f32_out, cudaStream_t s) {
+  if (use_tiered(N, K)) {
+    auto it = tiered_plans.find({M, N, K});
+    if (it == tiered_plans.end()) it = tiered_plans.emplace(std::make_tuple(M, N, K), plan_tiered_gemm(M, N, K, 0, sm_count)).first;
+    TieredGemmArgs a;
+    a.g_x = x;
+    a.g_w = w_;
+    a.g_bias = bias;
+    a.g_y = y;
+    a.out = f32_out ? TieredGemmOut::kF32 : TieredGemmOut::kBf16;
+    a.relu = relu;
+    tiered_gemm(a, it->second, tiered_ws, s);
+    return;
+  }
+  GemmArgs g;
+  g.g_x = x;
+  g.g_w = w_;
+  g.g_bias = bias;
+  g.g_y = y;
+  g.N = N;
+  g.M = M;
+  g.K = K;
+  g.relu = relu;
+  g.out = f32_out ? GemmOut::kF32 : GemmOut::kBf16;
   gemm->run(g, s);
 }
 

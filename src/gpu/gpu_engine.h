@@ -71,10 +71,18 @@ struct StepProfile {
   bool gated = false;
 };
 
+/// Which GEMM runs the linear layers (all weights in HBM in this engine).
+enum class GemmBackend : int32_t {
+  kAuto,     // cuBLASLt for now: the tiered GEMM does not beat it yet at m_host = 0 (docs/perf-notes.md)
+  kCublas,   // cuBLASLt everywhere (the reference)
+  kTiered,   // tiered GEMM everywhere (its 128 x 128 compute tile above 64 tokens)
+};
+
 struct GpuEngineOptions {
   /// Upper bound on the rows of one forward pass (the prefill chunk); the activation buffers
   /// and the logits buffer scale with it. start() raises it to the batch size if smaller.
   int64_t max_pass_tokens = 1024;
+  GemmBackend gemm = GemmBackend::kAuto;
 };
 
 class GpuEngine : public Engine {

@@ -38,6 +38,8 @@
 
 namespace {
 
+using dak::gpu::GemmBackend;
+
 constexpr double kLogitRowTol = 0.04;
 constexpr double kLogitRmsTol = 0.02;
 constexpr double kNearTie = 0.05;
@@ -94,13 +96,16 @@ TEST(GpuEngineParity, TeacherForcedRaggedPrefillMatchesHfLogits) {
     ASSERT_EQ(seqs.size(), 2u);
     const std::vector<std::vector<int32_t>> prompts = {ids_of(seqs[0]["input_ids"]), ids_of(seqs[1]["input_ids"])};
     // max_pass_tokens 1024: one pass; 5: each prompt spans several passes (chunked prefill).
-    for (int64_t pass_tokens : {1024, 5}) {
-      dak::gpu::GpuEngine eng(*ckpt, 0, dak::gpu::GpuEngineOptions{pass_tokens});
+    // Linears on cuBLASLt and on the tiered GEMM (kernels/tiered_gemm.h, everything in HBM).
+    for (const auto [pass_tokens, gemm] : {std::pair{1024, GemmBackend::kCublas}, std::pair{5, GemmBackend::kCublas},
+                                           std::pair{1024, GemmBackend::kTiered}, std::pair{5, GemmBackend::kTiered}}) {
+      dak::gpu::GpuEngine eng(*ckpt, 0, dak::gpu::GpuEngineOptions{pass_tokens, gemm});
       eng.start(2, ckpt->config().max_position_embeddings);
       const std::vector<float> logits = eng.step(prompts, /*all_logits=*/true);
       const int64_t V = ckpt->config().vocab_size;
       ASSERT_EQ(logits.size(), (prompts[0].size() + prompts[1].size()) * size_t(V));
-      const std::string what = std::string(name) + " pass_tokens=" + std::to_string(pass_tokens);
+      const std::string what = std::string(name) + " pass_tokens=" + std::to_string(pass_tokens) +
+                               (gemm == GemmBackend::kTiered ? " tiered GEMM" : " cuBLASLt");
       expect_logits_close(logits.data(), rows_of(seqs[0]["logits"]), what + " seq 0");
       expect_logits_close(logits.data() + prompts[0].size() * size_t(V), rows_of(seqs[1]["logits"]), what + " seq 1");
       EXPECT_EQ(eng.position(0), int64_t(prompts[0].size()));
@@ -122,33 +127,36 @@ TEST(GpuEngineParity, IncrementalDecodeWithGraphMatchesHfLogits) {
     const std::vector<std::vector<int32_t>> full = {ids_of(seqs[0]["input_ids"]), ids_of(seqs[1]["input_ids"])};
     const std::vector<std::vector<std::vector<double>>> ref = {rows_of(seqs[0]["logits"]), rows_of(seqs[1]["logits"])};
     const int64_t V = ckpt->config().vocab_size;
-    dak::gpu::GpuEngine eng(*ckpt, 0);
-    eng.start(2, 48);
-    const size_t prefix[2] = {5, 9};
-    std::vector<std::vector<int32_t>> step(2);
-    for (int b = 0; b < 2; ++b) step[b].assign(full[b].begin(), full[b].begin() + long(prefix[b]));
-    std::vector<float> logits = eng.step(step, false);
-    size_t next[2] = {prefix[0], prefix[1]};
-    bool took_part[2] = {true, true};
-    while (true) {
-      for (int b = 0; b < 2; ++b) {
-        // Row b holds the logits after token next[b] - 1 when b took part in the last step.
-        if (took_part[b]) {
-          expect_logits_close(logits.data() + b * V, {ref[b][next[b] - 1]},
-                              std::string(name) + " seq " + std::to_string(b) + " pos " + std::to_string(next[b] - 1));
+    for (const GemmBackend gemm : {GemmBackend::kCublas, GemmBackend::kTiered}) {
+      SCOPED_TRACE(gemm == GemmBackend::kTiered ? "tiered GEMM" : "cuBLASLt");
+      dak::gpu::GpuEngine eng(*ckpt, 0, dak::gpu::GpuEngineOptions{1024, gemm});
+      eng.start(2, 48);
+      const size_t prefix[2] = {5, 9};
+      std::vector<std::vector<int32_t>> step(2);
+      for (int b = 0; b < 2; ++b) step[b].assign(full[b].begin(), full[b].begin() + long(prefix[b]));
+      std::vector<float> logits = eng.step(step, false);
+      size_t next[2] = {prefix[0], prefix[1]};
+      bool took_part[2] = {true, true};
+      while (true) {
+        for (int b = 0; b < 2; ++b) {
+          // Row b holds the logits after token next[b] - 1 when b took part in the last step.
+          if (took_part[b]) {
+            expect_logits_close(logits.data() + b * V, {ref[b][next[b] - 1]},
+                                std::string(name) + " seq " + std::to_string(b) + " pos " + std::to_string(next[b] - 1));
+          }
         }
+        for (int b = 0; b < 2; ++b) {
+          step[b].clear();
+          if (next[b] < full[b].size()) step[b].push_back(full[b][next[b]++]);
+          took_part[b] = !step[b].empty();
+        }
+        if (!took_part[0] && !took_part[1]) break;
+        logits = eng.step(step, false);
       }
-      for (int b = 0; b < 2; ++b) {
-        step[b].clear();
-        if (next[b] < full[b].size()) step[b].push_back(full[b][next[b]++]);
-        took_part[b] = !step[b].empty();
-      }
-      if (!took_part[0] && !took_part[1]) break;
-      logits = eng.step(step, false);
+      EXPECT_GT(eng.graph_replays(), 0) << "decode steps never replayed the CUDA graph";
+      EXPECT_EQ(eng.position(0), int64_t(full[0].size()));
+      EXPECT_EQ(eng.position(1), int64_t(full[1].size()));
     }
-    EXPECT_GT(eng.graph_replays(), 0) << "decode steps never replayed the CUDA graph";
-    EXPECT_EQ(eng.position(0), int64_t(full[0].size()));
-    EXPECT_EQ(eng.position(1), int64_t(full[1].size()));
   }
 }
 

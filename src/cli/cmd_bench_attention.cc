@@ -1,0 +1,399 @@
+// `dak bench attention` (issue 5, item 4): one layer's decode attention with the KV cache split
+// along the batch between pinned host memory and HBM (the tiered attention kernel, the paper's
+// "SplitK attention"), EB vs offload ratio next to the ideal line of the same run, with the HBM
+// decode kernel as the baseline. Measurements: gpu/bench_attention.h; docs/bench-attention.md.
+//
+//   dak bench attention [--models llama-2-7b,llama-3-8b,opt-30b] [--batch 8,64,512]
+//                       [--ctx 512,4096,32768] [--ratios 0,1/8,1/4,1/2,1] [--repeats 5]
+//                       [--quick] [--dry-run] [--output text|json|csv] [--json FILE] [--csv FILE]
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/config_locator.h"
+#include "core/error.h"
+#include "core/hardware_profile.h"
+#include "core/tiered_attention_schedule.h"
+#ifdef DAK_HAVE_CUDA
+#include "gpu/bench_attention.h"
+#endif
+
+namespace dak::cli {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int64_t kDrySmCount = 132;  // --dry-run plans for an H200
+
+struct BenchAttentionArgs {
+  std::string models = "llama-2-7b,llama-3-8b,opt-30b";
+  std::string batch = "8,64,512";
+  std::string ctx = "512,4096,32768";
+  std::string ratios = "0,1/8,1/4,1/2,1";
+  bool no_balance_point = false;
+  int repeats = 5;
+  double max_kv_gib = 100;
+  double max_host_gib = 0;
+  int host_ctas = 0;
+  int host_stages = 0;
+  int hbm_stages = 0;
+  double hbm_buffer_gib = 2;
+  int hbm_runs = 10;
+  bool quick = false;
+  bool dry_run = false;
+  std::string output = "text";
+  std::string json_file;
+  std::string csv_file;
+};
+
+constexpr const char* kFooter = R"(What is measured (docs/bench-attention.md has the details):
+  shapes  one decoder layer's decode attention of each model (--models: shipped config names or config
+          paths): H query heads, Hkv kv heads, head_dim D; one query per sequence, every sequence at the
+          full context (--ctx), bf16 K/V, fp32 softmax.
+  x       offload ratio b_h / B: sequences [0, b_h) keep K/V in pinned host memory (read over PCIe by TMA
+          straight into SMEM), the others in HBM; b_h = round(ratio * B). --ratios takes fractions (1/8)
+          or decimals. The balance point x* = B_h / (B_g + B_h) is added (nearest b_h >= 1) unless
+          --no-balance-point.
+  KV      C = B * ctx * Hkv * D * 2 (K and V) * 2 bytes, one layer. Cells with C > --max-kv-gib, or that
+          do not fit in free HBM, are skipped; points whose host part exceeds the pinned host tier (at most
+          --max-host-gib, default MemAvailable - 16 GiB) are skipped, with the reason.
+  time    GPU time of one attention launch (split + combine kernels), CUDA events, launches queued behind a
+          host gate, a 256 MiB HBM read (L2 flush) before each; median [min, max] of --repeats (>= 5)
+          after one warm-up, ms.
+  EB      C / time.   ideal = C / max((1 - x) C / B_g, x C / B_h).   of ideal = EB / ideal EB.
+  B_g     best HBM read of this run (TMA bulk stream of --hbm-buffer-gib, best launch).
+  B_h     best read of pinned host memory of this run (the same TMA bulk stream over 1 GiB of the host
+          tier, CTAs x stages of 32 KiB in {2x4, 4x2, 4x4, 8x2, 16x1}, best launch).
+  decode  the engine's HBM decode attention (attention_decode) at x = 0 over the same bytes: the baseline.
+  target  issue 5: of ideal >= 90 % at every point, and at x = 0 the tiered kernel no slower than decode (met
+          when its median is at most decode's or their [min, max] ranges overlap). Shown as met / MISSED.
+--quick: the first model only, batch 8, contexts 512 and 4096, ratios 0, 1/2, 1, a 1 GiB B_g buffer.
+--dry-run prints the cells, points and default kernel schedules (for 132 SMs) without a GPU.
+--host-ctas / --host-stages / --hbm-stages override the congestion control of every point.
+Needs a Hopper GPU otherwise: without one dak bench attention fails with the reason and exit code 1.)";
+
+/// "0,1/8,0.25,1" -> {0, 0.125, 0.25, 1}: fractions b_h / B in [0, 1], sorted, duplicates removed.
+std::vector<double> parse_ratios(const std::string& s) {
+  std::vector<double> out;
+  for (const std::string& tok : split_list(s)) {
+    std::optional<double> v;
+    const size_t slash = tok.find('/');
+    if (slash == std::string::npos) {
+      v = parse_number(tok);
+    } else {
+      const std::optional<double> num = parse_number(tok.substr(0, slash)), den = parse_number(tok.substr(slash + 1));
+      if (num && den && *den != 0) v = *num / *den;
+    }
+    if (!v) {
+      fail(fmt::format("'{}' is not a comma-separated list of ratios", s), "--ratios",
+           "write fractions b_h / B as decimals or a/b, e.g. 0,1/8,1/4,0.5,1");
+    }
+    if (!(*v >= 0 && *v <= 1)) {
+      fail(fmt::format("--ratios value {} is outside [0, 1]", tok), "--ratios",
+           "give offload ratios from 0 (all KV in HBM) to 1 (all KV in host memory)");
+    }
+    out.push_back(*v);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+struct ModelShape {
+  std::string name;
+  int64_t heads, kv_heads, head_dim;
+};
+
+std::vector<ModelShape> resolve_models(const std::string& list) {
+  std::vector<ModelShape> out;
+  for (const std::string& name : split_list(list)) {
+    if (name.empty()) fail(fmt::format("'{}' has an empty model name", list), "--models", "e.g. llama-2-7b,opt-30b");
+    const LocatedConfig lc = locate_model_config(name);
+    const ModelConfig& c = lc.config;
+    try {
+      check_tiered_attention_shape({1, c.num_heads, c.num_kv_heads, c.head_dim, 1});
+    } catch (const Error& e) {
+      fail(fmt::format("{}'s attention ({} heads, {} kv heads, head_dim {}) is not supported: {}", lc.name,
+                       c.num_heads, c.num_kv_heads, c.head_dim, e.what_part()),
+           "--models", e.fix_part());
+    }
+    out.push_back({lc.name, c.num_heads, c.num_kv_heads, c.head_dim});
+  }
+  return out;
+}
+
+struct Plan {
+  std::vector<ModelShape> models;
+  std::vector<int64_t> batches, contexts;
+  std::vector<double> ratios;
+};
+
+Plan check_args(const BenchAttentionArgs& a) {
+  if (a.repeats < 5) fail(fmt::format("--repeats {} is too few", a.repeats), "--repeats", "pass 5 or more");
+  if (!(a.max_kv_gib > 0)) fail("--max-kv-gib must be positive", "--max-kv-gib", "e.g. --max-kv-gib 100");
+  if (!(a.max_host_gib >= 0)) fail("--max-host-gib must be >= 0", "--max-host-gib", "0 picks MemAvailable - 16 GiB");
+  if (!(a.hbm_buffer_gib > 0) || a.hbm_runs < 1) {
+    fail("the B_g measurement needs a positive buffer and at least one run", "--hbm-buffer-gib / --hbm-runs",
+         "use e.g. --hbm-buffer-gib 2 --hbm-runs 10");
+  }
+  const int max_st = tiered_attention::kMaxStages;
+  if (a.host_ctas < 0 || a.host_stages < 0 || a.host_stages > max_st || a.hbm_stages < 0 || a.hbm_stages > max_st) {
+    fail(fmt::format("--host-ctas {} --host-stages {} --hbm-stages {}", a.host_ctas, a.host_stages, a.hbm_stages),
+         "--host-ctas / --host-stages / --hbm-stages",
+         fmt::format("give CTAs >= 1 and stages from 1 to {} (0 keeps the default)", max_st));
+  }
+  Plan p;
+  p.batches = parse_count_list(a.batch, "--batch", 1 << 16, "batch sizes", "8,64,512");
+  p.contexts = parse_count_list(a.ctx, "--ctx", 1 << 24, "context lengths", "512,4096,32768");
+  p.ratios = parse_ratios(a.ratios);
+  p.models = resolve_models(a.models);
+  if (a.quick) {
+    p.models.resize(1);
+    p.batches = {8};
+    p.contexts = {512, 4096};
+    p.ratios = {0, 0.5, 1};
+  }
+  return p;
+}
+
+/// --dry-run: cells, points and the default schedules for an H200, without a GPU.
+void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
+  const HardwareProfile prof = HardwareProfile::h200_default();
+  const double x_star = prof.host_sm_read_gbps / (prof.hbm_read_gbps + prof.host_sm_read_gbps);
+  const TieredAttentionLinkLimits limits = tiered_attention_link_limits(prof);
+  std::ostringstream out;
+  out << fmt::format("dak bench attention --dry-run: schedules for {} SMs (2 HBM CTAs per SM), balance point "
+                     "x* = {:.2f} % from the H200 default profile\n\n",
+                     kDrySmCount, 100 * x_star);
+  out << "| model | B | ctx | KV GiB | b_h | x | schedule |\n|---|---:|---:|---:|---:|---:|---|\n";
+  for (const ModelShape& m : p.models) {
+    for (int64_t b : p.batches) {
+      for (int64_t c : p.contexts) {
+        const double kv = 4.0 * double(b) * double(c) * double(m.kv_heads) * double(m.head_dim);
+        if (kv > a.max_kv_gib * kGiB) {
+          out << fmt::format("| {} | {} | {} | {:.2f} | - | - | skipped: KV > {} GiB (--max-kv-gib) |\n", m.name, b, c,
+                             kv / kGiB, a.max_kv_gib);
+          continue;
+        }
+        std::vector<int64_t> hosts;
+        for (double r : p.ratios) hosts.push_back(std::llround(r * double(b)));
+        if (!a.no_balance_point && std::llround(x_star * double(b)) > 0) hosts.push_back(std::llround(x_star * double(b)));
+        std::sort(hosts.begin(), hosts.end());
+        hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+        for (int64_t bh : hosts) {
+          TieredAttentionSchedule s =
+              plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c}, bh, kDrySmCount, 2, limits);
+          if (a.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = a.host_ctas;
+          if (a.host_stages > 0) s.host_stages = a.host_stages;
+          if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;
+          s.validate();
+          out << fmt::format("| {} | {} | {} | {:.2f} | {} | {:.4f} | {} |\n", m.name, b, c, kv / kGiB, bh,
+                             double(bh) / double(b), s.to_string());
+        }
+      }
+    }
+  }
+  std::cout << out.str() << std::flush;
+}
+
+#ifdef DAK_HAVE_CUDA
+std::string met(bool ok) { return ok ? "met" : "MISSED"; }
+
+void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
+  const double ms = 1e3, gbs = 1e-9;
+  nlohmann::json j;
+  j["device"] = r.device;
+  j["sm_count"] = r.sm_count;
+  j["hbm"] = {{"best_tb_s", r.hbm.best_bytes_per_s * 1e-12}, {"median_tb_s", r.hbm.median_bytes_per_s * 1e-12},
+              {"buffer_bytes", r.hbm.buffer_bytes}, {"chunk_bytes", r.hbm.chunk_bytes}, {"stages", r.hbm.stages},
+              {"ctas_per_sm", r.hbm.ctas_per_sm}, {"runs", r.hbm.runs}, {"configs", r.hbm.configs}};
+  j["host"] = {{"best_gb_s", r.host.best_bytes_per_s * gbs}, {"median_gb_s", r.host.median_bytes_per_s * gbs},
+               {"buffer_bytes", r.host.buffer_bytes}, {"ctas", r.host.ctas}, {"chunk_bytes", r.host.chunk_bytes},
+               {"stages", r.host.stages}, {"runs", r.host.runs}, {"configs", r.host.configs}};
+  j["balance_ratio"] = r.balance_ratio;
+  j["host_tier_bytes"] = r.host_tier_bytes;
+  j["pin_s"] = r.pin_s;
+  j["gate_timed_out"] = r.gate_timed_out;
+  j["target_of_ideal"] = gpu::kAttentionTargetOfIdeal;
+  j["cells"] = nlohmann::json::array();
+
+  std::ostringstream csv;
+  csv << "model,heads,kv_heads,head_dim,batch,context,kv_bytes,kernel,b_host,ratio,balance_point,time_ms,time_min_ms,"
+         "time_max_ms,eb_gb_s,ideal_ms,ideal_gb_s,of_ideal,target_met,b_g_tb_s,b_h_gb_s,skipped,reason,split,schedule\n";
+  std::ostringstream txt;
+  txt << fmt::format("dak bench attention: {} ({} SMs)\n", r.device, r.sm_count);
+  txt << fmt::format("B_g = {:.3f} TB/s (TMA bulk stream of {:.2f} GiB in HBM, best of {} launches x {} configs; its "
+                     "median {:.3f})\n",
+                     r.hbm.best_bytes_per_s * 1e-12, double(r.hbm.buffer_bytes) / kGiB, r.hbm.runs, r.hbm.configs,
+                     r.hbm.median_bytes_per_s * 1e-12);
+  txt << fmt::format("B_h = {:.2f} GB/s (TMA bulk stream of {:.2f} GiB of pinned host memory, best of {} launches x {} "
+                     "configs; best {} CTAs x {} stages x {} KiB, its median {:.2f})\n",
+                     r.host.best_bytes_per_s * gbs, double(r.host.buffer_bytes) / kGiB, r.host.runs, r.host.configs,
+                     r.host.ctas, r.host.stages, r.host.chunk_bytes >> 10, r.host.median_bytes_per_s * gbs);
+  txt << fmt::format("balance point x* = B_h / (B_g + B_h) = {:.2f} %; host tier {:.2f} GiB pinned in {:.1f} s\n",
+                     100 * r.balance_ratio, double(r.host_tier_bytes) / kGiB, r.pin_s);
+  if (r.gate_timed_out) txt << "note: the host gate timed out at least once: some times include host launch gaps\n";
+  txt << "\n| model | B | ctx | KV GiB | kernel | b_h | x | time ms [min, max] | EB GB/s | ideal GB/s | of ideal | "
+         "target | split |\n|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|---|\n";
+
+  int points = 0, points_met = 0, cells_run = 0, cells_met = 0;
+  std::vector<std::string> skipped;
+  for (const gpu::AttentionBenchCell& c : r.cells) {
+    const std::string id = fmt::format("{},{},{},{},{},{},{}", c.shape.model, c.shape.num_heads,
+                                       c.shape.num_kv_heads, c.shape.head_dim, c.batch, c.context, c.kv_bytes);
+    nlohmann::json jc = {{"model", c.shape.model},       {"heads", c.shape.num_heads},
+                         {"kv_heads", c.shape.num_kv_heads}, {"head_dim", c.shape.head_dim},
+                         {"batch", c.batch},             {"context", c.context},
+                         {"kv_bytes", c.kv_bytes},       {"skipped", c.skipped},
+                         {"skip_reason", c.skip_reason}, {"split", c.split}};
+    const double kv_gib = double(c.kv_bytes) / kGiB;
+    if (c.skipped) {
+      skipped.push_back(fmt::format("{} B={} ctx={} ({:.2f} GiB): {}", c.shape.model, c.batch, c.context, kv_gib,
+                                    c.skip_reason));
+      csv << fmt::format("{},decode,,,,,,,,,,,,{:.4f},{:.3f},true,\"{}\",,\n", id, r.hbm.best_bytes_per_s * 1e-12,
+                         r.host.best_bytes_per_s * gbs, c.skip_reason);
+      j["cells"].push_back(jc);
+      continue;
+    }
+    ++cells_run;
+    const bool has_zero = std::any_of(c.points.begin(), c.points.end(),
+                                      [](const gpu::AttentionBenchPoint& p) { return p.b_host == 0 && !p.skipped; });
+    if (has_zero) cells_met += c.baseline_target_met;
+    const double ideal0 = double(c.kv_bytes) / r.hbm.best_bytes_per_s;
+    jc["baseline"] = {{"split", c.baseline_split},
+                      {"time_ms", {{"median", c.baseline_s.median * ms}, {"min", c.baseline_s.min * ms},
+                                   {"max", c.baseline_s.max * ms}}},
+                      {"eb_gb_s", c.baseline_eb_bytes_per_s * gbs},
+                      {"of_ideal", ideal0 / c.baseline_s.median}};
+    jc["baseline_target_met"] = has_zero ? nlohmann::json(c.baseline_target_met) : nlohmann::json(nullptr);
+    txt << fmt::format("| {} | {} | {} | {:.2f} | decode | - | 0 | {:.4f} [{:.4f}, {:.4f}] | {:.1f} | {:.1f} | "
+                       "{:.1f} % | baseline | {} |\n",
+                       c.shape.model, c.batch, c.context, kv_gib, c.baseline_s.median * ms, c.baseline_s.min * ms,
+                       c.baseline_s.max * ms, c.baseline_eb_bytes_per_s * gbs, r.hbm.best_bytes_per_s * gbs,
+                       100 * ideal0 / c.baseline_s.median, c.baseline_split);
+    csv << fmt::format("{},decode,0,0,false,{:.5f},{:.5f},{:.5f},{:.3f},{:.5f},{:.3f},{:.4f},,{:.4f},{:.3f},false,,{},\n",
+                       id, c.baseline_s.median * ms, c.baseline_s.min * ms, c.baseline_s.max * ms,
+                       c.baseline_eb_bytes_per_s * gbs, ideal0 * ms, r.hbm.best_bytes_per_s * gbs,
+                       ideal0 / c.baseline_s.median, r.hbm.best_bytes_per_s * 1e-12, r.host.best_bytes_per_s * gbs,
+                       c.baseline_split);
+    for (const gpu::AttentionBenchPoint& p : c.points) {
+      nlohmann::json jp = {{"b_host", p.b_host}, {"ratio", p.ratio}, {"balance_point", p.balance_point},
+                           {"skipped", p.skipped}, {"skip_reason", p.skip_reason}, {"schedule", p.schedule}};
+      const std::string bh = fmt::format("{}{}", p.b_host, p.balance_point ? " (x*)" : "");
+      if (p.skipped) {
+        txt << fmt::format("| {} | {} | {} | {:.2f} | tiered | {} | {:.4f} | skipped: {} | | | | | |\n", c.shape.model,
+                           c.batch, c.context, kv_gib, bh, p.ratio, p.skip_reason);
+        csv << fmt::format("{},tiered,{},{:.6f},{},,,,,,,,,{:.4f},{:.3f},true,\"{}\",{},\n", id, p.b_host, p.ratio,
+                           p.balance_point, r.hbm.best_bytes_per_s * 1e-12, r.host.best_bytes_per_s * gbs,
+                           p.skip_reason, c.split);
+        jc["points"].push_back(jp);
+        continue;
+      }
+      ++points;
+      points_met += p.target_met;
+      const double ideal_eb = double(c.kv_bytes) / p.ideal_s;
+      std::string target = fmt::format(">= 90 % {}", met(p.target_met));
+      if (p.b_host == 0) target += fmt::format("; vs decode {}", met(c.baseline_target_met));
+      jp["time_ms"] = {{"median", p.time_s.median * ms}, {"min", p.time_s.min * ms}, {"max", p.time_s.max * ms}};
+      jp["eb_gb_s"] = p.eb_bytes_per_s * gbs;
+      jp["ideal_ms"] = p.ideal_s * ms;
+      jp["ideal_gb_s"] = ideal_eb * gbs;
+      jp["of_ideal"] = p.of_ideal;
+      jp["target_met"] = p.target_met;
+      jc["points"].push_back(jp);
+      txt << fmt::format("| {} | {} | {} | {:.2f} | tiered | {} | {:.4f} | {:.4f} [{:.4f}, {:.4f}] | {:.1f} | {:.1f} | "
+                         "{:.1f} % | {} | {} |\n",
+                         c.shape.model, c.batch, c.context, kv_gib, bh, p.ratio, p.time_s.median * ms,
+                         p.time_s.min * ms, p.time_s.max * ms, p.eb_bytes_per_s * gbs, ideal_eb * gbs,
+                         100 * p.of_ideal, target, c.split);
+      csv << fmt::format("{},tiered,{},{:.6f},{},{:.5f},{:.5f},{:.5f},{:.3f},{:.5f},{:.3f},{:.4f},{},{:.4f},{:.3f},"
+                         "false,,{},\"{}\"\n",
+                         id, p.b_host, p.ratio, p.balance_point, p.time_s.median * ms, p.time_s.min * ms,
+                         p.time_s.max * ms, p.eb_bytes_per_s * gbs, p.ideal_s * ms, ideal_eb * gbs, p.of_ideal,
+                         p.target_met, r.hbm.best_bytes_per_s * 1e-12, r.host.best_bytes_per_s * gbs, c.split,
+                         p.schedule);
+    }
+    j["cells"].push_back(jc);
+  }
+  txt << fmt::format("\ntargets: {} of {} points at >= 90 % of ideal ({}); {} of {} cells with x = 0 no slower than "
+                     "decode ({})\n",
+                     points_met, points, met(points_met == points), cells_met, cells_run, met(cells_met == cells_run));
+  for (const std::string& s : skipped) txt << "skipped: " << s << "\n";
+  j["summary"] = {{"points", points}, {"points_met", points_met}, {"cells", cells_run}, {"cells_met", cells_met}};
+
+  emit_report(txt.str(), j, csv.str(), a.output, a.json_file, a.csv_file);
+}
+#endif
+
+void run_bench_attention(const BenchAttentionArgs& a) {
+  const Plan p = check_args(a);  // every argument error before looking for a GPU
+  if (a.dry_run) return print_dry_run(a, p);
+  const std::string why = gpu_unavailable_reason();
+  if (!why.empty()) {
+    fail("dak bench attention needs a Hopper GPU: " + why, "dak bench attention",
+         "run it on the GPU machine; --dry-run prints the cells and kernel schedules without a GPU");
+  }
+#ifdef DAK_HAVE_CUDA
+  gpu::AttentionBenchOptions o;
+  for (const ModelShape& m : p.models) o.models.push_back({m.name, m.heads, m.kv_heads, m.head_dim});
+  o.batches = p.batches;
+  o.contexts = p.contexts;
+  o.ratios = p.ratios;
+  o.balance_point = !a.no_balance_point;
+  o.repeats = a.repeats;
+  o.max_kv_bytes = uint64_t(a.max_kv_gib * kGiB);
+  o.max_host_bytes = uint64_t(a.max_host_gib * kGiB);
+  o.hbm_buffer_bytes = uint64_t((a.quick ? std::min(a.hbm_buffer_gib, 1.0) : a.hbm_buffer_gib) * kGiB);
+  o.hbm_runs = a.quick ? std::min(a.hbm_runs, 5) : a.hbm_runs;
+  o.host_ctas = a.host_ctas;
+  o.host_stages = a.host_stages;
+  o.hbm_stages = a.hbm_stages;
+  o.limits = tiered_attention_link_limits(HardwareProfile::h200_default());
+  const gpu::AttentionBenchResult r =
+      gpu::run_attention_bench(o, [](const std::string& m) { std::fprintf(stderr, "dak: %s\n", m.c_str()); });
+  report(a, r);
+#endif
+}
+
+}  // namespace
+
+void add_bench_attention_command(CLI::App& bench) {
+  auto a = std::make_shared<BenchAttentionArgs>();
+  CLI::App* c = bench.add_subcommand(
+      "attention", "One layer's decode attention with the KV cache split between host memory and HBM: EB vs offload "
+                   "ratio next to the ideal of this run's B_g and B_h, and the HBM decode kernel as the baseline");
+  c->add_option("--models", a->models, "Comma list of shipped config names or config.json paths")->capture_default_str();
+  c->add_option("--batch,-b", a->batch, "Batches (sequences, one query each), comma list")->capture_default_str();
+  c->add_option("--ctx", a->ctx, "Contexts (keys per sequence), comma list")->capture_default_str();
+  c->add_option("--ratios", a->ratios, "Offload ratios b_h / B in [0, 1], decimals or fractions (1/8), comma list")
+      ->capture_default_str();
+  c->add_flag("--no-balance-point", a->no_balance_point, "Do not add the point nearest x* = B_h / (B_g + B_h)");
+  c->add_option("--repeats,-r", a->repeats, "Timed launches per point (>= 5), after one warm-up")->capture_default_str();
+  c->add_option("--max-kv-gib", a->max_kv_gib, "Skip cells whose KV (one layer) exceeds this")->capture_default_str();
+  c->add_option("--max-host-gib", a->max_host_gib, "Pinned host memory for the host tier (0: MemAvailable - 16 GiB)")
+      ->capture_default_str();
+  c->add_option("--host-ctas", a->host_ctas, "Override: host CTAs (0: the default schedule's)")->capture_default_str();
+  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp, 1..8 (0: default)")
+      ->capture_default_str();
+  c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp, 1..8 (0: default)")
+      ->capture_default_str();
+  c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB")->capture_default_str();
+  c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();
+  c->add_flag("--quick", a->quick, "Smoke run: first model, batch 8, contexts 512 and 4096, ratios 0, 1/2, 1");
+  c->add_flag("--dry-run", a->dry_run, "Print the cells, points and kernel schedules without a GPU");
+  c->add_option("--output", a->output, "What to print on stdout: text (table), json or csv")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json", "csv"}));
+  c->add_option("--json", a->json_file, "Also write the JSON to FILE");
+  c->add_option("--csv", a->csv_file, "Also write the CSV (one row per kernel and point) to FILE");
+  c->footer(kFooter);
+  c->callback([a] { run_bench_attention(*a); });
+}
+
+}  // namespace dak::cli

@@ -1,0 +1,297 @@
+// `dak profile`: measures this GPU and its host link, sweeps the tiered GEMM's launch parameters,
+// and writes a hardware profile (core/hardware_profile.h, format v1) that `dak plan --profile FILE`
+// reads. The measurements are gpu/profile.h's; docs/profile.md explains each one.
+//
+//   dak profile --output profiles/my-h200.json [--force] [--name NAME] [--gemm-model llama-2-7b]
+//               [--gemm-tokens 8,512] [--gemm-ratios 0,0.1,0.5,1] [--quick] [--skip-gemm]
+//               [--pin-test-gib 4] [--runs 5]
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/config_locator.h"
+#include "core/error.h"
+#include "core/hardware_profile.h"
+#include "core/op_graph.h"
+#include "core/profile_fit.h"
+#ifdef DAK_HAVE_CUDA
+#include "gpu/profile.h"
+#endif
+
+namespace dak::cli {
+namespace {
+
+struct ProfileArgs {
+  std::string output;
+  bool force = false;
+  std::string name;
+  std::string gemm_models = "llama-2-7b";
+  std::string gemm_tokens = "8,512";
+  std::string gemm_ratios = "0,0.1,0.5,1";
+  bool quick = false;
+  bool skip_gemm = false;
+  double pin_test_gib = 0;  // 0: 4 GiB, 1 GiB with --quick
+  int runs = 0;             // 0: 5, 3 with --quick
+};
+
+constexpr const char* kFooter = R"(What is measured (medians of --runs timed runs after a warm-up; GB/s = 1e9 B/s; docs/profile.md):
+  B_g          best HBM read: TMA bulk stream over a 4 GiB buffer, all SMs
+  B_h SM       pinned host memory read by SMs with TMA, 1..8 CTAs x 1..4 stages of 32 KiB; the best point;
+               the 1 CTA x 1 stage point gives the stage latency
+  B_h CE       cudaMemcpyAsync host-to-device from pinned memory (copy engine)
+  shared link  copy engine and 8 SM readers at once: the link's total
+  slowdown     HBM read bandwidth lost while an H2D copy runs
+  contention   HBM read of 100 CTAs while 0..32 CTAs read the host with 2 or 4 stages; gives the
+               congestion cap (host bytes in flight GPU-wide before HBM loses more than 3 %)
+  tensor       cuBLASLt bf16 GEMM rate at M = K = 8192 by N
+  overhead     per-kernel fixed cost inside a CUDA graph: fit t = a + S / B over HBM streams of S bytes
+  pin          time to map and cudaHostRegister --pin-test-gib; pinnable_bytes records that tested size
+  tiered GEMM  per linear shape of --gemm-model, N in --gemm-tokens and host share in --gemm-ratios: the
+               fastest host CTAs x host stages (HBM CTAs = the other SMs); stored in "tiered_gemm"
+The table prints each value next to the compiled-in h200-default profile and the ratio.
+Needs a Hopper GPU: without one dak profile fails with the reason and exit code 1. It never
+overwrites --output unless --force is given, and writes no other file.)";
+
+std::vector<int64_t> parse_tokens(const std::string& s) {
+  std::vector<int64_t> out;
+  for (const std::string& tok : split_list(s)) {
+    const std::optional<int64_t> v = parse_integer(tok);
+    if (!v || *v < 1 || *v > 8192) {
+      fail(fmt::format("'{}' is not a comma-separated list of token counts in [1, 8192]", s), "--gemm-tokens",
+           "write e.g. 8,512");
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+std::vector<double> parse_ratios(const std::string& s) {
+  std::vector<double> out;
+  for (const std::string& tok : split_list(s)) {
+    const std::optional<double> v = parse_number(tok);
+    if (!v || !(*v >= 0 && *v <= 1)) {
+      fail(fmt::format("'{}' is not a comma-separated list of offload ratios in [0, 1]", s), "--gemm-ratios",
+           "write e.g. 0,0.1,0.5,1");
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+/// One linear shape per distinct (M, K) among the decoder-layer linears of the configs.
+struct NamedShape {
+  int64_t M = 0, K = 0;
+  std::string label;
+};
+
+std::vector<NamedShape> linear_shapes(const std::string& models) {
+  std::vector<NamedShape> out;
+  for (const std::string& name : split_list(models)) {
+    if (name.empty()) fail(fmt::format("'{}' has an empty config name", models), "--gemm-model", "write e.g. llama-2-7b");
+    const LocatedConfig lc = locate_model_config(name);
+    const OpGraph g = build_op_graph(lc.config, StepShape{});
+    for (const Op& op : g.ops) {
+      if (op.kind != OpKind::kLinear || op.layer != 0) continue;
+      if (op.k % 8 != 0) {
+        fail(fmt::format("{} of {} has K = {}, not a multiple of 8 (the tiered GEMM's TMA row pitch)", op.role,
+                         lc.name, op.k),
+             "--gemm-model", "profile other models, or pass --skip-gemm");
+      }
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const NamedShape& s) { return s.M == op.m && s.K == op.k; });
+      if (!seen) out.push_back({op.m, op.k, lc.name + " " + op.role});
+    }
+  }
+  return out;
+}
+
+[[maybe_unused]] std::string today_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", &tm);
+  return buf;
+}
+
+/// Refuses to replace an existing file without --force, and a folder that does not exist.
+void check_output(const std::string& path, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) fail(fmt::format("'{}' is a folder", path), "--output", "give a file name");
+  if (fs::exists(path, ec) && !force) {
+    fail(fmt::format("'{}' exists; dak profile does not overwrite it", path), "--output",
+         "pass --force to replace it, or choose another file");
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    fail(fmt::format("folder '{}' of '{}' does not exist", parent.string(), path), "--output",
+         "create the folder first, or write elsewhere");
+  }
+}
+
+std::string ratio_text(double measured, double reference) {
+  return reference > 0 ? fmt::format("{:.3f}", measured / reference) : "-";
+}
+
+/// The human table: each profile quantity measured here next to the compiled-in default.
+[[maybe_unused]] std::string profile_table(const HardwareProfile& p, const HardwareProfile& d, const ProfileMeasurements& m) {
+  std::ostringstream o;
+  const double gib = double(1ull << 30);
+  o << fmt::format("dak profile: {}\n\n", p.device);
+  o << fmt::format("| quantity | unit | measured | {} | ratio |\n|---|---|---:|---:|---:|\n", d.name);
+  auto row = [&](const std::string& q, const std::string& unit, double v, double ref, int digits) {
+    o << fmt::format("| {} | {} | {:.{}f} | {:.{}f} | {} |\n", q, unit, v, digits, ref, digits, ratio_text(v, ref));
+  };
+  row("SMs", "", double(p.sm_count), double(d.sm_count), 0);
+  row("HBM capacity", "GiB", double(p.hbm_capacity_bytes) / gib, double(d.hbm_capacity_bytes) / gib, 2);
+  row("HBM free after context", "GiB", double(p.hbm_free_after_context_bytes) / gib,
+      double(d.hbm_free_after_context_bytes) / gib, 2);
+  row("B_g HBM read (TMA bulk)", "GB/s", p.hbm_read_gbps, d.hbm_read_gbps, 0);
+  row("B_h SM path (TMA from host)", "GB/s", p.host_sm_read_gbps, d.host_sm_read_gbps, 1);
+  row("B_h copy engine (H2D)", "GB/s", p.host_copy_engine_gbps, d.host_copy_engine_gbps, 1);
+  row("link shared by both", "GB/s", p.host_shared_total_gbps, d.host_shared_total_gbps, 1);
+  row("host stage latency", "us", p.host_latency_us, d.host_latency_us, 3);
+  row("congestion cap", "KiB", double(p.host_inflight_cap_bytes) / 1024, double(d.host_inflight_cap_bytes) / 1024, 0);
+  row("max stages per host CTA", "", double(p.max_stages_per_cta), double(d.max_stages_per_cta), 0);
+  row("HBM slowdown during H2D copy", "%", p.hbm_slowdown_during_copy * 100, d.hbm_slowdown_during_copy * 100, 1);
+  row("kernel overhead in a graph", "us", p.kernel_overhead_us, d.kernel_overhead_us, 3);
+  for (const TensorRatePoint& t : m.tensor)
+    row(fmt::format("bf16 tensor rate, N = {}", t.tokens), "TFLOP/s", t.tflops, d.tensor_tflops_for(t.tokens), 1);
+  row("pinned (tested size)", "GiB", double(p.pinnable_host_bytes) / gib, double(d.pinnable_host_bytes) / gib, 2);
+  row("pin rate", "GiB/s", p.pin_gib_per_s, d.pin_gib_per_s, 2);
+
+  o << "\nSM reads of pinned host memory (TMA bulk, " << p.host_stage_bytes
+    << "-byte stages) next to the default profile's model min(B_h, in-flight / latency):\n";
+  o << "| CTAs | stages | in flight KiB | GB/s | model GB/s | ratio |\n|---:|---:|---:|---:|---:|---:|\n";
+  for (const HostReadPoint& h : m.host_reads) {
+    const double model = d.host_direct_gbps(h.inflight_bytes());
+    o << fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {} |\n", h.ctas, h.stages, h.inflight_bytes() >> 10, h.gbps,
+                     model, ratio_text(h.gbps, model));
+  }
+
+  o << "\nContention: HBM read of the HBM CTAs while host CTAs stream (GB/s):\n";
+  o << "| host CTAs | stages | in flight KiB | HBM | default HBM | ratio | host |\n|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (size_t i = 0; i < m.contention.size(); ++i) {
+    const ContentionPoint& c = m.contention[i];
+    double ref = 0;
+    for (const ContentionPoint& r : d.contention)
+      if (r.host_ctas == c.host_ctas && r.stages_per_cta == c.stages_per_cta && r.hbm_ctas == c.hbm_ctas) ref = r.hbm_gbps;
+    const double host = i < m.contention_host_gbps.size() ? m.contention_host_gbps[i] : 0;
+    o << fmt::format("| {} | {} | {} | {:.0f} | {} | {} | {:.1f} |\n", c.host_ctas, c.stages_per_cta,
+                     c.inflight_bytes() >> 10, c.hbm_gbps, ref > 0 ? fmt::format("{:.0f}", ref) : "-",
+                     ratio_text(c.hbm_gbps, ref), host);
+  }
+  o << fmt::format("link shared: copy engine {:.1f} + SMs {:.1f} GB/s; HBM read alone {:.0f}, during an H2D copy {:.0f} "
+                   "GB/s\n",
+                   m.shared_ce_gbps, m.shared_sm_gbps, m.hbm_alone_gbps, m.hbm_during_copy_gbps);
+
+  if (!m.gemm.empty()) {
+    o << "\nTiered GEMM sweep (fastest launch per shape; 'planned' = plan_tiered_gemm's default schedule):\n";
+    o << "| layer | M | N | K | m_host | host CTAs x stages | HBM CTAs x stages | k_splits | us | EB GB/s | planned us | "
+         "planned/best |\n|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
+    for (const GemmSweepResult& g : m.gemm) {
+      const TieredGemmTuning& b = g.best;
+      o << fmt::format("| {} | {} | {} | {} | {} | {} x {} | {} x {} | {} | {:.1f} | {:.0f} | {:.1f} | {:.3f} |\n",
+                       g.label, b.M, b.N, b.K, b.m_host, b.host_ctas, b.host_stages, b.hbm_ctas, b.hbm_stages,
+                       b.k_splits, b.time_us, b.eb_gbps, g.planned.time_us, g.planned.time_us / b.time_us);
+    }
+  }
+  for (const std::string& why : m.gemm_skipped) o << "tiered GEMM skipped: " << why << "\n";
+  o << "\nNote: pinnable_bytes is the size pinned by this run (--pin-test-gib), not the machine's maximum; the\n"
+       "planner refuses host placements beyond it.\n";
+  return o.str();
+}
+
+void run_profile_command(const ProfileArgs& a) {
+  // Arguments first (typos are reported on any machine), then the output file, then the GPU.
+  const std::vector<int64_t> tokens = parse_tokens(a.gemm_tokens);
+  const std::vector<double> ratios = parse_ratios(a.gemm_ratios);
+  const std::vector<NamedShape> shapes = a.skip_gemm ? std::vector<NamedShape>{} : linear_shapes(a.gemm_models);
+  if (a.pin_test_gib < 0 || a.pin_test_gib > 1024 || a.runs < 0 || a.runs > 1000) {
+    fail(fmt::format("--pin-test-gib {} / --runs {}", a.pin_test_gib, a.runs), "--pin-test-gib / --runs",
+         "give a pin test of up to 1024 GiB and up to 1000 runs (0 = the default)");
+  }
+  const int runs = a.runs > 0 ? a.runs : (a.quick ? 3 : 5);
+  if (runs < 3) fail(fmt::format("--runs {} is too few", a.runs), "--runs", "use 3 or more (5 by default)");
+  if (a.output.empty()) fail("no output file", "--output", "pass --output FILE");
+  check_output(a.output, a.force);
+  const std::string why = gpu_unavailable_reason();
+  if (!why.empty()) {
+    fail("dak profile needs a Hopper GPU: " + why, "dak profile",
+         "run it on the GPU machine; without one, `dak plan` uses the compiled-in H200 profile "
+         "(profiles/h200-default.json)");
+  }
+#ifdef DAK_HAVE_CUDA
+  gpu::ProfileOptions opts = a.quick ? gpu::ProfileOptions::quick() : gpu::ProfileOptions{};
+  opts.runs = runs;
+  if (a.pin_test_gib > 0) opts.pin_test_bytes = uint64_t(a.pin_test_gib * double(1ull << 30));
+  opts.gemm = !a.skip_gemm;
+  for (const NamedShape& s : shapes) opts.gemm_shapes.push_back({s.M, s.K, s.label});
+  opts.gemm_tokens = tokens;
+  opts.gemm_ratios = ratios;
+  opts.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const ProfileMeasurements m = gpu::measure_profile(opts);
+  const std::string date = today_utc();
+  const std::string name = a.name.empty() ? "dak-profile-" + date : a.name;
+  const HardwareProfile defaults = HardwareProfile::h200_default();
+  const HardwareProfile p = build_measured_profile(m, name, date, defaults);
+  const nlohmann::json j = p.to_json();
+  HardwareProfile::from_json(j, "the measured profile");  // what is written must load
+  std::cout << profile_table(p, defaults, m) << std::flush;
+
+  check_output(a.output, a.force);  // still ours to write (nothing appeared meanwhile)
+  std::ofstream f(a.output);
+  f << j.dump(2) << "\n";
+  f.close();
+  if (!f) fail(fmt::format("cannot write '{}'", a.output), "--output", "check that the folder is writable");
+  std::fprintf(stderr, "dak: wrote %s (profile '%s', %.1f s)\n", a.output.c_str(), name.c_str(), seconds_since(t0));
+#else
+  (void)tokens;
+  (void)ratios;
+  (void)shapes;
+#endif
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto a = std::make_shared<ProfileArgs>();
+  CLI::App* c = app.add_subcommand(
+      "profile", "Measure this GPU and its host link (B_g, B_h, contention, tensor rate, launch overhead, pinning), "
+                 "tune the tiered GEMM's launch parameters, and write a hardware profile for `dak plan --profile`");
+  c->add_option("--output,-o", a->output, "Profile JSON to write (refused if it exists, unless --force)")->required();
+  c->add_flag("--force", a->force, "Overwrite --output if it exists");
+  c->add_option("--name", a->name, "Profile name stored in the file (default: dak-profile-<date>)");
+  c->add_option("--gemm-model", a->gemm_models,
+                "Configs whose decoder-layer linear shapes the tiered GEMM sweep tunes: shipped names or config.json "
+                "paths, comma-separated")
+      ->capture_default_str();
+  c->add_option("--gemm-tokens", a->gemm_tokens, "Tokens N of the tuned GEMMs, comma-separated, each in [1, 8192]")
+      ->capture_default_str();
+  c->add_option("--gemm-ratios", a->gemm_ratios,
+                "Fractions of each weight's rows in host memory (m_host = round(ratio x M)), comma-separated, in [0, 1]")
+      ->capture_default_str();
+  c->add_flag("--quick", a->quick, "Smaller buffers and 3 runs per median (smoke tests; noisier figures)");
+  c->add_flag("--skip-gemm", a->skip_gemm, "Skip the tiered GEMM sweep (the profile then has no tiered_gemm entries)");
+  c->add_option("--pin-test-gib", a->pin_test_gib,
+                "GiB to pin for the pin rate; the profile's pinnable_bytes is this tested size (default 4, 1 with "
+                "--quick)");
+  c->add_option("--runs", a->runs, "Timed runs behind each median (default 5, 3 with --quick)");
+  c->footer(kFooter);
+  c->callback([a] { run_profile_command(*a); });
+}
+
+}  // namespace dak::cli

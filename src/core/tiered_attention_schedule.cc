@@ -1,0 +1,173 @@
+#include "core/tiered_attention_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "core/hardware_profile.h"
+
+namespace dak {
+namespace {
+
+namespace ta = tiered_attention;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }
+
+constexpr int64_t kReferenceCtasPerSm = 2;  // workers assumed by the split heuristic
+constexpr int64_t kItemOverheadSteps = 2;   // per-item cost (q load, partial write) in 16-key steps
+constexpr int64_t kMaxSplits = 4096;
+
+}  // namespace
+
+TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& profile) {
+  TieredAttentionLinkLimits l;
+  if (profile.host_inflight_cap_bytes > 0) l.inflight_cap_bytes = profile.host_inflight_cap_bytes;
+  if (profile.max_stages_per_cta > 0 && profile.host_stage_bytes > 0) {
+    l.cta_inflight_cap_bytes = profile.max_stages_per_cta * profile.host_stage_bytes;
+  }
+  return l;
+}
+
+int64_t TieredAttentionSchedule::smem_bytes() const {
+  int64_t b = 0;
+  if (host_ctas > 0) b = std::max(b, ta::host_cta_smem_bytes(shape.head_dim, host_stages));
+  if (hbm_ctas > 0) b = std::max(b, ta::hbm_cta_smem_bytes(shape.head_dim, hbm_stages));
+  return b;
+}
+
+int64_t TieredAttentionSchedule::host_inflight_bytes() const {
+  return int64_t(host_ctas) * host_stages * ta::cta_stage_bytes(shape.head_dim);
+}
+
+int64_t TieredAttentionSchedule::workspace_o_offset() const {
+  return align256(shape.batch * shape.num_heads * split.num_splits * 2 * 4);
+}
+
+int64_t TieredAttentionSchedule::workspace_bytes() const {
+  return workspace_o_offset() + align256(shape.batch * shape.num_heads * split.num_splits * shape.head_dim * 4);
+}
+
+void check_tiered_attention_shape(const TieredAttentionShape& s) {
+  const std::string where = fmt::format("tiered attention shape B={} H={} Hkv={} D={} max_ctx={}", s.batch,
+                                        s.num_heads, s.num_kv_heads, s.head_dim, s.max_ctx);
+  if (s.batch < 1 || s.max_ctx < 1 || s.max_ctx > std::numeric_limits<int32_t>::max() - ta::kStepKeys) {
+    fail("batch and context must be positive (context below 2^31 - 16)", where, "give B >= 1 and max_ctx >= 1");
+  }
+  if (!ta::head_dim_supported(s.head_dim)) {
+    fail(fmt::format("head_dim {} is not compiled", s.head_dim), where,
+         "tiered attention supports head_dim 64, 80, 96, 128 and 256");
+  }
+  if (s.num_kv_heads < 1 || s.num_heads < 1 || s.num_heads % s.num_kv_heads != 0 ||
+      s.group() > ta::kMaxGroup) {
+    fail(fmt::format("{} query heads over {} kv heads", s.num_heads, s.num_kv_heads), where,
+         "H must be a multiple of Hkv with at most 16 query heads per kv head (GQA/MQA group 1..16)");
+  }
+}
+
+void TieredAttentionSchedule::validate() const {
+  check_tiered_attention_shape(shape);
+  const std::string where = "tiered attention schedule " + to_string();
+  if (b_host < 0 || b_host > shape.batch) {
+    fail(fmt::format("{} host sequences outside [0, B = {}]", b_host, shape.batch), where, "give 0 <= b_host <= B");
+  }
+  if (split.split_keys < ta::kStepKeys || split.split_keys % ta::kStepKeys != 0 || split.num_splits < 1 ||
+      int64_t(split.split_keys) * split.num_splits < shape.max_ctx ||
+      int64_t(split.split_keys) * (split.num_splits - 1) >= shape.max_ctx) {
+    fail(fmt::format("split {} x {} keys does not cover max_ctx {} exactly", split.num_splits, split.split_keys,
+                     shape.max_ctx),
+         where, "use choose_tiered_attention_split() (split_keys a multiple of 16, no always-empty split)");
+  }
+  if (host_ctas < 0 || hbm_ctas < 0 || (host_items() > 0 && host_ctas < 1) || (hbm_items() > 0 && hbm_ctas < 1)) {
+    fail(fmt::format("{} host items on {} host CTAs and {} HBM items on {} HBM CTAs", host_items(), host_ctas,
+                     hbm_items(), hbm_ctas),
+         where, "give every side that has sequences at least one CTA");
+  }
+  if (host_stages < 1 || host_stages > ta::kMaxStages || hbm_stages < 1 || hbm_stages > ta::kMaxStages) {
+    fail(fmt::format("stages in flight host {} / HBM {} outside [1, {}]", host_stages, hbm_stages, ta::kMaxStages),
+         where, "use 1 to 8 steps in flight per warp");
+  }
+  if (smem_bytes() > ta::kSmemLimitBytes) {
+    fail(fmt::format("{} bytes of SMEM per CTA exceed the {} byte limit", smem_bytes(), ta::kSmemLimitBytes), where,
+         "use fewer host or HBM stages");
+  }
+}
+
+std::string TieredAttentionSchedule::to_string() const {
+  return fmt::format("B={} H={} Hkv={} D={} max_ctx={} b_host={} split={}x{} host_ctas={}x{} stages "
+                     "hbm_ctas={}x{} stages",
+                     shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
+                     split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages);
+}
+
+TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
+  check_tiered_attention_shape(s);
+  const int64_t steps = ceil_div(s.max_ctx, ta::kStepKeys);  // 16-key steps of the longest sequence
+  const int64_t pairs = s.batch * s.num_kv_heads;
+  const int64_t workers = ta::kWarps * kReferenceCtasPerSm * std::max<int64_t>(1, sm_count);
+  int64_t best_cost = std::numeric_limits<int64_t>::max();
+  int64_t best_steps = steps;
+  for (int64_t n = 1; n <= std::min(steps, kMaxSplits); ++n) {
+    const int64_t per_split = ceil_div(steps, n);
+    const int64_t used = ceil_div(steps, per_split);  // no always-empty split
+    if (used != n) continue;
+    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best_steps = per_split;
+    }
+  }
+  TieredAttentionSplit r;
+  r.split_keys = int32_t(best_steps * ta::kStepKeys);
+  r.num_splits = int32_t(ceil_div(s.max_ctx, r.split_keys));
+  return r;
+}
+
+TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
+                                              int64_t hbm_ctas_per_sm, const TieredAttentionLinkLimits& limits) {
+  check_tiered_attention_shape(shape);
+  if (b_host < 0 || b_host > shape.batch || sm_count < 2 || hbm_ctas_per_sm < 1) {
+    fail(fmt::format("b_host {} of B {} on {} SMs with {} HBM CTAs per SM", b_host, shape.batch, sm_count,
+                     hbm_ctas_per_sm),
+         "plan_tiered_attention", "give 0 <= b_host <= B, at least 2 SMs and at least one CTA per SM");
+  }
+  const int64_t d = shape.head_dim;
+  TieredAttentionSchedule s;
+  s.shape = shape;
+  s.b_host = b_host;
+  s.split = choose_tiered_attention_split(shape, sm_count);
+
+  s.hbm_stages = 2;
+  for (int32_t st = ta::kMaxStages; st > 2; --st) {
+    if (ta::hbm_cta_smem_bytes(d, st) <= ta::kSmemTargetBytes) {
+      s.hbm_stages = st;
+      break;
+    }
+  }
+  const int64_t host_budget = std::max(ta::kSmemTargetBytes, ta::hbm_cta_smem_bytes(d, s.hbm_stages));
+  s.host_stages = 1;
+  for (int32_t st = 4; st > 1; --st) {
+    if (ta::host_cta_smem_bytes(d, st) <= host_budget && st * ta::cta_stage_bytes(d) <= limits.cta_inflight_cap_bytes) {
+      s.host_stages = st;
+      break;
+    }
+  }
+
+  if (s.host_items() > 0) {
+    const int64_t per_cta = int64_t(s.host_stages) * ta::cta_stage_bytes(d);
+    int64_t ctas = std::max<int64_t>(1, limits.inflight_cap_bytes / per_cta);
+    ctas = std::min(ctas, ceil_div(s.host_items(), ta::kWarps));
+    if (s.hbm_items() > 0) ctas = std::min(ctas, sm_count - 1);
+    s.host_ctas = int32_t(std::max<int64_t>(1, ctas));
+  }
+  if (s.hbm_items() > 0) {
+    const int64_t ctas = (sm_count - s.host_ctas) * hbm_ctas_per_sm;
+    s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
+  }
+  s.validate();
+  return s;
+}
+
+}  // namespace dak

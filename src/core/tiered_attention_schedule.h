@@ -1,0 +1,193 @@
+// Work decomposition of tiered decode attention (the DAK paper's "SplitK attention", DESIGN.md
+// §4), shared by the kernel (src/gpu/kernels/tiered_attention.h), the benchmark and the planner,
+// and unit-tested on the CPU.
+//
+// Problem: one query per sequence b in [0, B), H query heads, Hkv kv heads (G = H / Hkv <= 16),
+// head dim D in {64, 80, 96, 128, 256}, len[b] keys (read from device memory). The KV cache is
+// split along the batch: sequences [0, b_host) keep K/V in pinned host memory (the host tier),
+// sequences [b_host, B) in HBM (the HBM tier). Both tiers use the same layout per layer:
+//   k, v: [tier sequences][Hkv][max_ctx][D] bf16   (sequence b at tier slot b, resp. b - b_host)
+// so the keys of one (sequence, kv head) are one contiguous [max_ctx, D] block: a step of 16
+// keys is one contiguous 16 * D * 2 byte TMA bulk copy per operand.
+// Work items: (sequence, kv head, split). The keys of a sequence are cut into num_splits splits
+// of split_keys keys (a multiple of 16) from position 0; split_keys depends only on the shape,
+// max_ctx and the device's SM count (choose_tiered_attention_split), never on b_host or on how
+// many SMs serve each side, so the partial softmaxes and their combine are the same arithmetic
+// for every offload ratio: the output is bitwise identical for every b_host (split invariance).
+// Workers: every warp of the persistent grid is an independent worker. CTAs [0, host_ctas) are
+// host CTAs (their warps take host items only), the others HBM CTAs; worker w of a side takes
+// that side's items w, w + workers, ... (items of one (sequence, kv head) are consecutive, so
+// its splits run side by side).
+// Congestion control (DESIGN.md §1): a host warp keeps up to host_stages steps in flight, so a
+// host CTA keeps host_stages CTA stages of cta_stage_bytes(D) = 4 warps x 16 keys x (K + V) in
+// flight, and host_ctas * host_stages * cta_stage_bytes stays under the measured in-flight cap.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#ifndef DAK_HD
+#if defined(__CUDACC__)
+#define DAK_HD __host__ __device__
+#else
+#define DAK_HD
+#endif
+#endif
+
+namespace dak {
+
+struct HardwareProfile;
+
+namespace tiered_attention {
+
+constexpr int32_t kWarps = 4;                    // warps (workers) per CTA
+constexpr int32_t kThreads = kWarps * 32;
+constexpr int32_t kStepKeys = 16;                // keys a warp consumes per pipeline step (one mma k-step of P.V)
+constexpr int32_t kMaxGroup = 16;                // query heads per kv head: the 16 rows of the mma tile
+constexpr int32_t kRowPad = 8;                   // bf16 padding per staged SMEM row (conflict-free ldmatrix)
+constexpr int32_t kMaxStages = 8;                // deepest ring per warp (cp.async.wait_group immediates)
+constexpr int64_t kSmemLimitBytes = 227 * 1024;  // H200 per-CTA opt-in
+constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it: 2 CTAs per SM
+
+DAK_HD constexpr bool head_dim_supported(int64_t d) { return d == 64 || d == 80 || d == 96 || d == 128 || d == 256; }
+
+/// SMEM bytes of one warp's padded step (16 K rows then 16 V rows of D + 8 bf16): what the
+/// tensor-core loop reads, for both sides.
+DAK_HD constexpr int64_t padded_step_bytes(int64_t d) { return 2 * kStepKeys * (d + kRowPad) * 2; }
+/// SMEM bytes of one warp's unpadded step as TMA lands it (16 K rows then 16 V rows of D bf16).
+DAK_HD constexpr int64_t staging_step_bytes(int64_t d) { return 2 * kStepKeys * d * 2; }
+/// K + V bytes of one CTA stage (4 warps x 16 keys), the unit of the congestion model.
+DAK_HD constexpr int64_t cta_stage_bytes(int64_t d) { return kWarps * staging_step_bytes(d); }
+
+/// Dynamic SMEM of an HBM CTA: per warp a ring of `stages` padded steps (cp.async targets).
+DAK_HD constexpr int64_t hbm_cta_smem_bytes(int64_t d, int64_t stages) {
+  return kWarps * stages * padded_step_bytes(d);
+}
+/// Dynamic SMEM of a host CTA: per warp one padded step, a ring of `stages` staging steps (TMA
+/// targets) and one 8-byte mbarrier per staging step. Layout: [warp] padded | [warp][stage]
+/// staging | [warp][stage] mbarrier.
+DAK_HD constexpr int64_t host_cta_smem_bytes(int64_t d, int64_t stages) {
+  return kWarps * (padded_step_bytes(d) + stages * staging_step_bytes(d) + stages * 8);
+}
+
+/// A tiny ring position (stage, phase) usable on host and device: advancing past the last stage
+/// wraps to stage 0 and flips the phase (the mbarrier parity a consumer waits for).
+struct PipeState {
+  int32_t stages = 1;
+  int32_t stage = 0;
+  uint32_t phase = 0;
+  DAK_HD void advance() {
+    if (++stage == stages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+}  // namespace tiered_attention
+
+struct TieredAttentionShape {
+  int64_t batch = 0;         // B sequences (one query each)
+  int64_t num_heads = 0;     // H
+  int64_t num_kv_heads = 0;  // Hkv, divides H, H / Hkv <= 16
+  int64_t head_dim = 0;      // D in {64, 80, 96, 128, 256}
+  int64_t max_ctx = 0;       // positions per sequence in each tier (the row count of a kv block)
+  DAK_HD int64_t group() const { return num_kv_heads > 0 ? num_heads / num_kv_heads : 0; }
+  /// K + V bytes of one tier sequence: 2 * Hkv * max_ctx * D * 2.
+  DAK_HD int64_t seq_kv_bytes() const { return 4 * num_kv_heads * max_ctx * head_dim; }
+  bool operator==(const TieredAttentionShape&) const = default;
+};
+
+struct TieredAttentionSplit {
+  int32_t split_keys = 0;  // keys per split, a multiple of 16
+  int32_t num_splits = 1;  // ceil(max_ctx / split_keys)
+  bool operator==(const TieredAttentionSplit&) const = default;
+};
+
+/// Congestion-control inputs from the hardware profile (hardware_profile.h, host_link).
+struct TieredAttentionLinkLimits {
+  int64_t inflight_cap_bytes = 256 << 10;      // host bytes in flight GPU-wide before HBM reads slow down
+  int64_t cta_inflight_cap_bytes = 192 << 10;  // host bytes in flight per host CTA (ring depth limit)
+};
+
+/// From the profile's host_link: inflight_cap_bytes, and max_stages_per_cta * stage_bytes per CTA
+/// (the defaults where the profile has no value).
+TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& profile);
+
+/// A complete launch description, built by plan_tiered_attention(); `dak profile` or the
+/// benchmark may override the congestion fields (host_ctas, host_stages, hbm_stages).
+struct TieredAttentionSchedule {
+  TieredAttentionShape shape;
+  int64_t b_host = 0;       // sequences [0, b_host) on the host tier
+  TieredAttentionSplit split;
+  int32_t host_ctas = 0;    // CTAs whose 4 warps serve host items only
+  int32_t hbm_ctas = 0;     // CTAs whose 4 warps serve HBM items only
+  int32_t host_stages = 1;  // steps in flight per host warp (TMA ring depth), 1..8
+  int32_t hbm_stages = 2;   // steps in flight per HBM warp (cp.async ring depth), 1..8
+
+  DAK_HD int64_t host_items() const { return b_host * shape.num_kv_heads * split.num_splits; }
+  DAK_HD int64_t hbm_items() const { return (shape.batch - b_host) * shape.num_kv_heads * split.num_splits; }
+
+  struct Item {
+    int64_t seq;      // global sequence index in [0, B)
+    int32_t kv_head;  // in [0, Hkv)
+    int32_t split;    // in [0, num_splits)
+  };
+  /// Item u of one side: splits fastest, then kv heads, then sequences (host side from sequence
+  /// 0, HBM side from sequence b_host).
+  DAK_HD Item item(bool host_side, int64_t u) const {
+    const int64_t per_seq = shape.num_kv_heads * split.num_splits;
+    const int64_t seq = (host_side ? 0 : b_host) + u / per_seq;
+    const int64_t r = u % per_seq;
+    return Item{seq, int32_t(r / split.num_splits), int32_t(r % split.num_splits)};
+  }
+  /// Splits holding keys of a sequence with `len` keys (len clamped to [0, max_ctx]); a sequence
+  /// with no key has one (split 0, which writes zeros). Only these run and are combined.
+  DAK_HD int32_t live_splits(int64_t len) const {
+    len = len < 0 ? 0 : (len > shape.max_ctx ? shape.max_ctx : len);
+    const int64_t n = (len + split.split_keys - 1) / split.split_keys;
+    return int32_t(n < 1 ? 1 : n);
+  }
+
+  /// Dynamic SMEM bytes per CTA: the larger of the two roles present.
+  int64_t smem_bytes() const;
+  /// Host bytes in flight GPU-wide: host_ctas * host_stages * cta_stage_bytes(D).
+  int64_t host_inflight_bytes() const;
+  /// HBM workspace of the split partials: fp32 (m, l) [B][H][num_splits][2] (m in log2 units),
+  /// then, 256-byte aligned, fp32 unnormalized outputs [B][H][num_splits][D]. Independent of
+  /// b_host and of the congestion fields.
+  int64_t workspace_bytes() const;
+  int64_t workspace_o_offset() const;  // bytes from the workspace start to the partial outputs
+
+  /// Throws dak::Error (naming the field) for an unsupported shape, b_host outside [0, B], a
+  /// split that does not cover max_ctx, a side with items but no CTA, stages outside [1, 8] or
+  /// SMEM beyond the per-CTA limit.
+  void validate() const;
+  std::string to_string() const;
+};
+
+/// Throws dak::Error unless the kernel supports the shape (B >= 1, D supported, Hkv divides H,
+/// G <= 16, max_ctx in [1, 2^31 - 16]).
+void check_tiered_attention_shape(const TieredAttentionShape& shape);
+
+/// The key split for a shape on a GPU of `sm_count` SMs: the number of splits minimizing the
+/// estimated makespan ceil(B * Hkv * S / workers) * (steps per split + 2) of the worst case
+/// (every sequence at max_ctx), with workers = 4 warps x 2 CTAs x sm_count and ties to the
+/// fewest splits. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
+TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
+
+/// The default schedule for `b_host` host sequences on `sm_count` SMs with `hbm_ctas_per_sm`
+/// resident HBM CTAs per SM (the kernel's occupancy at this SMEM size):
+/// - hbm_stages: the most in [2, 8] with hbm_cta_smem_bytes <= 110 KiB (2 CTAs per SM), at least 2;
+/// - host_stages: the most in [1, 4] with host_cta_smem_bytes <= max(110 KiB, the HBM CTA's) and
+///   host_stages * cta_stage_bytes <= cta_inflight_cap_bytes (at least 1);
+/// - host_ctas: 0 without host sequences, else inflight_cap / (host_stages * cta_stage_bytes),
+///   at least 1, at most the host items' warps (ceil(items / 4)) and sm_count - 1 when HBM
+///   items exist;
+/// - hbm_ctas: (sm_count - host_ctas) * hbm_ctas_per_sm, at most ceil(HBM items / 4).
+/// Throws dak::Error for an unsupported shape, b_host outside [0, B] or sm_count < 2.
+TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
+                                              int64_t hbm_ctas_per_sm = 2,
+                                              const TieredAttentionLinkLimits& limits = {});
+
+}  // namespace dak

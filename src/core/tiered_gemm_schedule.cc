@@ -1,0 +1,128 @@
+#include "core/tiered_gemm_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+
+namespace dak {
+namespace {
+
+constexpr TieredGemmTile kCompiledTiles[] = {{64, 8}, {64, 16}, {64, 32}, {64, 64}, {128, 128}};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+int64_t TieredGemmSchedule::workspace_bytes() const {
+  const int64_t tiles = max_output_tiles();
+  const int64_t counters = (tiles * 4 + 255) / 256 * 256;
+  const int64_t partials = k_splits > 1 ? tiles * k_splits * int64_t(tile.bm) * tile.bn * 4 : 0;
+  return counters + partials;
+}
+
+void TieredGemmSchedule::validate() const {
+  const std::string where = "tiered GEMM schedule " + to_string();
+  if (M < 1 || N < 1 || K < 1 || K % 8 != 0) {
+    fail(fmt::format("tiered GEMM of M={} N={} K={} is not supported", M, N, K), where,
+         "use positive sizes with K a multiple of 8 (TMA needs 16-byte row pitches)");
+  }
+  if (m_host < 0 || m_host > M) {
+    fail(fmt::format("host rows {} outside [0, M = {}]", m_host, M), where, "give 0 <= m_host <= M");
+  }
+  if (std::find(std::begin(kCompiledTiles), std::end(kCompiledTiles), tile) == std::end(kCompiledTiles)) {
+    fail(fmt::format("tile {}x{} is not one the kernel is compiled for", tile.bm, tile.bn), where,
+         "use choose_tiered_gemm_tile() (bm 64 with bn 8/16/32/64, or 128 x 128)");
+  }
+  if (k_splits < 1 || k_splits > k_blocks()) {
+    fail(fmt::format("k_splits {} outside [1, {} k-blocks]", k_splits, k_blocks()), where,
+         "use choose_tiered_gemm_k_splits()");
+  }
+  if ((host_units() > 0 && host_ctas < 1) || (hbm_units() > 0 && hbm_ctas < 1) || host_ctas < 0 || hbm_ctas < 0 ||
+      host_ctas + hbm_ctas < 1) {
+    fail(fmt::format("{} host units on {} host CTAs and {} HBM units on {} HBM CTAs", host_units(), host_ctas,
+                     hbm_units(), hbm_ctas),
+         where, "give every side that has work at least one CTA");
+  }
+  const int32_t max_st = tile.max_stages();
+  if (host_stages < 1 || host_stages > max_st || hbm_stages < 1 || hbm_stages > max_st) {
+    fail(fmt::format("stages in flight host {} / HBM {} outside [1, {}]", host_stages, hbm_stages, max_st), where,
+         "stay within the SMEM ring of the tile");
+  }
+}
+
+std::string TieredGemmSchedule::to_string() const {
+  return fmt::format("M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} host_ctas={}x{} stages hbm_ctas={}x{} stages",
+                     M, N, K, m_host, tile.bm, tile.bn, TieredGemmTile::kBk, k_splits, host_ctas, host_stages,
+                     hbm_ctas, hbm_stages);
+}
+
+TieredGemmTile choose_tiered_gemm_tile(int64_t N) {
+  if (N <= 8) return {64, 8};
+  if (N <= 16) return {64, 16};
+  if (N <= 32) return {64, 32};
+  if (N <= 64) return {64, 64};
+  return {128, 128};
+}
+
+int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count) {
+  if (M < 1 || N < 1 || K < 1 || sm_count < 1) return 1;
+  if (N > 64) return 1;
+  const int64_t k_blocks = ceil_div(K, TieredGemmTile::kBk);
+  const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
+  int64_t best_cost = std::numeric_limits<int64_t>::max();
+  int32_t best = 1;
+  // Each unit pays a fixed epilogue (partials out, a fence and a counter; the last one reads them
+  // back), measured on the H200 at several k-blocks' worth: price it as kUnitOverhead k-blocks and
+  // keep units at least 8 k-blocks long.
+  constexpr int64_t kUnitOverhead = 8;
+  for (int64_t s = 1; s <= std::min<int64_t>(16, std::max<int64_t>(1, k_blocks / 8)); ++s) {
+    const int64_t cost = ceil_div(tiles * s, sm_count) * (ceil_div(k_blocks, s) + (s > 1 ? kUnitOverhead : 0));
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = int32_t(s);
+    }
+  }
+  return best;
+}
+
+TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
+                                    const TieredGemmLinkLimits& limits) {
+  const std::string where = fmt::format("tiered GEMM M={} N={} K={} m_host={}", M, N, K, m_host);
+  if (M < 1 || N < 1 || K < 1 || K % 8 != 0 || sm_count < 1) {
+    fail("sizes must be positive, K a multiple of 8, and at least one SM", where,
+         "check the linear layer's shape (K = in_features)");
+  }
+  if (m_host < 0 || m_host > M) fail(fmt::format("host rows outside [0, M = {}]", M), where, "give 0 <= m_host <= M");
+  TieredGemmSchedule s;
+  s.M = M;
+  s.N = N;
+  s.K = K;
+  s.m_host = m_host;
+  s.tile = choose_tiered_gemm_tile(N);
+  s.k_splits = choose_tiered_gemm_k_splits(M, N, K, s.tile, sm_count);
+  const int32_t ring = s.tile.max_stages();
+  s.host_stages = 1;
+  s.hbm_stages = ring;
+  const int64_t host_units = s.host_units(), hbm_units = s.hbm_units();
+  int64_t host_ctas = 0;
+  if (host_units > 0) {
+    const int64_t stage = s.tile.stage_bytes();
+    const int64_t link_ctas = ceil_div(limits.min_inflight_bytes, stage * std::min(4, ring));
+    const int64_t compute_ctas = ceil_div(m_host * sm_count, M);
+    host_ctas = std::max(link_ctas, compute_ctas);
+    host_ctas = std::min(host_ctas, host_units);
+    host_ctas = std::min(host_ctas, hbm_units > 0 ? sm_count - 1 : sm_count);
+    host_ctas = std::max<int64_t>(host_ctas, 1);
+    const int64_t fit = limits.inflight_cap_bytes / (host_ctas * stage);
+    s.host_stages = int32_t(std::clamp<int64_t>(fit, 1, ring));
+  }
+  s.host_ctas = int32_t(host_ctas);
+  s.hbm_ctas = hbm_units > 0 ? int32_t(std::min(sm_count - host_ctas, hbm_units)) : 0;
+  s.validate();
+  return s;
+}
+
+}  // namespace dak

@@ -1,0 +1,128 @@
+// Work decomposition of the tiered GEMM (the DAK paper's "SplitK GEMM", DESIGN.md §4), shared by
+// the kernel (src/gpu/kernels/tiered_gemm.h) and the planner, and unit-tested on the CPU.
+//
+// y[N, M] = x[N, K] . W[M, K]^T with W split along M: rows [0, m_host) live in pinned host memory,
+// rows [m_host, M) in HBM. Each side is cut into m-tiles of bm rows (host tiles from row 0, HBM
+// tiles from row m_host), N into n-tiles of bn tokens, and K into k-blocks of bk = 64 elements.
+// The k-blocks are divided into k_splits contiguous ranges (split s covers
+// [s * k_blocks / S, (s + 1) * k_blocks / S)); a work unit is (m-tile, n-tile, split). With S > 1
+// the units of one output tile write fp32 partials and the last one to finish adds them in the
+// fixed order s = 0..S-1, so every output element is the same sum in the same order whatever
+// m_host is: k_splits depends only on (M, N, K, tile, SM count), never on m_host, so results are
+// bitwise identical for every offload ratio (split invariance).
+// CTAs: a persistent grid of host_ctas + hbm_ctas; CTA c < host_ctas is a host CTA for its whole
+// life and takes host units c, c + host_ctas, ...; the others take HBM units the same way.
+// Congestion control (DESIGN.md §1): a host CTA keeps at most host_stages TMA stages in flight,
+// and host_ctas * host_stages * stage_bytes stays near the measured in-flight cap.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#if defined(__CUDACC__)
+#define DAK_HD __host__ __device__
+#else
+#define DAK_HD
+#endif
+
+namespace dak {
+
+/// Tile shapes the kernel is compiled for: (bm, bn) in {(64, 8), (64, 16), (64, 32), (64, 64),
+/// (128, 128)}; bk is always 64 bf16 (one 128-byte swizzle atom). (128, 256) would need more
+/// than the 168 registers per thread a 384-thread CTA gets: its accumulators spill.
+struct TieredGemmTile {
+  int32_t bm = 64;
+  int32_t bn = 8;
+  static constexpr int32_t kBk = 64;
+  /// SMEM bytes of one pipeline stage: a bm x 64 W tile and a bn x 64 x tile, bf16.
+  DAK_HD constexpr int64_t stage_bytes() const { return int64_t(bm + bn) * kBk * 2; }
+  /// Stages that fit one CTA's SMEM (the kernel's ring depth): min(16, 200 KiB / stage_bytes).
+  DAK_HD constexpr int32_t max_stages() const {
+    const int64_t s = (200 * 1024) / stage_bytes();
+    return s > 16 ? 16 : int32_t(s);
+  }
+  bool operator==(const TieredGemmTile&) const = default;
+};
+
+/// Congestion-control inputs from the hardware profile (hardware_profile.h, host_link).
+struct TieredGemmLinkLimits {
+  int64_t inflight_cap_bytes = 256 << 10;  // host bytes in flight GPU-wide before HBM reads slow down
+  int64_t min_inflight_bytes = 128 << 10;  // host bytes in flight that saturate the link (B_h)
+};
+
+/// A complete launch description. Built by plan_tiered_gemm(); `dak profile` may override the
+/// congestion fields (host_ctas, host_stages, hbm_stages) per shape.
+struct TieredGemmSchedule {
+  // Problem.
+  int64_t M = 0, N = 0, K = 0;
+  int64_t m_host = 0;  // rows [0, m_host) of W in host memory
+  // Tiling.
+  TieredGemmTile tile;
+  int32_t k_splits = 1;  // S, from (M, N, K, tile, sm_count) only
+  // Launch (congestion control).
+  int32_t host_ctas = 0;    // CTAs that only read host tiles
+  int32_t hbm_ctas = 0;     // CTAs that only read HBM tiles
+  int32_t host_stages = 1;  // TMA stages in flight per host CTA (<= tile.max_stages())
+  int32_t hbm_stages = 1;   // TMA stages in flight per HBM CTA (<= tile.max_stages())
+
+  DAK_HD int64_t k_blocks() const { return (K + TieredGemmTile::kBk - 1) / TieredGemmTile::kBk; }
+  DAK_HD int64_t n_tiles() const { return (N + tile.bn - 1) / tile.bn; }
+  DAK_HD int64_t host_m_tiles() const { return (m_host + tile.bm - 1) / tile.bm; }
+  DAK_HD int64_t hbm_m_tiles() const { return (M - m_host + tile.bm - 1) / tile.bm; }
+  /// Output tiles the workspace must hold counters for, whatever m_host is: ceil(M / bm) + 1 m-tiles.
+  DAK_HD int64_t max_output_tiles() const { return ((M + tile.bm - 1) / tile.bm + 1) * n_tiles(); }
+  DAK_HD int64_t host_units() const { return host_m_tiles() * n_tiles() * k_splits; }
+  DAK_HD int64_t hbm_units() const { return hbm_m_tiles() * n_tiles() * k_splits; }
+  /// First k-block of split s (s in [0, k_splits]; s == k_splits gives k_blocks()).
+  DAK_HD int64_t split_begin(int64_t s) const { return s * k_blocks() / k_splits; }
+
+  /// Unit u of one side -> (m-tile within the side, n-tile, split). Splits of one output tile are
+  /// consecutive, so they run at the same time on neighbouring CTAs.
+  struct Unit {
+    int64_t m_tile, n_tile, split;
+  };
+  DAK_HD Unit unit(int64_t u) const {
+    const int64_t s = u % k_splits;
+    const int64_t t = u / k_splits;
+    return Unit{t / n_tiles(), t % n_tiles(), s};
+  }
+  /// Index of an output tile in the workspace: host tiles first, then HBM tiles.
+  DAK_HD int64_t output_tile(bool host_side, int64_t m_tile, int64_t n_tile) const {
+    return ((host_side ? 0 : host_m_tiles()) + m_tile) * n_tiles() + n_tile;
+  }
+
+  /// Bytes of HBM workspace the kernel needs: one int32 counter per output tile (padded to 256 B),
+  /// plus fp32 partials [output tiles][k_splits][bm * bn] when k_splits > 1. Independent of m_host.
+  int64_t workspace_bytes() const;
+
+  /// Throws dak::Error (naming the field) for an inconsistent schedule: sizes, a tile the kernel
+  /// is not compiled for, k_splits outside [1, k_blocks], a side with units but no CTA, stages
+  /// outside [1, max_stages].
+  void validate() const;
+
+  std::string to_string() const;
+};
+
+/// Tile for N tokens: N <= 64 -> bm 64 and the smallest bn in {8, 16, 32, 64} >= N (the
+/// bandwidth path: the W tile dominates SMEM traffic); N > 64 -> (128, 128).
+TieredGemmTile choose_tiered_gemm_tile(int64_t N);
+
+/// k_splits minimizing the estimated makespan ceil(units / sm_count) * (ceil(k_blocks / S) + 8 if
+/// S > 1: the split epilogue) of an all-HBM run (ties: the smallest S), S <= 16 and units of at
+/// least 8 k-blocks; 1 when N > 64 (compute-bound tiles are many). Depends only on the arguments,
+/// so it is the same for every m_host.
+int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count);
+
+/// The default schedule for a shape and host row count on `sm_count` SMs:
+/// - no host rows: every SM an HBM CTA with all stages of the ring in flight;
+/// - host rows: host CTAs = max(enough to keep min_inflight_bytes in flight with up to 4 stages
+///   each, the host share of the compute ceil(m_host / M * sm_count)), capped by the host units
+///   and by sm_count - 1 when HBM rows remain; stages per host CTA = the most that keep
+///   host_ctas * stages * stage_bytes <= inflight_cap_bytes (at least 1); the remaining SMs are
+///   HBM CTAs (no more than the HBM units).
+/// Throws dak::Error for non-positive sizes, m_host outside [0, M], K not a multiple of 8 (TMA
+/// needs 16-byte row pitches) or sm_count < 1.
+TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
+                                    const TieredGemmLinkLimits& limits = {});
+
+}  // namespace dak

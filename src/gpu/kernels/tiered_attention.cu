@@ -1,0 +1,515 @@
+// Tiered decode attention (kernels/tiered_attention.h): the persistent warp-per-item kernel, the
+// combine kernel for split sequences, the launcher, and the tiered KV append.
+#include "gpu/kernels/tiered_attention.h"
+
+#include <cuda/ptx>
+#include <cuda_pipeline.h>
+
+#include <cute/arch/copy_sm75.hpp>
+#include <cute/arch/mma_sm80.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+
+namespace dak::gpu {
+namespace {
+
+namespace ta = dak::tiered_attention;
+using bf16 = __nv_bfloat16;
+
+constexpr int kCombineThreads = 128;
+
+struct KernelParams {
+  TieredAttentionArgs a;
+  TieredAttentionSchedule s;
+  float* g_part_ml = nullptr;    // [B][H][num_splits][2] fp32, HBM: (m in log2 units, l) per split
+  float* g_part_o = nullptr;     // [B][H][num_splits][D] fp32, HBM: unnormalized output per split
+  float scale_log2 = 0.f;        // scale * log2(e)
+};
+
+__device__ __forceinline__ uint32_t bf16x2_bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+
+/// (a, b) -> bf16x2 hi = rn(a, b) and lo = rn(a - hi.x, b - hi.y): hi + lo carries ~16 bits.
+__device__ __forceinline__ void split_bf16x2(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  const float2 hf = __bfloat1622float2(h);
+  hi = bf16x2_bits(h);
+  lo = bf16x2_bits(__floats2bfloat162_rn(a - hf.x, b - hf.y));
+}
+
+/// d += a . b on one m16n8k16 tile (bf16 in, fp32 accumulate; CuTe's SM80 atom).
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  cute::SM80_16x8x16_F32BF16BF16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1, d[0], d[1], d[2],
+                                           d[3]);
+}
+
+/// ldmatrix x4: lane l gives the SMEM address of row (l % 8) of matrix l / 8.
+__device__ __forceinline__ void ldsm_x4(const bf16* row, uint32_t (&r)[4]) {
+  cute::SM75_U32x4_LDSM_N::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
+}
+__device__ __forceinline__ void ldsm_x4_trans(const bf16* row, uint32_t (&r)[4]) {
+  cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
+}
+
+/// One worker's view of an item.
+struct Work {
+  int64_t seq;
+  int32_t hk, split;
+  int32_t len;    // keys of the sequence, clamped to [0, max_ctx]
+  int32_t kb;     // first key of the split
+  int32_t ke;     // one past its last live key (<= kb when the split holds none)
+  int32_t steps;  // 16-key steps of the split
+};
+
+template <int D>
+__global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __grid_constant__ KernelParams p) {
+  namespace ptx = cuda::ptx;
+  constexpr int kKSteps = D / 16;                         // k-steps of Q K^T
+  constexpr int kNTiles = D / 8;                          // 8-column tiles of O
+  constexpr int kRow = D + ta::kRowPad;                   // padded SMEM row, elements
+  constexpr int kVecs = D / 8;                            // 16-byte vectors per row
+  constexpr int kPadElems = 2 * ta::kStepKeys * kRow;     // one padded step: K rows 0..15, V rows 16..31
+  constexpr int kStgElems = 2 * ta::kStepKeys * D;        // one staging step: K rows, then V rows
+  static_assert(D % 16 == 0 && kNTiles % 2 == 0, "head_dim must be a multiple of 16");
+
+  extern __shared__ __align__(128) uint8_t smem[];
+  const TieredAttentionSchedule& s = p.s;
+  const TieredAttentionArgs& a = p.a;
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+  const bool host = int(blockIdx.x) < s.host_ctas;
+  const int64_t workers = int64_t(host ? s.host_ctas : s.hbm_ctas) * ta::kWarps;
+  const int64_t wid = int64_t(host ? blockIdx.x : blockIdx.x - s.host_ctas) * ta::kWarps + warp;
+  const int64_t n_items = host ? s.host_items() : s.hbm_items();
+  if (wid >= n_items) return;  // warps are independent: no CTA-wide barrier anywhere
+  const int64_t my_items = (n_items - wid + workers - 1) / workers;
+
+  const int stages = host ? s.host_stages : s.hbm_stages;
+  // SMEM (core/tiered_attention_schedule.h): HBM CTA [warp][stage] padded steps; host CTA [warp]
+  // padded step | [warp][stage] staging steps | [warp][stage] mbarriers.
+  bf16* s_pad = reinterpret_cast<bf16*>(smem) + warp * (host ? 1 : stages) * kPadElems;
+  bf16* s_stg = reinterpret_cast<bf16*>(smem + ta::kWarps * ta::padded_step_bytes(D)) + warp * stages * kStgElems;
+  uint64_t* s_full =
+      reinterpret_cast<uint64_t*>(smem + ta::kWarps * (ta::padded_step_bytes(D) + stages * ta::staging_step_bytes(D))) +
+      warp * stages;
+
+  const int64_t Hkv = s.shape.num_kv_heads, H = s.shape.num_heads;
+  const int32_t max_ctx = int32_t(s.shape.max_ctx);
+  const int G = int(s.shape.group());
+  const int S = s.split.num_splits, split_keys = s.split.split_keys;
+  const bf16* t_k = host ? a.h_k : a.g_k;  // this side's tier: [slots][Hkv][max_ctx][D]
+  const bf16* t_v = host ? a.h_v : a.g_v;
+  const int64_t slot0 = host ? 0 : s.b_host;
+
+  auto work_of = [&](int64_t k) {  // the k-th item of this worker
+    const TieredAttentionSchedule::Item it = s.item(host, wid + k * workers);
+    Work w;
+    w.seq = it.seq;
+    w.hk = it.kv_head;
+    w.split = it.split;
+    w.len = min(max(__ldg(a.g_len + it.seq), 0), max_ctx);
+    w.kb = it.split * split_keys;
+    w.ke = int32_t(min(int64_t(w.len), int64_t(w.kb) + split_keys));
+    w.steps = w.ke > w.kb ? (w.ke - w.kb + ta::kStepKeys - 1) / ta::kStepKeys : 0;
+    return w;
+  };
+
+  if (host) {
+    if (lane == 0) {
+      for (int st = 0; st < stages; ++st) ptx::mbarrier_init(&s_full[st], 1);
+      ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+    }
+    __syncwarp();
+  }
+
+  // Load cursor: the next step to bring in is step lc of item lk (lw). Loads run ahead of the
+  // consumer across item boundaries, through the same sequence of steps.
+  int64_t lk = 0;
+  int32_t lc = 0;
+  Work lw{};
+  auto seek = [&](int64_t k) {
+    for (; k < my_items; ++k) {
+      lw = work_of(k);
+      if (lw.steps > 0) break;
+    }
+    lk = k;
+    lc = 0;
+  };
+  seek(0);
+  int issue_slot = 0;
+  auto issue = [&]() {  // all lanes: loads the cursor's step into ring slot issue_slot
+    if (lk >= my_items) return;
+    const int key0 = lw.kb + lc * ta::kStepKeys;
+    const int n = min(ta::kStepKeys, lw.ke - key0);                      // live rows, >= 1
+    const int64_t row0 = ((lw.seq - slot0) * Hkv + lw.hk) * int64_t(max_ctx) + key0;  // tier row
+    if (host) {
+      if (lane == 0) {
+        bf16* dst = s_stg + issue_slot * kStgElems;
+        const uint32_t bytes = uint32_t(n) * D * 2;
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &s_full[issue_slot],
+                                       2 * bytes);
+        ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, dst, t_k + row0 * D, bytes, &s_full[issue_slot]);
+        ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, dst + ta::kStepKeys * D, t_v + row0 * D, bytes,
+                           &s_full[issue_slot]);
+      }
+    } else {
+      bf16* dst = s_pad + issue_slot * kPadElems;
+      for (int e = lane; e < ta::kStepKeys * kVecs; e += 32) {
+        const int r = e / kVecs, v = e % kVecs;
+        const bool live = r < n;  // rows past len are zero-filled, never read
+        const int64_t off = (row0 + (live ? r : 0)) * D + v * 8;
+        __pipeline_memcpy_async(dst + r * kRow + v * 8, t_k + off, 16, live ? 0 : 16);
+        __pipeline_memcpy_async(dst + (ta::kStepKeys + r) * kRow + v * 8, t_v + off, 16, live ? 0 : 16);
+      }
+    }
+    if (++issue_slot == stages) issue_slot = 0;
+    if (++lc == lw.steps) seek(lk + 1);
+  };
+
+  // Prologue: a host ring is filled completely (each slot completes on its own mbarrier); a
+  // cp.async ring keeps one slot free for the copy issued at each step.
+  for (int j = 0; j < (host ? stages : stages - 1); ++j) {
+    issue();
+    if (!host) __pipeline_commit();
+  }
+
+  const int g = lane >> 2, j2 = 2 * (lane & 3);  // mma fragment row (and row g + 8) and column pair
+  const int mi = lane >> 3, mr = lane & 7;       // ldmatrix: matrix and row this lane addresses
+  ta::PipeState ps{stages, 0, 0};                // consumer's ring position
+
+  for (int64_t k = 0; k < my_items; ++k) {
+    const Work w = work_of(k);
+    const int n_live = s.live_splits(w.len);
+    if (w.steps == 0 && !(w.split == 0 && w.len == 0)) continue;  // a split past the live keys
+
+    // Q fragments (A operand of S = Q K^T): rows = the G query heads of kv head hk, zero rows >= G.
+    uint32_t qa[kKSteps][4];
+    {
+      const bf16* q = a.g_q + w.seq * a.q_stride + int64_t(w.hk) * G * D;  // [G][D]
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // r: {row g, row g + 8} x {columns j2, j2 + 8}
+          const int row = g + (r & 1) * 8, col = ks * 16 + (r >> 1) * 8 + j2;
+          qa[ks][r] = row < G ? __ldg(reinterpret_cast<const unsigned int*>(q + row * D + col)) : 0u;
+        }
+      }
+    }
+    float o[kNTiles][4];
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows g and g + 8 (l: this thread's part)
+
+    for (int c = 0; c < w.steps; ++c) {
+      const int n = min(ta::kStepKeys, w.ke - (w.kb + c * ta::kStepKeys));  // live keys of the step, >= 1
+      const bf16* pad;
+      if (host) {
+        while (!ptx::mbarrier_try_wait_parity(&s_full[ps.stage], ps.phase)) {
+        }
+        const bf16* stg = s_stg + ps.stage * kStgElems;
+        for (int e = lane; e < 2 * ta::kStepKeys * kVecs; e += 32) {  // staging [32][D] -> padded [32][kRow]
+          const int r = e / kVecs, v = e % kVecs;
+          uint4 x = make_uint4(0u, 0u, 0u, 0u);
+          if ((r % ta::kStepKeys) < n) x = *reinterpret_cast<const uint4*>(stg + r * D + v * 8);
+          *reinterpret_cast<uint4*>(s_pad + r * kRow + v * 8) = x;
+        }
+        __syncwarp();
+        issue();  // the staging slot just read is the next one to fill
+        pad = s_pad;
+      } else {
+        issue();
+        __pipeline_commit();
+        __pipeline_wait_prior(size_t(stages - 1));
+        __syncwarp();  // every lane's copies of this step have landed
+        pad = s_pad + ps.stage * kPadElems;
+      }
+      ps.advance();
+
+      // S = Q K^T for the step's 16 keys: n-tile t holds keys 8t .. 8t + 7.
+      float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+      {
+        // matrix mi: keys 8 * (mi >> 1) + row, dims 16 ks + 8 * (mi & 1) .. + 7
+        const bf16* krow = pad + ((mi >> 1) * 8 + mr) * kRow + (mi & 1) * 8;
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          uint32_t kb[4];
+          ldsm_x4(krow + ks * 16, kb);
+          mma_bf16(sc[0], qa[ks], kb[0], kb[1]);
+          mma_bf16(sc[1], qa[ks], kb[2], kb[3]);
+        }
+      }
+      // Online softmax, base 2. Element e of tile t: row g (e < 2) or g + 8, key 8t + j2 + (e & 1).
+      float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sc[t][e] = t * 8 + j2 + (e & 1) < n ? sc[t][e] * p.scale_log2 : -INFINITY;
+        mx0 = fmaxf(mx0, fmaxf(sc[t][0], sc[t][1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[t][2], sc[t][3]));
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);  // finite: key 0 of the step is live
+      const float c0 = exp2f(m0 - mn0), c1 = exp2f(m1 - mn1);  // 0 on the first step (m = -inf)
+      m0 = mn0;
+      m1 = mn1;
+      float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        sc[t][0] = exp2f(sc[t][0] - mn0);
+        sc[t][1] = exp2f(sc[t][1] - mn0);
+        sc[t][2] = exp2f(sc[t][2] - mn1);
+        sc[t][3] = exp2f(sc[t][3] - mn1);
+        sum0 += sc[t][0] + sc[t][1];
+        sum1 += sc[t][2] + sc[t][3];
+      }
+      l0 = l0 * c0 + sum0;
+      l1 = l1 * c1 + sum1;
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        o[nt][0] *= c0;
+        o[nt][1] *= c0;
+        o[nt][2] *= c1;
+        o[nt][3] *= c1;
+      }
+      // P as the A operand of O += P V (its C layout is the A layout), split into bf16 hi + lo.
+      uint32_t ph[4], pl[4];
+      split_bf16x2(sc[0][0], sc[0][1], ph[0], pl[0]);  // row g, keys j2, j2 + 1
+      split_bf16x2(sc[0][2], sc[0][3], ph[1], pl[1]);  // row g + 8
+      split_bf16x2(sc[1][0], sc[1][1], ph[2], pl[2]);  // row g, keys 8 + j2, 9 + j2
+      split_bf16x2(sc[1][2], sc[1][3], ph[3], pl[3]);  // row g + 8
+      {
+        // matrix mi (transposed): keys 8 * (mi & 1) + row, dims 16 pp + 8 * (mi >> 1) .. + 7
+        const bf16* vrow = pad + (ta::kStepKeys + (mi & 1) * 8 + mr) * kRow + (mi >> 1) * 8;
+#pragma unroll
+        for (int pp = 0; pp < kNTiles / 2; ++pp) {
+          uint32_t vb[4];
+          ldsm_x4_trans(vrow + pp * 16, vb);
+          mma_bf16(o[2 * pp], ph, vb[0], vb[1]);
+          mma_bf16(o[2 * pp], pl, vb[0], vb[1]);
+          mma_bf16(o[2 * pp + 1], ph, vb[2], vb[3]);
+          mma_bf16(o[2 * pp + 1], pl, vb[2], vb[3]);
+        }
+      }
+      __syncwarp();  // the slot is free for the next copy into it
+    }
+
+    // The item's row sums (the row max is already the same on the 4 lanes of a row).
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    bf16* g_out = a.g_out + w.seq * H * D + int64_t(w.hk) * G * D;  // [G][D] of this kv head
+    if (n_live == 1) {  // the only live split (split 0): normalize and write
+      const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        if (g < G) {
+          *reinterpret_cast<__nv_bfloat162*>(g_out + g * D + nt * 8 + j2) =
+              __floats2bfloat162_rn(o[nt][0] * i0, o[nt][1] * i0);
+        }
+        if (g + 8 < G) {
+          *reinterpret_cast<__nv_bfloat162*>(g_out + (g + 8) * D + nt * 8 + j2) =
+              __floats2bfloat162_rn(o[nt][2] * i1, o[nt][3] * i1);
+        }
+      }
+      continue;
+    }
+    // Several live splits: write this one's partial; the combine kernel merges them.
+    const int64_t hb = (w.seq * H + int64_t(w.hk) * G) * S + w.split;  // (sequence, head hk*G, split); + row*S
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      if (g < G) {
+        *reinterpret_cast<float2*>(p.g_part_o + (hb + g * S) * D + nt * 8 + j2) = make_float2(o[nt][0], o[nt][1]);
+      }
+      if (g + 8 < G) {
+        *reinterpret_cast<float2*>(p.g_part_o + (hb + (g + 8) * S) * D + nt * 8 + j2) = make_float2(o[nt][2], o[nt][3]);
+      }
+    }
+    if ((lane & 3) == 0) {
+      if (g < G) *reinterpret_cast<float2*>(p.g_part_ml + (hb + g * S) * 2) = make_float2(m0, l0);
+      if (g + 8 < G) *reinterpret_cast<float2*>(p.g_part_ml + (hb + (g + 8) * S) * 2) = make_float2(m1, l1);
+    }
+  }
+}
+
+/// One CTA per (head, sequence) with several live splits: out = sum_k 2^(m_k - M) O_k /
+/// sum_k 2^(m_k - M) l_k over the live splits in split order.
+__global__ void __launch_bounds__(kCombineThreads) tiered_attention_combine_kernel(const __grid_constant__ KernelParams p) {
+  const TieredAttentionSchedule& s = p.s;
+  const int64_t h = blockIdx.x, b = blockIdx.y, H = s.shape.num_heads;
+  const int D = int(s.shape.head_dim), S = s.split.num_splits;
+  const int n_live = s.live_splits(__ldg(p.a.g_len + b));
+  if (n_live == 1) return;  // the split kernel wrote this row
+  const float* ml = p.g_part_ml + (b * H + h) * S * 2;  // [S][2]
+  const float* po = p.g_part_o + (b * H + h) * S * D;   // [S][D]
+  float M = -INFINITY;
+  for (int sp = 0; sp < n_live; ++sp) M = fmaxf(M, ml[2 * sp]);
+  float L = 0.f;
+  for (int sp = 0; sp < n_live; ++sp) L = fmaf(exp2f(ml[2 * sp] - M), ml[2 * sp + 1], L);
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  bf16* out = p.a.g_out + (b * H + h) * D;  // [D]
+  for (int d = threadIdx.x; d < D; d += kCombineThreads) {
+    float acc = 0.f;
+#pragma unroll 8
+    for (int sp = 0; sp < n_live; ++sp) acc = fmaf(exp2f(ml[2 * sp] - M), po[int64_t(sp) * D + d], acc);
+    out[d] = __float2bfloat16_rn(acc * inv);
+  }
+}
+
+__global__ void tiered_kv_append_kernel(const __grid_constant__ TieredKvAppendArgs p) {
+  const int64_t t = blockIdx.x;
+  const int64_t vecs_per_head = p.head_dim / 8;
+  const int64_t e = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;  // 16-byte vector of the token's K (and V)
+  if (e >= p.num_kv_heads * vecs_per_head) return;
+  const int32_t seq = p.g_seq[t], pos = p.g_pos[t];
+  if (seq < 0 || seq >= p.batch || pos < 0 || pos >= p.max_ctx) return;
+  const int64_t hk = e / vecs_per_head, v = e % vecs_per_head;
+  const bool host = seq < p.b_host;
+  const int64_t slot = host ? seq : seq - p.b_host;
+  const int64_t dst = ((slot * p.num_kv_heads + hk) * p.max_ctx + pos) * p.head_dim + v * 8;
+  const bf16* src = p.g_qkv + t * p.row_stride + hk * p.head_dim + v * 8;
+  const uint4 kx = *reinterpret_cast<const uint4*>(src + p.k_offset);
+  const uint4 vx = *reinterpret_cast<const uint4*>(src + p.v_offset);
+  *reinterpret_cast<uint4*>((host ? p.h_k : p.g_k) + dst) = kx;
+  *reinterpret_cast<uint4*>((host ? p.h_v : p.g_v) + dst) = vx;
+}
+
+bool aligned(const void* q, uintptr_t n) { return reinterpret_cast<uintptr_t>(q) % n == 0; }
+
+/// Host tiers must be pinned and mapped with the same address on the device (PinnedHostArena).
+void check_host_tier(const void* h, const std::string& what, const std::string& where) {
+  cudaPointerAttributes attr{};
+  DAK_CUDA_CHECK(cudaPointerGetAttributes(&attr, h));
+  if (attr.type != cudaMemoryTypeHost || attr.devicePointer != h) {
+    fail(what + " is not pinned, mapped host memory with a device address equal to the host address", where,
+         "allocate the host tier from a PinnedHostArena (cudaHostRegister with cudaHostRegisterMapped)");
+  }
+}
+
+template <int D>
+void launch(const KernelParams& kp, cudaStream_t stream) {
+  const int64_t smem = kp.s.smem_bytes();
+  DAK_CUDA_CHECK(
+      cudaFuncSetAttribute(tiered_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  tiered_attention_kernel<D><<<unsigned(kp.s.host_ctas + kp.s.hbm_ctas), ta::kThreads, size_t(smem), stream>>>(kp);
+  DAK_CUDA_CHECK(cudaGetLastError());
+  if (kp.s.split.num_splits == 1) return;  // every row written by the split kernel
+  const dim3 grid(unsigned(kp.s.shape.num_heads), unsigned(kp.s.shape.batch));
+  tiered_attention_combine_kernel<<<grid, kCombineThreads, 0, stream>>>(kp);
+  DAK_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int D>
+int occupancy(int64_t smem) {
+  DAK_CUDA_CHECK(
+      cudaFuncSetAttribute(tiered_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int n = 0;
+  DAK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, tiered_attention_kernel<D>, ta::kThreads,
+                                                               size_t(smem)));
+  return n;
+}
+
+}  // namespace
+
+int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
+  const int64_t smem = s.smem_bytes();
+  if (smem > ta::kSmemLimitBytes) return 0;
+  switch (s.shape.head_dim) {
+    case 64: return occupancy<64>(smem);
+    case 80: return occupancy<80>(smem);
+    case 96: return occupancy<96>(smem);
+    case 128: return occupancy<128>(smem);
+    case 256: return occupancy<256>(smem);
+    default: return 0;
+  }
+}
+
+TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& shape, int64_t b_host,
+                                                  const TieredAttentionLinkLimits& limits) {
+  int device = 0, sms = 0;
+  DAK_CUDA_CHECK(cudaGetDevice(&device));
+  DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  TieredAttentionSchedule s = plan_tiered_attention(shape, b_host, sms, 2, limits);
+  const int per_sm = tiered_attention_ctas_per_sm(s);
+  if (per_sm < 1) {
+    fail("the tiered attention kernel does not fit on an SM with " + std::to_string(s.smem_bytes()) +
+             " bytes of SMEM",
+         "tiered_attention_schedule " + s.to_string(), "run on an H200 (227 KiB of SMEM per CTA)");
+  }
+  if (per_sm != 2) s = plan_tiered_attention(shape, b_host, sms, per_sm, limits);
+  return s;
+}
+
+void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedule& s, void* g_workspace,
+                      cudaStream_t stream) {
+  s.validate();
+  const std::string where = "tiered attention " + s.to_string();
+  const TieredAttentionShape& sh = s.shape;
+  const bool has_host = s.b_host > 0, has_hbm = s.b_host < sh.batch;
+  if (!a.g_q || !a.g_len || !a.g_out || !g_workspace || (has_host && (!a.h_k || !a.h_v)) ||
+      (has_hbm && (!a.g_k || !a.g_v))) {
+    fail("a required pointer is null (q, len, out, workspace, or the K/V of a tier that has sequences)", where,
+         "pass every operand; the host tier may be null only when b_host == 0 and the HBM tier only when b_host == B");
+  }
+  if ((has_host && (!aligned(a.h_k, 16) || !aligned(a.h_v, 16))) ||
+      (has_hbm && (!aligned(a.g_k, 16) || !aligned(a.g_v, 16))) || !aligned(a.g_q, 4) || !aligned(a.g_out, 4) ||
+      !aligned(g_workspace, 256) || a.q_stride % 2 != 0 || a.q_stride < sh.num_heads * sh.head_dim) {
+    fail("K/V tiers must be 16-byte aligned, q and out 4-byte aligned with an even q_stride >= H * D, and the "
+             "workspace 256-byte aligned",
+         where, "allocate from the HBM / pinned host arenas (256-byte aligned slices)");
+  }
+  if (!std::isfinite(a.scale)) fail("the softmax scale is not finite", where, "pass 1 / sqrt(head_dim)");
+  if (has_host) {
+    check_host_tier(a.h_k, "the host tier's K", where);
+    check_host_tier(a.h_v, "the host tier's V", where);
+  }
+  KernelParams kp;
+  kp.a = a;
+  kp.s = s;
+  auto* ws = static_cast<uint8_t*>(g_workspace);
+  kp.g_part_ml = reinterpret_cast<float*>(ws);
+  kp.g_part_o = reinterpret_cast<float*>(ws + s.workspace_o_offset());
+  kp.scale_log2 = a.scale * 1.4426950408889634f;
+  switch (sh.head_dim) {
+    case 64: return launch<64>(kp, stream);
+    case 80: return launch<80>(kp, stream);
+    case 96: return launch<96>(kp, stream);
+    case 128: return launch<128>(kp, stream);
+    case 256: return launch<256>(kp, stream);
+    default: fail("head_dim " + std::to_string(sh.head_dim) + " is not compiled", where, "use 64, 80, 96, 128 or 256");
+  }
+}
+
+void tiered_kv_append(const TieredKvAppendArgs& p, cudaStream_t stream) {
+  const std::string where = "tiered_kv_append";
+  if (p.T < 0 || p.batch < 1 || p.b_host < 0 || p.b_host > p.batch || p.num_kv_heads < 1 || p.head_dim < 8 ||
+      p.head_dim % 8 != 0 || p.max_ctx < 1) {
+    fail("invalid sizes: T " + std::to_string(p.T) + ", B " + std::to_string(p.batch) + ", b_host " +
+             std::to_string(p.b_host) + ", Hkv " + std::to_string(p.num_kv_heads) + ", D " +
+             std::to_string(p.head_dim) + ", max_ctx " + std::to_string(p.max_ctx),
+         where, "give T >= 0, 0 <= b_host <= B, Hkv >= 1, D a multiple of 8 and max_ctx >= 1");
+  }
+  if (p.T == 0) return;
+  const bool has_host = p.b_host > 0, has_hbm = p.b_host < p.batch;
+  if (!p.g_qkv || !p.g_seq || !p.g_pos || (has_host && (!p.h_k || !p.h_v)) || (has_hbm && (!p.g_k || !p.g_v))) {
+    fail("a required pointer is null", where, "pass qkv, seq, pos and the K/V of every tier that has sequences");
+  }
+  if (!aligned(p.g_qkv, 16) || p.row_stride % 8 != 0 || p.k_offset % 8 != 0 || p.v_offset % 8 != 0 ||
+      (has_host && (!aligned(p.h_k, 16) || !aligned(p.h_v, 16))) ||
+      (has_hbm && (!aligned(p.g_k, 16) || !aligned(p.g_v, 16)))) {
+    fail("qkv and the tiers must be 16-byte aligned, with row stride and offsets multiples of 8 elements", where,
+         "allocate from the arenas (256-byte aligned slices)");
+  }
+  constexpr unsigned kAppendThreads = 128;
+  const int64_t vecs = p.num_kv_heads * p.head_dim / 8;
+  const dim3 grid(unsigned(p.T), unsigned((vecs + kAppendThreads - 1) / kAppendThreads));
+  tiered_kv_append_kernel<<<grid, kAppendThreads, 0, stream>>>(p);
+  DAK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace dak::gpu

@@ -1,0 +1,104 @@
+// Tiered decode attention: the DAK paper's "SplitK attention" (DESIGN.md §4). The KV cache is
+// split along the batch: sequences [0, b_host) read K/V from pinned host memory over PCIe (TMA
+// bulk copies straight into SMEM, no HBM staging), sequences [b_host, B) from HBM; one launch
+// serves both. Work decomposition, KV layout and congestion control:
+// core/tiered_attention_schedule.h (docs/bench-attention.md has the design notes).
+//
+// Operands (one layer): q [B, q_stride] bf16 (head h of sequence b at b * q_stride + h * D),
+// len [B] int32 keys per sequence (device memory, so one CUDA graph serves every decode step;
+// clamped to [0, max_ctx]; 0 gives a zero output row), the two tiers
+//   h_k, h_v [b_host][Hkv][max_ctx][D] bf16, pinned mapped host memory (sequence b at slot b)
+//   g_k, g_v [B - b_host][Hkv][max_ctx][D] bf16, HBM (sequence b at slot b - b_host)
+// and out [B, H * D] bf16: out[b, h*D + d] = sum_j softmax_j(scale * q_h . k_j) v_j[d] over the
+// keys j < len[b] of kv head h / G, rounded to bf16 once.
+// Worker = warp (4 per CTA, 128 threads), persistent: it walks its items (sequence, kv head,
+// split) and streams each item's keys in steps of 16 through a per-warp SMEM ring:
+// - HBM warps: cp.async 16-byte copies straight into padded rows ([16][D + 8] bf16 for K and for
+//   V; rows past len zero-filled), hbm_stages steps in flight;
+// - host warps: one TMA bulk copy per operand and step (16 contiguous rows of the [max_ctx, D]
+//   block) completing on the step's mbarrier, host_stages steps in flight, then the warp copies
+//   the landed rows into its padded step (zeros past len) and refills the ring slot.
+// Both then run the same code on the padded step (one copy of it in the kernel, so the same
+// instructions): S = Q K^T with mma.sync m16n8k16 (bf16 in, fp32 accumulate; rows = the G <= 16
+// query heads of the kv head, rows >= G zero), fp32 online softmax in base 2 (scores scaled by
+// scale * log2 e, running max and sum per row, exact rescaling), O += P V with P split into
+// bf16 hi + lo parts (two mmas, so P keeps ~16 mantissa bits: fp32-grade accuracy).
+// Splits: an item holding the only live split of its sequence normalizes and writes bf16 out;
+// with several live splits each writes (O unnormalized, m, l) fp32 to the workspace and a second
+// kernel (one CTA per (head, sequence), launched only when num_splits > 1) merges the live splits
+// in split order: out = sum_k 2^(m_k - M) O_k / sum_k 2^(m_k - M) l_k.
+// Invariants: host memory is only read; every out row of [0, B) is written exactly once; the
+// output bits do not depend on b_host or on the congestion fields (same split, same per-item
+// arithmetic and the same combine order on either side).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/tiered_attention_schedule.h"
+
+namespace dak::gpu {
+
+struct TieredAttentionArgs {
+  const __nv_bfloat16* g_q = nullptr;  // [B, q_stride] bf16, HBM; 4-byte aligned
+  int64_t q_stride = 0;                // elements between sequences' query rows (even, >= H * D)
+  const __nv_bfloat16* h_k = nullptr;  // [b_host, Hkv, max_ctx, D] bf16, pinned mapped host; null iff b_host == 0
+  const __nv_bfloat16* h_v = nullptr;  // [b_host, Hkv, max_ctx, D] bf16, pinned mapped host
+  const __nv_bfloat16* g_k = nullptr;  // [B - b_host, Hkv, max_ctx, D] bf16, HBM; null iff b_host == B
+  const __nv_bfloat16* g_v = nullptr;  // [B - b_host, Hkv, max_ctx, D] bf16, HBM
+  const int32_t* g_len = nullptr;      // [B] int32, HBM: keys of each sequence
+  __nv_bfloat16* g_out = nullptr;      // [B, H * D] bf16, HBM (written)
+  float scale = 0.f;                   // softmax scale, usually 1 / sqrt(D)
+};
+
+/// Resident CTAs per SM of the kernel for this schedule's head_dim and SMEM size (0: does not fit).
+int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& schedule);
+
+/// The default schedule on the current device: plan_tiered_attention with its SM count and the
+/// kernel's occupancy at the planned SMEM size.
+TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& shape, int64_t b_host,
+                                                  const TieredAttentionLinkLimits& limits = {});
+
+/// Enqueues the attention (and, with several splits, the combine kernel) on `stream`;
+/// graph-capturable (no allocation, no synchronization). `g_workspace`: HBM,
+/// schedule.workspace_bytes(), 256-byte aligned, needs no initialization, and is not shared with
+/// a concurrently running launch.
+/// Throws dak::Error for an invalid schedule, a missing or misaligned pointer (tier bases 16-byte
+/// aligned), host tiers that are not pinned mapped memory, or a launch error.
+void tiered_attention(const TieredAttentionArgs& args, const TieredAttentionSchedule& schedule, void* g_workspace,
+                      cudaStream_t stream);
+
+/// Append of new K/V rows into each sequence's tier (decode: one token per sequence; prefill:
+/// many). Token t of sequence seq[t] at position pos[t]:
+///   tier_k(seq)[slot(seq)][hk][pos][:] <- qkv[t, k_offset + hk*D : k_offset + (hk+1)*D], same for v
+/// with tier/slot as in TieredAttentionArgs. Pure data movement (bitwise); tokens whose sequence
+/// or position is out of range are skipped. Writes to the host tier travel over PCIe as posted
+/// 16-byte stores from the SMs.
+/// TODO(lead): measure this direct write path against a device-to-host copy of the new rows
+/// (copy engine) for decode and long prefills, and keep the faster.
+struct TieredKvAppendArgs {
+  const __nv_bfloat16* g_qkv = nullptr;  // [T, row_stride] bf16, HBM; 16-byte aligned
+  int64_t row_stride = 0;                // elements, a multiple of 8
+  int64_t k_offset = 0;                  // column of k head 0, a multiple of 8
+  int64_t v_offset = 0;                  // column of v head 0, a multiple of 8
+  const int32_t* g_seq = nullptr;        // [T] int32, HBM: sequence of each token, in [0, B)
+  const int32_t* g_pos = nullptr;        // [T] int32, HBM: position written, in [0, max_ctx)
+  __nv_bfloat16* h_k = nullptr;          // [b_host, Hkv, max_ctx, D] bf16, pinned mapped host
+  __nv_bfloat16* h_v = nullptr;
+  __nv_bfloat16* g_k = nullptr;          // [B - b_host, Hkv, max_ctx, D] bf16, HBM
+  __nv_bfloat16* g_v = nullptr;
+  int64_t T = 0;
+  int64_t batch = 0;                     // B
+  int64_t b_host = 0;
+  int64_t num_kv_heads = 0;              // Hkv
+  int64_t head_dim = 0;                  // D, a multiple of 8
+  int64_t max_ctx = 0;
+};
+
+/// Launches the append on `stream` (T == 0 is a no-op). Throws dak::Error for a missing or
+/// misaligned pointer or a launch error.
+void tiered_kv_append(const TieredKvAppendArgs& args, cudaStream_t stream);
+
+}  // namespace dak::gpu

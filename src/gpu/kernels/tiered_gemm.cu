@@ -1,0 +1,66 @@
+// Tiered GEMM host side: argument checks, workspace initialization and dispatch to the compiled
+// tiles (kernel: tiered_gemm_kernel.cuh; instantiations: tiered_gemm_bm64.cu, tiered_gemm_bm128.cu).
+#include "gpu/kernels/tiered_gemm.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+
+namespace dak::gpu {
+namespace tiered_gemm_detail {
+template <int kBm, int kBn>
+void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_workspace, cudaStream_t stream);
+}  // namespace tiered_gemm_detail
+
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// Host rows must be pinned and mapped with the same address on the device (PinnedHostArena).
+void check_host_rows(const void* h_w, const std::string& where) {
+  cudaPointerAttributes attr{};
+  DAK_CUDA_CHECK(cudaPointerGetAttributes(&attr, h_w));
+  if (attr.type != cudaMemoryTypeHost || attr.devicePointer != h_w) {
+    fail("the host rows of W are not pinned, mapped host memory with a device address equal to the host address",
+         where, "allocate them from a PinnedHostArena (cudaHostRegister with cudaHostRegisterMapped)");
+  }
+}
+
+}  // namespace
+
+void tiered_gemm_workspace_init(void* g_workspace, const TieredGemmSchedule& schedule, cudaStream_t stream) {
+  schedule.validate();
+  if (!g_workspace) fail("tiered GEMM workspace is null", "tiered_gemm_workspace_init", "allocate workspace_bytes()");
+  const int64_t counters = (schedule.max_output_tiles() * 4 + 255) / 256 * 256;
+  DAK_CUDA_CHECK(cudaMemsetAsync(g_workspace, 0, size_t(counters), stream));
+}
+
+void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_workspace, cudaStream_t stream) {
+  s.validate();
+  const std::string where = "tiered GEMM " + s.to_string();
+  const int64_t ldx = a.ldx > 0 ? a.ldx : s.K;
+  const int64_t ldy = a.ldy > 0 ? a.ldy : s.M;
+  if (!a.g_x || !a.g_y || !g_workspace || (s.m_host > 0 && !a.h_w) || (s.m_host < s.M && !a.g_w)) {
+    fail("a required pointer is null (x, y, workspace, or the W rows of a side that has rows)", where,
+         "pass every operand; h_w may be null only when m_host == 0 and g_w only when m_host == M");
+  }
+  if (!aligned16(a.g_x) || (a.h_w && !aligned16(a.h_w)) || (a.g_w && !aligned16(a.g_w)) || ldx % 8 != 0 ||
+      ldx < s.K || ldy < s.M || reinterpret_cast<uintptr_t>(g_workspace) % 256 != 0) {
+    fail("operands must be 16-byte aligned with row pitches that are multiples of 8 elements (ldx >= K, ldy >= M), "
+         "and the workspace 256-byte aligned",
+         where, "allocate from the HBM / pinned host arenas (256-byte aligned slices)");
+  }
+  if (s.m_host > 0) check_host_rows(a.h_w, where);
+  using namespace tiered_gemm_detail;
+  const int bm = s.tile.bm, bn = s.tile.bn;
+  if (bm == 64 && bn == 8) return launch<64, 8>(a, s, g_workspace, stream);
+  if (bm == 64 && bn == 16) return launch<64, 16>(a, s, g_workspace, stream);
+  if (bm == 64 && bn == 32) return launch<64, 32>(a, s, g_workspace, stream);
+  if (bm == 64 && bn == 64) return launch<64, 64>(a, s, g_workspace, stream);
+  if (bm == 128 && bn == 128) return launch<128, 128>(a, s, g_workspace, stream);
+  fail("tile " + std::to_string(bm) + "x" + std::to_string(bn) + " is not compiled", where,
+       "use choose_tiered_gemm_tile()");
+}
+
+}  // namespace dak::gpu

@@ -1,0 +1,60 @@
+// Tiered GEMM: the DAK paper's "SplitK GEMM" (DESIGN.md §1, §4), split along M, not a split-K
+// reduction. y[N, M] = x[N, K] . W[M, K]^T (+ bias[M]) (ReLU optional), bf16 in, fp32 accumulate.
+//
+// Operands: W rows [0, m_host) in pinned host memory (h_w, read over PCIe by TMA straight into
+// SMEM: no HBM staging), rows [m_host, M) in HBM (g_w); x and y in HBM.
+// Work decomposition and CTA roles: core/tiered_gemm_schedule.h (host CTAs read only host tiles,
+// HBM CTAs only HBM tiles, one persistent launch; k_splits independent of m_host, partials added in
+// a fixed order, so y is bitwise identical for every m_host).
+// Pipeline (per CTA, warp-specialized): a producer warp keeps up to `stages` (schedule's
+// host_stages or hbm_stages) TMA loads in flight into an SMEM ring of tile.max_stages() stages;
+// each stage holds a bm x 64 tile of W and a bn x 64 tile of x (128-byte swizzle, CuTe layouts),
+// completed on a "full" mbarrier with its byte count; consumer warpgroup(s) (bm / 64 of them) run
+// wgmma (CuTe SM90 64 x bn x 16, fp32 accumulators), release each stage on an "empty" mbarrier,
+// and run the epilogue: bias, ReLU, bf16/fp32 store with row/column guards, or (k_splits > 1) an
+// fp32 partial to the workspace, where the last split of a tile to finish (atomic counter, reset
+// by that CTA) sums the partials in split order and stores. TMA zero-fills rows past M or m_host,
+// tokens past N and columns past K, so any M, N and K % 8 == 0 work.
+// Invariants: host memory is only read; y rows [0, M) x tokens [0, N) are written exactly once.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/tiered_gemm_schedule.h"
+
+namespace dak::gpu {
+
+enum class TieredGemmOut : int32_t { kBf16, kF32 };
+
+struct TieredGemmArgs {
+  const __nv_bfloat16* g_x = nullptr;     // [N, ldx] bf16, HBM: first K columns used (16-byte aligned)
+  int64_t ldx = 0;                        // elements between rows of x (0: K); a multiple of 8
+  const __nv_bfloat16* h_w = nullptr;     // [m_host, K] bf16, pinned host memory (cudaHostRegister'd,
+                                          //   mapped), rows [0, m_host) of W; may be null when m_host == 0
+  const __nv_bfloat16* g_w = nullptr;     // [M - m_host, K] bf16, HBM, rows [m_host, M) of W; may be
+                                          //   null when m_host == M
+  const __nv_bfloat16* g_bias = nullptr;  // [M] bf16, HBM; null = no bias
+  void* g_y = nullptr;                    // [N, ldy] bf16 or fp32 (out), HBM: columns [0, M) written
+  int64_t ldy = 0;                        // elements between rows of y (0: M)
+  TieredGemmOut out = TieredGemmOut::kBf16;
+  bool relu = false;                      // y = relu(x W^T + bias)
+};
+
+/// Zeroes the workspace's tile counters (once, after allocating it; every run leaves them zero).
+/// `g_workspace`: HBM, schedule.workspace_bytes() bytes, 256-byte aligned.
+void tiered_gemm_workspace_init(void* g_workspace, const TieredGemmSchedule& schedule, cudaStream_t stream);
+
+/// Enqueues the GEMM described by `schedule` (M, N, K, m_host and launch parameters; see
+/// plan_tiered_gemm) on `stream`; graph-capturable (TMA descriptors are encoded on the host at
+/// call time and passed by value; no allocation, no synchronization). `g_workspace` holds
+/// schedule.workspace_bytes() bytes, initialized once by tiered_gemm_workspace_init, and is not
+/// shared with a concurrently running GEMM.
+/// Throws dak::Error for an invalid schedule, misaligned or missing pointers (a side with rows
+/// needs its pointer), host memory that is not mapped for the device, or a launch failure.
+void tiered_gemm(const TieredGemmArgs& args, const TieredGemmSchedule& schedule, void* g_workspace,
+                 cudaStream_t stream);
+
+}  // namespace dak::gpu

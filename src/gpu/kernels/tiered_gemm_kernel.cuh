@@ -1,0 +1,261 @@
+// The tiered GEMM kernel template (operands, pipeline and invariants: tiered_gemm.h; work
+// decomposition: core/tiered_gemm_schedule.h). Included only by the tiered_gemm*.cu files, which
+// instantiate it for the compiled tiles.
+//
+// CTA = 1 producer warpgroup (warp 0 issues TMA; the rest idle) + kBm / 64 consumer warpgroups.
+// SMEM: sW [kBm, 64, kStages] and sX [kBn, 64, kStages] bf16, 128-byte swizzled K-major (the
+// wgmma operand layout, filled by TMA 2D tensor copies), one "full" and one "empty" mbarrier per
+// stage. The ring is kStages deep; a CTA uses only its side's `stages` (<= kStages) of it, which
+// caps the TMA bytes it has in flight (congestion control on the host side).
+#pragma once
+
+#include <cuda/ptx>
+// NOTE: cute/tensor.hpp must come before the other CuTe headers.
+#include <cute/tensor.hpp>
+#include <cute/arch/cluster_sm90.hpp>
+#include <cute/atom/copy_atom.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/numeric_types.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/kernels/tiered_gemm.h"
+
+namespace dak::gpu::tiered_gemm_detail {
+
+using namespace cute;
+using Element = cutlass::bfloat16_t;
+constexpr int kBk = TieredGemmTile::kBk;
+
+template <int kBm, int kBn>
+struct Config {
+  static constexpr int kConsumerWarpgroups = kBm / 64;
+  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
+  static constexpr int kStages = TieredGemmTile{kBm, kBn}.max_stages();
+  using SmemLayoutW = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                                             make_shape(Int<kBm>{}, Int<kBk>{}, Int<kStages>{})));
+  using SmemLayoutX = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                                             make_shape(Int<kBn>{}, Int<kBk>{}, Int<kStages>{})));
+  using MmaOp = decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBn>, Int<kBk>>,
+                                              GMMA::Major::K, GMMA::Major::K>());
+  using TiledMma = decltype(make_tiled_mma(MmaOp{}, Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>{}));
+  static constexpr uint32_t kStageTxBytes = uint32_t((kBm + kBn) * kBk * sizeof(Element));
+
+  struct alignas(1024) SharedStorage {
+    alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
+    alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutX>> x;
+    uint64_t full[kStages];
+    uint64_t empty[kStages];
+    int32_t last_split;  // broadcast: this CTA finishes the tile's reduction
+  };
+  static constexpr size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
+
+  // TMA atoms for W (either side; the same type, row count is a runtime value) and x.
+  static auto make_tma_w(const Element* ptr, int rows, int K) {
+    auto g = make_tensor(make_gmem_ptr(ptr), make_shape(rows, K), make_stride(int64_t(K), Int<1>{}));
+    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemLayoutW{}(_, _, 0), make_shape(Int<kBm>{}, Int<kBk>{}));
+  }
+  static auto make_tma_x(const Element* ptr, int rows, int K, int64_t ld) {
+    auto g = make_tensor(make_gmem_ptr(ptr), make_shape(rows, K), make_stride(ld, Int<1>{}));
+    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemLayoutX{}(_, _, 0), make_shape(Int<kBn>{}, Int<kBk>{}));
+  }
+  using TmaW = decltype(make_tma_w(nullptr, 1, 8));
+  using TmaX = decltype(make_tma_x(nullptr, 1, 8, 8));
+};
+
+template <int kBm, int kBn>
+struct KernelParams {
+  using Cfg = Config<kBm, kBn>;
+  typename Cfg::TmaW tma_w_host;  // [m_host, K] host rows of W (unused without host units)
+  typename Cfg::TmaW tma_w_hbm;   // [M - m_host, K] HBM rows of W (unused without HBM units)
+  typename Cfg::TmaX tma_x;       // [N, K] activations, HBM
+  TieredGemmSchedule sched;
+  const __nv_bfloat16* g_bias;    // [M] or null
+  void* g_y;                      // [N, ldy] bf16 or fp32
+  int64_t ldy;
+  TieredGemmOut out;
+  bool relu;
+  int32_t* g_counters;            // [max_output_tiles] zero between runs
+  float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
+};
+
+__device__ inline void wait_parity(uint64_t* bar, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+/// Stores one output element of y (row gm < M, token n < N): bias, ReLU, dtype.
+template <class Params>
+__device__ inline void store_y(const Params& p, int64_t n, int64_t gm, float v) {
+  if (p.g_bias) v += __bfloat162float(p.g_bias[gm]);
+  if (p.relu) v = fmaxf(v, 0.0f);
+  if (p.out == TieredGemmOut::kF32) {
+    static_cast<float*>(p.g_y)[n * p.ldy + gm] = v;
+  } else {
+    static_cast<__nv_bfloat16*>(p.g_y)[n * p.ldy + gm] = __float2bfloat16(v);
+  }
+}
+
+template <int kBm, int kBn>
+__global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
+    tiered_gemm_kernel(const __grid_constant__ KernelParams<kBm, kBn> p) {
+  using Cfg = Config<kBm, kBn>;
+  using Smem = typename Cfg::SharedStorage;
+  namespace ptx = cuda::ptx;
+  extern __shared__ uint8_t smem_raw[];
+  Smem& smem = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+
+  const TieredGemmSchedule& s = p.sched;
+  const bool host_side = int(blockIdx.x) < s.host_ctas;
+  const int64_t side_cta = host_side ? blockIdx.x : blockIdx.x - s.host_ctas;
+  const int64_t side_ctas = host_side ? s.host_ctas : s.hbm_ctas;
+  const int64_t side_units = host_side ? s.host_units() : s.hbm_units();
+  const int64_t side_rows = host_side ? s.m_host : s.M - s.m_host;
+  const int64_t side_row0 = host_side ? 0 : s.m_host;  // first row of W (and column of y) of this side
+  const int32_t stages = host_side ? s.host_stages : s.hbm_stages;
+  const int warpgroup = threadIdx.x / 128;
+
+  Tensor sW = make_tensor(make_smem_ptr(smem.w.begin()), typename Cfg::SmemLayoutW{});  // (kBm, 64, kStages)
+  Tensor sX = make_tensor(make_smem_ptr(smem.x.begin()), typename Cfg::SmemLayoutX{});  // (kBn, 64, kStages)
+
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < Cfg::kStages; ++st) {
+      ptx::mbarrier_init(&smem.full[st], 1);
+      ptx::mbarrier_init(&smem.empty[st], 4 * Cfg::kConsumerWarpgroups);  // one arrive per consumer warp
+    }
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ------------------------------------------------------------------ producer
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    if (threadIdx.x / 32 != 0 || !cute::elect_one_sync()) return;
+    const auto& tma_w = host_side ? p.tma_w_host : p.tma_w_hbm;
+    Tensor mW = tma_w.get_tma_tensor(make_shape(int(side_rows > 0 ? side_rows : 1), int(s.K)));
+    Tensor mX = p.tma_x.get_tma_tensor(make_shape(int(s.N), int(s.K)));
+    int64_t it = 0;  // ring position across every unit of this CTA
+    for (int64_t u = side_cta; u < side_units; u += side_ctas) {
+      const TieredGemmSchedule::Unit unit = s.unit(u);
+      Tensor gW = local_tile(mW, make_shape(Int<kBm>{}, Int<kBk>{}), make_coord(int(unit.m_tile), _));
+      Tensor gX = local_tile(mX, make_shape(Int<kBn>{}, Int<kBk>{}), make_coord(int(unit.n_tile), _));
+      auto [tWgW, tWsW] = tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sW), group_modes<0, 2>(gW));
+      auto [tXgX, tXsX] =
+          tma_partition(p.tma_x, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX), group_modes<0, 2>(gX));
+      for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb, ++it) {
+        const int st = int(it % stages);
+        wait_parity(&smem.empty[st], uint32_t((it / stages) & 1) ^ 1u);
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &smem.full[st],
+                                       uint32_t{Cfg::kStageTxBytes});
+        copy(tma_w.with(smem.full[st]), tWgW(_, int(kb)), tWsW(_, st));
+        copy(p.tma_x.with(smem.full[st]), tXgX(_, int(kb)), tXsX(_, st));
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------------- consumers
+  const int ctid = threadIdx.x - 128;  // consumer thread index
+  constexpr int kConsumerThreads = 128 * Cfg::kConsumerWarpgroups;
+  typename Cfg::TiledMma mma;
+  auto thr_mma = mma.get_thread_slice(ctid);
+  Tensor tCsW = thr_mma.partition_A(sW);  // (MMA, MMA_M, MMA_K, kStages)
+  Tensor tCsX = thr_mma.partition_B(sX);  // (MMA, MMA_N, MMA_K, kStages)
+  Tensor tCrW = thr_mma.make_fragment_A(tCsW);
+  Tensor tCrX = thr_mma.make_fragment_B(tCsX);
+  Tensor acc = partition_fragment_C(mma, Shape<Int<kBm>, Int<kBn>>{});  // (MMA, MMA_M, MMA_N) fp32
+  Tensor tCcC = thr_mma.partition_C(make_identity_tensor(Shape<Int<kBm>, Int<kBn>>{}));  // (m, n) of each
+  constexpr int kFrag = decltype(size(acc))::value;
+  const bool lane0 = (threadIdx.x % 32) == 0;
+
+  int64_t it = 0;
+  for (int64_t u = side_cta; u < side_units; u += side_ctas) {
+    const TieredGemmSchedule::Unit unit = s.unit(u);
+    clear(acc);
+    for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb, ++it) {
+      const int st = int(it % stages);
+      wait_parity(&smem.full[st], uint32_t((it / stages) & 1));
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      gemm(mma, tCrW(_, _, _, st), tCrX(_, _, _, st), acc);
+      warpgroup_commit_batch();
+      // Release the stage as soon as its wgmma are done. (Holding it until the next stage's wgmma
+      // are issued would deadlock a one-stage ring: the next stage is this one.)
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(acc);
+      if (lane0) ptx::mbarrier_arrive(&smem.empty[st]);
+    }
+
+    // Epilogue.
+    const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
+    const int64_t tile_n0 = unit.n_tile * kBn;
+    if (s.k_splits > 1) {
+      const int64_t tile = s.output_tile(host_side, unit.m_tile, unit.n_tile);
+      float* g_part = p.g_partials + tile * s.k_splits * (kBm * kBn);
+#pragma unroll
+      for (int i = 0; i < kFrag; ++i) g_part[(unit.split * kFrag + i) * kConsumerThreads + ctid] = acc(i);
+      // Release: the CTA barrier orders every thread's partial before thread 0's (cumulative) GPU
+      // fence and counter increment. Acquire: the last split's thread 0 fences after seeing the
+      // count, and the barrier passes that on to the other threads, which read through L2.
+      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1);
+      if (ctid == 0) {
+        __threadfence();
+        const int32_t done = atomicAdd(&p.g_counters[tile], 1);
+        smem.last_split = done == s.k_splits - 1;
+        if (done == s.k_splits - 1) {
+          p.g_counters[tile] = 0;  // ready for the next run
+          __threadfence();
+        }
+      }
+      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1);
+      if (!smem.last_split) continue;
+#pragma unroll
+      for (int i = 0; i < kFrag; ++i) {
+        float v = 0.0f;
+        for (int64_t sp = 0; sp < s.k_splits; ++sp) {
+          v += sp == unit.split ? acc(i) : __ldcg(&g_part[(sp * kFrag + i) * kConsumerThreads + ctid]);
+        }
+        acc(i) = v;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kFrag; ++i) {
+      const int64_t row = tile_row0 + get<0>(tCcC(i));
+      const int64_t n = tile_n0 + get<1>(tCcC(i));
+      if (row < side_rows && n < s.N) store_y(p, n, side_row0 + row, acc(i));
+    }
+  }
+}
+
+/// Host launcher for one compiled tile (instantiated in tiered_gemm_bm64.cu / tiered_gemm_bm128.cu).
+template <int kBm, int kBn>
+void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_workspace, cudaStream_t stream) {
+  using Cfg = Config<kBm, kBn>;
+  KernelParams<kBm, kBn> p{};
+  const int K = int(s.K);
+  const auto* w_host = reinterpret_cast<const Element*>(a.h_w);
+  const auto* w_hbm = reinterpret_cast<const Element*>(a.g_w);
+  // A side without rows never issues a load; its descriptor borrows the other side's pointer.
+  p.tma_w_host = Cfg::make_tma_w(s.m_host > 0 ? w_host : w_hbm, int(s.m_host > 0 ? s.m_host : 1), K);
+  p.tma_w_hbm = Cfg::make_tma_w(s.m_host < s.M ? w_hbm : w_host, int(s.m_host < s.M ? s.M - s.m_host : 1), K);
+  p.tma_x = Cfg::make_tma_x(reinterpret_cast<const Element*>(a.g_x), int(s.N), K, a.ldx > 0 ? a.ldx : s.K);
+  p.sched = s;
+  p.g_bias = a.g_bias;
+  p.g_y = a.g_y;
+  p.ldy = a.ldy > 0 ? a.ldy : s.M;
+  p.out = a.out;
+  p.relu = a.relu;
+  const int64_t tiles = s.max_output_tiles();
+  p.g_counters = static_cast<int32_t*>(g_workspace);
+  p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + (tiles * 4 + 255) / 256 * 256);
+  auto* kernel = &tiered_gemm_kernel<kBm, kBn>;
+  DAK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg::kSmemBytes)));
+  kernel<<<s.host_ctas + s.hbm_ctas, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  DAK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace dak::gpu::tiered_gemm_detail

@@ -1,0 +1,92 @@
+// `dak bench attention` from the command line, on any machine: the help documents every option
+// and metric, bad arguments are refused before looking for a GPU (naming the flag), --dry-run
+// plans without a GPU, and without a usable GPU (hidden with CUDA_VISIBLE_DEVICES=, or a dak built
+// without CUDA) the run fails with exit code 1 and the reason.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using dak::testing::RunResult;
+
+RunResult run_dak(const std::string& args, const std::string& env = "") {
+  return dak::testing::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
+
+TEST(CliBenchAttention, HelpDocumentsEveryOptionAndMetric) {
+  const RunResult r = run_dak("bench attention --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"--models", "--batch", "--ctx", "--ratios", "--no-balance-point", "--repeats", "--max-kv-gib",
+                        "--max-host-gib", "--host-ctas", "--host-stages", "--hbm-stages", "--hbm-buffer-gib",
+                        "--hbm-runs", "--quick", "--dry-run", "--output", "--json", "--csv", "EB", "ideal", "B_g",
+                        "B_h", "decode", "target", "x*"}) {
+    EXPECT_NE(r.output.find(s), std::string::npos) << s << " missing from:\n" << r.output;
+  }
+  const RunResult parent = run_dak("bench --help");
+  EXPECT_NE(parent.output.find("attention"), std::string::npos) << parent.output;
+}
+
+TEST(CliBenchAttention, BadArgumentsAreRefusedBeforeLookingForAGpu) {
+  struct Case {
+    const char* args;
+    const char* needle;
+  };
+  for (const Case& c : {Case{"bench attention --repeats 4", "--repeats"},
+                        Case{"bench attention --batch 0", "--batch"},
+                        Case{"bench attention --batch 8,x", "--batch"},
+                        Case{"bench attention --ctx 512,", "--ctx"},
+                        Case{"bench attention --ratios 0,1.5", "--ratios"},
+                        Case{"bench attention --ratios 1/0", "--ratios"},
+                        Case{"bench attention --ratios a", "--ratios"},
+                        Case{"bench attention --max-kv-gib 0", "--max-kv-gib"},
+                        Case{"bench attention --host-stages 9", "--host-stages"},
+                        Case{"bench attention --hbm-stages -1", "--hbm-stages"},
+                        Case{"bench attention --models no-such-model", "shipped config"},
+                        Case{"bench attention --models llama-2-7b,", "--models"}}) {
+    const RunResult r = run_dak(c.args, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("needs a Hopper GPU"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  const RunResult bad_output = run_dak("bench attention --output xml", kNoGpu);
+  EXPECT_NE(bad_output.exit_code, 0) << bad_output.output;
+}
+
+TEST(CliBenchAttention, WithoutAGpuFailsWithTheReason) {
+  const RunResult r = run_dak("bench attention --quick", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("needs a Hopper GPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--dry-run"), std::string::npos) << "the fix should name the GPU-free alternative\n"
+                                                           << r.output;
+}
+
+TEST(CliBenchAttention, DryRunPlansEveryCellWithoutAGpu) {
+  const RunResult r = run_dak("bench attention --dry-run", kNoGpu);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // Llama-2-7B at batch 512 and 32K holds 256 GiB of KV in one layer: skipped.
+  EXPECT_NE(r.output.find("| llama-2-7b | 512 | 32768 | 256.00 | - | - | skipped"), std::string::npos) << r.output;
+  // Llama-3-8B batch 8, 512 keys: the ratios 0, 1/8, 1/4, 1/2, 1 give b_h 0, 1, 2, 4, 8.
+  for (const char* row : {"| llama-3-8b | 8 | 512 | 0.02 | 0 | 0.0000 |", "| llama-3-8b | 8 | 512 | 0.02 | 1 | 0.1250 |",
+                          "| llama-3-8b | 8 | 512 | 0.02 | 4 | 0.5000 |", "| llama-3-8b | 8 | 512 | 0.02 | 8 | 1.0000 |"}) {
+    EXPECT_NE(r.output.find(row), std::string::npos) << row << "\n" << r.output;
+  }
+  // The balance point (~1.1 % of 512 sequences = 6) is added for batch 512.
+  EXPECT_NE(r.output.find("| opt-30b | 512 | 512 | 7.00 | 6 |"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("b_host=0 split="), std::string::npos) << r.output;
+
+  const RunResult quick = run_dak("bench attention --dry-run --quick --no-balance-point --host-stages 1", kNoGpu);
+  EXPECT_EQ(quick.exit_code, 0) << quick.output;
+  EXPECT_EQ(quick.output.find("llama-3-8b"), std::string::npos) << "--quick keeps the first model\n" << quick.output;
+  EXPECT_NE(quick.output.find("| llama-2-7b | 8 | 4096 |"), std::string::npos) << quick.output;
+  EXPECT_EQ(quick.output.find("| llama-2-7b | 64 |"), std::string::npos) << quick.output;
+  EXPECT_NE(quick.output.find("x1 stages hbm_ctas"), std::string::npos) << "host stages override\n" << quick.output;
+}
+
+}  // namespace

@@ -1,0 +1,180 @@
+// `dak bench gemm` from the command line, on any machine: the help documents every option and
+// metric, --dry-run lists the shapes, offload points and kernel schedules without a GPU, bad
+// arguments are refused before looking for one, and without a usable GPU (hidden with
+// CUDA_VISIBLE_DEVICES=, or a dak built without CUDA) the command fails with exit code 1 and the
+// reason.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using dak::testing::RunResult;
+
+RunResult run_dak(const std::string& args, const std::string& env = "") {
+  return dak::testing::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+/// The lines of `text` that start with `prefix`.
+std::string lines_starting_with(const std::string& text, const std::string& prefix) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find('\n', i);
+    if (j == std::string::npos) j = text.size();
+    const std::string line = text.substr(i, j - i);
+    if (line.rfind(prefix, 0) == 0) out += line + "\n";
+    i = j + 1;
+  }
+  return out;
+}
+
+TEST(CliBenchGemm, HelpDocumentsEveryOptionAndMetric) {
+  const RunResult r = run_dak("bench gemm --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"--models", "--tokens", "--ratios", "--runs", "--layers", "--congestion", "--per-gemm-min-mib",
+                        "--stack-host-gib", "--full", "--quick", "--dry-run", "--json", "--csv", "--seed", "EB",
+                        "ideal", "B_g", "B_h", "cuBLAS", "prefetch", "m_host = round(x * M)", "target", "bits"}) {
+    EXPECT_TRUE(contains(r.output, s)) << s << " missing from:\n" << r.output;
+  }
+  const RunResult bench = run_dak("bench --help");
+  EXPECT_TRUE(contains(bench.output, "gemm")) << bench.output;
+}
+
+TEST(CliBenchGemm, DryRunListsTheFusedLinearShapesOfEachModel) {
+  const RunResult r = run_dak("bench gemm --dry-run", kNoGpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // qkv = [H*D + 2*Hkv*D, hidden], o = [hidden, H*D], gate_up = [2I, hidden] (OPT: fc1 [I, hidden]),
+  // down = [hidden, I].
+  EXPECT_TRUE(contains(r.output, "llama-2-7b: qkv 12288x4096 (96.0 MiB), o 4096x4096 (32.0 MiB), gate_up "
+                                 "22016x4096 (172.0 MiB), down 4096x11008 (86.0 MiB)"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "llama-2-70b: qkv 10240x8192 (160.0 MiB), o 8192x8192 (128.0 MiB), gate_up "
+                                 "57344x8192 (896.0 MiB), down 8192x28672 (448.0 MiB)"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "opt-30b: qkv 21504x7168 (294.0 MiB), o 7168x7168 (98.0 MiB), gate_up "
+                                 "28672x7168 (392.0 MiB), down 7168x28672 (392.0 MiB)"))
+      << r.output;
+}
+
+TEST(CliBenchGemm, DryRunTimesSingleGemmsOnlyForWeightsOfAtLeast256MiB) {
+  const RunResult r = run_dak("bench gemm --dry-run --tokens 8", kNoGpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Per-GEMM experiments: 70B gate_up and down, OPT-30B qkv, fc1 and fc2; none for Llama-2-7B.
+  for (const char* e : {"llama-2-70b N=8 gemm gate_up:", "llama-2-70b N=8 gemm down:", "opt-30b N=8 gemm qkv:",
+                        "opt-30b N=8 gemm gate_up:", "opt-30b N=8 gemm down:"}) {
+    EXPECT_TRUE(contains(r.output, e)) << e << "\n" << r.output;
+  }
+  for (const char* e : {"llama-2-7b N=8 gemm", "llama-2-70b N=8 gemm qkv:", "llama-2-70b N=8 gemm o:",
+                        "opt-30b N=8 gemm o:"}) {
+    EXPECT_FALSE(contains(r.output, e)) << e << "\n" << r.output;
+  }
+  for (const char* e : {"llama-2-7b N=8 stack8 layer: 9 points", "llama-2-70b N=8 stack8 layer:",
+                        "opt-30b N=8 stack8 layer:"}) {
+    EXPECT_TRUE(contains(r.output, e)) << e << "\n" << r.output;
+  }
+  EXPECT_TRUE(contains(r.output, "dak bench gemm --dry-run: 8 experiment(s)")) << r.output;
+  // Lowering the threshold adds the smaller weights.
+  const RunResult all = run_dak("bench gemm --dry-run --tokens 8 --models llama-2-7b --per-gemm-min-mib 0", kNoGpu);
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_TRUE(contains(all.output, "llama-2-7b N=8 gemm o: 9 points")) << all.output;
+  EXPECT_TRUE(contains(all.output, "dak bench gemm --dry-run: 5 experiment(s)")) << all.output;
+}
+
+TEST(CliBenchGemm, HostRowsAreTheRatioTimesMRoundedToTheNearestRow) {
+  const RunResult r = run_dak("bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios 0,0.5,1,100", kNoGpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 0.5 % of 12288 = 61.44 -> 61; of 4096 = 20.48 -> 20; of 22016 = 110.08 -> 110; of 4096 -> 20.
+  // 1 % of 12288 = 122.88 -> 123; of 4096 = 40.96 -> 41.
+  for (const char* s : {"x 0% qkv: M=12288 N=8 K=4096 m_host=0 ", "x 0.5% qkv: M=12288 N=8 K=4096 m_host=61 ",
+                        "x 0.5% o: M=4096 N=8 K=4096 m_host=20 ", "x 0.5% gate_up: M=22016 N=8 K=4096 m_host=110 ",
+                        "x 0.5% down: M=4096 N=8 K=11008 m_host=20 ", "x 1% qkv: M=12288 N=8 K=4096 m_host=123 ",
+                        "x 1% o: M=4096 N=8 K=4096 m_host=41 ", "x 100% gate_up: M=22016 N=8 K=4096 m_host=22016 "}) {
+    EXPECT_TRUE(contains(r.output, s)) << s << "\n" << r.output;
+  }
+}
+
+TEST(CliBenchGemm, HostHeavyStackPointsAreSkippedUnlessFull) {
+  const std::string args = "bench gemm --dry-run --models llama-2-70b --tokens 8";
+  const RunResult r = run_dak(args, kNoGpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 8 layers x 1632 MiB: 40 % (5.1 GiB) fits under the default 8 GiB, 100 % (12.75 GiB) does not.
+  EXPECT_TRUE(contains(r.output, "llama-2-70b N=8 stack8 layer: 8 points")) << r.output;
+  EXPECT_TRUE(contains(r.output, "llama-2-70b N=8 stack8: x = 100% skipped (12.75 GiB of host rows per replay > "
+                                 "--stack-host-gib 8; --full measures it)"))
+      << r.output;
+  // Single GEMMs are never skipped.
+  EXPECT_TRUE(contains(r.output, "llama-2-70b N=8 gemm gate_up: 9 points")) << r.output;
+
+  const RunResult full = run_dak(args + " --full", kNoGpu);
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_TRUE(contains(full.output, "llama-2-70b N=8 stack8 layer: 9 points")) << full.output;
+  EXPECT_FALSE(contains(full.output, "skipped")) << full.output;
+
+  const RunResult tight = run_dak(args + " --stack-host-gib 1", kNoGpu);
+  ASSERT_EQ(tight.exit_code, 0) << tight.output;
+  EXPECT_TRUE(contains(tight.output, "llama-2-70b N=8 stack8 layer: 5 points")) << tight.output;  // up to 5 %
+}
+
+TEST(CliBenchGemm, CongestionOverridesTheHostSideOfEveryOffloadedPoint) {
+  const RunResult r =
+      run_dak("bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios 0,10 --congestion 2,3", kNoGpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string x10 = lines_starting_with(r.output, "  x 10% ");
+  ASSERT_FALSE(x10.empty()) << r.output;
+  size_t n = 0;
+  for (size_t i = x10.find("host_ctas=2x3 stages hbm_ctas="); i != std::string::npos;
+       i = x10.find("host_ctas=2x3 stages hbm_ctas=", i + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 4u) << x10;  // all four ops of the layer
+  // x = 0 has no host rows: the override does not apply.
+  const std::string x0 = lines_starting_with(r.output, "  x 0% ");
+  EXPECT_TRUE(contains(x0, "host_ctas=0x")) << x0;
+  EXPECT_FALSE(contains(x0, "host_ctas=2x3")) << x0;
+}
+
+TEST(CliBenchGemm, BadArgumentsAreRefusedBeforeLookingForAGpu) {
+  struct Case {
+    const char* args;
+    const char* needle;
+  };
+  for (const Case& c : {Case{"bench gemm --ratios 101", "--ratios"}, Case{"bench gemm --ratios=-1", "--ratios"},
+                        Case{"bench gemm --ratios 1,,2", "--ratios"}, Case{"bench gemm --ratios abc", "--ratios"},
+                        Case{"bench gemm --ratios nan", "--ratios"}, Case{"bench gemm --tokens 0", "--tokens"},
+                        Case{"bench gemm --tokens 8193", "--tokens"}, Case{"bench gemm --tokens 8,x", "--tokens"},
+                        Case{"bench gemm --models no-such-model", "where: --models"},
+                        Case{"bench gemm --models llama-2-7b,", "--models"}, Case{"bench gemm --runs 3", "--runs"},
+                        Case{"bench gemm --layers 0", "--layers"}, Case{"bench gemm --congestion 4", "--congestion"},
+                        Case{"bench gemm --congestion 0,2", "--congestion"},
+                        Case{"bench gemm --congestion 4,x", "--congestion"},
+                        Case{"bench gemm --congestion 132,1 --ratios 50", "leave no SM"},
+                        Case{"bench gemm --congestion 2,99 --tokens 8 --ratios 10", "SMEM ring"},
+                        Case{"bench gemm --stack-host-gib 0", "--stack-host-gib"}}) {
+    const RunResult r = run_dak(c.args, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "dak: error:")) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.needle)) << c.args << "\n" << r.output;
+    EXPECT_FALSE(contains(r.output, "needs a Hopper GPU")) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(CliBenchGemm, WithoutAGpuFailsWithTheReason) {
+  const RunResult r = run_dak("bench gemm --quick", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error:")) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak bench gemm needs a Hopper GPU")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--dry-run")) << "the fix should name the GPU-free alternative\n" << r.output;
+  // The parent `dak bench` must not run after its subcommand (it would complain about its own flags).
+  EXPECT_FALSE(contains(r.output, "dak bench needs a Hopper GPU")) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,141 @@
+// `dak profile` from the command line, on any machine: the help documents the options and the
+// quantities, bad arguments are refused before looking for a GPU, an existing --output is never
+// replaced without --force (and stays byte for byte as it was), and without a usable GPU (hidden
+// with CUDA_VISIBLE_DEVICES=, or a dak built without CUDA) the command fails with exit code 1, a
+// message saying why, and no file written.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dak::testing::RunResult;
+
+const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
+
+RunResult run_dak(const std::string& args, const std::string& env = kNoGpu) {
+  return dak::testing::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+/// A fresh folder under the temp directory, removed at the end of the test.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_(fs::temp_directory_path() / ("dak_cli_profile_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(CliProfile, HelpDocumentsOptionsAndQuantities) {
+  const RunResult r = run_dak("profile --help", "");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"--output", "--force", "--name", "--gemm-model", "--gemm-tokens", "--gemm-ratios", "--quick",
+                        "--skip-gemm", "--pin-test-gib", "--runs", "B_g", "B_h", "contention", "tensor", "tiered GEMM",
+                        "pinnable_bytes", "Hopper GPU"}) {
+    EXPECT_NE(r.output.find(s), std::string::npos) << s << " missing from:\n" << r.output;
+  }
+  const RunResult top = run_dak("--help", "");
+  EXPECT_NE(top.output.find("profile"), std::string::npos) << top.output;
+}
+
+TEST(CliProfile, WithoutAGpuFailsWithTheReasonAndWritesNothing) {
+  TempDir dir("nogpu");
+  const fs::path out = dir.path() / "measured.json";
+  const RunResult r = run_dak("profile --output " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dak profile needs a Hopper GPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("h200-default"), std::string::npos) << "the fix should name the shipped profile\n"
+                                                              << r.output;
+  EXPECT_FALSE(fs::exists(out)) << "a failed run must not create --output";
+  // Same with --quick and --skip-gemm: the GPU is looked for before anything is measured.
+  const RunResult q = run_dak("profile --quick --skip-gemm --output " + out.string());
+  EXPECT_EQ(q.exit_code, 1) << q.output;
+  EXPECT_NE(q.output.find("needs a Hopper GPU"), std::string::npos) << q.output;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "dak profile wrote some other file";
+}
+
+TEST(CliProfile, ExistingOutputIsRefusedWithoutForceAndLeftUntouched) {
+  TempDir dir("exists");
+  const fs::path out = dir.path() / "profile.json";
+  const std::string original = "{\"keep\": \"these exact bytes\"}\n";
+  {
+    std::ofstream f(out, std::ios::binary);
+    f << original;
+  }
+  const auto mtime = fs::last_write_time(out);
+  const RunResult r = run_dak("profile --output " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("exists"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--force"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("needs a Hopper GPU"), std::string::npos) << "refused for the file, before the GPU\n"
+                                                                    << r.output;
+  EXPECT_EQ(read_file(out), original);
+  EXPECT_EQ(fs::last_write_time(out), mtime);
+  // With --force the file check passes; without a GPU the run still fails and the file is intact.
+  const RunResult forced = run_dak("profile --force --output " + out.string());
+  EXPECT_EQ(forced.exit_code, 1) << forced.output;
+  EXPECT_NE(forced.output.find("needs a Hopper GPU"), std::string::npos) << forced.output;
+  EXPECT_EQ(read_file(out), original);
+  // Nothing else appeared in the folder.
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) files += e.is_regular_file() ? 1 : 100;
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(CliProfile, BadArgumentsAreRefusedBeforeLookingForAGpu) {
+  TempDir dir("args");
+  const std::string out = " --output " + (dir.path() / "p.json").string();
+  struct Case {
+    std::string args;
+    const char* needle;
+  };
+  for (const Case& c : {Case{"profile --gemm-tokens 0" + out, "--gemm-tokens"},
+                        Case{"profile --gemm-tokens 8,x" + out, "--gemm-tokens"},
+                        Case{"profile --gemm-tokens 9000" + out, "[1, 8192]"},
+                        Case{"profile --gemm-ratios 0,1.5" + out, "--gemm-ratios"},
+                        Case{"profile --gemm-ratios=-0.1" + out, "[0, 1]"},
+                        Case{"profile --gemm-ratios 0,,1" + out, "--gemm-ratios"},
+                        Case{"profile --gemm-model no-such-model" + out, "shipped config"},
+                        Case{"profile --runs 2" + out, "--runs"},
+                        Case{"profile --pin-test-gib=-1" + out, "--pin-test-gib"},
+                        Case{"profile --output " + (dir.path() / "no" / "such" / "p.json").string(), "does not exist"},
+                        Case{"profile --output " + dir.path().string(), "is a folder"}}) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("needs a Hopper GPU"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  // --skip-gemm does not look at the GEMM configs (a wrong name is not an error then).
+  const RunResult skip = run_dak("profile --skip-gemm --gemm-model no-such-model" + out);
+  EXPECT_EQ(skip.exit_code, 1) << skip.output;
+  EXPECT_NE(skip.output.find("needs a Hopper GPU"), std::string::npos) << skip.output;
+  // --output is required (a CLI11 usage error, not exit 0).
+  const RunResult missing = run_dak("profile");
+  EXPECT_NE(missing.exit_code, 0) << missing.output;
+  EXPECT_NE(missing.output.find("--output"), std::string::npos) << missing.output;
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+}  // namespace

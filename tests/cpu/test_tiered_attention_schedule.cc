@@ -1,0 +1,213 @@
+// Tiered attention work decomposition (core/tiered_attention_schedule.h): the key split and the
+// workspace do not depend on b_host (split invariance), the items of the two sides cover every
+// (sequence, kv head, split) exactly once, the default congestion control stays under the
+// in-flight cap and within SMEM, the SMEM row padding keeps ldmatrix conflict-free, and bad
+// shapes and schedules are refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "core/hardware_profile.h"
+#include "core/tiered_attention_schedule.h"
+#include "error_test_util.h"
+
+namespace {
+
+using dak::TieredAttentionSchedule;
+using dak::TieredAttentionShape;
+namespace ta = dak::tiered_attention;
+
+constexpr int64_t kSms = 132;
+
+std::vector<TieredAttentionShape> shapes() {
+  return {
+      {8, 32, 32, 128, 512},     {64, 32, 8, 128, 4096},  {512, 56, 56, 128, 512}, {8, 32, 8, 128, 32768},
+      {3, 16, 1, 64, 1},         {5, 8, 2, 80, 17},       {7, 12, 3, 96, 1000},    {2, 16, 1, 256, 8191},
+      {1, 4, 4, 128, 131072},    {512, 32, 8, 128, 32768}, {13, 64, 4, 64, 65},
+  };
+}
+
+/// Every (sequence, kv head, split) appears once over both sides' items, each on its own side,
+/// when the side's workers walk items w, w + workers, ...
+void expect_exact_cover(const TieredAttentionSchedule& s) {
+  std::map<std::tuple<int64_t, int32_t, int32_t>, int> seen;
+  for (int side = 0; side < 2; ++side) {
+    const bool host = side == 0;
+    const int64_t items = host ? s.host_items() : s.hbm_items();
+    const int64_t workers = int64_t(host ? s.host_ctas : s.hbm_ctas) * ta::kWarps;
+    int64_t visited = 0;
+    for (int64_t w = 0; w < workers; ++w) {
+      for (int64_t u = w; u < items; u += workers) {
+        ++visited;
+        const auto it = s.item(host, u);
+        ASSERT_TRUE(host ? it.seq < s.b_host : it.seq >= s.b_host) << s.to_string();
+        ASSERT_GE(it.seq, 0);
+        ASSERT_LT(it.seq, s.shape.batch);
+        ASSERT_GE(it.kv_head, 0);
+        ASSERT_LT(it.kv_head, s.shape.num_kv_heads);
+        ASSERT_GE(it.split, 0);
+        ASSERT_LT(it.split, s.split.num_splits);
+        ++seen[{it.seq, it.kv_head, it.split}];
+      }
+    }
+    EXPECT_EQ(visited, items) << s.to_string();
+  }
+  EXPECT_EQ(int64_t(seen.size()), s.shape.batch * s.shape.num_kv_heads * s.split.num_splits) << s.to_string();
+  for (const auto& [key, count] : seen) ASSERT_EQ(count, 1) << s.to_string();
+}
+
+TEST(TieredAttentionSchedule, SplitAndWorkspaceDoNotDependOnHostSequences) {
+  for (const TieredAttentionShape& sh : shapes()) {
+    const dak::TieredAttentionSplit split = dak::choose_tiered_attention_split(sh, kSms);
+    const int64_t ws = dak::plan_tiered_attention(sh, 0, kSms).workspace_bytes();
+    std::set<int64_t> b_hosts = {0, 1, sh.batch / 8, sh.batch / 4, sh.batch / 2, sh.batch - 1, sh.batch};
+    for (int64_t b = 0; b <= std::min<int64_t>(sh.batch, 9); ++b) b_hosts.insert(b);
+    for (int64_t b_host : b_hosts) {
+      if (b_host < 0) continue;
+      const TieredAttentionSchedule s = dak::plan_tiered_attention(sh, b_host, kSms);
+      EXPECT_EQ(s.split, split) << "the split must not depend on b_host: " << s.to_string();
+      EXPECT_EQ(s.workspace_bytes(), ws) << s.to_string();
+      EXPECT_EQ(s.host_items() + s.hbm_items(), sh.batch * sh.num_kv_heads * split.num_splits);
+      expect_exact_cover(s);
+    }
+  }
+}
+
+TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
+  for (int64_t ctx : {1, 15, 16, 17, 100, 511, 512, 513, 4096, 32767, 32768, 32769, 131072}) {
+    for (int64_t batch : {1, 8, 64, 512}) {
+      for (int64_t hkv : {1, 8, 32}) {
+        const TieredAttentionShape sh{batch, hkv * 4 > 64 ? hkv : hkv * 4, hkv, 128, ctx};
+        const auto sp = dak::choose_tiered_attention_split(sh, kSms);
+        EXPECT_EQ(sp.split_keys % ta::kStepKeys, 0);
+        EXPECT_GE(sp.split_keys, ta::kStepKeys);
+        EXPECT_GE(int64_t(sp.split_keys) * sp.num_splits, ctx);
+        EXPECT_LT(int64_t(sp.split_keys) * (sp.num_splits - 1), ctx) << "an always-empty split";
+      }
+    }
+  }
+  // Enough items for the GPU when there are few (sequence, kv head) pairs; one split when many.
+  const auto few = dak::choose_tiered_attention_split({8, 32, 8, 128, 32768}, kSms);
+  EXPECT_GE(8 * 8 * few.num_splits, 4 * kSms) << few.num_splits;
+  const auto many = dak::choose_tiered_attention_split({512, 32, 32, 128, 4096}, kSms);
+  EXPECT_EQ(many.num_splits, 1);
+}
+
+TEST(TieredAttentionSchedule, LiveSplitsFollowTheLength) {
+  const TieredAttentionShape sh{4, 8, 2, 128, 1000};
+  TieredAttentionSchedule s = dak::plan_tiered_attention(sh, 1, kSms);
+  s.split = {128, 8};
+  EXPECT_EQ(s.live_splits(0), 1);  // split 0 writes the zero row
+  EXPECT_EQ(s.live_splits(-5), 1);
+  EXPECT_EQ(s.live_splits(1), 1);
+  EXPECT_EQ(s.live_splits(128), 1);
+  EXPECT_EQ(s.live_splits(129), 2);
+  EXPECT_EQ(s.live_splits(1000), 8);
+  EXPECT_EQ(s.live_splits(5000), 8);  // clamped to max_ctx
+}
+
+TEST(TieredAttentionSchedule, DefaultCongestionControlStaysUnderTheCap) {
+  const dak::TieredAttentionLinkLimits limits = dak::tiered_attention_link_limits(dak::HardwareProfile::h200_default());
+  const dak::HardwareProfile prof = dak::HardwareProfile::h200_default();
+  EXPECT_EQ(limits.inflight_cap_bytes, prof.host_inflight_cap_bytes);
+  EXPECT_EQ(limits.cta_inflight_cap_bytes, prof.max_stages_per_cta * prof.host_stage_bytes);
+  for (int64_t d : {64, 80, 96, 128, 256}) {
+    for (int64_t b_host : {0, 1, 7, 32, 64}) {
+      const TieredAttentionShape sh{64, 32, 8, d, 4096};
+      const TieredAttentionSchedule s = dak::plan_tiered_attention(sh, b_host, kSms, 2, limits);
+      s.validate();
+      EXPECT_LE(s.smem_bytes(), ta::kSmemLimitBytes) << s.to_string();
+      EXPECT_GE(s.hbm_stages, 2) << s.to_string();
+      if (d <= 128) EXPECT_LE(s.smem_bytes(), ta::kSmemTargetBytes) << "2 CTAs per SM: " << s.to_string();
+      if (b_host == 0) {
+        EXPECT_EQ(s.host_ctas, 0);
+        EXPECT_EQ(s.host_inflight_bytes(), 0);
+      } else {
+        EXPECT_GE(s.host_ctas, 1);
+        EXPECT_LE(s.host_inflight_bytes(), limits.inflight_cap_bytes) << s.to_string();
+        EXPECT_LE(s.host_stages * ta::cta_stage_bytes(d), limits.cta_inflight_cap_bytes) << s.to_string();
+        // Near the cap: one more host CTA would exceed it (or no more host work exists).
+        EXPECT_GT((s.host_ctas + 1) * s.host_stages * ta::cta_stage_bytes(d), limits.inflight_cap_bytes)
+            << s.to_string();
+      }
+      if (b_host == 64) {
+        EXPECT_EQ(s.hbm_ctas, 0);
+      } else {
+        // Every SM serves one side (2 HBM CTAs per SM), unless the HBM items' warps need fewer CTAs.
+        const int64_t warps_needed = (s.hbm_items() + ta::kWarps - 1) / ta::kWarps;
+        EXPECT_EQ(s.hbm_ctas, std::min<int64_t>((kSms - s.host_ctas) * 2, warps_needed)) << s.to_string();
+      }
+    }
+  }
+  // A per-CTA cap of one stage gives one stage per host CTA and more host CTAs.
+  const TieredAttentionSchedule tight =
+      dak::plan_tiered_attention({64, 32, 8, 128, 4096}, 8, kSms, 2, {256 << 10, 32 << 10});
+  EXPECT_EQ(tight.host_stages, 1);
+  EXPECT_EQ(tight.host_ctas, 8);
+  // Few host items: no more host CTAs than their warps can use.
+  const TieredAttentionSchedule one = dak::plan_tiered_attention({8, 8, 1, 128, 16}, 1, kSms);
+  EXPECT_EQ(one.host_items(), 1);
+  EXPECT_EQ(one.host_ctas, 1);
+}
+
+TEST(TieredAttentionSchedule, PaddedRowsKeepLdmatrixConflictFree) {
+  // ldmatrix reads 8 rows x 16 bytes per matrix: the rows must start in 8 distinct 16-byte bank
+  // groups (mod 128 bytes). Unpadded rows of 128/256/512 bytes would all start in group 0.
+  for (int64_t d : {64, 80, 96, 128, 256}) {
+    const int64_t row_bytes = (d + ta::kRowPad) * 2;
+    std::set<int64_t> groups;
+    for (int64_t r = 0; r < 8; ++r) groups.insert((r * row_bytes % 128) / 16);
+    EXPECT_EQ(groups.size(), 8u) << "D=" << d;
+    EXPECT_EQ(ta::padded_step_bytes(d) % 128, 0) << "padded steps keep 128-byte alignment, D=" << d;
+    EXPECT_EQ(ta::staging_step_bytes(d) % 16, 0) << "TMA needs 16-byte aligned destinations, D=" << d;
+  }
+  EXPECT_EQ(ta::cta_stage_bytes(128), 32768);  // the profile's host_link.stage_bytes
+  EXPECT_EQ(ta::host_cta_smem_bytes(128, 2), 4 * (8704 + 2 * 8192 + 16));
+}
+
+TEST(TieredAttentionSchedule, PipeStateWrapsAndFlipsThePhase) {
+  ta::PipeState p{3, 0, 0};
+  const int expect_stage[] = {1, 2, 0, 1, 2, 0, 1};
+  const uint32_t expect_phase[] = {0, 0, 1, 1, 1, 0, 0};
+  for (int i = 0; i < 7; ++i) {
+    p.advance();
+    EXPECT_EQ(p.stage, expect_stage[i]) << i;
+    EXPECT_EQ(p.phase, expect_phase[i]) << i;
+  }
+  ta::PipeState one{1, 0, 0};
+  one.advance();
+  EXPECT_EQ(one.stage, 0);
+  EXPECT_EQ(one.phase, 1u);
+}
+
+TEST(TieredAttentionSchedule, RefusesUnsupportedShapesAndSchedules) {
+  using dak::testing::expect_error;
+  expect_error([] { dak::check_tiered_attention_shape({8, 32, 32, 72, 512}); }, {"head_dim 72"});
+  expect_error([] { dak::check_tiered_attention_shape({8, 32, 1, 128, 512}); }, {"at most 16"});
+  expect_error([] { dak::check_tiered_attention_shape({8, 30, 8, 128, 512}); }, {"multiple of Hkv"});
+  expect_error([] { dak::check_tiered_attention_shape({0, 32, 8, 128, 512}); }, {"positive"});
+  expect_error([] { dak::check_tiered_attention_shape({8, 32, 8, 128, 0}); }, {"positive"});
+  expect_error([] { dak::plan_tiered_attention({8, 32, 8, 128, 512}, 9, kSms); }, {"b_host 9"});
+  const TieredAttentionSchedule good = dak::plan_tiered_attention({8, 32, 8, 128, 512}, 4, kSms);
+  auto bad = good;
+  bad.host_ctas = 0;
+  expect_error([&] { bad.validate(); }, {"host CTAs", "at least one CTA"});
+  bad = good;
+  bad.hbm_stages = 9;
+  expect_error([&] { bad.validate(); }, {"stages"});
+  bad = good;
+  bad.host_stages = 8;
+  expect_error([&] { bad.validate(); }, {"SMEM"});
+  bad = good;
+  bad.split.split_keys = 24;
+  expect_error([&] { bad.validate(); }, {"split"});
+  bad = good;
+  bad.split.num_splits += 1;
+  expect_error([&] { bad.validate(); }, {"split"});
+}
+
+}  // namespace

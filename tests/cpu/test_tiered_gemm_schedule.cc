@@ -1,0 +1,98 @@
+// Tiered GEMM work decomposition (core/tiered_gemm_schedule.h): every (output tile, k-block) is
+// covered exactly once by the units of its side, k_splits and the workspace do not depend on
+// m_host (split invariance), the congestion cap is respected, and bad shapes are refused.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/tiered_gemm_schedule.h"
+
+namespace {
+
+using dak::TieredGemmSchedule;
+
+/// Counts, per (side, m-tile, n-tile, k-block), how often the units of a schedule cover it.
+void expect_exact_cover(const TieredGemmSchedule& s) {
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>, int> seen;
+  for (int side = 0; side < 2; ++side) {
+    const int64_t units = side == 0 ? s.host_units() : s.hbm_units();
+    const int64_t ctas = side == 0 ? s.host_ctas : s.hbm_ctas;
+    int64_t visited = 0;
+    for (int64_t c = 0; c < ctas; ++c) {
+      for (int64_t u = c; u < units; u += ctas) {
+        ++visited;
+        const auto unit = s.unit(u);
+        for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb) {
+          ++seen[{side, unit.m_tile, unit.n_tile, kb}];
+        }
+      }
+    }
+    EXPECT_EQ(visited, units) << s.to_string();
+  }
+  const int64_t expected = (s.host_m_tiles() + s.hbm_m_tiles()) * s.n_tiles() * s.k_blocks();
+  EXPECT_EQ(int64_t(seen.size()), expected) << s.to_string();
+  for (const auto& [key, count] : seen) ASSERT_EQ(count, 1) << s.to_string();
+}
+
+TEST(TieredGemmSchedule, ExactCoverAndInvariance) {
+  const int64_t shapes[][3] = {{4096, 1, 4096}, {12288, 8, 4096}, {4096, 64, 11008}, {22016, 512, 4096},
+                               {300, 13, 520},  {130, 8, 4104},   {333, 200, 264},    {8192, 8, 28672}};
+  for (const auto& sh : shapes) {
+    const int64_t M = sh[0], N = sh[1], K = sh[2];
+    const TieredGemmSchedule base = dak::plan_tiered_gemm(M, N, K, 0, 132);
+    EXPECT_EQ(base.host_ctas, 0);
+    EXPECT_GT(base.hbm_ctas, 0);
+    for (int64_t m_host : {int64_t(0), int64_t(1), int64_t(64), M / 100, M / 10, M / 2, M - 1, M}) {
+      const TieredGemmSchedule s = dak::plan_tiered_gemm(M, N, K, m_host, 132);
+      EXPECT_EQ(s.k_splits, base.k_splits) << "k_splits must not depend on m_host: " << s.to_string();
+      EXPECT_EQ(s.workspace_bytes(), base.workspace_bytes()) << s.to_string();
+      EXPECT_LE(s.host_ctas + s.hbm_ctas, 132) << s.to_string();
+      if (m_host > 0) {
+        EXPECT_GE(s.host_ctas, 1);
+        // Congestion cap: more than one stage per host CTA only while under the cap.
+        if (s.host_stages > 1) {
+          EXPECT_LE(int64_t(s.host_ctas) * s.host_stages * s.tile.stage_bytes(), int64_t(256) << 10) << s.to_string();
+        }
+      }
+      expect_exact_cover(s);
+    }
+  }
+}
+
+TEST(TieredGemmSchedule, TileAndSplitChoices) {
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(1).bn, 8);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(9).bn, 16);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(64).bn, 64);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(65).bm, 128);
+  // Llama-2-7B o_proj at decode: 64 m-tiles on 132 SMs must be split along K to fill the GPU.
+  const auto t = dak::choose_tiered_gemm_tile(8);
+  EXPECT_GT(dak::choose_tiered_gemm_k_splits(4096, 8, 4096, t, 132), 1);
+  // Compute-bound tiles never split.
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 512, 4096, dak::choose_tiered_gemm_tile(512), 132), 1);
+  for (const auto& tile : {dak::TieredGemmTile{64, 8}, dak::TieredGemmTile{64, 64}, dak::TieredGemmTile{128, 128}}) {
+    EXPECT_GE(tile.max_stages(), 4);
+    EXPECT_LE(tile.max_stages() * tile.stage_bytes(), 200 * 1024);
+  }
+}
+
+TEST(TieredGemmSchedule, RefusesBadShapes) {
+  EXPECT_THROW(dak::plan_tiered_gemm(0, 8, 64, 0, 132), dak::Error);
+  EXPECT_THROW(dak::plan_tiered_gemm(64, 0, 64, 0, 132), dak::Error);
+  EXPECT_THROW(dak::plan_tiered_gemm(64, 8, 60, 0, 132), dak::Error);  // K % 8 != 0
+  EXPECT_THROW(dak::plan_tiered_gemm(64, 8, 64, 65, 132), dak::Error);
+  EXPECT_THROW(dak::plan_tiered_gemm(64, 8, 64, -1, 132), dak::Error);
+  EXPECT_THROW(dak::plan_tiered_gemm(64, 8, 64, 0, 0), dak::Error);
+  TieredGemmSchedule s = dak::plan_tiered_gemm(640, 8, 640, 64, 132);
+  s.tile = {64, 48};
+  EXPECT_THROW(s.validate(), dak::Error);
+  s = dak::plan_tiered_gemm(640, 8, 640, 64, 132);
+  s.host_stages = s.tile.max_stages() + 1;
+  EXPECT_THROW(s.validate(), dak::Error);
+  s = dak::plan_tiered_gemm(640, 8, 640, 64, 132);
+  s.hbm_ctas = 0;
+  EXPECT_THROW(s.validate(), dak::Error);
+}
+
+}  // namespace

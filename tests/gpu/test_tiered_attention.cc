@@ -1,0 +1,522 @@
+// Tiered decode attention (kernels/tiered_attention.h) vs a float64 host reference on fresh random
+// bf16 q/k/v: ragged lengths (1, the full context, non-multiples of the 16-key step, 0), every
+// b_host from 0 to B, GQA/MQA group sizes 1/4/8/16, head_dim 64/80/96/128/256, long contexts,
+// forced splits and congestion settings; the output bits must be the same for every b_host and
+// every congestion setting of one split (split invariance).
+// Poisoning: outputs and workspace start as NaN; K/V positions at or past a sequence's length are
+// NaN; each tier holds NaN for the sequences that live in the other tier (so a kernel reading the
+// wrong tier fails); the host tier must be bitwise unchanged after the launch.
+// Also: agreement with the HBM decode kernel (attention_decode) at b_host = 0, one captured CUDA
+// graph serving changing lengths, the KV append into each sequence's tier (bitwise), and the
+// argument checks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "gpu/host_arena.h"
+#include "gpu/kernels/attention_decode.h"
+#include "gpu/kernels/tiered_attention.h"
+#include "gpu_test_util.h"
+#include "kernel_test_util.h"
+
+namespace {
+
+using namespace dak::test;
+using dak::TieredAttentionSchedule;
+using dak::TieredAttentionShape;
+using dak::gpu::PinnedHostArena;
+
+constexpr Bf16Bits kNaN = 0xffff;
+
+struct Data {
+  TieredAttentionShape shape;
+  std::vector<int32_t> lens;      // [B]
+  std::vector<Bf16Bits> q;        // [B][H * D]
+  std::vector<Bf16Bits> k, v;     // [B][Hkv][max_ctx][D]; NaN at positions >= len
+  int64_t per_seq() const { return shape.num_kv_heads * shape.max_ctx * shape.head_dim; }  // elements
+};
+
+/// Random data; positions at or past each length are NaN unless `fill_all`.
+Data make_data(const TieredAttentionShape& sh, std::vector<int32_t> lens, std::mt19937_64& rng, bool fill_all = false) {
+  Data d{sh, std::move(lens), {}, {}, {}};
+  d.q = random_bf16(size_t(sh.batch * sh.num_heads * sh.head_dim), rng);
+  d.k = random_bf16(size_t(sh.batch * d.per_seq()), rng);
+  d.v = random_bf16(d.k.size(), rng);
+  if (fill_all) return d;
+  for (int64_t b = 0; b < sh.batch; ++b) {
+    for (int64_t hk = 0; hk < sh.num_kv_heads; ++hk) {
+      for (int64_t j = std::max<int64_t>(0, d.lens[size_t(b)]); j < sh.max_ctx; ++j) {
+        const size_t base = size_t(((b * sh.num_kv_heads + hk) * sh.max_ctx + j) * sh.head_dim);
+        std::fill_n(d.k.begin() + long(base), sh.head_dim, kNaN);
+        std::fill_n(d.v.begin() + long(base), sh.head_dim, kNaN);
+      }
+    }
+  }
+  return d;
+}
+
+/// Lengths: 1, the full context, then random ones in [1, max_ctx].
+std::vector<int32_t> random_lens(int64_t batch, int64_t max_ctx, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int32_t> u(1, int32_t(max_ctx));
+  std::vector<int32_t> l(static_cast<size_t>(batch));
+  for (auto& x : l) x = u(rng);
+  l[0] = 1;
+  if (batch > 1) l[1] = int32_t(max_ctx);
+  return l;
+}
+
+/// out [B][H * D] in double.
+std::vector<double> reference(const Data& d) {
+  const TieredAttentionShape& s = d.shape;
+  const int64_t G = s.group(), D = s.head_dim;
+  const double scale = 1.0 / std::sqrt(double(D));
+  std::vector<double> out(size_t(s.batch * s.num_heads * D), 0.0);
+  std::vector<double> w;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t n = std::clamp<int64_t>(d.lens[size_t(b)], 0, s.max_ctx);
+    for (int64_t h = 0; h < s.num_heads; ++h) {
+      const Bf16Bits* q = d.q.data() + (b * s.num_heads + h) * D;
+      const size_t kv0 = size_t((b * s.num_kv_heads + h / G) * s.max_ctx * D);
+      w.assign(size_t(n), 0.0);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < D; ++e) dot += double(to_f(q[e])) * to_f(d.k[kv0 + size_t(j * D + e)]);
+        w[size_t(j)] = dot * scale;
+        mx = std::max(mx, dot * scale);
+      }
+      double z = 0;
+      for (double& x : w) z += (x = std::exp(x - mx));
+      double* o = out.data() + (b * s.num_heads + h) * D;
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t e = 0; e < D; ++e) o[e] += w[size_t(j)] / z * to_f(d.v[kv0 + size_t(j * D + e)]);
+      }
+    }
+  }
+  return out;
+}
+
+double max_abs_v(const Data& d) {
+  double m = 0;
+  for (Bf16Bits x : d.v) {
+    if (!std::isnan(to_f(x))) m = std::max(m, std::abs(double(to_f(x))));
+  }
+  return m;
+}
+
+std::string describe(const TieredAttentionShape& s, const std::vector<int32_t>& lens, uint64_t seed) {
+  std::string r = "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.num_heads) +
+                  " Hkv=" + std::to_string(s.num_kv_heads) + " D=" + std::to_string(s.head_dim) +
+                  " max_ctx=" + std::to_string(s.max_ctx) + " lens=";
+  for (int32_t l : lens) r += std::to_string(l) + ",";
+  return r + " seed=" + std::to_string(seed);
+}
+
+/// Counts positions where two bf16 outputs differ bitwise; names the first.
+void expect_same_bits(const std::vector<Bf16Bits>& got, const std::vector<Bf16Bits>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i] && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " outputs differ bitwise, first at [" << first << "] got "
+                     << to_f(got[first]) << " want " << to_f(want[first]);
+}
+
+/// Device state for one Data: q, lengths, output, an HBM copy and a pinned host copy of the
+/// whole cache. A launch with b_host places sequences [0, b_host) in the host copy and the others
+/// in the HBM copy, NaN for each tier's foreign sequences, and points the tiers into the copies.
+class Harness {
+ public:
+  explicit Harness(const Data& d)
+      : d_(d),
+        q_(d.q),
+        len_(d.lens),
+        out_(size_t(d.shape.batch * d.shape.num_heads * d.shape.head_dim)),
+        g_kv_(size_t(2 * d.shape.batch * d.per_seq())),
+        host_(2 * PinnedHostArena::aligned_size(uint64_t(d.shape.batch * d.per_seq() * 2)),
+              "tiered attention test host tier") {
+    h_k_ = host_.allocate_array<Bf16Bits>(uint64_t(d.shape.batch * d.per_seq()), "host K");
+    h_v_ = host_.allocate_array<Bf16Bits>(uint64_t(d.shape.batch * d.per_seq()), "host V");
+  }
+
+  /// Runs with the default schedule for b_host (or `forced`, whose b_host must match) and returns
+  /// the output bits. Checks that the host tier is unchanged.
+  std::vector<Bf16Bits> run(int64_t b_host, const TieredAttentionSchedule* forced = nullptr) {
+    const TieredAttentionSchedule s = forced ? *forced : dak::gpu::tiered_attention_schedule(d_.shape, b_host);
+    EXPECT_EQ(s.b_host, b_host);
+    place(b_host);
+    std::vector<Bf16Bits> host_before(size_t(2 * b_host * d_.per_seq()));
+    std::memcpy(host_before.data(), h_k_, size_t(b_host * d_.per_seq()) * 2);
+    std::memcpy(host_before.data() + b_host * d_.per_seq(), h_v_, size_t(b_host * d_.per_seq()) * 2);
+
+    DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+    ws.poison();
+    out_.poison();
+    dak::gpu::tiered_attention(args(b_host), s, ws.get(), nullptr);
+    DAK_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(0, std::memcmp(host_before.data(), h_k_, size_t(b_host * d_.per_seq()) * 2)) << "host K was written";
+    EXPECT_EQ(0, std::memcmp(host_before.data() + b_host * d_.per_seq(), h_v_, size_t(b_host * d_.per_seq()) * 2))
+        << "host V was written";
+    return out_.download();
+  }
+
+  dak::gpu::TieredAttentionArgs args(int64_t b_host) {
+    const int64_t B = d_.shape.batch, n = d_.per_seq();
+    dak::gpu::TieredAttentionArgs a;
+    a.g_q = bf(q_.get());
+    a.q_stride = d_.shape.num_heads * d_.shape.head_dim;
+    a.h_k = b_host > 0 ? bf(h_k_) : nullptr;
+    a.h_v = b_host > 0 ? bf(h_v_) : nullptr;
+    a.g_k = b_host < B ? bf(g_kv_.get()) + b_host * n : nullptr;
+    a.g_v = b_host < B ? bf(g_kv_.get()) + (B + b_host) * n : nullptr;
+    a.g_len = len_.get();
+    a.g_out = bf(out_.get());
+    a.scale = float(1.0 / std::sqrt(double(d_.shape.head_dim)));
+    return a;
+  }
+
+  /// Host copy: sequences [0, b_host) real, the rest NaN; HBM copy the other way round.
+  void place(int64_t b_host) {
+    const int64_t B = d_.shape.batch, n = d_.per_seq();
+    std::vector<Bf16Bits> g(size_t(2 * B * n), kNaN);
+    for (int64_t b = 0; b < B; ++b) {
+      const bool on_host = b < b_host;
+      Bf16Bits* hk = h_k_ + b * n;
+      Bf16Bits* hv = h_v_ + b * n;
+      if (on_host) {
+        std::memcpy(hk, d_.k.data() + b * n, size_t(n) * 2);
+        std::memcpy(hv, d_.v.data() + b * n, size_t(n) * 2);
+      } else {
+        std::fill_n(hk, n, kNaN);
+        std::fill_n(hv, n, kNaN);
+        std::copy_n(d_.k.begin() + b * n, n, g.begin() + b * n);
+        std::copy_n(d_.v.begin() + b * n, n, g.begin() + (B + b) * n);
+      }
+    }
+    g_kv_.upload(g);
+  }
+
+  DeviceBuffer<int32_t>& lens() { return len_; }
+  DeviceBuffer<Bf16Bits>& out() { return out_; }
+
+ private:
+  const Data& d_;
+  DeviceBuffer<Bf16Bits> q_;
+  DeviceBuffer<int32_t> len_;
+  DeviceBuffer<Bf16Bits> out_;
+  DeviceBuffer<Bf16Bits> g_kv_;  // [2][B][Hkv][max_ctx][D]: K then V
+  PinnedHostArena host_;
+  Bf16Bits* h_k_ = nullptr;      // [B][Hkv][max_ctx][D]
+  Bf16Bits* h_v_ = nullptr;
+};
+
+void check_reference(const Data& d, const std::vector<Bf16Bits>& bits, const std::string& what) {
+  // One bf16 rounding of the output (rtol), plus fp32 softmax / tensor-core accumulation error and
+  // the 2^-17 relative error of P's hi + lo split, a few 1e-6 of max|v| (atol 1e-4 * max|v| leaves
+  // ample room, far below any indexing bug).
+  expect_close(bf16_to_double(bits), reference(d), 1e-4 * std::max(1.0, max_abs_v(d)), kBf16Rtol, what);
+}
+
+/// Few workers, one step in flight each: many items per warp, so the rings wrap across items.
+TieredAttentionSchedule starved(const TieredAttentionShape& sh, int64_t b_host, int32_t split_keys) {
+  TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
+  s.split.split_keys = split_keys;
+  s.split.num_splits = int32_t((sh.max_ctx + split_keys - 1) / split_keys);
+  s.host_ctas = 1;
+  s.hbm_ctas = 1;
+  s.host_stages = 1;
+  s.hbm_stages = 1;
+  s.validate();
+  return s;
+}
+
+/// The default split with other congestion settings (deeper rings, other CTA counts).
+TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
+  TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
+  s.host_ctas = 2;
+  s.hbm_ctas = 5;
+  s.hbm_stages = 4;
+  s.host_stages = 3;
+  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
+  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.hbm_stages > 1) --s.hbm_stages;
+  s.validate();
+  return s;
+}
+
+TEST(TieredAttentionKernel, EveryHostSplitMatchesTheReferenceWithTheSameBits) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  for (int64_t G : {1, 4, 8, 16}) {
+    std::mt19937_64 rng(seed + uint64_t(G));
+    const TieredAttentionShape sh{6, 2 * G, 2, 128, 300};
+    std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
+    lens[2] = 17;  // one step + 1
+    lens[3] = 0;   // no key: a zero row
+    const Data d = make_data(sh, lens, rng);
+    const std::string what = describe(sh, lens, seed + uint64_t(G));
+    SCOPED_TRACE(what);
+    Harness hx(d);
+    const std::vector<Bf16Bits> base = hx.run(0);
+    check_reference(d, base, "b_host 0 " + what);
+    const TieredAttentionSchedule st0 = starved(sh, 0, 32);
+    const std::vector<Bf16Bits> base_starved = hx.run(0, &st0);
+    check_reference(d, base_starved, "starved, split 32, b_host 0 " + what);
+    for (int64_t b_host = 0; b_host <= sh.batch; ++b_host) {
+      const std::string at = "b_host " + std::to_string(b_host) + " " + what;
+      expect_same_bits(hx.run(b_host), base, "default schedule, " + at);
+      const TieredAttentionSchedule dp = deep(sh, b_host);
+      expect_same_bits(hx.run(b_host, &dp), base, "congestion settings " + dp.to_string() + ", " + at);
+      const TieredAttentionSchedule st = starved(sh, b_host, 32);
+      expect_same_bits(hx.run(b_host, &st), base_starved, "starved " + st.to_string() + ", " + at);
+    }
+  }
+}
+
+TEST(TieredAttentionKernel, HeadDimsAndGroupSizesMatchTheReference) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  uint64_t k = 0;
+  for (int64_t D : {64, 80, 96, 128, 256}) {
+    for (int64_t G : {1, 4, 8, 16}) {
+      std::mt19937_64 rng(seed + k);
+      const int64_t Hkv = (k % 2) ? 2 : 1;
+      const TieredAttentionShape sh{3, G * Hkv, Hkv, D, 97 + D};
+      const std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
+      const Data d = make_data(sh, lens, rng);
+      const std::string what = describe(sh, lens, seed + k);
+      SCOPED_TRACE(what);
+      Harness hx(d);
+      const std::vector<Bf16Bits> base = hx.run(0);
+      check_reference(d, base, "b_host 0 " + what);
+      const TieredAttentionSchedule st0 = starved(sh, 0, 48);
+      const std::vector<Bf16Bits> base_starved = hx.run(0, &st0);
+      check_reference(d, base_starved, "starved, split 48, b_host 0 " + what);
+      for (int64_t b_host : {int64_t(1), sh.batch}) {
+        const std::string at = "b_host " + std::to_string(b_host) + " " + what;
+        expect_same_bits(hx.run(b_host), base, at);
+        const TieredAttentionSchedule st = starved(sh, b_host, 48);
+        expect_same_bits(hx.run(b_host, &st), base_starved, "starved " + at);
+      }
+      ++k;
+    }
+  }
+}
+
+TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  struct Case {
+    TieredAttentionShape shape;
+    std::vector<int32_t> lens;
+  };
+  const Case cases[] = {{{2, 8, 2, 128, 32768}, {32768, 20001}}, {{3, 4, 4, 64, 8192}, {8192, 1, 5003}}};
+  uint64_t k = 0;
+  for (const Case& c : cases) {
+    std::mt19937_64 rng(seed + k);
+    const Data d = make_data(c.shape, c.lens, rng);
+    const std::string what = describe(c.shape, c.lens, seed + k);
+    SCOPED_TRACE(what);
+    Harness hx(d);
+    const std::vector<Bf16Bits> base = hx.run(0);
+    check_reference(d, base, "b_host 0 " + what);
+    for (int64_t b_host = 1; b_host <= c.shape.batch; ++b_host) {
+      expect_same_bits(hx.run(b_host), base, "b_host " + std::to_string(b_host) + " " + what);
+    }
+    ++k;
+  }
+}
+
+TEST(TieredAttentionKernel, AgreesWithTheHbmDecodeKernelWithoutOffload) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  uint64_t k = 0;
+  for (const TieredAttentionShape& sh : {TieredAttentionShape{5, 8, 8, 128, 700}, TieredAttentionShape{4, 32, 8, 128, 2000},
+                                         TieredAttentionShape{3, 16, 2, 64, 333}, TieredAttentionShape{2, 8, 1, 80, 129}}) {
+    std::mt19937_64 rng(seed + k);
+    const std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
+    const Data d = make_data(sh, lens, rng);
+    const std::string what = describe(sh, lens, seed + k);
+    SCOPED_TRACE(what);
+    Harness hx(d);
+    const std::vector<double> tiered = bf16_to_double(hx.run(0));
+
+    // The same cache in the engine's layout [B][max_ctx][Hkv][D] for attention_decode.
+    const int64_t B = sh.batch, Hkv = sh.num_kv_heads, D = sh.head_dim, C = sh.max_ctx;
+    std::vector<Bf16Bits> ek(d.k.size()), ev(d.v.size());
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t hk = 0; hk < Hkv; ++hk) {
+        for (int64_t j = 0; j < C; ++j) {
+          const size_t src = size_t(((b * Hkv + hk) * C + j) * D), dst = size_t(((b * C + j) * Hkv + hk) * D);
+          std::copy_n(d.k.begin() + long(src), D, ek.begin() + long(dst));
+          std::copy_n(d.v.begin() + long(src), D, ev.begin() + long(dst));
+        }
+      }
+    }
+    DeviceBuffer<Bf16Bits> dk(ek), dv(ev), q(d.q), out(size_t(B * sh.num_heads * D));
+    const size_t nb = static_cast<size_t>(B);
+    std::vector<int32_t> slot(nb), pos0(nb), one(nb, 1), row0(nb);
+    for (int64_t b = 0; b < B; ++b) {
+      slot[size_t(b)] = int32_t(b);
+      row0[size_t(b)] = int32_t(b);
+      pos0[size_t(b)] = lens[size_t(b)] - 1;
+    }
+    DeviceBuffer<int32_t> d_slot(slot), d_pos0(pos0), d_len(one), d_row0(row0);
+    dak::gpu::DecodeAttentionParams dp;
+    dp.attn.g_q = bf(q.get());
+    dp.attn.q_stride = sh.num_heads * D;
+    dp.attn.g_k_cache = bf(dk.get());
+    dp.attn.g_v_cache = bf(dv.get());
+    dp.attn.g_out = bf(out.get());
+    dp.attn.segs = {d_slot.get(), d_pos0.get(), d_len.get(), d_row0.get(), int32_t(B)};
+    dp.attn.max_ctx = C;
+    dp.attn.num_heads = int32_t(sh.num_heads);
+    dp.attn.num_kv_heads = int32_t(Hkv);
+    dp.attn.head_dim = int32_t(D);
+    dp.attn.scale = float(1.0 / std::sqrt(double(D)));
+    dp.split = dak::gpu::choose_decode_split(B, sh.num_heads, Hkv, C, 132);
+    DeviceBuffer<float> partial(size_t(dak::gpu::decode_workspace_bytes(B, sh.num_heads, D, dp.split) / 4));
+    dp.g_partial = partial.get();
+    out.poison();
+    dak::gpu::attention_decode(dp, nullptr);
+    const std::vector<double> decode = bf16_to_double(out.download());
+    // Both are one bf16 rounding of nearly the same fp32 value (the sums are associated
+    // differently), so they may differ by one bf16 ulp where the exact value sits near a rounding
+    // boundary: up to 2^-7 relative. atol as in the reference comparison.
+    expect_close(tiered, decode, 1e-4 * std::max(1.0, max_abs_v(d)), 2 * kBf16Rtol, "vs attention_decode " + what);
+    ++k;
+  }
+}
+
+TEST(TieredAttentionKernel, OneCapturedGraphServesChangingLengths) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  const TieredAttentionShape sh{4, 16, 4, 128, 1500};
+  Data d = make_data(sh, std::vector<int32_t>(4, 1500), rng, /*fill_all=*/true);
+  Harness hx(d);
+  const int64_t b_host = 2;
+  hx.place(b_host);
+  const TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
+  DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+  cudaStream_t st;
+  DAK_CUDA_CHECK(cudaStreamCreate(&st));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  DAK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  dak::gpu::tiered_attention(hx.args(b_host), s, ws.get(), st);
+  DAK_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+  DAK_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const std::vector<int32_t>& lens : {std::vector<int32_t>{1, 2, 3, 4}, std::vector<int32_t>{1500, 777, 16, 1200},
+                                          std::vector<int32_t>{33, 1500, 1499, 0}}) {
+    d.lens = lens;
+    const std::string what = describe(sh, lens, seed);
+    hx.lens().upload(lens);
+    hx.out().poison();
+    DAK_CUDA_CHECK(cudaGraphLaunch(exec, st));
+    DAK_CUDA_CHECK(cudaStreamSynchronize(st));
+    check_reference(d, hx.out().download(), "graph replay " + what);
+  }
+  DAK_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  DAK_CUDA_CHECK(cudaGraphDestroy(graph));
+  DAK_CUDA_CHECK(cudaStreamDestroy(st));
+}
+
+TEST(TieredKvAppend, WritesEachTokenIntoItsSequencesTierOnly) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  const int64_t B = 5, b_host = 2, Hkv = 3, D = 80, C = 37, T = 7;
+  const int64_t qd = 4 * D, kvd = Hkv * D, row = qd + 2 * kvd + 8, n = Hkv * C * D;
+  const std::vector<Bf16Bits> qkv = random_bf16(size_t(T * row), rng);
+  // Tokens: host and HBM sequences, position 0 and C - 1, one bad sequence, one bad position.
+  const std::vector<int32_t> seq = {0, 1, 4, 2, 3, 7, 1}, pos = {0, 36, 5, 17, 0, 3, 40};
+  std::vector<Bf16Bits> host0(size_t(2 * b_host * n)), hbm0(size_t(2 * (B - b_host) * n));
+  for (auto& x : host0) x = Bf16Bits(rng());
+  for (auto& x : hbm0) x = Bf16Bits(rng());
+  PinnedHostArena arena(host0.size() * 2, "append test host tier");
+  auto* h = arena.allocate_array<Bf16Bits>(host0.size(), "host K and V");
+  std::memcpy(h, host0.data(), host0.size() * 2);
+  DeviceBuffer<Bf16Bits> g(hbm0), d_qkv(qkv);
+  DeviceBuffer<int32_t> d_seq(seq), d_pos(pos);
+  dak::gpu::TieredKvAppendArgs a;
+  a.g_qkv = bf(d_qkv.get());
+  a.row_stride = row;
+  a.k_offset = qd;
+  a.v_offset = qd + kvd;
+  a.g_seq = d_seq.get();
+  a.g_pos = d_pos.get();
+  a.h_k = bf(h);
+  a.h_v = bf(h) + b_host * n;
+  a.g_k = bf(g.get());
+  a.g_v = bf(g.get()) + (B - b_host) * n;
+  a.T = T;
+  a.batch = B;
+  a.b_host = b_host;
+  a.num_kv_heads = Hkv;
+  a.head_dim = D;
+  a.max_ctx = C;
+  dak::gpu::tiered_kv_append(a, nullptr);
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+
+  std::vector<Bf16Bits> host_want = host0, hbm_want = hbm0;
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t s = seq[size_t(t)], p = pos[size_t(t)];
+    if (s < 0 || s >= B || p < 0 || p >= C) continue;
+    const bool on_host = s < b_host;
+    std::vector<Bf16Bits>& tier = on_host ? host_want : hbm_want;
+    const int64_t seqs = on_host ? b_host : B - b_host, slot = on_host ? s : s - b_host;
+    for (int64_t hk = 0; hk < Hkv; ++hk) {
+      for (int64_t e = 0; e < D; ++e) {
+        const size_t dst = size_t(((slot * Hkv + hk) * C + p) * D + e);
+        tier[dst] = qkv[size_t(t * row + qd + hk * D + e)];
+        tier[size_t(seqs * n) + dst] = qkv[size_t(t * row + qd + kvd + hk * D + e)];
+      }
+    }
+  }
+  EXPECT_EQ(0, std::memcmp(h, host_want.data(), host_want.size() * 2)) << "host tier, seed " << seed;
+  EXPECT_TRUE(g.download() == hbm_want) << "HBM tier, seed " << seed;
+}
+
+TEST(TieredAttentionKernel, RefusesBadArguments) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  std::mt19937_64 rng(1);
+  const TieredAttentionShape sh{2, 4, 2, 64, 64};
+  const Data d = make_data(sh, {64, 3}, rng);
+  Harness hx(d);
+  const TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, 1);
+  DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+  auto expect_error = [&](const dak::gpu::TieredAttentionArgs& a, const TieredAttentionSchedule& sch,
+                          const std::string& needle) {
+    try {
+      dak::gpu::tiered_attention(a, sch, ws.get(), nullptr);
+      ADD_FAILURE() << "expected dak::Error containing " << needle;
+    } catch (const dak::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  dak::gpu::TieredAttentionArgs a = hx.args(1);
+  a.h_k = nullptr;
+  expect_error(a, s, "null");
+  std::vector<Bf16Bits> pageable(size_t(2 * d.per_seq()));
+  a = hx.args(1);
+  a.h_k = bf(pageable.data());  // not pinned: TMA cannot read it
+  expect_error(a, s, "pinned");
+  a = hx.args(1);
+  a.g_k = a.g_k + 1;  // 2-byte offset: not 16-byte aligned
+  expect_error(a, s, "aligned");
+  TieredAttentionSchedule bad = s;
+  bad.shape.head_dim = 72;
+  expect_error(hx.args(1), bad, "head_dim 72");
+  bad = s;
+  bad.hbm_ctas = 0;
+  expect_error(hx.args(1), bad, "at least one CTA");
+}
+
+}  // namespace

@@ -1,0 +1,335 @@
+// Tiered GEMM (kernels/tiered_gemm.h): y[N, M] = x[N, K] W[M, K]^T with W rows [0, m_host) in
+// pinned host memory, vs a float64 host reference on the same bf16 operands, on fresh random
+// inputs with poisoned outputs; offload ratios {0, one tile, 1 %, 10 %, 50 %, 100 %}; split
+// invariance (identical output bits for every m_host); the host rows are never written; awkward
+// shapes (M, N not multiples of the tile, K not a multiple of 64), strided x and y, bias, ReLU,
+// fp32 output, forced congestion parameters, k-splits, and CUDA-graph replay.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tiered_gemm_schedule.h"
+#include "gpu/device.h"
+#include "gpu/host_arena.h"
+#include "gpu/kernels/tiered_gemm.h"
+#include "gpu_test_util.h"
+#include "kernel_test_util.h"
+
+namespace {
+
+using namespace dak::test;
+using dak::TieredGemmSchedule;
+using dak::gpu::TieredGemmArgs;
+using dak::gpu::TieredGemmOut;
+
+int sm_count() {
+  int dev = 0, n = 0;
+  DAK_CUDA_CHECK(cudaGetDevice(&dev));
+  DAK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  return n;
+}
+
+struct Problem {
+  int64_t M, N, K;
+  int64_t ldx = 0, ldy = 0;  // 0: dense
+  bool bias = false, relu = false;
+  TieredGemmOut out = TieredGemmOut::kBf16;
+};
+
+std::string describe(const Problem& p) {
+  return "M=" + std::to_string(p.M) + " N=" + std::to_string(p.N) + " K=" + std::to_string(p.K) +
+         " ldx=" + std::to_string(p.ldx) + " ldy=" + std::to_string(p.ldy) + " bias=" + std::to_string(p.bias) +
+         " relu=" + std::to_string(p.relu) + " out=" + (p.out == TieredGemmOut::kBf16 ? "bf16" : "f32");
+}
+
+/// Operands of one problem: W (all rows) on the host for the reference, x and bias in HBM.
+struct Operands {
+  Problem p;
+  int64_t ldx, ldy;
+  std::vector<Bf16Bits> x, w, b;
+  std::vector<double> ref;  // [N, M] float64 reference (bias, ReLU applied)
+  std::vector<double> mag;  // [N, M] sum_k |x w| + |bias|: scale of the fp32 accumulation error
+  DeviceBuffer<Bf16Bits> d_x, d_b;
+  Operands(const Problem& pr, std::mt19937_64& rng)
+      : p(pr),
+        ldx(pr.ldx > 0 ? pr.ldx : pr.K),
+        ldy(pr.ldy > 0 ? pr.ldy : pr.M),
+        x(random_bf16(size_t(pr.N * ldx), rng)),
+        w(random_bf16(size_t(pr.M * pr.K), rng, 0.05f)),
+        b(random_bf16(size_t(pr.M), rng)),
+        d_x(x),
+        d_b(b) {
+    ref.assign(size_t(p.N * p.M), 0.0);
+    mag.assign(size_t(p.N * p.M), 0.0);
+    for (int64_t n = 0; n < p.N; ++n) {
+      for (int64_t m = 0; m < p.M; ++m) {
+        double acc = 0, a = 0;
+        for (int64_t k = 0; k < p.K; ++k) {
+          const double t = double(to_f(x[size_t(n * ldx + k)])) * double(to_f(w[size_t(m * p.K + k)]));
+          acc += t;
+          a += std::abs(t);
+        }
+        if (p.bias) {
+          acc += to_f(b[size_t(m)]);
+          a += std::abs(to_f(b[size_t(m)]));
+        }
+        if (p.relu) acc = std::max(acc, 0.0);
+        ref[size_t(n * p.M + m)] = acc;
+        mag[size_t(n * p.M + m)] = a;
+      }
+    }
+  }
+};
+
+/// Result of one run: the raw output buffer [N, ldy] (+ 8 guard elements) as bytes.
+struct RunResult {
+  std::vector<uint8_t> bytes;
+};
+
+/// Runs the GEMM with `sched` (m_host rows on the host) and checks it against the reference, the
+/// guards and the host rows. Returns the output bytes for split-invariance comparisons.
+RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std::string& what, bool graph = false) {
+  const Problem& p = o.p;
+  const size_t elem = p.out == TieredGemmOut::kBf16 ? 2 : 4;
+  const size_t n_out = size_t(p.N * o.ldy) + 8;
+  // W rows [0, m_host) in the host tier, the rest in HBM.
+  dak::gpu::PinnedHostArena host(uint64_t(std::max<int64_t>(sched.m_host, 1) * p.K * 2), "tiered GEMM test host rows");
+  auto* h_w = host.allocate_array<Bf16Bits>(uint64_t(sched.m_host * p.K), "W host rows");
+  std::memcpy(h_w, o.w.data(), size_t(sched.m_host * p.K) * 2);
+  std::vector<Bf16Bits> w_hbm(o.w.begin() + sched.m_host * p.K, o.w.end());
+  DeviceBuffer<Bf16Bits> d_w(std::max<size_t>(w_hbm.size(), 1));
+  if (!w_hbm.empty()) d_w.upload(w_hbm);
+  DeviceBuffer<uint8_t> d_y(n_out * elem);
+  d_y.poison();
+  DeviceBuffer<uint8_t> d_ws(size_t(sched.workspace_bytes()));
+  d_ws.poison();  // partials are garbage until written; the counters are zeroed by init
+  dak::gpu::tiered_gemm_workspace_init(d_ws.get(), sched, nullptr);
+
+  TieredGemmArgs a;
+  a.g_x = bf(o.d_x.get());
+  a.ldx = p.ldx;
+  a.h_w = sched.m_host > 0 ? reinterpret_cast<const __nv_bfloat16*>(h_w) : nullptr;
+  a.g_w = sched.m_host < p.M ? bf(d_w.get()) : nullptr;
+  a.g_bias = p.bias ? bf(o.d_b.get()) : nullptr;
+  a.g_y = d_y.get();
+  a.ldy = p.ldy;
+  a.out = p.out;
+  a.relu = p.relu;
+  if (graph) {
+    cudaStream_t st;
+    DAK_CUDA_CHECK(cudaStreamCreate(&st));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    DAK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    dak::gpu::tiered_gemm(a, sched, d_ws.get(), st);
+    DAK_CUDA_CHECK(cudaStreamEndCapture(st, &g));
+    DAK_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int r = 0; r < 3; ++r) DAK_CUDA_CHECK(cudaGraphLaunch(ge, st));  // counters must reset each run
+    DAK_CUDA_CHECK(cudaStreamSynchronize(st));
+    DAK_CUDA_CHECK(cudaGraphExecDestroy(ge));
+    DAK_CUDA_CHECK(cudaGraphDestroy(g));
+    DAK_CUDA_CHECK(cudaStreamDestroy(st));
+  } else {
+    dak::gpu::tiered_gemm(a, sched, d_ws.get(), nullptr);
+    dak::gpu::tiered_gemm(a, sched, d_ws.get(), nullptr);  // a second run: counters were reset
+  }
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+  RunResult r{d_y.download()};
+
+  // Host rows untouched.
+  EXPECT_EQ(0, std::memcmp(h_w, o.w.data(), size_t(sched.m_host * p.K) * 2)) << what << ": host rows were written";
+  // Values, and nothing written outside [0, N) x [0, M).
+  std::vector<double> got(size_t(p.N * p.M));
+  std::vector<double> tol_ref(size_t(p.N * p.M));
+  size_t bad_guard = 0;
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t j = 0; j < o.ldy; ++j) {
+      const size_t i = size_t(n * o.ldy + j);
+      double v;
+      bool poisoned;
+      if (elem == 2) {
+        Bf16Bits bits;
+        std::memcpy(&bits, &r.bytes[i * 2], 2);
+        v = to_f(bits);
+        poisoned = bits == 0xffff;
+      } else {
+        float f;
+        std::memcpy(&f, &r.bytes[i * 4], 4);
+        v = f;
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        poisoned = u == 0xffffffffu;
+      }
+      if (j < p.M) {
+        got[size_t(n * p.M + j)] = v;
+      } else if (!poisoned) {
+        ++bad_guard;
+      }
+    }
+  }
+  for (size_t i = size_t(p.N * o.ldy) * elem; i < r.bytes.size(); ++i) bad_guard += r.bytes[i] != 0xff;
+  EXPECT_EQ(bad_guard, 0u) << what << ": elements outside y[0:N, 0:M] were written";
+  // fp32 accumulation (tensor cores, then split partials): error well below 1e-4 * sum_k |x w|; a
+  // wrong tile, row or k-block gives errors of the order of sum_k |x w| itself. Plus one bf16
+  // rounding of the result for bf16 output.
+  const double rtol = elem == 2 ? kBf16Rtol : 0.0;
+  size_t bad = 0;
+  std::string first;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = 1e-4 * o.mag[i] + rtol * std::abs(o.ref[i]) + 1e-6;
+    if (!(std::abs(got[i] - o.ref[i]) <= tol)) {
+      if (bad++ == 0) {
+        first = "[n=" + std::to_string(i / size_t(p.M)) + " m=" + std::to_string(i % size_t(p.M)) +
+                "] got " + std::to_string(got[i]) + " ref " + std::to_string(o.ref[i]);
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " outside tolerance, first " << first;
+  return r;
+}
+
+/// Host row counts for the offload ratios: 0, one tile, 1 %, 10 %, 50 %, 100 %.
+std::vector<int64_t> host_rows_for(int64_t M, int32_t bm) {
+  std::vector<int64_t> v = {0, std::min<int64_t>(bm, M), (M + 99) / 100, M / 10, M / 2, M};
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+void check_split_invariance(const Problem& p, uint64_t seed) {
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Operands o(p, rng);
+  const int sms = sm_count();
+  const auto tile = dak::choose_tiered_gemm_tile(p.N);
+  std::vector<uint8_t> first;
+  for (int64_t m_host : host_rows_for(p.M, tile.bm)) {
+    const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms);
+    const std::string what = describe(p) + " " + s.to_string();
+    const RunResult r = run_and_check(o, s, what);
+    if (first.empty()) {
+      first = r.bytes;
+    } else {
+      EXPECT_TRUE(first == r.bytes) << what << ": output bits differ from m_host = 0 (split invariance)";
+    }
+  }
+}
+
+TEST(TieredGemm, BandwidthPathAllRatios) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  for (int64_t N : {1, 5, 8, 13, 32, 64}) check_split_invariance({300, N, 520}, fresh_seed());
+}
+
+TEST(TieredGemm, ComputePathAllRatios) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  for (int64_t N : {65, 128, 200}) check_split_invariance({333, N, 264}, fresh_seed());
+}
+
+TEST(TieredGemm, KSplitsWithLongK) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  // Few m-tiles and a long K: the default schedule splits K; check it did.
+  const Problem p{130, 8, 4104};
+  const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sm_count());
+  EXPECT_GT(s.k_splits, 1) << s.to_string();
+  check_split_invariance(p, fresh_seed());
+}
+
+TEST(TieredGemm, BiasReluF32AndStrides) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<Problem> problems = {
+      {200, 7, 136, 144, 208, true, false, TieredGemmOut::kBf16},
+      {200, 7, 136, 0, 0, true, true, TieredGemmOut::kBf16},
+      {190, 70, 72, 80, 200, true, false, TieredGemmOut::kF32},
+      {64, 1, 64, 0, 0, false, true, TieredGemmOut::kF32},
+  };
+  for (const Problem& p : problems) {
+    Operands o(p, rng);
+    for (int64_t m_host : {int64_t(0), p.M / 3, p.M}) {
+      const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sm_count());
+      run_and_check(o, s, describe(p) + " " + s.to_string());
+    }
+  }
+}
+
+TEST(TieredGemm, CongestionParametersDoNotChangeBits) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const Problem p{1000, 16, 1032};
+  Operands o(p, rng);
+  std::vector<uint8_t> first;
+  // One CTA per side (each walks many units through its ring), odd stage counts, many CTAs.
+  struct Launch {
+    int32_t host_ctas, host_stages, hbm_ctas, hbm_stages;
+  };
+  for (const Launch l : {Launch{1, 1, 1, 1}, Launch{1, 3, 2, 5}, Launch{3, 2, 7, 16}, Launch{16, 4, 100, 2}}) {
+    TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, 333, sm_count());
+    s.host_ctas = l.host_ctas;
+    s.host_stages = std::min(l.host_stages, s.tile.max_stages());
+    s.hbm_ctas = l.hbm_ctas;
+    s.hbm_stages = std::min(l.hbm_stages, s.tile.max_stages());
+    const RunResult r = run_and_check(o, s, describe(p) + " " + s.to_string());
+    if (first.empty()) first = r.bytes;
+    EXPECT_TRUE(first == r.bytes) << s.to_string() << ": bits depend on the launch parameters";
+  }
+}
+
+TEST(TieredGemm, GraphReplayResetsCounters) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const Problem p{256, 4, 2048};
+  Operands o(p, rng);
+  const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, 64, sm_count());
+  ASSERT_GT(s.k_splits, 1) << s.to_string();
+  run_and_check(o, s, describe(p) + " graph " + s.to_string(), /*graph=*/true);
+}
+
+TEST(TieredGemm, RejectsBadArguments) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const auto s = dak::plan_tiered_gemm(128, 8, 64, 64, sm_count());
+  DeviceBuffer<Bf16Bits> x(8 * 64), w(128 * 64), y(8 * 128);
+  DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+  TieredGemmArgs a;
+  a.g_x = bf(x.get());
+  a.g_w = bf(w.get());
+  a.g_y = y.get();
+  // Host rows missing.
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // Host rows that are device memory, not pinned host memory.
+  a.h_w = bf(w.get());
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // Pageable host memory.
+  std::vector<Bf16Bits> pageable(64 * 64 + 8);
+  a.h_w = reinterpret_cast<const __nv_bfloat16*>(pageable.data() + (reinterpret_cast<uintptr_t>(pageable.data()) % 16 ? 4 : 0));
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // Misaligned x.
+  dak::gpu::PinnedHostArena host(64 * 64 * 2, "test");
+  a.h_w = host.allocate_array<__nv_bfloat16>(64 * 64, "rows");
+  a.g_x = bf(x.get() + 1);
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  a.g_x = bf(x.get());
+  dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
+  EXPECT_NO_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr));
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+  // Invalid schedules.
+  TieredGemmSchedule bad = s;
+  bad.k_splits = 0;
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, bad, ws.get(), nullptr), dak::Error);
+  bad = s;
+  bad.host_ctas = 0;
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, bad, ws.get(), nullptr), dak::Error);
+}
+
+}  // namespace
