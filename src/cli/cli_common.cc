@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <iostream>
 
@@ -163,10 +165,29 @@ void write_text_file(const std::string& path, const std::string& text, const std
   std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
 }
 
+void check_report_files(const std::string& json_file, const std::string& csv_file) {
+  namespace fs = std::filesystem;
+  for (const auto& [path, flag] : {std::pair{json_file, "--json"}, std::pair{csv_file, "--csv"}}) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    if (fs::exists(fs::path(path), ec)) {
+      fail(fmt::format("'{}' already exists", path), flag,
+           "give a new file name or remove the old one (dak does not overwrite files)");
+    }
+    const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0) {
+      fail(fmt::format("cannot create '{}': '{}' is not a writable folder", path, parent.string()), flag,
+           "create the folder first or write somewhere else");
+    }
+  }
+  if (!json_file.empty() && json_file == csv_file) {
+    fail(fmt::format("--json and --csv both name '{}'", json_file), "--json / --csv", "give two different files");
+  }
+}
+
 void emit_report(const std::string& text, const nlohmann::json& json, const std::string& csv,
                  const std::string& output, const std::string& json_file, const std::string& csv_file) {
-  if (!json_file.empty()) write_text_file(json_file, json.dump(2) + "\n", "--json");
-  if (!csv_file.empty()) write_text_file(csv_file, csv, "--csv");
+  // stdout first: a file that cannot be written after all must not lose the run's results.
   if (output == "json") {
     std::cout << json.dump(2) << std::endl;
   } else if (output == "csv") {
@@ -174,6 +195,8 @@ void emit_report(const std::string& text, const nlohmann::json& json, const std:
   } else {
     std::cout << text << std::flush;
   }
+  if (!json_file.empty()) write_text_file(json_file, json.dump(2) + "\n", "--json");
+  if (!csv_file.empty()) write_text_file(csv_file, csv, "--csv");
 }
 
 }  // namespace dak::cli

@@ -68,6 +68,12 @@ std::vector<int64_t> parse_count_list(const std::string& s, const std::string& f
 /// `flag` (--json, --csv) when the file cannot be written.
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag);
 
+/// Refuses, before any work, report files the run could not write or would overwrite: an
+/// existing path (a file or a folder: dak never overwrites what the user has), a missing or
+/// unwritable parent folder, or the same path for --json and --csv. Empty names are skipped.
+/// Throws dak::Error naming the option.
+void check_report_files(const std::string& json_file, const std::string& csv_file);
+
 /// The end of a bench report: writes `json` (indented by 2) to `json_file` and `csv` to `csv_file`
 /// when they are not empty, then prints the report on stdout as `output` says: json, csv, or
 /// anything else the text form `text`.

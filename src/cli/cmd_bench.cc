@@ -85,6 +85,7 @@ double issue_target(const ModelConfig& c, int64_t batch, int64_t prompt, int64_t
 }
 
 void run_bench_command(const BenchArgs& a) {
+  check_report_files(a.json_file, a.csv_file);
   if (a.repeats < 5) fail(fmt::format("--repeats {} is too few", a.repeats), "--repeats", "pass 5 or more");
   const std::vector<int64_t> batches = parse_sizes(a.batch, "--batch", 1);
   const std::vector<int64_t> prompts = parse_sizes(a.prompt_len, "--prompt-len", 1);

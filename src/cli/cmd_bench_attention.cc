@@ -114,7 +114,7 @@ std::vector<ModelShape> resolve_models(const std::string& list) {
   std::vector<ModelShape> out;
   for (const std::string& name : split_list(list)) {
     if (name.empty()) fail(fmt::format("'{}' has an empty model name", list), "--models", "e.g. llama-2-7b,opt-30b");
-    const LocatedConfig lc = locate_model_config(name);
+    const LocatedConfig lc = locate_model_config(name, "--models");
     const ModelConfig& c = lc.config;
     try {
       check_tiered_attention_shape({1, c.num_heads, c.num_kv_heads, c.head_dim, 1});
@@ -143,10 +143,14 @@ Plan check_args(const BenchAttentionArgs& a) {
          "use e.g. --hbm-buffer-gib 2 --hbm-runs 10");
   }
   const int max_st = tiered_attention::kMaxStages;
-  if (a.host_ctas < 0 || a.host_stages < 0 || a.host_stages > max_st || a.hbm_stages < 0 || a.hbm_stages > max_st) {
-    fail(fmt::format("--host-ctas {} --host-stages {} --hbm-stages {}", a.host_ctas, a.host_stages, a.hbm_stages),
-         "--host-ctas / --host-stages / --hbm-stages",
-         fmt::format("give CTAs >= 1 and stages from 1 to {} (0 keeps the default)", max_st));
+  if (a.host_ctas < 0 || a.host_ctas > 1024) {
+    fail(fmt::format("--host-ctas {} is outside [0, 1024]", a.host_ctas), "--host-ctas",
+         "give fewer host CTAs than the GPU has SMs (0 keeps the default)");
+  }
+  if (a.host_stages < 0 || a.host_stages > max_st || a.hbm_stages < 0 || a.hbm_stages > max_st) {
+    fail(fmt::format("stages in flight --host-stages {} / --hbm-stages {} outside [0, {}]", a.host_stages,
+                     a.hbm_stages, max_st),
+         "--host-stages / --hbm-stages", fmt::format("give stages from 1 to {} (0 keeps the default)", max_st));
   }
   Plan p;
   p.batches = parse_count_list(a.batch, "--batch", 1 << 16, "batch sizes", "8,64,512");
@@ -334,6 +338,7 @@ void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
 void run_bench_attention(const BenchAttentionArgs& a) {
   const Plan p = check_args(a);  // every argument error before looking for a GPU
   if (a.dry_run) return print_dry_run(a, p);
+  check_report_files(a.json_file, a.csv_file);
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {
     fail("dak bench attention needs a Hopper GPU: " + why, "dak bench attention",

@@ -545,6 +545,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
 
 void run_bench_gemm(const BenchGemmArgs& args) {
   BenchGemmArgs a = args;
+  if (!a.dry_run) check_report_files(a.json_file, a.csv_file);
   if (a.runs < 5) fail(fmt::format("--runs {} is too few", a.runs), "--runs", "pass 5 or more (medians of >= 5)");
   if (a.layers < 1 || a.layers > 1024) {
     fail(fmt::format("--layers {} is outside [1, 1024]", a.layers), "--layers", "use e.g. --layers 8");

@@ -100,7 +100,7 @@ std::vector<NamedShape> linear_shapes(const std::string& models) {
   std::vector<NamedShape> out;
   for (const std::string& name : split_list(models)) {
     if (name.empty()) fail(fmt::format("'{}' has an empty config name", models), "--gemm-model", "write e.g. llama-2-7b");
-    const LocatedConfig lc = locate_model_config(name);
+    const LocatedConfig lc = locate_model_config(name, "--gemm-model");
     const OpGraph g = build_op_graph(lc.config, StepShape{});
     for (const Op& op : g.ops) {
       if (op.kind != OpKind::kLinear || op.layer != 0) continue;
@@ -219,9 +219,12 @@ void run_profile_command(const ProfileArgs& a) {
   const std::vector<int64_t> tokens = parse_tokens(a.gemm_tokens);
   const std::vector<double> ratios = parse_ratios(a.gemm_ratios);
   const std::vector<NamedShape> shapes = a.skip_gemm ? std::vector<NamedShape>{} : linear_shapes(a.gemm_models);
-  if (a.pin_test_gib < 0 || a.pin_test_gib > 1024 || a.runs < 0 || a.runs > 1000) {
-    fail(fmt::format("--pin-test-gib {} / --runs {}", a.pin_test_gib, a.runs), "--pin-test-gib / --runs",
-         "give a pin test of up to 1024 GiB and up to 1000 runs (0 = the default)");
+  if (!(a.pin_test_gib == 0 || (a.pin_test_gib >= 1.0 / 1024 && a.pin_test_gib <= 1024))) {
+    fail(fmt::format("--pin-test-gib {} is not a size from 1 MiB to 1024 GiB", a.pin_test_gib), "--pin-test-gib",
+         "give e.g. --pin-test-gib 4, or 0 for the default");
+  }
+  if (a.runs < 0 || a.runs > 1000) {
+    fail(fmt::format("--runs {} is outside [0, 1000]", a.runs), "--runs", "give e.g. --runs 5, or 0 for the default");
   }
   const int runs = a.runs > 0 ? a.runs : (a.quick ? 3 : 5);
   if (runs < 3) fail(fmt::format("--runs {} is too few", a.runs), "--runs", "use 3 or more (5 by default)");

@@ -26,10 +26,10 @@ std::vector<std::string> shipped_config_names() {
   return names;
 }
 
-LocatedConfig locate_model_config(const std::string& model) {
+LocatedConfig locate_model_config(const std::string& model, const std::string& option) {
   std::error_code ec;
   LocatedConfig out;
-  if (model.empty()) fail("no model given", "--model", "pass a config.json, a model folder or a shipped config name");
+  if (model.empty()) fail("no model given", option, "pass a config.json, a model folder or a shipped config name");
   if (fs::exists(model, ec)) {
     const fs::path p = fs::absolute(model, ec);
     const bool dir = fs::is_directory(p, ec);
@@ -51,7 +51,7 @@ LocatedConfig locate_model_config(const std::string& model) {
   }
   std::string names;
   for (const std::string& n : shipped_config_names()) names += (names.empty() ? "" : ", ") + n;
-  fail(fmt::format("'{}' is neither a config.json, a model folder, nor a shipped config", model), "--model",
+  fail(fmt::format("'{}' is neither a config.json, a model folder, nor a shipped config", model), option,
        fmt::format("pass a path, or one of the configs in {}: {}", shipped_configs_dir().string(),
                    names.empty() ? "(none found)" : names));
 }

@@ -27,6 +27,6 @@ std::vector<std::string> shipped_config_names();
 
 /// Resolves and parses `model`. Throws dak::Error if nothing matches (listing the shipped names)
 /// or the config is invalid.
-LocatedConfig locate_model_config(const std::string& model);
+LocatedConfig locate_model_config(const std::string& model, const std::string& option = "--model");
 
 }  // namespace dak

@@ -178,3 +178,30 @@ TEST(CliBenchGemm, WithoutAGpuFailsWithTheReason) {
 }
 
 }  // namespace
+
+namespace {
+
+// Report files are checked before any work: an existing file is never overwritten, a folder that
+// does not exist or the same file for --json and --csv is refused (bench, bench gemm, bench
+// attention share the check).
+TEST(CliBenchReports, RefusesReportFilesItCouldNotWriteOrWouldOverwrite) {
+  const std::string dir = ::testing::TempDir() + "dak_report_files";
+  dak::testing::run_shell("rm -rf " + dir + " && mkdir -p " + dir + " && printf 'keep me' > " + dir + "/old.json");
+  for (const std::string cmd : {"bench --model llama-2-7b --random-weights", "bench gemm", "bench attention"}) {
+    RunResult r = run_dak(cmd + " --json " + dir + "/old.json", kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "already exists")) << cmd << "\n" << r.output;
+    r = run_dak(cmd + " --csv " + dir + "/missing/x.csv", kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "not a writable folder")) << cmd << "\n" << r.output;
+    r = run_dak(cmd + " --json " + dir + "/same --csv " + dir + "/same", kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "both name")) << cmd << "\n" << r.output;
+    r = run_dak(cmd + " --json " + dir, kNoGpu);  // a folder
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+  }
+  EXPECT_EQ(dak::testing::run_shell("cat " + dir + "/old.json").output, "keep me");
+  EXPECT_NE(dak::testing::run_shell("ls " + dir + "/same 2>&1").exit_code, 0) << "a refused run created a file";
+}
+
+}  // namespace
