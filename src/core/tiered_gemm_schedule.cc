@@ -17,10 +17,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 int64_t TieredGemmSchedule::workspace_bytes() const {
-  const int64_t tiles = max_output_tiles();
-  const int64_t counters = (tiles * 4 + 255) / 256 * 256;
-  const int64_t partials = k_splits > 1 ? tiles * k_splits * int64_t(tile.bm) * tile.bn * 4 : 0;
-  return counters + partials;
+  const int64_t partials = k_splits > 1 ? max_output_tiles() * k_splits * int64_t(tile.bm) * tile.bn * 4 : 0;
+  return counter_bytes() + partials;
 }
 
 void TieredGemmSchedule::validate() const {

@@ -91,6 +91,9 @@ struct TieredGemmSchedule {
     return ((host_side ? 0 : host_m_tiles()) + m_tile) * n_tiles() + n_tile;
   }
 
+  /// Bytes of the workspace's counter part: one int32 per output tile, padded to 256 B; the fp32
+  /// partials start right after.
+  DAK_HD int64_t counter_bytes() const { return (max_output_tiles() * 4 + 255) / 256 * 256; }
   /// Bytes of HBM workspace the kernel needs: one int32 counter per output tile (padded to 256 B),
   /// plus fp32 partials [output tiles][k_splits][bm * bn] when k_splits > 1. Independent of m_host.
   int64_t workspace_bytes() const;

@@ -32,8 +32,7 @@ void check_host_rows(const void* h_w, const std::string& where) {
 void tiered_gemm_workspace_init(void* g_workspace, const TieredGemmSchedule& schedule, cudaStream_t stream) {
   schedule.validate();
   if (!g_workspace) fail("tiered GEMM workspace is null", "tiered_gemm_workspace_init", "allocate workspace_bytes()");
-  const int64_t counters = (schedule.max_output_tiles() * 4 + 255) / 256 * 256;
-  DAK_CUDA_CHECK(cudaMemsetAsync(g_workspace, 0, size_t(counters), stream));
+  DAK_CUDA_CHECK(cudaMemsetAsync(g_workspace, 0, size_t(schedule.counter_bytes()), stream));
 }
 
 void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_workspace, cudaStream_t stream) {

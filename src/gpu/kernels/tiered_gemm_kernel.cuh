@@ -12,16 +12,11 @@
 #include <cuda/ptx>
 // NOTE: cute/tensor.hpp must come before the other CuTe headers.
 #include <cute/tensor.hpp>
-#include <cute/arch/cluster_sm90.hpp>
 #include <cute/atom/copy_atom.hpp>
 #include <cute/atom/mma_atom.hpp>
 #include <cutlass/arch/barrier.h>
-#include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
 
-#include <string>
-
-#include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/tiered_gemm.h"
 
@@ -133,7 +128,6 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
 
   if (warpgroup == 0) {
     // ------------------------------------------------------------------ producer
-    cutlass::arch::warpgroup_reg_dealloc<40>();
     if (threadIdx.x / 32 != 0 || !cute::elect_one_sync()) return;
     const auto& tma_w = host_side ? p.tma_w_host : p.tma_w_hbm;
     Tensor mW = tma_w.get_tma_tensor(make_shape(int(side_rows > 0 ? side_rows : 1), int(s.K)));
@@ -249,9 +243,8 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.ldy = a.ldy > 0 ? a.ldy : s.M;
   p.out = a.out;
   p.relu = a.relu;
-  const int64_t tiles = s.max_output_tiles();
   p.g_counters = static_cast<int32_t*>(g_workspace);
-  p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + (tiles * 4 + 255) / 256 * 256);
+  p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + s.counter_bytes());
   auto* kernel = &tiered_gemm_kernel<kBm, kBn>;
   DAK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg::kSmemBytes)));
   kernel<<<s.host_ctas + s.hbm_ctas, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
