@@ -1,17 +1,22 @@
-// Diagnostic probe of the tiered GEMM at m_host = 0: GEMM time and effective bandwidth for a few
-// decode shapes while varying k_splits, HBM stages and the W row pitch (K), to locate the
-// bandwidth loss. Prints one line per case. Build: see tools/device/gemm_probe.sh.
+// Diagnostic probe of the tiered GEMM at m_host = 0: time per GEMM and effective bandwidth of the
+// Llama-2-7B decode linears at N = 1 and 8 for k_splits in {default, 1, 2, 4}; 8 back-to-back
+// launches on distinct copies of W (more than L2), as in a decode graph, medians of 5.
+// `gemm_probe M N K splits stages` runs one case (for Nsight Compute). Prints one line per case.
+// Build: see tools/device/gemm_probe.sh.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "core/tiered_gemm_schedule.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/tiered_gemm.h"
 
-int main() {
+constexpr size_t kWElems = size_t(1) << 30;  // 2 GiB of W copies
+
+int main(int argc, char** argv) {
   using namespace dak;
   int sms = 0;
   DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -20,25 +25,29 @@ int main() {
     int32_t splits;  // 0: default
     int32_t stages;  // 0: default
   };
-  std::vector<Case> cases = {
-      {32000, 1, 4096, 0, 0}, {32000, 1, 4096, 4, 0}, {32000, 1, 4096, 16, 0}, {32000, 1, 4160, 0, 0},
-      {32000, 1, 4160, 4, 0}, {4096, 1, 4096, 0, 0},  {4096, 1, 4160, 0, 0},   {12288, 1, 4096, 0, 0},
-      {12288, 1, 4096, 8, 0}, {22016, 1, 4096, 0, 0}, {22016, 1, 4096, 1, 0},  {22016, 1, 4096, 16, 0},
-      {22016, 8, 4096, 0, 8}, {22016, 8, 4096, 0, 4}, {22016, 64, 4096, 0, 0}, {4096, 8, 11008, 0, 0},
-  };
-  size_t max_w = 0, max_x = 0, max_y = 0;
+  std::vector<Case> cases;
+  // The Llama-2-7B decode linears (qkv, o, gate_up, down, logits) at N = 1 and 8, every k_splits
+  // in {default, 1, 2, 4, 8}.
+  const int64_t shapes[][2] = {{12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008}, {32000, 4096}};
+  for (const auto& mk : shapes) {
+    for (int64_t n : {1, 8}) {
+      for (int32_t sp : {0, 1, 2, 4}) cases.push_back({mk[0], n, mk[1], sp, 0});
+    }
+  }
+  if (argc == 6) {  // one case: M N K splits stages (for Nsight Compute)
+    cases = {{std::atoll(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]), std::atoi(argv[5])}};
+  }
+  size_t max_x = 0, max_y = 0;
   for (auto& c : cases) {
-    max_w = std::max(max_w, size_t(c.M * c.K));
     max_x = std::max(max_x, size_t(c.N * c.K));
     max_y = std::max(max_y, size_t(c.N * c.M));
   }
-  void *w, *x, *y, *ws, *flush;
-  DAK_CUDA_CHECK(cudaMalloc(&w, max_w * 2));
+  void *w, *x, *y, *ws;
+  DAK_CUDA_CHECK(cudaMalloc(&w, kWElems * 2));
   DAK_CUDA_CHECK(cudaMalloc(&x, max_x * 2));
   DAK_CUDA_CHECK(cudaMalloc(&y, max_y * 4));
   DAK_CUDA_CHECK(cudaMalloc(&ws, 256 << 20));
-  DAK_CUDA_CHECK(cudaMalloc(&flush, 256 << 20));
-  DAK_CUDA_CHECK(cudaMemset(w, 0, max_w * 2));
+  DAK_CUDA_CHECK(cudaMemset(w, 0, kWElems * 2));
   DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
@@ -53,21 +62,27 @@ int main() {
     a.g_x = static_cast<const __nv_bfloat16*>(x);
     a.g_w = static_cast<const __nv_bfloat16*>(w);
     a.g_y = y;
+    // 8 back-to-back launches, each on its own W copy (8 x W > L2), as in a decode graph.
+    const size_t w_elems = size_t(c.M * c.K);
+    const int copies = int(std::min<size_t>(8, kWElems / w_elems));
     std::vector<float> t;
-    for (int r = 0; r < 12; ++r) {
-      DAK_CUDA_CHECK(cudaMemsetAsync(flush, r, 256 << 20));  // evict W from L2
+    for (int r = 0; r < 7; ++r) {
       cudaEventRecord(e0);
-      gpu::tiered_gemm(a, s, ws, nullptr);
+      for (int i = 0; i < copies; ++i) {
+        a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
+        gpu::tiered_gemm(a, s, ws, nullptr);
+      }
       cudaEventRecord(e1);
       DAK_CUDA_CHECK(cudaEventSynchronize(e1));
       float ms = 0;
       cudaEventElapsedTime(&ms, e0, e1);
-      if (r >= 2) t.push_back(ms);
+      if (r >= 2) t.push_back(ms / copies);
     }
     std::sort(t.begin(), t.end());
     const double us = t[t.size() / 2] * 1e3;
-    std::printf("M=%6ld N=%3ld K=%6ld splits=%2d stages=%2d units=%5ld | %8.1f us  %7.1f GB/s\n", long(c.M), long(c.N),
+    std::printf("M=%6ld N=%3ld K=%6ld splits=%2d stages=%2d units=%5ld | %8.1f us  %7.1f GB/s", long(c.M), long(c.N),
                 long(c.K), s.k_splits, s.hbm_stages, long(s.hbm_units()), us, double(c.M * c.K * 2) / us * 1e-3);
+    std::printf("\n");
   }
   return 0;
 }

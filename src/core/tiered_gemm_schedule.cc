@@ -70,14 +70,15 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   if (N > 64) return 1;
   const int64_t k_blocks = ceil_div(K, TieredGemmTile::kBk);
   const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
-  int64_t best_cost = std::numeric_limits<int64_t>::max();
+  double best_cost = std::numeric_limits<double>::max();
   int32_t best = 1;
-  // Each unit pays a fixed epilogue (partials out, a fence and a counter; the last one reads them
-  // back), measured on the H200 at several k-blocks' worth: price it as kUnitOverhead k-blocks and
-  // keep units at least 8 k-blocks long.
-  constexpr int64_t kUnitOverhead = 8;
+  constexpr double kGpuOverCtaRate = 0.92;  // (B_g / sm_count) / one CTA's streaming rate
+  constexpr int64_t kLastUnitEpilogue = 24, kUnitEpilogue = 8;  // split epilogue, in k-blocks
+  const double bandwidth_floor = double(tiles * k_blocks) / (kGpuOverCtaRate * double(sm_count));
   for (int64_t s = 1; s <= std::min<int64_t>(16, std::max<int64_t>(1, k_blocks / 8)); ++s) {
-    const int64_t cost = ceil_div(tiles * s, sm_count) * (ceil_div(k_blocks, s) + (s > 1 ? kUnitOverhead : 0));
+    const int64_t waves = ceil_div(tiles * s, sm_count);
+    const double cost = std::max(bandwidth_floor, double(waves * ceil_div(k_blocks, s))) +
+                        (s > 1 ? double(kLastUnitEpilogue + kUnitEpilogue * (waves - 1)) : 0.0);
     if (cost < best_cost) {
       best_cost = cost;
       best = int32_t(s);

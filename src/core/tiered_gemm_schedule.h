@@ -110,10 +110,17 @@ struct TieredGemmSchedule {
 /// bandwidth path: the W tile dominates SMEM traffic); N > 64 -> (128, 128).
 TieredGemmTile choose_tiered_gemm_tile(int64_t N);
 
-/// k_splits minimizing the estimated makespan ceil(units / sm_count) * (ceil(k_blocks / S) + 8 if
-/// S > 1: the split epilogue) of an all-HBM run (ties: the smallest S), S <= 16 and units of at
-/// least 8 k-blocks; 1 when N > 64 (compute-bound tiles are many). Depends only on the arguments,
-/// so it is the same for every m_host.
+/// k_splits minimizing the estimated time of an all-HBM run (ties: the smallest S), counted in
+/// k-block loads of one busy CTA (~0.25 us for a 64 x 64 bf16 W tile on the H200):
+///   max(tiles * k_blocks / (0.92 * sm_count), waves * ceil(k_blocks / S))
+///   + (S > 1 ? 24 + 8 * (waves - 1) : 0),   waves = ceil(tiles * S / sm_count)
+/// The first term is the HBM bandwidth (B_g / sm_count is ~0.92 of one CTA's streaming rate), the
+/// second the busiest CTA, the third the split epilogue (partials, fence, counter, reload): ~24
+/// k-blocks for the last unit of a CTA, where nothing overlaps it, ~8 for each other unit (the
+/// other math group's main loop hides the rest). Fitted on the H200 with
+/// bench/tiered_gemm_probe.cu (Llama-2-7B decode shapes, docs/perf-notes.md). S <= 16, units of
+/// at least 8 k-blocks; 1 when N > 64 (compute-bound tiles are many). Depends only on the
+/// arguments, so it is the same for every m_host.
 int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count);
 
 /// The default schedule for a shape and host row count on `sm_count` SMs:

@@ -69,6 +69,12 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   // Llama-2-7B o_proj at decode: 64 m-tiles on 132 SMs must be split along K to fill the GPU.
   const auto t = dak::choose_tiered_gemm_tile(8);
   EXPECT_GT(dak::choose_tiered_gemm_k_splits(4096, 8, 4096, t, 132), 1);
+  // The measured best on the H200 (bench/tiered_gemm_probe.cu): down_proj S = 2; qkv (192 tiles),
+  // gate_up and the LM head fill the GPU without splitting.
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 1, 11008, t, 132), 2);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(12288, 8, 4096, t, 132), 1);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(22016, 8, 4096, t, 132), 1);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(32000, 1, 4096, t, 132), 1);
   // Compute-bound tiles never split.
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 512, 4096, dak::choose_tiered_gemm_tile(512), 132), 1);
   for (const auto& tile : {dak::TieredGemmTile{64, 8}, dak::TieredGemmTile{64, 64}, dak::TieredGemmTile{128, 128}}) {

@@ -24,6 +24,9 @@ __device__ __forceinline__ float activate(float x, Activation a) {
 }
 
 __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_constant__ ActivationParams p) {
+  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
+  // it waits for this grid before reading our output.
+  cudaTriggerProgrammaticLaunchCompletion();
   const int64_t n = p.T * p.I;
   for (int64_t e = blockIdx.x * int64_t(kThreads) + threadIdx.x; e < n; e += int64_t(gridDim.x) * kThreads) {
     const int64_t t = e / p.I, i = e % p.I;

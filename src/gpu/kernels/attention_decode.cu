@@ -51,6 +51,9 @@ __device__ __forceinline__ void bf16x8_to_float(const uint4& raw, float* f) {
 
 __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const __grid_constant__ DecodeAttentionParams dp,
                                                                           bool vec) {
+  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
+  // it waits for this grid before reading our output.
+  cudaTriggerProgrammaticLaunchCompletion();
   const AttentionParams& p = dp.attn;
   extern __shared__ __align__(16) unsigned char s_raw[];
   const int D = p.head_dim, C = chunk_keys(D), Dp = staged_stride(D);
@@ -225,6 +228,9 @@ __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const 
 }
 
 __global__ void __launch_bounds__(kCombineThreads) attention_decode_combine_kernel(const __grid_constant__ DecodeAttentionParams dp) {
+  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
+  // it waits for this grid before reading our output.
+  cudaTriggerProgrammaticLaunchCompletion();
   const AttentionParams& p = dp.attn;
   const int h = blockIdx.x, seg = blockIdx.y, D = p.head_dim, S = dp.split.num_splits;
   if (p.segs.g_len[seg] == 0) return;

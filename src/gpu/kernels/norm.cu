@@ -11,6 +11,9 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads) residual_norm_kernel(const __grid_constant__ NormParams p) {
+  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
+  // it waits for this grid before reading our output.
+  cudaTriggerProgrammaticLaunchCompletion();
   __shared__ float s_scratch[32];
   const int64_t row = blockIdx.x;
   float* g_r = p.g_residual + row * p.C;                                // [C] fp32
@@ -71,6 +74,9 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float* f) {
 }
 
 __global__ void __launch_bounds__(kMaxVecThreads) residual_norm_vec_kernel(const __grid_constant__ NormParams p) {
+  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
+  // it waits for this grid before reading our output.
+  cudaTriggerProgrammaticLaunchCompletion();
   __shared__ float s_scratch[32];
   const int64_t row = blockIdx.x;
   const int chunks = int(p.C / kVec);

@@ -15,6 +15,11 @@
 // fp32 partial to the workspace, where the last split of a tile to finish (atomic counter, reset
 // by that CTA) sums the partials in split order and stores. TMA zero-fills rows past M or m_host,
 // tokens past N and columns past K, so any M, N and K % 8 == 0 work.
+// With 64-row tiles two math groups (one consumer warpgroup each) take a CTA's units in turn, so
+// one group's epilogue overlaps the other's main loop. Launched with programmatic dependent
+// launch: the producer requests the first ring of W tiles before waiting for the previous kernel
+// (cudaGridDependencySynchronize), then x; consumers wait before touching y or the workspace.
+// DAK_NO_PDL=1 in the environment launches in plain stream order (for A/B measurements).
 // Invariants: host memory is only read; y rows [0, M) x tokens [0, N) are written exactly once.
 #pragma once
 

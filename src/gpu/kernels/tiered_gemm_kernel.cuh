@@ -2,7 +2,12 @@
 // decomposition: core/tiered_gemm_schedule.h). Included only by the tiered_gemm*.cu files, which
 // instantiate it for the compiled tiles.
 //
-// CTA = 1 producer warpgroup (warp 0 issues TMA; the rest idle) + kBm / 64 consumer warpgroups.
+// CTA = 1 producer warpgroup (warp 0 issues TMA; the rest idle) + kMathGroups math groups of kBm / 64
+// consumer warpgroups each. With two math groups (the 64-row tiles of the decode path) the groups
+// take the CTA's units in turn ("ping-pong"): their main loops run one after the other in ring
+// order, handed over by the `turn` mbarriers, so one group's epilogue (the split reduction's
+// fence, counter and partial reads, each a round trip through a saturated memory system) overlaps
+// the other group's main loop instead of stalling the ring.
 // SMEM: sW [kBm, 64, kStages] and sX [kBn, 64, kStages] bf16, 128-byte swizzled K-major (the
 // wgmma operand layout, filled by TMA 2D tensor copies), one "full" and one "empty" mbarrier per
 // stage. The ring is kStages deep; a CTA uses only its side's `stages` (<= kStages) of it, which
@@ -10,6 +15,8 @@
 #pragma once
 
 #include <cuda/ptx>
+
+#include <cstdlib>
 // NOTE: cute/tensor.hpp must come before the other CuTe headers.
 #include <cute/tensor.hpp>
 #include <cute/atom/copy_atom.hpp>
@@ -28,8 +35,10 @@ constexpr int kBk = TieredGemmTile::kBk;
 
 template <int kBm, int kBn>
 struct Config {
-  static constexpr int kConsumerWarpgroups = kBm / 64;
-  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
+  static constexpr int kConsumerWarpgroups = kBm / 64;  // per math group (one wgmma tile)
+  static constexpr int kMathGroups = kBm == 64 ? 2 : 1;
+  static constexpr int kGroupThreads = 128 * kConsumerWarpgroups;
+  static constexpr int kThreads = 128 + kMathGroups * kGroupThreads;
   static constexpr int kStages = TieredGemmTile{kBm, kBn}.max_stages();
   using SmemLayoutW = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
                                              make_shape(Int<kBm>{}, Int<kBk>{}, Int<kStages>{})));
@@ -45,7 +54,8 @@ struct Config {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutX>> x;
     uint64_t full[kStages];
     uint64_t empty[kStages];
-    int32_t last_split;  // broadcast: this CTA finishes the tile's reduction
+    uint64_t turn[kMathGroups];       // group g may start its next main loop (kMathGroups > 1)
+    int32_t last_split[kMathGroups];  // broadcast per group: it finishes the tile's reduction
   };
   static constexpr size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
 
@@ -122,9 +132,13 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       ptx::mbarrier_init(&smem.full[st], 1);
       ptx::mbarrier_init(&smem.empty[st], 4 * Cfg::kConsumerWarpgroups);  // one arrive per consumer warp
     }
+    for (int g = 0; g < Cfg::kMathGroups; ++g) ptx::mbarrier_init(&smem.turn[g], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   __syncthreads();
+  // The next kernel may be scheduled as SMs free up; it waits for this grid before using its
+  // outputs (cudaGridDependencySynchronize there).
+  cudaTriggerProgrammaticLaunchCompletion();
 
   if (warpgroup == 0) {
     // ------------------------------------------------------------------ producer
@@ -132,29 +146,54 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     const auto& tma_w = host_side ? p.tma_w_host : p.tma_w_hbm;
     Tensor mW = tma_w.get_tma_tensor(make_shape(int(side_rows > 0 ? side_rows : 1), int(s.K)));
     Tensor mX = p.tma_x.get_tma_tensor(make_shape(int(s.N), int(s.K)));
-    int64_t it = 0;  // ring position across every unit of this CTA
-    for (int64_t u = side_cta; u < side_units; u += side_ctas) {
-      const TieredGemmSchedule::Unit unit = s.unit(u);
-      Tensor gW = local_tile(mW, make_shape(Int<kBm>{}, Int<kBk>{}), make_coord(int(unit.m_tile), _));
-      Tensor gX = local_tile(mX, make_shape(Int<kBn>{}, Int<kBk>{}), make_coord(int(unit.n_tile), _));
-      auto [tWgW, tWsW] = tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sW), group_modes<0, 2>(gW));
+    auto load_x = [&](int64_t n_tile, int64_t kb, int stage) {
+      Tensor gX = local_tile(mX, make_shape(Int<kBn>{}, Int<kBk>{}), make_coord(int(n_tile), _));
       auto [tXgX, tXsX] =
           tma_partition(p.tma_x, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX), group_modes<0, 2>(gX));
-      for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb, ++it) {
-        const int st = int(it % stages);
-        wait_parity(&smem.empty[st], uint32_t((it / stages) & 1) ^ 1u);
+      copy(p.tma_x.with(smem.full[stage]), tXgX(_, int(kb)), tXsX(_, stage));
+    };
+    // Programmatic dependent launch: W does not depend on the previous kernel, x does. The first
+    // ring's worth of W tiles is requested before waiting for the previous grid (its tail
+    // overlaps them); their x tiles follow once it has completed and its writes are visible.
+    bool dependency_met = false;
+    int pending = 0;  // stages [0, pending) of the ring wait for their x tile
+    int64_t pending_n_tile[Cfg::kStages], pending_kb[Cfg::kStages];
+    auto meet_dependency = [&] {
+      cudaGridDependencySynchronize();
+      dependency_met = true;
+      for (int i = 0; i < pending; ++i) load_x(pending_n_tile[i], pending_kb[i], i);
+    };
+    Tensor gW = local_tile(mW, make_shape(Int<kBm>{}, Int<kBk>{}), make_coord(_, _));  // (kBm, 64, m_tiles, k_blocks)
+    auto [tWgW, tWsW] = tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sW), group_modes<0, 2>(gW));
+    int st = 0;           // ring position across every unit of this CTA ...
+    uint32_t phase = 0;   // ... and its pass parity (no 64-bit division in the loop)
+    for (int64_t u = side_cta; u < side_units; u += side_ctas) {
+      const TieredGemmSchedule::Unit unit = s.unit(u);
+      for (int64_t kb = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1); kb < kb_end; ++kb) {
+        if (!dependency_met && pending == stages) meet_dependency();  // ring full: its x tiles are due
+        wait_parity(&smem.empty[st], phase ^ 1u);
         ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &smem.full[st],
                                        uint32_t{Cfg::kStageTxBytes});
-        copy(tma_w.with(smem.full[st]), tWgW(_, int(kb)), tWsW(_, st));
-        copy(p.tma_x.with(smem.full[st]), tXgX(_, int(kb)), tXsX(_, st));
+        copy(tma_w.with(smem.full[st]), tWgW(_, int(unit.m_tile), int(kb)), tWsW(_, st));
+        if (dependency_met) {
+          load_x(unit.n_tile, kb, st);
+        } else {
+          pending_n_tile[pending] = unit.n_tile;  // st == pending before the first wrap
+          pending_kb[pending++] = kb;
+        }
+        if (++st == stages) st = 0, phase ^= 1u;
       }
     }
+    if (!dependency_met) meet_dependency();
     return;
   }
 
   // -------------------------------------------------------------------- consumers
-  const int ctid = threadIdx.x - 128;  // consumer thread index
-  constexpr int kConsumerThreads = 128 * Cfg::kConsumerWarpgroups;
+  // y and the workspace (counters, partials) may still be in use by the previous kernel.
+  cudaGridDependencySynchronize();
+  constexpr int kConsumerThreads = Cfg::kGroupThreads;  // per math group
+  const int group = (threadIdx.x - 128) / kConsumerThreads;
+  const int ctid = (threadIdx.x - 128) % kConsumerThreads;  // thread index within the group
   typename Cfg::TiledMma mma;
   auto thr_mma = mma.get_thread_slice(ctid);
   Tensor tCsW = thr_mma.partition_A(sW);  // (MMA, MMA_M, MMA_K, kStages)
@@ -166,13 +205,28 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   constexpr int kFrag = decltype(size(acc))::value;
   const bool lane0 = (threadIdx.x % 32) == 0;
 
-  int64_t it = 0;
-  for (int64_t u = side_cta; u < side_units; u += side_ctas) {
+  int st = 0;           // ring position of this CTA's next unit ...
+  uint32_t phase = 0;   // ... and its pass parity
+  uint32_t turns = 0;   // main loops this group has waited its turn for
+  int64_t local = 0;    // unit index within this CTA
+  for (int64_t u = side_cta; u < side_units; u += side_ctas, ++local) {
     const TieredGemmSchedule::Unit unit = s.unit(u);
+    const int64_t kb_begin = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1);
+    if (Cfg::kMathGroups > 1 && local % Cfg::kMathGroups != group) {
+      // The other group's unit: skip its k-blocks in the ring.
+      const int32_t adv = st + int32_t(kb_end - kb_begin);
+      phase ^= uint32_t(adv / stages) & 1u;
+      st = adv % stages;
+      continue;
+    }
+    if (Cfg::kMathGroups > 1 && local > 0) {
+      // Wait until the previous unit's group has seen all of its stages full: the ring positions
+      // of this unit are then at most one pass ahead of every barrier phase (parity waits are exact).
+      wait_parity(&smem.turn[group], turns++ & 1u);
+    }
     clear(acc);
-    for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb, ++it) {
-      const int st = int(it % stages);
-      wait_parity(&smem.full[st], uint32_t((it / stages) & 1));
+    for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
+      wait_parity(&smem.full[st], phase);
       warpgroup_fence_operand(acc);
       warpgroup_arrive();
       gemm(mma, tCrW(_, _, _, st), tCrX(_, _, _, st), acc);
@@ -182,7 +236,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc);
       if (lane0) ptx::mbarrier_arrive(&smem.empty[st]);
+      if (++st == stages) st = 0, phase ^= 1u;
     }
+    if (Cfg::kMathGroups > 1 && ctid == 0) ptx::mbarrier_arrive(&smem.turn[(group + 1) % Cfg::kMathGroups]);
 
     // Epilogue.
     const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
@@ -195,18 +251,18 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       // Release: the CTA barrier orders every thread's partial before thread 0's (cumulative) GPU
       // fence and counter increment. Acquire: the last split's thread 0 fences after seeing the
       // count, and the barrier passes that on to the other threads, which read through L2.
-      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1);
+      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
       if (ctid == 0) {
         __threadfence();
         const int32_t done = atomicAdd(&p.g_counters[tile], 1);
-        smem.last_split = done == s.k_splits - 1;
+        smem.last_split[group] = done == s.k_splits - 1;
         if (done == s.k_splits - 1) {
           p.g_counters[tile] = 0;  // ready for the next run
           __threadfence();
         }
       }
-      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1);
-      if (!smem.last_split) continue;
+      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
+      if (!smem.last_split[group]) continue;
 #pragma unroll
       for (int i = 0; i < kFrag; ++i) {
         float v = 0.0f;
@@ -247,8 +303,21 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + s.counter_bytes());
   auto* kernel = &tiered_gemm_kernel<kBm, kBn>;
   DAK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg::kSmemBytes)));
-  kernel<<<s.host_ctas + s.hbm_ctas, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
-  DAK_CUDA_CHECK(cudaGetLastError());
+  // Programmatic dependent launch (also inside CUDA graphs): this grid may start while the
+  // previous kernel on the stream finishes; the kernel waits for it before reading x or touching
+  // y and the workspace.
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(s.host_ctas + s.hbm_ctas));
+  cfg.blockDim = dim3(unsigned(Cfg::kThreads));
+  cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  static const bool no_pdl = std::getenv("DAK_NO_PDL") != nullptr;  // diagnostic: plain stream order
+  cfg.numAttrs = no_pdl ? 0 : 1;
+  DAK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
 }
 
 }  // namespace dak::gpu::tiered_gemm_detail
