@@ -177,6 +177,7 @@ void run_generate(const GenerateArgs& a) {
       }
     }
   }
+  std::fflush(stdout);  // the text first, then the timings, also when both go to one pipe
   std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode steps, TPOT %.1f ms, %.1f tokens/s\n",
                engine->device_name().c_str(), load_s, r.prefill_s, static_cast<long long>(r.decode_steps),
                tpot * 1e3, tok_per_s);
