@@ -73,8 +73,8 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-gemm.md has the 
           only (the kernel's compute path); bound names the term that binds (hbm, host or compute).
   ratio   ideal time / time = EB / ideal EB (1.0 = at the floor).
   B_g     best HBM read of this run (TMA bulk stream of a buffer many times the L2, best launch).
-  B_h     SMs reading pinned host memory with TMA bulk copies (4x4, 1x4, 8x2 CTAs x stages of 32 KiB),
-          the best configuration's median launch.
+  B_h     SMs reading pinned host memory with TMA bulk copies (4x4, 1x4, 8x2, 2x4, 4x2, 16x1 CTAs x
+          stages of 32 KiB), the best configuration's median launch.
   cuBLAS  cuBLASLt at x = 0 (all of W in HBM), same timing method.
   prefetch the FlexGen way: cudaMemcpyAsync H2D of the host rows into HBM, then the all-HBM GEMM (the
           faster of cuBLAS and the tiered GEMM at x = 0); stack: layer-wise double buffered (the copy of

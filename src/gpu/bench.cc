@@ -252,4 +252,67 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
   return r;
 }
 
+HostReadBandwidth measure_host_read_bandwidth(void* h_buf, uint64_t bytes, int runs) {
+  bytes = bytes / 16 * 16;
+  if (!h_buf || bytes == 0 || runs < 1 || reinterpret_cast<uintptr_t>(h_buf) % 16 != 0) {
+    fail(fmt::format("host bandwidth measurement over {} bytes with {} runs", bytes, runs),
+         "measure_host_read_bandwidth", "give a 16-byte aligned pinned buffer of at least 16 bytes and one run");
+  }
+  // A pattern whose word sum the kernel's checksum must reproduce.
+  auto* words = static_cast<uint32_t*>(h_buf);
+  unsigned long long want = 0;
+  for (uint64_t i = 0; i < bytes / 4; ++i) {
+    const uint32_t v = uint32_t((i + 1) * 0x9E3779B1ull);
+    words[i] = v;
+    want += v;
+  }
+  struct Config {
+    int ctas;
+    int32_t stages;
+  };
+  constexpr Config kConfigs[] = {{4, 4}, {1, 4}, {8, 2}, {2, 4}, {4, 2}, {16, 1}};
+  constexpr uint32_t kChunk = 32u << 10;
+  constexpr int kWarmup = 2;
+  const size_t launches = size_t(kWarmup + runs);
+  HbmArena arena(HbmArena::aligned_size(launches * sizeof(unsigned long long)), "host bandwidth checksums");
+  auto* g_sums = arena.allocate_array<unsigned long long>(launches, "checksums");  // [launches]
+  Stream stream;
+  HostReadBandwidth best;
+  best.buffer_bytes = bytes;
+  best.runs = runs;
+  for (const Config& c : kConfigs) {
+    ++best.configs;
+    std::vector<EventPair> ev(launches);
+    std::vector<unsigned long long> sums(launches);
+    DAK_CUDA_CHECK(cudaMemsetAsync(g_sums, 0, launches * sizeof(unsigned long long), stream));
+    for (size_t i = 0; i < launches; ++i) {
+      DAK_CUDA_CHECK(cudaEventRecord(ev[i].begin, stream));
+      hbm_stream(HbmStreamParams{h_buf, bytes, kChunk, c.stages, g_sums + i}, c.ctas, stream);
+      DAK_CUDA_CHECK(cudaEventRecord(ev[i].end, stream));
+    }
+    DAK_CUDA_CHECK(cudaMemcpyAsync(sums.data(), g_sums, launches * sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                                   stream));
+    DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<double> bw;
+    for (size_t i = 0; i < launches; ++i) {
+      if (sums[i] != want) {
+        fail(fmt::format("host stream checksum {:#x} differs from the host's {:#x} ({} CTAs x {} stages, launch {})",
+                         sums[i], want, c.ctas, c.stages, i),
+             "measure_host_read_bandwidth",
+             "the SMs did not read the whole pinned buffer: run dak_gpu_tests (HbmStream, host arena)");
+      }
+      if (i >= size_t(kWarmup)) bw.push_back(double(bytes) / ev[i].seconds());
+    }
+    const Spread s = spread_of(bw);
+    if (s.median > best.best_bytes_per_s) {
+      best.best_bytes_per_s = s.median;
+      best.max_bytes_per_s = s.max;
+      best.chunk_bytes = kChunk;
+      best.stages = c.stages;
+      best.ctas = c.ctas;
+    }
+  }
+  return best;
+}
+
 }  // namespace dak::gpu

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/profile_fit.h"
 #include "gpu/bench_util.h"
 #include "gpu/cuda_check.h"
 #include "gpu/hbm_arena.h"
@@ -29,17 +28,7 @@ constexpr uint64_t kFlushBytes = 256ull << 20;     // HBM read before each timed
 constexpr uint64_t kCellReserveBytes = 2 * kGiB;   // free HBM kept for a cell's q, out and workspaces
 constexpr uint64_t kHostProbeBytes = 1 * kGiB;     // B_h stream buffer (a prefix of the host tier)
 constexpr uint64_t kHostMarginBytes = 16 * kGiB;   // MemAvailable left to the system by default
-constexpr int kSumSlots = 64;                      // checksum slots of the stream launches
-
-/// (CTAs, chunk bytes, stages) tried for B_h: 64-256 KiB in flight GPU-wide, around the link's
-/// bandwidth-delay product (DESIGN.md §1).
-struct HostStreamConfig {
-  int ctas;
-  uint32_t chunk_bytes;
-  int32_t stages;
-};
-constexpr HostStreamConfig kHostStreamConfigs[] = {
-    {2, 32u << 10, 4}, {4, 32u << 10, 2}, {4, 32u << 10, 4}, {8, 32u << 10, 2}, {16, 32u << 10, 1}};
+constexpr int kSumSlots = 1;                       // checksum slot of the L2-flush stream
 
 /// Everything the timed launches share: stream, gate and the L2 flush.
 struct Timer {
@@ -82,54 +71,6 @@ std::optional<uint64_t> mem_available_bytes() {
 }
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(kGiB)); }
-
-/// B_h: the TMA bulk stream of kernels/hbm_stream.h over `bytes` of pinned host memory.
-HostLinkBandwidth measure_host_bandwidth(const void* h_buf, uint64_t bytes, int runs, unsigned long long* g_sums,
-                                         cudaStream_t stream) {
-  HostLinkBandwidth best;
-  best.buffer_bytes = bytes;
-  best.runs = runs;
-  constexpr int kWarmup = 1;
-  const size_t launches = size_t(kWarmup + runs);
-  unsigned long long want = 0;
-  bool have_want = false;
-  for (const HostStreamConfig& c : kHostStreamConfigs) {
-    ++best.configs;
-    std::vector<EventPair> ev(launches);
-    std::vector<unsigned long long> sums(launches);
-    DAK_CUDA_CHECK(cudaMemsetAsync(g_sums, 0, launches * sizeof(unsigned long long), stream));
-    for (size_t i = 0; i < launches; ++i) {
-      DAK_CUDA_CHECK(cudaEventRecord(ev[i].begin, stream));
-      hbm_stream(HbmStreamParams{h_buf, bytes, c.chunk_bytes, c.stages, g_sums + i}, c.ctas, stream);
-      DAK_CUDA_CHECK(cudaEventRecord(ev[i].end, stream));
-    }
-    DAK_CUDA_CHECK(cudaMemcpyAsync(sums.data(), g_sums, launches * sizeof(unsigned long long), cudaMemcpyDeviceToHost,
-                                   stream));
-    DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<double> bw;
-    for (size_t i = 0; i < launches; ++i) {
-      if (!have_want) {
-        want = sums[i];
-        have_want = true;
-      }
-      if (sums[i] != want) {
-        fail(fmt::format("host stream checksum {:#x} differs from {:#x} ({} CTAs x {} stages)", sums[i], want, c.ctas,
-                         c.stages),
-             "dak bench attention", "the stream did not read the whole host buffer: run dak_gpu_tests");
-      }
-      if (i >= size_t(kWarmup)) bw.push_back(double(bytes) / ev[i].seconds());
-    }
-    const double top = *std::max_element(bw.begin(), bw.end());
-    if (top > best.best_bytes_per_s) {
-      best.best_bytes_per_s = top;
-      best.median_bytes_per_s = median_of(bw);
-      best.ctas = c.ctas;
-      best.chunk_bytes = c.chunk_bytes;
-      best.stages = c.stages;
-    }
-  }
-  return best;
-}
 
 void check_options(const AttentionBenchOptions& o) {
   const std::string where = "dak bench attention";
@@ -363,6 +304,10 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
   timer.flush_grid = std::max(1, hbm_stream_ctas_per_sm(32u << 10, 4)) * r.sm_count;
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&timer.stream, cudaStreamNonBlocking));
   try {
+    // B_h first: the measurement writes its own pattern into the start of the host tier.
+    const uint64_t probe = std::min(kHostProbeBytes, host_each) / 16 * 16;
+    say(fmt::format("measuring B_h (TMA bulk stream of {} of pinned host memory)", gib(probe)));
+    r.host = measure_host_read_bandwidth(kv.h_k, probe, o.repeats);
     say(fmt::format("filling {} of KV in HBM and {} on the host", gib(2 * kv_each), gib(2 * host_each)));
     random_fill_bf16(RandomFillParams{kv.g_k, int64_t(kv_each / 2), 11, 0, 0.0f, 1.0f}, timer.stream);
     random_fill_bf16(RandomFillParams{kv.g_v, int64_t(kv_each / 2), 11, 1, 0.0f, 1.0f}, timer.stream);
@@ -372,9 +317,6 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
     DAK_CUDA_CHECK(cudaMemcpyAsync(kv.h_v, kv.g_v, copy, cudaMemcpyDeviceToHost, timer.stream));
     DAK_CUDA_CHECK(cudaStreamSynchronize(timer.stream));
 
-    const uint64_t probe = std::min(kHostProbeBytes, host_each) / 16 * 16;
-    say(fmt::format("measuring B_h (TMA bulk stream of {} of pinned host memory)", gib(probe)));
-    r.host = measure_host_bandwidth(kv.h_k, probe, o.repeats, timer.g_sink, timer.stream);
     r.balance_ratio = r.host.best_bytes_per_s / (r.hbm.best_bytes_per_s + r.host.best_bytes_per_s);
 
     for (AttentionBenchCell& c : r.cells) {

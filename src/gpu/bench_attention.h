@@ -8,8 +8,9 @@
 //          every sequence holds ctx keys (max_ctx = ctx).
 //   x      b_host / B: the fraction of C in the host tier.
 //   B_g    best HBM read bandwidth of this run (measure_hbm_bandwidth: TMA bulk stream).
-//   B_h    best host read bandwidth of this run: the same TMA bulk stream (kernels/hbm_stream.h)
-//          over a pinned host buffer, a few (CTAs, stages) configurations, best single launch.
+//   B_h    host read bandwidth of this run: measure_host_read_bandwidth (gpu/bench.h), the same
+//          TMA bulk stream over the start of the pinned host tier (before the KV is placed there),
+//          median launch of the best (CTAs, stages) configuration, as in `dak bench gemm`.
 //   time   GPU time of one attention launch (split kernel + combine kernel when there are splits),
 //          CUDA events around it, the launches queued behind a host gate so they run back to back,
 //          an HBM read of 256 MiB before each (L2 flush; host memory is not cached in L2). Median
@@ -60,17 +61,6 @@ struct AttentionBenchOptions {
   TieredAttentionLinkLimits limits;             // congestion cap for the default schedules
 };
 
-struct HostLinkBandwidth {
-  double best_bytes_per_s = 0;    // B_h
-  double median_bytes_per_s = 0;  // median launch of the best configuration
-  uint64_t buffer_bytes = 0;
-  int ctas = 0;                   // best configuration
-  uint32_t chunk_bytes = 0;
-  int32_t stages = 0;
-  int configs = 0;
-  int runs = 0;
-};
-
 struct AttentionBenchPoint {
   int64_t b_host = 0;
   double ratio = 0;            // b_host / B
@@ -104,7 +94,7 @@ struct AttentionBenchResult {
   std::string device;
   int sm_count = 0;
   HbmBandwidth hbm;
-  HostLinkBandwidth host;
+  HostReadBandwidth host;
   uint64_t host_tier_bytes = 0;  // pinned for the host tier (K and V)
   double pin_s = 0;
   double balance_ratio = 0;      // x* = B_h / (B_g + B_h)

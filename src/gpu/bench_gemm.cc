@@ -15,7 +15,6 @@
 #include "gpu/cuda_check.h"
 #include "gpu/gemm_cublaslt.h"
 #include "gpu/hbm_arena.h"
-#include "gpu/kernels/hbm_stream.h"
 #include "gpu/kernels/random_fill.h"
 #include "gpu/kernels/tiered_gemm.h"
 
@@ -23,18 +22,6 @@ namespace dak::gpu {
 namespace {
 
 using bf16 = __nv_bfloat16;
-
-/// A non-blocking stream, destroyed (after synchronizing) with the object.
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() {
-    cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-};
 
 /// Enqueues enqueue(k) for k in [0, warmup + runs) behind a closed gate, with events around the
 /// timed ones (k >= warmup), opens the gate, waits, and returns the timed seconds / `divide`.
@@ -55,36 +42,6 @@ std::vector<double> time_runs(F&& enqueue, int warmup, int runs, double divide, 
   for (const EventPair& e : ev) t.push_back(e.seconds() / divide);
   return t;
 }
-
-/// A CUDA graph captured from what `body` enqueues on `s` (and streams forked from it).
-class Graph {
- public:
-  template <typename F>
-  Graph(cudaStream_t s, F&& body) {
-    DAK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    cudaGraph_t g = nullptr;
-    try {
-      body();
-    } catch (...) {
-      cudaStreamEndCapture(s, &g);
-      if (g) cudaGraphDestroy(g);
-      throw;
-    }
-    DAK_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    const cudaError_t err = cudaGraphInstantiate(&exec_, g, 0);
-    cudaGraphDestroy(g);
-    DAK_CUDA_CHECK(err);
-  }
-  ~Graph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-  }
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  void launch(cudaStream_t s) const { DAK_CUDA_CHECK(cudaGraphLaunch(exec_, s)); }
-
- private:
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 /// Events without timing for graph dependencies, destroyed with the object.
 struct SyncEvents {
@@ -174,69 +131,6 @@ double max_rel_diff(const std::vector<uint16_t>& a, const std::vector<uint16_t>&
 
 }  // namespace
 
-HostReadBandwidth measure_host_read_bandwidth(void* h_buf, uint64_t bytes, int runs) {
-  bytes = bytes / 16 * 16;
-  if (!h_buf || bytes == 0 || runs < 1 || reinterpret_cast<uintptr_t>(h_buf) % 16 != 0) {
-    fail(fmt::format("host bandwidth measurement over {} bytes with {} runs", bytes, runs),
-         "measure_host_read_bandwidth", "give a 16-byte aligned pinned buffer of at least 16 bytes and one run");
-  }
-  // A pattern whose word sum the kernel's checksum must reproduce.
-  auto* words = static_cast<uint32_t*>(h_buf);
-  unsigned long long want = 0;
-  for (uint64_t i = 0; i < bytes / 4; ++i) {
-    const uint32_t v = uint32_t((i + 1) * 0x9E3779B1ull);
-    words[i] = v;
-    want += v;
-  }
-  struct Config {
-    int ctas;
-    int32_t stages;
-  };
-  constexpr Config kConfigs[] = {{4, 4}, {1, 4}, {8, 2}};
-  constexpr uint32_t kChunk = 32u << 10;
-  constexpr int kWarmup = 2;
-  const size_t launches = size_t(kWarmup + runs);
-  HbmArena arena(align(launches * sizeof(unsigned long long)), "host bandwidth checksums");
-  auto* g_sums = arena.allocate_array<unsigned long long>(launches, "checksums");  // [launches]
-  Stream stream;
-  HostReadBandwidth best;
-  best.buffer_bytes = bytes;
-  best.runs = runs;
-  for (const Config& c : kConfigs) {
-    ++best.configs;
-    std::vector<EventPair> ev(launches);
-    std::vector<unsigned long long> sums(launches);
-    DAK_CUDA_CHECK(cudaMemsetAsync(g_sums, 0, launches * sizeof(unsigned long long), stream.s));
-    for (size_t i = 0; i < launches; ++i) {
-      DAK_CUDA_CHECK(cudaEventRecord(ev[i].begin, stream.s));
-      hbm_stream(HbmStreamParams{h_buf, bytes, kChunk, c.stages, g_sums + i}, c.ctas, stream.s);
-      DAK_CUDA_CHECK(cudaEventRecord(ev[i].end, stream.s));
-    }
-    DAK_CUDA_CHECK(cudaMemcpyAsync(sums.data(), g_sums, launches * sizeof(unsigned long long), cudaMemcpyDeviceToHost,
-                                   stream.s));
-    DAK_CUDA_CHECK(cudaStreamSynchronize(stream.s));
-    std::vector<double> bw;
-    for (size_t i = 0; i < launches; ++i) {
-      if (sums[i] != want) {
-        fail(fmt::format("host stream checksum {:#x} differs from the host's {:#x} ({} CTAs x {} stages, launch {})",
-                         sums[i], want, c.ctas, c.stages, i),
-             "measure_host_read_bandwidth",
-             "the SMs did not read the whole pinned buffer: run dak_gpu_tests (HbmStream, host arena)");
-      }
-      if (i >= size_t(kWarmup)) bw.push_back(double(bytes) / ev[i].seconds());
-    }
-    const Spread s = spread_of(bw);
-    if (s.median > best.best_bytes_per_s) {
-      best.best_bytes_per_s = s.median;
-      best.max_bytes_per_s = s.max;
-      best.chunk_bytes = kChunk;
-      best.stages = c.stages;
-      best.ctas = c.ctas;
-    }
-  }
-  return best;
-}
-
 uint64_t gemm_bench_host_bytes(const GemmBenchRequest& req) {
   uint64_t b = PinnedHostArena::aligned_size(2 * sizeof(int32_t));  // the gate flag
   for (size_t i = 0; i < req.ops.size(); ++i) {
@@ -303,17 +197,17 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
 
   Stream s0, s1;
   // Random data (HF initializer scale for W), then the host copies of the first rows.
-  random_fill_bf16(RandomFillParams{g_x, N * max_k(req), req.weights_seed, 0, 0.0f, 1.0f}, s0.s);
+  random_fill_bf16(RandomFillParams{g_x, N * max_k(req), req.weights_seed, 0, 0.0f, 1.0f}, s0);
   for (int l = 0; l < L; ++l) {
     for (size_t i = 0; i < n_ops; ++i) {
       const LinearShape& op = req.ops[i];
       random_fill_bf16(RandomFillParams{g_w[size_t(l)][i], op.M * op.K, req.weights_seed,
                                         1 + uint64_t(l) * n_ops + i, 0.0f, 0.02f * std::sqrt(3.0f)},
-                       s0.s);
+                       s0);
     }
   }
-  for (size_t i = 0; i < n_ops; ++i) tiered_gemm_workspace_init(g_ws[i], req.reference[i], s0.s);
-  DAK_CUDA_CHECK(cudaStreamSynchronize(s0.s));
+  for (size_t i = 0; i < n_ops; ++i) tiered_gemm_workspace_init(g_ws[i], req.reference[i], s0);
+  DAK_CUDA_CHECK(cudaStreamSynchronize(s0));
   for (int l = 0; l < L; ++l) {
     for (size_t i = 0; i < n_ops; ++i) {
       const uint64_t bytes = uint64_t(m_max[i]) * uint64_t(req.ops[i].K) * 2;
@@ -346,12 +240,12 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
     for (int l = 0; l < L; ++l) {
       for (size_t i = 0; i < n_ops; ++i) {
         DAK_CUDA_CHECK(
-            cudaMemsetAsync(g_y[size_t(l)][i], 0xFF, uint64_t(N) * uint64_t(req.ops[i].M) * 2, s0.s));  // bf16 NaN
+            cudaMemsetAsync(g_y[size_t(l)][i], 0xFF, uint64_t(N) * uint64_t(req.ops[i].M) * 2, s0));  // bf16 NaN
       }
     }
   };
   auto download_outputs = [&] {
-    DAK_CUDA_CHECK(cudaStreamSynchronize(s0.s));
+    DAK_CUDA_CHECK(cudaStreamSynchronize(s0));
     std::vector<uint16_t> out;
     for (int l = 0; l < L; ++l) {
       for (size_t i = 0; i < n_ops; ++i) {
@@ -369,11 +263,11 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
   // Enqueues one measurement of a method: a launch (per-launch timing) or a graph replay.
   auto measure = [&](auto&& enqueue_all_layers) -> Spread {
     if (per_launch) {
-      return spread_of(time_runs([&](int) { enqueue_all_layers(s0.s); }, req.warmup, req.runs, divide, s0.s, gate,
+      return spread_of(time_runs([&](int) { enqueue_all_layers(s0); }, req.warmup, req.runs, divide, s0, gate,
                                  &gated));
     }
-    const Graph graph(s0.s, [&] { enqueue_all_layers(s0.s); });
-    return spread_of(time_runs([&](int) { graph.launch(s0.s); }, req.warmup, req.runs, divide, s0.s, gate, &gated));
+    const Graph graph(s0, [&] { enqueue_all_layers(s0); });
+    return spread_of(time_runs([&](int) { graph.launch(s0); }, req.warmup, req.runs, divide, s0, gate, &gated));
   };
   auto tiered_all = [&](const std::vector<TieredGemmSchedule>& sched, cudaStream_t st) {
     for (int l = 0; l < L; ++l) {
@@ -387,8 +281,8 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
   const std::vector<uint16_t> ref = download_outputs();
 
   // 2. cuBLAS at x = 0 (plans created eagerly first, so that the capture holds no allocation).
-  for (size_t i = 0; i < n_ops; ++i) run_cublas(0, i, s0.s);
-  DAK_CUDA_CHECK(cudaStreamSynchronize(s0.s));
+  for (size_t i = 0; i < n_ops; ++i) run_cublas(0, i, s0);
+  DAK_CUDA_CHECK(cudaStreamSynchronize(s0));
   poison_outputs();
   r.cublas_s = measure([&](cudaStream_t st) {
     for (int l = 0; l < L; ++l) {
@@ -402,7 +296,7 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
     // Per op, launches rotating over the layers' weights (so that small ones do not stay in L2).
     for (size_t i = 0; i < n_ops; ++i) {
       r.cublas_op_s.push_back(spread_of(
-          time_runs([&](int k) { run_cublas(k % L, i, s0.s); }, req.warmup, req.runs, 1.0, s0.s, gate, &gated)));
+          time_runs([&](int k) { run_cublas(k % L, i, s0); }, req.warmup, req.runs, 1.0, s0, gate, &gated)));
     }
   }
   const bool prefetch_cublas = r.cublas_s.median < r.tiered_ref_s.median;
@@ -440,20 +334,20 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
       // Layer-wise double buffering: copies on s1, GEMMs on s0; layer l's copies wait for layer
       // l - 2's GEMMs (two staging slots), layer l's GEMMs wait for its copies.
       SyncEvents fork(1), copied(n_layers), done(n_layers);
-      const Graph graph(s0.s, [&] {
-        DAK_CUDA_CHECK(cudaEventRecord(fork.e[0], s0.s));
-        DAK_CUDA_CHECK(cudaStreamWaitEvent(s1.s, fork.e[0], 0));
+      const Graph graph(s0, [&] {
+        DAK_CUDA_CHECK(cudaEventRecord(fork.e[0], s0));
+        DAK_CUDA_CHECK(cudaStreamWaitEvent(s1, fork.e[0], 0));
         for (int l = 0; l < L; ++l) {
-          if (l >= 2) DAK_CUDA_CHECK(cudaStreamWaitEvent(s1.s, done.e[size_t(l - 2)], 0));
-          for (size_t i = 0; i < n_ops; ++i) copy_rows(l, i, s1.s);
-          DAK_CUDA_CHECK(cudaEventRecord(copied.e[size_t(l)], s1.s));
-          DAK_CUDA_CHECK(cudaStreamWaitEvent(s0.s, copied.e[size_t(l)], 0));
-          for (size_t i = 0; i < n_ops; ++i) hbm_gemm(l, i, s0.s);
-          DAK_CUDA_CHECK(cudaEventRecord(done.e[size_t(l)], s0.s));
+          if (l >= 2) DAK_CUDA_CHECK(cudaStreamWaitEvent(s1, done.e[size_t(l - 2)], 0));
+          for (size_t i = 0; i < n_ops; ++i) copy_rows(l, i, s1);
+          DAK_CUDA_CHECK(cudaEventRecord(copied.e[size_t(l)], s1));
+          DAK_CUDA_CHECK(cudaStreamWaitEvent(s0, copied.e[size_t(l)], 0));
+          for (size_t i = 0; i < n_ops; ++i) hbm_gemm(l, i, s0);
+          DAK_CUDA_CHECK(cudaEventRecord(done.e[size_t(l)], s0));
         }
       });
       pr.prefetch_s = spread_of(
-          time_runs([&](int) { graph.launch(s0.s); }, req.warmup, req.runs, divide, s0.s, gate, &gated));
+          time_runs([&](int) { graph.launch(s0); }, req.warmup, req.runs, divide, s0, gate, &gated));
     }
     r.points.push_back(pr);
   }

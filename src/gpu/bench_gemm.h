@@ -38,26 +38,6 @@
 
 namespace dak::gpu {
 
-/// B_h: SMs reading pinned host memory with TMA bulk copies (kernels/hbm_stream.h launched on a
-/// host buffer), 32 KiB chunks, (CTAs x stages) in {4 x 4, 1 x 4, 8 x 2}; per configuration the
-/// median of `runs` launches after 2 warm-ups; B_h is the best configuration's median.
-struct HostReadBandwidth {
-  double best_bytes_per_s = 0;    // B_h (median launch of the best configuration)
-  double max_bytes_per_s = 0;     // fastest single launch of that configuration
-  uint64_t buffer_bytes = 0;
-  uint32_t chunk_bytes = 0;       // best configuration
-  int32_t stages = 0;
-  int ctas = 0;
-  int runs = 0;                   // timed launches per configuration
-  int configs = 0;                // configurations tried
-};
-
-/// Measures B_h over `h_buf` [bytes] (pinned, mapped host memory, 16-byte aligned; rounded down
-/// to a multiple of 16 bytes). Fills the buffer with a pattern first; every launch's checksum
-/// must equal the host's sum of the buffer's 32-bit words. Throws dak::Error for runs < 1, an
-/// empty or misaligned buffer, or a checksum mismatch (the data was not read).
-HostReadBandwidth measure_host_read_bandwidth(void* h_buf, uint64_t bytes, int runs);
-
 enum class GemmTiming : int32_t { kPerLaunch, kGraphStack };
 
 /// One linear layer: W [M, K] bf16 (M = out features, K = in features), y = x W^T.

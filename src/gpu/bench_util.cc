@@ -6,6 +6,39 @@
 
 namespace dak::gpu {
 
+Stream::Stream() { DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+
+Stream::~Stream() {
+  cudaStreamSynchronize(s_);
+  cudaStreamDestroy(s_);
+}
+
+void Stream::sync() const { DAK_CUDA_CHECK(cudaStreamSynchronize(s_)); }
+
+void Graph::begin_capture(cudaStream_t s, cudaStreamCaptureMode mode) {
+  DAK_CUDA_CHECK(cudaStreamBeginCapture(s, mode));
+}
+
+void Graph::abort_capture(cudaStream_t s) {
+  cudaGraph_t g = nullptr;
+  cudaStreamEndCapture(s, &g);
+  if (g) cudaGraphDestroy(g);
+}
+
+void Graph::end_capture(cudaStream_t s) {
+  cudaGraph_t g = nullptr;
+  DAK_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  const cudaError_t err = cudaGraphInstantiate(&exec_, g, 0);
+  cudaGraphDestroy(g);
+  DAK_CUDA_CHECK(err);
+}
+
+Graph::~Graph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+}
+
+void Graph::launch(cudaStream_t s) const { DAK_CUDA_CHECK(cudaGraphLaunch(exec_, s)); }
+
 EventPair::EventPair() {
   DAK_CUDA_CHECK(cudaEventCreate(&begin));
   DAK_CUDA_CHECK(cudaEventCreate(&end));

@@ -1,18 +1,63 @@
 // Timing pieces shared by the GPU benchmarks and measurements (gpu/bench.cc, gpu/bench_gemm.cc,
-// gpu/bench_attention.cc): a CUDA event pair, the host gate that queues timed launches so they run
-// back to back, and the median / min / max summary of a set of timings. Internal to dak_gpu.
+// gpu/bench_attention.cc, gpu/profile.cc): a stream, a CUDA event pair, a captured graph, the host
+// gate that queues timed launches so they run back to back, and the median / min / max summary of
+// a set of timings. Internal to dak_gpu.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "gpu/bench.h"
 #include "gpu/kernels/host_gate.h"
 
 namespace dak::gpu {
+
+/// A non-blocking stream, synchronized and destroyed with the object; converts to cudaStream_t.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  operator cudaStream_t() const { return s_; }  // NOLINT: used where a cudaStream_t is expected
+  /// Waits for the stream. Throws dak::Error on an error of the work on it.
+  void sync() const;
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+/// What `body()` enqueues on `s` (and on streams forked from it with events), captured once (stream capture in `mode`) and instantiated as a
+/// CUDA graph; launch() replays it on a stream. When body() throws, the capture is ended and
+/// discarded before the exception propagates. Throws dak::Error on a capture or instantiation error.
+class Graph {
+ public:
+  template <typename F>
+  Graph(cudaStream_t s, F&& body, cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal) {
+    begin_capture(s, mode);
+    try {
+      std::forward<F>(body)();
+    } catch (...) {
+      abort_capture(s);
+      throw;
+    }
+    end_capture(s);
+  }
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void launch(cudaStream_t s) const;
+
+ private:
+  static void begin_capture(cudaStream_t s, cudaStreamCaptureMode mode);
+  static void abort_capture(cudaStream_t s);
+  void end_capture(cudaStream_t s);
+  cudaGraphExec_t exec_ = nullptr;
+};
 
 /// Two CUDA events (default flags, timing enabled), created with the object and destroyed with it.
 /// Record `begin` and `end` around the work on one stream; seconds() after both completed.

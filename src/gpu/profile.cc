@@ -36,22 +36,6 @@ constexpr uint64_t kLaunchSizes[] = {256ull << 10, 1ull << 20, 4ull << 20, 16ull
                                      64ull << 20,  256ull << 20, 1ull << 30};
 constexpr int kLaunchesPerGraph = 64;
 
-class Stream {
- public:
-  Stream() { DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() {
-    cudaStreamSynchronize(s_);
-    cudaStreamDestroy(s_);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  operator cudaStream_t() const { return s_; }  // NOLINT: used where a cudaStream_t is expected
-  void sync() const { DAK_CUDA_CHECK(cudaStreamSynchronize(s_)); }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
 class Event {
  public:
   Event() { DAK_CUDA_CHECK(cudaEventCreate(&e_)); }
@@ -378,35 +362,18 @@ void measure_launch_overhead(const HbmStreamLauncher& launch, const void* g_pool
   for (uint64_t size : kLaunchSizes) {
     if (size > pool_bytes) continue;
     const int per_graph = int(std::min<uint64_t>(kLaunchesPerGraph, pool_bytes / size));
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    DAK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-    try {
-      for (int i = 0; i < per_graph; ++i) launch(static_cast<const char*>(g_pool) + uint64_t(i) * size, size, s);
-    } catch (...) {
-      cudaStreamEndCapture(s, &graph);
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    DAK_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
-    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    DAK_CUDA_CHECK(inst);
+    const Graph graph(
+        s, [&] { for (int i = 0; i < per_graph; ++i) launch(static_cast<const char*>(g_pool) + uint64_t(i) * size, size, s); },
+        cudaStreamCaptureModeRelaxed);
     std::vector<double> t;
-    try {
-      for (int r = 0; r <= runs; ++r) {
-        DAK_CUDA_CHECK(cudaMemsetAsync(g_flush, r & 0xff, flush_bytes, s));
-        e0.record(s);
-        DAK_CUDA_CHECK(cudaGraphLaunch(exec, s));
-        e1.record(s);
-        s.sync();
-        if (r > 0) t.push_back(seconds_between(e0, e1) / per_graph);
-      }
-    } catch (...) {
-      cudaGraphExecDestroy(exec);
-      throw;
+    for (int r = 0; r <= runs; ++r) {
+      DAK_CUDA_CHECK(cudaMemsetAsync(g_flush, r & 0xff, flush_bytes, s));
+      e0.record(s);
+      graph.launch(s);
+      e1.record(s);
+      s.sync();
+      if (r > 0) t.push_back(seconds_between(e0, e1) / per_graph);
     }
-    DAK_CUDA_CHECK(cudaGraphExecDestroy(exec));
     const double per_kernel = median_of(t);
     m.launch_points.push_back({int64_t(size), per_kernel});
     xs.push_back(double(size));

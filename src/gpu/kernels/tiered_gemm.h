@@ -9,7 +9,7 @@
 // Pipeline (per CTA, warp-specialized): a producer warp keeps up to `stages` (schedule's
 // host_stages or hbm_stages) TMA loads in flight into an SMEM ring of tile.max_stages() stages;
 // each stage holds a bm x 64 tile of W and a bn x 64 tile of x (128-byte swizzle, CuTe layouts),
-// completed on a "full" mbarrier with its byte count; consumer warpgroup(s) (bm / 64 of them) run
+// completed on a "full" mbarrier with its byte count; consumer warpgroup(s) (bm / 64 per tile) run
 // wgmma (CuTe SM90 64 x bn x 16, fp32 accumulators), release each stage on an "empty" mbarrier,
 // and run the epilogue: bias, ReLU, bf16/fp32 store with row/column guards, or (k_splits > 1) an
 // fp32 partial to the workspace, where the last split of a tile to finish (atomic counter, reset

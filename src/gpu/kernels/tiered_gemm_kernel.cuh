@@ -10,7 +10,7 @@
 // the other group's main loop instead of stalling the ring.
 // SMEM: sW [kBm, 64, kStages] and sX [kBn, 64, kStages] bf16, 128-byte swizzled K-major (the
 // wgmma operand layout, filled by TMA 2D tensor copies), one "full" and one "empty" mbarrier per
-// stage. The ring is kStages deep; a CTA uses only its side's `stages` (<= kStages) of it, which
+// stage, one "turn" mbarrier per math group. The ring is kStages deep; a CTA uses only its side's `stages` (<= kStages) of it, which
 // caps the TMA bytes it has in flight (congestion control on the host side).
 #pragma once
 
