@@ -13,8 +13,10 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/offload_options.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
+#include "core/placement.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/device.h"
 #include "gpu/gpu_engine.h"
@@ -49,25 +51,68 @@ std::string gpu_unavailable_reason() {
 #endif
 }
 
-std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device) {
+#ifdef DAK_HAVE_CUDA
+namespace {
+
+/// GPU engine options for a run: the placement of the offload plan, if one puts bytes on the host.
+gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& model_name, const std::string& where,
+                                  const EngineOffload* offload) {
+  gpu::GpuEngineOptions opts;
+  if (!offload || !offload->args) return opts;
+  std::string why;
+  const auto dev = gpu::probe_device(0, &why);
+  const int64_t free_hbm = dev ? int64_t(dev->hbm_free_bytes) : 0;
+  const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
+  const std::optional<double> ratio = ratios.empty() ? std::nullopt : std::optional<double>(ratios.front());
+  const std::optional<Plan> plan = plan_offload(*offload->args, ratio, config, model_name, offload->batch,
+                                                offload->prompt_len, offload->gen_len, free_hbm);
+  if (!plan) return opts;
+  std::fprintf(stderr, "dak: %s\n", describe_plan(*plan).c_str());
+  Placement placement = placement_from_plan(*plan, config, offload->args->plan_file.empty() ? where
+                                                                                            : offload->args->plan_file);
+  if (!placement.all_in_hbm()) opts.placement = std::move(placement);
+  return opts;
+}
+
+}  // namespace
+#endif
+
+/// Refuses offload flags on the CPU path (--device cpu), or notes that they are ignored (auto).
+static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
+  if (!offload || !offload->args || !offload->args->requested()) return;
+  if (!fallback) {
+    fail("offload flags place bytes between HBM and host memory, but --device cpu runs everything from host memory",
+         "--device cpu", "drop the offload flags, or run on the GPU (--device cuda)");
+  }
+  std::fprintf(stderr, "dak: notice: the offload flags are ignored on the CPU path\n");
+}
+
+std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device, const EngineOffload* offload) {
   if (device == "cuda" || device == "auto") {
     const std::string why = gpu_unavailable_reason();
 #ifdef DAK_HAVE_CUDA
-    if (why.empty()) return gpu::make_gpu_engine(ckpt, 0);
+    if (why.empty()) {
+      const std::string where = ckpt.path().string();
+      return std::make_unique<gpu::GpuEngine>(ckpt, 0,
+                                              gpu_options(ckpt.config(), ckpt.path().stem().string(), where, offload));
+    }
 #endif
     if (device == "cuda") {
       fail("cannot run on the GPU: " + why, "--device cuda",
            "use --device cpu for the CPU reference path, or --device auto to fall back automatically");
     }
     std::fprintf(stderr, "dak: notice: no usable GPU (%s); using the CPU reference path\n", why.c_str());
+    check_cpu_offload(offload, true);
   } else if (device != "cpu") {
     fail(fmt::format("unknown device '{}'", device), "--device", "use cpu, cuda or auto");
+  } else {
+    check_cpu_offload(offload, false);
   }
   return std::make_unique<CpuModel>(ckpt);
 }
 
 std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
-                                           const std::string& device) {
+                                           const std::string& device, const EngineOffload* offload) {
   if (device != "cuda" && device != "auto") {
     fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",
          "use --device cuda (or auto), or pass a real checkpoint with --model to use the CPU");
@@ -81,8 +126,10 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
 #ifdef DAK_HAVE_CUDA
   std::fprintf(stderr, "dak: %s with random bf16 weights (seed %llu)\n", config.name.c_str(),
                static_cast<unsigned long long>(weights_seed));
-  return gpu::make_random_gpu_engine(config.config, weights_seed, config.path.string(), 0);
+  return std::make_unique<gpu::GpuEngine>(config.config, weights_seed, config.path.string(), 0,
+                                          gpu_options(config.config, config.name, config.path.string(), offload));
 #else
+  (void)offload;
   fail("unreachable: no GPU layer", "make_random_engine", "rebuild with CUDA");
 #endif
 }

@@ -26,10 +26,22 @@ std::filesystem::path default_model_path();
 /// Opens `model` (or the default when empty), printing "loading ..." to stderr.
 std::unique_ptr<Checkpoint> open_model(const std::string& model);
 
+struct OffloadArgs;
+
+/// The offload request of a run: the flags (cli/offload_options.h) and the run's shape, which the
+/// plan is made for (prompt_len: the longest prompt).
+struct EngineOffload {
+  const OffloadArgs* args = nullptr;
+  int64_t batch = 1, prompt_len = 1, gen_len = 1;
+};
+
 /// Engine for --device cpu|cuda|auto. cuda: the GPU engine (requires a Hopper GPU; throws
 /// dak::Error explaining what is missing otherwise). auto: cuda when usable, else the CPU
-/// reference with a notice on stderr.
-std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device);
+/// reference with a notice on stderr. `offload` (optional): plan and apply an offload on the GPU
+/// (the plan's summary goes to stderr); offload flags with --device cpu are an error, and ignored
+/// with a notice when auto falls back to the CPU (whose weights live in host memory anyway).
+std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device,
+                                    const EngineOffload* offload = nullptr);
 
 /// Why the GPU path cannot run here (no CUDA device or driver, not a Hopper GPU, or a dak built
 /// without CUDA), as a sentence; "" when it can.
@@ -39,7 +51,7 @@ std::string gpu_unavailable_reason();
 /// `weights_seed`). `device` is cuda or auto; both need a usable GPU (random weights exist only
 /// on the GPU), cpu is refused. Throws dak::Error saying what is missing.
 std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
-                                           const std::string& device);
+                                           const std::string& device, const EngineOffload* offload = nullptr);
 
 /// "1,2,3" -> {1, 2, 3}. Throws dak::Error naming `flag` on anything else.
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag);

@@ -3,6 +3,7 @@
 //
 //   dak bench --model llama-2-7b --random-weights --batch 1,8,64 --prompt-len 32 --gen-len 32
 //             [--repeats 5] [--output text|json|csv] [--csv FILE] [--json FILE]
+//             [--offload-ratio 0,0.1,0.3 | --gpu-memory SIZE | --cpu-offload-gb GIB | --plan FILE]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,11 +14,15 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/offload_options.h"
 #include "core/config_locator.h"
 #include "core/error.h"
 #ifdef DAK_HAVE_CUDA
+#include "core/placement.h"
 #include "gpu/bench.h"
+#include "gpu/device.h"
 #include "gpu/gpu_engine.h"
+#include "gpu/host_arena.h"
 #include "gpu/gpu_weights.h"
 #include "gpu/hbm_arena.h"
 #endif
@@ -39,6 +44,18 @@ struct BenchArgs {
   double hbm_buffer_gib = 4.0;
   int hbm_runs = 10;
   std::string gemm = "auto";
+  OffloadArgs offload;
+};
+
+/// One bench point's offload: the plan applied (none: all in HBM) and what it predicts.
+struct OffloadPoint {
+  std::optional<double> ratio;  // the forced ratio of the point, if any
+  bool planned = false;         // a plan with host bytes was applied
+  double host_ratio = 0;        // host bytes / (splittable weights + KV), the plan's
+  uint64_t host_bytes = 0;      // the engine's pinned bytes (weights + KV), measured after the run
+  double host_step_bytes = 0;   // bytes a decode step reads from the host tier (the plan's)
+  double predicted_s = 0;       // the planner's TPOT
+  double floor_s = 0;           // max(HBM step bytes / B_g, host step bytes / B_h)
 };
 
 constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medians over repeats, [min, max] of the per-repeat medians):
@@ -54,6 +71,10 @@ constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medi
   model  the planner's cost model TPOT (no offload, H200 default profile with this run's B_g).
   target issue 3's targets for Llama-2-7B shapes, prompt 32, gen 32: TPOT <= 1.15 x floor at batch 1
          and 8, <= 1.25 x floor at batch 64 (shown only for those runs).
+  offload with --offload-ratio (a comma list sweeps), --gpu-memory, --cpu-offload-gb or --plan, every
+         point applies its plan (its own engine, direct path); the offload table gives the host bytes,
+         the planner's TPOT and floor = max(HBM step bytes / B_g, host step bytes / B_h), B_h measured in
+         the same run (TMA reads of pinned host memory). Issue 3's targets apply to offload none only.
 The per-operator table times decode steps at the mean context run eagerly (outside the graph, held
 behind a host gate until fully enqueued) with an event between operators; its sum exceeds TPOT by
 the event and kernel-boundary gaps the graph removes.
@@ -118,7 +139,6 @@ void run_bench_command(const BenchArgs& a) {
       for (int64_t g : gens) shapes.push_back({b, p, g});
     }
   }
-  // Model + KV of the largest run must fit: refused here, before anything is allocated.
   const ModelConfig& mc = located.config;
   uint64_t kv_max = 0;
   for (const gpu::BenchShape& s : shapes) {
@@ -126,7 +146,10 @@ void run_bench_command(const BenchArgs& a) {
                                             uint64_t(s.prompt_len + s.gen_len) * uint64_t(mc.kv_dim()) * 2);
   }
   const uint64_t weight_bytes = ckpt ? gpu::GpuWeights::plan_bytes(*ckpt) : gpu::GpuWeights::plan_bytes(mc);
-  gpu::require_free_hbm(weight_bytes + kv_max,
+  // Model + KV of the largest run must fit unless an offload is asked for (then each point's plan
+  // decides, and the engine refuses what does not fit).
+  const bool offloading = a.offload.mode != "none" && a.offload.requested();
+  if (!offloading) gpu::require_free_hbm(weight_bytes + kv_max,
                         fmt::format("{}: bf16 weights ({}) plus the KV cache of the largest run ({})", located.name,
                                     gpu::format_gib(weight_bytes), gpu::format_gib(kv_max)));
   std::fprintf(stderr, "dak: measuring HBM read bandwidth (TMA bulk stream of %.2f GiB)\n", a.hbm_buffer_gib);
@@ -136,25 +159,92 @@ void run_bench_command(const BenchArgs& a) {
   opts.gemm = a.gemm == "cublas" ? gpu::GemmBackend::kCublas
               : a.gemm == "tiered" ? gpu::GemmBackend::kTiered
                                    : gpu::GemmBackend::kAuto;
-  std::unique_ptr<gpu::GpuEngine> engine;
+  auto make_engine_with = [&](const gpu::GpuEngineOptions& o) {
+    if (a.random_weights) {
+      return std::make_unique<gpu::GpuEngine>(located.config, a.weights_seed, located.path.string(), 0, o);
+    }
+    return std::make_unique<gpu::GpuEngine>(*ckpt, 0, o);
+  };
   if (a.random_weights) {
     std::fprintf(stderr, "dak: %s with random bf16 weights (seed %llu)\n", located.name.c_str(),
                  static_cast<unsigned long long>(a.weights_seed));
-    engine = std::make_unique<gpu::GpuEngine>(located.config, a.weights_seed, located.path.string(), 0, opts);
-  } else {
-    engine = std::make_unique<gpu::GpuEngine>(*ckpt, 0, opts);
   }
+  // Offload points: every forced ratio (or the budget flags once) for every shape. Each point with
+  // host bytes gets its own engine (its placement); the others share the all-HBM engine.
+  std::vector<std::optional<double>> ratios;
+  for (double r : a.offload.ratios(/*list=*/true)) ratios.push_back(r);
+  if (ratios.empty()) ratios.push_back(std::nullopt);
+  gpu::HostReadBandwidth host_bw;
+  if (offloading) {
+    std::fprintf(stderr, "dak: measuring host read bandwidth B_h (TMA from pinned host memory)\n");
+    gpu::PinnedHostArena probe(uint64_t(1) << 30, "B_h measurement buffer");
+    host_bw = gpu::measure_host_read_bandwidth(probe.base(), probe.capacity(), 5);
+  }
+  auto free_hbm = [] {
+    std::string why;
+    const auto d = gpu::probe_device(0, &why);
+    return d ? int64_t(d->hbm_free_bytes) : int64_t(0);
+  };
+  std::unique_ptr<gpu::GpuEngine> engine;  // the all-HBM engine, made on first use
   std::vector<gpu::BenchResult> results;
-  for (const gpu::BenchShape& s : shapes) {
-    std::fprintf(stderr, "dak: bench batch %lld, prompt %lld, gen %lld\n", static_cast<long long>(s.batch),
-                 static_cast<long long>(s.prompt_len), static_cast<long long>(s.gen_len));
-    results.push_back(gpu::run_bench(*engine, s, a.repeats, hbm.best_bytes_per_s));
+  std::vector<OffloadPoint> points;
+  std::string device_name;
+  uint64_t weight_arena_bytes = 0;
+  for (const std::optional<double>& ratio : ratios) {
+    for (const gpu::BenchShape& s : shapes) {
+      OffloadPoint pt;
+      pt.ratio = ratio;
+      std::optional<Plan> plan;
+      if (offloading) {
+        plan = plan_offload(a.offload, ratio, mc, located.name, s.batch, s.prompt_len, s.gen_len,
+                            free_hbm());
+      }
+      std::unique_ptr<gpu::GpuEngine> own;
+      gpu::GpuEngine* eng = nullptr;
+      if (plan) {
+        Placement placement = placement_from_plan(*plan, mc, located.name);
+        if (!placement.all_in_hbm()) {
+          std::fprintf(stderr, "dak: %s\n", describe_plan(*plan).c_str());
+          gpu::GpuEngineOptions o = opts;
+          o.placement = std::move(placement);
+          own = make_engine_with(o);
+          eng = own.get();
+          pt.planned = true;
+          pt.host_ratio = plan->totals.host_ratio;
+          pt.predicted_s = plan->predicted_tpot_s;
+          for (const PlanOp& op : plan->ops) pt.host_step_bytes += op.step_bytes * op.host_fraction;
+        }
+      }
+      if (!eng) {
+        if (!engine) engine = make_engine_with(opts);
+        eng = engine.get();
+      }
+      std::fprintf(stderr, "dak: bench batch %lld, prompt %lld, gen %lld%s\n", static_cast<long long>(s.batch),
+                   static_cast<long long>(s.prompt_len), static_cast<long long>(s.gen_len),
+                   ratio ? fmt::format(", offload ratio {}", *ratio).c_str() : "");
+      results.push_back(gpu::run_bench(*eng, s, a.repeats, hbm.best_bytes_per_s));
+      const gpu::BenchResult& r = results.back();
+      pt.host_bytes = eng->host_bytes();
+      pt.floor_s = r.floor_s;
+      if (pt.planned && host_bw.best_bytes_per_s > 0) {
+        pt.floor_s = std::max((r.step_bytes - pt.host_step_bytes) / hbm.best_bytes_per_s,
+                              pt.host_step_bytes / host_bw.best_bytes_per_s);
+      }
+      if (!pt.planned) pt.predicted_s = r.model_tpot_s;
+      points.push_back(pt);
+      device_name = eng->device_name();
+      weight_arena_bytes = std::max<uint64_t>(weight_arena_bytes, eng->weight_bytes());
+    }
   }
 
   const ModelConfig& c = located.config;
   const std::string weights = a.random_weights ? fmt::format("random (seed {})", a.weights_seed) : "checkpoint";
   const double ms = 1e3, tbs = 1e-12;
+  // Issue 3's targets are for the all-HBM engine: offloaded points have none (their floor and the
+  // planner's prediction are in the offload table).
   auto target_of = [&](const gpu::BenchResult& r) {
+    const size_t i = size_t(&r - results.data());
+    if (points[i].planned) return 0.0;
     return issue_target(c, r.shape.batch, r.shape.prompt_len, r.shape.gen_len);
   };
 
@@ -163,14 +253,29 @@ void run_bench_command(const BenchArgs& a) {
   j["model"] = located.path.string();
   j["model_name"] = located.name;
   j["weights"] = weights;
-  j["device"] = engine->device_name();
-  j["weight_arena_bytes"] = engine->weight_bytes();
+  j["device"] = device_name;
+  j["weight_arena_bytes"] = weight_arena_bytes;
+  if (offloading) {
+    j["host"] = {{"gb_s", host_bw.best_bytes_per_s * 1e-9}, {"max_gb_s", host_bw.max_bytes_per_s * 1e-9},
+                 {"ctas", host_bw.ctas}, {"stages", host_bw.stages}, {"chunk_bytes", host_bw.chunk_bytes}};
+  }
   j["hbm"] = {{"best_tb_s", hbm.best_bytes_per_s * tbs}, {"median_tb_s", hbm.median_bytes_per_s * tbs},
               {"buffer_bytes", hbm.buffer_bytes}, {"chunk_bytes", hbm.chunk_bytes}, {"stages", hbm.stages},
               {"ctas_per_sm", hbm.ctas_per_sm}, {"sm_count", hbm.sm_count}, {"runs", hbm.runs},
               {"configs", hbm.configs}};
-  for (const gpu::BenchResult& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const gpu::BenchResult& r = results[i];
+    const OffloadPoint& pt = points[i];
     nlohmann::json jr;
+    jr["offload"] = {{"ratio", pt.ratio ? nlohmann::json(*pt.ratio) : nlohmann::json(nullptr)},
+                     {"planned", pt.planned},
+                     {"host_ratio", pt.host_ratio},
+                     {"host_bytes", pt.host_bytes},
+                     {"host_step_bytes", pt.host_step_bytes},
+                     {"predicted_tpot_ms", pt.predicted_s * ms},
+                     {"floor_ms", pt.floor_s * ms},
+                     {"tpot_over_predicted", r.tpot_s.median / pt.predicted_s},
+                     {"tpot_over_floor", r.tpot_s.median / pt.floor_s}};
     jr["batch"] = r.shape.batch;
     jr["prompt_len"] = r.shape.prompt_len;
     jr["gen_len"] = r.shape.gen_len;
@@ -201,18 +306,23 @@ void run_bench_command(const BenchArgs& a) {
   std::ostringstream csv;
   csv << "model,weights,device,batch,prompt_len,gen_len,repeats,ttft_ms,ttft_min_ms,ttft_max_ms,tpot_ms,"
          "tpot_min_ms,tpot_max_ms,tpot_wall_ms,decode_tok_s,e2e_tok_s,step_bytes,kv_step_bytes,eb_tb_s,hbm_tb_s,"
-         "floor_ms,tpot_over_floor,target,model_tpot_ms,profiled_step_ms";
+         "floor_ms,tpot_over_floor,target,model_tpot_ms,profiled_step_ms,offload_ratio,host_ratio,host_bytes,"
+         "predicted_tpot_ms,offload_floor_ms";
   for (int k = 0; k < int(gpu::StepOp::kCount); ++k) csv << ",op_" << gpu::step_op_name(gpu::StepOp(k)) << "_ms";
   csv << "\n";
-  for (const gpu::BenchResult& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const gpu::BenchResult& r = results[i];
+    const OffloadPoint& pt = points[i];
     csv << fmt::format("{},{},\"{}\",{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.1f},{:.1f},{:.0f},"
                        "{:.0f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.4f},{:.4f}",
-                       located.name, a.random_weights ? "random" : "checkpoint", engine->device_name(), r.shape.batch,
+                       located.name, a.random_weights ? "random" : "checkpoint", device_name, r.shape.batch,
                        r.shape.prompt_len, r.shape.gen_len, r.repeats, r.ttft_s.median * ms, r.ttft_s.min * ms,
                        r.ttft_s.max * ms, r.tpot_s.median * ms, r.tpot_s.min * ms, r.tpot_s.max * ms,
                        r.tpot_wall_s * ms, r.decode_tokens_per_s, r.e2e_tokens_per_s, r.step_bytes, r.kv_step_bytes,
                        r.eb_bytes_per_s * tbs, hbm.best_bytes_per_s * tbs, r.floor_s * ms, r.ratio, target_of(r),
                        r.model_tpot_s * ms, r.profiled_step_s * ms);
+    csv << fmt::format(",{},{:.4f},{},{:.4f},{:.4f}", pt.ratio ? fmt::format("{}", *pt.ratio) : "", pt.host_ratio,
+                       pt.host_bytes, pt.predicted_s * ms, pt.floor_s * ms);
     std::vector<double> op_ms(size_t(gpu::StepOp::kCount), 0.0);
     for (const gpu::OpBreakdown& o : r.ops) op_ms[size_t(o.op)] = o.time_s * ms;
     for (double v : op_ms) csv << fmt::format(",{:.4f}", v);
@@ -222,23 +332,43 @@ void run_bench_command(const BenchArgs& a) {
   // Text
   std::ostringstream txt;
   txt << fmt::format("dak bench: {} ({}), {} weights, {}\n", located.name, located.path.string(), weights,
-                     engine->device_name());
+                     device_name);
   txt << fmt::format("weights {} bf16; B_g = {:.3f} TB/s (TMA bulk stream of {}, best of {} launches x {} configs; "
                      "best config {} KiB x {} stages, {} CTA/SM x {} SMs, its median {:.3f} TB/s)\n\n",
-                     gpu::format_gib(engine->weight_bytes()), hbm.best_bytes_per_s * tbs,
+                     gpu::format_gib(weight_arena_bytes), hbm.best_bytes_per_s * tbs,
                      gpu::format_gib(hbm.buffer_bytes), hbm.runs, hbm.configs, hbm.chunk_bytes >> 10, hbm.stages,
                      hbm.ctas_per_sm, hbm.sm_count, hbm.median_bytes_per_s * tbs);
-  txt << "| batch | prompt | gen | TTFT ms | TPOT ms [min, max] | wall ms | floor ms | TPOT/floor | target | "
-         "tok/s | EB TB/s | GB/step | model ms |\n";
-  txt << "|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|\n";
+  txt << "| batch | prompt | gen | offload | TTFT ms | TPOT ms [min, max] | wall ms | HBM floor ms | TPOT/floor | "
+         "target | tok/s | EB TB/s | GB/step | model ms |\n";
+  txt << "|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|\n";
   for (const gpu::BenchResult& r : results) {
+    const OffloadPoint& pt = points[size_t(&r - results.data())];
     const double t = target_of(r);
     const std::string target = t > 0 ? fmt::format("<= {:.2f} {}", t, r.ratio <= t ? "met" : "MISSED") : "-";
-    txt << fmt::format("| {} | {} | {} | {:.2f} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} | {:.3f} | {:.3f} | {} | {:.0f} | "
+    txt << fmt::format("| {} | {} | {} | {} | {:.2f} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} | {:.3f} | {:.3f} | {} | {:.0f} | "
                        "{:.3f} | {:.2f} | {:.3f} |\n",
-                       r.shape.batch, r.shape.prompt_len, r.shape.gen_len, r.ttft_s.median * ms, r.tpot_s.median * ms,
+                       r.shape.batch, r.shape.prompt_len, r.shape.gen_len,
+                       pt.planned ? fmt::format("{:.1f} %", 100 * pt.host_ratio) : "none", r.ttft_s.median * ms,
+                       r.tpot_s.median * ms,
                        r.tpot_s.min * ms, r.tpot_s.max * ms, r.tpot_wall_s * ms, r.floor_s * ms, r.ratio, target,
                        r.decode_tokens_per_s, r.eb_bytes_per_s * tbs, r.step_bytes * 1e-9, r.model_tpot_s * ms);
+  }
+  if (offloading) {
+    txt << fmt::format("\noffload (direct path): B_h = {:.2f} GB/s (TMA reads of pinned host memory, best of {} "
+                       "configurations, its median launch); floor = max(HBM step bytes / B_g, host step bytes / B_h); "
+                       "predicted = the planner's TPOT (compiled-in h200-default profile)\n",
+                       host_bw.best_bytes_per_s * 1e-9, host_bw.configs);
+    txt << "| batch | ratio | host % | host GiB | host GB/step | TPOT ms | predicted ms | TPOT/pred | floor ms | "
+           "TPOT/floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const gpu::BenchResult& r = results[i];
+      const OffloadPoint& pt = points[i];
+      txt << fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} |\n",
+                         r.shape.batch, pt.ratio ? fmt::format("{}", *pt.ratio) : "-", 100 * pt.host_ratio,
+                         double(pt.host_bytes) / double(1ull << 30), pt.host_step_bytes * 1e-9, r.tpot_s.median * ms,
+                         pt.predicted_s * ms, r.tpot_s.median / pt.predicted_s, pt.floor_s * ms,
+                         r.tpot_s.median / pt.floor_s);
+    }
   }
   for (const gpu::BenchResult& r : results) {
     txt << fmt::format("\nper-operator time of one decode step, batch {}, prompt {}, gen {} (eager, events between "
@@ -293,6 +423,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
   c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();
+  add_offload_options(c, &a->offload);
   c->footer(kFooter);
   // CLI11 runs this callback after a subcommand's (dak bench gemm / attention): nothing to do then.
   c->callback([a, c] {

@@ -7,10 +7,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/offload_options.h"
 #include "core/config_locator.h"
 #include "core/error.h"
 #include "core/generate.h"
@@ -35,6 +38,7 @@ struct GenerateArgs {
   std::string output = "text";
   bool random_weights = false;
   uint64_t weights_seed = 0;
+  OffloadArgs offload;
 };
 
 void run_generate(const GenerateArgs& a) {
@@ -46,15 +50,15 @@ void run_generate(const GenerateArgs& a) {
   std::unique_ptr<Checkpoint> ckpt;
   std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<Engine> engine;
+  std::optional<LocatedConfig> located;
   std::string model_path;
   if (a.random_weights) {
     if (!a.prompts.empty()) {
       fail("--random-weights has no tokenizer, so text prompts cannot be encoded", "--prompt",
            "pass the prompt as token ids with --prompt-ids 1,2,3");
     }
-    const LocatedConfig lc = locate_model_config(a.model);
-    model_path = lc.path.string();
-    engine = make_random_engine(lc, a.weights_seed, a.device);
+    located = locate_model_config(a.model);
+    model_path = located->path.string();
   } else {
     ckpt = open_model(a.model);
     model_path = ckpt->path().string();
@@ -65,10 +69,10 @@ void run_generate(const GenerateArgs& a) {
         if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
       }
     }
-    engine = make_engine(*ckpt, a.device);
   }
-  const double load_s = seconds_since(t_load);
+  const ModelConfig& config = located ? located->config : ckpt->config();
 
+  // Prompts first: an offload plan is made for the run's batch and lengths.
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;
   for (const auto& text : a.prompts) {
@@ -86,14 +90,23 @@ void run_generate(const GenerateArgs& a) {
     prompts.push_back(parse_id_list(ids, "--prompt-ids"));
     prompt_texts.push_back(tok ? tok->decode(prompts.back()) : std::string());
   }
-  const int32_t vocab = int32_t(engine->config().vocab_size);
+  const int32_t vocab = int32_t(config.vocab_size);
+  int64_t longest = 0;
   for (const auto& p : prompts) {
     if (p.empty()) fail("a prompt encodes to zero tokens", "--prompt", "give a non-empty prompt");
     for (int32_t id : p) {
       if (id >= vocab) fail(fmt::format("token id {} is outside the vocabulary (size {})", id, vocab), "--prompt-ids",
                             "use ids below the vocabulary size");
     }
+    longest = std::max(longest, int64_t(p.size()));
   }
+  // The KV cache generate() sizes: longest prompt + new tokens, within the model's context (a
+  // longer request is refused there, with the fix).
+  const int64_t gen_len = std::max<int64_t>(1, std::min(a.max_new_tokens, config.max_position_embeddings - longest));
+  const EngineOffload offload{&a.offload, int64_t(prompts.size()), longest, gen_len};
+  engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
+                   : make_engine(*ckpt, a.device, &offload);
+  const double load_s = seconds_since(t_load);
 
   GenerateOptions opts;
   opts.max_new_tokens = a.max_new_tokens;
@@ -211,6 +224,7 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  add_offload_options(c, &a->offload);
   c->callback([a] { run_generate(*a); });
 }
 

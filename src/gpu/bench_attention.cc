@@ -163,15 +163,13 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
   DAK_CUDA_CHECK(cudaMemcpyAsync(g_meta, meta.data(), meta.size() * 4, cudaMemcpyHostToDevice, timer.stream));
   DAK_CUDA_CHECK(cudaStreamSynchronize(timer.stream));
 
-  // Baseline: the engine's HBM decode attention over the same bytes, viewed as [B][ctx][Hkv][D].
+  // Baseline: the engine's decode attention over the same bytes, all B sequences in the HBM tier.
   DecodeAttentionParams dp;
   dp.attn.g_q = g_q;
   dp.attn.q_stride = H * D;
-  dp.attn.g_k_cache = kv.g_k;
-  dp.attn.g_v_cache = kv.g_v;
+  dp.attn.kv = KvCacheLayer{nullptr, nullptr, kv.g_k, kv.g_v, int32_t(B), 0, int32_t(Hkv), int32_t(D), ctx};
   dp.attn.g_out = g_out;
   dp.attn.segs = {g_meta + B, g_meta + 2 * B, g_meta + 3 * B, g_meta + 4 * B, int32_t(B)};
-  dp.attn.max_ctx = ctx;
   dp.attn.num_heads = int32_t(H);
   dp.attn.num_kv_heads = int32_t(Hkv);
   dp.attn.head_dim = int32_t(D);

@@ -17,15 +17,18 @@
 #include "gpu/gemm_cublaslt.h"
 #include "gpu/gpu_weights.h"
 #include "gpu/hbm_arena.h"
+#include "gpu/host_arena.h"
 #include "gpu/kernels/activation.h"
 #include "gpu/kernels/attention_decode.h"
 #include "gpu/kernels/attention_prefill.h"
 #include "gpu/kernels/embedding.h"
 #include "gpu/kernels/host_gate.h"
 #include "gpu/kernels/kv_append.h"
+#include "gpu/kernels/kv_cache.h"
 #include "gpu/kernels/norm.h"
 #include "gpu/kernels/rope.h"
 #include "gpu/kernels/sampling.h"
+#include "gpu/kernels/tiered_attention.h"
 #include "gpu/kernels/tiered_gemm.h"
 
 namespace dak::gpu {
@@ -73,11 +76,22 @@ struct GpuEngine::Impl {
   HbmArena state;
   std::unique_ptr<CublasLtGemm> gemm;
   void* tiered_ws = nullptr;  // HBM workspace of the tiered GEMM (counters zero between runs)
-  std::map<std::tuple<int64_t, int64_t, int64_t>, TieredGemmSchedule> tiered_plans;  // (M, N, K)
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, TieredGemmSchedule> tiered_plans;  // (M, N, K, m_host)
   int64_t batch = 0, max_ctx = 0, tc = 0;
   std::vector<int64_t> pos;
   DecodeSplit split;
-  bf16 *k_cache = nullptr, *v_cache = nullptr;  // [L][B][max_ctx][Hkv*D]
+  // KV cache: one two-tier view per layer (kernels/kv_cache.h), [B][Hkv][max_ctx][D] split along
+  // the batch. Slots [0, kv_host_seqs[l]) of layer l live in its host tier, the others in its HBM
+  // tier, a slice of `state`. kv_host_seqs comes from the offload placement (options.placement)
+  // when start() gets the plan's batch; the host tiers are slices of kv_host.
+  std::vector<KvCacheLayer> kv_layers;  // [L]
+  std::vector<int64_t> kv_host_seqs;    // [L] host-tier slots of each layer (b_host)
+  PinnedHostArena kv_host;              // the host tiers of every layer (empty without a KV placement)
+  // Full decode steps (row b = slot b) run tiered_attention when the model allows it (no sliding
+  // window that can bite, head_dim supported, G <= 16); other one-token passes attention_decode.
+  bool tiered_decode = false;
+  std::vector<TieredAttentionSchedule> attn_schedules;  // [L] tiered attention schedule (b_host of the layer)
+  void* attn_ws = nullptr;  // tiered attention workspace (largest schedule's; layers run in stream order)
   float* resid = nullptr;                       // [tc, hidden] fp32 residual stream
   bf16* normed = nullptr;                       // [tc, hidden] normalized rows (GEMM input)
   bf16* emb = nullptr;                          // [tc, E] OPT project_in input
@@ -94,8 +108,11 @@ struct GpuEngine::Impl {
   int32_t* h_meta = nullptr;                    // pinned host mirror
   int32_t* h_sampled = nullptr;                 // [tc] pinned host copy of g_sampled
   int32_t* g_sampled = nullptr;                 // [tc] sampled ids
+  // meta_* offsets (int32 elements) into g_meta: ids, pos, slot [pass]; seg_slot, seg_pos0, seg_len,
+  // seg_row0 [B] (AttentionSegments); kv_len [B] (keys of each slot after the pass, tiered_attention's
+  // len); sel, counter [pass].
   int64_t meta_ids = 0, meta_pos = 0, meta_slot = 0, meta_seg_slot = 0, meta_seg_pos0 = 0, meta_seg_len = 0,
-          meta_seg_row0 = 0, meta_sel = 0, meta_counter = 0, meta_len = 0;
+          meta_seg_row0 = 0, meta_kv_len = 0, meta_sel = 0, meta_counter = 0, meta_len = 0;
 
   // ---- decode graph
   bool decode_warm = false;  // one eager decode step ran since start() (cuBLASLt plans exist)
@@ -130,6 +147,11 @@ struct GpuEngine::Impl {
     gemm.reset();
     tiered_ws = nullptr;
     tiered_plans.clear();
+    kv_layers.clear();
+    kv_host = PinnedHostArena();
+    attn_schedules.clear();
+    attn_ws = nullptr;
+    tiered_decode = false;
     state = HbmArena();
     batch = 0;
     decode_warm = false;
@@ -150,9 +172,9 @@ struct GpuEngine::Impl {
   std::vector<std::pair<int64_t, int64_t>> linear_shapes() const;
   bool use_tiered(int64_t N, int64_t K) const;
   uint64_t tiered_workspace_bytes(int64_t pass) const;
-  /// y[N, M] = x[N, K] W^T (+ bias) (ReLU): the tiered GEMM or cuBLASLt per options.gemm.
-  void linear(const bf16* x, const bf16* w_, const bf16* bias, void* y, int64_t N, int64_t M, int64_t K, bool relu,
-              bool f32_out, cudaStream_t s);
+  /// y[N, M] = x[N, K] W^T (+ bias) (ReLU) for W = l ([M, K], rows [0, l.m_host) in the host
+  /// tier): the tiered GEMM or cuBLASLt per use_tiered.
+  void linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s);
   void run_pass(const Pass& p, bool eager = false);
 };
 
@@ -194,25 +216,72 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   const int64_t gud = c.gated_mlp ? 2 * c.intermediate_size : c.intermediate_size;
   const int64_t pass = std::max(b, std::min(b * ctx, std::max<int64_t>(1, options.max_pass_tokens)));
   const DecodeSplit sp = choose_decode_split(b, c.num_heads, c.num_kv_heads, ctx, sm_count);
-  const int64_t mlen = 4 * pass + 5 * b;
+  const int64_t mlen = 4 * pass + 6 * b;
 
-  const uint64_t kv_bytes = 2 * uint64_t(c.num_layers) * uint64_t(b) * uint64_t(ctx) * uint64_t(kvd) * sizeof(bf16);
+  // KV cache per layer (kernels/kv_cache.h): b_host = kv_host_seqs[l] slots on the host tier (all 0
+  // for now), the rest in HBM; each layer's HBM tier is a 256-byte aligned slice of one K and one V
+  // allocation.
+  const auto L = size_t(c.num_layers);
+  kv_host_seqs.assign(L, 0);
+  if (options.placement) {  // the plan's KV split applies to the batch and context it was made for
+    const Placement& pl = *options.placement;
+    const bool any = std::any_of(pl.kv_host_seqs.begin(), pl.kv_host_seqs.end(), [](int64_t n) { return n > 0; });
+    if (any && (b != pl.batch || ctx > pl.max_context)) {
+      fail(fmt::format("the offload plan keeps KV cache in host memory for batch {} with {} positions per sequence, "
+                       "this run has batch {} with {} positions",
+                       pl.batch, pl.max_context, b, ctx),
+           "GpuEngine::start", "make the plan for this batch and length (dak plan --batch ... --prompt-len ... --gen-len ...)");
+    }
+    if (any) {
+      for (size_t l = 0; l < L && l < pl.kv_host_seqs.size(); ++l) kv_host_seqs[l] = std::min(pl.kv_host_seqs[l], b);
+    }
+  }
+  std::vector<uint64_t> kv_host_tier_bytes(L);  // host-tier bytes of layer l's K (and of its V), aligned
+  uint64_t kv_host_bytes = 0;
+  for (size_t l = 0; l < L; ++l) {
+    kv_host_tier_bytes[l] = PinnedHostArena::aligned_size(uint64_t(kv_host_seqs[l]) * uint64_t(ctx) * uint64_t(kvd) *
+                                                          sizeof(bf16));
+    kv_host_bytes += 2 * kv_host_tier_bytes[l];
+  }
+  std::vector<uint64_t> kv_tier_bytes(L);  // HBM-tier bytes of layer l's K (and of its V), aligned
+  uint64_t kv_bytes = 0;                   // K + V bytes of every layer's HBM tier
+  for (size_t l = 0; l < L; ++l) {
+    const uint64_t hbm_seqs = uint64_t(b - kv_host_seqs[l]);
+    kv_tier_bytes[l] = HbmArena::aligned_size(hbm_seqs * uint64_t(ctx) * uint64_t(kvd) * sizeof(bf16));
+    kv_bytes += 2 * kv_tier_bytes[l];
+  }
+  // Decode steps use tiered_attention when no sliding window can bite (every key of [0, ctx) is
+  // visible), the kernel has the head_dim and G <= 16; the schedule follows each layer's b_host.
+  const bool tiered_attn = (c.sliding_window == 0 || c.sliding_window >= ctx) &&
+                           tiered_attention::head_dim_supported(c.head_dim) && c.num_heads % c.num_kv_heads == 0 &&
+                           c.num_heads / c.num_kv_heads <= tiered_attention::kMaxGroup;
+  std::vector<TieredAttentionSchedule> scheds;
+  uint64_t attn_ws_bytes = 0;
+  if (tiered_attn) {
+    const TieredAttentionShape shape{b, c.num_heads, c.num_kv_heads, c.head_dim, ctx};
+    for (size_t l = 0; l < L; ++l) {
+      const bool same = l > 0 && kv_host_seqs[l] == scheds.back().b_host;
+      scheds.push_back(same ? scheds.back() : tiered_attention_schedule(shape, kv_host_seqs[l]));
+      attn_ws_bytes = std::max(attn_ws_bytes, uint64_t(scheds.back().workspace_bytes()));
+    }
+  }
   const uint64_t bf = sizeof(bf16);
   const std::vector<uint64_t> sizes = {
-      kv_bytes / 2,                                              // k_cache
-      kv_bytes / 2,                                              // v_cache
+      kv_bytes / 2,                                              // K: every layer's HBM tier
+      kv_bytes / 2,                                              // V
       uint64_t(pass * hd) * sizeof(float),                       // resid
       uint64_t(pass * hd) * bf,                                  // normed
-      w.project_in.w ? uint64_t(pass * E) * bf : 0,              // emb
+      w.project_in.out > 0 ? uint64_t(pass * E) * bf : 0,              // emb
       uint64_t(pass * (qd + 2 * kvd)) * bf,                      // qkv
       uint64_t(pass * qd) * bf,                                  // attn
       uint64_t(pass * hd) * bf,                                  // sub
       uint64_t(pass * gud) * bf,                                 // gu
       c.gated_mlp ? uint64_t(pass * c.intermediate_size) * bf : 0,  // act
       uint64_t(pass * hd) * bf,                                  // fin
-      w.project_out.w ? uint64_t(pass * E) * bf : 0,             // fin_e
+      w.project_out.out > 0 ? uint64_t(pass * E) * bf : 0,             // fin_e
       uint64_t(pass * c.vocab_size) * sizeof(float),             // logits
       decode_workspace_bytes(b, c.num_heads, c.head_dim, sp),    // partial
+      attn_ws_bytes,                                             // tiered attention workspace
       uint64_t(mlen) * sizeof(int32_t),                          // meta
       uint64_t(pass) * sizeof(int32_t),                          // sampled
       CublasLtGemm::kWorkspaceBytes,                             // cuBLASLt workspace
@@ -223,11 +292,32 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   require_free_hbm(total, fmt::format("the KV cache ({} for batch {} x context {}) plus activations and "
                                       "workspaces ({}), next to the resident bf16 weights ({}),",
                                       format_gib(kv_bytes), b, ctx, format_gib(total - kv_bytes), format_gib(w.bytes)));
+  // The host tier first: a refused pin leaves nothing allocated.
+  if (kv_host_bytes > 0) {
+    kv_host = PinnedHostArena(kv_host_bytes, fmt::format("host KV cache (batch {}, context {})", b, ctx));
+  }
   state = HbmArena(total, fmt::format("KV cache and activations (batch {}, context {})", b, ctx));
   size_t i = 0;
   auto take = [&](const char* what) { return state.allocate(sizes[i++], what); };
-  k_cache = static_cast<bf16*>(take("k cache"));
-  v_cache = static_cast<bf16*>(take("v cache"));
+  auto* g_k = static_cast<uint8_t*>(take("k cache"));
+  auto* g_v = static_cast<uint8_t*>(take("v cache"));
+  kv_layers.assign(L, KvCacheLayer{});
+  for (size_t l = 0; l < L; ++l) {
+    KvCacheLayer& kv = kv_layers[l];
+    kv.batch = int32_t(b);
+    kv.b_host = int32_t(kv_host_seqs[l]);
+    if (kv.b_host > 0) {
+      kv.h_k = static_cast<bf16*>(kv_host.allocate(kv_host_tier_bytes[l], "host K"));
+      kv.h_v = static_cast<bf16*>(kv_host.allocate(kv_host_tier_bytes[l], "host V"));
+    }
+    kv.num_kv_heads = int32_t(c.num_kv_heads);
+    kv.head_dim = int32_t(c.head_dim);
+    kv.max_ctx = ctx;
+    kv.g_k = kv.b_host < kv.batch ? reinterpret_cast<bf16*>(g_k) : nullptr;
+    kv.g_v = kv.b_host < kv.batch ? reinterpret_cast<bf16*>(g_v) : nullptr;
+    g_k += kv_tier_bytes[l];
+    g_v += kv_tier_bytes[l];
+  }
   resid = static_cast<float*>(take("residual"));
   normed = static_cast<bf16*>(take("normed"));
   emb = static_cast<bf16*>(take("project_in input"));
@@ -240,6 +330,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   fin_e = static_cast<bf16*>(take("project_out output"));
   logits = static_cast<float*>(take("logits"));
   partial = static_cast<float*>(take("decode attention workspace"));
+  attn_ws = take("tiered attention workspace");
   g_meta = static_cast<int32_t*>(take("step metadata"));
   g_sampled = static_cast<int32_t*>(take("sampled ids"));
   void* ws = take("cuBLASLt workspace");
@@ -256,7 +347,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   meta_seg_pos0 = meta_seg_slot + b;
   meta_seg_len = meta_seg_pos0 + b;
   meta_seg_row0 = meta_seg_len + b;
-  meta_sel = meta_seg_row0 + b;
+  meta_kv_len = meta_seg_row0 + b;
+  meta_sel = meta_kv_len + b;
   meta_counter = meta_sel + pass;
   meta_len = mlen;
 
@@ -264,6 +356,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   max_ctx = ctx;
   tc = pass;
   split = sp;
+  tiered_decode = tiered_attn;
+  attn_schedules = std::move(scheds);
   pos.assign(size_t(b), 0);
 }
 
@@ -344,6 +438,8 @@ void GpuEngine::Impl::upload_meta(const Pass& p) {
     h_meta[meta_seg_pos0 + int64_t(s)] = p.pieces[s].pos0;
     h_meta[meta_seg_len + int64_t(s)] = p.pieces[s].len;
     h_meta[meta_seg_row0 + int64_t(s)] = p.pieces[s].row0;
+    // Keys of the slot once the piece is appended (decode: pos0 + 1); slots without a piece keep 0.
+    h_meta[meta_kv_len + p.pieces[s].slot] = p.pieces[s].pos0 + p.pieces[s].len;
   }
   std::copy(p.sel.begin(), p.sel.end(), h_meta + meta_sel);
   // RNG counter of a sampled row: the position the sampled token will take.
@@ -364,11 +460,14 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   const int32_t* slots = g_meta + meta_slot;
   const AttentionSegments segs{g_meta + meta_seg_slot, g_meta + meta_seg_pos0, g_meta + meta_seg_len,
                                g_meta + meta_seg_row0, int32_t(d.S)};
+  // A full decode step: one token of every slot, row b = slot b (pieces are in slot order), as
+  // tiered_attention reads q and writes out; the lengths come from device memory (graph replay).
+  const bool tiered_step = tiered_decode && d.max_len == 1 && d.T == batch && d.S == batch;
   auto norm = [&](const bf16* x, const GpuNorm& n, NormResidual mode) {
     residual_norm(NormParams{x, resid, n.w, n.b, normed, T, hd, c.norm_eps, norm_type, mode}, s);
   };
   auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, bool relu = false) {
-    this->linear(x, l.w, l.b, y, T, l.out, l.in, relu, false, s);
+    this->linear(x, l, y, T, relu, false, s);
   };
 
   // Embedding (+ OPT project_in and learned positions) into the fp32 residual stream; post-LN
@@ -382,10 +481,14 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   ep.g_out_f32 = resid;
   ep.g_out_bf16 = pre_ln ? nullptr : normed;
   ep.E = hd;
-  ep.g_pos_table = w.positions;
-  if (w.project_in.w) {
+  ep.g_pos_table = w.positions.g;
+  ep.h_pos_table = w.positions.h;
+  ep.pos_host_rows = w.positions.host_rows;
+  if (w.project_in.out > 0) {
     EmbeddingParams tok;
-    tok.g_table = w.embed;
+    tok.g_table = w.embed.g;
+    tok.h_table = w.embed.h;
+    tok.table_host_rows = w.embed.host_rows;
     tok.g_ids = ids;
     tok.num_rows = c.vocab_size;
     tok.g_out_bf16 = emb;
@@ -395,14 +498,15 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     linear(emb, w.project_in, sub);
     ep.g_add = sub;
   } else {
-    ep.g_table = w.embed;
+    ep.g_table = w.embed.g;
+    ep.h_table = w.embed.h;
+    ep.table_host_rows = w.embed.host_rows;
     ep.g_ids = ids;
     ep.num_rows = c.vocab_size;
   }
   embedding_gather(ep, s);
 
   const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
-  const int64_t layer_kv = batch * max_ctx * kvd;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const GpuLayer& L = w.layers[size_t(l)];
     if (pre_ln) {
@@ -412,9 +516,8 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     mark(StepOp::kQkvProj, s);
     linear(normed, L.qkv, qkv);
     mark(StepOp::kRopeKvAppend, s);
-    bf16* kc = k_cache + l * layer_kv;
-    bf16* vc = v_cache + l * layer_kv;
-    const KvAppendParams kv{qkv, qkvd, qd, qd + kvd, slots, positions, kc, vc, T, batch, max_ctx, kvd};
+    const KvCacheLayer& kvl = kv_layers[size_t(l)];
+    const KvAppendParams kv{qkv, qkvd, qd, qd + kvd, slots, positions, kvl, T};
     if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
       apply_rope_kv_append(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
                                       int32_t(c.num_kv_heads), int32_t(c.head_dim)},
@@ -425,18 +528,19 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     AttentionParams ap;
     ap.g_q = qkv;
     ap.q_stride = qkvd;
-    ap.g_k_cache = kc;
-    ap.g_v_cache = vc;
+    ap.kv = kvl;
     ap.g_out = attn;
     ap.segs = segs;
-    ap.max_ctx = max_ctx;
     ap.num_heads = int32_t(c.num_heads);
     ap.num_kv_heads = int32_t(c.num_kv_heads);
     ap.head_dim = int32_t(c.head_dim);
     ap.window = int32_t(c.sliding_window);
     ap.scale = scale;
     mark(StepOp::kAttention, s);
-    if (d.max_len == 1) {
+    if (tiered_step) {
+      const TieredAttentionArgs ta{qkv, qkvd, kvl.h_k, kvl.h_v, kvl.g_k, kvl.g_v, g_meta + meta_kv_len, attn, scale};
+      tiered_attention(ta, attn_schedules[size_t(l)], attn_ws, s);
+    } else if (d.max_len == 1) {
       attention_decode(DecodeAttentionParams{ap, split, partial}, s);
     } else {
       attention_prefill(ap, d.max_len, s);
@@ -484,17 +588,17 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     embedding_gather(g, s);
     head_in = fin;
   }
-  if (w.project_out.w) {
-    this->linear(head_in, w.project_out.w, nullptr, fin_e, d.R, E, hd, false, false, s);
+  if (w.project_out.out > 0) {
+    this->linear(head_in, w.project_out, fin_e, d.R, false, false, s);
     head_in = fin_e;
   }
-  this->linear(head_in, w.lm_head, nullptr, logits, d.R, c.vocab_size, E, false, true, s);
+  this->linear(head_in, w.lm_head, logits, d.R, false, true, s);
 }
 
 std::vector<std::pair<int64_t, int64_t>> GpuEngine::Impl::linear_shapes() const {
   std::vector<std::pair<int64_t, int64_t>> v;
   auto add = [&](const GpuLinear& l) {
-    if (l.w) v.emplace_back(l.out, l.in);
+    if (l.out > 0) v.emplace_back(l.out, l.in);
   };
   add(w.project_in);
   add(w.project_out);
@@ -505,12 +609,15 @@ std::vector<std::pair<int64_t, int64_t>> GpuEngine::Impl::linear_shapes() const 
     add(l.gate_up);
     add(l.down);
   }
-  v.emplace_back(w.config.vocab_size, w.config.embed_dim());
+  add(w.lm_head);
   return v;
 }
 
 bool GpuEngine::Impl::use_tiered(int64_t N, int64_t K) const {
   if (K % 8 != 0) return false;  // TMA row pitch; cuBLASLt serves such (tiny) models
+  // With an offload placement every linear runs on the tiered GEMM, whose bits do not depend on
+  // the host rows: the logits are the same at every offload ratio.
+  if (options.placement) return true;
   switch (options.gemm) {
     case GemmBackend::kCublas: return false;
     case GemmBackend::kTiered: return true;
@@ -532,15 +639,18 @@ uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
   return uint64_t(most);
 }
 
-void GpuEngine::Impl::linear(const bf16* x, const bf16* w_, const bf16* bias, void* y, int64_t N, int64_t M, int64_t K,
-                             bool relu, bool f32_out, cudaStream_t s) {
-  if (use_tiered(N, K)) {
-    auto it = tiered_plans.find({M, N, K});
-    if (it == tiered_plans.end()) it = tiered_plans.emplace(std::make_tuple(M, N, K), plan_tiered_gemm(M, N, K, 0, sm_count)).first;
+void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
+                             cudaStream_t s) {
+  const int64_t M = l.out, K = l.in;
+  if (l.m_host > 0 || use_tiered(N, K)) {  // host rows exist only where K % 8 == 0 (checked at load)
+    const auto key = std::make_tuple(M, N, K, l.m_host);
+    auto it = tiered_plans.find(key);
+    if (it == tiered_plans.end()) it = tiered_plans.emplace(key, plan_tiered_gemm(M, N, K, l.m_host, sm_count)).first;
     TieredGemmArgs a;
     a.g_x = x;
-    a.g_w = w_;
-    a.g_bias = bias;
+    a.h_w = l.h_w;
+    a.g_w = l.w;
+    a.g_bias = l.b;
     a.g_y = y;
     a.out = f32_out ? TieredGemmOut::kF32 : TieredGemmOut::kBf16;
     a.relu = relu;
@@ -549,8 +659,8 @@ void GpuEngine::Impl::linear(const bf16* x, const bf16* w_, const bf16* bias, vo
   }
   GemmArgs g;
   g.g_x = x;
-  g.g_w = w_;
-  g.g_bias = bias;
+  g.g_w = l.w;
+  g.g_bias = l.b;
   g.g_y = y;
   g.N = N;
   g.M = M;
@@ -624,7 +734,7 @@ GpuEngine::GpuEngine(const Checkpoint& ckpt, int device_index, const GpuEngineOp
   impl_->options = options;
   impl_->init(device_index, [&] {
     ckpt.config().validate(ckpt.path().string());
-    return GpuWeights::load(ckpt);
+    return GpuWeights::load(ckpt, options.placement ? &*options.placement : nullptr);
   });
 }
 
@@ -634,7 +744,7 @@ GpuEngine::GpuEngine(const ModelConfig& config, uint64_t weight_seed, const std:
   impl_->options = options;
   impl_->init(device_index, [&] {
     config.validate(where);
-    return GpuWeights::random(config, weight_seed, where);
+    return GpuWeights::random(config, weight_seed, where, options.placement ? &*options.placement : nullptr);
   });
 }
 
@@ -792,6 +902,8 @@ double GpuEngine::last_step_gpu_s() const {
 }
 
 uint64_t GpuEngine::weight_bytes() const { return impl_->w.bytes; }
+uint64_t GpuEngine::host_weight_bytes() const { return impl_->w.host_bytes; }
+uint64_t GpuEngine::host_kv_bytes() const { return impl_->kv_host.capacity(); }
 uint64_t GpuEngine::state_bytes() const { return impl_->state.capacity(); }
 int64_t GpuEngine::max_pass_tokens() const { return impl_->tc; }
 int64_t GpuEngine::graph_replays() const { return impl_->replays; }

@@ -6,7 +6,8 @@
 // at most one piece of each sequence), and each pass runs:
 //   embed (+ OPT positions / project_in) -> per layer:
 //     [pre-LN] residual_norm(sub + resid) -> qkv GEMM (+bias) -> RoPE + KV append (one kernel) ->
-//     attention (prefill kernel, or flash-decoding when every piece is one token) ->
+//     attention (prefill kernel; tiered decode attention for a decode step, flash-decoding for
+//     other one-token passes and sliding windows) ->
 //     o GEMM (+bias) -> residual_norm -> gate_up GEMM (+bias, ReLU epilogue for OPT) ->
 //     SiLU-gate / GELU -> down GEMM (+bias)   [post-LN OPT: norms after the residual adds]
 //   -> final norm -> (selected rows) -> OPT project_out -> logits GEMM (fp32 out).
@@ -24,12 +25,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/engine.h"
 #include "core/generate.h"
+#include "core/placement.h"
 
 namespace dak {
 class Checkpoint;
@@ -43,7 +46,7 @@ enum class StepOp : uint8_t {
   kNorm,          // every residual add + RMSNorm / LayerNorm, the final norm included
   kQkvProj,       // fused q/k/v GEMM (+ bias)
   kRopeKvAppend,  // RoPE on q and k, K/V append to the cache
-  kAttention,     // decode (flash-decoding split + combine) or prefill attention
+  kAttention,     // decode (tiered attention, or flash-decoding split + combine) or prefill attention
   kOProj,         // attention output projection
   kMlpUp,         // gate_up (gated) or fc1 GEMM
   kActivation,    // SiLU-gate / GELU (ReLU rides the fc1 epilogue)
@@ -83,6 +86,11 @@ struct GpuEngineOptions {
   /// and the logits buffer scale with it. start() raises it to the batch size if smaller.
   int64_t max_pass_tokens = 1024;
   GemmBackend gemm = GemmBackend::kAuto;
+  /// Offload (core/placement.h): the leading rows of each weight group the plan names and, when
+  /// start() gets the plan's batch, the KV cache of sequences [0, kv_host_seqs[l]) of each layer
+  /// live in pinned host memory, read in place by the tiered GEMM / attention (direct path).
+  /// nullopt: everything in HBM.
+  std::optional<Placement> placement;
 };
 
 class GpuEngine : public Engine {
@@ -100,11 +108,12 @@ class GpuEngine : public Engine {
 
   const ModelConfig& config() const override;
   std::string device_name() const override;
-  /// Allocates the static KV cache [layer][batch][max_context][Hkv][D] (bf16) and the
-  /// activation buffers. Throws dak::Error (before allocating) when they do not fit in free HBM,
-  /// or when max_context exceeds the model's context. Called again with the same batch and
-  /// max_context, it keeps the allocation, the GEMM plans and the captured decode graph and
-  /// only rewinds every sequence to position 0 (stale cache entries are never read).
+  /// Allocates the static bf16 KV cache, per layer [batch][Hkv][max_context][D] split along the
+  /// batch into a host and an HBM tier (gpu/kernels/kv_cache.h; every sequence in the HBM tier
+  /// for now), and the activation buffers. Throws dak::Error (before allocating) when they do not
+  /// fit in free HBM, or when max_context exceeds the model's context. Called again with the same
+  /// batch and max_context, it keeps the allocation, the GEMM plans and the captured decode graph
+  /// and only rewinds every sequence to position 0 (stale cache entries are never read).
   void start(int64_t batch, int64_t max_context) override;
   std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) override;
   int64_t position(int64_t b) const override;
@@ -130,8 +139,15 @@ class GpuEngine : public Engine {
   StepProfile profile_decode_step(std::span<const std::vector<int32_t>> tokens, const SamplingParams& sampling,
                                   std::vector<int32_t>* ids = nullptr);
 
-  /// Bytes of the bf16 weight arena.
+  /// Bytes of the bf16 weight arena (HBM).
   uint64_t weight_bytes() const;
+  /// Bytes of offloaded weight rows in the pinned host tier (0 without a placement).
+  uint64_t host_weight_bytes() const;
+  /// Bytes of KV cache in the pinned host tier, allocated by start() (0 before, or without a KV
+  /// placement).
+  uint64_t host_kv_bytes() const;
+  /// host_weight_bytes() + host_kv_bytes(): what this engine keeps in pinned host memory.
+  uint64_t host_bytes() const { return host_weight_bytes() + host_kv_bytes(); }
   /// Bytes of the arena start() allocated (KV cache, activations, workspaces); 0 before start().
   uint64_t state_bytes() const;
   /// Rows processed per forward pass: max(batch, min(batch * max_context, max_pass_tokens));

@@ -21,7 +21,9 @@ namespace {
 constexpr float kInitStd = 0.02f;                      // HF initializer_range default
 constexpr float kInitHalfRange = kInitStd * 1.7320508f;  // uniform on [-a, a) has std a / sqrt(3)
 
-/// One bf16 arena slice, filled from source tensors placed at element offsets.
+/// One weight tensor of the engine (a matrix, a fused matrix or a vector), filled from source
+/// tensors placed at element offsets. A splittable slice (weight matrices and embedding tables)
+/// keeps its leading `host_rows` rows in the host tier and the rest in HBM.
 struct Slice {
   struct Part {
     std::string name;            // canonical HF tensor name
@@ -32,15 +34,31 @@ struct Slice {
     float half_range = kInitHalfRange;
   };
   uint64_t elems = 0;
+  int64_t cols = 1;       // elements per row
+  int64_t host_rows = 0;  // leading rows in the host tier (splittable slices only)
   std::vector<Part> parts;
-  const bf16** target = nullptr;  // where the slice's device pointer goes
+  const bf16** target = nullptr;        // where the HBM pointer goes (rows [host_rows, ..))
+  const bf16** h_target = nullptr;      // where the host pointer goes (splittable slices)
+  int64_t* host_rows_target = nullptr;  // where host_rows goes (splittable slices)
+
+  uint64_t host_elems() const { return uint64_t(host_rows) * uint64_t(cols); }
+  uint64_t hbm_elems() const { return elems - host_elems(); }
 };
 
-/// Lists the slices of `c` (config only), pointing their targets into `w`. `where` names the
-/// model in messages.
-std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::string& where) {
+/// Lists the slices of `c` (config only), pointing their targets into `w` and taking the host rows
+/// of each splittable one from `placement` (null: none). `where` names the model in messages.
+/// Throws dak::Error when the placement belongs to another model or one of its weight groups
+/// matches no slice (an offload that would silently do nothing).
+std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::string& where,
+                               const Placement* placement = nullptr) {
   const TensorNames& nm = tensor_names(c.arch);
   std::vector<Slice> slices;
+  size_t matched = 0;  // placement weight groups consumed by a slice
+  auto host_rows_of = [&](const std::vector<TensorPart>& parts) -> int64_t {
+    if (!placement) return 0;
+    if (placement->find(parts.front().name)) ++matched;
+    return placement->host_rows_of(parts, where);
+  };
 
   auto elems_of = [](const std::vector<int64_t>& shape) {
     uint64_t n = 1;
@@ -54,6 +72,20 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     s.target = target;
     slices.push_back(std::move(s));
   };
+  // An embedding table [rows, cols], splittable along its rows.
+  auto table = [&](const std::string& name, int64_t rows, int64_t cols, GpuTable& t) {
+    t.rows = rows;
+    t.cols = cols;
+    Slice s;
+    s.elems = uint64_t(rows) * uint64_t(cols);
+    s.cols = cols;
+    s.host_rows = host_rows_of({{name, rows}});
+    s.parts.push_back({name, {rows, cols}, 0, s.elems});
+    s.target = &t.g;
+    s.h_target = &t.h;
+    s.host_rows_target = &t.host_rows;
+    slices.push_back(std::move(s));
+  };
   // Row-wise concatenation of `parts` (name, rows), all with `in` columns.
   auto linear = [&](std::initializer_list<std::pair<std::string, int64_t>> parts, int64_t in, bool bias,
                     GpuLinear& l) {
@@ -62,14 +94,26 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     for (const auto& part : parts) l.out += part.second;
     Slice ws, bs;
     ws.target = &l.w;
+    ws.h_target = &l.h_w;
+    ws.host_rows_target = &l.m_host;
+    ws.cols = in;
     bs.target = &l.b;
+    std::vector<TensorPart> split;
     int64_t row = 0;
     for (const auto& [base, rows] : parts) {
       ws.parts.push_back({base + ".weight", {rows, in}, uint64_t(row * in), uint64_t(rows * in)});
+      split.push_back({base + ".weight", rows});
       if (bias) bs.parts.push_back({base + ".bias", {rows}, uint64_t(row), uint64_t(rows)});
       row += rows;
     }
     ws.elems = uint64_t(l.out * in);
+    ws.host_rows = host_rows_of(split);
+    if (ws.host_rows > 0 && in % 8 != 0) {
+      fail(fmt::format("the plan puts rows of '{}' on the host, but its {} columns are not a multiple of 8 (the "
+                       "tiered GEMM reads rows with TMA, which needs 16-byte row pitches)",
+                       split.front().name, in),
+           where, "keep this weight in HBM (plan with --offload none for this model)");
+    }
     bs.elems = uint64_t(l.out);
     slices.push_back(std::move(ws));
     if (bias) slices.push_back(std::move(bs));
@@ -82,9 +126,9 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
   };
 
   const int64_t hd = c.hidden_size, e = c.embed_dim();
-  single(std::string(nm.embed) + ".weight", {c.vocab_size, e}, &w.embed);
+  table(std::string(nm.embed) + ".weight", c.vocab_size, e, w.embed);
   if (*nm.positions) {
-    single(std::string(nm.positions) + ".weight", {c.max_position_embeddings + c.position_offset, hd}, &w.positions);
+    table(std::string(nm.positions) + ".weight", c.max_position_embeddings + c.position_offset, hd, w.positions);
   }
   if (e != hd) {
     if (!*nm.project_in) {
@@ -95,7 +139,7 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
   }
   w.has_final_norm = c.arch != Arch::kOpt || c.do_layer_norm_before;
   if (w.has_final_norm) norm(nm.final_norm, w.final_norm);
-  if (!c.tie_word_embeddings) single(std::string(nm.lm_head) + ".weight", {c.vocab_size, e}, &w.lm_head);
+  if (!c.tie_word_embeddings) linear({{nm.lm_head, c.vocab_size}}, e, false, w.lm_head);
 
   w.layers.assign(size_t(c.num_layers), GpuLayer{});
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -111,6 +155,17 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
       linear({{p + nm.up, c.intermediate_size}}, hd, c.mlp_bias, L.gate_up);
     }
     linear({{p + nm.down, hd}}, c.intermediate_size, c.mlp_bias, L.down);
+  }
+  if (placement && matched != placement->weights.size()) {
+    for (const WeightSplit& s : placement->weights) {
+      bool found = false;
+      for (const Slice& sl : slices) found = found || (!sl.parts.empty() && sl.parts.front().name == s.tensors.front().name);
+      if (!found) {
+        fail(fmt::format("the plan splits '{}' (operator '{}'), which this model does not have",
+                         s.tensors.front().name, s.op),
+             where, "make the plan for this model (dak plan --model <this model> ...)");
+      }
+    }
   }
   return slices;
 }
@@ -153,8 +208,47 @@ uint64_t inv_freq_bytes(const ModelConfig& c) {
 
 uint64_t arena_bytes(const std::vector<Slice>& slices, const ModelConfig& c) {
   uint64_t total = HbmArena::aligned_size(inv_freq_bytes(c));
-  for (const Slice& s : slices) total += HbmArena::aligned_size(s.elems * sizeof(bf16));
+  for (const Slice& s : slices) total += HbmArena::aligned_size(s.hbm_elems() * sizeof(bf16));
   return total;
+}
+
+uint64_t host_arena_bytes(const std::vector<Slice>& slices) {
+  uint64_t total = 0;
+  for (const Slice& s : slices) total += PinnedHostArena::aligned_size(s.host_elems() * sizeof(bf16));
+  return total;
+}
+
+/// Allocates slice `s` in its tiers (HBM arena, host arena) and sets its targets.
+struct SliceDst {
+  bf16* host = nullptr;  // [host_elems]
+  bf16* hbm = nullptr;   // [hbm_elems]
+};
+SliceDst place_slice(const Slice& s, GpuWeights& w) {
+  SliceDst d;
+  if (s.host_elems() > 0) d.host = w.host.allocate_array<bf16>(s.host_elems(), s.parts.front().name);
+  if (s.hbm_elems() > 0) d.hbm = w.arena.allocate_array<bf16>(s.hbm_elems(), "weight slice");
+  *s.target = d.hbm;
+  if (s.h_target) *s.h_target = d.host;
+  if (s.host_rows_target) *s.host_rows_target = s.host_rows;
+  return d;
+}
+
+/// Calls fn(dst, first, count) for the pieces of elements [offset, offset + elems) of a slice:
+/// element i < host_elems lives at host + i, the others at hbm + (i - host_elems).
+template <typename Fn>
+void for_each_piece(const Slice& s, const SliceDst& d, uint64_t offset, uint64_t elems, Fn&& fn) {
+  const uint64_t h = s.host_elems();
+  if (offset < h) fn(d.host + offset, uint64_t(0), std::min(elems, h - offset));
+  if (offset + elems > h) {
+    const uint64_t first = offset >= h ? 0 : h - offset;
+    fn(d.hbm + (offset + first - h), first, elems - first);
+  }
+}
+
+/// lm_head aliases the embedding table's tiers when the embeddings are tied.
+void tie_lm_head(GpuWeights& w) {
+  if (!w.config.tie_word_embeddings) return;
+  w.lm_head = GpuLinear{w.embed.g, w.embed.h, w.embed.host_rows, nullptr, w.embed.rows, w.embed.cols};
 }
 
 void check_supported(const ModelConfig& c, const std::string& where) {
@@ -228,6 +322,12 @@ uint64_t GpuWeights::plan_bytes(const ModelConfig& config) {
   return arena_bytes(plan_slices(config, w, "model config"), config);
 }
 
+GpuWeights::Bytes GpuWeights::plan_bytes(const ModelConfig& config, const Placement* placement) {
+  GpuWeights w;
+  const std::vector<Slice> slices = plan_slices(config, w, "model config", placement);
+  return Bytes{arena_bytes(slices, config), host_arena_bytes(slices)};
+}
+
 std::vector<RandomTensorSpec> GpuWeights::random_tensor_table(const ModelConfig& config) {
   GpuWeights w;
   std::vector<RandomTensorSpec> table;
@@ -250,13 +350,23 @@ void upload_inv_freq(GpuWeights& w) {
 
 }  // namespace
 
-GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
+namespace {
+
+/// Pins the host tier for `slices` (nothing when no row is offloaded).
+void make_host_arena(GpuWeights& w, const std::vector<Slice>& slices, const std::string& where) {
+  w.host_bytes = host_arena_bytes(slices);
+  if (w.host_bytes > 0) w.host = PinnedHostArena(w.host_bytes, "host rows of the weights of " + where);
+}
+
+}  // namespace
+
+GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement) {
   const ModelConfig& c = ckpt.config();
   const std::string where = ckpt.path().string();
   check_supported(c, where);
   GpuWeights w;
   w.config = c;
-  const std::vector<Slice> slices = plan_slices(c, w, where);
+  const std::vector<Slice> slices = plan_slices(c, w, where, placement);
   const auto infos = resolve_tensors(ckpt, slices);
   w.bytes = arena_bytes(slices, c);
   uint64_t largest = 0;
@@ -267,6 +377,7 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
   const uint64_t staging = 2 * HbmArena::aligned_size(chunk * sizeof(float));
   require_free_hbm(w.bytes + staging, fmt::format("the bf16 weights of {} ({}) plus upload staging ({})", where,
                                                   format_gib(w.bytes), format_gib(staging)));
+  make_host_arena(w, slices, where);
   w.arena = HbmArena(w.bytes, "bf16 weights of " + where);
 
   cudaStream_t stream = nullptr;
@@ -275,11 +386,13 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
     Stager stager(chunk, stream);
     for (size_t i = 0; i < slices.size(); ++i) {
       const Slice& s = slices[i];
-      bf16* dst = w.arena.allocate_array<bf16>(s.elems, "weight slice");
-      *s.target = dst;
+      const SliceDst dst = place_slice(s, w);
       for (size_t j = 0; j < s.parts.size(); ++j) {
         const std::vector<float> v = ckpt.read_f32(*infos[i][j]);
-        stager.upload(v.data(), v.size(), dst + s.parts[j].offset);
+        // Host-tier pieces are converted on the GPU and written in place over PCIe (mapped).
+        for_each_piece(s, dst, s.parts[j].offset, v.size(), [&](bf16* d, uint64_t first, uint64_t n) {
+          stager.upload(v.data() + first, n, d);
+        });
       }
     }
     upload_inv_freq(w);
@@ -290,30 +403,34 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt) {
     throw;
   }
   DAK_CUDA_CHECK(cudaStreamDestroy(stream));
-  if (c.tie_word_embeddings) w.lm_head = w.embed;
+  tie_lm_head(w);
   return w;
 }
 
-GpuWeights GpuWeights::random(const ModelConfig& config, uint64_t seed, const std::string& where) {
+GpuWeights GpuWeights::random(const ModelConfig& config, uint64_t seed, const std::string& where,
+                              const Placement* placement) {
   check_supported(config, where);
   GpuWeights w;
   w.config = config;
-  const std::vector<Slice> slices = plan_slices(config, w, where);
+  const std::vector<Slice> slices = plan_slices(config, w, where, placement);
   w.bytes = arena_bytes(slices, config);
   // HbmArena refuses (before cudaMalloc) when the bytes do not fit in free HBM.
   w.arena = HbmArena(w.bytes, fmt::format("random bf16 weights of {} (seed {})", where, seed));
+  make_host_arena(w, slices, where);
   uint64_t stream_id = 0;  // the part's index in random_tensor_table
   for (const Slice& s : slices) {
-    bf16* dst = w.arena.allocate_array<bf16>(s.elems, "weight slice");
-    *s.target = dst;
+    const SliceDst dst = place_slice(s, w);
     for (const Slice::Part& p : s.parts) {
-      random_fill_bf16(RandomFillParams{dst + p.offset, int64_t(p.elems), seed, stream_id++, p.mean, p.half_range},
-                       nullptr);
+      for_each_piece(s, dst, p.offset, p.elems, [&](bf16* d, uint64_t first, uint64_t n) {
+        random_fill_bf16(RandomFillParams{d, int64_t(n), seed, stream_id, p.mean, p.half_range, int64_t(first)},
+                         nullptr);
+      });
+      ++stream_id;
     }
   }
   upload_inv_freq(w);
   DAK_CUDA_CHECK(cudaDeviceSynchronize());
-  if (config.tie_word_embeddings) w.lm_head = w.embed;
+  tie_lm_head(w);
   return w;
 }
 

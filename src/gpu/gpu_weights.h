@@ -1,4 +1,5 @@
-// GpuWeights: every weight of a model as bf16, resident in one HBM arena, from one of two sources:
+// GpuWeights: every weight of a model as bf16, in one HBM arena and (with an offload placement)
+// one pinned host arena holding the leading rows of split weights, from one of two sources:
 // a checkpoint (converted to bf16) or deterministic random values for a config (--random-weights).
 //
 // The tensor-name table and the fusions mirror the CPU reference (core/cpu_model.cc):
@@ -26,7 +27,9 @@
 #include <vector>
 
 #include "core/model_config.h"
+#include "core/placement.h"
 #include "gpu/hbm_arena.h"
+#include "gpu/host_arena.h"
 
 namespace dak {
 class Checkpoint;
@@ -36,10 +39,23 @@ namespace dak::gpu {
 
 using bf16 = __nv_bfloat16;
 
+/// One linear layer's weight W [out, in] bf16, split along its rows (M) between the two tiers as
+/// an offload plan says (core/placement.h): rows [0, m_host) in pinned mapped host memory, read by
+/// the tiered GEMM's host CTAs over PCIe; rows [m_host, out) in HBM. Bias always in HBM.
 struct GpuLinear {
-  const bf16* w = nullptr;  // [out, in] bf16, HBM
-  const bf16* b = nullptr;  // [out] bf16, HBM; null = no bias
+  const bf16* w = nullptr;    // [out - m_host, in] bf16, HBM: rows [m_host, out); null when m_host == out
+  const bf16* h_w = nullptr;  // [m_host, in] bf16, pinned mapped host: rows [0, m_host); null when m_host == 0
+  int64_t m_host = 0;         // rows in the host tier
+  const bf16* b = nullptr;    // [out] bf16, HBM; null = no bias
   int64_t out = 0, in = 0;
+};
+
+/// An embedding table [rows, cols] bf16 split like GpuLinear: rows [0, host_rows) on the host.
+struct GpuTable {
+  const bf16* g = nullptr;  // [rows - host_rows, cols] bf16, HBM; null when host_rows == rows
+  const bf16* h = nullptr;  // [host_rows, cols] bf16, pinned mapped host; null when host_rows == 0
+  int64_t host_rows = 0, rows = 0, cols = 0;
+  bool empty() const { return rows == 0; }
 };
 
 struct GpuNorm {
@@ -63,38 +79,53 @@ struct RandomTensorSpec {
 
 struct GpuWeights {
   ModelConfig config;
-  HbmArena arena;               // owns every pointer below
-  const bf16* embed = nullptr;      // [V, E]
-  const bf16* positions = nullptr;  // OPT: [max_pos + 2, hidden]; else null
+  HbmArena arena;                   // owns every HBM pointer below
+  PinnedHostArena host;             // owns every host-tier pointer below (empty without offload)
+  GpuTable embed;                   // [V, E]
+  GpuTable positions;               // OPT: [max_pos + 2, hidden]; else empty
   GpuLinear project_in;             // OPT with word_embed_proj_dim != hidden: [hidden, E]; else empty
   GpuLinear project_out;            // [E, hidden]; else empty
   GpuNorm final_norm;
   bool has_final_norm = false;      // false only for post-LN OPT
-  const bf16* lm_head = nullptr;    // [V, E] (== embed when tied)
+  GpuLinear lm_head;                // [V, E] (the embed table's tiers when tied)
   std::vector<GpuLayer> layers;
   const float* inv_freq = nullptr;  // [D/2] fp32 RoPE inverse frequencies; null for OPT
-  uint64_t bytes = 0;               // arena bytes (bf16 weights + inv_freq, aligned)
+  uint64_t bytes = 0;               // HBM arena bytes (bf16 weights + inv_freq, aligned)
+  uint64_t host_bytes = 0;          // host-tier bytes (the offloaded rows, 256-byte aligned slices)
+
+  /// HBM and host-tier bytes of a model's weights under a placement.
+  struct Bytes {
+    uint64_t hbm = 0, host = 0;
+  };
 
   /// Bytes the weights will take in HBM, without reading or allocating anything. Throws
   /// dak::Error (naming the tensor) when a tensor is missing or has the wrong shape.
   static uint64_t plan_bytes(const Checkpoint& ckpt);
 
-  /// Checks shapes, refuses if the weights do not fit in free HBM, then uploads them to the
-  /// current CUDA device. Throws dak::Error.
-  static GpuWeights load(const Checkpoint& ckpt);
+  /// Checks shapes, refuses if the HBM part does not fit in free HBM, pins the host tier
+  /// (PinnedHostArena: refused before mapping when it exceeds available host memory), then
+  /// uploads every weight to its tier on the current CUDA device. `placement` (optional) gives
+  /// the host rows of each weight group (core/placement.h); null keeps everything in HBM.
+  /// Throws dak::Error, also when the placement was made for another model or names a weight
+  /// group the model lacks.
+  static GpuWeights load(const Checkpoint& ckpt, const Placement* placement = nullptr);
 
-  /// Bytes the weights of `config` take in HBM (either source).
+  /// Bytes the weights of `config` take in HBM (either source), everything in HBM.
   static uint64_t plan_bytes(const ModelConfig& config);
+  /// HBM and host bytes of the weights of `config` under `placement` (null: all HBM). Throws
+  /// dak::Error like load() for a placement of another model.
+  static Bytes plan_bytes(const ModelConfig& config, const Placement* placement);
 
   /// The tensors a checkpoint of `config` holds, in the engine's table order, with the random
   /// fill of each (stream = index in this list). Config only: nothing is read or allocated.
   static std::vector<RandomTensorSpec> random_tensor_table(const ModelConfig& config);
 
-  /// Deterministic random weights for `config`, generated on the current CUDA device: the same
-  /// (config, seed) gives the same bits. Refuses (dak::Error, before allocating) when they do not
+  /// Deterministic random weights for `config`, generated on the current CUDA device (host-tier
+  /// rows written in place over PCIe): the same (config, seed) gives the same bits in either tier. Refuses (dak::Error, before allocating) when they do not
   /// fit in free HBM; `where` names the config in messages. Throws dak::Error for a config the
   /// GPU kernels do not support.
-  static GpuWeights random(const ModelConfig& config, uint64_t seed, const std::string& where);
+  static GpuWeights random(const ModelConfig& config, uint64_t seed, const std::string& where,
+                           const Placement* placement = nullptr);
 };
 
 }  // namespace dak::gpu

@@ -63,6 +63,21 @@ TEST(Cli, UnknownDeviceIsRejected) {
   EXPECT_NE(r.output.find("tpu"), std::string::npos) << r.output;
 }
 
+TEST(Cli, OffloadFlagsOnTheCpuPathAreRefused) {
+  // The CPU engine keeps everything in host memory: an offload request there is a mistake.
+  const RunResult r =
+      run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 --device cpu --offload-ratio 0.3");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--device cpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("offload"), std::string::npos) << r.output;
+}
+
+TEST(Cli, OffloadModeIsChecked) {
+  const RunResult r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 --offload sideways");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("sideways"), std::string::npos) << r.output;
+}
+
 TEST(Cli, GreedyGenerationMatchesHuggingFace) {
   const std::string dir = kData + "/hf_parity/llama_gqa";
   std::ifstream f(dir + "/expected.json");

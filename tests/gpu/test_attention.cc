@@ -1,6 +1,8 @@
 // Prefill and decode attention vs a float64 host reference on the same bf16 q/k/v: ragged
 // segments with earlier context (pos0 > 0), GQA group sizes 1..8, head_dims 16/24/64/80/96/128/256,
 // sliding windows, empty segments, and decode key splits (heuristic and forced small).
+// The two-tier cache (kv_cache.h) is read with every slot in HBM, with the leading slots in
+// pinned mapped host memory, and with every slot on the host; the host tier must be unchanged.
 // The cache is poisoned (NaN) wherever a correct kernel must not read: positions at or past
 // each sequence's length, positions before the first query's sliding window, and unused
 // slots. Output rows of no segment must stay poisoned.
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "gpu/kernels/attention_prefill.h"
 #include "gpu_test_util.h"
 #include "kernel_test_util.h"
+#include "kv_test_util.h"
 
 namespace {
 
@@ -30,7 +34,9 @@ struct Problem {
   int H, Hkv, D, window;
   int64_t slots, ctx, rows;
   std::vector<Seg> segs;
-  std::vector<Bf16Bits> q, k, v;  // q [rows, H*D]; caches [slots, ctx, Hkv*D]
+  std::vector<Bf16Bits> q, k, v;  // q [rows, H*D]; caches [slots][Hkv][ctx][D]
+  // Element of (slot, kv head, position) in the caches.
+  size_t at(int64_t slot, int64_t hk, int64_t j) const { return size_t(((slot * Hkv + hk) * ctx + j) * D); }
 };
 
 Problem make_problem(int H, int Hkv, int D, int window, int64_t ctx, std::vector<Seg> segs, std::mt19937_64& rng) {
@@ -41,17 +47,19 @@ Problem make_problem(int H, int Hkv, int D, int window, int64_t ctx, std::vector
   }
   const int64_t kvd = int64_t(Hkv) * D;
   p.q = random_bf16(size_t(p.rows * H * D), rng);
-  p.k = std::vector<Bf16Bits>(size_t(p.slots * ctx * kvd), 0xffff);
+  p.k = std::vector<Bf16Bits>(size_t(p.slots * ctx * kvd), 0xffff);  // NaN
   p.v = p.k;
   const auto kr = random_bf16(p.k.size(), rng), vr = random_bf16(p.v.size(), rng);
   for (const Seg& s : p.segs) {
     if (s.len == 0) continue;
     const int end = s.pos0 + s.len;  // sequence length after the append
     const int first_lo = window > 0 ? std::max(0, s.pos0 - window + 1) : 0;
-    for (int j = first_lo; j < end; ++j) {
-      const size_t base = size_t((int64_t(s.slot) * ctx + j) * kvd);
-      std::copy_n(kr.begin() + long(base), kvd, p.k.begin() + long(base));
-      std::copy_n(vr.begin() + long(base), kvd, p.v.begin() + long(base));
+    for (int hk = 0; hk < Hkv; ++hk) {
+      for (int j = first_lo; j < end; ++j) {
+        const size_t base = p.at(s.slot, hk, j);
+        std::copy_n(kr.begin() + long(base), D, p.k.begin() + long(base));
+        std::copy_n(vr.begin() + long(base), D, p.v.begin() + long(base));
+      }
     }
   }
   return p;
@@ -60,7 +68,7 @@ Problem make_problem(int H, int Hkv, int D, int window, int64_t ctx, std::vector
 // out [rows, H*D] in double; rows of no segment are NaN.
 std::vector<double> reference(const Problem& p) {
   const int G = p.H / p.Hkv;
-  const int64_t kvd = int64_t(p.Hkv) * p.D, qd = int64_t(p.H) * p.D;
+  const int64_t qd = int64_t(p.H) * p.D;
   const double scale = 1.0 / std::sqrt(double(p.D));
   std::vector<double> out(size_t(p.rows * qd), NAN);
   for (const Seg& s : p.segs) {
@@ -73,7 +81,7 @@ std::vector<double> reference(const Problem& p) {
         std::vector<double> w(size_t(pos - lo + 1));
         double mx = -INFINITY;
         for (int j = lo; j <= pos; ++j) {
-          const Bf16Bits* k = p.k.data() + (int64_t(s.slot) * p.ctx + j) * kvd + int64_t(hk) * p.D;
+          const Bf16Bits* k = p.k.data() + p.at(s.slot, hk, j);
           double dot = 0;
           for (int d = 0; d < p.D; ++d) dot += double(to_f(q[d])) * to_f(k[d]);
           w[size_t(j - lo)] = dot * scale;
@@ -85,7 +93,7 @@ std::vector<double> reference(const Problem& p) {
         for (int d = 0; d < p.D; ++d) {
           double acc = 0;
           for (int j = lo; j <= pos; ++j) {
-            acc += w[size_t(j - lo)] * to_f(p.v[size_t((int64_t(s.slot) * p.ctx + j) * kvd + int64_t(hk) * p.D + d)]);
+            acc += w[size_t(j - lo)] * to_f(p.v[p.at(s.slot, hk, j) + size_t(d)]);
           }
           o[d] = acc / z;
         }
@@ -95,27 +103,38 @@ std::vector<double> reference(const Problem& p) {
   return out;
 }
 
-struct Device {
-  DeviceBuffer<Bf16Bits> q, k, v, out;
-  DeviceBuffer<int32_t> slot, pos0, len, row0;
-};
-
 std::vector<int32_t> field(const std::vector<Seg>& segs, int32_t Seg::*m) {
   std::vector<int32_t> v;
   for (const Seg& s : segs) v.push_back(s.*m);
   return v;
 }
 
+/// The problem on the device: q, segments, output, and the cache with slots [0, b_host) in the
+/// host tier (pinned mapped host memory) and the rest in HBM.
+struct Device {
+  Device(const Problem& p, int64_t b_host)
+      : q(p.q),
+        out(size_t(p.rows * p.H * p.D)),
+        slot(field(p.segs, &Seg::slot)),
+        pos0(field(p.segs, &Seg::pos0)),
+        len(field(p.segs, &Seg::len)),
+        row0(field(p.segs, &Seg::row0)),
+        kv(p.slots, b_host, p.Hkv, p.D, p.ctx) {
+    kv.upload(p.k, p.v);
+  }
+  DeviceBuffer<Bf16Bits> q, out;
+  DeviceBuffer<int32_t> slot, pos0, len, row0;
+  TwoTierKvCache kv;
+};
+
 dak::gpu::AttentionParams params(const Problem& p, Device& dev) {
   dev.out.poison();
   dak::gpu::AttentionParams a;
   a.g_q = bf(dev.q.get());
   a.q_stride = int64_t(p.H) * p.D;
-  a.g_k_cache = bf(dev.k.get());
-  a.g_v_cache = bf(dev.v.get());
+  a.kv = dev.kv.layer();
   a.g_out = bf(dev.out.get());
   a.segs = {dev.slot.get(), dev.pos0.get(), dev.len.get(), dev.row0.get(), int32_t(p.segs.size())};
-  a.max_ctx = p.ctx;
   a.num_heads = p.H;
   a.num_kv_heads = p.Hkv;
   a.head_dim = p.D;
@@ -124,8 +143,10 @@ dak::gpu::AttentionParams params(const Problem& p, Device& dev) {
   return a;
 }
 
-void check(const Problem& p, const std::vector<Bf16Bits>& got_bits, const std::string& what) {
-  const std::vector<double> ref = reference(p);
+/// Compares the output with the float64 reference `ref`, and checks that the rows of no segment
+/// and the cache (both tiers: the host tier is read in place) are unchanged.
+void check(const Problem& p, const std::vector<double>& ref, const Device& dev, const std::string& what) {
+  const std::vector<Bf16Bits> got_bits = dev.out.download();
   std::vector<double> got = bf16_to_double(got_bits);
   // Rows of no segment: still poisoned (bitwise), then excluded from the numeric comparison.
   int64_t touched = 0;
@@ -133,6 +154,7 @@ void check(const Problem& p, const std::vector<Bf16Bits>& got_bits, const std::s
     if (std::isnan(ref[i])) touched += got_bits[i] != 0xffff;
   }
   EXPECT_EQ(touched, 0) << what << ": wrote rows that belong to no segment";
+  EXPECT_TRUE(dev.kv.k() == p.k && dev.kv.v() == p.v) << what << ": the cache was written";
   double vmax = 0;
   for (Bf16Bits x : p.v) {
     if (!std::isnan(to_f(x))) vmax = std::max(vmax, std::abs(double(to_f(x))));
@@ -140,13 +162,6 @@ void check(const Problem& p, const std::vector<Bf16Bits>& got_bits, const std::s
   // One bf16 rounding of the output (rtol), plus fp32 softmax/accumulation error, which is
   // bounded by a few 1e-6 of max|v| (atol 1e-4 * max|v| leaves ample room, far below any bug).
   expect_close(got, ref, 1e-4 * vmax, kBf16Rtol, what);
-}
-
-Device upload(const Problem& p) {
-  return Device{DeviceBuffer<Bf16Bits>(p.q), DeviceBuffer<Bf16Bits>(p.k), DeviceBuffer<Bf16Bits>(p.v),
-                DeviceBuffer<Bf16Bits>(size_t(p.rows * p.H * p.D)), DeviceBuffer<int32_t>(field(p.segs, &Seg::slot)),
-                DeviceBuffer<int32_t>(field(p.segs, &Seg::pos0)), DeviceBuffer<int32_t>(field(p.segs, &Seg::len)),
-                DeviceBuffer<int32_t>(field(p.segs, &Seg::row0))};
 }
 
 std::string describe(const Problem& p, uint64_t seed) {
@@ -172,9 +187,13 @@ TEST(AttentionPrefillKernel, RaggedCausalGqaMatchesFloat64Reference) {
       // one, a single token, and a gap row between segments.
       const std::vector<Seg> segs = {{0, 0, 37, 0}, {2, 11, 17, 38}, {1, 5, 0, 55}, {3, 60, 1, 56}};
       const Problem p = make_problem(H, Hkv, D, window, 64, segs, rng);
-      Device dev = upload(p);
-      dak::gpu::attention_prefill(params(p, dev), 37, nullptr);
-      check(p, dev.out.download(), "prefill " + describe(p, seed + k));
+      const std::vector<double> ref = reference(p);
+      // Every slot in HBM; slots 0 (the long prompt) and 1 (empty) on the host; every slot there.
+      for (int64_t b_host : {int64_t(0), int64_t(2), p.slots}) {
+        Device dev(p, b_host);
+        dak::gpu::attention_prefill(params(p, dev), 37, nullptr);
+        check(p, ref, dev, "prefill b_host=" + std::to_string(b_host) + " " + describe(p, seed + k));
+      }
       ++k;
     }
   }
@@ -195,16 +214,21 @@ TEST(AttentionDecodeKernel, SplitKeysMatchFloat64Reference) {
       const std::vector<Seg> segs = {{0, 0, 1, 0}, {1, 127, 1, 1}, {2, 128, 1, 2}, {3, 0, 0, 3},
                                      {4, 700, 1, 4}, {5, 383, 1, 6}};
       const Problem p = make_problem(H, Hkv, D, window, ctx, segs, rng);
-      Device dev = upload(p);
+      const std::vector<double> ref = reference(p);
       const auto heuristic = dak::gpu::choose_decode_split(int64_t(segs.size()), H, Hkv, ctx, 132);
-      for (const dak::gpu::DecodeSplit split : {heuristic, dak::gpu::DecodeSplit{6, 128}, dak::gpu::DecodeSplit{1, 768}}) {
-        ASSERT_GE(int64_t(split.num_splits) * split.split_keys, ctx);
-        DeviceBuffer<float> partial(dak::gpu::decode_workspace_bytes(int64_t(segs.size()), H, D, split) / 4);
-        partial.poison();
-        dak::gpu::attention_decode(dak::gpu::DecodeAttentionParams{params(p, dev), split, partial.get()}, nullptr);
-        check(p, dev.out.download(),
-              "decode splits=" + std::to_string(split.num_splits) + "x" + std::to_string(split.split_keys) + " " +
-                  describe(p, seed + k));
+      // Every slot in HBM; slots 0..2 on the host; every slot there.
+      for (int64_t b_host : {int64_t(0), int64_t(3), p.slots}) {
+        Device dev(p, b_host);
+        for (const dak::gpu::DecodeSplit split :
+             {heuristic, dak::gpu::DecodeSplit{6, 128}, dak::gpu::DecodeSplit{1, 768}}) {
+          ASSERT_GE(int64_t(split.num_splits) * split.split_keys, ctx);
+          DeviceBuffer<float> partial(dak::gpu::decode_workspace_bytes(int64_t(segs.size()), H, D, split) / 4);
+          partial.poison();
+          dak::gpu::attention_decode(dak::gpu::DecodeAttentionParams{params(p, dev), split, partial.get()}, nullptr);
+          check(p, ref, dev,
+                "decode b_host=" + std::to_string(b_host) + " splits=" + std::to_string(split.num_splits) + "x" +
+                    std::to_string(split.split_keys) + " " + describe(p, seed + k));
+        }
       }
       ++k;
     }
@@ -228,6 +252,22 @@ TEST(AttentionKernels, RejectUnsupportedHeadDim) {
   a.num_heads = 4;
   a.num_kv_heads = 2;
   a.head_dim = 512;
+  EXPECT_THROW(dak::gpu::attention_prefill(a, 1, nullptr), dak::Error);
+  EXPECT_THROW(dak::gpu::attention_decode(dak::gpu::DecodeAttentionParams{a, {1, 128}, nullptr}, nullptr), dak::Error);
+}
+
+TEST(AttentionKernels, RejectACacheThatDoesNotMatchTheHeads) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  DeviceBuffer<Bf16Bits> k(2 * 2 * 8 * 64), v(2 * 2 * 8 * 64);
+  dak::gpu::AttentionParams a;
+  a.num_heads = 4;
+  a.num_kv_heads = 2;
+  a.head_dim = 64;
+  a.kv = dak::gpu::KvCacheLayer{nullptr, nullptr, bf(k.get()), bf(v.get()), 2, 0, 2, 32, 8};  // D 32, not 64
+  EXPECT_THROW(dak::gpu::attention_prefill(a, 1, nullptr), dak::Error);
+  EXPECT_THROW(dak::gpu::attention_decode(dak::gpu::DecodeAttentionParams{a, {1, 128}, nullptr}, nullptr), dak::Error);
+  a.kv.head_dim = 64;
+  a.kv.b_host = 1;  // slot 0 on a host tier that is null
   EXPECT_THROW(dak::gpu::attention_prefill(a, 1, nullptr), dak::Error);
   EXPECT_THROW(dak::gpu::attention_decode(dak::gpu::DecodeAttentionParams{a, {1, 128}, nullptr}, nullptr), dak::Error);
 }

@@ -1,8 +1,9 @@
 // apply_rope_kv_append (RoPE and KV append in one launch) against two oracles: bitwise against
-// apply_rope followed by kv_append on a copy of the same inputs (the QKV rows and both caches,
-// poisoned), and the rotated k written to the cache against a float64 host rotation of the
-// original bf16 k (HF rotate-half, fp32 angle). Covers the 16-byte v path (row stride a
-// multiple of 8) and the element path (padded rows), GQA and MQA, and an out-of-range token.
+// apply_rope followed by kv_append on a copy of the same inputs (the QKV rows and both two-tier
+// caches, poisoned), and the rotated k written to the cache against a float64 host rotation of
+// the original bf16 k (HF rotate-half, fp32 angle). Covers the 16-byte v path (D and row stride
+// multiples of 8) and the element path (padded rows, D = 20), GQA and MQA, an out-of-range token,
+// and caches with slots in pinned mapped host memory (b_host 0, 1 and every slot).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,14 +17,16 @@
 #include "gpu/kernels/rope.h"
 #include "gpu_test_util.h"
 #include "kernel_test_util.h"
+#include "kv_test_util.h"
 
 namespace {
 
 using namespace dak::test;
 
-void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, uint64_t seed) {
+void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, uint64_t seed) {
   const std::string what = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " Hkv=" + std::to_string(Hkv) +
-                           " D=" + std::to_string(D) + " pad=" + std::to_string(pad) + " seed=" + std::to_string(seed);
+                           " D=" + std::to_string(D) + " pad=" + std::to_string(pad) +
+                           " b_host=" + std::to_string(b_host) + " seed=" + std::to_string(seed);
   std::mt19937_64 rng(seed);
   const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D, stride = qd + 2 * kvd + pad;
   const int64_t slots = 3, ctx = 23;
@@ -43,7 +46,7 @@ void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, uint64_t seed) {
 
   DeviceBuffer<int32_t> d_slot(slot), d_pos(pos), d_rope_pos(rope_pos);
   DeviceBuffer<float> d_f(inv_freq);
-  auto params = [&](DeviceBuffer<Bf16Bits>& rows, DeviceBuffer<Bf16Bits>& k, DeviceBuffer<Bf16Bits>& v) {
+  auto params = [&](DeviceBuffer<Bf16Bits>& rows, const TwoTierKvCache& cache) {
     dak::gpu::RopeParams r;
     r.g_qkv = bf(rows.get());
     r.row_stride = stride;
@@ -56,21 +59,22 @@ void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, uint64_t seed) {
     r.num_k_heads = Hkv;
     r.head_dim = D;
     const dak::gpu::KvAppendParams kv{bf(rows.get()), stride, qd, qd + kvd, d_slot.get(), d_pos.get(),
-                                      bf(k.get()), bf(v.get()), T, slots, ctx, kvd};
+                                      cache.layer(), T};
     return std::pair{r, kv};
   };
-  const size_t cache = size_t(slots * ctx * kvd);
-  DeviceBuffer<Bf16Bits> rows_a(qkv), k_a(cache), v_a(cache), rows_b(qkv), k_b(cache), v_b(cache);
-  for (auto* b : {&k_a, &v_a, &k_b, &v_b}) b->poison();
-  const auto [ra, kva] = params(rows_a, k_a, v_a);
+  DeviceBuffer<Bf16Bits> rows_a(qkv), rows_b(qkv);
+  TwoTierKvCache cache_a(slots, b_host, Hkv, D, ctx), cache_b(slots, b_host, Hkv, D, ctx);
+  cache_a.poison();
+  cache_b.poison();
+  const auto [ra, kva] = params(rows_a, cache_a);
   dak::gpu::apply_rope(ra, nullptr);
   dak::gpu::kv_append(kva, nullptr);
-  const auto [rb, kvb] = params(rows_b, k_b, v_b);
+  const auto [rb, kvb] = params(rows_b, cache_b);
   dak::gpu::apply_rope_kv_append(rb, kvb, nullptr);
-  const auto got_rows = rows_b.download(), got_k = k_b.download(), got_v = v_b.download();
+  const auto got_rows = rows_b.download(), got_k = cache_b.k(), got_v = cache_b.v();
   EXPECT_EQ(got_rows, rows_a.download()) << what << ": QKV rows differ from apply_rope";
-  EXPECT_EQ(got_k, k_a.download()) << what << ": k cache differs from apply_rope + kv_append";
-  EXPECT_EQ(got_v, v_a.download()) << what << ": v cache differs from kv_append";
+  EXPECT_EQ(got_k, cache_a.k()) << what << ": k cache differs from apply_rope + kv_append";
+  EXPECT_EQ(got_v, cache_a.v()) << what << ": v cache differs from kv_append";
 
   // Independent check of the cached k: float64 rotation of the original bf16 k heads.
   std::vector<double> got_rot, ref_rot;
@@ -78,19 +82,19 @@ void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, uint64_t seed) {
   for (int64_t t = 0; t < T; ++t) {
     if (pos[size_t(t)] >= ctx) continue;
     ++cached;
-    const int64_t dst = (int64_t(slot[size_t(t)]) * ctx + pos[size_t(t)]) * kvd;
     const Bf16Bits* row = qkv.data() + t * stride;
     for (int h = 0; h < Hkv; ++h) {
+      const int64_t dst = ((int64_t(slot[size_t(t)]) * Hkv + h) * ctx + pos[size_t(t)]) * D;  // [slot][Hkv][ctx][D]
       for (int i = 0; i < D / 2; ++i) {
         const double a = double(float(rope_pos[size_t(t)]) * inv_freq[size_t(i)]);
         const double x1 = to_f(row[qd + h * D + i]), x2 = to_f(row[qd + h * D + i + D / 2]);
         ref_rot.push_back(x1 * std::cos(a) - x2 * std::sin(a));
         ref_rot.push_back(x2 * std::cos(a) + x1 * std::sin(a));
-        got_rot.push_back(to_f(got_k[size_t(dst + h * D + i)]));
-        got_rot.push_back(to_f(got_k[size_t(dst + h * D + i + D / 2)]));
+        got_rot.push_back(to_f(got_k[size_t(dst + i)]));
+        got_rot.push_back(to_f(got_k[size_t(dst + i + D / 2)]));
       }
+      for (int e = 0; e < D; ++e) v_bad += got_v[size_t(dst + e)] != row[qd + kvd + h * D + e];
     }
-    for (int64_t e = 0; e < kvd; ++e) v_bad += got_v[size_t(dst + e)] != row[qd + kvd + e];
   }
   ASSERT_GT(cached, 0) << what;
   expect_close(got_rot, ref_rot, 1e-4, kBf16Rtol, what + " cached k");
@@ -101,10 +105,14 @@ TEST(RopeKvAppendKernel, MatchesRopeThenAppendAndFloat64Rotation) {
   DAK_REQUIRE_GPU_OR_SKIP();
   const uint64_t seed = fresh_seed();
   uint64_t k = 0;
-  for (int D : {16, 24, 64, 128, 256}) {
+  for (int D : {16, 20, 24, 64, 128, 256}) {
     for (auto [H, Hkv] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{9, 3}, std::pair{8, 8}}) {
       for (int64_t pad : {0, 3}) {
-        for (int64_t T : {1, 5, 33}) run_case(T, H, Hkv, D, pad, seed + k++);
+        for (int64_t T : {1, 5, 33}) {
+          const int64_t b_host = int64_t(k % 3 == 2 ? 3 : k % 3);  // 0, 1 or all 3 slots on the host
+          run_case(T, H, Hkv, D, pad, b_host, seed + k);
+          ++k;
+        }
       }
     }
   }

@@ -6,9 +6,9 @@
 // Poisoning: outputs and workspace start as NaN; K/V positions at or past a sequence's length are
 // NaN; each tier holds NaN for the sequences that live in the other tier (so a kernel reading the
 // wrong tier fails); the host tier must be bitwise unchanged after the launch.
-// Also: agreement with the HBM decode kernel (attention_decode) at b_host = 0, one captured CUDA
-// graph serving changing lengths, the KV append into each sequence's tier (bitwise), and the
-// argument checks.
+// Also: agreement with the HBM decode kernel (attention_decode, reading the same cache as a
+// KvCacheLayer) at b_host = 0, one captured CUDA graph serving changing lengths, and the argument
+// checks. The KV append into each sequence's tier is tested in test_kv_append.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -347,19 +347,9 @@ TEST(TieredAttentionKernel, AgreesWithTheHbmDecodeKernelWithoutOffload) {
     Harness hx(d);
     const std::vector<double> tiered = bf16_to_double(hx.run(0));
 
-    // The same cache in the engine's layout [B][max_ctx][Hkv][D] for attention_decode.
+    // The same cache, all in the HBM tier, as the engine's KvCacheLayer for attention_decode.
     const int64_t B = sh.batch, Hkv = sh.num_kv_heads, D = sh.head_dim, C = sh.max_ctx;
-    std::vector<Bf16Bits> ek(d.k.size()), ev(d.v.size());
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t hk = 0; hk < Hkv; ++hk) {
-        for (int64_t j = 0; j < C; ++j) {
-          const size_t src = size_t(((b * Hkv + hk) * C + j) * D), dst = size_t(((b * C + j) * Hkv + hk) * D);
-          std::copy_n(d.k.begin() + long(src), D, ek.begin() + long(dst));
-          std::copy_n(d.v.begin() + long(src), D, ev.begin() + long(dst));
-        }
-      }
-    }
-    DeviceBuffer<Bf16Bits> dk(ek), dv(ev), q(d.q), out(size_t(B * sh.num_heads * D));
+    DeviceBuffer<Bf16Bits> dk(d.k), dv(d.v), q(d.q), out(size_t(B * sh.num_heads * D));
     const size_t nb = static_cast<size_t>(B);
     std::vector<int32_t> slot(nb), pos0(nb), one(nb, 1), row0(nb);
     for (int64_t b = 0; b < B; ++b) {
@@ -371,11 +361,10 @@ TEST(TieredAttentionKernel, AgreesWithTheHbmDecodeKernelWithoutOffload) {
     dak::gpu::DecodeAttentionParams dp;
     dp.attn.g_q = bf(q.get());
     dp.attn.q_stride = sh.num_heads * D;
-    dp.attn.g_k_cache = bf(dk.get());
-    dp.attn.g_v_cache = bf(dv.get());
+    dp.attn.kv = dak::gpu::KvCacheLayer{nullptr, nullptr, bf(dk.get()), bf(dv.get()), int32_t(B), 0, int32_t(Hkv),
+                                        int32_t(D), C};
     dp.attn.g_out = bf(out.get());
     dp.attn.segs = {d_slot.get(), d_pos0.get(), d_len.get(), d_row0.get(), int32_t(B)};
-    dp.attn.max_ctx = C;
     dp.attn.num_heads = int32_t(sh.num_heads);
     dp.attn.num_kv_heads = int32_t(Hkv);
     dp.attn.head_dim = int32_t(D);
@@ -426,62 +415,6 @@ TEST(TieredAttentionKernel, OneCapturedGraphServesChangingLengths) {
   DAK_CUDA_CHECK(cudaGraphExecDestroy(exec));
   DAK_CUDA_CHECK(cudaGraphDestroy(graph));
   DAK_CUDA_CHECK(cudaStreamDestroy(st));
-}
-
-TEST(TieredKvAppend, WritesEachTokenIntoItsSequencesTierOnly) {
-  DAK_REQUIRE_GPU_OR_SKIP();
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 rng(seed);
-  const int64_t B = 5, b_host = 2, Hkv = 3, D = 80, C = 37, T = 7;
-  const int64_t qd = 4 * D, kvd = Hkv * D, row = qd + 2 * kvd + 8, n = Hkv * C * D;
-  const std::vector<Bf16Bits> qkv = random_bf16(size_t(T * row), rng);
-  // Tokens: host and HBM sequences, position 0 and C - 1, one bad sequence, one bad position.
-  const std::vector<int32_t> seq = {0, 1, 4, 2, 3, 7, 1}, pos = {0, 36, 5, 17, 0, 3, 40};
-  std::vector<Bf16Bits> host0(size_t(2 * b_host * n)), hbm0(size_t(2 * (B - b_host) * n));
-  for (auto& x : host0) x = Bf16Bits(rng());
-  for (auto& x : hbm0) x = Bf16Bits(rng());
-  PinnedHostArena arena(host0.size() * 2, "append test host tier");
-  auto* h = arena.allocate_array<Bf16Bits>(host0.size(), "host K and V");
-  std::memcpy(h, host0.data(), host0.size() * 2);
-  DeviceBuffer<Bf16Bits> g(hbm0), d_qkv(qkv);
-  DeviceBuffer<int32_t> d_seq(seq), d_pos(pos);
-  dak::gpu::TieredKvAppendArgs a;
-  a.g_qkv = bf(d_qkv.get());
-  a.row_stride = row;
-  a.k_offset = qd;
-  a.v_offset = qd + kvd;
-  a.g_seq = d_seq.get();
-  a.g_pos = d_pos.get();
-  a.h_k = bf(h);
-  a.h_v = bf(h) + b_host * n;
-  a.g_k = bf(g.get());
-  a.g_v = bf(g.get()) + (B - b_host) * n;
-  a.T = T;
-  a.batch = B;
-  a.b_host = b_host;
-  a.num_kv_heads = Hkv;
-  a.head_dim = D;
-  a.max_ctx = C;
-  dak::gpu::tiered_kv_append(a, nullptr);
-  DAK_CUDA_CHECK(cudaDeviceSynchronize());
-
-  std::vector<Bf16Bits> host_want = host0, hbm_want = hbm0;
-  for (int64_t t = 0; t < T; ++t) {
-    const int64_t s = seq[size_t(t)], p = pos[size_t(t)];
-    if (s < 0 || s >= B || p < 0 || p >= C) continue;
-    const bool on_host = s < b_host;
-    std::vector<Bf16Bits>& tier = on_host ? host_want : hbm_want;
-    const int64_t seqs = on_host ? b_host : B - b_host, slot = on_host ? s : s - b_host;
-    for (int64_t hk = 0; hk < Hkv; ++hk) {
-      for (int64_t e = 0; e < D; ++e) {
-        const size_t dst = size_t(((slot * Hkv + hk) * C + p) * D + e);
-        tier[dst] = qkv[size_t(t * row + qd + hk * D + e)];
-        tier[size_t(seqs * n) + dst] = qkv[size_t(t * row + qd + kvd + hk * D + e)];
-      }
-    }
-  }
-  EXPECT_EQ(0, std::memcmp(h, host_want.data(), host_want.size() * 2)) << "host tier, seed " << seed;
-  EXPECT_TRUE(g.download() == hbm_want) << "HBM tier, seed " << seed;
 }
 
 TEST(TieredAttentionKernel, RefusesBadArguments) {

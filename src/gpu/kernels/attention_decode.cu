@@ -99,9 +99,8 @@ __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const 
   for (int u = 0; u < kMaxOut; ++u) o[u] = 0.f;
   const int n_out = ng * D;
 
-  const int64_t kv_row_stride = int64_t(p.num_kv_heads) * D;
-  const __nv_bfloat16* g_k = p.g_k_cache + slot * p.max_ctx * kv_row_stride + int64_t(hk) * D;  // [max_ctx][.. D]
-  const __nv_bfloat16* g_v = p.g_v_cache + slot * p.max_ctx * kv_row_stride + int64_t(hk) * D;
+  const __nv_bfloat16* g_k = p.kv.k_block(slot, hk);  // [max_ctx][D], host or HBM tier
+  const __nv_bfloat16* g_v = p.kv.v_block(slot, hk);  // [max_ctx][D]
   const int vpr = D / 8;  // 16-byte vectors per row (vec path)
 
   for (int c0 = k_begin; c0 < k_end; c0 += C) {
@@ -111,20 +110,20 @@ __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const 
     if (vec) {
       for (int e = threadIdx.x; e < n * vpr; e += kThreads) {
         const int j = e / vpr, v = e % vpr;
-        __pipeline_memcpy_async(s_k + j * Dp + v * 8, g_k + int64_t(c0 + j) * kv_row_stride + v * 8, 16);
+        __pipeline_memcpy_async(s_k + j * Dp + v * 8, g_k + int64_t(c0 + j) * D + v * 8, 16);
       }
       __pipeline_commit();
       for (int e = threadIdx.x; e < n * vpr; e += kThreads) {
         const int j = e / vpr, v = e % vpr;
-        __pipeline_memcpy_async(s_v + j * Dp + v * 8, g_v + int64_t(c0 + j) * kv_row_stride + v * 8, 16);
+        __pipeline_memcpy_async(s_v + j * Dp + v * 8, g_v + int64_t(c0 + j) * D + v * 8, 16);
       }
       __pipeline_commit();
       __pipeline_wait_prior(1);
     } else {
       for (int e = threadIdx.x; e < n * D; e += kThreads) {
         const int j = e / D, d = e % D;
-        s_k[j * Dp + d] = __ldg(g_k + int64_t(c0 + j) * kv_row_stride + d);
-        s_v[j * Dp + d] = __ldg(g_v + int64_t(c0 + j) * kv_row_stride + d);
+        s_k[j * Dp + d] = __ldg(g_k + int64_t(c0 + j) * D + d);
+        s_v[j * Dp + d] = __ldg(g_v + int64_t(c0 + j) * D + d);
       }
     }
     __syncthreads();
@@ -285,13 +284,14 @@ void attention_decode(const DecodeAttentionParams& dp, cudaStream_t stream) {
              std::to_string(dp.split.num_splits) + "x" + std::to_string(dp.split.split_keys),
          "gpu attention", "dak's GPU attention supports head_dim 1..256 and H divisible by Hkv");
   }
+  check_attention_kv(p, "attention_decode");
   if (p.segs.num_segs <= 0) return;
   const int G = p.num_heads / p.num_kv_heads;
   const int head_chunks = (G + kMaxHeads - 1) / kMaxHeads;
   const dim3 grid(unsigned(dp.split.num_splits), unsigned(p.num_kv_heads * head_chunks), unsigned(p.segs.num_segs));
-  // 16-byte path: rows of D % 8 == 0 elements at 16-byte aligned bases.
+  // 16-byte path: rows of D % 8 == 0 elements at 16-byte aligned tier bases (null tiers are unused).
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
-  const bool vec = p.head_dim % 8 == 0 && (addr(p.g_k_cache) | addr(p.g_v_cache)) % 16 == 0;
+  const bool vec = p.head_dim % 8 == 0 && (addr(p.kv.h_k) | addr(p.kv.h_v) | addr(p.kv.g_k) | addr(p.kv.g_v)) % 16 == 0;
   attention_decode_split_kernel<<<grid, kThreads, smem_bytes(p.head_dim), stream>>>(dp, vec);
   DAK_CUDA_CHECK(cudaGetLastError());
   if (dp.split.num_splits == 1) return;  // the split kernel wrote the output

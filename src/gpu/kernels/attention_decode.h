@@ -3,7 +3,8 @@
 //
 // Operands: as AttentionParams (attention_prefill.h), with every len[s] in {0, 1}: the query
 // of segment s sits at position pos0[s] and attends to keys [lo, pos0[s]] of its cache slot
-// (lo = 0, or pos0 - window + 1 with a sliding window). GQA/MQA: a CTA serves up to 8 query
+// (lo = 0, or pos0 - window + 1 with a sliding window) in the two-tier cache (kv_cache.h; a
+// host-tier slot is read over PCIe by the same code). GQA/MQA: a CTA serves up to 8 query
 // heads of one kv head, so each K/V element is read once per 8 heads.
 // Split: keys [k * split_keys, (k + 1) * split_keys) go to split k of num_splits; the split
 // layout depends only on max_ctx (DecodeSplit), never on the current lengths, so one CUDA
@@ -11,15 +12,16 @@
 // exits at once and writes nothing; the combine kernel reads only the live splits (it derives
 // them from pos0 and the window, read from device memory like the split kernel).
 // Tiling (split kernel): CTA = 4 warps for (segment, kv head, <= 8 query heads, split). It walks
-// its keys in chunks of 64 (D <= 128) or 32 keys: the chunk's K rows and then its V rows are
-// staged in SMEM by coalesced 16-byte async copies (cp.async through cuda_pipeline.h; rows
-// padded to D + 8 elements so 16-byte SMEM reads of consecutive rows are conflict-free), all
-// in flight at once; a thread per (head, key) scores from SMEM while V still lands; a warp per
-// head updates the fp32 online softmax (running max / sum, per-chunk rescale); a thread per
-// (head, dim) accumulates p . V in fp32 registers. D % 8 != 0 (or unaligned caches) stages
-// element by element. With num_splits == 1 the CTA normalizes and writes the bf16 output
-// itself and no combine kernel is launched; otherwise it writes (o unnormalized [D], m, l)
-// per (segment, head, split) to an fp32 workspace.
+// its keys in chunks of 64 (D <= 128) or 32 keys: the chunk's K rows and then its V rows
+// (consecutive rows of the slot's [max_ctx][D] block) are staged in SMEM by coalesced 16-byte
+// async copies (cp.async through cuda_pipeline.h; rows padded to D + 8 elements so 16-byte SMEM
+// reads of consecutive rows are conflict-free), all in flight at once; a thread per (head, key)
+// scores from SMEM while V still lands; a warp per head updates the fp32 online softmax (running
+// max / sum, per-chunk rescale); a thread per (head, dim) accumulates p . V in fp32 registers.
+// D % 8 != 0 (or a tier base that is not 16-byte aligned) stages element by element. With
+// num_splits == 1 the CTA normalizes and writes the bf16 output itself and no combine kernel is
+// launched; otherwise it writes (o unnormalized [D], m, l) per (segment, head, split) to an fp32
+// workspace.
 // Combine kernel (num_splits > 1): one CTA per (segment, head) over the live splits:
 // out = sum_k e^(m_k - M) o_k / sum_k e^(m_k - M) l_k.
 // Invariant: the result does not depend on which CTA handled which keys beyond fp32
@@ -57,7 +59,8 @@ struct DecodeAttentionParams {
 };
 
 /// Launches the split kernel and the combine kernel on `stream` (graph-capturable: no host
-/// synchronization, no allocation). Throws dak::Error for an unsupported head_dim.
+/// synchronization, no allocation). Throws dak::Error for an unsupported head_dim or split, an
+/// invalid cache or one that does not match the heads (check_attention_kv), or a launch error.
 void attention_decode(const DecodeAttentionParams& p, cudaStream_t stream);
 
 }  // namespace dak::gpu

@@ -1,6 +1,7 @@
 #include "gpu/kernels/attention_prefill.h"
 
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -67,9 +68,8 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const __gri
     for (int u = 0; u < kDimsPerLane; ++u) o[i][u] = 0.f;
   }
 
-  const int64_t kv_row_stride = int64_t(p.num_kv_heads) * D;  // elements between positions
-  const __nv_bfloat16* g_k = p.g_k_cache + slot * p.max_ctx * kv_row_stride + int64_t(hk) * D;  // [max_ctx][.. D]
-  const __nv_bfloat16* g_v = p.g_v_cache + slot * p.max_ctx * kv_row_stride + int64_t(hk) * D;
+  const __nv_bfloat16* g_k = p.kv.k_block(slot, hk);  // [max_ctx][D], host or HBM tier
+  const __nv_bfloat16* g_v = p.kv.v_block(slot, hk);  // [max_ctx][D]
 
   for (int k0 = lo; k0 <= hi; k0 += kKeys) {
     __syncthreads();  // previous tile fully consumed (and s_q written, first time)
@@ -77,8 +77,8 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const __gri
       const int key = e / D, d = e % D, j = k0 + key;
       float kv = 0.f, vv = 0.f;
       if (j <= hi) {
-        kv = bf16_to_float(g_k[int64_t(j) * kv_row_stride + d]);
-        vv = bf16_to_float(g_v[int64_t(j) * kv_row_stride + d]);
+        kv = bf16_to_float(g_k[int64_t(j) * D + d]);
+        vv = bf16_to_float(g_v[int64_t(j) * D + d]);
       }
       s_k[key * (D + 1) + d] = kv;
       s_v[key * D + d] = vv;
@@ -135,6 +135,16 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const __gri
 
 }  // namespace
 
+void check_attention_kv(const AttentionParams& p, const std::string& where) {
+  check_kv_cache_layer(p.kv, where);
+  if (p.kv.num_kv_heads != p.num_kv_heads || p.kv.head_dim != p.head_dim) {
+    fail("the KV cache holds " + std::to_string(p.kv.num_kv_heads) + " kv heads of " + std::to_string(p.kv.head_dim) +
+             " elements, the attention expects " + std::to_string(p.num_kv_heads) + " of " +
+             std::to_string(p.head_dim),
+         where, "describe the cache with the model's num_kv_heads and head_dim");
+  }
+}
+
 void attention_prefill(const AttentionParams& p, int32_t max_seg_len, cudaStream_t stream) {
   if (p.head_dim < 1 || p.head_dim > kAttentionMaxHeadDim || p.num_kv_heads < 1 ||
       p.num_heads % p.num_kv_heads != 0) {
@@ -142,6 +152,7 @@ void attention_prefill(const AttentionParams& p, int32_t max_seg_len, cudaStream
              std::to_string(p.num_heads) + "/" + std::to_string(p.num_kv_heads),
          "gpu attention", "dak's GPU attention supports head_dim 1..256 and H divisible by Hkv");
   }
+  check_attention_kv(p, "attention_prefill");
   if (p.segs.num_segs <= 0 || max_seg_len <= 0) return;
   // NOTE: set per launch (cheap, host-only) rather than once, so it holds on every device.
   DAK_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -15,15 +15,19 @@ __global__ void __launch_bounds__(kThreads) embedding_kernel(const __grid_consta
   const __nv_bfloat16* g_row = nullptr;      // [E]
   const __nv_bfloat16* g_pos_row = nullptr;  // [E]
   bool valid = true;
-  if (p.g_table) {
+  // Row r of a table split at host_rows: host tier below, HBM tier from host_rows on.
+  const auto row_of = [&](const __nv_bfloat16* h, const __nv_bfloat16* g, int64_t host_rows, int64_t r) {
+    return r < host_rows ? h + r * p.E : g + (r - host_rows) * p.E;
+  };
+  if (p.g_table || p.h_table) {
     const int64_t id = p.g_ids[t];
     valid = valid && id >= 0 && id < p.num_rows;
-    g_row = p.g_table + (valid ? id : 0) * p.E;
+    g_row = row_of(p.h_table, p.g_table, p.table_host_rows, valid ? id : 0);
   }
-  if (p.g_pos_table) {
+  if (p.g_pos_table || p.h_pos_table) {
     const int64_t pos = int64_t(p.g_positions[t]) + p.pos_offset;
     valid = valid && pos >= 0 && pos < p.num_pos;
-    g_pos_row = p.g_pos_table + (valid ? pos : 0) * p.E;
+    g_pos_row = row_of(p.h_pos_table, p.g_pos_table, p.pos_host_rows, valid ? pos : 0);
   }
   const __nv_bfloat16* g_add_row = p.g_add ? p.g_add + t * p.E : nullptr;
   for (int64_t e = threadIdx.x; e < p.E; e += kThreads) {

@@ -7,6 +7,9 @@
 // with each of the three terms present only when its pointer is non-null, summed in fp32 and
 // written as fp32 and/or bf16. An id or position outside its table writes NaN for that row
 // (callers validate ids on the host first; the NaN makes a missed check visible).
+// Tables may be split along their rows between the host tier and HBM (an offload plan): rows
+// [0, host_rows) are read from pinned mapped host memory in place (a step gathers T rows, so the
+// PCIe reads are tiny), the others from HBM.
 // Tiling: one CTA per token row, threads stride over E. Bandwidth-trivial next to the GEMMs.
 #pragma once
 
@@ -18,10 +21,17 @@
 namespace dak::gpu {
 
 struct EmbeddingParams {
-  const __nv_bfloat16* g_table = nullptr;      // [num_rows, E] bf16, HBM; null: no table term
-  const int32_t* g_ids = nullptr;              // [T] int32, HBM: row of g_table per token
+  const __nv_bfloat16* g_table = nullptr;      // [num_rows - table_host_rows, E] bf16, HBM: rows
+                                               //   [table_host_rows, num_rows); null: no table term
+  const __nv_bfloat16* h_table = nullptr;      // [table_host_rows, E] bf16, pinned mapped host: rows
+                                               //   [0, table_host_rows) (offloaded; read in place)
+  int64_t table_host_rows = 0;
+  const int32_t* g_ids = nullptr;              // [T] int32, HBM: row of the table per token
   int64_t num_rows = 0;
-  const __nv_bfloat16* g_pos_table = nullptr;  // [num_pos, E] bf16, HBM; null: no position term
+  const __nv_bfloat16* g_pos_table = nullptr;  // [num_pos - pos_host_rows, E] bf16, HBM; null (with
+                                               //   pos_host_rows == 0): no position term
+  const __nv_bfloat16* h_pos_table = nullptr;  // [pos_host_rows, E] bf16, pinned mapped host
+  int64_t pos_host_rows = 0;
   const int32_t* g_positions = nullptr;        // [T] int32, HBM: position of each token
   int32_t pos_offset = 0;                      // OPT: 2 (OPTLearnedPositionalEmbedding)
   int64_t num_pos = 0;

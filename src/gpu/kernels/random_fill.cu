@@ -35,12 +35,12 @@ __global__ void __launch_bounds__(kThreads) random_fill_kernel(const __grid_cons
     for (int64_t g = first; g < groups; g += stride) {
       alignas(16) __nv_bfloat16 r[kVec];  // registers
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) r[v] = value_at(key, g * kVec + v, p.mean, p.half_range);
+      for (int v = 0; v < kVec; ++v) r[v] = value_at(key, p.first + g * kVec + v, p.mean, p.half_range);
       *reinterpret_cast<uint4*>(p.g_out + g * kVec) = *reinterpret_cast<const uint4*>(r);
     }
-    for (int64_t i = groups * kVec + first; i < p.n; i += stride) p.g_out[i] = value_at(key, i, p.mean, p.half_range);
+    for (int64_t i = groups * kVec + first; i < p.n; i += stride) p.g_out[i] = value_at(key, p.first + i, p.mean, p.half_range);
   } else {
-    for (int64_t i = first; i < p.n; i += stride) p.g_out[i] = value_at(key, i, p.mean, p.half_range);
+    for (int64_t i = first; i < p.n; i += stride) p.g_out[i] = value_at(key, p.first + i, p.mean, p.half_range);
   }
 }
 

@@ -1,8 +1,8 @@
 // Deterministic random bf16 fill: the values of `--random-weights` (gpu_weights.h), generated
 // in place in HBM so that a config of any size needs neither host memory nor a file.
 //
-//   out[i] = bf16_rn(fma(x_i, half_range, mean)),  x_i = (int32(bits_i >> 40) - 2^23) * 2^-23
-//   bits_i = splitmix64_mix(key + (i + 1) * 0x9E3779B97F4A7C15)      (element i of the stream)
+//   out[i] = bf16_rn(fma(x_j, half_range, mean)), j = first + i,  x_j = (int32(bits_j >> 40) - 2^23) * 2^-23
+//   bits_j = splitmix64_mix(key + (j + 1) * 0x9E3779B97F4A7C15)      (element j of the stream)
 //   key    = splitmix64_mix(seed + (stream + 1) * 0xD1B54A32D192ED03)
 // where splitmix64_mix(z) is the SplitMix64 output function (Steele, Lea, Flood, "Fast
 // splittable pseudorandom number generators", OOPSLA 2014; Vigna's reference constants):
@@ -23,12 +23,14 @@
 namespace dak::gpu {
 
 struct RandomFillParams {
-  __nv_bfloat16* g_out = nullptr;  // [n] bf16, HBM (written)
+  __nv_bfloat16* g_out = nullptr;  // [n] bf16, HBM or pinned mapped host memory (written)
   int64_t n = 0;                   // elements
   uint64_t seed = 0;               // user seed (--weights-seed)
   uint64_t stream = 0;             // independent stream per tensor (its index in the weight table)
   float mean = 0.0f;
   float half_range = 0.0f;         // values lie in [mean - half_range, mean + half_range)
+  int64_t first = 0;               // stream index of g_out[0]: out[i] gets element first + i, so a
+                                   //   tensor split over two tiers fills as two calls, bitwise the same
 };
 
 /// Launches the fill on `stream`. n == 0 is a no-op. Throws dak::Error on a launch error.

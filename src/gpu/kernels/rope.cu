@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
 }
 
 // Work items of token t: [0, pairs) rope pairs of the q then k heads, then the v units (16-byte
-// chunks when vec, else elements).
+// chunks when vec, else elements; unit e belongs to kv head e / v_per_head).
 __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_constant__ RopeParams r,
                                                                   const __grid_constant__ KvAppendParams kv, bool vec) {
   const int64_t t = blockIdx.x;
@@ -49,10 +49,11 @@ __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_c
   const float pos = float(r.g_positions[t]);
   __nv_bfloat16* g_row = r.g_qkv + t * r.row_stride;  // [row_stride]
   const int64_t slot = kv.g_slots[t], cpos = kv.g_positions[t];
-  const bool in_cache = slot >= 0 && slot < kv.num_slots && cpos >= 0 && cpos < kv.max_ctx;
-  const int64_t dst = (slot * kv.max_ctx + cpos) * kv.kv_dim;
+  const bool in_cache = slot >= 0 && slot < kv.kv.batch && cpos >= 0 && cpos < kv.kv.max_ctx;
+  const int64_t D = r.head_dim;
   const int pairs = (r.num_q_heads + r.num_k_heads) * half;
-  const int64_t v_units = vec ? kv.kv_dim / 8 : kv.kv_dim;
+  const int64_t v_per_head = vec ? D / 8 : D;
+  const int64_t v_units = int64_t(r.num_k_heads) * v_per_head;
   for (int64_t j = blockIdx.y * int64_t(kThreads) + threadIdx.x; j < pairs + v_units;
        j += int64_t(gridDim.y) * kThreads) {
     if (j < pairs) {
@@ -61,20 +62,22 @@ __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_c
       if (head < r.num_q_heads) {
         rotate_pair(g_row + r.q_offset + int64_t(head) * r.head_dim, i, half, pos, r.g_inv_freq[i], y);
       } else {
-        const int64_t col = int64_t(head - r.num_q_heads) * r.head_dim;
-        rotate_pair(g_row + r.k_offset + col, i, half, pos, r.g_inv_freq[i], y);
+        const int hk = head - r.num_q_heads;
+        rotate_pair(g_row + r.k_offset + int64_t(hk) * r.head_dim, i, half, pos, r.g_inv_freq[i], y);
         if (in_cache) {
-          kv.g_k_cache[dst + col + i] = y[0];
-          kv.g_k_cache[dst + col + i + half] = y[1];
+          __nv_bfloat16* d_k = kv.kv.k_block(slot, hk) + cpos * D;  // [D] row of the cache
+          d_k[i] = y[0];
+          d_k[i + half] = y[1];
         }
       }
     } else if (in_cache) {
-      const int64_t e = j - pairs;
-      const __nv_bfloat16* g_v = kv.g_qkv + t * kv.row_stride + kv.v_offset;  // [kv_dim]
+      const int64_t e = j - pairs, hk = e / v_per_head, u = e % v_per_head;
+      const __nv_bfloat16* g_v = kv.g_qkv + t * kv.row_stride + kv.v_offset;  // [Hkv * D]
+      __nv_bfloat16* d_v = kv.kv.v_block(slot, hk) + cpos * D;                 // [D] row of the cache
       if (vec) {
-        reinterpret_cast<uint4*>(kv.g_v_cache + dst)[e] = reinterpret_cast<const uint4*>(g_v)[e];
+        reinterpret_cast<uint4*>(d_v)[u] = reinterpret_cast<const uint4*>(g_v)[e];
       } else {
-        kv.g_v_cache[dst + e] = g_v[e];
+        d_v[u] = g_v[e];
       }
     }
   }
@@ -93,12 +96,12 @@ void apply_rope(const RopeParams& p, cudaStream_t stream) {
 }
 
 void apply_rope_kv_append(const RopeParams& r, const KvAppendParams& kv, cudaStream_t stream) {
-  const int64_t qd = int64_t(r.num_q_heads) * r.head_dim;
+  check_kv_append(kv, "apply_rope_kv_append");
+  const int64_t qd = int64_t(r.num_q_heads) * r.head_dim, kvd = int64_t(kv.kv.num_kv_heads) * kv.kv.head_dim;
   const auto disjoint = [](int64_t a, int64_t b, int64_t n, int64_t m) { return a + n <= b || b + m <= a; };
   const bool same_rows = r.g_qkv == kv.g_qkv && r.row_stride == kv.row_stride && r.k_offset == kv.k_offset &&
-                         r.T == kv.T && kv.kv_dim == int64_t(r.num_k_heads) * r.head_dim &&
-                         disjoint(kv.v_offset, kv.k_offset, kv.kv_dim, kv.kv_dim) &&
-                         disjoint(kv.v_offset, r.q_offset, kv.kv_dim, qd);
+                         r.T == kv.T && kv.kv.num_kv_heads == r.num_k_heads && kv.kv.head_dim == r.head_dim &&
+                         disjoint(kv.v_offset, kv.k_offset, kvd, kvd) && disjoint(kv.v_offset, r.q_offset, kvd, qd);
   if (!same_rows) {
     apply_rope(r, stream);
     kv_append(kv, stream);
@@ -106,9 +109,9 @@ void apply_rope_kv_append(const RopeParams& r, const KvAppendParams& kv, cudaStr
   }
   if (r.T <= 0) return;
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
-  const bool vec = kv.kv_dim % 8 == 0 && kv.row_stride % 8 == 0 && kv.v_offset % 8 == 0 &&
-                   (addr(kv.g_qkv) | addr(kv.g_v_cache)) % 16 == 0;
-  const int64_t work = int64_t(r.num_q_heads + r.num_k_heads) * (r.head_dim / 2) + (vec ? kv.kv_dim / 8 : kv.kv_dim);
+  const bool vec = r.head_dim % 8 == 0 && kv.row_stride % 8 == 0 && kv.v_offset % 8 == 0 &&
+                   (addr(kv.g_qkv) | addr(kv.kv.h_v) | addr(kv.kv.g_v)) % 16 == 0;
+  const int64_t work = int64_t(r.num_q_heads + r.num_k_heads) * (r.head_dim / 2) + (vec ? kvd / 8 : kvd);
   const int64_t ctas = std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, 65535);
   rope_kv_append_kernel<<<dim3(unsigned(r.T), unsigned(ctas)), kThreads, 0, stream>>>(r, kv, vec);
   DAK_CUDA_CHECK(cudaGetLastError());

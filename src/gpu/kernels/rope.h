@@ -39,11 +39,12 @@ void apply_rope(const RopeParams& p, cudaStream_t stream);
 
 /// apply_rope(r) followed by kv_append(kv) (kv_append.h) in one launch, with bitwise the same
 /// results: q and k heads rotated in place in the QKV rows, the rotated k heads and the v heads
-/// written to the cache. Grid (token, block): a thread rotates one (head, i) pair (and stores
-/// a rotated k pair to the cache too) or copies one 16-byte chunk (else one element) of v. Used
-/// when both describe the same QKV rows (same g_qkv, row_stride, k_offset, T, and kv_dim =
-/// num_k_heads * head_dim); otherwise the two kernels run one after the other.
-/// Throws dak::Error on a launch error.
+/// written to the two-tier cache kv.kv (kv_cache.h; host-tier slots over PCIe). Grid (token,
+/// block): a thread rotates one (head, i) pair (and stores a rotated k pair to the cache too) or
+/// copies one 16-byte chunk (else one element) of v. Used when both describe the same QKV rows
+/// (same g_qkv, row_stride, k_offset, T, and the cache's Hkv and D equal num_k_heads and
+/// head_dim); otherwise the two kernels run one after the other.
+/// Throws dak::Error for invalid append parameters (check_kv_append) or on a launch error.
 void apply_rope_kv_append(const RopeParams& r, const KvAppendParams& kv, cudaStream_t stream);
 
 }  // namespace dak::gpu

@@ -1,5 +1,5 @@
 // Tiered decode attention (kernels/tiered_attention.h): the persistent warp-per-item kernel, the
-// combine kernel for split sequences, the launcher, and the tiered KV append.
+// combine kernel for split sequences and the launcher.
 #include "gpu/kernels/tiered_attention.h"
 
 #include <cuda/ptx>
@@ -361,24 +361,6 @@ __global__ void __launch_bounds__(kCombineThreads) tiered_attention_combine_kern
   }
 }
 
-__global__ void tiered_kv_append_kernel(const __grid_constant__ TieredKvAppendArgs p) {
-  const int64_t t = blockIdx.x;
-  const int64_t vecs_per_head = p.head_dim / 8;
-  const int64_t e = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;  // 16-byte vector of the token's K (and V)
-  if (e >= p.num_kv_heads * vecs_per_head) return;
-  const int32_t seq = p.g_seq[t], pos = p.g_pos[t];
-  if (seq < 0 || seq >= p.batch || pos < 0 || pos >= p.max_ctx) return;
-  const int64_t hk = e / vecs_per_head, v = e % vecs_per_head;
-  const bool host = seq < p.b_host;
-  const int64_t slot = host ? seq : seq - p.b_host;
-  const int64_t dst = ((slot * p.num_kv_heads + hk) * p.max_ctx + pos) * p.head_dim + v * 8;
-  const bf16* src = p.g_qkv + t * p.row_stride + hk * p.head_dim + v * 8;
-  const uint4 kx = *reinterpret_cast<const uint4*>(src + p.k_offset);
-  const uint4 vx = *reinterpret_cast<const uint4*>(src + p.v_offset);
-  *reinterpret_cast<uint4*>((host ? p.h_k : p.g_k) + dst) = kx;
-  *reinterpret_cast<uint4*>((host ? p.h_v : p.g_v) + dst) = vx;
-}
-
 bool aligned(const void* q, uintptr_t n) { return reinterpret_cast<uintptr_t>(q) % n == 0; }
 
 /// Host tiers must be pinned and mapped with the same address on the device (PinnedHostArena).
@@ -483,33 +465,6 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
     case 256: return launch<256>(kp, stream);
     default: fail("head_dim " + std::to_string(sh.head_dim) + " is not compiled", where, "use 64, 80, 96, 128 or 256");
   }
-}
-
-void tiered_kv_append(const TieredKvAppendArgs& p, cudaStream_t stream) {
-  const std::string where = "tiered_kv_append";
-  if (p.T < 0 || p.batch < 1 || p.b_host < 0 || p.b_host > p.batch || p.num_kv_heads < 1 || p.head_dim < 8 ||
-      p.head_dim % 8 != 0 || p.max_ctx < 1) {
-    fail("invalid sizes: T " + std::to_string(p.T) + ", B " + std::to_string(p.batch) + ", b_host " +
-             std::to_string(p.b_host) + ", Hkv " + std::to_string(p.num_kv_heads) + ", D " +
-             std::to_string(p.head_dim) + ", max_ctx " + std::to_string(p.max_ctx),
-         where, "give T >= 0, 0 <= b_host <= B, Hkv >= 1, D a multiple of 8 and max_ctx >= 1");
-  }
-  if (p.T == 0) return;
-  const bool has_host = p.b_host > 0, has_hbm = p.b_host < p.batch;
-  if (!p.g_qkv || !p.g_seq || !p.g_pos || (has_host && (!p.h_k || !p.h_v)) || (has_hbm && (!p.g_k || !p.g_v))) {
-    fail("a required pointer is null", where, "pass qkv, seq, pos and the K/V of every tier that has sequences");
-  }
-  if (!aligned(p.g_qkv, 16) || p.row_stride % 8 != 0 || p.k_offset % 8 != 0 || p.v_offset % 8 != 0 ||
-      (has_host && (!aligned(p.h_k, 16) || !aligned(p.h_v, 16))) ||
-      (has_hbm && (!aligned(p.g_k, 16) || !aligned(p.g_v, 16)))) {
-    fail("qkv and the tiers must be 16-byte aligned, with row stride and offsets multiples of 8 elements", where,
-         "allocate from the arenas (256-byte aligned slices)");
-  }
-  constexpr unsigned kAppendThreads = 128;
-  const int64_t vecs = p.num_kv_heads * p.head_dim / 8;
-  const dim3 grid(unsigned(p.T), unsigned((vecs + kAppendThreads - 1) / kAppendThreads));
-  tiered_kv_append_kernel<<<grid, kAppendThreads, 0, stream>>>(p);
-  DAK_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace dak::gpu

@@ -6,7 +6,8 @@
 //
 // Operands (one layer): q [B, q_stride] bf16 (head h of sequence b at b * q_stride + h * D),
 // len [B] int32 keys per sequence (device memory, so one CUDA graph serves every decode step;
-// clamped to [0, max_ctx]; 0 gives a zero output row), the two tiers
+// clamped to [0, max_ctx]; 0 gives a zero output row), the two tiers (the layout of
+// KvCacheLayer, kv_cache.h, whose writer is kv_append.h)
 //   h_k, h_v [b_host][Hkv][max_ctx][D] bf16, pinned mapped host memory (sequence b at slot b)
 //   g_k, g_v [B - b_host][Hkv][max_ctx][D] bf16, HBM (sequence b at slot b - b_host)
 // and out [B, H * D] bf16: out[b, h*D + d] = sum_j softmax_j(scale * q_h . k_j) v_j[d] over the
@@ -69,36 +70,5 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
 /// aligned), host tiers that are not pinned mapped memory, or a launch error.
 void tiered_attention(const TieredAttentionArgs& args, const TieredAttentionSchedule& schedule, void* g_workspace,
                       cudaStream_t stream);
-
-/// Append of new K/V rows into each sequence's tier (decode: one token per sequence; prefill:
-/// many). Token t of sequence seq[t] at position pos[t]:
-///   tier_k(seq)[slot(seq)][hk][pos][:] <- qkv[t, k_offset + hk*D : k_offset + (hk+1)*D], same for v
-/// with tier/slot as in TieredAttentionArgs. Pure data movement (bitwise); tokens whose sequence
-/// or position is out of range are skipped. Writes to the host tier travel over PCIe as posted
-/// 16-byte stores from the SMs.
-/// TODO(lead): measure this direct write path against a device-to-host copy of the new rows
-/// (copy engine) for decode and long prefills, and keep the faster.
-struct TieredKvAppendArgs {
-  const __nv_bfloat16* g_qkv = nullptr;  // [T, row_stride] bf16, HBM; 16-byte aligned
-  int64_t row_stride = 0;                // elements, a multiple of 8
-  int64_t k_offset = 0;                  // column of k head 0, a multiple of 8
-  int64_t v_offset = 0;                  // column of v head 0, a multiple of 8
-  const int32_t* g_seq = nullptr;        // [T] int32, HBM: sequence of each token, in [0, B)
-  const int32_t* g_pos = nullptr;        // [T] int32, HBM: position written, in [0, max_ctx)
-  __nv_bfloat16* h_k = nullptr;          // [b_host, Hkv, max_ctx, D] bf16, pinned mapped host
-  __nv_bfloat16* h_v = nullptr;
-  __nv_bfloat16* g_k = nullptr;          // [B - b_host, Hkv, max_ctx, D] bf16, HBM
-  __nv_bfloat16* g_v = nullptr;
-  int64_t T = 0;
-  int64_t batch = 0;                     // B
-  int64_t b_host = 0;
-  int64_t num_kv_heads = 0;              // Hkv
-  int64_t head_dim = 0;                  // D, a multiple of 8
-  int64_t max_ctx = 0;
-};
-
-/// Launches the append on `stream` (T == 0 is a no-op). Throws dak::Error for a missing or
-/// misaligned pointer or a launch error.
-void tiered_kv_append(const TieredKvAppendArgs& args, cudaStream_t stream);
 
 }  // namespace dak::gpu

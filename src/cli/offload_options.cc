@@ -1,0 +1,148 @@
+#include "cli/offload_options.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "cli/cli_common.h"
+#include "core/byte_size.h"
+#include "core/error.h"
+#include "core/hardware_profile.h"
+#include "core/planner.h"
+
+namespace dak::cli {
+namespace {
+
+constexpr int64_t kGiB = int64_t(1) << 30;
+// HBM left free under the default budget for what the plan does not count: the engine's pass
+// buffers (logits of a 1024-token prefill chunk), cuBLASLt plans, the CUDA graph.
+constexpr int64_t kDefaultHeadroomBytes = 2 * kGiB;
+
+}  // namespace
+
+bool OffloadArgs::requested() const {
+  return mode == "direct" || !gpu_memory.empty() || (cpu_offload_opt && cpu_offload_opt->count() > 0) ||
+         !offload_ratio.empty() || !plan_file.empty();
+}
+
+std::vector<double> OffloadArgs::ratios(bool list) const {
+  std::vector<double> out;
+  if (offload_ratio.empty()) return out;
+  for (const std::string& item : split_list(offload_ratio)) {
+    const std::optional<double> v = parse_number(item);
+    if (!v || *v < 0 || *v > 1) {
+      fail(fmt::format("'{}' is not a fraction in [0, 1]", item), "--offload-ratio",
+           list ? "give fractions, e.g. --offload-ratio 0,0.1,0.3 (a comma list sweeps)"
+                : "give one fraction, e.g. --offload-ratio 0.3 for 30 % of the weight + KV bytes on the host");
+    }
+    out.push_back(*v);
+  }
+  if (!list && out.size() > 1) {
+    fail(fmt::format("--offload-ratio {} lists {} ratios; a generation runs one", offload_ratio, out.size()),
+         "--offload-ratio", "give one fraction (dak bench sweeps a list)");
+  }
+  return out;
+}
+
+void add_offload_options(CLI::App* c, OffloadArgs* a) {
+  c->add_option("--offload", a->mode,
+                "auto: plan an offload when the model + KV cache do not fit (default); direct: every host byte "
+                "read in place by the tiered kernels; none: everything in HBM")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "direct", "none"}));
+  c->add_option("--gpu-memory", a->gpu_memory,
+                "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)");
+  a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
+                                     "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory");
+  c->add_option("--offload-ratio", a->offload_ratio,
+                "global fraction of weight + KV bytes in host memory, 0..1 (overrides the budgets; dak bench: a comma "
+                "list sweeps)");
+  c->add_option("--allocator", a->allocator, "how the planner spreads host bytes over operators: greedy or uniform")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"greedy", "uniform"}));
+  c->add_option("--plan", a->plan_file, "apply this plan (dak plan --output json) instead of planning");
+  c->add_option("--profile", a->profile, "hardware profile JSON for the planner (default: compiled-in h200-default)");
+}
+
+std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
+                                 const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
+                                 int64_t free_hbm_bytes) {
+  const bool cpu_gb = a.cpu_offload_opt && a.cpu_offload_opt->count() > 0;
+  const bool ratio = forced_ratio.has_value();
+  if (a.mode == "none") {
+    if (a.requested()) {
+      fail("--offload none keeps everything in HBM, but an offload flag was given", "--offload none",
+           "drop --gpu-memory / --cpu-offload-gb / --offload-ratio / --plan, or use --offload auto or direct");
+    }
+    return std::nullopt;
+  }
+  if (!a.gpu_memory.empty() && cpu_gb) {
+    fail("--gpu-memory and --cpu-offload-gb both set the split between HBM and host memory", "--cpu-offload-gb",
+         "give only one of them");
+  }
+  if (!a.plan_file.empty()) {
+    if (!a.gpu_memory.empty() || cpu_gb || ratio) {
+      fail("--plan already fixes the placement", "--plan",
+           "drop --gpu-memory / --cpu-offload-gb / --offload-ratio, or drop --plan to plan from them");
+    }
+    Plan plan = Plan::load(a.plan_file);
+    if (plan.inputs.batch != batch || plan.inputs.max_context < prompt_len + gen_len) {
+      fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "
+                       "positions",
+                       plan.inputs.batch, plan.inputs.max_context, batch, prompt_len + gen_len),
+           a.plan_file,
+           fmt::format("make the plan with dak plan --batch {} --prompt-len {} --gen-len {} ...", batch, prompt_len,
+                       gen_len));
+    }
+    return plan;
+  }
+  if (cpu_gb && !(a.cpu_offload_gib >= 0 && std::isfinite(a.cpu_offload_gib))) {
+    fail(fmt::format("--cpu-offload-gb {} is not a size", a.cpu_offload_gib), "--cpu-offload-gb",
+         "give a non-negative number of GiB, e.g. --cpu-offload-gb 4");
+  }
+  const HardwareProfile profile = a.profile.empty() ? HardwareProfile::h200_default() : HardwareProfile::load(a.profile);
+  PlanRequest req;
+  req.model_name = model_name;
+  req.shape.batch = batch;
+  req.shape.prompt_len = prompt_len;
+  req.shape.gen_len = gen_len;
+  req.allocator = parse_allocator(a.allocator, "--allocator");
+  req.allow_staged = false;  // the engine has the direct path only (no prefetch mode yet)
+  if (ratio) req.offload_ratio = *forced_ratio;
+  if (!a.gpu_memory.empty()) {
+    req.gpu_memory_bytes = parse_byte_size(a.gpu_memory, "--gpu-memory");
+  } else {
+    int64_t budget = profile.default_hbm_budget_bytes();
+    if (free_hbm_bytes > 0) budget = std::min(budget, std::max<int64_t>(0, free_hbm_bytes - kDefaultHeadroomBytes));
+    req.gpu_memory_bytes = budget;
+    if (cpu_gb) {  // the budget that leaves that many bytes for the host
+      const Capacity cap = Planner(config, profile, req).capacity();
+      const int64_t host = int64_t(std::llround(a.cpu_offload_gib * double(kGiB)));
+      req.gpu_memory_bytes = std::max<int64_t>(0, cap.total_bytes - host);
+    }
+  }
+  Plan plan = make_plan(config, profile, req);
+  // auto offloads only what the budget forces: where everything fits, the plan may still move a
+  // few rows to the host because the cost model adds the link's bandwidth to HBM's; that gain is
+  // not measured on this engine yet, so auto keeps such runs in HBM (direct follows the plan).
+  if (a.mode == "auto" && !ratio && plan.capacity.required_host_bytes == 0) return std::nullopt;
+  return plan;
+}
+
+std::string describe_plan(const Plan& plan) {
+  int64_t weight_host = 0, kv_host = 0;
+  for (const PlanOp& op : plan.ops) (op.kind == OpKind::kAttention ? kv_host : weight_host) += op.host_bytes;
+  if (weight_host + kv_host == 0) {
+    return fmt::format("offload: none needed (weights + KV cache {} fit the HBM budget {})",
+                       format_bytes(double(plan.capacity.total_bytes)),
+                       format_bytes(double(plan.capacity.hbm_budget_bytes)));
+  }
+  return fmt::format("offload: {} of weights and {} of KV cache in host memory ({:.1f} % of {}), direct path; "
+                     "predicted TPOT {:.2f} ms",
+                     format_bytes(double(weight_host)), format_bytes(double(kv_host)), 100.0 * plan.totals.host_ratio,
+                     format_bytes(double(plan.capacity.splittable_weight_bytes + plan.capacity.kv_bytes)),
+                     plan.predicted_tpot_s * 1e3);
+}
+
+}  // namespace dak::cli

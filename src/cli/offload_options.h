@@ -1,0 +1,66 @@
+// Offload flags shared by `dak generate` and `dak bench` (the end-to-end offload issue), in the
+// ecosystem's terms:
+//   --offload auto|direct|none   auto (default): offload only what the budget forces (or the
+//                                ratio / plan given), with the plan's per-operator path; direct:
+//                                apply the plan as made (which may move a few rows to the host even
+//                                when all fits, where the cost model predicts a faster step), every
+//                                host byte read in place by the tiered kernels; none: all in HBM
+//   --gpu-memory SIZE            HBM budget for weights + KV cache + workspaces (e.g. 40GiB)
+//   --cpu-offload-gb GIB         host amount instead (as vLLM's --cpu-offload-gb); not with --gpu-memory
+//   --offload-ratio R            global fraction of weight + KV bytes on the host (0..1; dak bench:
+//                                a comma list sweeps), spread by
+//   --allocator greedy|uniform   the allocator; overrides both budgets
+//   --plan FILE                  a plan from `dak plan --output json` (instead of the flags above)
+//   --profile FILE               hardware profile for the planner (default: compiled-in h200-default)
+// The engine has the direct path only for now, so auto plans with the direct path too (the staged
+// copy-engine path arrives with --offload prefetch).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+#include "core/plan.h"
+
+namespace dak::cli {
+
+struct OffloadArgs {
+  std::string mode = "auto";
+  std::string gpu_memory;
+  double cpu_offload_gib = 0;
+  std::string offload_ratio;  // one fraction, or (dak bench) a comma list that sweeps
+  std::string allocator = "greedy";
+  std::string plan_file;
+  std::string profile;
+  CLI::Option* cpu_offload_opt = nullptr;
+
+  /// True when any flag asks for offloading (a budget, a ratio, a plan or --offload direct).
+  bool requested() const;
+  /// --offload-ratio as fractions in [0, 1] (empty when not given). Throws dak::Error for an item
+  /// that is not a number in [0, 1], or for more than one item when `list` is false.
+  std::vector<double> ratios(bool list) const;
+};
+
+/// Adds the flags above to `c`, writing into `a` (which must outlive the parse).
+void add_offload_options(CLI::App* c, OffloadArgs* a);
+
+/// The plan a GPU run applies, or nullopt for --offload none (and for auto when everything fits). `batch`, `prompt_len` and `gen_len`
+/// are the run's shape (prompt_len the longest prompt; the KV cache holds prompt_len + gen_len
+/// positions per sequence); `free_hbm_bytes` the HBM free on the device now (caps the default
+/// budget; 0 when unknown). Throws dak::Error for conflicting flags (--gpu-memory with
+/// --cpu-offload-gb, a budget with --plan), a plan made for another shape or model, or a budget
+/// the planner refuses.
+/// `ratio`: the forced global ratio of this run (one of a.ratios()), nullopt for none.
+std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
+                                 const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
+                                 int64_t free_hbm_bytes);
+
+/// One line for stderr: where the plan puts the bytes ("offload: 4.1 GiB of weights and 0.3 GiB of
+/// KV cache in host memory (30 %), predicted TPOT 74.4 ms").
+std::string describe_plan(const Plan& plan);
+
+}  // namespace dak::cli
