@@ -71,6 +71,7 @@ gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& 
   Placement placement = placement_from_plan(*plan, config, offload->args->plan_file.empty() ? where
                                                                                             : offload->args->plan_file);
   if (!placement.all_in_hbm()) opts.placement = std::move(placement);
+  if (offload->args->mode == "zero-copy") opts.offload_mode = gpu::OffloadMode::kZeroCopy;
   return opts;
 }
 

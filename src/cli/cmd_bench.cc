@@ -159,6 +159,7 @@ void run_bench_command(const BenchArgs& a) {
   opts.gemm = a.gemm == "cublas" ? gpu::GemmBackend::kCublas
               : a.gemm == "tiered" ? gpu::GemmBackend::kTiered
                                    : gpu::GemmBackend::kAuto;
+  if (a.offload.mode == "zero-copy") opts.offload_mode = gpu::OffloadMode::kZeroCopy;
   auto make_engine_with = [&](const gpu::GpuEngineOptions& o) {
     if (a.random_weights) {
       return std::make_unique<gpu::GpuEngine>(located.config, a.weights_seed, located.path.string(), 0, o);
@@ -268,6 +269,7 @@ void run_bench_command(const BenchArgs& a) {
     const OffloadPoint& pt = points[i];
     nlohmann::json jr;
     jr["offload"] = {{"ratio", pt.ratio ? nlohmann::json(*pt.ratio) : nlohmann::json(nullptr)},
+                     {"mode", pt.planned ? a.offload.mode : std::string("none")},
                      {"planned", pt.planned},
                      {"host_ratio", pt.host_ratio},
                      {"host_bytes", pt.host_bytes},
@@ -307,7 +309,7 @@ void run_bench_command(const BenchArgs& a) {
   csv << "model,weights,device,batch,prompt_len,gen_len,repeats,ttft_ms,ttft_min_ms,ttft_max_ms,tpot_ms,"
          "tpot_min_ms,tpot_max_ms,tpot_wall_ms,decode_tok_s,e2e_tok_s,step_bytes,kv_step_bytes,eb_tb_s,hbm_tb_s,"
          "floor_ms,tpot_over_floor,target,model_tpot_ms,profiled_step_ms,offload_ratio,host_ratio,host_bytes,"
-         "predicted_tpot_ms,offload_floor_ms";
+         "predicted_tpot_ms,offload_floor_ms,offload_mode";
   for (int k = 0; k < int(gpu::StepOp::kCount); ++k) csv << ",op_" << gpu::step_op_name(gpu::StepOp(k)) << "_ms";
   csv << "\n";
   for (size_t i = 0; i < results.size(); ++i) {
@@ -321,8 +323,8 @@ void run_bench_command(const BenchArgs& a) {
                        r.tpot_wall_s * ms, r.decode_tokens_per_s, r.e2e_tokens_per_s, r.step_bytes, r.kv_step_bytes,
                        r.eb_bytes_per_s * tbs, hbm.best_bytes_per_s * tbs, r.floor_s * ms, r.ratio, target_of(r),
                        r.model_tpot_s * ms, r.profiled_step_s * ms);
-    csv << fmt::format(",{},{:.4f},{},{:.4f},{:.4f}", pt.ratio ? fmt::format("{}", *pt.ratio) : "", pt.host_ratio,
-                       pt.host_bytes, pt.predicted_s * ms, pt.floor_s * ms);
+    csv << fmt::format(",{},{:.4f},{},{:.4f},{:.4f},{}", pt.ratio ? fmt::format("{}", *pt.ratio) : "", pt.host_ratio,
+                       pt.host_bytes, pt.predicted_s * ms, pt.floor_s * ms, pt.planned ? a.offload.mode : "none");
     std::vector<double> op_ms(size_t(gpu::StepOp::kCount), 0.0);
     for (const gpu::OpBreakdown& o : r.ops) op_ms[size_t(o.op)] = o.time_s * ms;
     for (double v : op_ms) csv << fmt::format(",{:.4f}", v);
@@ -354,10 +356,10 @@ void run_bench_command(const BenchArgs& a) {
                        r.decode_tokens_per_s, r.eb_bytes_per_s * tbs, r.step_bytes * 1e-9, r.model_tpot_s * ms);
   }
   if (offloading) {
-    txt << fmt::format("\noffload (direct path): B_h = {:.2f} GB/s (TMA reads of pinned host memory, best of {} "
+    txt << fmt::format("\noffload (mode {}): B_h = {:.2f} GB/s (TMA reads of pinned host memory, best of {} "
                        "configurations, its median launch); floor = max(HBM step bytes / B_g, host step bytes / B_h); "
                        "predicted = the planner's TPOT (compiled-in h200-default profile)\n",
-                       host_bw.best_bytes_per_s * 1e-9, host_bw.configs);
+                       a.offload.mode, host_bw.best_bytes_per_s * 1e-9, host_bw.configs);
     txt << "| batch | ratio | host % | host GiB | host GB/step | TPOT ms | predicted ms | TPOT/pred | floor ms | "
            "TPOT/floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (size_t i = 0; i < results.size(); ++i) {

@@ -22,7 +22,7 @@ constexpr int64_t kDefaultHeadroomBytes = 2 * kGiB;
 }  // namespace
 
 bool OffloadArgs::requested() const {
-  return mode == "direct" || !gpu_memory.empty() || (cpu_offload_opt && cpu_offload_opt->count() > 0) ||
+  return mode == "direct" || mode == "zero-copy" || !gpu_memory.empty() || (cpu_offload_opt && cpu_offload_opt->count() > 0) ||
          !offload_ratio.empty() || !plan_file.empty();
 }
 
@@ -47,10 +47,11 @@ std::vector<double> OffloadArgs::ratios(bool list) const {
 
 void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--offload", a->mode,
-                "auto: plan an offload when the model + KV cache do not fit (default); direct: every host byte "
-                "read in place by the tiered kernels; none: everything in HBM")
+                "auto: offload only what the budget forces (default); direct: apply the plan, every host byte "
+                "streamed into SMEM by the tiered kernels (TMA); zero-copy: the same placement read by the ordinary "
+                "kernels through host-mapped pointers (the vLLM UVA baseline); none: everything in HBM")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "direct", "none"}));
+      ->check(CLI::IsMember({"auto", "direct", "zero-copy", "none"}));
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)");
   a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
@@ -138,8 +139,8 @@ std::string describe_plan(const Plan& plan) {
                        format_bytes(double(plan.capacity.total_bytes)),
                        format_bytes(double(plan.capacity.hbm_budget_bytes)));
   }
-  return fmt::format("offload: {} of weights and {} of KV cache in host memory ({:.1f} % of {}), direct path; "
-                     "predicted TPOT {:.2f} ms",
+  return fmt::format("offload: {} of weights and {} of KV cache in host memory ({:.1f} % of {}); planned for the "
+                     "direct path: predicted TPOT {:.2f} ms",
                      format_bytes(double(weight_host)), format_bytes(double(kv_host)), 100.0 * plan.totals.host_ratio,
                      format_bytes(double(plan.capacity.splittable_weight_bytes + plan.capacity.kv_bytes)),
                      plan.predicted_tpot_s * 1e3);

@@ -1,10 +1,13 @@
 // Offload flags shared by `dak generate` and `dak bench` (the end-to-end offload issue), in the
 // ecosystem's terms:
-//   --offload auto|direct|none   auto (default): offload only what the budget forces (or the
+//   --offload auto|direct|zero-copy|none
+//                                auto (default): offload only what the budget forces (or the
 //                                ratio / plan given), with the plan's per-operator path; direct:
 //                                apply the plan as made (which may move a few rows to the host even
 //                                when all fits, where the cost model predicts a faster step), every
-//                                host byte read in place by the tiered kernels; none: all in HBM
+//                                host byte read in place by the tiered kernels; zero-copy: the same
+//                                placement read by the ordinary kernels (cuBLASLt, flash-decoding)
+//                                through host-mapped pointers, the vLLM UVA baseline; none: all in HBM
 //   --gpu-memory SIZE            HBM budget for weights + KV cache + workspaces (e.g. 40GiB)
 //   --cpu-offload-gb GIB         host amount instead (as vLLM's --cpu-offload-gb); not with --gpu-memory
 //   --offload-ratio R            global fraction of weight + KV bytes on the host (0..1; dak bench:

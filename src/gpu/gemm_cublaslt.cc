@@ -56,10 +56,11 @@ CublasLtGemm::~CublasLtGemm() {
 
 CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g) {
   const int64_t ldx = g.ldx > 0 ? g.ldx : g.K;
+  const int64_t ldy = g.ldy > 0 ? g.ldy : g.M;
   const int32_t align = std::min({alignment_of(g.g_x), alignment_of(g.g_w), alignment_of(g.g_y),
                                   g.g_bias ? alignment_of(g.g_bias) : 256});
   const int32_t epilogue = (g.g_bias ? 1 : 0) | (g.relu ? 2 : 0);
-  const Key key{g.N, g.M, g.K, ldx, int32_t(g.out), epilogue, align};
+  const Key key{g.N, g.M, g.K, ldx, ldy, int32_t(g.out), epilogue, align};
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
 
   auto plan = std::make_unique<Plan>();
@@ -70,7 +71,7 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g) {
   DAK_LT_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof(op_n)));
   DAK_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, uint64_t(g.K), uint64_t(g.M), g.K));
   DAK_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, uint64_t(g.K), uint64_t(g.N), ldx));
-  DAK_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->d, out_type, uint64_t(g.M), uint64_t(g.N), g.M));
+  DAK_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->d, out_type, uint64_t(g.M), uint64_t(g.N), ldy));
 
   cublasLtMatmulPreference_t pref = nullptr;
   DAK_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -127,8 +128,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g) {
 
 void CublasLtGemm::run(const GemmArgs& g, cudaStream_t stream) {
   if (g.N == 0) return;
-  if (g.N < 0 || g.M <= 0 || g.K <= 0 || (g.ldx != 0 && g.ldx < g.K)) {
-    fail(fmt::format("invalid GEMM shape N={} M={} K={} ldx={}", g.N, g.M, g.K, g.ldx), "gemm_cublaslt",
+  if (g.N < 0 || g.M <= 0 || g.K <= 0 || (g.ldx != 0 && g.ldx < g.K) || (g.ldy != 0 && g.ldy < g.M)) {
+    fail(fmt::format("invalid GEMM shape N={} M={} K={} ldx={} ldy={}", g.N, g.M, g.K, g.ldx, g.ldy), "gemm_cublaslt",
          "this is a dak bug; please report it");
   }
   if (g.out == GemmOut::kF32 && (g.g_bias || g.relu)) {
@@ -136,6 +137,10 @@ void CublasLtGemm::run(const GemmArgs& g, cudaStream_t stream) {
          "this is a dak bug; please report it");
   }
   Plan& plan = plan_for(g);
+  if (!plan.epilogue_fused && g.ldy != 0 && g.ldy != g.M) {
+    fail(fmt::format("cuBLASLt has no fused bias/ReLU epilogue for y[{}, {}] with row stride {}", g.N, g.M, g.ldy),
+         "gemm_cublaslt", "run this model with --offload direct (the tiered GEMM) instead of zero-copy");
+  }
   if (plan.epilogue_fused && g.g_bias) {
     DAK_LT_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.g_bias,
                                                 sizeof(g.g_bias)));

@@ -27,9 +27,12 @@ enum class GemmOut : int32_t { kBf16, kF32 };
 struct GemmArgs {
   const __nv_bfloat16* g_x = nullptr;     // [N, ldx] bf16, HBM: first K columns used
   int64_t ldx = 0;                        // elements between rows of x (0: K)
-  const __nv_bfloat16* g_w = nullptr;     // [M, K] bf16, HBM (nn.Linear weight layout)
+  const __nv_bfloat16* g_w = nullptr;     // [M, K] bf16 (nn.Linear weight layout), HBM or pinned mapped
+                                          //   host memory (read in place: the zero-copy offload mode)
   const __nv_bfloat16* g_bias = nullptr;  // [M] bf16, HBM; null = no bias (bf16 output only)
-  void* g_y = nullptr;                    // [N, M] bf16 or fp32 (out), HBM
+  void* g_y = nullptr;                    // [N, ldy] bf16 or fp32 (out), HBM: first M columns written
+  int64_t ldy = 0;                        // elements between rows of y (0: M); a strided y needs
+                                          //   cuBLASLt's fused bias/ReLU epilogue when either is set
   int64_t N = 0;                          // rows (tokens)
   int64_t M = 0;                          // output features
   int64_t K = 0;                          // input features
@@ -54,7 +57,7 @@ class CublasLtGemm {
 
  private:
   struct Plan;
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t, int32_t, int32_t>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int32_t, int32_t, int32_t>;
   Plan& plan_for(const GemmArgs& a);
 
   cublasLtHandle_t handle_ = nullptr;

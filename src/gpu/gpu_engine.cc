@@ -462,7 +462,9 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
                                g_meta + meta_seg_row0, int32_t(d.S)};
   // A full decode step: one token of every slot, row b = slot b (pieces are in slot order), as
   // tiered_attention reads q and writes out; the lengths come from device memory (graph replay).
-  const bool tiered_step = tiered_decode && d.max_len == 1 && d.T == batch && d.S == batch;
+  // Zero-copy keeps the ordinary flash-decoding kernel (it reads the host tier in place).
+  const bool tiered_step = tiered_decode && d.max_len == 1 && d.T == batch && d.S == batch &&
+                           options.offload_mode != OffloadMode::kZeroCopy;
   auto norm = [&](const bf16* x, const GpuNorm& n, NormResidual mode) {
     residual_norm(NormParams{x, resid, n.w, n.b, normed, T, hd, c.norm_eps, norm_type, mode}, s);
   };
@@ -617,7 +619,7 @@ bool GpuEngine::Impl::use_tiered(int64_t N, int64_t K) const {
   if (K % 8 != 0) return false;  // TMA row pitch; cuBLASLt serves such (tiny) models
   // With an offload placement every linear runs on the tiered GEMM, whose bits do not depend on
   // the host rows: the logits are the same at every offload ratio.
-  if (options.placement) return true;
+  if (options.placement && options.offload_mode == OffloadMode::kDirect) return true;
   switch (options.gemm) {
     case GemmBackend::kCublas: return false;
     case GemmBackend::kTiered: return true;
@@ -642,7 +644,8 @@ uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
 void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
                              cudaStream_t s) {
   const int64_t M = l.out, K = l.in;
-  if (l.m_host > 0 || use_tiered(N, K)) {  // host rows exist only where K % 8 == 0 (checked at load)
+  const bool zero_copy = options.offload_mode == OffloadMode::kZeroCopy;
+  if (!zero_copy && (l.m_host > 0 || use_tiered(N, K))) {  // host rows only where K % 8 == 0 (checked at load)
     const auto key = std::make_tuple(M, N, K, l.m_host);
     auto it = tiered_plans.find(key);
     if (it == tiered_plans.end()) it = tiered_plans.emplace(key, plan_tiered_gemm(M, N, K, l.m_host, sm_count)).first;
@@ -657,17 +660,25 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     tiered_gemm(a, it->second, tiered_ws, s);
     return;
   }
-  GemmArgs g;
-  g.g_x = x;
-  g.g_w = l.w;
-  g.g_bias = l.b;
-  g.g_y = y;
-  g.N = N;
-  g.M = M;
-  g.K = K;
-  g.relu = relu;
-  g.out = f32_out ? GemmOut::kF32 : GemmOut::kBf16;
-  gemm->run(g, s);
+  // cuBLASLt; zero-copy: one GEMM per tier, the host rows read in place through their mapped
+  // pointer (y columns [0, m_host)), the HBM rows into columns [m_host, M).
+  const size_t out_bytes = f32_out ? sizeof(float) : sizeof(bf16);
+  auto run = [&](const bf16* w_, int64_t row0, int64_t rows) {
+    GemmArgs g;
+    g.g_x = x;
+    g.g_w = w_;
+    g.g_bias = l.b ? l.b + row0 : nullptr;
+    g.g_y = static_cast<char*>(y) + size_t(row0) * out_bytes;
+    g.ldy = M;
+    g.N = N;
+    g.M = rows;
+    g.K = K;
+    g.relu = relu;
+    g.out = f32_out ? GemmOut::kF32 : GemmOut::kBf16;
+    gemm->run(g, s);
+  };
+  if (l.m_host > 0) run(l.h_w, 0, l.m_host);
+  if (l.m_host < M) run(l.w, l.m_host, M - l.m_host);
 }
 
 void GpuEngine::Impl::run_pass(const Pass& p, bool eager) {

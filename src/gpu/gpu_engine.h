@@ -81,6 +81,13 @@ enum class GemmBackend : int32_t {
   kTiered,   // tiered GEMM everywhere (its 128 x 128 compute tile above 64 tokens)
 };
 
+/// How the kernels read the host tier of an offload placement (the end-to-end issue's modes).
+enum class OffloadMode : int32_t {
+  kDirect,    // this design: the tiered GEMM / attention stream host tiles into SMEM by TMA
+  kZeroCopy,  // the vLLM UVA approach: the ordinary kernels (cuBLASLt, flash-decoding attention)
+              // dereference the host-mapped pointers; logits within bf16 tolerance of direct
+};
+
 struct GpuEngineOptions {
   /// Upper bound on the rows of one forward pass (the prefill chunk); the activation buffers
   /// and the logits buffer scale with it. start() raises it to the batch size if smaller.
@@ -91,6 +98,7 @@ struct GpuEngineOptions {
   /// live in pinned host memory, read in place by the tiered GEMM / attention (direct path).
   /// nullopt: everything in HBM.
   std::optional<Placement> placement;
+  OffloadMode offload_mode = OffloadMode::kDirect;
 };
 
 class GpuEngine : public Engine {

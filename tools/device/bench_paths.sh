@@ -3,11 +3,8 @@
 # `dak bench attention` and `dak profile --quick --skip-gemm` (the shared B_h measurement, stream
 # and graph helpers of gpu/bench_util.h). Carry: third_party.
 set -uo pipefail
-OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
-t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF > cfg.log 2>&1 &&
-  cmake --build build-gpu -j16 --target dak dak_gpu_tests > build.log 2>&1 || { grep -E "error" build.log | head -30; exit 1; }
-echo "build $(( $(date +%s) - t0 )) s"
+source tools/device/common.sh
+dak_build dak dak_gpu_tests
 DAK_REQUIRE_GPU=1 timeout 60 build-gpu/tests/dak_gpu_tests --gtest_filter='BenchGemm.*:HbmStream.*:HostArena.*' > t.log 2>&1
 echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure" t.log | head -8
 timeout 60 build-gpu/dak bench attention --models llama-2-7b --batch 8 --ctx 512 --ratios 0,1 --repeats 5 \

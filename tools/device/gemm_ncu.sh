@@ -4,10 +4,8 @@
 # every gpu test (60 s limit each).
 # Carry: third_party. Usage from the repo root: bash tools/device/gemm_ncu.sh
 set -uo pipefail
-OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
-t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF > cfg.log 2>&1 &&
-  cmake --build build-gpu -j16 > build.log 2>&1 || { grep -E "error" build.log | head -30; exit 1; }
+source tools/device/common.sh
+dak_build
 nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include bench/tiered_gemm_probe.cu \
   build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt -o build-gpu/gemm_probe || exit 1
 echo "build $(( $(date +%s) - t0 )) s"
@@ -25,6 +23,5 @@ done
 timeout 120 ncu --clock-control none --section SourceCounters --page source --print-source sass --csv \
   -k regex:tiered_gemm --launch-skip 3 --launch-count 1 build-gpu/gemm_probe 32000 1 4096 4 0 > "$OUT/ncu-src.csv" 2> /dev/null
 python3 tools/device/ncu_top_stalls.py "$OUT/ncu-src.csv" 20
-DAK_REQUIRE_GPU=1 timeout 300 ctest --test-dir build-gpu -L gpu --timeout 60 --output-on-failure > "$OUT/gpu-tests.log" 2>&1
-echo "gpu tests rc=$?"; grep -E "Failed|Timeout|tests passed|\*\*\*" "$OUT/gpu-tests.log" | tail -n 30
+dak_gpu_tests 60
 echo "total $(( $(date +%s) - t0 )) s"

@@ -2,9 +2,8 @@
 # Device call: build dak_gpu, the gpu tests and bench/tiered_gemm_probe.cu; run the tiered GEMM
 # tests (60 s limit each), then the probe. Carry: third_party.
 set -uo pipefail
-t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF > cfg.log 2>&1 &&
-  cmake --build build-gpu -j16 --target dak_gpu dak_gpu_tests > build.log 2>&1 || { grep -E "error" build.log | head -30; exit 1; }
+source tools/device/common.sh
+dak_build dak_gpu dak_gpu_tests
 nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/tiered_gemm_probe.cu build-gpu/libdak_gpu.a \
   build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt -o build-gpu/gemm_probe || exit 1
 echo "build $(( $(date +%s) - t0 )) s"

@@ -3,13 +3,9 @@
 # `dak bench gemm --quick`, and decode TPOT with the linears on cuBLASLt and on the tiered GEMM
 # (Llama-2-7B random weights, prompt 32, gen 32, batch 1/8/64). Carry: third_party.
 set -uo pipefail
-OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
-t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF > cfg.log 2>&1 &&
-  cmake --build build-gpu -j16 > build.log 2>&1 || { grep -E "error" build.log | head -30; exit 1; }
-echo "build $(( $(date +%s) - t0 )) s"
-DAK_REQUIRE_GPU=1 timeout 300 ctest --test-dir build-gpu -L gpu --timeout 60 --output-on-failure > "$OUT/gpu-tests.log" 2>&1
-echo "gpu tests rc=$?"; grep -E "Failed|Timeout|tests passed|\*\*\*Failed" "$OUT/gpu-tests.log" | tail -n 12
+source tools/device/common.sh
+dak_build
+dak_gpu_tests 60
 d=build-gpu/dak
 timeout 200 $d bench gemm --quick > "$OUT/gemm.txt" 2> "$OUT/gemm.log"; echo "bench gemm rc=$?"
 grep -E "^\| llama" "$OUT/gemm.txt" | cut -d'|' -f 6,8,11,15,17,18 ; tail -n 4 "$OUT/gemm.txt"

@@ -3,14 +3,9 @@
 # random weights (batch 8, prompt 32, 32 new tokens) at several placements, and decode TPOT of the
 # all-HBM engine. Prints a short table last. Carry: third_party.
 set -uo pipefail
-OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
-t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF > cfg.log 2>&1 &&
-  cmake --build build-gpu -j16 > build.log 2>&1 || { grep -E "error" build.log | head -30; exit 1; }
-echo "build $(( $(date +%s) - t0 )) s"
-DAK_REQUIRE_GPU=1 timeout 400 ctest --test-dir build-gpu -L gpu --timeout 120 --output-on-failure > "$OUT/gpu-tests.log" 2>&1
-echo "gpu tests rc=$?"; grep -E "tests passed|\*\*\*Failed|Timeout|Exception" "$OUT/gpu-tests.log" | tail -n 20
-grep -E "Failure|Expected|Which is|differ|error" "$OUT/gpu-tests.log" | head -n 30
+source tools/device/common.sh
+dak_build
+dak_gpu_tests 120
 d=build-gpu/dak
 ids=$(seq -s, 1 32)
 P=""; for i in 1 2 3 4 5 6 7 8; do P="$P --prompt-ids $ids"; done

@@ -1,0 +1,23 @@
+# Shared steps of the device scripts (source it from the repository root):
+#   dak_build [TARGET...]   configure build-gpu (Ninja, Release) and build TARGETs (default: all);
+#                           on failure print the first errors and exit 1
+#   dak_gpu_tests [SECONDS] every `gpu` test (SECONDS per test, default 60) into $OUT/gpu-tests.log,
+#                           then its summary lines
+OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
+t0=$(date +%s)
+
+dak_build() {
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF > cfg.log 2>&1 &&
+    cmake --build build-gpu -j16 "${targets[@]}" > build.log 2>&1 || { grep -E "error" build.log | head -30; exit 1; }
+  echo "build $(( $(date +%s) - t0 )) s"
+}
+
+dak_gpu_tests() {
+  local per_test=${1:-60}
+  DAK_REQUIRE_GPU=1 timeout 400 ctest --test-dir build-gpu -L gpu --timeout "$per_test" --output-on-failure \
+    > "$OUT/gpu-tests.log" 2>&1
+  echo "gpu tests rc=$?"; grep -E "tests passed|\*\*\*Failed|Timeout|Exception" "$OUT/gpu-tests.log" | tail -n 20
+  grep -E "Failure|Which is|differ" "$OUT/gpu-tests.log" | head -n 30
+}
