@@ -72,6 +72,7 @@ gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& 
                                                                                             : offload->args->plan_file);
   if (!placement.all_in_hbm()) opts.placement = std::move(placement);
   if (offload->args->mode == "zero-copy") opts.offload_mode = gpu::OffloadMode::kZeroCopy;
+  if (offload->args->mode == "prefetch") opts.offload_mode = gpu::OffloadMode::kPrefetch;
   return opts;
 }
 

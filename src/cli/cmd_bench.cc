@@ -160,6 +160,7 @@ void run_bench_command(const BenchArgs& a) {
               : a.gemm == "tiered" ? gpu::GemmBackend::kTiered
                                    : gpu::GemmBackend::kAuto;
   if (a.offload.mode == "zero-copy") opts.offload_mode = gpu::OffloadMode::kZeroCopy;
+  if (a.offload.mode == "prefetch") opts.offload_mode = gpu::OffloadMode::kPrefetch;
   auto make_engine_with = [&](const gpu::GpuEngineOptions& o) {
     if (a.random_weights) {
       return std::make_unique<gpu::GpuEngine>(located.config, a.weights_seed, located.path.string(), 0, o);

@@ -22,7 +22,7 @@ constexpr int64_t kDefaultHeadroomBytes = 2 * kGiB;
 }  // namespace
 
 bool OffloadArgs::requested() const {
-  return mode == "direct" || mode == "zero-copy" || !gpu_memory.empty() || (cpu_offload_opt && cpu_offload_opt->count() > 0) ||
+  return mode == "direct" || mode == "zero-copy" || mode == "prefetch" || !gpu_memory.empty() || (cpu_offload_opt && cpu_offload_opt->count() > 0) ||
          !offload_ratio.empty() || !plan_file.empty();
 }
 
@@ -49,9 +49,11 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--offload", a->mode,
                 "auto: offload only what the budget forces (default); direct: apply the plan, every host byte "
                 "streamed into SMEM by the tiered kernels (TMA); zero-copy: the same placement read by the ordinary "
-                "kernels through host-mapped pointers (the vLLM UVA baseline); none: everything in HBM")
+                "kernels through host-mapped pointers (the vLLM UVA baseline); prefetch: the copy engine stages "
+                "each linear's host rows into an HBM ring one linear ahead (the FlexGen approach); none: everything "
+                "in HBM")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "direct", "zero-copy", "none"}));
+      ->check(CLI::IsMember({"auto", "direct", "zero-copy", "prefetch", "none"}));
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)");
   a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
@@ -109,7 +111,9 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   req.shape.prompt_len = prompt_len;
   req.shape.gen_len = gen_len;
   req.allocator = parse_allocator(a.allocator, "--allocator");
-  req.allow_staged = false;  // the engine has the direct path only (no prefetch mode yet)
+  // auto: the plan's per-operator choice between the direct and the staged (copy-engine) path;
+  // the other modes apply one path to every operator, so they plan for the direct path.
+  req.allow_staged = a.mode == "auto";
   if (ratio) req.offload_ratio = *forced_ratio;
   if (!a.gpu_memory.empty()) {
     req.gpu_memory_bytes = parse_byte_size(a.gpu_memory, "--gpu-memory");
@@ -139,10 +143,11 @@ std::string describe_plan(const Plan& plan) {
                        format_bytes(double(plan.capacity.total_bytes)),
                        format_bytes(double(plan.capacity.hbm_budget_bytes)));
   }
-  return fmt::format("offload: {} of weights and {} of KV cache in host memory ({:.1f} % of {}); planned for the "
-                     "direct path: predicted TPOT {:.2f} ms",
+  return fmt::format("offload: {} of weights and {} of KV cache in host memory ({:.1f} % of {}), {} read in place, "
+                     "{} staged by the copy engine; predicted TPOT {:.2f} ms",
                      format_bytes(double(weight_host)), format_bytes(double(kv_host)), 100.0 * plan.totals.host_ratio,
                      format_bytes(double(plan.capacity.splittable_weight_bytes + plan.capacity.kv_bytes)),
+                     format_bytes(double(plan.totals.direct_host_bytes)), format_bytes(double(plan.totals.staged_host_bytes)),
                      plan.predicted_tpot_s * 1e3);
 }
 

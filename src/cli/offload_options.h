@@ -1,13 +1,16 @@
 // Offload flags shared by `dak generate` and `dak bench` (the end-to-end offload issue), in the
 // ecosystem's terms:
-//   --offload auto|direct|zero-copy|none
+//   --offload auto|direct|zero-copy|prefetch|none
 //                                auto (default): offload only what the budget forces (or the
 //                                ratio / plan given), with the plan's per-operator path; direct:
 //                                apply the plan as made (which may move a few rows to the host even
 //                                when all fits, where the cost model predicts a faster step), every
 //                                host byte read in place by the tiered kernels; zero-copy: the same
 //                                placement read by the ordinary kernels (cuBLASLt, flash-decoding)
-//                                through host-mapped pointers, the vLLM UVA baseline; none: all in HBM
+//                                through host-mapped pointers, the vLLM UVA baseline; prefetch: the
+//                                copy engine stages each linear's host rows into a two-slot HBM ring
+//                                one linear ahead (FlexGen; weights only, KV read in place); none:
+//                                all in HBM
 //   --gpu-memory SIZE            HBM budget for weights + KV cache + workspaces (e.g. 40GiB)
 //   --cpu-offload-gb GIB         host amount instead (as vLLM's --cpu-offload-gb); not with --gpu-memory
 //   --offload-ratio R            global fraction of weight + KV bytes on the host (0..1; dak bench:
@@ -15,8 +18,9 @@
 //   --allocator greedy|uniform   the allocator; overrides both budgets
 //   --plan FILE                  a plan from `dak plan --output json` (instead of the flags above)
 //   --profile FILE               hardware profile for the planner (default: compiled-in h200-default)
-// The engine has the direct path only for now, so auto plans with the direct path too (the staged
-// copy-engine path arrives with --offload prefetch).
+// auto lets the planner pick the direct or the staged path per operator (staged linears copy their
+// host rows into an HBM ring ahead of use; embeddings and the KV cache are read in place); direct,
+// zero-copy and prefetch plan for the direct path and then apply their one path to every operator.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -14,9 +14,14 @@ const WeightSplit* Placement::find(const std::string& first_tensor) const {
 }
 
 int64_t Placement::host_rows_of(const std::vector<TensorPart>& parts, const std::string& where) const {
-  if (parts.empty()) return 0;
+  const WeightSplit* s = split_of(parts, where);
+  return s ? s->host_rows : 0;
+}
+
+const WeightSplit* Placement::split_of(const std::vector<TensorPart>& parts, const std::string& where) const {
+  if (parts.empty()) return nullptr;
   const WeightSplit* s = find(parts.front().name);
-  if (!s) return 0;
+  if (!s) return nullptr;
   if (s->tensors != parts) {
     std::string want, got;
     for (const TensorPart& p : parts) want += fmt::format(" {}[{}]", p.name, p.rows);
@@ -24,7 +29,7 @@ int64_t Placement::host_rows_of(const std::vector<TensorPart>& parts, const std:
     fail(fmt::format("the plan's operator '{}' splits{}, the model's weight group is{}", s->op, got, want), where,
          "make the plan for this model (dak plan --model <this model> ...)");
   }
-  return s->host_rows;
+  return s;
 }
 
 int64_t Placement::host_weight_bytes() const {
@@ -63,12 +68,6 @@ Placement placement_from_plan(const Plan& plan, const ModelConfig& config, const
       fail(fmt::format("operator '{}' puts {} of its {} rows on the host", op.name, op.host_rows, op.split_rows),
            where, "make the plan with dak plan");
     }
-    if (op.host_rows > 0 && op.path == DataPath::kStaged) {
-      fail(fmt::format("operator '{}' takes the staged (copy-engine prefetch) path, which the engine does not have "
-                       "yet",
-                       op.name),
-           where, "make the plan for the direct path: dak plan --no-staged (or dak generate --offload direct)");
-    }
     if (op.kind == OpKind::kAttention) {
       if (op.layer < 0 || op.layer >= config.num_layers || kv_seen[size_t(op.layer)]) {
         fail(fmt::format("attention operator '{}' has layer {} (the model has {} layers, one attention each)", op.name,
@@ -92,7 +91,8 @@ Placement placement_from_plan(const Plan& plan, const ModelConfig& config, const
                        op.split_rows, op.k),
            where, "make the plan with dak plan");
     }
-    p.weights.push_back(WeightSplit{op.name, op.tensors, op.host_rows, op.k});
+    p.weights.push_back(WeightSplit{op.name, op.tensors, op.host_rows, op.k,
+                                    op.kind == OpKind::kLinear && op.host_rows > 0 && op.path == DataPath::kStaged});
   }
   for (int64_t l = 0; l < config.num_layers; ++l) {
     if (!kv_seen[size_t(l)]) {

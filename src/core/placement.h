@@ -11,8 +11,10 @@
 //               keep K and V in host memory (the tiered attention kernel's batch split).
 // Biases and norm weights always stay in HBM. Tied embeddings: the table is split once, by the
 // operator that holds it (the other op has `tied_to` set and no tensors).
-// Only the direct path is applied: a plan with staged (copy-engine) operators is refused until the
-// engine has the prefetch mode.
+// Paths: a linear the plan marks staged has its host rows copied by the copy engine into an HBM
+// staging ring ahead of its GEMM (WeightSplit::staged); every other host byte is read in place
+// (direct). Embedding gathers and the KV cache are always read in place: a staged embedding or
+// attention operator is applied as direct (the engine has no KV prefetch yet).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,8 @@ struct WeightSplit {
   std::vector<TensorPart> tensors; // concatenated along the split axis, in this order
   int64_t host_rows = 0;           // leading rows of the concatenation in the host tier
   int64_t cols = 0;                // elements per row (the operator's k, or the table width)
+  bool staged = false;             // the plan reads the host rows through the copy engine (staged
+                                   //   path: copied into an HBM ring ahead of use), not in place
 };
 
 struct Placement {
@@ -43,9 +47,11 @@ struct Placement {
   /// The split whose first tensor is `first_tensor` (HF name), or null. The caller checks that the
   /// rest of its tensors match the engine's group (match_group).
   const WeightSplit* find(const std::string& first_tensor) const;
-  /// Host rows of the weight group made of `parts` (HF names and rows, in the engine's order):
-  /// 0 when the plan has no operator for it. Throws dak::Error (naming `where`) when the plan's
+  /// The split of the weight group made of `parts` (HF names and rows, in the engine's order):
+  /// null when the plan has no operator for it. Throws dak::Error (naming `where`) when the plan's
   /// operator for that first tensor concatenates other tensors or rows (a plan for another model).
+  const WeightSplit* split_of(const std::vector<TensorPart>& parts, const std::string& where) const;
+  /// split_of(parts, where)->host_rows, or 0 without a split.
   int64_t host_rows_of(const std::vector<TensorPart>& parts, const std::string& where) const;
   /// Bytes of bf16 weights the plan puts in the host tier: Σ host_rows × cols × 2.
   int64_t host_weight_bytes() const;
@@ -55,9 +61,8 @@ struct Placement {
 
 /// Resolves `plan` for `config`: every operator with tensors becomes a WeightSplit, every
 /// attention operator a layer's kv_host_seqs. Throws dak::Error (where = the plan's source) when
-/// the plan was made for another model (architecture, layer count, tensor names or rows), when a
-/// host row count lies outside [0, split rows], or when an operator takes the staged path (the
-/// engine applies the direct path only for now: re-plan with --offload direct).
+/// the plan was made for another model (architecture, layer count, tensor names or rows), or when a
+/// host row count lies outside [0, split rows].
 Placement placement_from_plan(const Plan& plan, const ModelConfig& config, const std::string& where);
 
 }  // namespace dak

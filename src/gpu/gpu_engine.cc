@@ -72,6 +72,16 @@ struct GpuEngine::Impl {
   GpuWeights w;
   cudaStream_t stream = nullptr;
 
+  // ---- prefetch offload mode: the host rows of each linear are copied by the copy engine into a
+  // two-slot HBM staging ring on copy_stream, one linear ahead of the GEMM that reads them.
+  cudaStream_t copy_stream = nullptr;
+  cudaEvent_t ev_fork = nullptr, ev_join = nullptr;                  // main <-> copy stream
+  cudaEvent_t ev_copied[2] = {nullptr, nullptr};                     // slot filled (copy stream)
+  cudaEvent_t ev_consumed[2] = {nullptr, nullptr};                   // slot read (main stream)
+  bf16* staging[2] = {nullptr, nullptr};                             // [max host rows x K] bf16, HBM
+  std::vector<const GpuLinear*> staged_order;  // linears with host rows, in forward() order
+  size_t staged_next = 0;                      // the next of them forward() reaches
+
   // ---- state (start())
   HbmArena state;
   std::unique_ptr<CublasLtGemm> gemm;
@@ -135,6 +145,10 @@ struct GpuEngine::Impl {
     if (ev_step_begin) cudaEventDestroy(ev_step_begin);
     if (ev_step_end) cudaEventDestroy(ev_step_end);
     if (stream) cudaStreamDestroy(stream);
+    for (cudaEvent_t e : {ev_fork, ev_join, ev_copied[0], ev_copied[1], ev_consumed[0], ev_consumed[1]}) {
+      if (e) cudaEventDestroy(e);
+    }
+    if (copy_stream) cudaStreamDestroy(copy_stream);
   }
 
   void release_state() {
@@ -172,6 +186,15 @@ struct GpuEngine::Impl {
   std::vector<std::pair<int64_t, int64_t>> linear_shapes() const;
   bool use_tiered(int64_t N, int64_t K) const;
   uint64_t tiered_workspace_bytes(int64_t pass) const;
+  /// Bytes of one prefetch staging slot: the largest host part of a staged linear (0 otherwise).
+  uint64_t staging_slot_bytes() const {
+    uint64_t most = 0;
+    for (const GpuLinear* l : staged_order) most = std::max(most, uint64_t(l->m_host * l->in) * sizeof(bf16));
+    return most;
+  }
+  /// Prefetch mode: enqueues the copy of staged_order[k]'s host rows into slot k % 2 on
+  /// copy_stream, after the GEMM that read that slot last (k - 2).
+  void issue_staging_copy(size_t k);
   /// y[N, M] = x[N, K] W^T (+ bias) (ReLU) for W = l ([M, K], rows [0, l.m_host) in the host
   /// tier): the tiered GEMM or cuBLASLt per use_tiered.
   void linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s);
@@ -286,6 +309,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       uint64_t(pass) * sizeof(int32_t),                          // sampled
       CublasLtGemm::kWorkspaceBytes,                             // cuBLASLt workspace
       tiered_workspace_bytes(pass),                              // tiered GEMM workspace
+      staging_slot_bytes(),                                      // prefetch staging slot 0
+      staging_slot_bytes(),                                      // prefetch staging slot 1
   };
   uint64_t total = 0;
   for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
@@ -336,7 +361,10 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   void* ws = take("cuBLASLt workspace");
   gemm = std::make_unique<CublasLtGemm>(ws, CublasLtGemm::kWorkspaceBytes);
   tiered_ws = take("tiered GEMM workspace");
-  DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[i - 1], stream));
+  const size_t ws_index = i - 1;
+  staging[0] = static_cast<bf16*>(take("prefetch staging slot 0"));
+  staging[1] = static_cast<bf16*>(take("prefetch staging slot 1"));
+  DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
 
@@ -474,6 +502,13 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
 
   // Embedding (+ OPT project_in and learned positions) into the fp32 residual stream; post-LN
   // models also need its bf16 copy as the first layer's input.
+  const bool prefetch = !staged_order.empty();
+  if (prefetch) {  // fork the copy stream off `s` (also inside a graph capture) and stage the first linear
+    staged_next = 0;
+    DAK_CUDA_CHECK(cudaEventRecord(ev_fork, s));
+    DAK_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, ev_fork, 0));
+    issue_staging_copy(0);
+  }
   mark(StepOp::kEmbedding, s);
   EmbeddingParams ep;
   ep.T = T;
@@ -595,6 +630,14 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     head_in = fin_e;
   }
   this->linear(head_in, w.lm_head, logits, d.R, false, true, s);
+  if (prefetch) {  // join: every copy is done before the pass ends
+    if (staged_next != staged_order.size()) {
+      fail(fmt::format("the forward pass read {} of {} staged linears", staged_next, staged_order.size()),
+           "GpuEngine (prefetch)", "report this as a dak bug");
+    }
+    DAK_CUDA_CHECK(cudaEventRecord(ev_join, copy_stream));
+    DAK_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join, 0));
+  }
 }
 
 std::vector<std::pair<int64_t, int64_t>> GpuEngine::Impl::linear_shapes() const {
@@ -619,7 +662,7 @@ bool GpuEngine::Impl::use_tiered(int64_t N, int64_t K) const {
   if (K % 8 != 0) return false;  // TMA row pitch; cuBLASLt serves such (tiny) models
   // With an offload placement every linear runs on the tiered GEMM, whose bits do not depend on
   // the host rows: the logits are the same at every offload ratio.
-  if (options.placement && options.offload_mode == OffloadMode::kDirect) return true;
+  if (options.placement && options.offload_mode != OffloadMode::kZeroCopy) return true;
   switch (options.gemm) {
     case GemmBackend::kCublas: return false;
     case GemmBackend::kTiered: return true;
@@ -641,23 +684,52 @@ uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
   return uint64_t(most);
 }
 
+void GpuEngine::Impl::issue_staging_copy(size_t k) {
+  const GpuLinear& l = *staged_order[k];
+  const size_t slot = k % 2;
+  if (k >= 2) DAK_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, ev_consumed[slot], 0));
+  DAK_CUDA_CHECK(cudaMemcpyAsync(staging[slot], l.h_w, size_t(l.m_host * l.in) * sizeof(bf16), cudaMemcpyHostToDevice,
+                                 copy_stream));
+  DAK_CUDA_CHECK(cudaEventRecord(ev_copied[slot], copy_stream));
+}
+
 void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
                              cudaStream_t s) {
   const int64_t M = l.out, K = l.in;
   const bool zero_copy = options.offload_mode == OffloadMode::kZeroCopy;
+  const bool staged = l.m_host > 0 && !staged_order.empty() && staged_next < staged_order.size() &&
+                      staged_order[staged_next] == &l;
   if (!zero_copy && (l.m_host > 0 || use_tiered(N, K))) {  // host rows only where K % 8 == 0 (checked at load)
     const auto key = std::make_tuple(M, N, K, l.m_host);
     auto it = tiered_plans.find(key);
-    if (it == tiered_plans.end()) it = tiered_plans.emplace(key, plan_tiered_gemm(M, N, K, l.m_host, sm_count)).first;
+    if (it == tiered_plans.end()) {
+      // Staged rows sit in HBM: plan their CTAs like HBM ones (no link congestion cap).
+      const TieredGemmLinkLimits limits =
+          staged ? TieredGemmLinkLimits{int64_t(1) << 40, 0} : TieredGemmLinkLimits{};
+      it = tiered_plans.emplace(key, plan_tiered_gemm(M, N, K, l.m_host, sm_count, limits)).first;
+    }
+    size_t slot = 0;
+    if (staged) {
+      const size_t k = staged_next++;
+      if (k >= staged_order.size() || staged_order[k] != &l) {
+        fail("a staged linear ran out of the order the prefetch ring was built for", "GpuEngine (prefetch)",
+             "report this as a dak bug");
+      }
+      if (k + 1 < staged_order.size()) issue_staging_copy(k + 1);  // overlaps this GEMM
+      slot = k % 2;
+      DAK_CUDA_CHECK(cudaStreamWaitEvent(s, ev_copied[slot], 0));
+    }
     TieredGemmArgs a;
     a.g_x = x;
-    a.h_w = l.h_w;
+    a.h_w = staged ? staging[slot] : l.h_w;
+    a.host_rows_staged = staged;
     a.g_w = l.w;
     a.g_bias = l.b;
     a.g_y = y;
     a.out = f32_out ? TieredGemmOut::kF32 : TieredGemmOut::kBf16;
     a.relu = relu;
     tiered_gemm(a, it->second, tiered_ws, s);
+    if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
     return;
   }
   // cuBLASLt; zero-copy: one GEMM per tier, the host rows read in place through their mapped
@@ -736,6 +808,29 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
   use_device();
   w = load_weights();
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const auto is_staged = [&](const GpuLinear& l) {
+    return l.out > 0 && l.m_host > 0 && (options.offload_mode == OffloadMode::kPrefetch ||
+                                         (options.offload_mode == OffloadMode::kDirect && l.staged));
+  };
+  bool any_staged = is_staged(w.project_in) || is_staged(w.project_out) || is_staged(w.lm_head);
+  for (const GpuLayer& L : w.layers) any_staged = any_staged || is_staged(L.qkv) || is_staged(L.o) ||
+                                                  is_staged(L.gate_up) || is_staged(L.down);
+  if (any_staged) {
+    DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
+    for (cudaEvent_t* e : {&ev_fork, &ev_join, &ev_copied[0], &ev_copied[1], &ev_consumed[0], &ev_consumed[1]}) {
+      DAK_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+    }
+    // The linears in the order forward() runs them (one pass), those with host rows staged.
+    std::vector<const GpuLinear*> order = {&w.project_in};
+    for (const GpuLayer& L : w.layers) {
+      for (const GpuLinear* l : {&L.qkv, &L.o, &L.gate_up, &L.down}) order.push_back(l);
+    }
+    order.push_back(&w.project_out);
+    order.push_back(&w.lm_head);
+    for (const GpuLinear* l : order) {
+      if (is_staged(*l)) staged_order.push_back(l);
+    }
+  }
   DAK_CUDA_CHECK(cudaEventCreate(&ev_step_begin));
   DAK_CUDA_CHECK(cudaEventCreate(&ev_step_end));
 }

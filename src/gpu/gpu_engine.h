@@ -86,6 +86,10 @@ enum class OffloadMode : int32_t {
   kDirect,    // this design: the tiered GEMM / attention stream host tiles into SMEM by TMA
   kZeroCopy,  // the vLLM UVA approach: the ordinary kernels (cuBLASLt, flash-decoding attention)
               // dereference the host-mapped pointers; logits within bf16 tolerance of direct
+  kPrefetch,  // the FlexGen / vLLM-prefetch approach for weights: the copy engine stages each
+              // linear's host rows into a two-slot HBM ring on a second stream, one linear ahead
+              // (captured in the decode graph), and the tiered GEMM reads them from HBM; the KV
+              // host tier is still read in place by the tiered attention. Bitwise equal to direct.
 };
 
 struct GpuEngineOptions {

@@ -80,6 +80,7 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     s.elems = uint64_t(rows) * uint64_t(cols);
     s.cols = cols;
     s.host_rows = host_rows_of({{name, rows}});
+    t.staged = placement && s.host_rows > 0 && placement->split_of({{name, rows}}, where)->staged;  // tied LM head
     s.parts.push_back({name, {rows, cols}, 0, s.elems});
     s.target = &t.g;
     s.h_target = &t.h;
@@ -108,6 +109,7 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     }
     ws.elems = uint64_t(l.out * in);
     ws.host_rows = host_rows_of(split);
+    l.staged = placement && ws.host_rows > 0 && placement->split_of(split, where)->staged;
     if (ws.host_rows > 0 && in % 8 != 0) {
       fail(fmt::format("the plan puts rows of '{}' on the host, but its {} columns are not a multiple of 8 (the "
                        "tiered GEMM reads rows with TMA, which needs 16-byte row pitches)",
@@ -248,7 +250,7 @@ void for_each_piece(const Slice& s, const SliceDst& d, uint64_t offset, uint64_t
 /// lm_head aliases the embedding table's tiers when the embeddings are tied.
 void tie_lm_head(GpuWeights& w) {
   if (!w.config.tie_word_embeddings) return;
-  w.lm_head = GpuLinear{w.embed.g, w.embed.h, w.embed.host_rows, nullptr, w.embed.rows, w.embed.cols};
+  w.lm_head = GpuLinear{w.embed.g, w.embed.h, w.embed.host_rows, nullptr, w.embed.rows, w.embed.cols, w.embed.staged};
 }
 
 void check_supported(const ModelConfig& c, const std::string& where) {

@@ -48,6 +48,7 @@ struct GpuLinear {
   int64_t m_host = 0;         // rows in the host tier
   const bf16* b = nullptr;    // [out] bf16, HBM; null = no bias
   int64_t out = 0, in = 0;
+  bool staged = false;        // the plan stages the host rows through the copy engine (prefetch path)
 };
 
 /// An embedding table [rows, cols] bf16 split like GpuLinear: rows [0, host_rows) on the host.
@@ -55,6 +56,7 @@ struct GpuTable {
   const bf16* g = nullptr;  // [rows - host_rows, cols] bf16, HBM; null when host_rows == rows
   const bf16* h = nullptr;  // [host_rows, cols] bf16, pinned mapped host; null when host_rows == 0
   int64_t host_rows = 0, rows = 0, cols = 0;
+  bool staged = false;      // tied LM head: the plan stages its host rows (gathers read in place)
   bool empty() const { return rows == 0; }
 };
 

@@ -123,6 +123,40 @@ TEST(OffloadEngine, LogitsBitwiseEqualAtEveryOffloadRatio) {
   }
 }
 
+TEST(OffloadEngine, PrefetchAndMixedPathsAreBitwiseEqualToAllHbm) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  // The copy-engine staging ring (two slots, one linear ahead, captured in the decode graph) must
+  // give the same bits: the tiered GEMM reads the staged rows with the same arithmetic. 100 % on
+  // the host stages every linear, the LM head and OPT's project_in/out included.
+  for (const char* name : kFixtures) {
+    SCOPED_TRACE(name);
+    const auto ckpt = dak::Checkpoint::open(fixture_dir(name));
+    const dak::ModelConfig& c = ckpt->config();
+    const auto full = token_rows(c.vocab_size);
+    GpuEngine base(*ckpt, 0, GpuEngineOptions{1024, GemmBackend::kTiered});
+    const std::vector<float> want = run(base, full);
+    for (const double fraction : {0.5, 1.0}) {
+      SCOPED_TRACE(fraction);
+      GpuEngineOptions opts{1024, GemmBackend::kAuto};
+      opts.placement = make_placement(c, 2, 40, 1, [&](int64_t rows) { return int64_t(std::llround(fraction * double(rows))); });
+      opts.offload_mode = dak::gpu::OffloadMode::kPrefetch;
+      GpuEngine eng(*ckpt, 0, opts);
+      const std::vector<float> got = run(eng, full);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "prefetch changed the logits";
+    }
+    // Per-operator paths (what --offload auto applies): every other weight group staged, the rest
+    // read in place by TMA, in one decode graph.
+    GpuEngineOptions mixed{1024, GemmBackend::kAuto};
+    mixed.placement = make_placement(c, 2, 40, 1, [](int64_t rows) { return rows / 2; });
+    for (size_t i = 0; i < mixed.placement->weights.size(); i += 2) mixed.placement->weights[i].staged = true;
+    GpuEngine eng(*ckpt, 0, mixed);
+    const std::vector<float> got = run(eng, full);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "mixed paths changed the logits";
+  }
+}
+
 TEST(OffloadEngine, ZeroCopyMatchesAllHbmWithinBf16Tolerance) {
   DAK_REQUIRE_GPU_OR_SKIP();
   // The vLLM UVA baseline: cuBLASLt reads the host rows through their mapped pointers (one GEMM

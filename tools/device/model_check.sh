@@ -9,17 +9,19 @@ cat models/.p1 models/.p2 > $m.part && mv $m.part $m
 echo "model sha256 $sum"
 d=build-gpu/dak
 $d generate --prompt "The three primary colors are" -n 32 2> gen.err; gen_rc=$?; cat gen.err
+$d generate --prompt "The three primary colors are" -n 32 --offload-ratio 0.6 2> gen-off.err; off_rc=$?; cat gen-off.err
 $d perplexity --file tests/data/smollm2/paragraph.txt --device cuda --output json > ppl-gpu.json; g_rc=$?
 $d perplexity --file tests/data/smollm2/paragraph.txt --device cpu --output json > ppl-cpu.json; c_rc=$?
 $d generate --chat --prompt "What is the capital of France?" -n 40 2>/dev/null
 DAK_REQUIRE_GPU=1 DAK_REQUIRE_MODEL=1 ctest --test-dir build-gpu -R "SmolLM2" --output-on-failure -V > smollm2-tests.log 2>&1; t_rc=$?
-grep -E "\[smollm2\]|Passed|Failed" smollm2-tests.log
+grep -E "\[smollm2\]|Passed|Failed|Failure|Which is" smollm2-tests.log
 [[ -n "${OUT:-}" ]] && cp gen.err ppl-gpu.json ppl-cpu.json smollm2-tests.log "$OUT"/ 2>/dev/null
 py() { python3 -c "import json,sys; d=json.load(open('$1')); print('%.4f in %.2f s (load %.2f s)' % (d['perplexity'], d['seconds'], d['load_s']))" 2>/dev/null || echo "failed"; }
 echo
 echo "| step | result |"
 echo "|---|---|"
 echo "| generate (auto) | rc=$gen_rc $(tail -n 1 gen.err) |"
+echo "| generate --offload-ratio 0.6 | rc=$off_rc $(tail -n 1 gen-off.err) |"
 echo "| perplexity gpu | rc=$g_rc $(py ppl-gpu.json) |"
 echo "| perplexity cpu | rc=$c_rc $(py ppl-cpu.json) |"
 echo "| SmolLM2 tests | rc=$t_rc $(grep -E 'tests passed' smollm2-tests.log) |"

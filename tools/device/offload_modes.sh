@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Device call: build, every gpu test, then the zero-copy baseline next to the direct path:
-# `dak bench` Llama-2-7B batch 8 at offload ratios 0.1 / 0.3 and OPT-6.7B batch 8 with 1 GiB
-# on the host, both modes. Carry: third_party.
+# Device call: build, every gpu test, then the offload modes side by side (MODES, default
+# "direct zero-copy prefetch auto"): `dak bench` Llama-2-7B batch 8 at offload ratios 0.1 / 0.3, and
+# OPT-6.7B batch 8 with 1 GiB and 6 GiB on the host. Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
 dak_build
@@ -14,7 +14,10 @@ bench() {  # label, flags...
   sed -n '/^offload (mode/,/^$/p' "$OUT/$label.txt" | grep -E "^\| [0-9]"; grep -E "B_h =" "$OUT/$label.txt" | cut -c1-60
   grep -E "error|fix" "$OUT/$label.log" | head -4
 }
-bench l7-zc --model llama-2-7b --batch 8 --offload-ratio 0.1,0.3 --offload zero-copy
-bench l7-direct --model llama-2-7b --batch 8 --offload-ratio 0.1,0.3 --offload direct
-bench opt1-zc --model opt-6.7b --batch 8 --cpu-offload-gb 1 --offload zero-copy
+modes=${MODES:-direct zero-copy prefetch auto}
+for m in $modes; do
+  bench l7-$m --model llama-2-7b --batch 8 --offload-ratio 0.1,0.3 --offload $m
+  bench opt1-$m --model opt-6.7b --batch 8 --cpu-offload-gb 1 --offload $m
+  bench opt6-$m --model opt-6.7b --batch 8 --cpu-offload-gb 6 --offload $m
+done
 echo "total $(( $(date +%s) - t0 )) s"

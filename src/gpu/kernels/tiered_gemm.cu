@@ -50,7 +50,7 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
          "and the workspace 256-byte aligned",
          where, "allocate from the HBM / pinned host arenas (256-byte aligned slices)");
   }
-  if (s.m_host > 0) check_host_rows(a.h_w, where);
+  if (s.m_host > 0 && !a.host_rows_staged) check_host_rows(a.h_w, where);
   using namespace tiered_gemm_detail;
   const int bm = s.tile.bm, bn = s.tile.bn;
   if (bm == 64 && bn == 8) return launch<64, 8>(a, s, g_workspace, stream);

@@ -46,6 +46,9 @@ struct TieredGemmArgs {
   int64_t ldy = 0;                        // elements between rows of y (0: M)
   TieredGemmOut out = TieredGemmOut::kBf16;
   bool relu = false;                      // y = relu(x W^T + bias)
+  bool host_rows_staged = false;          // h_w is an HBM copy of the host rows (the prefetch offload
+                                          //   mode's staging ring), so it is not checked for pinned
+                                          //   mapped host memory; plan the schedule with HBM limits
 };
 
 /// Zeroes the workspace's tile counters (once, after allocating it; every run leaves them zero).
