@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "cli/offload_options.h"
+#include "core/byte_size.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
 #include "core/placement.h"
@@ -76,6 +77,24 @@ gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& 
   return opts;
 }
 
+/// Prints where the engine put the weights and fails loudly when the host tier does not hold what
+/// the placement asked for (an offload that silently did nothing, or more host memory than planned).
+/// Slices are 256-byte aligned, so the host tier may exceed the plan by up to 256 bytes a group.
+std::unique_ptr<Engine> report_placement(std::unique_ptr<gpu::GpuEngine> engine, const gpu::GpuEngineOptions& opts) {
+  if (!opts.placement) return engine;
+  const uint64_t want = uint64_t(opts.placement->host_weight_bytes());
+  const uint64_t got = engine->host_weight_bytes();
+  const uint64_t slack = 256 * uint64_t(opts.placement->weights.size());
+  std::fprintf(stderr, "dak: placed %s of weights in HBM and %s in pinned host memory (plan: %s)\n",
+               format_bytes(double(engine->weight_bytes())).c_str(), format_bytes(double(got)).c_str(),
+               format_bytes(double(want)).c_str());
+  if (got < want || got > want + slack) {
+    fail(fmt::format("the engine holds {} bytes of weights in host memory, the plan {}", got, want), "offload placement",
+         "report this as a dak bug (the placement was not applied as planned)");
+  }
+  return engine;
+}
+
 }  // namespace
 #endif
 
@@ -90,13 +109,14 @@ static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
 }
 
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device, const EngineOffload* offload) {
+  if (offload && offload->args) check_offload_args(*offload->args, /*ratio_list=*/false);  // on any machine
   if (device == "cuda" || device == "auto") {
     const std::string why = gpu_unavailable_reason();
 #ifdef DAK_HAVE_CUDA
     if (why.empty()) {
       const std::string where = ckpt.path().string();
-      return std::make_unique<gpu::GpuEngine>(ckpt, 0,
-                                              gpu_options(ckpt.config(), ckpt.path().stem().string(), where, offload));
+      const gpu::GpuEngineOptions opts = gpu_options(ckpt.config(), ckpt.path().stem().string(), where, offload);
+      return report_placement(std::make_unique<gpu::GpuEngine>(ckpt, 0, opts), opts);
     }
 #endif
     if (device == "cuda") {
@@ -115,6 +135,7 @@ std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& d
 
 std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
                                            const std::string& device, const EngineOffload* offload) {
+  if (offload && offload->args) check_offload_args(*offload->args, /*ratio_list=*/false);  // on any machine
   if (device != "cuda" && device != "auto") {
     fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",
          "use --device cuda (or auto), or pass a real checkpoint with --model to use the CPU");
@@ -128,8 +149,9 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
 #ifdef DAK_HAVE_CUDA
   std::fprintf(stderr, "dak: %s with random bf16 weights (seed %llu)\n", config.name.c_str(),
                static_cast<unsigned long long>(weights_seed));
-  return std::make_unique<gpu::GpuEngine>(config.config, weights_seed, config.path.string(), 0,
-                                          gpu_options(config.config, config.name, config.path.string(), offload));
+  const gpu::GpuEngineOptions opts = gpu_options(config.config, config.name, config.path.string(), offload);
+  return report_placement(std::make_unique<gpu::GpuEngine>(config.config, weights_seed, config.path.string(), 0, opts),
+                          opts);
 #else
   (void)offload;
   fail("unreachable: no GPU layer", "make_random_engine", "rebuild with CUDA");

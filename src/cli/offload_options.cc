@@ -68,27 +68,42 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--profile", a->profile, "hardware profile JSON for the planner (default: compiled-in h200-default)");
 }
 
-std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
-                                 const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
-                                 int64_t free_hbm_bytes) {
+void check_offload_args(const OffloadArgs& a, bool ratio_list) {
   const bool cpu_gb = a.cpu_offload_opt && a.cpu_offload_opt->count() > 0;
-  const bool ratio = forced_ratio.has_value();
+  const std::vector<double> ratios = a.ratios(ratio_list);  // checks every item
   if (a.mode == "none") {
     if (a.requested()) {
       fail("--offload none keeps everything in HBM, but an offload flag was given", "--offload none",
            "drop --gpu-memory / --cpu-offload-gb / --offload-ratio / --plan, or use --offload auto or direct");
     }
-    return std::nullopt;
+    return;
   }
-  if (!a.gpu_memory.empty() && cpu_gb) {
-    fail("--gpu-memory and --cpu-offload-gb both set the split between HBM and host memory", "--cpu-offload-gb",
-         "give only one of them");
+  const int given = int(!a.gpu_memory.empty()) + int(cpu_gb) + int(!ratios.empty()) + int(!a.plan_file.empty());
+  if (given > 1) {
+    fail("--gpu-memory, --cpu-offload-gb, --offload-ratio and --plan each fix the split between HBM and host memory",
+         "offload flags", "give only one of them");
   }
+  if (!a.plan_file.empty() && (!a.profile.empty() || a.allocator != "greedy")) {
+    fail("--plan already fixes the placement, so --profile / --allocator would be ignored", "--plan",
+         "drop --profile / --allocator, or drop --plan to plan here");
+  }
+  if (!a.gpu_memory.empty()) parse_byte_size(a.gpu_memory, "--gpu-memory");
+  if (cpu_gb && !(a.cpu_offload_gib >= 0 && a.cpu_offload_gib <= 1e6)) {
+    fail(fmt::format("--cpu-offload-gb {} is not a size in GiB", a.cpu_offload_gib), "--cpu-offload-gb",
+         "give a non-negative number of GiB, e.g. --cpu-offload-gb 4");
+  }
+  if (!a.plan_file.empty()) Plan::load(a.plan_file);  // missing, not JSON, wrong format or version
+  if (!a.profile.empty()) HardwareProfile::load(a.profile);
+}
+
+std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
+                                 const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
+                                 int64_t free_hbm_bytes) {
+  check_offload_args(a, /*ratio_list=*/true);
+  const bool cpu_gb = a.cpu_offload_opt && a.cpu_offload_opt->count() > 0;
+  const bool ratio = forced_ratio.has_value();
+  if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
-    if (!a.gpu_memory.empty() || cpu_gb || ratio) {
-      fail("--plan already fixes the placement", "--plan",
-           "drop --gpu-memory / --cpu-offload-gb / --offload-ratio, or drop --plan to plan from them");
-    }
     Plan plan = Plan::load(a.plan_file);
     if (plan.inputs.batch != batch || plan.inputs.max_context < prompt_len + gen_len) {
       fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "
@@ -98,11 +113,12 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
            fmt::format("make the plan with dak plan --batch {} --prompt-len {} --gen-len {} ...", batch, prompt_len,
                        gen_len));
     }
+    if (a.mode != "auto") {  // one path for every operator: the plan's staged marks do not apply
+      for (PlanOp& op : plan.ops) {
+        if (op.path == DataPath::kStaged) op.path = DataPath::kDirect;
+      }
+    }
     return plan;
-  }
-  if (cpu_gb && !(a.cpu_offload_gib >= 0 && std::isfinite(a.cpu_offload_gib))) {
-    fail(fmt::format("--cpu-offload-gb {} is not a size", a.cpu_offload_gib), "--cpu-offload-gb",
-         "give a non-negative number of GiB, e.g. --cpu-offload-gb 4");
   }
   const HardwareProfile profile = a.profile.empty() ? HardwareProfile::h200_default() : HardwareProfile::load(a.profile);
   PlanRequest req;
@@ -124,7 +140,14 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
     if (cpu_gb) {  // the budget that leaves that many bytes for the host
       const Capacity cap = Planner(config, profile, req).capacity();
       const int64_t host = int64_t(std::llround(a.cpu_offload_gib * double(kGiB)));
-      req.gpu_memory_bytes = std::max<int64_t>(0, cap.total_bytes - host);
+      const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
+      if (host > movable) {
+        fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but only {} of weights + KV cache can move "
+                         "there",
+                         a.cpu_offload_gib, format_bytes(double(host)), format_bytes(double(movable))),
+             "--cpu-offload-gb", fmt::format("give at most {:.2f}", double(movable) / double(kGiB)));
+      }
+      req.gpu_memory_bytes = std::max<int64_t>(1, cap.total_bytes - host);
     }
   }
   Plan plan = make_plan(config, profile, req);

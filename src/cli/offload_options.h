@@ -61,7 +61,14 @@ void add_offload_options(CLI::App* c, OffloadArgs* a);
 /// budget; 0 when unknown). Throws dak::Error for conflicting flags (--gpu-memory with
 /// --cpu-offload-gb, a budget with --plan), a plan made for another shape or model, or a budget
 /// the planner refuses.
-/// `ratio`: the forced global ratio of this run (one of a.ratios()), nullopt for none.
+/// Checks the flags without a GPU or a model: --offload-ratio items (one unless `ratio_list`), sizes,
+/// conflicts (two of --gpu-memory / --cpu-offload-gb / --offload-ratio / --plan; --offload none with
+/// any of them; --plan with --profile or --allocator), and that the --plan and --profile files
+/// load. Throws dak::Error naming the flag.
+void check_offload_args(const OffloadArgs& a, bool ratio_list);
+
+/// `ratio`: the forced global ratio of this run (one of a.ratios()), nullopt for none. A --plan's
+/// staged operators are applied as staged only under --offload auto (the other modes apply one path).
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
                                  const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
                                  int64_t free_hbm_bytes);

@@ -72,6 +72,29 @@ TEST(Cli, OffloadFlagsOnTheCpuPathAreRefused) {
   EXPECT_NE(r.output.find("offload"), std::string::npos) << r.output;
 }
 
+TEST(Cli, OffloadFlagsAreCheckedOnAnyMachine) {
+  // Typos and conflicts surface before the device is chosen (here --device auto may fall back to
+  // the CPU, where valid offload flags are only a notice).
+  const std::string base = "generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 -n 2 ";
+  const struct {
+    const char* flags;
+    const char* says;
+  } cases[] = {
+      {"--offload-ratio 1.5", "--offload-ratio"},
+      {"--offload-ratio 0.1,0.2", "one"},
+      {"--gpu-memory 40XB", "--gpu-memory"},
+      {"--cpu-offload-gb -1", "--cpu-offload-gb"},
+      {"--plan /nonexistent/plan.json", "/nonexistent/plan.json"},
+      {"--gpu-memory 4GiB --offload-ratio 0.1", "only one"},
+      {"--offload none --offload-ratio 0.3", "--offload none"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(base + c.flags);
+    EXPECT_EQ(r.exit_code, 1) << c.flags << ": " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.flags << ": " << r.output;
+  }
+}
+
 TEST(Cli, OffloadModeIsChecked) {
   const RunResult r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 --offload sideways");
   EXPECT_NE(r.exit_code, 0);
