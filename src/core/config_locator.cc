@@ -7,6 +7,8 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/gguf.h"
+#include "core/gguf_config.h"
 
 namespace dak {
 
@@ -36,6 +38,10 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
     out.path = dir ? p / "config.json" : p;
     out.name =
         dir ? p.filename().string() : (p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string());
+    if (!dir && p.extension() == ".gguf") {  // the hyper-parameters a GGUF file carries in its metadata
+      out.config = model_config_from_gguf(*GgufFile::open(p));
+      return out;
+    }
     out.config = ModelConfig::from_hf_file(out.path);
     return out;
   }

@@ -1,5 +1,6 @@
 // Finding a model's config.json from what a user types after --model: a config.json path, a
-// Hugging Face model folder, or the bare name of a config shipped in configs/ ("llama-2-7b").
+// Hugging Face model folder, a .gguf file (its metadata's hyper-parameters), or the bare name of a
+// config shipped in configs/ ("llama-2-7b").
 // Shipped configs hold hyper-parameters only (no weights) and are found through the source
 // tree (compile definition DAK_SOURCE_DIR), or $DAK_CONFIGS_DIR when set, so any working
 // directory works.

@@ -41,6 +41,11 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
          "pass a fraction such as 0.3");
   if (request_.staging_ring_chunks < 1)
     fail("the staging ring needs at least one chunk", "planner request", "pass staging_ring_chunks >= 1");
+  if (request_.shape.max_context() > config.max_position_embeddings) {
+    fail(fmt::format("prompt {} + gen {} = {} positions exceed the model's context of {}", request_.shape.prompt_len,
+                     request_.shape.gen_len, request_.shape.max_context(), config.max_position_embeddings),
+         "--prompt-len / --gen-len", "plan a shorter prompt or generation");
+  }
   graph_ = build_op_graph(config, request_.shape);
   capacity_ = compute_capacity(graph_, request_.gpu_memory_bytes.value_or(profile_.default_hbm_budget_bytes()));
   for (size_t i = 0; i < graph_.ops.size(); ++i)

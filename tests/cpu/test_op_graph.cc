@@ -129,6 +129,11 @@ TEST(OpGraph, LocatorResolvesNamesPathsAndFolders) {
   const LocatedConfig by_path = locate_model_config(by_name.path.string());
   EXPECT_EQ(by_path.config.hidden_size, 4096);
   EXPECT_THROW(locate_model_config("no-such-model"), Error);
+  // A GGUF file: the hyper-parameters from its metadata (so `dak plan` takes the default model).
+  const LocatedConfig gguf = locate_model_config(std::string(DAK_TEST_DATA_DIR) + "/gguf/tiny_llama.gguf");
+  EXPECT_EQ(gguf.name, "tiny_llama");
+  EXPECT_EQ(gguf.config.arch, Arch::kLlama);
+  EXPECT_GT(gguf.config.hidden_size, 0);
   for (const char* n : {"opt-6.7b", "opt-30b", "llama-2-7b", "llama-2-70b", "llama-3-8b", "qwen2-7b"}) {
     bool found = false;
     for (const std::string& s : shipped_config_names()) found |= s == n;
