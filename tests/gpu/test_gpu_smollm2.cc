@@ -31,19 +31,30 @@ namespace fs = std::filesystem;
 const fs::path kModel = fs::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf";
 const fs::path kData = fs::path(DAK_TEST_DATA_DIR) / "smollm2";
 
-TEST(GpuSmolLM2, PerplexityWithinOnePercentOfCpuAndGreedyMatches) {
-  DAK_REQUIRE_GPU_OR_SKIP();
-  if (!fs::exists(kModel)) {
-    const char* req = std::getenv("DAK_REQUIRE_MODEL");
-    if (req && std::string(req) == "1") FAIL() << kModel << " is missing";
-    GTEST_SKIP() << kModel << " is missing (run tools/setup.sh)";
-  }
-  auto ckpt = dak::Checkpoint::open(kModel);
-  auto tok = dak::load_tokenizer(*ckpt);
+/// Skips the calling test when the model is absent (fails when DAK_REQUIRE_MODEL=1).
+#define DAK_REQUIRE_MODEL_OR_SKIP()                                                 \
+  do {                                                                              \
+    if (!fs::exists(kModel)) {                                                      \
+      const char* req = std::getenv("DAK_REQUIRE_MODEL");                           \
+      if (req && std::string(req) == "1") FAIL() << kModel << " is missing";        \
+      GTEST_SKIP() << kModel << " is missing (run tools/setup.sh)";                 \
+    }                                                                               \
+  } while (0)
+
+/// Token ids of the committed paragraph (BOS first).
+std::vector<int32_t> paragraph_ids(const dak::Tokenizer& tok) {
   std::ifstream in(kData / "paragraph.txt", std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::vector<int32_t> ids = tok->encode(ss.str(), true);
+  return tok.encode(ss.str(), true);
+}
+
+TEST(GpuSmolLM2, PerplexityWithinOnePercentOfCpuAndGreedyMatches) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  DAK_REQUIRE_MODEL_OR_SKIP();
+  auto ckpt = dak::Checkpoint::open(kModel);
+  auto tok = dak::load_tokenizer(*ckpt);
+  const std::vector<int32_t> ids = paragraph_ids(*tok);
   ASSERT_GT(ids.size(), 100u);
 
   dak::CpuModel cpu(*ckpt);
@@ -74,17 +85,10 @@ TEST(GpuSmolLM2, PerplexityWithinOnePercentOfCpuAndGreedyMatches) {
 
 TEST(GpuSmolLM2, HalfTheWeightsInHostMemoryGiveTheSameResults) {
   DAK_REQUIRE_GPU_OR_SKIP();
-  if (!fs::exists(kModel)) {
-    const char* req = std::getenv("DAK_REQUIRE_MODEL");
-    if (req && std::string(req) == "1") FAIL() << kModel << " is missing";
-    GTEST_SKIP() << kModel << " is missing (run tools/setup.sh)";
-  }
+  DAK_REQUIRE_MODEL_OR_SKIP();
   auto ckpt = dak::Checkpoint::open(kModel);
   auto tok = dak::load_tokenizer(*ckpt);
-  std::ifstream in(kData / "paragraph.txt", std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::vector<int32_t> ids = tok->encode(ss.str(), true);
+  const std::vector<int32_t> ids = paragraph_ids(*tok);
   std::ifstream gj(kData / "greedy.json");
   ASSERT_TRUE(gj);
   const nlohmann::json g = nlohmann::json::parse(gj);

@@ -81,6 +81,16 @@ std::vector<float> run(GpuEngine& eng, const std::vector<std::vector<int32_t>>& 
   return all;
 }
 
+/// Runs `eng` like run() and expects bitwise the logits `want` (of the all-HBM engine).
+void expect_bitwise(GpuEngine& eng, const std::vector<std::vector<int32_t>>& full, const std::vector<float>& want,
+                    const char* what) {
+  const std::vector<float> got = run(eng, full);
+  ASSERT_EQ(got.size(), want.size());
+  size_t diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) diff += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+  EXPECT_EQ(diff, 0u) << diff << " of " << got.size() << " logits differ from the all-HBM run (" << what << ")";
+}
+
 std::vector<std::vector<int32_t>> token_rows(int64_t vocab) {
   std::vector<std::vector<int32_t>> full(2);
   for (int i = 0; i < 24; ++i) full[0].push_back(int32_t((7 * i + 3) % vocab));
@@ -114,11 +124,7 @@ TEST(OffloadEngine, LogitsBitwiseEqualAtEveryOffloadRatio) {
       GpuEngine eng(*ckpt, 0, opts);
       EXPECT_GE(int64_t(eng.host_bytes()), host_weights) << "the host tier lacks planned bytes";
       if (k.fraction != 0) EXPECT_GT(eng.host_bytes(), 0u);
-      const std::vector<float> got = run(eng, full);
-      ASSERT_EQ(got.size(), want.size());
-      size_t diff = 0;
-      for (size_t i = 0; i < got.size(); ++i) diff += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
-      EXPECT_EQ(diff, 0u) << diff << " of " << got.size() << " logits differ from the all-HBM run";
+      expect_bitwise(eng, full, want, k.what);
     }
   }
 }
@@ -141,9 +147,7 @@ TEST(OffloadEngine, PrefetchAndMixedPathsAreBitwiseEqualToAllHbm) {
       opts.placement = make_placement(c, 2, 40, 1, [&](int64_t rows) { return int64_t(std::llround(fraction * double(rows))); });
       opts.offload_mode = dak::gpu::OffloadMode::kPrefetch;
       GpuEngine eng(*ckpt, 0, opts);
-      const std::vector<float> got = run(eng, full);
-      ASSERT_EQ(got.size(), want.size());
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "prefetch changed the logits";
+      expect_bitwise(eng, full, want, "prefetch");
     }
     // Per-operator paths (what --offload auto applies): every other weight group staged, the rest
     // read in place by TMA, in one decode graph.
@@ -151,9 +155,7 @@ TEST(OffloadEngine, PrefetchAndMixedPathsAreBitwiseEqualToAllHbm) {
     mixed.placement = make_placement(c, 2, 40, 1, [](int64_t rows) { return rows / 2; });
     for (size_t i = 0; i < mixed.placement->weights.size(); i += 2) mixed.placement->weights[i].staged = true;
     GpuEngine eng(*ckpt, 0, mixed);
-    const std::vector<float> got = run(eng, full);
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "mixed paths changed the logits";
+    expect_bitwise(eng, full, want, "mixed direct / staged paths");
   }
 }
 
