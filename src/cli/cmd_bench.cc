@@ -197,6 +197,7 @@ void run_bench_command(const BenchArgs& a) {
   std::unique_ptr<gpu::GpuEngine> engine;  // the all-HBM engine, made on first use
   std::vector<gpu::BenchResult> results;
   std::vector<OffloadPoint> points;
+  const auto t_sweep = std::chrono::steady_clock::now();
   std::string device_name;
   uint64_t weight_arena_bytes = 0;
   for (const std::optional<double>& ratio : ratios) {
@@ -228,7 +229,9 @@ void run_bench_command(const BenchArgs& a) {
         if (!engine) engine = make_engine_with(opts);
         eng = engine.get();
       }
-      std::fprintf(stderr, "dak: bench batch %lld, prompt %lld, gen %lld%s\n", static_cast<long long>(s.batch),
+      // Progress: the point, of how many, and the time so far (a sweep of offloaded points can take minutes).
+      std::fprintf(stderr, "dak: [%zu/%zu, %.0f s] bench batch %lld, prompt %lld, gen %lld%s\n", results.size() + 1,
+                   ratios.size() * shapes.size(), seconds_since(t_sweep), static_cast<long long>(s.batch),
                    static_cast<long long>(s.prompt_len), static_cast<long long>(s.gen_len),
                    ratio ? fmt::format(", offload ratio {}", *ratio).c_str() : "");
       results.push_back(gpu::run_bench(*eng, s, a.repeats, hbm.best_bytes_per_s));
