@@ -53,6 +53,18 @@ std::string gpu_unavailable_reason() {
 }
 
 #ifdef DAK_HAVE_CUDA
+int64_t free_hbm_bytes_now() {
+  std::string why;
+  const auto dev = gpu::probe_device(0, &why);
+  return dev ? int64_t(dev->hbm_free_bytes) : 0;
+}
+
+gpu::OffloadMode offload_mode_of(const OffloadArgs& args) {
+  if (args.mode == "zero-copy") return gpu::OffloadMode::kZeroCopy;
+  if (args.mode == "prefetch") return gpu::OffloadMode::kPrefetch;
+  return gpu::OffloadMode::kDirect;
+}
+
 namespace {
 
 /// GPU engine options for a run: the placement of the offload plan, if one puts bytes on the host.
@@ -60,20 +72,16 @@ gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& 
                                   const EngineOffload* offload) {
   gpu::GpuEngineOptions opts;
   if (!offload || !offload->args) return opts;
-  std::string why;
-  const auto dev = gpu::probe_device(0, &why);
-  const int64_t free_hbm = dev ? int64_t(dev->hbm_free_bytes) : 0;
   const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
   const std::optional<double> ratio = ratios.empty() ? std::nullopt : std::optional<double>(ratios.front());
   const std::optional<Plan> plan = plan_offload(*offload->args, ratio, config, model_name, offload->batch,
-                                                offload->prompt_len, offload->gen_len, free_hbm);
+                                                offload->prompt_len, offload->gen_len, free_hbm_bytes_now());
   if (!plan) return opts;
   std::fprintf(stderr, "dak: %s\n", describe_plan(*plan).c_str());
   Placement placement = placement_from_plan(*plan, config, offload->args->plan_file.empty() ? where
                                                                                             : offload->args->plan_file);
   if (!placement.all_in_hbm()) opts.placement = std::move(placement);
-  if (offload->args->mode == "zero-copy") opts.offload_mode = gpu::OffloadMode::kZeroCopy;
-  if (offload->args->mode == "prefetch") opts.offload_mode = gpu::OffloadMode::kPrefetch;
+  opts.offload_mode = offload_mode_of(*offload->args);
   return opts;
 }
 

@@ -15,6 +15,9 @@
 #include "core/checkpoint.h"
 #include "core/config_locator.h"
 #include "core/engine.h"
+#ifdef DAK_HAVE_CUDA
+#include "gpu/gpu_engine.h"
+#endif
 
 namespace dak::cli {
 
@@ -34,6 +37,14 @@ struct EngineOffload {
   const OffloadArgs* args = nullptr;
   int64_t batch = 1, prompt_len = 1, gen_len = 1;
 };
+
+#ifdef DAK_HAVE_CUDA
+/// HBM free on CUDA device 0 now, bytes; 0 when the device cannot be probed.
+int64_t free_hbm_bytes_now();
+/// The engine's offload mode for --offload (auto, direct and none read host bytes as the plan says:
+/// kDirect).
+gpu::OffloadMode offload_mode_of(const OffloadArgs& args);
+#endif
 
 /// Engine for --device cpu|cuda|auto. cuda: the GPU engine (requires a Hopper GPU; throws
 /// dak::Error explaining what is missing otherwise). auto: cuda when usable, else the CPU

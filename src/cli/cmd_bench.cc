@@ -20,7 +20,6 @@
 #ifdef DAK_HAVE_CUDA
 #include "core/placement.h"
 #include "gpu/bench.h"
-#include "gpu/device.h"
 #include "gpu/gpu_engine.h"
 #include "gpu/host_arena.h"
 #include "gpu/gpu_weights.h"
@@ -166,8 +165,7 @@ void run_bench_command(const BenchArgs& a) {
   opts.gemm = a.gemm == "cublas" ? gpu::GemmBackend::kCublas
               : a.gemm == "tiered" ? gpu::GemmBackend::kTiered
                                    : gpu::GemmBackend::kAuto;
-  if (a.offload.mode == "zero-copy") opts.offload_mode = gpu::OffloadMode::kZeroCopy;
-  if (a.offload.mode == "prefetch") opts.offload_mode = gpu::OffloadMode::kPrefetch;
+  opts.offload_mode = offload_mode_of(a.offload);
   auto make_engine_with = [&](const gpu::GpuEngineOptions& o) {
     if (a.random_weights) {
       return std::make_unique<gpu::GpuEngine>(located.config, a.weights_seed, located.path.string(), 0, o);
@@ -189,11 +187,6 @@ void run_bench_command(const BenchArgs& a) {
     gpu::PinnedHostArena probe(uint64_t(1) << 30, "B_h measurement buffer");
     host_bw = gpu::measure_host_read_bandwidth(probe.base(), probe.capacity(), 5);
   }
-  auto free_hbm = [] {
-    std::string why;
-    const auto d = gpu::probe_device(0, &why);
-    return d ? int64_t(d->hbm_free_bytes) : int64_t(0);
-  };
   std::unique_ptr<gpu::GpuEngine> engine;  // the all-HBM engine, made on first use
   std::vector<gpu::BenchResult> results;
   std::vector<OffloadPoint> points;
@@ -207,7 +200,7 @@ void run_bench_command(const BenchArgs& a) {
       std::optional<Plan> plan;
       if (offloading) {
         plan = plan_offload(a.offload, ratio, mc, located.name, s.batch, s.prompt_len, s.gen_len,
-                            free_hbm());
+                            free_hbm_bytes_now());
       }
       std::unique_ptr<gpu::GpuEngine> own;
       gpu::GpuEngine* eng = nullptr;

@@ -22,8 +22,8 @@ constexpr int64_t kDefaultHeadroomBytes = 2 * kGiB;
 }  // namespace
 
 bool OffloadArgs::requested() const {
-  return mode == "direct" || mode == "zero-copy" || mode == "prefetch" || !gpu_memory.empty() || (cpu_offload_opt && cpu_offload_opt->count() > 0) ||
-         !offload_ratio.empty() || !plan_file.empty();
+  return mode == "direct" || mode == "zero-copy" || mode == "prefetch" || !gpu_memory.empty() ||
+         cpu_offload_given() || !offload_ratio.empty() || !plan_file.empty();
 }
 
 std::vector<double> OffloadArgs::ratios(bool list) const {
@@ -69,7 +69,7 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
 }
 
 void check_offload_args(const OffloadArgs& a, bool ratio_list) {
-  const bool cpu_gb = a.cpu_offload_opt && a.cpu_offload_opt->count() > 0;
+  const bool cpu_gb = a.cpu_offload_given();
   const std::vector<double> ratios = a.ratios(ratio_list);  // checks every item
   if (a.mode == "none") {
     if (a.requested()) {
@@ -99,8 +99,7 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
                                  const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
                                  int64_t free_hbm_bytes) {
-  check_offload_args(a, /*ratio_list=*/true);
-  const bool cpu_gb = a.cpu_offload_opt && a.cpu_offload_opt->count() > 0;
+  const bool cpu_gb = a.cpu_offload_given();
   const bool ratio = forced_ratio.has_value();
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {

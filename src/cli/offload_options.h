@@ -45,7 +45,9 @@ struct OffloadArgs {
   std::string profile;
   CLI::Option* cpu_offload_opt = nullptr;
 
-  /// True when any flag asks for offloading (a budget, a ratio, a plan or --offload direct).
+  /// True when --cpu-offload-gb was given.
+  bool cpu_offload_given() const { return cpu_offload_opt && cpu_offload_opt->count() > 0; }
+  /// True when any flag asks for offloading (a budget, a ratio, a plan or a mode other than auto/none).
   bool requested() const;
   /// --offload-ratio as fractions in [0, 1] (empty when not given). Throws dak::Error for an item
   /// that is not a number in [0, 1], or for more than one item when `list` is false.
@@ -55,7 +57,9 @@ struct OffloadArgs {
 /// Adds the flags above to `c`, writing into `a` (which must outlive the parse).
 void add_offload_options(CLI::App* c, OffloadArgs* a);
 
-/// The plan a GPU run applies, or nullopt for --offload none (and for auto when everything fits). `batch`, `prompt_len` and `gen_len`
+/// The plan a GPU run applies, or nullopt for --offload none (and for auto when everything fits).
+/// The caller has checked the flags with check_offload_args (this does not repeat it, nor its file
+/// reads). `batch`, `prompt_len` and `gen_len`
 /// are the run's shape (prompt_len the longest prompt; the KV cache holds prompt_len + gen_len
 /// positions per sequence); `free_hbm_bytes` the HBM free on the device now (caps the default
 /// budget; 0 when unknown). Throws dak::Error for conflicting flags (--gpu-memory with

@@ -13,11 +13,6 @@ const WeightSplit* Placement::find(const std::string& first_tensor) const {
   return nullptr;
 }
 
-int64_t Placement::host_rows_of(const std::vector<TensorPart>& parts, const std::string& where) const {
-  const WeightSplit* s = split_of(parts, where);
-  return s ? s->host_rows : 0;
-}
-
 const WeightSplit* Placement::split_of(const std::vector<TensorPart>& parts, const std::string& where) const {
   if (parts.empty()) return nullptr;
   const WeightSplit* s = find(parts.front().name);

@@ -51,8 +51,6 @@ struct Placement {
   /// null when the plan has no operator for it. Throws dak::Error (naming `where`) when the plan's
   /// operator for that first tensor concatenates other tensors or rows (a plan for another model).
   const WeightSplit* split_of(const std::vector<TensorPart>& parts, const std::string& where) const;
-  /// split_of(parts, where)->host_rows, or 0 without a split.
-  int64_t host_rows_of(const std::vector<TensorPart>& parts, const std::string& where) const;
   /// Bytes of bf16 weights the plan puts in the host tier: Σ host_rows × cols × 2.
   int64_t host_weight_bytes() const;
   /// True when nothing is on the host.

@@ -241,9 +241,9 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   const DecodeSplit sp = choose_decode_split(b, c.num_heads, c.num_kv_heads, ctx, sm_count);
   const int64_t mlen = 4 * pass + 6 * b;
 
-  // KV cache per layer (kernels/kv_cache.h): b_host = kv_host_seqs[l] slots on the host tier (all 0
-  // for now), the rest in HBM; each layer's HBM tier is a 256-byte aligned slice of one K and one V
-  // allocation.
+  // KV cache per layer (kernels/kv_cache.h): b_host = kv_host_seqs[l] slots on the host tier (from
+  // the placement), the rest in HBM; each layer's tiers are 256-byte aligned slices of one K and one
+  // V allocation per tier.
   const auto L = size_t(c.num_layers);
   kv_host_seqs.assign(L, 0);
   if (options.placement) {  // the plan's KV split applies to the batch and context it was made for
@@ -259,18 +259,14 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       for (size_t l = 0; l < L && l < pl.kv_host_seqs.size(); ++l) kv_host_seqs[l] = std::min(pl.kv_host_seqs[l], b);
     }
   }
-  std::vector<uint64_t> kv_host_tier_bytes(L);  // host-tier bytes of layer l's K (and of its V), aligned
-  uint64_t kv_host_bytes = 0;
+  // Per layer, the aligned bytes of its K (and of its V) in each tier, and the totals (K + V).
+  std::vector<uint64_t> kv_host_tier_bytes(L), kv_tier_bytes(L);
+  uint64_t kv_host_bytes = 0, kv_bytes = 0;
+  const uint64_t seq_bytes = uint64_t(ctx) * uint64_t(kvd) * sizeof(bf16);  // one sequence's K
   for (size_t l = 0; l < L; ++l) {
-    kv_host_tier_bytes[l] = PinnedHostArena::aligned_size(uint64_t(kv_host_seqs[l]) * uint64_t(ctx) * uint64_t(kvd) *
-                                                          sizeof(bf16));
+    kv_host_tier_bytes[l] = PinnedHostArena::aligned_size(uint64_t(kv_host_seqs[l]) * seq_bytes);
+    kv_tier_bytes[l] = HbmArena::aligned_size(uint64_t(b - kv_host_seqs[l]) * seq_bytes);
     kv_host_bytes += 2 * kv_host_tier_bytes[l];
-  }
-  std::vector<uint64_t> kv_tier_bytes(L);  // HBM-tier bytes of layer l's K (and of its V), aligned
-  uint64_t kv_bytes = 0;                   // K + V bytes of every layer's HBM tier
-  for (size_t l = 0; l < L; ++l) {
-    const uint64_t hbm_seqs = uint64_t(b - kv_host_seqs[l]);
-    kv_tier_bytes[l] = HbmArena::aligned_size(hbm_seqs * uint64_t(ctx) * uint64_t(kvd) * sizeof(bf16));
     kv_bytes += 2 * kv_tier_bytes[l];
   }
   // Decode steps use tiered_attention when no sliding window can bite (every key of [0, ctx) is
@@ -294,14 +290,14 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       kv_bytes / 2,                                              // V
       uint64_t(pass * hd) * sizeof(float),                       // resid
       uint64_t(pass * hd) * bf,                                  // normed
-      w.project_in.out > 0 ? uint64_t(pass * E) * bf : 0,              // emb
+      w.project_in.out > 0 ? uint64_t(pass * E) * bf : 0,        // emb
       uint64_t(pass * (qd + 2 * kvd)) * bf,                      // qkv
       uint64_t(pass * qd) * bf,                                  // attn
       uint64_t(pass * hd) * bf,                                  // sub
       uint64_t(pass * gud) * bf,                                 // gu
       c.gated_mlp ? uint64_t(pass * c.intermediate_size) * bf : 0,  // act
       uint64_t(pass * hd) * bf,                                  // fin
-      w.project_out.out > 0 ? uint64_t(pass * E) * bf : 0,             // fin_e
+      w.project_out.out > 0 ? uint64_t(pass * E) * bf : 0,       // fin_e
       uint64_t(pass * c.vocab_size) * sizeof(float),             // logits
       decode_workspace_bytes(b, c.num_heads, c.head_dim, sp),    // partial
       attn_ws_bytes,                                             // tiered attention workspace
@@ -697,8 +693,7 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
                              cudaStream_t s) {
   const int64_t M = l.out, K = l.in;
   const bool zero_copy = options.offload_mode == OffloadMode::kZeroCopy;
-  const bool staged = l.m_host > 0 && !staged_order.empty() && staged_next < staged_order.size() &&
-                      staged_order[staged_next] == &l;
+  const bool staged = staged_next < staged_order.size() && staged_order[staged_next] == &l;
   if (!zero_copy && (l.m_host > 0 || use_tiered(N, K))) {  // host rows only where K % 8 == 0 (checked at load)
     const auto key = std::make_tuple(M, N, K, l.m_host);
     auto it = tiered_plans.find(key);
@@ -709,12 +704,8 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
       it = tiered_plans.emplace(key, plan_tiered_gemm(M, N, K, l.m_host, sm_count, limits)).first;
     }
     size_t slot = 0;
-    if (staged) {
+    if (staged) {  // `staged` means l is staged_order[staged_next]; forward() checks that all were reached
       const size_t k = staged_next++;
-      if (k >= staged_order.size() || staged_order[k] != &l) {
-        fail("a staged linear ran out of the order the prefetch ring was built for", "GpuEngine (prefetch)",
-             "report this as a dak bug");
-      }
       if (k + 1 < staged_order.size()) issue_staging_copy(k + 1);  // overlaps this GEMM
       slot = k % 2;
       DAK_CUDA_CHECK(cudaStreamWaitEvent(s, ev_copied[slot], 0));
@@ -808,27 +799,25 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
   use_device();
   w = load_weights();
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // The staged linears (prefetch mode: every one with host rows; direct: those the plan stages), in
+  // the order forward() runs them in one pass; the copy stream and its events only when there are any.
   const auto is_staged = [&](const GpuLinear& l) {
     return l.out > 0 && l.m_host > 0 && (options.offload_mode == OffloadMode::kPrefetch ||
                                          (options.offload_mode == OffloadMode::kDirect && l.staged));
   };
-  bool any_staged = is_staged(w.project_in) || is_staged(w.project_out) || is_staged(w.lm_head);
-  for (const GpuLayer& L : w.layers) any_staged = any_staged || is_staged(L.qkv) || is_staged(L.o) ||
-                                                  is_staged(L.gate_up) || is_staged(L.down);
-  if (any_staged) {
+  std::vector<const GpuLinear*> order = {&w.project_in};
+  for (const GpuLayer& L : w.layers) {
+    for (const GpuLinear* l : {&L.qkv, &L.o, &L.gate_up, &L.down}) order.push_back(l);
+  }
+  order.push_back(&w.project_out);
+  order.push_back(&w.lm_head);
+  for (const GpuLinear* l : order) {
+    if (is_staged(*l)) staged_order.push_back(l);
+  }
+  if (!staged_order.empty()) {
     DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
     for (cudaEvent_t* e : {&ev_fork, &ev_join, &ev_copied[0], &ev_copied[1], &ev_consumed[0], &ev_consumed[1]}) {
       DAK_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
-    }
-    // The linears in the order forward() runs them (one pass), those with host rows staged.
-    std::vector<const GpuLinear*> order = {&w.project_in};
-    for (const GpuLayer& L : w.layers) {
-      for (const GpuLinear* l : {&L.qkv, &L.o, &L.gate_up, &L.down}) order.push_back(l);
-    }
-    order.push_back(&w.project_out);
-    order.push_back(&w.lm_head);
-    for (const GpuLinear* l : order) {
-      if (is_staged(*l)) staged_order.push_back(l);
     }
   }
   DAK_CUDA_CHECK(cudaEventCreate(&ev_step_begin));
@@ -1016,11 +1005,6 @@ int64_t GpuEngine::graph_replays() const { return impl_->replays; }
 
 std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index) {
   return std::make_unique<GpuEngine>(ckpt, device_index);
-}
-
-std::unique_ptr<dak::Engine> make_random_gpu_engine(const ModelConfig& config, uint64_t weight_seed,
-                                                     const std::string& where, int device_index) {
-  return std::make_unique<GpuEngine>(config, weight_seed, where, device_index);
 }
 
 const char* step_op_name(StepOp op) {

@@ -178,8 +178,4 @@ class GpuEngine : public Engine {
 /// act on when there is no usable GPU.
 std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index);
 
-/// As make_gpu_engine, with deterministic random weights for `config` (--random-weights).
-std::unique_ptr<dak::Engine> make_random_gpu_engine(const ModelConfig& config, uint64_t weight_seed,
-                                                     const std::string& where, int device_index);
-
 }  // namespace dak::gpu

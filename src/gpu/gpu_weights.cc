@@ -53,11 +53,12 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
                                const Placement* placement = nullptr) {
   const TensorNames& nm = tensor_names(c.arch);
   std::vector<Slice> slices;
-  size_t matched = 0;  // placement weight groups consumed by a slice
-  auto host_rows_of = [&](const std::vector<TensorPart>& parts) -> int64_t {
-    if (!placement) return 0;
-    if (placement->find(parts.front().name)) ++matched;
-    return placement->host_rows_of(parts, where);
+  // The placement's split of a weight group (null: none), marking it used.
+  std::vector<bool> used(placement ? placement->weights.size() : 0, false);
+  auto split_of = [&](const std::vector<TensorPart>& parts) -> const WeightSplit* {
+    const WeightSplit* s = placement ? placement->split_of(parts, where) : nullptr;
+    if (s) used[size_t(s - placement->weights.data())] = true;
+    return s;
   };
 
   auto elems_of = [](const std::vector<int64_t>& shape) {
@@ -79,8 +80,9 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     Slice s;
     s.elems = uint64_t(rows) * uint64_t(cols);
     s.cols = cols;
-    s.host_rows = host_rows_of({{name, rows}});
-    t.staged = placement && s.host_rows > 0 && placement->split_of({{name, rows}}, where)->staged;  // tied LM head
+    const WeightSplit* split = split_of({{name, rows}});
+    s.host_rows = split ? split->host_rows : 0;
+    t.staged = split && s.host_rows > 0 && split->staged;  // for the tied LM head
     s.parts.push_back({name, {rows, cols}, 0, s.elems});
     s.target = &t.g;
     s.h_target = &t.h;
@@ -108,8 +110,9 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
       row += rows;
     }
     ws.elems = uint64_t(l.out * in);
-    ws.host_rows = host_rows_of(split);
-    l.staged = placement && ws.host_rows > 0 && placement->split_of(split, where)->staged;
+    const WeightSplit* ps = split_of(split);
+    ws.host_rows = ps ? ps->host_rows : 0;
+    l.staged = ps && ws.host_rows > 0 && ps->staged;
     if (ws.host_rows > 0 && in % 8 != 0) {
       fail(fmt::format("the plan puts rows of '{}' on the host, but its {} columns are not a multiple of 8 (the "
                        "tiered GEMM reads rows with TMA, which needs 16-byte row pitches)",
@@ -158,16 +161,12 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     }
     linear({{p + nm.down, hd}}, c.intermediate_size, c.mlp_bias, L.down);
   }
-  if (placement && matched != placement->weights.size()) {
-    for (const WeightSplit& s : placement->weights) {
-      bool found = false;
-      for (const Slice& sl : slices) found = found || (!sl.parts.empty() && sl.parts.front().name == s.tensors.front().name);
-      if (!found) {
-        fail(fmt::format("the plan splits '{}' (operator '{}'), which this model does not have",
-                         s.tensors.front().name, s.op),
-             where, "make the plan for this model (dak plan --model <this model> ...)");
-      }
-    }
+  for (size_t i = 0; i < used.size(); ++i) {
+    if (used[i]) continue;
+    const WeightSplit& s = placement->weights[i];
+    fail(fmt::format("the plan splits '{}' (operator '{}'), which this model does not have", s.tensors.front().name,
+                     s.op),
+         where, "make the plan for this model (dak plan --model <this model> ...)");
   }
   return slices;
 }
@@ -218,6 +217,12 @@ uint64_t host_arena_bytes(const std::vector<Slice>& slices) {
   uint64_t total = 0;
   for (const Slice& s : slices) total += PinnedHostArena::aligned_size(s.host_elems() * sizeof(bf16));
   return total;
+}
+
+/// Pins the host tier for `slices` (nothing when no row is offloaded).
+void make_host_arena(GpuWeights& w, const std::vector<Slice>& slices, const std::string& where) {
+  w.host_bytes = host_arena_bytes(slices);
+  if (w.host_bytes > 0) w.host = PinnedHostArena(w.host_bytes, "host rows of the weights of " + where);
 }
 
 /// Allocates slice `s` in its tiers (HBM arena, host arena) and sets its targets.
@@ -319,10 +324,7 @@ uint64_t GpuWeights::plan_bytes(const Checkpoint& ckpt) {
   return arena_bytes(slices, ckpt.config());
 }
 
-uint64_t GpuWeights::plan_bytes(const ModelConfig& config) {
-  GpuWeights w;
-  return arena_bytes(plan_slices(config, w, "model config"), config);
-}
+uint64_t GpuWeights::plan_bytes(const ModelConfig& config) { return plan_bytes(config, nullptr).hbm; }
 
 GpuWeights::Bytes GpuWeights::plan_bytes(const ModelConfig& config, const Placement* placement) {
   GpuWeights w;
@@ -348,16 +350,6 @@ void upload_inv_freq(GpuWeights& w) {
   float* g_f = w.arena.allocate_array<float>(f.size(), "rope inv_freq");
   DAK_CUDA_CHECK(cudaMemcpy(g_f, f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
   w.inv_freq = g_f;
-}
-
-}  // namespace
-
-namespace {
-
-/// Pins the host tier for `slices` (nothing when no row is offloaded).
-void make_host_arena(GpuWeights& w, const std::vector<Slice>& slices, const std::string& where) {
-  w.host_bytes = host_arena_bytes(slices);
-  if (w.host_bytes > 0) w.host = PinnedHostArena(w.host_bytes, "host rows of the weights of " + where);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ TEST(Placement, ResolvesEveryOperatorAndMatchesThePlansHostBytes) {
       const WeightSplit* s = p.find(op.tensors.front().name);
       ASSERT_NE(s, nullptr) << op.name;
       EXPECT_EQ(s->host_rows, op.host_rows) << op.name;
-      EXPECT_EQ(p.host_rows_of(op.tensors, "test"), op.host_rows) << op.name;
+      ASSERT_EQ(p.split_of(op.tensors, "test"), s) << op.name;
     }
   }
   // 4 linears per layer, the embedding and the LM head (untied).
@@ -120,9 +120,9 @@ TEST(Placement, RefusesAGroupWithOtherTensors) {
   std::vector<TensorPart> qkv = p.find("model.layers.0.self_attn.q_proj.weight")->tensors;
   ASSERT_EQ(qkv.size(), 3u);
   qkv.pop_back();  // q and k only
-  expect_error([&] { p.host_rows_of(qkv, "engine"); }, {"engine", "q_proj"});
-  // A group the plan does not name has no host rows.
-  EXPECT_EQ(p.host_rows_of({{"model.layers.0.not_a_tensor.weight", 7}}, "engine"), 0);
+  expect_error([&] { p.split_of(qkv, "engine"); }, {"engine", "q_proj"});
+  // A group the plan does not name has no split (so no host rows).
+  EXPECT_EQ(p.split_of({{"model.layers.0.not_a_tensor.weight", 7}}, "engine"), nullptr);
 }
 
 TEST(Placement, RefusesHostRowsOutsideTheSplit) {

@@ -290,8 +290,7 @@ void attention_decode(const DecodeAttentionParams& dp, cudaStream_t stream) {
   const int head_chunks = (G + kMaxHeads - 1) / kMaxHeads;
   const dim3 grid(unsigned(dp.split.num_splits), unsigned(p.num_kv_heads * head_chunks), unsigned(p.segs.num_segs));
   // 16-byte path: rows of D % 8 == 0 elements at 16-byte aligned tier bases (null tiers are unused).
-  const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
-  const bool vec = p.head_dim % 8 == 0 && (addr(p.kv.h_k) | addr(p.kv.h_v) | addr(p.kv.g_k) | addr(p.kv.g_v)) % 16 == 0;
+  const bool vec = p.head_dim % 8 == 0 && p.kv.tiers_aligned16();
   attention_decode_split_kernel<<<grid, kThreads, smem_bytes(p.head_dim), stream>>>(dp, vec);
   DAK_CUDA_CHECK(cudaGetLastError());
   if (dp.split.num_splits == 1) return;  // the split kernel wrote the output

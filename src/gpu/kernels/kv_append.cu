@@ -54,7 +54,7 @@ void kv_append(const KvAppendParams& p, cudaStream_t stream) {
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   const KvCacheLayer& kv = p.kv;
   const bool vec = kv.head_dim % 8 == 0 && p.row_stride % 8 == 0 && p.k_offset % 8 == 0 && p.v_offset % 8 == 0 &&
-                   (addr(p.g_qkv) | addr(kv.h_k) | addr(kv.h_v) | addr(kv.g_k) | addr(kv.g_v)) % 16 == 0;
+                   addr(p.g_qkv) % 16 == 0 && kv.tiers_aligned16();
   // Spread a token's row over CTAs so that each thread copies about one element (or chunk).
   const int64_t kvd = int64_t(kv.num_kv_heads) * kv.head_dim;
   const int64_t work = vec ? kvd / 8 : kvd;

@@ -38,6 +38,12 @@ struct KvCacheLayer {
   int32_t head_dim = 0;          // D
   int64_t max_ctx = 0;           // positions per (slot, kv head) block
 
+  /// True when every tier base is 16-byte aligned (null tiers count as aligned): what the 16-byte
+  /// copy paths of the readers and writers need.
+  bool tiers_aligned16() const {
+    const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
+    return (addr(h_k) | addr(h_v) | addr(g_k) | addr(g_v)) % 16 == 0;
+  }
   /// True when slot `slot` lives in the host tier.
   __host__ __device__ bool on_host(int64_t slot) const { return slot < b_host; }
   /// Elements of one (slot, kv head) block: max_ctx * D.
