@@ -84,12 +84,17 @@ Needs a Hopper GPU: without one dak bench fails with the reason and exit code 1.
 /// "1,8,64" -> {1, 8, 64}, every value >= `min`.
 std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, int64_t min) {
   std::vector<int64_t> out;
-  for (int32_t v : parse_id_list(s, flag)) {
-    if (v < min) {
-      fail(fmt::format("{} must be at least {}, got {}", flag, min, v), flag,
+  for (const std::string& tok : split_list(s)) {
+    const std::optional<int64_t> v = parse_integer(tok);
+    if (!v || *v > INT32_MAX) {
+      fail(fmt::format("'{}' is not a comma-separated list of whole numbers", s), flag,
+           fmt::format("write sizes of at least {} separated by commas, e.g. 1,8,64", min));
+    }
+    if (*v < min) {
+      fail(fmt::format("{} must be at least {}, got {}", flag, min, *v), flag,
            fmt::format("pass values >= {} (a comma list sweeps them)", min));
     }
-    out.push_back(v);
+    out.push_back(*v);
   }
   return out;
 }
@@ -199,6 +204,9 @@ void run_bench_command(const BenchArgs& a) {
       pt.ratio = ratio;
       std::optional<Plan> plan;
       if (offloading) {
+        // Each offload point is planned against the HBM free now and may build its own engine: an
+        // all-HBM engine of an earlier point (its weights and KV cache) must not hold HBM then.
+        engine.reset();
         plan = plan_offload(a.offload, ratio, mc, located.name, s.batch, s.prompt_len, s.gen_len,
                             free_hbm_bytes_now());
       }

@@ -5,7 +5,7 @@
 //
 //   dak bench gemm [--models llama-2-7b,llama-2-70b,opt-30b] [--tokens 8,512]
 //                  [--ratios 0,0.5,1,2,5,10,20,40,100] [--runs 7] [--layers 8]
-//                  [--congestion CTAS,STAGES] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
+//                  [--congestion CTAS,STAGES] [--max-cluster 4|2|1] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -29,13 +29,16 @@
 #include "gpu/device.h"
 #include "gpu/hbm_arena.h"
 #include "gpu/host_arena.h"
+#include "gpu/kernels/tiered_gemm.h"
 #endif
 
 namespace dak::cli {
 namespace {
 
 constexpr int64_t kMaxTokens = 8192;    // the tiered GEMM's N range (issue 4)
-constexpr int64_t kDrySmCount = 132;    // --dry-run plans for an H200
+constexpr int64_t kDrySmCount = 132;    // --dry-run plans for an H200 ...
+constexpr int64_t kDryCluster4Ctas = 120;  // ... where clusters of 4 fit 120 CTAs at once
+                                           //   (cudaOccupancyMaxActiveClusters, 2026-12-01)
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
 
@@ -46,6 +49,7 @@ struct BenchGemmArgs {
   int runs = 7;
   int layers = 8;
   std::string congestion;
+  int max_cluster = 4;
   double per_gemm_min_mib = 256;
   double stack_host_gib = 8;
   bool quick = false;
@@ -149,26 +153,48 @@ int64_t host_rows(double pct, int64_t M) {
 }
 
 TieredGemmSchedule schedule_for(const Linear& op, int64_t N, int64_t m_host, int64_t sm_count,
-                                const std::optional<Congestion>& cong) {
-  TieredGemmSchedule s = plan_tiered_gemm(op.M, N, op.K, m_host, sm_count);
+                                const TieredGemmLinkLimits& limits, const std::optional<Congestion>& cong) {
+  TieredGemmSchedule s = plan_tiered_gemm(op.M, N, op.K, m_host, sm_count, limits);
   if (!cong || m_host == 0) return s;
   const std::string where = "--congestion";
-  if (cong->host_ctas > sm_count || (s.hbm_units() > 0 && cong->host_ctas >= sm_count)) {
-    fail(fmt::format("{} host CTAs on {} SMs leave no SM for the HBM rows of {} (M {}, m_host {})", cong->host_ctas,
-                     sm_count, op.op, op.M, m_host),
-         where, fmt::format("use fewer host CTAs than SMs ({})", sm_count));
+  // The CTAs that can run at once: clusters of 4 need 4 free SMs of one GPC.
+  const int64_t grid = s.cluster == 4 && limits.cluster4_ctas > 0 ? std::min(sm_count, limits.cluster4_ctas) : sm_count;
+  if (cong->host_ctas > grid || (s.hbm_units() > 0 && cong->host_ctas > grid - s.cluster)) {
+    const std::string rounded =
+        s.cluster > 1 ? fmt::format(" (rounded up to whole multicast clusters of {})", s.cluster) : std::string();
+    fail(fmt::format("{} host CTAs{} of the {} that run at once leave no {} for the HBM rows of {} {}x{} at N = {} "
+                     "(m_host {})",
+                     cong->host_ctas, rounded, grid, s.cluster > 1 ? std::string("cluster") : std::string("SM"), op.op,
+                     op.M, op.K, N, m_host),
+         where,
+         fmt::format("use at most {} host CTAs at N = {}{}", grid - s.cluster, N,
+                     s.cluster > 1 ? ", or --max-cluster 1 (no multicast, every SM usable)" : ""));
   }
   if (cong->host_stages > s.tile.max_stages()) {
     fail(fmt::format("{} stages per host CTA exceed the SMEM ring of the {}x{} tile used at N = {} ({} stages)",
                      cong->host_stages, s.tile.bm, s.tile.bn, N, s.tile.max_stages()),
          where, fmt::format("use at most {} stages at N = {}", s.tile.max_stages(), N));
   }
-  s.host_ctas = cong->host_ctas;
-  s.host_stages = cong->host_stages;
-  s.hbm_ctas = s.hbm_units() > 0 ? int32_t(std::min<int64_t>(sm_count - cong->host_ctas, s.hbm_units())) : 0;
-  s.validate();
-  return s;
+  return with_congestion(s, cong->host_ctas, cong->host_stages, 0, grid);
 }
+
+/// Congestion limits of the bench's plans without a GPU (--dry-run and the up-front checks): the
+/// default link limits, the H200's co-residency of clusters of 4, multicast up to --max-cluster.
+TieredGemmLinkLimits dry_limits(const BenchGemmArgs& a) {
+  TieredGemmLinkLimits l;
+  l.max_cluster = a.max_cluster;
+  l.cluster4_ctas = kDryCluster4Ctas;
+  return l;
+}
+
+#ifdef DAK_HAVE_CUDA
+/// The same with this GPU's co-residency of clusters of 4 (gpu/kernels/tiered_gemm.h).
+TieredGemmLinkLimits device_limits(const BenchGemmArgs& a) {
+  TieredGemmLinkLimits l = dry_limits(a);
+  l.cluster4_ctas = 0;
+  return gpu::tiered_gemm_cluster_limits(l);
+}
+#endif
 
 enum class Method { kGemm, kStack };
 
@@ -198,7 +224,8 @@ struct Plan {
 };
 
 Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models, const std::vector<int64_t>& tokens,
-                const std::vector<double>& ratios, const std::optional<Congestion>& cong, int64_t sm_count) {
+                const std::vector<double>& ratios, const std::optional<Congestion>& cong, int64_t sm_count,
+                const TieredGemmLinkLimits& limits) {
   Plan plan;
   for (const LocatedConfig& m : models) {
     const std::vector<Linear> ops = linear_shapes(m.config);
@@ -211,7 +238,7 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
         e.ops = std::move(exp_ops);
         e.N = N;
         e.layers = layers;
-        for (const Linear& op : e.ops) e.reference.push_back(schedule_for(op, N, 0, sm_count, cong));
+        for (const Linear& op : e.ops) e.reference.push_back(schedule_for(op, N, 0, sm_count, limits, cong));
         for (double x : ratios) {
           double host_bytes = 0;
           for (const Linear& op : e.ops) host_bytes += double(host_rows(x, op.M)) * double(op.K) * 2 * layers;
@@ -223,7 +250,7 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
             continue;
           }
           std::vector<TieredGemmSchedule> s;
-          for (const Linear& op : e.ops) s.push_back(schedule_for(op, N, host_rows(x, op.M), sm_count, cong));
+          for (const Linear& op : e.ops) s.push_back(schedule_for(op, N, host_rows(x, op.M), sm_count, limits, cong));
           e.ratios.push_back(x);
           e.schedules.push_back(std::move(s));
         }
@@ -238,11 +265,13 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
   return plan;
 }
 
-std::string print_plan(const Plan& plan, int64_t sm_count) {
+std::string print_plan(const Plan& plan, int64_t sm_count, const BenchGemmArgs& a) {
   std::ostringstream o;
-  o << fmt::format("dak bench gemm --dry-run: {} experiment(s), schedules for {} SMs (the real run uses the GPU's "
-                   "SM count)\n",
-                   plan.experiments.size(), sm_count);
+  o << fmt::format("dak bench gemm --dry-run: {} experiment(s), schedules for {} SMs, {} of them co-resident in "
+                   "multicast clusters of 4 (an H200; the real run asks the GPU)\n",
+                   plan.experiments.size(), sm_count, kDryCluster4Ctas);
+  o << fmt::format("multicast clusters of up to {} CTAs; host CTAs x stages: {}\n", a.max_cluster,
+                   a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion);
   for (const auto& [name, ops] : plan.models) {
     o << fmt::format("{}: ", name);
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -352,7 +381,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
   std::string why;
   const auto dev = gpu::probe_device(0, &why);
   if (!dev) fail("dak bench gemm needs a Hopper GPU: " + why, "dak bench gemm", "run it on the GPU machine");
-  const Plan plan = build_plan(a, models, tokens, ratios, cong, dev->sm_count);
+  const Plan plan = build_plan(a, models, tokens, ratios, cong, dev->sm_count, device_limits(a));
   const int runs = a.runs;
   const int warmup = a.quick ? 1 : 2;
 
@@ -451,7 +480,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
       jr["schedules"].push_back({{"op", e.ops[i].op}, {"M", s.M}, {"K", s.K}, {"m_host", s.m_host},
                                  {"tile", fmt::format("{}x{}", s.tile.bm, s.tile.bn)}, {"k_splits", s.k_splits},
                                  {"host_ctas", s.host_ctas}, {"host_stages", s.host_stages},
-                                 {"hbm_ctas", s.hbm_ctas}, {"hbm_stages", s.hbm_stages}});
+                                 {"hbm_ctas", s.hbm_ctas}, {"hbm_stages", s.hbm_stages}, {"cluster", s.cluster}});
     }
     j["rows"].push_back(jr);
   }
@@ -461,7 +490,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
   csv << "model,method,op,M,K,N,x_pct,x_actual_pct,m_host,bytes,host_bytes,time_us,time_min_us,time_max_us,eb_gbps,"
          "ideal_gbps,ideal_us,t_hbm_us,t_host_us,t_comp_us,compute_counted,bound,ratio,cublas_us,prefetch_us,"
          "prefetch_min_us,prefetch_max_us,prefetch_gemm,same_bits,target,target_met,b_g_gbps,b_h_gbps,host_ctas,"
-         "host_stages,hbm_ctas,hbm_stages\n";
+         "host_stages,hbm_ctas,hbm_stages,cluster\n";
   for (size_t k = 0, n = 0; k < plan.experiments.size(); ++k) {
     const Experiment& e = plan.experiments[k];
     for (size_t p = 0; p < e.ratios.size(); ++p, ++n) {
@@ -470,7 +499,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
       const TieredGemmSchedule& s = e.schedules[p][0];
       csv << fmt::format("{},{},{},{},{},{},{:.4g},{:.4g},{},{:.0f},{:.0f},{:.2f},{:.2f},{:.2f},{:.2f},{:.2f},{:.2f},"
                          "{:.2f},{:.2f},{:.2f},{},{},{:.4f},{:.2f},{:.2f},{:.2f},{:.2f},{},{},\"{}\",{},{:.2f},{:.3f},"
-                         "{},{},{},{}\n",
+                         "{},{},{},{},{}\n",
                          e.model, e.method_name(), e.op_name(), one ? e.ops[0].M : 0, one ? e.ops[0].K : 0, e.N,
                          e.ratios[p], row.x_actual * 100, one ? s.m_host : -1, row.bytes, row.host_bytes,
                          row.time_s.median * 1e6, row.time_s.min * 1e6, row.time_s.max * 1e6, row.eb * 1e-9,
@@ -480,7 +509,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
                          row.prefetch_s.max * 1e6, results[k].prefetch_gemm, row.same_bits ? 1 : 0, row.target,
                          row.target.empty() ? "" : (row.target_met ? "1" : "0"), b_g * 1e-9, b_h * 1e-9,
                          one ? s.host_ctas : -1, one ? s.host_stages : -1, one ? s.hbm_ctas : -1,
-                         one ? s.hbm_stages : -1);
+                         one ? s.hbm_stages : -1, one ? s.cluster : -1);
     }
   }
 
@@ -501,6 +530,9 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
                      100 * b_h / (b_g + b_h), runs, warmup, a.layers, a.layers);
   if (cong) txt << fmt::format("--congestion: {} host CTAs x {} stages at every x > 0\n", cong->host_ctas,
                                cong->host_stages);
+  txt << fmt::format("multicast: W tiles shared by clusters of up to {} CTAs at N > 64 ({} CTAs co-resident in "
+                     "clusters of 4)\n",
+                     a.max_cluster, device_limits(a).cluster4_ctas);
   txt << "\n| model | method | op | M | K | N | x % | m_host | MB | time us [min, max] | EB GB/s | ideal GB/s | "
          "bound | ratio | cuBLAS us | prefetch us | bits | target |\n";
   txt << "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|---|\n";
@@ -546,6 +578,10 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
 void run_bench_gemm(const BenchGemmArgs& args) {
   BenchGemmArgs a = args;
   if (!a.dry_run) check_report_files(a.json_file, a.csv_file);
+  if (a.dry_run && (!a.json_file.empty() || !a.csv_file.empty())) {
+    fail("--dry-run measures nothing, so it writes no --json / --csv report", "--dry-run",
+         "drop --json / --csv, or run without --dry-run on the GPU machine");
+  }
   if (a.runs < 5) fail(fmt::format("--runs {} is too few", a.runs), "--runs", "pass 5 or more (medians of >= 5)");
   if (a.layers < 1 || a.layers > 1024) {
     fail(fmt::format("--layers {} is outside [1, 1024]", a.layers), "--layers", "use e.g. --layers 8");
@@ -559,6 +595,10 @@ void run_bench_gemm(const BenchGemmArgs& args) {
       parse_count_list(a.tokens, "--tokens", kMaxTokens, "token counts", "8,512", " (the tiered GEMM's N range)");
   const std::vector<double> ratios = parse_ratios(a.ratios);
   const std::optional<Congestion> cong = parse_congestion(a.congestion);
+  if (a.max_cluster != 1 && a.max_cluster != 2 && a.max_cluster != 4) {
+    fail(fmt::format("--max-cluster {} is not 1, 2 or 4", a.max_cluster), "--max-cluster",
+         "give the largest multicast cluster: 4, 2, or 1 to turn multicast off");
+  }
   std::vector<LocatedConfig> models;
   for (const std::string& name : split_list(a.models)) {
     if (name.empty()) {
@@ -577,9 +617,9 @@ void run_bench_gemm(const BenchGemmArgs& args) {
     if (a.quick) break;
   }
   // Every schedule (and --congestion) is checked here, before looking for a GPU.
-  const Plan dry = build_plan(a, models, tokens, ratios, cong, kDrySmCount);
+  const Plan dry = build_plan(a, models, tokens, ratios, cong, kDrySmCount, dry_limits(a));
   if (a.dry_run) {
-    std::cout << print_plan(dry, kDrySmCount) << std::flush;
+    std::cout << print_plan(dry, kDrySmCount, a) << std::flush;
     return;
   }
   const std::string why = gpu_unavailable_reason();
@@ -610,8 +650,12 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--layers", a->layers, "Decoder layers of the graph-replayed stack (each its own weights)")
       ->capture_default_str();
   c->add_option("--congestion", a->congestion,
-                "HOST_CTAS,HOST_STAGES: override the schedule's host CTA count and TMA stages in flight per host CTA "
-                "at every x > 0 (the remaining SMs take the HBM rows)");
+                "HOST_CTAS,HOST_STAGES: override the schedule's host CTA count (rounded up to whole multicast "
+                "clusters) and TMA stages in flight per host CTA at every x > 0 (the remaining SMs take the HBM rows)");
+  c->add_option("--max-cluster", a->max_cluster,
+                "Largest TMA multicast cluster of CTAs sharing host W tiles: 4 (default), 2, or 1 (multicast off); "
+                "used with host rows at N > 128 (two or more 128-token tiles)")
+      ->capture_default_str();
   c->add_option("--per-gemm-min-mib", a->per_gemm_min_mib,
                 "Time single GEMMs (events per launch) for weights of at least this many MiB; smaller ones stay in "
                 "the stack only (repeated launches of a weight near the L2 size would hit the L2)")

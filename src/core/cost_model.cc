@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/tiered_gemm_schedule.h"
 
 namespace dak {
 
@@ -110,12 +111,13 @@ OpCost CostModel::finish(OpCost c, int64_t kernels) const {
 
 OpCost CostModel::direct(const Op& op, const Work& w, bool all_host) const {
   const HardwareProfile& p = profile_;
-  const int64_t cluster =
-      op.kind == OpKind::kLinear ? std::clamp<int64_t>(op.items_per_unit, 1, p.max_multicast_cluster) : 1;
+  // The kernel's multicast cluster for this N (core/tiered_gemm_schedule.h); host CTAs in whole clusters.
+  int64_t cluster = op.kind == OpKind::kLinear ? tiered_gemm_multicast_cluster(op.n, p.max_multicast_cluster) : 1;
+  if (2 * cluster > p.sm_count) cluster = 1;  // as plan_tiered_gemm: too few SMs for two clusters
   OpCost best;
   best.time_s = INFINITY;
-  const int64_t max_host = all_host ? p.sm_count : p.sm_count - 1;
-  for (int64_t n_h = 1; n_h <= max_host; ++n_h) {
+  const int64_t max_host = all_host ? p.sm_count : p.sm_count - cluster;
+  for (int64_t n_h = cluster; n_h <= max_host; n_h += cluster) {
     const HostSide& hs = host_side_[size_t(cluster)][size_t(n_h)];
     const int64_t n_g = p.sm_count - n_h;
     OpCost c;

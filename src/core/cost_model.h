@@ -16,8 +16,9 @@
 // of the profile's shape class (tokens N; attention with g < mma_min_rows query rows per KV head
 // at g / mma_min_rows of it). Host CTAs: n_h of the SMs, chosen to minimize T_i; each keeps
 // `stages` TMA stages in flight, as many as fit under the congestion cap; CTAs of a linear that
-// share a host tile (N split over several CTAs) form a multicast cluster of up to
-// max_multicast_cluster, so one host read feeds them all. f = host bytes in flight GPU-wide;
+// share a host tile form a multicast cluster of the kernel's size for that N
+// (tiered_gemm_multicast_cluster: 2 or 4 from N > 128, capped by max_multicast_cluster; host CTAs
+// in whole clusters), so one host read feeds them all. f = host bytes in flight GPU-wide;
 // B_h(f) = min(B_h, f / latency); φ(f) = the contention curve (1 up to the cap).
 // Units: seconds, bytes, GB/s = 1e9 B/s.
 #pragma once

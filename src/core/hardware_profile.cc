@@ -148,6 +148,14 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
       t.hbm_ctas = positive_int(tg[i], "hbm_ctas", wt, true);
       t.hbm_stages = positive_int(tg[i], "hbm_stages", wt);
       t.k_splits = positive_int(tg[i], "k_splits", wt);
+      if (tg[i].contains("cluster")) {
+        t.cluster = positive_int(tg[i], "cluster", wt);
+        if (t.cluster != 1 && t.cluster != 2 && t.cluster != 4)
+          fail(fmt::format("cluster {} is not 1, 2 or 4", t.cluster), wt, "give the multicast cluster size, or drop it");
+        if (t.host_ctas % t.cluster != 0 || t.hbm_ctas % t.cluster != 0)
+          fail(fmt::format("{} host and {} HBM CTAs are not whole clusters of {}", t.host_ctas, t.hbm_ctas, t.cluster),
+               wt, "re-measure it with `dak profile`, or give CTA counts that are multiples of the cluster");
+      }
       t.time_us = positive_number(tg[i], "time_us", wt);
       t.eb_gbps = positive_number(tg[i], "eb_gbps", wt);
       if (t.m_host > t.M) fail(fmt::format("m_host {} exceeds M = {}", t.m_host, t.M), wt, "give 0 <= m_host <= M");
@@ -215,6 +223,7 @@ json HardwareProfile::to_json() const {
                      {"hbm_ctas", t.hbm_ctas},
                      {"hbm_stages", t.hbm_stages},
                      {"k_splits", t.k_splits},
+                     {"cluster", t.cluster},
                      {"time_us", t.time_us},
                      {"eb_gbps", t.eb_gbps}});
   json j = {

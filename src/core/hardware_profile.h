@@ -49,7 +49,8 @@
 //      "host_ctas": 8, "host_stages": 2,    //   host CTAs and TMA stages in flight per host CTA,
 //      "hbm_ctas": 124, "hbm_stages": 16,   //   HBM CTAs and their stages,
 //      "k_splits": 4,                       //   the schedule's K split (fixed by M, N, K, SM count),
-//      "time_us": 312.5, "eb_gbps": 322.1}, ...  // median GEMM time and weight bytes (M K 2) / time
+//      "time_us": 312.5, "eb_gbps": 322.1,  // median GEMM time and weight bytes (M K 2) / time,
+//      "cluster": 1}, ...                   //   CTAs per multicast cluster (1, 2, 4; optional, 1)
 //   ],                                      // one entry per (M, N, K, m_host); added in place of a
 //                                           //   version bump: older readers ignore the field
 //   "sources": {"hbm.read_gbps": "<log file>: <line>", ...}   // optional: where each value came from
@@ -97,6 +98,7 @@ struct TieredGemmTuning {
   int64_t k_splits = 1;     // >= 1
   double time_us = 0;       // median GEMM time, > 0
   double eb_gbps = 0;       // effective bandwidth: M * K * 2 bytes / time, GB/s, > 0
+  int64_t cluster = 1;      // 1, 2 or 4: CTAs per multicast cluster (optional in the JSON, default 1)
   bool operator==(const TieredGemmTuning&) const = default;
 };
 

@@ -58,6 +58,10 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
 }
 
 OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
+  // The engine stages only linear weights (gpu_engine.cc: the copy engine fills an HBM ring one
+  // linear ahead); host KV sequences and embedding rows are always read in place, so they are
+  // priced on the direct path whatever the mode.
+  if (op.kind != OpKind::kLinear) mode = PathMode::kDirect;
   switch (mode) {
     case PathMode::kDirect:
       return cost_.cost(op, host_units, DataPath::kDirect);

@@ -49,12 +49,24 @@ void TieredGemmSchedule::validate() const {
     fail(fmt::format("stages in flight host {} / HBM {} outside [1, {}]", host_stages, hbm_stages, max_st), where,
          "stay within the SMEM ring of the tile");
   }
+  if (cluster != 1 && cluster != 2 && cluster != 4) {
+    fail(fmt::format("cluster {} is not 1, 2 or 4", cluster), where, "use plan_tiered_gemm()'s multicast choice");
+  }
+  if (cluster > 1 && !(tile == TieredGemmTile{128, 128})) {
+    fail(fmt::format("multicast clusters need the 128 x 128 tile, not {}x{}", tile.bm, tile.bn), where,
+         "use cluster 1 for N <= 64");
+  }
+  if (host_ctas % cluster != 0 || hbm_ctas % cluster != 0) {
+    fail(fmt::format("{} host and {} HBM CTAs are not whole clusters of {}", host_ctas, hbm_ctas, cluster), where,
+         "give CTA counts that are multiples of the cluster size");
+  }
 }
 
 std::string TieredGemmSchedule::to_string() const {
-  return fmt::format("M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} host_ctas={}x{} stages hbm_ctas={}x{} stages",
-                     M, N, K, m_host, tile.bm, tile.bn, TieredGemmTile::kBk, k_splits, host_ctas, host_stages,
-                     hbm_ctas, hbm_stages);
+  return fmt::format(
+      "M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} host_ctas={}x{} stages hbm_ctas={}x{} stages cluster={}", M, N,
+      K, m_host, tile.bm, tile.bn, TieredGemmTile::kBk, k_splits, host_ctas, host_stages, hbm_ctas, hbm_stages,
+      cluster);
 }
 
 TieredGemmTile choose_tiered_gemm_tile(int64_t N) {
@@ -87,6 +99,15 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   return best;
 }
 
+int32_t tiered_gemm_multicast_cluster(int64_t N, int64_t max_cluster) {
+  const TieredGemmTile tile = choose_tiered_gemm_tile(N);
+  if (!(tile == TieredGemmTile{128, 128})) return 1;
+  const int64_t n_tiles = ceil_div(N, tile.bn);
+  const int32_t want = n_tiles >= 4 ? 4 : n_tiles >= 2 ? 2 : 1;
+  const int32_t cap = max_cluster >= 4 ? 4 : max_cluster >= 2 ? 2 : 1;
+  return std::min(want, cap);
+}
+
 TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
                                     const TieredGemmLinkLimits& limits) {
   const std::string where = fmt::format("tiered GEMM M={} N={} K={} m_host={}", M, N, K, m_host);
@@ -105,21 +126,54 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   const int32_t ring = s.tile.max_stages();
   s.host_stages = 1;
   s.hbm_stages = ring;
+  int64_t grid = sm_count;
+  if (m_host > 0 && tiered_gemm_multicast_cluster(N, limits.max_cluster) > 1) {
+    s.cluster = tiered_gemm_multicast_cluster(N, limits.max_cluster);
+    if (s.cluster == 4 && limits.cluster4_ctas > 0) grid = std::min(grid, limits.cluster4_ctas);
+    grid = grid / s.cluster * s.cluster;
+    if (grid < 2 * s.cluster) {  // too few SMs for two clusters: no multicast
+      s.cluster = 1;
+      grid = sm_count;
+    }
+  }
+  const int64_t C = s.cluster;
   const int64_t host_units = s.host_units(), hbm_units = s.hbm_units();
   int64_t host_ctas = 0;
   if (host_units > 0) {
-    const int64_t stage = s.tile.stage_bytes();
-    const int64_t link_ctas = ceil_div(limits.min_inflight_bytes, stage * std::min(4, ring));
-    const int64_t compute_ctas = ceil_div(m_host * sm_count, M);
+    const int64_t stage = s.host_stage_inflight_bytes();
+    const int64_t link_ctas = C * ceil_div(limits.min_inflight_bytes, stage * std::min(4, ring));
+    const int64_t compute_ctas = ceil_div(m_host * grid, M);
     host_ctas = std::max(link_ctas, compute_ctas);
-    host_ctas = std::min(host_ctas, host_units);
-    host_ctas = std::min(host_ctas, hbm_units > 0 ? sm_count - 1 : sm_count);
-    host_ctas = std::max<int64_t>(host_ctas, 1);
-    const int64_t fit = limits.inflight_cap_bytes / (host_ctas * stage);
+    host_ctas = std::min(host_ctas, host_units * C);
+    host_ctas = std::min(host_ctas, hbm_units > 0 ? grid - C : grid);
+    host_ctas = std::max<int64_t>(ceil_div(host_ctas, C) * C, C);
+    const int64_t fit = limits.inflight_cap_bytes / (host_ctas / C * stage);
     s.host_stages = int32_t(std::clamp<int64_t>(fit, 1, ring));
   }
   s.host_ctas = int32_t(host_ctas);
-  s.hbm_ctas = hbm_units > 0 ? int32_t(std::min(sm_count - host_ctas, hbm_units)) : 0;
+  s.hbm_ctas = hbm_units > 0 ? int32_t(std::min(grid - host_ctas, hbm_units * C) / C * C) : 0;
+  s.validate();
+  return s;
+}
+
+TieredGemmSchedule with_congestion(TieredGemmSchedule s, int64_t host_ctas, int32_t host_stages, int32_t cluster,
+                                   int64_t grid_ctas) {
+  if (cluster > 0) s.cluster = cluster;
+  const std::string where = "tiered GEMM congestion override for " + s.to_string();
+  if (s.cluster != 1 && s.cluster != 2 && s.cluster != 4) {
+    fail(fmt::format("cluster {} is not 1, 2 or 4", s.cluster), where, "give a multicast cluster of 1, 2 or 4 CTAs");
+  }
+  const int64_t C = s.cluster;
+  const int64_t grid = grid_ctas / C * C;
+  if (s.host_units() > 0) s.host_ctas = int32_t(std::max<int64_t>(ceil_div(host_ctas, C), 1) * C);
+  else s.host_ctas = 0;
+  s.host_stages = host_stages;
+  const int64_t left = grid - s.host_ctas;
+  if (s.hbm_units() > 0 && left < C) {
+    fail(fmt::format("{} host CTAs leave no whole cluster of {} of the {} CTAs for the HBM rows", s.host_ctas, C, grid),
+         where, fmt::format("use fewer host CTAs (at most {})", grid - C));
+  }
+  s.hbm_ctas = s.hbm_units() > 0 ? int32_t(std::min(left, s.hbm_units() * C) / C * C) : 0;
   s.validate();
   return s;
 }

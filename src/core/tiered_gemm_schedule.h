@@ -12,6 +12,14 @@
 // bitwise identical for every offload ratio (split invariance).
 // CTAs: a persistent grid of host_ctas + hbm_ctas; CTA c < host_ctas is a host CTA for its whole
 // life and takes host units c, c + host_ctas, ...; the others take HBM units the same way.
+// Multicast (DESIGN.md §4, large N): with cluster = C > 1 the grid is launched in clusters of C
+// CTAs and each side works as (its CTAs) / C clusters. A unit is then (m-tile, n-group, split),
+// n-group g covering n-tiles [g * C, g * C + C): CTA rank r of the cluster computes n-tile
+// g * C + r, and each CTA loads 1/C of the W tile and multicasts it to all C, so each host W tile
+// crosses PCIe once per n-group instead of once per n-tile (host memory is not cached in L2), and
+// HBM W tiles cross the L2-to-SM crossbar once per n-group (less L2 traffic next to the host
+// reads). Each output tile is still one CTA's k-loop in the same order, so the bits do not depend
+// on C either.
 // Congestion control (DESIGN.md §1): a host CTA keeps at most host_stages TMA stages in flight,
 // and host_ctas * host_stages * stage_bytes stays near the measured in-flight cap.
 #pragma once
@@ -48,6 +56,12 @@ struct TieredGemmTile {
 struct TieredGemmLinkLimits {
   int64_t inflight_cap_bytes = 256 << 10;  // host bytes in flight GPU-wide before HBM reads slow down
   int64_t min_inflight_bytes = 128 << 10;  // host bytes in flight that saturate the link (B_h)
+  /// CTAs of the 128 x 128 kernel that can be resident at once when launched in clusters of 4
+  /// (a cluster needs 4 free SMs of one GPC; the GPU layer asks the driver:
+  /// tiered_gemm_cluster_limits()); 0: every SM. Clusters of 2 (one TPC) always fill every SM.
+  int64_t cluster4_ctas = 0;
+  /// Largest multicast cluster plan_tiered_gemm may choose (1 turns multicast off).
+  int32_t max_cluster = 4;
 };
 
 /// A complete launch description. Built by plan_tiered_gemm(); `dak profile` may override the
@@ -64,6 +78,8 @@ struct TieredGemmSchedule {
   int32_t hbm_ctas = 0;     // CTAs that only read HBM tiles
   int32_t host_stages = 1;  // TMA stages in flight per host CTA (<= tile.max_stages())
   int32_t hbm_stages = 1;   // TMA stages in flight per HBM CTA (<= tile.max_stages())
+  int32_t cluster = 1;      // 1, 2 or 4: CTAs per cluster; > 1 only for the 128 x 128 tile: the CTAs
+                            //   of a cluster share each W tile by TMA multicast
 
   DAK_HD int64_t k_blocks() const { return (K + TieredGemmTile::kBk - 1) / TieredGemmTile::kBk; }
   DAK_HD int64_t n_tiles() const { return (N + tile.bn - 1) / tile.bn; }
@@ -71,20 +87,27 @@ struct TieredGemmSchedule {
   DAK_HD int64_t hbm_m_tiles() const { return (M - m_host + tile.bm - 1) / tile.bm; }
   /// Output tiles the workspace must hold counters for, whatever m_host is: ceil(M / bm) + 1 m-tiles.
   DAK_HD int64_t max_output_tiles() const { return ((M + tile.bm - 1) / tile.bm + 1) * n_tiles(); }
-  DAK_HD int64_t host_units() const { return host_m_tiles() * n_tiles() * k_splits; }
-  DAK_HD int64_t hbm_units() const { return hbm_m_tiles() * n_tiles() * k_splits; }
+  /// n-groups: ceil(n_tiles / cluster) (n_tiles when cluster == 1).
+  DAK_HD int64_t n_groups() const { return (n_tiles() + cluster - 1) / cluster; }
+  /// Units of each side, each computed by one cluster (one CTA when cluster == 1).
+  DAK_HD int64_t host_units() const { return host_m_tiles() * n_groups() * k_splits; }
+  DAK_HD int64_t hbm_units() const { return hbm_m_tiles() * n_groups() * k_splits; }
+  /// Clusters of each side (the workers of its units).
+  DAK_HD int64_t host_clusters() const { return host_ctas / cluster; }
+  DAK_HD int64_t hbm_clusters() const { return hbm_ctas / cluster; }
   /// First k-block of split s (s in [0, k_splits]; s == k_splits gives k_blocks()).
   DAK_HD int64_t split_begin(int64_t s) const { return s * k_blocks() / k_splits; }
 
-  /// Unit u of one side -> (m-tile within the side, n-tile, split). Splits of one output tile are
-  /// consecutive, so they run at the same time on neighbouring CTAs.
+  /// Unit u of one side -> (m-tile within the side, n-group, split); CTA rank r of the cluster
+  /// takes n-tile n_group * cluster + r (the n-tile itself when cluster == 1). Splits of one
+  /// output tile are consecutive, so they run at the same time on neighbouring CTAs.
   struct Unit {
-    int64_t m_tile, n_tile, split;
+    int64_t m_tile, n_group, split;
   };
   DAK_HD Unit unit(int64_t u) const {
     const int64_t s = u % k_splits;
     const int64_t t = u / k_splits;
-    return Unit{t / n_tiles(), t % n_tiles(), s};
+    return Unit{t / n_groups(), t % n_groups(), s};
   }
   /// Index of an output tile in the workspace: host tiles first, then HBM tiles.
   DAK_HD int64_t output_tile(bool host_side, int64_t m_tile, int64_t n_tile) const {
@@ -98,9 +121,16 @@ struct TieredGemmSchedule {
   /// plus fp32 partials [output tiles][k_splits][bm * bn] when k_splits > 1. Independent of m_host.
   int64_t workspace_bytes() const;
 
+  /// Host bytes one host cluster keeps in flight per stage: the W tile (bm x 64 bf16, loaded once
+  /// per cluster by multicast) when cluster > 1, else the whole stage (W and x tile).
+  DAK_HD int64_t host_stage_inflight_bytes() const {
+    return cluster > 1 ? int64_t(tile.bm) * TieredGemmTile::kBk * 2 : tile.stage_bytes();
+  }
+
   /// Throws dak::Error (naming the field) for an inconsistent schedule: sizes, a tile the kernel
   /// is not compiled for, k_splits outside [1, k_blocks], a side with units but no CTA, stages
-  /// outside [1, max_stages].
+  /// outside [1, max_stages], a cluster other than 1 / 2 / 4, a cluster > 1 on a tile other than
+  /// 128 x 128, or CTA counts that are not whole clusters.
   void validate() const;
 
   std::string to_string() const;
@@ -109,6 +139,11 @@ struct TieredGemmSchedule {
 /// Tile for N tokens: N <= 64 -> bm 64 and the smallest bn in {8, 16, 32, 64} >= N (the
 /// bandwidth path: the W tile dominates SMEM traffic); N > 64 -> (128, 128).
 TieredGemmTile choose_tiered_gemm_tile(int64_t N);
+
+/// Multicast cluster of a tiered GEMM with host rows at N tokens: 4 when the 128 x 128 tile of
+/// N > 64 has at least 4 n-tiles (N > 384), 2 for 2 or 3 n-tiles, else 1; never above max_cluster
+/// (rounded down to 1, 2 or 4). plan_tiered_gemm and the planner's cost model both use it.
+int32_t tiered_gemm_multicast_cluster(int64_t N, int64_t max_cluster);
 
 /// k_splits minimizing the estimated time of an all-HBM run (ties: the smallest S), counted in
 /// k-block loads of one busy CTA (~0.25 us for a 64 x 64 bf16 W tile on the H200):
@@ -128,11 +163,25 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 /// - host rows: host CTAs = max(enough to keep min_inflight_bytes in flight with up to 4 stages
 ///   each, the host share of the compute ceil(m_host / M * sm_count)), capped by the host units
 ///   and by sm_count - 1 when HBM rows remain; stages per host CTA = the most that keep
-///   host_ctas * stages * stage_bytes <= inflight_cap_bytes (at least 1); the remaining SMs are
-///   HBM CTAs (no more than the HBM units).
+///   host_clusters * stages * host_stage_inflight_bytes() <= inflight_cap_bytes (at least 1);
+///   the remaining SMs are HBM CTAs (no more than the HBM units).
+/// - multicast: with the 128 x 128 tile (N > 64), host rows and at least 2 n-tiles, cluster = 4
+///   when n_tiles >= 4, else 2 (capped by limits.max_cluster); host CTAs are rounded up to whole
+///   clusters (at most one cluster per host unit), HBM CTAs down to whole clusters, and with
+///   clusters of 4 the grid is capped at limits.cluster4_ctas (co-residency). Without host rows
+///   no clusters: on the H200, clusters of 2 sharing HBM W tiles made the all-HBM GEMM 5 % slower
+///   (Llama-2-7B gate_up, N = 512: 172 vs 164 us; docs/perf-notes.md).
 /// Throws dak::Error for non-positive sizes, m_host outside [0, M], K not a multiple of 8 (TMA
 /// needs 16-byte row pitches) or sm_count < 1.
 TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
                                     const TieredGemmLinkLimits& limits = {});
+
+/// `s` with the congestion parameters replaced (dak profile's sweep, dak bench gemm's
+/// --congestion): `host_ctas` host CTAs (rounded up to whole clusters of `cluster`
+/// CTAs) with `host_stages` stages each; the other CTAs of `grid_ctas` (whole clusters, up to the
+/// HBM units) become HBM CTAs. cluster 0 keeps s.cluster. Throws dak::Error (from validate(), or
+/// when no CTA is left for the HBM rows) for a combination the kernel cannot run.
+TieredGemmSchedule with_congestion(TieredGemmSchedule s, int64_t host_ctas, int32_t host_stages, int32_t cluster,
+                                   int64_t grid_ctas);
 
 }  // namespace dak

@@ -68,6 +68,7 @@ struct GpuEngine::Impl {
   int device = 0;
   std::string name;
   int64_t sm_count = 0;
+  TieredGemmLinkLimits gemm_limits;  // congestion limits with this GPU's multicast co-residency (init)
   GpuEngineOptions options;
   GpuWeights w;
   cudaStream_t stream = nullptr;
@@ -698,9 +699,14 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     const auto key = std::make_tuple(M, N, K, l.m_host);
     auto it = tiered_plans.find(key);
     if (it == tiered_plans.end()) {
-      // Staged rows sit in HBM: plan their CTAs like HBM ones (no link congestion cap).
-      const TieredGemmLinkLimits limits =
-          staged ? TieredGemmLinkLimits{int64_t(1) << 40, 0} : TieredGemmLinkLimits{};
+      // Staged rows sit in HBM: plan their CTAs like HBM ones (no link congestion cap, and the
+      // all-HBM multicast: clusters of 2, which fill every SM).
+      TieredGemmLinkLimits limits = gemm_limits;
+      if (staged) {
+        limits.inflight_cap_bytes = int64_t(1) << 40;
+        limits.min_inflight_bytes = 0;
+        limits.max_cluster = 2;
+      }
       it = tiered_plans.emplace(key, plan_tiered_gemm(M, N, K, l.m_host, sm_count, limits)).first;
     }
     size_t slot = 0;
@@ -797,6 +803,7 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
   name = fmt::format("cuda:{} ({})", device_index, info->name);
   sm_count = info->sm_count;
   use_device();
+  gemm_limits = tiered_gemm_cluster_limits();  // asks the driver once, outside any graph capture
   w = load_weights();
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   // The staged linears (prefetch mode: every one with host rows; direct: those the plan stages), in

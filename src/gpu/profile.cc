@@ -395,6 +395,7 @@ TieredGemmTuning tuning_of(const TieredGemmSchedule& s, double seconds) {
   t.hbm_ctas = s.hbm_ctas;
   t.hbm_stages = s.hbm_stages;
   t.k_splits = s.k_splits;
+  t.cluster = s.cluster;
   t.time_us = seconds * 1e6;
   t.eb_gbps = double(s.M) * double(s.K) * 2.0 / seconds * 1e-9;
   return t;
@@ -402,7 +403,7 @@ TieredGemmTuning tuning_of(const TieredGemmSchedule& s, double seconds) {
 
 bool same_launch(const TieredGemmSchedule& a, const TieredGemmSchedule& b) {
   return a.host_ctas == b.host_ctas && a.host_stages == b.host_stages && a.hbm_ctas == b.hbm_ctas &&
-         a.hbm_stages == b.hbm_stages;
+         a.hbm_stages == b.hbm_stages && a.cluster == b.cluster;
 }
 
 }  // namespace
@@ -560,12 +561,13 @@ std::vector<GemmSweepResult> sweep_tiered_gemm(const std::vector<GemmShape>& sha
         }
         std::vector<TieredGemmSchedule> cands = {planned};
         if (planned.host_units() > 0) {
-          for (int32_t hc : host_cta_candidates(planned.host_units(), planned.hbm_units() > 0, sm_count)) {
+          // Host CTA counts in whole clusters (multicast), within the co-resident grid.
+          const int64_t grid = planned.host_ctas + planned.hbm_ctas;
+          const int64_t C = planned.cluster;
+          for (int32_t hc : host_cta_candidates(planned.host_units() * C, planned.hbm_units() > 0, grid)) {
             for (int32_t hs : host_stage_candidates(planned.tile.max_stages())) {
-              TieredGemmSchedule sc = planned;
-              sc.host_ctas = hc;
-              sc.host_stages = hs;
-              sc.hbm_ctas = planned.hbm_units() > 0 ? int32_t(std::min<int64_t>(sm_count - hc, planned.hbm_units())) : 0;
+              if (hc % C != 0) continue;
+              const TieredGemmSchedule sc = with_congestion(planned, hc, hs, 0, grid);
               if (!same_launch(sc, planned)) cands.push_back(sc);
             }
           }
@@ -701,7 +703,7 @@ ProfileMeasurements measure_profile(const ProfileOptions& o) {
   m.tensor = measure_tensor_rates(o.tensor_tokens, std::max(o.runs, 5));
 
   if (o.gemm && !o.gemm_shapes.empty()) {
-    TieredGemmLinkLimits limits;
+    TieredGemmLinkLimits limits = tiered_gemm_cluster_limits();
     limits.inflight_cap_bytes = congestion_cap_bytes(m.contention, kCongestionKeepFraction);
     limits.min_inflight_bytes = saturating_inflight_bytes(m.host_reads, kLinkSaturatedFraction);
     say(o.log, "dak: tiered GEMM sweep");

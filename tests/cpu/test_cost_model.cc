@@ -132,7 +132,9 @@ TEST(CostModel, ComputeBoundOperatorIsFlatUpToItsFreeZone) {
   const double x_free = h200().host_sm_read_gbps * 1e9 / b_i;  // B_h / B_i ~ 0.53
   ASSERT_GT(x_free, 0.3);
   ASSERT_LT(x_free, 0.9);
-  const double wave = 1.0 / 64.0;  // one wave of 64 may be lost to tile quantization
+  // One wave of 64 may be lost to tile quantization, and one more to host CTAs that come in
+  // whole multicast clusters of 4 (the kernel's cluster at N = 8192).
+  const double wave = 2.0 / 64.0;
   for (int64_t h = 0; h <= op.units(); ++h) {
     const double x = double(h) / double(op.units());
     const double t = cm.cost(op, h, DataPath::kDirect).time_s;

@@ -84,6 +84,25 @@ TEST(HardwareProfileGemm, MissingSectionMeansNoEntries) {
   EXPECT_NE(with_gemms(), shipped);
 }
 
+TEST(HardwareProfileGemm, MulticastClusterFieldIsOptionalAndChecked) {
+  // Written always, read when present (profiles of earlier versions have none: 1).
+  HardwareProfile p = with_gemms();
+  p.tiered_gemm[3].cluster = 4;
+  const json j = p.to_json();
+  EXPECT_EQ(j["tiered_gemm"][3]["cluster"], 4);
+  EXPECT_EQ(HardwareProfile::from_json(j, "round trip"), p);
+  json old = j;
+  old["tiered_gemm"][3].erase("cluster");
+  EXPECT_EQ(HardwareProfile::from_json(old, "old").tiered_gemm[3].cluster, 1);
+  expect_error([] { HardwareProfile::from_json(with_field("cluster", 3), "three"); },
+               {"tiered_gemm[1]", "cluster 3", "1, 2 or 4"});
+  // Entry 1 has 8 host and 124 HBM CTAs: whole clusters of 4; 6 host CTAs are not.
+  EXPECT_NO_THROW(HardwareProfile::from_json(with_field("cluster", 4), "four"));
+  json bad = with_field("cluster", 4);
+  bad["tiered_gemm"][1]["host_ctas"] = 6;
+  expect_error([&] { HardwareProfile::from_json(bad, "six"); }, {"tiered_gemm[1]", "whole clusters of 4"});
+}
+
 TEST(HardwareProfileGemm, InvalidEntriesAreRefused) {
   expect_error([] { HardwareProfile::from_json(with_field("host_ctas", -1), "neg"); },
                {"tiered_gemm[1]", "host_ctas", ">= 0", "-1"});

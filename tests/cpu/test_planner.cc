@@ -205,6 +205,37 @@ TEST(Planner, StagedPathWhereTheLinkDominates) {
   EXPECT_EQ(small.totals.staged_host_bytes, 0);
 }
 
+TEST(Planner, OnlyLinearWeightsTakeTheStagedPath) {
+  // The engine stages linear weights only; host KV sequences and embedding rows are read in place.
+  // A KV-heavy batch-512 plan once priced its attention as staged (at the copy engine's rate),
+  // which the engine never did: the prediction came out 8 % low for the KV bytes.
+  PlanRequest r = request(512, std::nullopt);
+  r.shape.gen_len = 8;
+  r.offload_ratio = 0.1;
+  const Plan p = make_plan(locate_model_config("llama-2-7b").config, h200(), r);
+  int64_t kv_host = 0;
+  for (const PlanOp& o : p.ops) {
+    if (o.kind != OpKind::kLinear && o.host_bytes > 0) EXPECT_EQ(o.path, DataPath::kDirect) << o.name;
+    if (o.kind == OpKind::kAttention) kv_host += o.host_bytes;
+  }
+  EXPECT_GT(kv_host, 0) << "the test needs a plan with host KV";
+}
+
+TEST(Planner, DirectLinearsUseTheKernelsMulticastClusters) {
+  // At batch 768 the old model chose clusters of 3 (N / 256 tiles), which the kernel cannot run.
+  PlanRequest r = request(768, 30 * kGiB);
+  r.allow_staged = false;
+  const Plan p = make_plan(locate_model_config("llama-2-7b").config, h200(), r);
+  int64_t direct_linears = 0;
+  for (const PlanOp& o : p.ops) {
+    if (o.kind != OpKind::kLinear || o.path != DataPath::kDirect) continue;
+    ++direct_linears;
+    EXPECT_EQ(o.cluster, 4) << o.name;
+    EXPECT_EQ(o.host_ctas % o.cluster, 0) << o.name << ": host CTAs are whole clusters";
+  }
+  EXPECT_GT(direct_linears, 0);
+}
+
 TEST(Planner, GreedyBeatsUniformBelowFullOffloadAndTiesAtTheEnds) {
   PlanRequest r = request(64, std::nullopt);
   const std::vector<RatioSweepRow> rows =

@@ -20,12 +20,19 @@ void expect_exact_cover(const TieredGemmSchedule& s) {
     const int64_t units = side == 0 ? s.host_units() : s.hbm_units();
     const int64_t ctas = side == 0 ? s.host_ctas : s.hbm_ctas;
     int64_t visited = 0;
-    for (int64_t c = 0; c < ctas; ++c) {
-      for (int64_t u = c; u < units; u += ctas) {
+    // Units go to clusters, and rank r of a cluster computes n-tile group * C + r.
+    const int64_t C = s.cluster;
+    const int64_t workers = ctas / C;
+    for (int64_t c = 0; c < workers; ++c) {
+      for (int64_t u = c; u < units; u += workers) {
         ++visited;
         const auto unit = s.unit(u);
-        for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb) {
-          ++seen[{side, unit.m_tile, unit.n_tile, kb}];
+        for (int64_t r = 0; r < C; ++r) {
+          const int64_t n_tile = unit.n_group * C + r;
+          if (n_tile >= s.n_tiles()) continue;
+          for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb) {
+            ++seen[{side, unit.m_tile, n_tile, kb}];
+          }
         }
       }
     }
@@ -53,12 +60,88 @@ TEST(TieredGemmSchedule, ExactCoverAndInvariance) {
         EXPECT_GE(s.host_ctas, 1);
         // Congestion cap: more than one stage per host CTA only while under the cap.
         if (s.host_stages > 1) {
-          EXPECT_LE(int64_t(s.host_ctas) * s.host_stages * s.tile.stage_bytes(), int64_t(256) << 10) << s.to_string();
+          EXPECT_LE(s.host_clusters() * s.host_stages * s.host_stage_inflight_bytes(), int64_t(256) << 10)
+              << s.to_string();
         }
       }
       expect_exact_cover(s);
     }
   }
+}
+
+TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
+  // Host rows at N > 64 (the 128 x 128 tile): CTAs in clusters that share each W tile; 4 with at
+  // least 4 n-tiles, else 2; never at N <= 64, with one n-tile or without host rows.
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 0, 132).cluster, 1);
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 64, 4096, 1000, 132).cluster, 1);
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 128, 4096, 1000, 132).cluster, 1);  // one n-tile: nothing to share
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 300, 4096, 1000, 132).cluster, 2);
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132).cluster, 4);
+  // The cluster rule the planner's cost model shares: by 128-token n-tiles, rounded to 1 / 2 / 4.
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(64, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(128, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(129, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(384, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(385, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 3), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 8), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 1), 1);
+  dak::TieredGemmLinkLimits off;
+  off.max_cluster = 1;
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132, off).cluster, 1);
+  dak::TieredGemmLinkLimits resident;
+  resident.cluster4_ctas = 128;  // what 4 free SMs per GPC leave of 132
+  const int64_t shapes[][3] = {{12288, 512, 4096}, {22016, 2048, 4096}, {4096, 1000, 4096}, {12288, 300, 4096},
+                               {333, 200, 264},    {8192, 1024, 28672}, {130, 700, 4104}};
+  for (const auto& sh : shapes) {
+    const int64_t M = sh[0], N = sh[1], K = sh[2];
+    for (int64_t m_host : {int64_t(1), int64_t(128), M / 30, M / 2, M - 1, M}) {
+      if (m_host < 1) continue;
+      const TieredGemmSchedule s = dak::plan_tiered_gemm(M, N, K, m_host, 132, resident);
+      EXPECT_GT(s.cluster, 1) << s.to_string();
+      EXPECT_EQ(s.host_ctas % s.cluster, 0) << s.to_string();
+      EXPECT_EQ(s.hbm_ctas % s.cluster, 0) << s.to_string();
+      EXPECT_LE(s.host_clusters(), s.host_units()) << "a host cluster without work: " << s.to_string();
+      if (s.cluster == 4) EXPECT_LE(s.host_ctas + s.hbm_ctas, 128) << s.to_string();
+      EXPECT_LE(s.hbm_clusters(), std::max<int64_t>(s.hbm_units(), 1)) << s.to_string();
+      EXPECT_EQ(s.n_groups(), (s.n_tiles() + s.cluster - 1) / s.cluster);
+      expect_exact_cover(s);
+      // The same problem without multicast covers the same tiles with the same k_splits.
+      const TieredGemmSchedule plain = dak::plan_tiered_gemm(M, N, K, m_host, 132, off);
+      EXPECT_EQ(plain.k_splits, s.k_splits);
+      EXPECT_EQ(plain.workspace_bytes(), s.workspace_bytes());
+      expect_exact_cover(plain);
+    }
+  }
+}
+
+TEST(TieredGemmSchedule, CongestionOverrides) {
+  const TieredGemmSchedule base = dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132);
+  // Host CTAs round up to whole clusters; the rest of the grid (whole clusters) serves HBM rows.
+  TieredGemmSchedule s = dak::with_congestion(base, 6, 2, 0, 132);
+  EXPECT_EQ(s.cluster, 4);
+  EXPECT_EQ(s.host_ctas, 8);
+  EXPECT_EQ(s.host_stages, 2);
+  EXPECT_EQ(s.hbm_ctas, 124);
+  expect_exact_cover(s);
+  s = dak::with_congestion(base, 6, 2, 1, 132);  // multicast off
+  EXPECT_EQ(s.cluster, 1);
+  EXPECT_EQ(s.host_ctas, 6);
+  EXPECT_EQ(s.hbm_ctas, 126);
+  expect_exact_cover(s);
+  s = dak::with_congestion(base, 16, 1, 2, 130);
+  EXPECT_EQ(s.host_ctas + s.hbm_ctas, 130);
+  expect_exact_cover(s);
+  EXPECT_THROW(dak::with_congestion(base, 132, 1, 4, 132), dak::Error);  // no cluster left for HBM rows
+  EXPECT_THROW(dak::with_congestion(base, 8, 1, 3, 132), dak::Error);    // not a cluster size
+  EXPECT_THROW(dak::with_congestion(base, 8, 99, 4, 132), dak::Error);   // beyond the SMEM ring
+  const TieredGemmSchedule decode = dak::plan_tiered_gemm(12288, 8, 4096, 1000, 132);
+  EXPECT_THROW(dak::with_congestion(decode, 8, 2, 2, 132), dak::Error);  // multicast needs the 128 x 128 tile
+  s = base;
+  s.cluster = 4;
+  s.host_ctas = 6;
+  EXPECT_THROW(s.validate(), dak::Error);  // not whole clusters
 }
 
 TEST(TieredGemmSchedule, TileAndSplitChoices) {

@@ -231,6 +231,46 @@ TEST(TieredGemm, ComputePathAllRatios) {
   for (int64_t N : {65, 128, 200}) check_split_invariance({333, N, 264}, fresh_seed());
 }
 
+TEST(TieredGemm, MulticastClustersGiveTheSameBits) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  // N > 64 with several n-tiles: host CTAs in clusters of 2 or 4 share each host W tile by TMA
+  // multicast. Against the fp64 reference and bitwise against m_host = 0, for clusters of 1, 2
+  // and 4; n-tile counts that are (512: 4) and are not (300: 3, 700: 6) a multiple of the cluster,
+  // so some ranks compute nothing; one cluster walking many units through a one-stage ring and
+  // through three stages; and a CUDA-graph replay of a multicast launch.
+  const dak::TieredGemmLinkLimits device = dak::gpu::tiered_gemm_cluster_limits();
+  const int sms = sm_count();
+  for (int64_t N : {300, 512, 700}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE("seed=" + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const Problem p{520, N, 1032};
+    Operands o(p, rng);
+    const std::vector<uint8_t> first =
+        run_and_check(o, dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sms), describe(p) + " m_host 0").bytes;
+    for (int64_t m_host : {int64_t(128), int64_t(300), p.M}) {
+      for (int32_t max_cluster : {1, 2, 4}) {
+        dak::TieredGemmLinkLimits lim = device;
+        lim.max_cluster = max_cluster;
+        const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, lim);
+        EXPECT_EQ(s.cluster, std::min(max_cluster, s.n_tiles() >= 4 ? 4 : 2)) << s.to_string();
+        const std::string what = describe(p) + " " + s.to_string();
+        EXPECT_TRUE(first == run_and_check(o, s, what).bytes) << what << ": bits differ from m_host = 0";
+      }
+      const TieredGemmSchedule planned = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, device);
+      const int64_t grid = planned.host_ctas + planned.hbm_ctas;
+      for (const auto& [ctas, stages] : {std::pair{4, 1}, std::pair{4, 3}}) {
+        const TieredGemmSchedule s = dak::with_congestion(planned, ctas, stages, 4, grid);
+        const std::string what = describe(p) + " forced " + s.to_string();
+        EXPECT_TRUE(first == run_and_check(o, s, what).bytes) << what << ": bits differ from m_host = 0";
+      }
+    }
+    const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, 300, sms, device);
+    const std::string what = describe(p) + " graph " + s.to_string();
+    EXPECT_TRUE(first == run_and_check(o, s, what, /*graph=*/true).bytes) << what << ": bits differ from m_host = 0";
+  }
+}
+
 TEST(TieredGemm, KSplitsWithLongK) {
   DAK_REQUIRE_GPU_OR_SKIP();
   // Few m-tiles and a long K: the default schedule splits K; check it did.

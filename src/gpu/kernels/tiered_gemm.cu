@@ -11,6 +11,7 @@ namespace dak::gpu {
 namespace tiered_gemm_detail {
 template <int kBm, int kBn>
 void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_workspace, cudaStream_t stream);
+int64_t co_resident_ctas(int32_t cluster);  // the 128 x 128 kernel in clusters of `cluster`
 }  // namespace tiered_gemm_detail
 
 namespace {
@@ -28,6 +29,12 @@ void check_host_rows(const void* h_w, const std::string& where) {
 }
 
 }  // namespace
+
+TieredGemmLinkLimits tiered_gemm_cluster_limits(TieredGemmLinkLimits base) {
+  static const int64_t cluster4 = tiered_gemm_detail::co_resident_ctas(4);
+  base.cluster4_ctas = cluster4;
+  return base;
+}
 
 void tiered_gemm_workspace_init(void* g_workspace, const TieredGemmSchedule& schedule, cudaStream_t stream) {
   schedule.validate();

@@ -15,6 +15,9 @@
 // fp32 partial to the workspace, where the last split of a tile to finish (atomic counter, reset
 // by that CTA) sums the partials in split order and stores. TMA zero-fills rows past M or m_host,
 // tokens past N and columns past K, so any M, N and K % 8 == 0 work.
+// Multicast (N > 64, schedule.cluster > 1): the grid is launched in clusters; each W tile is read
+// once per cluster (over PCIe for host rows, from L2 for HBM rows) and multicast by TMA into the
+// SMEM of all its CTAs, which compute neighbouring n-tiles (tiered_gemm_kernel.cuh).
 // With 64-row tiles two math groups (one consumer warpgroup each) take a CTA's units in turn, so
 // one group's epilogue overlaps the other's main loop. Launched with programmatic dependent
 // launch: the producer requests the first ring of W tiles before waiting for the previous kernel
@@ -50,6 +53,12 @@ struct TieredGemmArgs {
                                           //   mode's staging ring), so it is not checked for pinned
                                           //   mapped host memory; plan the schedule with HBM limits
 };
+
+/// The congestion limits `base` with the device's co-residency of multicast clusters filled in
+/// (cluster4_ctas: CTAs of the 128 x 128 kernel that can be resident at once in clusters of 4, from
+/// cudaOccupancyMaxActiveClusters on the current device; asked once per process). Throws
+/// dak::Error on a CUDA error.
+TieredGemmLinkLimits tiered_gemm_cluster_limits(TieredGemmLinkLimits base = {});
 
 /// Zeroes the workspace's tile counters (once, after allocating it; every run leaves them zero).
 /// `g_workspace`: HBM, schedule.workspace_bytes() bytes, 256-byte aligned.

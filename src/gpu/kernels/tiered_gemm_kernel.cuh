@@ -10,20 +10,38 @@
 // the other group's main loop instead of stalling the ring.
 // SMEM: sW [kBm, 64, kStages] and sX [kBn, 64, kStages] bf16, 128-byte swizzled K-major (the
 // wgmma operand layout, filled by TMA 2D tensor copies), one "full" and one "empty" mbarrier per
-// stage, one "turn" mbarrier per math group. The ring is kStages deep; a CTA uses only its side's `stages` (<= kStages) of it, which
-// caps the TMA bytes it has in flight (congestion control on the host side).
+// stage, one "turn" mbarrier per math group. The ring is kStages deep; a CTA uses only its side's
+// `stages` (<= kStages) of it, which caps the TMA bytes it has in flight (congestion control on
+// the host side).
+// On the compute path (128-row tiles) consumers keep one k-block of wgmma in flight while they
+// wait for the next stage (a stage is released once the wgmma after it have been issued and it
+// has completed); the bandwidth path and a one-stage ring wait for each k-block's wgmma before
+// releasing its stage.
+// Multicast (schedule.cluster = C > 1, 128 x 128 tile): the grid runs in clusters of C CTAs (host
+// clusters first). In a cluster, CTA rank r loads rows [r * kBm / C, (r + 1) * kBm / C) of each W
+// tile of its side with a multicast TMA into the same stage of all C CTAs (one PCIe or L2 read per
+// tile and n-group) and its own x tile; each CTA's "full" barrier expects the whole stage, its "empty" barrier counts the
+// releases of the consumers of all C CTAs (a slot is refilled only when every CTA that receives
+// the multicast is done with it), consumers arrive on the empty barriers of every CTA of the
+// cluster, and a producer drains its ring (waits for the last releases) before exiting, so no CTA
+// leaves while a peer may still signal it. Barriers are initialized cluster-wide before any use.
 #pragma once
+
+#include <cuda.h>
 
 #include <cuda/ptx>
 
 #include <cstdlib>
+#include <string>
 // NOTE: cute/tensor.hpp must come before the other CuTe headers.
 #include <cute/tensor.hpp>
 #include <cute/atom/copy_atom.hpp>
 #include <cute/atom/mma_atom.hpp>
 #include <cutlass/arch/barrier.h>
+#include <cutlass/cuda_host_adapter.hpp>
 #include <cutlass/numeric_types.h>
 
+#include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/tiered_gemm.h"
 
@@ -78,6 +96,8 @@ struct KernelParams {
   typename Cfg::TmaW tma_w_host;  // [m_host, K] host rows of W (unused without host units)
   typename Cfg::TmaW tma_w_hbm;   // [M - m_host, K] HBM rows of W (unused without HBM units)
   typename Cfg::TmaX tma_x;       // [N, K] activations, HBM
+  CUtensorMap tma_w_host_slice;   // [m_host, K] host rows, box kBm / cluster x 64 (multicast; cluster > 1)
+  CUtensorMap tma_w_hbm_slice;    // [M - m_host, K] HBM rows, the same box
   TieredGemmSchedule sched;
   const __nv_bfloat16* g_bias;    // [M] or null
   void* g_y;                      // [N, ldy] bf16 or fp32
@@ -116,8 +136,12 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
 
   const TieredGemmSchedule& s = p.sched;
   const bool host_side = int(blockIdx.x) < s.host_ctas;
-  const int64_t side_cta = host_side ? blockIdx.x : blockIdx.x - s.host_ctas;
-  const int64_t side_ctas = host_side ? s.host_ctas : s.hbm_ctas;
+  const int32_t C = s.cluster;
+  const bool multicast = C > 1;
+  const uint32_t rank = multicast ? cute::block_rank_in_cluster() : 0;  // == blockIdx.x % C (1D clusters)
+  // Work is handed out per cluster (one CTA when C == 1): side_cta is the cluster index in its side.
+  const int64_t side_cta = (host_side ? blockIdx.x : blockIdx.x - s.host_ctas) / C;
+  const int64_t side_ctas = host_side ? s.host_clusters() : s.hbm_clusters();
   const int64_t side_units = host_side ? s.host_units() : s.hbm_units();
   const int64_t side_rows = host_side ? s.m_host : s.M - s.m_host;
   const int64_t side_row0 = host_side ? 0 : s.m_host;  // first row of W (and column of y) of this side
@@ -128,14 +152,22 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   Tensor sX = make_tensor(make_smem_ptr(smem.x.begin()), typename Cfg::SmemLayoutX{});  // (kBn, 64, kStages)
 
   if (threadIdx.x == 0) {
+    // One arrive per consumer warp, of every CTA that receives this CTA's stages.
+    const uint32_t releases = 4 * Cfg::kConsumerWarpgroups * (multicast ? uint32_t(C) : 1u);
     for (int st = 0; st < Cfg::kStages; ++st) {
       ptx::mbarrier_init(&smem.full[st], 1);
-      ptx::mbarrier_init(&smem.empty[st], 4 * Cfg::kConsumerWarpgroups);  // one arrive per consumer warp
+      ptx::mbarrier_init(&smem.empty[st], releases);
     }
     for (int g = 0; g < Cfg::kMathGroups; ++g) ptx::mbarrier_init(&smem.turn[g], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
-  __syncthreads();
+  if (C > 1) {
+    // Every CTA of the cluster has initialized its barriers before any peer signals them.
+    ptx::barrier_cluster_arrive(ptx::sem_release);
+    ptx::barrier_cluster_wait(ptx::sem_acquire);
+  } else {
+    __syncthreads();
+  }
   // The next kernel may be scheduled as SMs free up; it waits for this grid before using its
   // outputs (cudaGridDependencySynchronize there).
   cudaTriggerProgrammaticLaunchCompletion();
@@ -165,26 +197,50 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     };
     Tensor gW = local_tile(mW, make_shape(Int<kBm>{}, Int<kBk>{}), make_coord(_, _));  // (kBm, 64, m_tiles, k_blocks)
     auto [tWgW, tWsW] = tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sW), group_modes<0, 2>(gW));
+    const int slice_rows = kBm / C;  // W rows per multicast slice
+    const uint16_t cluster_mask = uint16_t((1u << C) - 1u);
+    const int64_t n_tiles = s.n_tiles();
     int st = 0;           // ring position across every unit of this CTA ...
     uint32_t phase = 0;   // ... and its pass parity (no 64-bit division in the loop)
     for (int64_t u = side_cta; u < side_units; u += side_ctas) {
       const TieredGemmSchedule::Unit unit = s.unit(u);
+      // A cluster rank past the last n-tile still loads its W slice for its peers; its x tile is
+      // the last real one (never a box entirely out of bounds) and it stores nothing.
+      const int64_t mine = unit.n_group * C + rank;
+      const int64_t n_tile = mine < n_tiles ? mine : n_tiles - 1;
       for (int64_t kb = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1); kb < kb_end; ++kb) {
         if (!dependency_met && pending == stages) meet_dependency();  // ring full: its x tiles are due
         wait_parity(&smem.empty[st], phase ^ 1u);
         ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &smem.full[st],
                                        uint32_t{Cfg::kStageTxBytes});
-        copy(tma_w.with(smem.full[st]), tWgW(_, int(unit.m_tile), int(kb)), tWsW(_, st));
-        if (dependency_met) {
-          load_x(unit.n_tile, kb, st);
+        if (multicast) {
+          // This CTA's slice of the W tile, into the same stage of every CTA of the cluster.
+          const int32_t row = int32_t(unit.m_tile * kBm + int64_t(rank) * slice_rows);
+          Element* dst = smem.w.begin() + (int64_t(st) * kBm + int64_t(rank) * slice_rows) * kBk;
+          SM90_TMA_LOAD_MULTICAST_2D::copy(host_side ? &p.tma_w_host_slice : &p.tma_w_hbm_slice, &smem.full[st],
+                                           cluster_mask,
+                                           uint64_t(TMA::CacheHintSm90::EVICT_NORMAL), dst, int32_t(kb * kBk), row);
         } else {
-          pending_n_tile[pending] = unit.n_tile;  // st == pending before the first wrap
+          copy(tma_w.with(smem.full[st]), tWgW(_, int(unit.m_tile), int(kb)), tWsW(_, st));
+        }
+        if (dependency_met) {
+          load_x(n_tile, kb, st);
+        } else {
+          pending_n_tile[pending] = n_tile;  // st == pending before the first wrap
           pending_kb[pending++] = kb;
         }
         if (++st == stages) st = 0, phase ^= 1u;
       }
     }
     if (!dependency_met) meet_dependency();
+    if (multicast) {
+      // Drain: wait for the last release of every slot, which counts the consumers of all peers,
+      // so no peer signals this CTA's barriers after it has exited.
+      for (int i = 0; i < stages; ++i) {
+        wait_parity(&smem.empty[st], phase ^ 1u);
+        if (++st == stages) st = 0, phase ^= 1u;
+      }
+    }
     return;
   }
 
@@ -205,12 +261,23 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   constexpr int kFrag = decltype(size(acc))::value;
   const bool lane0 = (threadIdx.x % 32) == 0;
 
+  // Releases ring slot `slot` to the producer(s): this CTA's, or with multicast every CTA of the
+  // cluster (each one refills the slot in all of them).
+  auto release = [&](int slot) {
+    if (!lane0) return;
+    if (multicast) {
+      for (int c = 0; c < C; ++c) cutlass::arch::ClusterBarrier::arrive(&smem.empty[slot], uint32_t(c), 1u);
+    } else {
+      ptx::mbarrier_arrive(&smem.empty[slot]);
+    }
+  };
   int st = 0;           // ring position of this CTA's next unit ...
   uint32_t phase = 0;   // ... and its pass parity
   uint32_t turns = 0;   // main loops this group has waited its turn for
   int64_t local = 0;    // unit index within this CTA
   for (int64_t u = side_cta; u < side_units; u += side_ctas, ++local) {
     const TieredGemmSchedule::Unit unit = s.unit(u);
+    const int64_t n_tile = unit.n_group * C + rank;  // may be past the last n-tile (then no store)
     const int64_t kb_begin = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1);
     if (Cfg::kMathGroups > 1 && local % Cfg::kMathGroups != group) {
       // The other group's unit: skip its k-blocks in the ring.
@@ -225,26 +292,39 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       wait_parity(&smem.turn[group], turns++ & 1u);
     }
     clear(acc);
+    int held = -1;  // ring slot whose wgmma may still be running
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       wait_parity(&smem.full[st], phase);
       warpgroup_fence_operand(acc);
       warpgroup_arrive();
       gemm(mma, tCrW(_, _, _, st), tCrX(_, _, _, st), acc);
       warpgroup_commit_batch();
-      // Release the stage as soon as its wgmma are done. (Holding it until the next stage's wgmma
-      // are issued would deadlock a one-stage ring: the next stage is this one.)
-      warpgroup_wait<0>();
-      warpgroup_fence_operand(acc);
-      if (lane0) ptx::mbarrier_arrive(&smem.empty[st]);
+      if (Cfg::kMathGroups == 1 && stages > 1) {
+        // Compute path: the previous k-block's wgmma are done: release its slot, keep this one in
+        // flight (measured -8 % at N = 512 on the H200).
+        warpgroup_wait<1>();
+        if (held >= 0) release(held);
+        held = st;
+      } else {
+        // Bandwidth path (its measured schedule), or a one-stage ring, where the next k-block
+        // needs this very slot: wait for the wgmma and release the slot now.
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc);
+        release(st);
+      }
       if (++st == stages) st = 0, phase ^= 1u;
     }
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc);
+    if (held >= 0) release(held);
     if (Cfg::kMathGroups > 1 && ctid == 0) ptx::mbarrier_arrive(&smem.turn[(group + 1) % Cfg::kMathGroups]);
+    if (n_tile >= s.n_tiles()) continue;  // a multicast rank past the last n-tile: nothing to store
 
     // Epilogue.
     const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
-    const int64_t tile_n0 = unit.n_tile * kBn;
+    const int64_t tile_n0 = n_tile * kBn;
     if (s.k_splits > 1) {
-      const int64_t tile = s.output_tile(host_side, unit.m_tile, unit.n_tile);
+      const int64_t tile = s.output_tile(host_side, unit.m_tile, n_tile);
       float* g_part = p.g_partials + tile * s.k_splits * (kBm * kBn);
 #pragma unroll
       for (int i = 0; i < kFrag; ++i) g_part[(unit.split * kFrag + i) * kConsumerThreads + ctid] = acc(i);
@@ -281,6 +361,29 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   }
 }
 
+/// TMA descriptor of one side's rows of W ([rows, K] bf16, row pitch K; host or HBM) with a box of `box_rows` x 64
+/// and the 128-byte swizzle of the SMEM ring: one multicast slice of a W tile (TMA dimension 0 is
+/// K, the contiguous one; rows past `rows` are zero-filled). Throws dak::Error if the driver
+/// refuses it.
+inline CUtensorMap encode_w_slice(const void* w, int64_t rows, int64_t K, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(K) * 2};
+  const cuuint32_t box[2] = {cuuint32_t(kBk), cuuint32_t(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  // Through the runtime's driver entry point, as CuTe does: dak must start without libcuda (CPU path).
+  const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(w), dims, strides, box, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    fail("cuTensorMapEncodeTiled refused the rows of W (CUresult " + std::to_string(int(r)) + ")",
+         "tiered GEMM multicast slice, rows " + std::to_string(rows) + " K " + std::to_string(K),
+         "W rows must be 16-byte aligned (pinned host or HBM) with K a multiple of 8");
+  }
+  return map;
+}
+
 /// Host launcher for one compiled tile (instantiated in tiered_gemm_bm64.cu / tiered_gemm_bm128.cu).
 template <int kBm, int kBn>
 void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_workspace, cudaStream_t stream) {
@@ -293,6 +396,10 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.tma_w_host = Cfg::make_tma_w(s.m_host > 0 ? w_host : w_hbm, int(s.m_host > 0 ? s.m_host : 1), K);
   p.tma_w_hbm = Cfg::make_tma_w(s.m_host < s.M ? w_hbm : w_host, int(s.m_host < s.M ? s.M - s.m_host : 1), K);
   p.tma_x = Cfg::make_tma_x(reinterpret_cast<const Element*>(a.g_x), int(s.N), K, a.ldx > 0 ? a.ldx : s.K);
+  if (s.cluster > 1 && s.m_host > 0) p.tma_w_host_slice = encode_w_slice(a.h_w, s.m_host, s.K, kBm / s.cluster);
+  if (s.cluster > 1 && s.m_host < s.M) {
+    p.tma_w_hbm_slice = encode_w_slice(a.g_w, s.M - s.m_host, s.K, kBm / s.cluster);
+  }
   p.sched = s;
   p.g_bias = a.g_bias;
   p.g_y = a.g_y;
@@ -306,17 +413,22 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   // Programmatic dependent launch (also inside CUDA graphs): this grid may start while the
   // previous kernel on the stream finishes; the kernel waits for it before reading x or touching
   // y and the workspace.
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attrs[2]{};
   cudaLaunchConfig_t cfg{};
+  static const bool no_pdl = std::getenv("DAK_NO_PDL") != nullptr;  // diagnostic: plain stream order
+  if (!no_pdl) {
+    attrs[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (s.cluster > 1) {
+    attrs[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[cfg.numAttrs++].val.clusterDim = {unsigned(s.cluster), 1, 1};
+  }
   cfg.gridDim = dim3(unsigned(s.host_ctas + s.hbm_ctas));
   cfg.blockDim = dim3(unsigned(Cfg::kThreads));
   cfg.dynamicSmemBytes = Cfg::kSmemBytes;
   cfg.stream = stream;
-  cfg.attrs = &attr;
-  static const bool no_pdl = std::getenv("DAK_NO_PDL") != nullptr;  // diagnostic: plain stream order
-  cfg.numAttrs = no_pdl ? 0 : 1;
+  cfg.attrs = attrs;
   DAK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
 }
 
