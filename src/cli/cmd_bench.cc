@@ -18,6 +18,7 @@
 #include "core/config_locator.h"
 #include "core/error.h"
 #ifdef DAK_HAVE_CUDA
+#include "core/offload_floor.h"
 #include "core/placement.h"
 #include "gpu/bench.h"
 #include "gpu/gpu_engine.h"
@@ -53,8 +54,9 @@ struct OffloadPoint {
   double host_ratio = 0;        // host bytes / (splittable weights + KV), the plan's
   uint64_t host_bytes = 0;      // the engine's pinned bytes (weights + KV), measured after the run
   double host_step_bytes = 0;   // bytes a decode step reads from the host tier (the plan's)
+  double staged_step_bytes = 0; // the part of them the copy engine stages into HBM (this mode)
   double predicted_s = 0;       // the planner's TPOT
-  double floor_s = 0;           // max(HBM step bytes / B_g, host step bytes / B_h)
+  double floor_s = 0;           // core/offload_floor.h: max((HBM + 2 staged) / B_g, direct / B_h + staged / B_ce)
 };
 
 constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medians over repeats, [min, max] of the per-repeat medians):
@@ -72,9 +74,11 @@ constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medi
          and 8, <= 1.25 x floor at batch 64 (shown only for those runs).
   offload with --offload-ratio (a comma list sweeps), --gpu-memory, --cpu-offload-gb or --plan, every
          point applies its plan (its own engine) in the --offload mode; the offload table gives the host bytes,
-         the planner's TPOT and floor = max(HBM step bytes / B_g, host step bytes / B_h), B_h measured in
-         the same run (TMA reads of pinned host memory: staged bytes move faster, at the copy engine's
-         rate, so staged points can come out below 1). Issue 3's targets apply to offload none only.
+         the planner's TPOT and floor = max((HBM step bytes + 2 staged) / B_g, direct host bytes / B_h +
+         staged host bytes / B_ce), with B_h (TMA reads of pinned host memory by the SMs) and B_ce (the
+         copy engine's host-to-HBM rate) measured in the same run; staged = the host rows of linears the
+         copy engine brings into HBM (auto: the plan's staged operators; prefetch: every linear's; none in
+         direct and zero-copy). Issue 3's targets apply to offload none only.
 The per-operator table times decode steps at the mean context run eagerly (outside the graph, held
 behind a host gate until fully enqueued) with an event between operators; its sum exceeds TPOT by
 the event and kernel-boundary gaps the graph removes.
@@ -187,10 +191,14 @@ void run_bench_command(const BenchArgs& a) {
   for (double r : a.offload.ratios(/*list=*/true)) ratios.push_back(r);
   if (ratios.empty()) ratios.push_back(std::nullopt);
   gpu::HostReadBandwidth host_bw;
+  gpu::Spread copy_gbps;  // B_ce
   if (offloading) {
-    std::fprintf(stderr, "dak: measuring host read bandwidth B_h (TMA from pinned host memory)\n");
+    std::fprintf(stderr, "dak: measuring host read bandwidth B_h (TMA from pinned host memory) and B_ce (copy engine)\n");
     gpu::PinnedHostArena probe(uint64_t(1) << 30, "B_h measurement buffer");
     host_bw = gpu::measure_host_read_bandwidth(probe.base(), probe.capacity(), 5);
+    gpu::HbmArena dst(probe.capacity(), "B_ce measurement buffer");
+    copy_gbps = gpu::measure_h2d_copy_gbps(dst.allocate(probe.capacity(), "copy destination"), probe.base(),
+                                           probe.capacity(), 5);
   }
   std::unique_ptr<gpu::GpuEngine> engine;  // the all-HBM engine, made on first use
   std::vector<gpu::BenchResult> results;
@@ -223,7 +231,14 @@ void run_bench_command(const BenchArgs& a) {
           pt.planned = true;
           pt.host_ratio = plan->totals.host_ratio;
           pt.predicted_s = plan->predicted_tpot_s;
-          for (const PlanOp& op : plan->ops) pt.host_step_bytes += op.step_bytes * op.host_fraction;
+          for (const PlanOp& op : plan->ops) {
+            const double host_step = op.step_bytes * op.host_fraction;
+            pt.host_step_bytes += host_step;
+            // The engine stages linear weights only: the plan's staged ones under auto, all under prefetch.
+            const bool staged = op.kind == OpKind::kLinear &&
+                                (a.offload.mode == "prefetch" || (a.offload.mode == "auto" && op.path == DataPath::kStaged));
+            if (staged) pt.staged_step_bytes += host_step;
+          }
         }
       }
       if (!eng) {
@@ -239,9 +254,10 @@ void run_bench_command(const BenchArgs& a) {
       const gpu::BenchResult& r = results.back();
       pt.host_bytes = eng->host_bytes();
       pt.floor_s = r.floor_s;
-      if (pt.planned && host_bw.best_bytes_per_s > 0) {
-        pt.floor_s = std::max((r.step_bytes - pt.host_step_bytes) / hbm.best_bytes_per_s,
-                              pt.host_step_bytes / host_bw.best_bytes_per_s);
+      if (pt.planned && host_bw.best_bytes_per_s > 0 && copy_gbps.median > 0) {
+        const StepBytes bytes{std::max(0.0, r.step_bytes - pt.host_step_bytes),
+                              pt.host_step_bytes - pt.staged_step_bytes, pt.staged_step_bytes};
+        pt.floor_s = step_floor_s(bytes, hbm.best_bytes_per_s, host_bw.best_bytes_per_s, copy_gbps.median * 1e9);
       }
       if (!pt.planned) pt.predicted_s = r.model_tpot_s;
       points.push_back(pt);
@@ -270,7 +286,9 @@ void run_bench_command(const BenchArgs& a) {
   j["weight_arena_bytes"] = weight_arena_bytes;
   if (offloading) {
     j["host"] = {{"gb_s", host_bw.best_bytes_per_s * 1e-9}, {"max_gb_s", host_bw.max_bytes_per_s * 1e-9},
-                 {"ctas", host_bw.ctas}, {"stages", host_bw.stages}, {"chunk_bytes", host_bw.chunk_bytes}};
+                 {"ctas", host_bw.ctas}, {"stages", host_bw.stages}, {"chunk_bytes", host_bw.chunk_bytes},
+                 {"copy_engine_gb_s", copy_gbps.median}, {"copy_engine_min_gb_s", copy_gbps.min},
+                 {"copy_engine_max_gb_s", copy_gbps.max}};
   }
   j["hbm"] = {{"best_tb_s", hbm.best_bytes_per_s * tbs}, {"median_tb_s", hbm.median_bytes_per_s * tbs},
               {"buffer_bytes", hbm.buffer_bytes}, {"chunk_bytes", hbm.chunk_bytes}, {"stages", hbm.stages},
@@ -286,6 +304,7 @@ void run_bench_command(const BenchArgs& a) {
                      {"host_ratio", pt.host_ratio},
                      {"host_bytes", pt.host_bytes},
                      {"host_step_bytes", pt.host_step_bytes},
+                     {"staged_step_bytes", pt.staged_step_bytes},
                      {"predicted_tpot_ms", pt.predicted_s * ms},
                      {"floor_ms", pt.floor_s * ms},
                      {"tpot_over_predicted", r.tpot_s.median / pt.predicted_s},
@@ -369,17 +388,19 @@ void run_bench_command(const BenchArgs& a) {
   }
   if (offloading) {
     txt << fmt::format("\noffload (mode {}): B_h = {:.2f} GB/s (TMA reads of pinned host memory, best of {} "
-                       "configurations, its median launch); floor = max(HBM step bytes / B_g, host step bytes / B_h); "
-                       "predicted = the planner's TPOT (compiled-in h200-default profile)\n",
-                       a.offload.mode, host_bw.best_bytes_per_s * 1e-9, host_bw.configs);
-    txt << "| batch | ratio | host % | host GiB | host GB/step | TPOT ms | predicted ms | TPOT/pred | floor ms | "
-           "TPOT/floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+                       "configurations, its median launch), B_ce = {:.2f} GB/s (copy engine, median of 5 copies); "
+                       "floor = max((HBM + 2 staged) / B_g, direct / B_h + staged / B_ce); predicted = the planner's "
+                       "TPOT (compiled-in h200-default profile)\n",
+                       a.offload.mode, host_bw.best_bytes_per_s * 1e-9, host_bw.configs, copy_gbps.median);
+    txt << "| batch | ratio | host % | host GiB | host GB/step | staged GB/step | TPOT ms | predicted ms | TPOT/pred | "
+           "floor ms | TPOT/floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const gpu::BenchResult& r = results[i];
       const OffloadPoint& pt = points[i];
-      txt << fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} |\n",
+      txt << fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} |\n",
                          r.shape.batch, pt.ratio ? fmt::format("{}", *pt.ratio) : "-", 100 * pt.host_ratio,
-                         double(pt.host_bytes) / double(1ull << 30), pt.host_step_bytes * 1e-9, r.tpot_s.median * ms,
+                         double(pt.host_bytes) / double(1ull << 30), pt.host_step_bytes * 1e-9,
+                         pt.staged_step_bytes * 1e-9, r.tpot_s.median * ms,
                          pt.predicted_s * ms, r.tpot_s.median / pt.predicted_s, pt.floor_s * ms,
                          r.tpot_s.median / pt.floor_s);
     }

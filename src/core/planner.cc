@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/tiered_gemm_schedule.h"
 
 namespace dak {
 
@@ -62,6 +63,15 @@ OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
   // linear ahead); host KV sequences and embedding rows are always read in place, so they are
   // priced on the direct path whatever the mode.
   if (op.kind != OpKind::kLinear) mode = PathMode::kDirect;
+  // Where staging is allowed, linears on the tiered GEMM's compute path (N > 64, 128 x 128 tiles)
+  // take it in every variant: next to compute-bound HBM tiles the direct path's host rows moved
+  // only 3.6-15 GB/s at x <= 10 % on the H200, far below the link rate the cost model assumes, and
+  // the staged path was faster at every measured x from 0.5 to 100 % (docs/micro-experiments.md,
+  // section 3).
+  if (request_.allow_staged && op.kind == OpKind::kLinear && host_units > 0 &&
+      choose_tiered_gemm_tile(op.n).bm == 128) {
+    mode = PathMode::kStaged;
+  }
   switch (mode) {
     case PathMode::kDirect:
       return cost_.cost(op, host_units, DataPath::kDirect);

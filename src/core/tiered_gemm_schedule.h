@@ -16,12 +16,13 @@
 // CTAs and each side works as (its CTAs) / C clusters. A unit is then (m-tile, n-group, split),
 // n-group g covering n-tiles [g * C, g * C + C): CTA rank r of the cluster computes n-tile
 // g * C + r, and each CTA loads 1/C of the W tile and multicasts it to all C, so each host W tile
-// crosses PCIe once per n-group instead of once per n-tile (host memory is not cached in L2), and
-// HBM W tiles cross the L2-to-SM crossbar once per n-group (less L2 traffic next to the host
-// reads). Each output tile is still one CTA's k-loop in the same order, so the bits do not depend
+// crosses PCIe once per n-group instead of once per n-tile (host memory is not cached in L2); the
+// HBM clusters of such a launch share their W tiles the same way (measured neither faster nor
+// slower). Each output tile is still one CTA's k-loop in the same order, so the bits do not depend
 // on C either.
 // Congestion control (DESIGN.md §1): a host CTA keeps at most host_stages TMA stages in flight,
-// and host_ctas * host_stages * stage_bytes stays near the measured in-flight cap.
+// and host_clusters * host_stages * host_stage_inflight_bytes stays near the measured in-flight
+// cap.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,8 @@ struct TieredGemmLinkLimits {
   int64_t min_inflight_bytes = 128 << 10;  // host bytes in flight that saturate the link (B_h)
   /// CTAs of the 128 x 128 kernel that can be resident at once when launched in clusters of 4
   /// (a cluster needs 4 free SMs of one GPC; the GPU layer asks the driver:
-  /// tiered_gemm_cluster_limits()); 0: every SM. Clusters of 2 (one TPC) always fill every SM.
+  /// tiered_gemm_cluster_limits(); 120 of 132 on the H200); 0: every SM. Clusters of 2 are taken
+  /// to fit every SM (a TPC holds two SMs).
   int64_t cluster4_ctas = 0;
   /// Largest multicast cluster plan_tiered_gemm may choose (1 turns multicast off).
   int32_t max_cluster = 4;
@@ -161,8 +163,8 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 /// The default schedule for a shape and host row count on `sm_count` SMs:
 /// - no host rows: every SM an HBM CTA with all stages of the ring in flight;
 /// - host rows: host CTAs = max(enough to keep min_inflight_bytes in flight with up to 4 stages
-///   each, the host share of the compute ceil(m_host / M * sm_count)), capped by the host units
-///   and by sm_count - 1 when HBM rows remain; stages per host CTA = the most that keep
+///   each, the host share of the compute ceil(m_host / M * grid)), capped by the host units and
+///   by grid - cluster when HBM rows remain (grid: sm_count, or the CTAs co-resident in clusters); stages per host CTA = the most that keep
 ///   host_clusters * stages * host_stage_inflight_bytes() <= inflight_cap_bytes (at least 1);
 ///   the remaining SMs are HBM CTAs (no more than the HBM units).
 /// - multicast: with the 128 x 128 tile (N > 64), host rows and at least 2 n-tiles, cluster = 4

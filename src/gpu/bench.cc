@@ -252,6 +252,20 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
   return r;
 }
 
+Spread measure_h2d_copy_gbps(void* g_dst, const void* h_src, uint64_t bytes, int runs) {
+  Stream s;
+  std::vector<double> gbps;
+  for (int r = 0; r <= runs; ++r) {  // r == 0: warm-up
+    EventPair ev;
+    DAK_CUDA_CHECK(cudaEventRecord(ev.begin, s));
+    DAK_CUDA_CHECK(cudaMemcpyAsync(g_dst, h_src, bytes, cudaMemcpyHostToDevice, s));
+    DAK_CUDA_CHECK(cudaEventRecord(ev.end, s));
+    s.sync();
+    if (r > 0) gbps.push_back(double(bytes) / ev.seconds() * 1e-9);
+  }
+  return spread_of(gbps);
+}
+
 HostReadBandwidth measure_host_read_bandwidth(void* h_buf, uint64_t bytes, int runs) {
   bytes = bytes / 16 * 16;
   if (!h_buf || bytes == 0 || runs < 1 || reinterpret_cast<uintptr_t>(h_buf) % 16 != 0) {

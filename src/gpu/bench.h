@@ -81,6 +81,11 @@ struct Spread {
   double median = 0, min = 0, max = 0;
 };
 
+/// The copy engine's host-to-HBM rate, B_ce: cudaMemcpyAsync of `bytes` from `h_src` (pinned host
+/// memory) to `g_dst` (HBM) between CUDA events, a warm-up then `runs` timed copies; GB/s (1e9
+/// B/s): median, min and max. Throws dak::Error on a CUDA error.
+Spread measure_h2d_copy_gbps(void* g_dst, const void* h_src, uint64_t bytes, int runs);
+
 struct OpBreakdown {
   StepOp op = StepOp::kEmbedding;
   double time_s = 0;     // median over the profiled steps

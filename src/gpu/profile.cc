@@ -159,20 +159,6 @@ unsigned long long stream_checksum(const HbmStreamLauncher& launch, const void* 
   return sum;
 }
 
-/// cudaMemcpyAsync host-to-device rate, GB/s: median, min and max of `runs` after a warm-up.
-Spread measure_copy_engine(void* g_dst, const void* h_src, uint64_t bytes, int runs) {
-  Stream s;
-  Event e0, e1;
-  std::vector<double> bw;
-  for (int r = 0; r <= runs; ++r) {  // r == 0: warm-up
-    e0.record(s);
-    DAK_CUDA_CHECK(cudaMemcpyAsync(g_dst, h_src, bytes, cudaMemcpyHostToDevice, s));
-    e1.record(s);
-    s.sync();
-    if (r > 0) bw.push_back(gbps(bytes, seconds_between(e0, e1)));
-  }
-  return spread_of(bw);
-}
 
 struct Shared {
   double sm = 0, ce = 0, total = 0;
@@ -561,9 +547,10 @@ std::vector<GemmSweepResult> sweep_tiered_gemm(const std::vector<GemmShape>& sha
         }
         std::vector<TieredGemmSchedule> cands = {planned};
         if (planned.host_units() > 0) {
-          // Host CTA counts in whole clusters (multicast), within the co-resident grid.
-          const int64_t grid = planned.host_ctas + planned.hbm_ctas;
+          // Host CTA counts in whole clusters (multicast), within the CTAs that run at once.
           const int64_t C = planned.cluster;
+          const int64_t grid =
+              C == 4 && limits.cluster4_ctas > 0 ? std::min<int64_t>(sm_count, limits.cluster4_ctas) : sm_count;
           for (int32_t hc : host_cta_candidates(planned.host_units() * C, planned.hbm_units() > 0, grid)) {
             for (int32_t hs : host_stage_candidates(planned.tile.max_stages())) {
               if (hc % C != 0) continue;
@@ -671,7 +658,7 @@ ProfileMeasurements measure_profile(const ProfileOptions& o) {
     m.host_reads = measure_host_reads(h_src, h_bytes, {1, 2, 4, 8}, {1, 2, 4}, kLinkChunk, o.host_bytes_per_cta, o.runs);
 
     say(o.log, "dak: copy engine H2D");
-    const Spread ce = measure_copy_engine(g_dst, h_src, h_bytes, o.runs);
+    const Spread ce = measure_h2d_copy_gbps(g_dst, h_src, h_bytes, o.runs);
     m.copy_engine_gbps = ce.median;
     m.copy_engine_min_gbps = ce.min;
     m.copy_engine_max_gbps = ce.max;

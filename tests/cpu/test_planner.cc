@@ -219,6 +219,15 @@ TEST(Planner, OnlyLinearWeightsTakeTheStagedPath) {
     if (o.kind == OpKind::kAttention) kv_host += o.host_bytes;
   }
   EXPECT_GT(kv_host, 0) << "the test needs a plan with host KV";
+  // Linears at N = 512 run the tiered GEMM's compute path, where the direct path measured far
+  // below the link: with staging allowed their host rows are staged.
+  int64_t linear_host = 0;
+  for (const PlanOp& o : p.ops) {
+    if (o.kind != OpKind::kLinear || o.host_bytes == 0) continue;
+    linear_host += o.host_bytes;
+    EXPECT_EQ(o.path, DataPath::kStaged) << o.name;
+  }
+  EXPECT_GT(linear_host, 0) << "the test needs a plan with host weights";
 }
 
 TEST(Planner, DirectLinearsUseTheKernelsMulticastClusters) {
