@@ -32,8 +32,7 @@ int probe_host_rows(int argc, char** argv, int sms) {
   TieredGemmSchedule s = plan_tiered_gemm(M, N, K, m_host, sms, limits);
   const int host_ctas = std::atoi(argv[7]), host_stages = std::atoi(argv[8]);
   if (host_ctas > 0 && host_stages > 0) {
-    const int64_t grid = s.cluster == 4 ? std::min<int64_t>(sms, limits.cluster4_ctas) : sms;
-    s = with_congestion(s, host_ctas, host_stages, 0, grid);
+    s = with_congestion(s, host_ctas, host_stages, 0, limits.grid_ctas(s.cluster, sms));
   }
   gpu::PinnedHostArena host(uint64_t(std::max<int64_t>(m_host, 1) * K * 2), "probe host rows");
   auto* h_w = host.allocate_array<uint16_t>(uint64_t(std::max<int64_t>(m_host, 1) * K), "W host rows");

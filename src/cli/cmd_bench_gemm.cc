@@ -158,7 +158,7 @@ TieredGemmSchedule schedule_for(const Linear& op, int64_t N, int64_t m_host, int
   if (!cong || m_host == 0) return s;
   const std::string where = "--congestion";
   // The CTAs that can run at once: clusters of 4 need 4 free SMs of one GPC.
-  const int64_t grid = s.cluster == 4 && limits.cluster4_ctas > 0 ? std::min(sm_count, limits.cluster4_ctas) : sm_count;
+  const int64_t grid = limits.grid_ctas(s.cluster, sm_count);
   if (cong->host_ctas > grid || (s.hbm_units() > 0 && cong->host_ctas > grid - s.cluster)) {
     const std::string rounded =
         s.cluster > 1 ? fmt::format(" (rounded up to whole multicast clusters of {})", s.cluster) : std::string();

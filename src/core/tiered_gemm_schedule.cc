@@ -129,8 +129,7 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   int64_t grid = sm_count;
   if (m_host > 0 && tiered_gemm_multicast_cluster(N, limits.max_cluster) > 1) {
     s.cluster = tiered_gemm_multicast_cluster(N, limits.max_cluster);
-    if (s.cluster == 4 && limits.cluster4_ctas > 0) grid = std::min(grid, limits.cluster4_ctas);
-    grid = grid / s.cluster * s.cluster;
+    grid = limits.grid_ctas(s.cluster, sm_count);
     if (grid < 2 * s.cluster) {  // too few SMs for two clusters: no multicast
       s.cluster = 1;
       grid = sm_count;
@@ -158,11 +157,8 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
 
 TieredGemmSchedule with_congestion(TieredGemmSchedule s, int64_t host_ctas, int32_t host_stages, int32_t cluster,
                                    int64_t grid_ctas) {
-  if (cluster > 0) s.cluster = cluster;
+  if (cluster > 0) s.cluster = cluster;  // an invalid size is refused by validate() below
   const std::string where = "tiered GEMM congestion override for " + s.to_string();
-  if (s.cluster != 1 && s.cluster != 2 && s.cluster != 4) {
-    fail(fmt::format("cluster {} is not 1, 2 or 4", s.cluster), where, "give a multicast cluster of 1, 2 or 4 CTAs");
-  }
   const int64_t C = s.cluster;
   const int64_t grid = grid_ctas / C * C;
   if (s.host_units() > 0) s.host_ctas = int32_t(std::max<int64_t>(ceil_div(host_ctas, C), 1) * C);

@@ -64,6 +64,13 @@ struct TieredGemmLinkLimits {
   int64_t cluster4_ctas = 0;
   /// Largest multicast cluster plan_tiered_gemm may choose (1 turns multicast off).
   int32_t max_cluster = 4;
+
+  /// CTAs of a launch in clusters of `cluster` that can run at once on `sm_count` SMs: sm_count
+  /// (capped by cluster4_ctas for clusters of 4), rounded down to whole clusters.
+  DAK_HD int64_t grid_ctas(int64_t cluster, int64_t sm_count) const {
+    const int64_t n = cluster == 4 && cluster4_ctas > 0 && cluster4_ctas < sm_count ? cluster4_ctas : sm_count;
+    return n / cluster * cluster;
+  }
 };
 
 /// A complete launch description. Built by plan_tiered_gemm(); `dak profile` may override the

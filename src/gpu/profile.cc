@@ -159,7 +159,6 @@ unsigned long long stream_checksum(const HbmStreamLauncher& launch, const void* 
   return sum;
 }
 
-
 struct Shared {
   double sm = 0, ce = 0, total = 0;
 };
@@ -549,8 +548,7 @@ std::vector<GemmSweepResult> sweep_tiered_gemm(const std::vector<GemmShape>& sha
         if (planned.host_units() > 0) {
           // Host CTA counts in whole clusters (multicast), within the CTAs that run at once.
           const int64_t C = planned.cluster;
-          const int64_t grid =
-              C == 4 && limits.cluster4_ctas > 0 ? std::min<int64_t>(sm_count, limits.cluster4_ctas) : sm_count;
+          const int64_t grid = limits.grid_ctas(C, sm_count);
           for (int32_t hc : host_cta_candidates(planned.host_units() * C, planned.hbm_units() > 0, grid)) {
             for (int32_t hs : host_stage_candidates(planned.tile.max_stages())) {
               if (hc % C != 0) continue;
