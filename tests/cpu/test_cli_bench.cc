@@ -48,6 +48,7 @@ TEST(CliBench, BadArgumentsAreRefusedBeforeLookingForAGpu) {
   for (const Case& c : {Case{"bench --model llama-2-7b --random-weights --repeats 3", "--repeats"},
                         Case{"bench --model llama-2-7b --random-weights --batch 0", "--batch"},
                         Case{"bench --model llama-2-7b --random-weights --batch 1,x", "--batch"},
+                        Case{"bench --model llama-2-7b --random-weights --batch 48,abc", "whole numbers"},
                         Case{"bench --model llama-2-7b --random-weights --gen-len 1", "--gen-len"},
                         Case{"bench --model no-such-model --random-weights", "shipped config"}}) {
     const RunResult r = run_dak(c.args, kNoGpu);
