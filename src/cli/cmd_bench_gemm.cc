@@ -5,7 +5,7 @@
 //
 //   dak bench gemm [--models llama-2-7b,llama-2-70b,opt-30b] [--tokens 8,512]
 //                  [--ratios 0,0.5,1,2,5,10,20,40,100] [--runs 7] [--layers 8]
-//                  [--congestion CTAS,STAGES] [--max-cluster 4|2|1] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
+//                  [--congestion CTAS,STAGES] [--max-cluster 4|2|1] [--host-rows tile|row] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +22,7 @@
 #include "core/config_locator.h"
 #include "core/error.h"
 #include "core/model_config.h"
+#include "core/op_graph.h"
 #include "core/tiered_gemm_schedule.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/bench.h"
@@ -50,6 +51,7 @@ struct BenchGemmArgs {
   int layers = 8;
   std::string congestion;
   int max_cluster = 4;
+  std::string host_rows = "tile";
   double per_gemm_min_mib = 256;
   double stack_host_gib = 8;
   bool quick = false;
@@ -64,8 +66,9 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-gemm.md has the 
   shapes  the linear layers of each model: qkv [H*D + 2*Hkv*D, hidden] (q, k, v fused), o [hidden, H*D],
           gate_up [2I, hidden] (gate and up fused; OPT: fc1 [I, hidden]), down [hidden, I] (OPT: fc2);
           M = out features, K = in features, y[N, M] = x[N, K] . W[M, K]^T, bf16, no bias.
-  x       offload ratio: rows [0, m_host) of W in pinned host memory, m_host = round(x * M) (nearest row,
-          halves away from zero); the host bytes and the ideal use the rounded m_host.
+  x       offload ratio: rows [0, m_host) of W in pinned host memory, m_host = x * M rounded to whole
+          128-row units as the planner places them (at least one unit when x > 0; --host-rows row: to the
+          nearest row); the host bytes and the ideal use the rounded m_host (x_actual in JSON/CSV).
   gemm    per GEMM, for weights >= --per-gemm-min-mib: CUDA events around each launch.
   stack   --layers decoder layers (each its own weights), all four linears each, one CUDA graph per x,
           events around each replay; times per layer = replay / layers (launch gaps count as in decode).
@@ -147,9 +150,16 @@ std::vector<Linear> linear_shapes(const ModelConfig& c) {
           {"down", h, i}};
 }
 
-/// m_host = round(x * M) for x = pct / 100, halves away from zero, within [0, M].
-int64_t host_rows(double pct, int64_t M) {
-  return std::clamp<int64_t>(std::llround(pct * double(M) / 100.0), 0, M);
+/// Rows of W in host memory at x = pct / 100. `whole_tiles` (--host-rows tile, the default): whole
+/// units of StepShape::tile_rows (128) rows, as the planner places them (core/op_graph.h), the
+/// nearest count with halves away from zero, at least one unit when x > 0, at most M; otherwise
+/// (--host-rows row) m_host = round(x * M) to the nearest row. Within [0, M].
+int64_t host_rows(double pct, int64_t M, bool whole_tiles) {
+  const double rows = pct * double(M) / 100.0;
+  if (!whole_tiles) return std::clamp<int64_t>(std::llround(rows), 0, M);
+  if (pct <= 0) return 0;
+  const int64_t unit = StepShape{}.tile_rows;
+  return std::min(M, std::max<int64_t>(1, std::llround(rows / double(unit))) * unit);
 }
 
 TieredGemmSchedule schedule_for(const Linear& op, int64_t N, int64_t m_host, int64_t sm_count,
@@ -227,6 +237,7 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
                 const std::vector<double>& ratios, const std::optional<Congestion>& cong, int64_t sm_count,
                 const TieredGemmLinkLimits& limits) {
   Plan plan;
+  const bool tiles = a.host_rows == "tile";
   for (const LocatedConfig& m : models) {
     const std::vector<Linear> ops = linear_shapes(m.config);
     plan.models.push_back({m.name, ops});
@@ -241,7 +252,7 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
         for (const Linear& op : e.ops) e.reference.push_back(schedule_for(op, N, 0, sm_count, limits, cong));
         for (double x : ratios) {
           double host_bytes = 0;
-          for (const Linear& op : e.ops) host_bytes += double(host_rows(x, op.M)) * double(op.K) * 2 * layers;
+          for (const Linear& op : e.ops) host_bytes += double(host_rows(x, op.M, tiles)) * double(op.K) * 2 * layers;
           if (method == Method::kStack && !a.full && host_bytes > a.stack_host_gib * kGiB) {
             e.skipped.push_back(fmt::format(
                 "{} N={} {}: x = {}% skipped ({:.2f} GiB of host rows per replay > --stack-host-gib {}; --full "
@@ -250,7 +261,7 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
             continue;
           }
           std::vector<TieredGemmSchedule> s;
-          for (const Linear& op : e.ops) s.push_back(schedule_for(op, N, host_rows(x, op.M), sm_count, limits, cong));
+          for (const Linear& op : e.ops) s.push_back(schedule_for(op, N, host_rows(x, op.M, tiles), sm_count, limits, cong));
           e.ratios.push_back(x);
           e.schedules.push_back(std::move(s));
         }
@@ -448,7 +459,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
               {"configs", link.configs}};
   j["config"] = {{"runs", runs}, {"warmup", warmup}, {"layers", a.layers}, {"per_gemm_min_mib", a.per_gemm_min_mib},
                  {"stack_host_gib", a.stack_host_gib}, {"full", a.full}, {"quick", a.quick}, {"seed", a.seed},
-                 {"congestion", a.congestion}};
+                 {"congestion", a.congestion}, {"host_rows", a.host_rows}, {"max_cluster", a.max_cluster}};
   j["skipped"] = skipped;
   for (size_t k = 0; k < plan.experiments.size(); ++k) {
     const Experiment& e = plan.experiments[k];
@@ -599,6 +610,10 @@ void run_bench_gemm(const BenchGemmArgs& args) {
     fail(fmt::format("--max-cluster {} is not 1, 2 or 4", a.max_cluster), "--max-cluster",
          "give the largest multicast cluster: 4, 2, or 1 to turn multicast off");
   }
+  if (a.host_rows != "tile" && a.host_rows != "row") {
+    fail(fmt::format("--host-rows {} is neither tile nor row", a.host_rows), "--host-rows",
+         "pass tile (whole 128-row units, as the planner places them) or row (round(x * M) rows)");
+  }
   std::vector<LocatedConfig> models;
   for (const std::string& name : split_list(a.models)) {
     if (name.empty()) {
@@ -655,6 +670,10 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--max-cluster", a->max_cluster,
                 "Largest TMA multicast cluster of CTAs sharing host W tiles: 4 (default), 2, or 1 (multicast off); "
                 "used with host rows at N > 128 (two or more 128-token tiles)")
+      ->capture_default_str();
+  c->add_option("--host-rows", a->host_rows,
+                "tile: host rows in whole 128-row units, as the planner places them (the nearest count, at least one "
+                "when x > 0); row: m_host = round(x * M) rows (awkward partial tiles)")
       ->capture_default_str();
   c->add_option("--per-gemm-min-mib", a->per_gemm_min_mib,
                 "Time single GEMMs (events per launch) for weights of at least this many MiB; smaller ones stay in "

@@ -112,6 +112,14 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   const int64_t required =
       offload_ratio ? std::min(movable, int64_t(std::ceil(*offload_ratio * double(movable)))) : cap.required_host_bytes;
   check_capacity(cap, required, !offload_ratio, profile_);
+  if (offload_ratio && *offload_ratio == 0.0) {
+    // --offload-ratio 0 means nothing on the host: not even the balance points that the greedy's
+    // phase 1 takes for speed (measured on the H200, Llama-2-7B batch 8: those 71 MiB of direct
+    // rows gave TPOT 4.95 ms where the all-HBM engine runs 4.5 ms; docs/perf-notes.md, session 6).
+    const std::vector<AllocCurve>& curves = variants_[0].curves;
+    return assemble(evaluate_allocation(curves, std::vector<int64_t>(curves.size(), 0)), PathMode::kDirect, allocator,
+                    offload_ratio);
+  }
 
   Plan best =
       assemble(run_allocator(allocator, variants_[0].curves, required), PathMode::kDirect, allocator, offload_ratio);

@@ -24,7 +24,7 @@ constexpr int64_t kMaxSplits = 4096;
 
 TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& profile) {
   TieredAttentionLinkLimits l;
-  if (profile.host_inflight_cap_bytes > 0) l.inflight_cap_bytes = profile.host_inflight_cap_bytes;
+  if (profile.host_inflight_cap_bytes > 0) l.inflight_cap_bytes = std::min(l.inflight_cap_bytes, profile.host_inflight_cap_bytes);
   if (profile.max_stages_per_cta > 0 && profile.host_stage_bytes > 0) {
     l.cta_inflight_cap_bytes = profile.max_stages_per_cta * profile.host_stage_bytes;
   }

@@ -110,8 +110,10 @@ struct TieredAttentionLinkLimits {
   int64_t cta_inflight_cap_bytes = 192 << 10;  // host bytes in flight per host CTA (ring depth limit)
 };
 
-/// From the profile's host_link: inflight_cap_bytes, and max_stages_per_cta * stage_bytes per CTA
-/// (the defaults where the profile has no value).
+/// From the profile's host_link: inflight_cap_bytes, but at most the default 256 KiB (the link
+/// saturates there, and the host KV reads measured 98-99 % of B_h with it on the H200, so a larger
+/// cap, e.g. the profile's measured 1 MiB, would only take SMs from the HBM side), and
+/// max_stages_per_cta * stage_bytes per CTA (the defaults where the profile has no value).
 TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& profile);
 
 /// A complete launch description, built by plan_tiered_attention(); `dak profile` or the

@@ -55,7 +55,8 @@ struct TieredGemmTile {
 
 /// Congestion-control inputs from the hardware profile (hardware_profile.h, host_link).
 struct TieredGemmLinkLimits {
-  int64_t inflight_cap_bytes = 256 << 10;  // host bytes in flight GPU-wide before HBM reads slow down
+  int64_t inflight_cap_bytes = 1 << 20;  // host bytes in flight GPU-wide before HBM reads slow down (the
+                                          //   h200-default profile's cap, measured by dak profile)
   int64_t min_inflight_bytes = 128 << 10;  // host bytes in flight that saturate the link (B_h)
   /// CTAs of the 128 x 128 kernel that can be resident at once when launched in clusters of 4
   /// (a cluster needs 4 free SMs of one GPC; the GPU layer asks the driver:

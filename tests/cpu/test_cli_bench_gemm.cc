@@ -42,7 +42,7 @@ TEST(CliBenchGemm, HelpDocumentsEveryOptionAndMetric) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const char* s : {"--models", "--tokens", "--ratios", "--runs", "--layers", "--congestion", "--per-gemm-min-mib",
                         "--stack-host-gib", "--full", "--quick", "--dry-run", "--json", "--csv", "--seed", "EB",
-                        "ideal", "B_g", "B_h", "cuBLAS", "prefetch", "m_host = round(x * M)", "target", "bits"}) {
+                        "ideal", "B_g", "B_h", "cuBLAS", "prefetch", "128-row units", "target", "bits"}) {
     EXPECT_TRUE(contains(r.output, s)) << s << " missing from:\n" << r.output;
   }
   const RunResult bench = run_dak("bench --help");
@@ -89,8 +89,25 @@ TEST(CliBenchGemm, DryRunTimesSingleGemmsOnlyForWeightsOfAtLeast256MiB) {
   EXPECT_TRUE(contains(all.output, "dak bench gemm --dry-run: 5 experiment(s)")) << all.output;
 }
 
-TEST(CliBenchGemm, HostRowsAreTheRatioTimesMRoundedToTheNearestRow) {
-  const RunResult r = run_dak("bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios 0,0.5,1,100", kNoGpu);
+TEST(CliBenchGemm, HostRowsAreWholeTilesAsThePlannerPlacesThem) {
+  const RunResult r = run_dak("bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios 0,0.5,1,2,10,100", kNoGpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Units of 128 rows, the nearest count, at least one: 0.5 % of 12288 = 61.44 rows (0.48 units) -> 128;
+  // 1 % of 12288 = 122.88 -> 128; 2 % of 22016 = 440.32 (3.44 units) -> 384; 10 % = 2201.6 (17.2) -> 2176.
+  for (const char* s : {"x 0% qkv: M=12288 N=8 K=4096 m_host=0 ", "x 0.5% qkv: M=12288 N=8 K=4096 m_host=128 ",
+                        "x 0.5% o: M=4096 N=8 K=4096 m_host=128 ", "x 1% qkv: M=12288 N=8 K=4096 m_host=128 ",
+                        "x 2% gate_up: M=22016 N=8 K=4096 m_host=384 ", "x 10% gate_up: M=22016 N=8 K=4096 m_host=2176 ",
+                        "x 100% gate_up: M=22016 N=8 K=4096 m_host=22016 "}) {
+    EXPECT_TRUE(contains(r.output, s)) << s << "\n" << r.output;
+  }
+  const RunResult bad = run_dak("bench gemm --dry-run --models llama-2-7b --host-rows 64", kNoGpu);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(contains(bad.output, "--host-rows 64 is neither tile nor row")) << bad.output;
+}
+
+TEST(CliBenchGemm, HostRowsAreTheRatioTimesMRoundedToTheNearestRowWithHostRowsRow) {
+  const RunResult r =
+      run_dak("bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios 0,0.5,1,100 --host-rows row", kNoGpu);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // 0.5 % of 12288 = 61.44 -> 61; of 4096 = 20.48 -> 20; of 22016 = 110.08 -> 110; of 4096 -> 20.
   // 1 % of 12288 = 122.88 -> 123; of 4096 = 40.96 -> 41.

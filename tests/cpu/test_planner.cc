@@ -253,6 +253,18 @@ TEST(Planner, GreedyBeatsUniformBelowFullOffloadAndTiesAtTheEnds) {
   EXPECT_NEAR(rows.back().speedup, 1.0, 1e-9);  // everything on the host: nothing to choose
 }
 
+TEST(Planner, ARatioOfZeroPutsNothingOnTheHost) {
+  // Without a forced ratio and no pressure, memory-bound operators still go to their balance
+  // points (phase 1); --offload-ratio 0 must leave every byte in HBM.
+  const ModelConfig cfg = locate_model_config("llama-2-7b").config;
+  PlanRequest r = request(8, std::nullopt);
+  EXPECT_GT(make_plan(cfg, h200(), r).totals.host_bytes, 0);
+  r.offload_ratio = 0.0;
+  const Plan p = make_plan(cfg, h200(), r);
+  EXPECT_EQ(p.totals.host_bytes, 0);
+  for (const PlanOp& o : p.ops) EXPECT_EQ(o.host_units, 0) << o.name;
+}
+
 TEST(Planner, ImpossibleBudgetsAreRefused) {
   const ModelConfig cfg = locate_model_config("llama-2-70b").config;
   // 138 GB of weights with 2 GiB of HBM: more than the 120 GiB the profile can pin.

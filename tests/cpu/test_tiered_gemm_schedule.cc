@@ -60,7 +60,8 @@ TEST(TieredGemmSchedule, ExactCoverAndInvariance) {
         EXPECT_GE(s.host_ctas, 1);
         // Congestion cap: more than one stage per host CTA only while under the cap.
         if (s.host_stages > 1) {
-          EXPECT_LE(s.host_clusters() * s.host_stages * s.host_stage_inflight_bytes(), int64_t(256) << 10)
+          EXPECT_LE(s.host_clusters() * s.host_stages * s.host_stage_inflight_bytes(),
+                    dak::TieredGemmLinkLimits{}.inflight_cap_bytes)
               << s.to_string();
         }
       }

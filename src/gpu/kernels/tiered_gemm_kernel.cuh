@@ -98,6 +98,7 @@ struct KernelParams {
   typename Cfg::TmaX tma_x;       // [N, K] activations, HBM
   CUtensorMap tma_w_host_slice;   // [m_host, K] host rows, box kBm / cluster x 64 (multicast; cluster > 1)
   CUtensorMap tma_w_hbm_slice;    // [M - m_host, K] HBM rows, the same box
+  CUtensorMap tma_x_filler;       // [N, K] rows of x, the same box: loaded in place of a W slice past the last row
   TieredGemmSchedule sched;
   const __nv_bfloat16* g_bias;    // [M] or null
   void* g_y;                      // [N, ldy] bf16 or fp32
@@ -214,12 +215,19 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
         ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &smem.full[st],
                                        uint32_t{Cfg::kStageTxBytes});
         if (multicast) {
-          // This CTA's slice of the W tile, into the same stage of every CTA of the cluster.
+          // This CTA's slice of the W tile, into the same stage of every CTA of the cluster. A
+          // slice entirely past the side's last row (the last m-tile of a side that is not a
+          // multiple of kBm) loads rows [0, slice_rows) of x instead (HBM, in L2; the same bytes):
+          // those accumulator rows are never stored. Measured on the H200 (one cluster of 4 on 448
+          // host rows): a TMA box entirely out of bounds cost ~8 us per load (619 us for the GEMM,
+          // 140 us at 512 rows), and re-reading the tile's first host slice still ~0.7 us (230 us).
           const int32_t row = int32_t(unit.m_tile * kBm + int64_t(rank) * slice_rows);
+          const bool filler = row >= side_rows;
+          const void* map = filler ? &p.tma_x_filler : host_side ? &p.tma_w_host_slice : &p.tma_w_hbm_slice;
           Element* dst = smem.w.begin() + (int64_t(st) * kBm + int64_t(rank) * slice_rows) * kBk;
-          SM90_TMA_LOAD_MULTICAST_2D::copy(host_side ? &p.tma_w_host_slice : &p.tma_w_hbm_slice, &smem.full[st],
-                                           cluster_mask,
-                                           uint64_t(TMA::CacheHintSm90::EVICT_NORMAL), dst, int32_t(kb * kBk), row);
+          SM90_TMA_LOAD_MULTICAST_2D::copy(map, &smem.full[st], cluster_mask,
+                                           uint64_t(TMA::CacheHintSm90::EVICT_NORMAL), dst, int32_t(kb * kBk),
+                                           filler ? 0 : row);
         } else {
           copy(tma_w.with(smem.full[st]), tWgW(_, int(unit.m_tile), int(kb)), tWsW(_, st));
         }
@@ -361,14 +369,14 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   }
 }
 
-/// TMA descriptor of one side's rows of W ([rows, K] bf16, row pitch K; host or HBM) with a box of `box_rows` x 64
-/// and the 128-byte swizzle of the SMEM ring: one multicast slice of a W tile (TMA dimension 0 is
-/// K, the contiguous one; rows past `rows` are zero-filled). Throws dak::Error if the driver
-/// refuses it.
-inline CUtensorMap encode_w_slice(const void* w, int64_t rows, int64_t K, int box_rows) {
+/// TMA descriptor of one side's rows of W ([rows, K] bf16, row pitch `ld` elements, default K; host or
+/// HBM) with a box of `box_rows` x 64 and the 128-byte swizzle of the SMEM ring: one multicast slice
+/// of a W tile (TMA dimension 0 is K, the contiguous one; rows past `rows` are zero-filled). Throws
+/// dak::Error if the driver refuses it.
+inline CUtensorMap encode_w_slice(const void* w, int64_t rows, int64_t K, int box_rows, int64_t ld = 0) {
   CUtensorMap map{};
   const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(K) * 2};
+  const cuuint64_t strides[1] = {cuuint64_t(ld > 0 ? ld : K) * 2};
   const cuuint32_t box[2] = {cuuint32_t(kBk), cuuint32_t(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
   // Through the runtime's driver entry point, as CuTe does: dak must start without libcuda (CPU path).
@@ -400,6 +408,8 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   if (s.cluster > 1 && s.m_host < s.M) {
     p.tma_w_hbm_slice = encode_w_slice(a.g_w, s.M - s.m_host, s.K, kBm / s.cluster);
   }
+  // Clusters run only on the 128 x 128 tile (N > 64 >= kBm / cluster), so x has the rows of a slice.
+  if (s.cluster > 1) p.tma_x_filler = encode_w_slice(a.g_x, s.N, s.K, kBm / s.cluster, a.ldx > 0 ? a.ldx : s.K);
   p.sched = s;
   p.g_bias = a.g_bias;
   p.g_y = a.g_y;
