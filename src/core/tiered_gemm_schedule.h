@@ -45,10 +45,13 @@ struct TieredGemmTile {
   static constexpr int32_t kBk = 64;
   /// SMEM bytes of one pipeline stage: a bm x 64 W tile and a bn x 64 x tile, bf16.
   DAK_HD constexpr int64_t stage_bytes() const { return int64_t(bm + bn) * kBk * 2; }
-  /// Stages that fit one CTA's SMEM (the kernel's ring depth): min(16, 200 KiB / stage_bytes).
+  /// Stages that fit one CTA's SMEM (the kernel's ring depth): min(24, 200 KiB / stage_bytes):
+  /// 22 for bn 8, 20 for bn 16, 16 / 12 / 6 for bn 32 / 64 / the 128 x 128 tile. A bandwidth-path
+  /// CTA streams about (bytes in flight) / (loaded latency): B_g needs ~192 KiB in flight per SM
+  /// (hbm_stream's best configuration), so the small-N rings fill the SMEM (docs/perf-notes.md).
   DAK_HD constexpr int32_t max_stages() const {
     const int64_t s = (200 * 1024) / stage_bytes();
-    return s > 16 ? 16 : int32_t(s);
+    return s > 24 ? 24 : int32_t(s);
   }
   bool operator==(const TieredGemmTile&) const = default;
 };
