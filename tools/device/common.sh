@@ -1,6 +1,8 @@
 # Shared steps of the device scripts (source it from the repository root):
 #   dak_build [TARGET...]   configure build-gpu (Ninja, Release) and build TARGETs (default: all);
 #                           on failure print the first errors and exit 1
+#   dak_build_probe         bench/tiered_gemm_probe.cu -> build-gpu/gemm_probe (-lineinfo, for Nsight
+#                           Compute), linked against the libraries dak_build left; exit 1 on failure
 #   dak_gpu_tests [SECONDS] every `gpu` test (SECONDS per test, default 60) into $OUT/gpu-tests.log,
 #                           then its summary lines
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
@@ -12,6 +14,12 @@ dak_build() {
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF > cfg.log 2>&1 &&
     cmake --build build-gpu -j16 "${targets[@]}" > build.log 2>&1 || { grep -E "error" build.log | head -30; exit 1; }
   echo "build $(( $(date +%s) - t0 )) s"
+}
+
+dak_build_probe() {
+  nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include \
+    bench/tiered_gemm_probe.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt \
+    -o build-gpu/gemm_probe || exit 1
 }
 
 dak_gpu_tests() {

@@ -9,9 +9,7 @@
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak_gpu
-nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include \
-  bench/tiered_gemm_probe.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt \
-  -o build-gpu/gemm_probe || exit 1
+dak_build_probe
 echo "build $(( $(date +%s) - t0 )) s"
 p=build-gpu/gemm_probe
 echo "(1) all host rows, N = 512 (args: M N K m_host max_cluster host_ctas host_stages)"

@@ -6,8 +6,7 @@
 set -uo pipefail
 source tools/device/common.sh
 dak_build
-nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include bench/tiered_gemm_probe.cu \
-  build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt -o build-gpu/gemm_probe || exit 1
+dak_build_probe
 echo "build $(( $(date +%s) - t0 )) s"
 build-gpu/gemm_probe
 sec="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section SourceCounters"

@@ -4,8 +4,7 @@
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak_gpu dak_gpu_tests
-nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/tiered_gemm_probe.cu build-gpu/libdak_gpu.a \
-  build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt -o build-gpu/gemm_probe || exit 1
+dak_build_probe
 echo "build $(( $(date +%s) - t0 )) s"
 DAK_REQUIRE_GPU=1 timeout 120 build-gpu/tests/dak_gpu_tests --gtest_filter="TieredGemm.*" > t.log 2>&1
 echo "TieredGemm tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure|outside|differ" t.log | head -12

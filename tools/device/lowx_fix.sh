@@ -7,9 +7,7 @@
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
-nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include \
-  bench/tiered_gemm_probe.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt \
-  -o build-gpu/gemm_probe || exit 1
+dak_build_probe
 DAK_REQUIRE_GPU=1 timeout 200 build-gpu/tests/dak_gpu_tests --gtest_filter='TieredGemm*' > "$OUT/tests.txt" 2>&1
 echo "TieredGemm gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/tests.txt" | head -10
 echo "probe (args: M N K m_host max_cluster host_ctas host_stages)"
