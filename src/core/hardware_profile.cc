@@ -86,6 +86,10 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   p.host_stage_bytes = positive_int(link, "stage_bytes", wl);
   p.max_stages_per_cta = positive_int(link, "max_stages_per_cta", wl);
   p.max_multicast_cluster = positive_int(link, "max_multicast_cluster", wl);
+  if (p.max_multicast_cluster != 1 && p.max_multicast_cluster != 2 && p.max_multicast_cluster != 4) {
+    fail(fmt::format("host_link.max_multicast_cluster {} is not 1, 2 or 4", p.max_multicast_cluster), wl,
+         "give the largest TMA multicast cluster the tiered GEMM may use: 4 on Hopper (1 turns multicast off)");
+  }
   p.hbm_slowdown_during_copy = positive_number(link, "hbm_slowdown_during_copy", wl, true);
   if (p.hbm_slowdown_during_copy >= 1) fail("host_link.hbm_slowdown_during_copy must be < 1", wl, "it is a fraction");
 

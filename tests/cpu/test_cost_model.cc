@@ -93,7 +93,28 @@ TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
   j = h200().to_json();
   j["hbm"]["read_gbps"] = -1;
   EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error);
+  for (int cluster : {3, 8, 1000}) {
+    j = h200().to_json();
+    j["host_link"]["max_multicast_cluster"] = cluster;
+    try {
+      HardwareProfile::from_json(j, "test");
+      FAIL() << "no error for max_multicast_cluster " << cluster;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not 1, 2 or 4"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_THROW(HardwareProfile::load("/nonexistent/profile.json"), Error);
+}
+
+TEST(HardwareProfile, TheMeasuredH200ProfileLoads) {
+  // `dak profile` on the H200 (2026-12-01), shipped next to the default; the default took its
+  // congestion cap from it.
+  const HardwareProfile m = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h200-measured.json");
+  EXPECT_EQ(m.sm_count, 132);
+  EXPECT_EQ(m.host_inflight_cap_bytes, int64_t(1) << 20);
+  EXPECT_EQ(h200().host_inflight_cap_bytes, m.host_inflight_cap_bytes);
+  EXPECT_NEAR(m.host_sm_read_gbps, 51.3, 0.1);
+  EXPECT_FALSE(m.tiered_gemm.empty());
 }
 
 TEST(CostModel, MemoryBoundOperatorFollowsTheClosedForm) {
