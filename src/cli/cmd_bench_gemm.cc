@@ -155,11 +155,8 @@ std::vector<Linear> linear_shapes(const ModelConfig& c) {
 /// nearest count with halves away from zero, at least one unit when x > 0, at most M; otherwise
 /// (--host-rows row) m_host = round(x * M) to the nearest row. Within [0, M].
 int64_t host_rows(double pct, int64_t M, bool whole_tiles) {
-  const double rows = pct * double(M) / 100.0;
-  if (!whole_tiles) return std::clamp<int64_t>(std::llround(rows), 0, M);
-  if (pct <= 0) return 0;
-  const int64_t unit = StepShape{}.tile_rows;
-  return std::min(M, std::max<int64_t>(1, std::llround(rows / double(unit))) * unit);
+  if (!whole_tiles) return std::clamp<int64_t>(std::llround(pct * double(M) / 100.0), 0, M);
+  return tiered_gemm_host_rows(pct / 100.0, M, StepShape{}.tile_rows);
 }
 
 TieredGemmSchedule schedule_for(const Linear& op, int64_t N, int64_t m_host, int64_t sm_count,
@@ -281,8 +278,9 @@ std::string print_plan(const Plan& plan, int64_t sm_count, const BenchGemmArgs& 
   o << fmt::format("dak bench gemm --dry-run: {} experiment(s), schedules for {} SMs, {} of them co-resident in "
                    "multicast clusters of 4 (an H200; the real run asks the GPU)\n",
                    plan.experiments.size(), sm_count, kDryCluster4Ctas);
-  o << fmt::format("multicast clusters of up to {} CTAs; host CTAs x stages: {}\n", a.max_cluster,
-                   a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion);
+  o << fmt::format("multicast clusters of up to {} CTAs; host CTAs x stages: {}; host rows: {}\n", a.max_cluster,
+                   a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion,
+                   a.host_rows == "tile" ? "whole 128-row tiles (--host-rows tile)" : "round(x * M) (--host-rows row)");
   for (const auto& [name, ops] : plan.models) {
     o << fmt::format("{}: ", name);
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -611,7 +609,7 @@ void run_bench_gemm(const BenchGemmArgs& args) {
          "give the largest multicast cluster: 4, 2, or 1 to turn multicast off");
   }
   if (a.host_rows != "tile" && a.host_rows != "row") {
-    fail(fmt::format("--host-rows {} is neither tile nor row", a.host_rows), "--host-rows",
+    fail(fmt::format("--host-rows '{}' is neither tile nor row", a.host_rows), "--host-rows",
          "pass tile (whole 128-row units, as the planner places them) or row (round(x * M) rows)");
   }
   std::vector<LocatedConfig> models;

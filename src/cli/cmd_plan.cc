@@ -7,6 +7,8 @@
 //            [--sweep-ratios 0:100:10]
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,6 +25,8 @@ namespace dak::cli {
 
 namespace {
 
+constexpr int kMaxSweepPoints = 1001;
+
 // "0:100:10" (percent, inclusive) or "0,5,50" (percent) -> fractions.
 std::vector<double> parse_ratio_list(const std::string& s) {
   const std::string where = "--sweep-ratios";
@@ -35,7 +39,7 @@ std::vector<double> parse_ratio_list(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != t.size() || v < 0 || v > 100) fail(fmt::format("'{}' is not a percentage", t), where, fix);
+    if (used == 0 || used != t.size() || !std::isfinite(v) || v < 0 || v > 100) fail(fmt::format("'{}' is not a percentage", t), where, fix);
     return v;
   };
   std::vector<double> out;
@@ -44,6 +48,9 @@ std::vector<double> parse_ratio_list(const std::string& s) {
     if (b == std::string::npos) fail(fmt::format("'{}' needs start:stop:step", s), where, fix);
     double lo = number(s.substr(0, a)), hi = number(s.substr(a + 1, b - a - 1)), step = number(s.substr(b + 1));
     if (step <= 0 || hi < lo) fail(fmt::format("'{}' is an empty range", s), where, fix);
+    if ((hi - lo) / step > double(kMaxSweepPoints - 1) + 1e-6) {
+      fail(fmt::format("'{}' has more than {} points", s, kMaxSweepPoints), where, "use a larger step");
+    }
     for (int i = 0; lo + i * step <= hi + 1e-9; ++i) out.push_back((lo + i * step) / 100.0);
   } else {
     size_t pos = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/byte_size.h"
 #include "core/error.h"
@@ -49,14 +50,29 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      format_bytes(double(cap.hbm_budget_bytes)), format_bytes(double(fixed)),
                      format_bytes(double(cap.workspace_bytes))),
          "--gpu-memory", "raise --gpu-memory, or lower --batch / --prompt-len");
+  if (!budget_binding && cap.total_bytes - host_bytes > cap.hbm_budget_bytes) {
+    // A forced offload ratio: what it leaves in HBM must still fit the budget.
+    const int64_t movable_min = std::max<int64_t>(0, cap.total_bytes - cap.hbm_budget_bytes);
+    fail(fmt::format("this offload ratio leaves {} in HBM (model + KV + workspace {} minus {} on the host), more than "
+                     "the HBM budget of {}",
+                     format_bytes(double(cap.total_bytes - host_bytes)), format_bytes(double(cap.total_bytes)),
+                     format_bytes(double(host_bytes)), format_bytes(double(cap.hbm_budget_bytes))),
+         "--offload-ratio",
+         movable <= 0 || movable_min > movable
+             ? std::string("lower --batch / --prompt-len / --gen-len")
+             : fmt::format("force at least {:.4f} (or drop --offload-ratio and let the budget decide), raise "
+                           "--gpu-memory, or lower --batch / --prompt-len / --gen-len",
+                           std::ceil(double(movable_min) / double(movable) * 1e4) / 1e4));
+  }
   if (host_bytes > profile.pinnable_host_bytes)
     fail(fmt::format("{} of weights and KV cache must live in host memory, but the hardware profile '{}' can pin "
                      "only {} (model + KV + workspace {}, HBM budget {})",
                      format_bytes(double(host_bytes)), profile.name, format_bytes(double(profile.pinnable_host_bytes)),
                      format_bytes(double(cap.total_bytes)), format_bytes(double(cap.hbm_budget_bytes))),
          "--gpu-memory / --offload-ratio",
-         "raise --gpu-memory, lower --batch / --prompt-len / --gen-len or the offload ratio, or use a machine "
-         "with more host memory");
+         "raise --gpu-memory, lower --batch / --prompt-len / --gen-len or the offload ratio, or use a profile "
+         "whose host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N` measures up to N GiB; the "
+         "compiled-in h200-default allows 120 GiB)");
 }
 
 }  // namespace dak

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "core/tiered_gemm_schedule.h"
 
@@ -46,6 +47,12 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
     fail(fmt::format("prompt {} + gen {} = {} positions exceed the model's context of {}", request_.shape.prompt_len,
                      request_.shape.gen_len, request_.shape.max_context(), config.max_position_embeddings),
          "--prompt-len / --gen-len", "plan a shorter prompt or generation");
+  }
+  if (request_.gpu_memory_bytes && *request_.gpu_memory_bytes > profile_.hbm_free_after_context_bytes) {
+    fail(fmt::format("an HBM budget of {} is more than the {} the profile '{}' has free after context creation",
+                     format_bytes(double(*request_.gpu_memory_bytes)),
+                     format_bytes(double(profile_.hbm_free_after_context_bytes)), profile_.name),
+         "--gpu-memory", "give at most the GPU's free memory, or use the profile of a larger GPU (--profile)");
   }
   graph_ = build_op_graph(config, request_.shape);
   capacity_ = compute_capacity(graph_, request_.gpu_memory_bytes.value_or(profile_.default_hbm_budget_bytes()));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/error.h"
@@ -67,6 +68,12 @@ std::string TieredGemmSchedule::to_string() const {
       "M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} host_ctas={}x{} stages hbm_ctas={}x{} stages cluster={}", M, N,
       K, m_host, tile.bm, tile.bn, TieredGemmTile::kBk, k_splits, host_ctas, host_stages, hbm_ctas, hbm_stages,
       cluster);
+}
+
+int64_t tiered_gemm_host_rows(double x, int64_t M, int64_t unit_rows) {
+  if (!(x > 0) || M < 1) return 0;
+  const int64_t unit = std::max<int64_t>(1, unit_rows);
+  return std::min(M, std::max<int64_t>(1, std::llround(x * double(M) / double(unit))) * unit);
 }
 
 TieredGemmTile choose_tiered_gemm_tile(int64_t N) {

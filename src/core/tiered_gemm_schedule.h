@@ -149,6 +149,11 @@ struct TieredGemmSchedule {
   std::string to_string() const;
 };
 
+/// Host rows of an M-row weight at offload fraction x in [0, 1], in whole units of `unit_rows` rows
+/// as the planner places them (StepShape::tile_rows, 128): the nearest number of units to
+/// x * M / unit_rows (halves away from zero), at least one unit when x > 0, at most M. Used by
+/// `dak bench gemm` (--host-rows tile) and `dak profile`'s GEMM sweep.
+int64_t tiered_gemm_host_rows(double x, int64_t M, int64_t unit_rows);
 /// Tile for N tokens: N <= 64 -> bm 64 and the smallest bn in {8, 16, 32, 64} >= N (the
 /// bandwidth path: the W tile dominates SMEM traffic); N > 64 -> (128, 128).
 TieredGemmTile choose_tiered_gemm_tile(int64_t N);

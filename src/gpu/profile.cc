@@ -10,6 +10,8 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/op_graph.h"
+#include "core/tiered_gemm_schedule.h"
 #include "gpu/bench.h"
 #include "gpu/bench_util.h"
 #include "gpu/cuda_check.h"
@@ -536,7 +538,7 @@ std::vector<GemmSweepResult> sweep_tiered_gemm(const std::vector<GemmShape>& sha
 
       std::vector<int64_t> done;  // host row counts measured for this (shape, N): one entry each
       for (double ratio : ratios) {
-        const int64_t m_host = std::clamp<int64_t>(std::llround(ratio * double(M)), 0, M);
+        const int64_t m_host = tiered_gemm_host_rows(ratio, M, StepShape{}.tile_rows);  // as the planner places rows
         if (std::find(done.begin(), done.end(), m_host) != done.end()) continue;
         done.push_back(m_host);
         const TieredGemmSchedule planned = plan_tiered_gemm(M, n, K, m_host, sm_count, limits);

@@ -102,7 +102,7 @@ TEST(CliBenchGemm, HostRowsAreWholeTilesAsThePlannerPlacesThem) {
   }
   const RunResult bad = run_dak("bench gemm --dry-run --models llama-2-7b --host-rows 64", kNoGpu);
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_TRUE(contains(bad.output, "--host-rows 64 is neither tile nor row")) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--host-rows '64' is neither tile nor row")) << bad.output;
 }
 
 TEST(CliBenchGemm, HostRowsAreTheRatioTimesMRoundedToTheNearestRowWithHostRowsRow) {

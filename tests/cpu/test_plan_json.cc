@@ -148,13 +148,36 @@ TEST(PlanCli, SweepPrintsGreedyAndUniform) {
   EXPECT_DOUBLE_EQ(j[1].at("ratio").get<double>(), 0.5);
   EXPECT_GE(j[1].at("speedup").get<double>(), 1.0);
   EXPECT_NE(dak_plan("--model opt-6.7b --sweep-ratios 0:abc:10").exit_code, 0);
-  // Ratios that need more pinned memory than the profile has are reported, not fatal.
+  EXPECT_NE(dak_plan("--model opt-6.7b --sweep-ratios nan").exit_code, 0);
+  const RunResult many = dak_plan("--model opt-6.7b --sweep-ratios 0:100:1e-9");
+  EXPECT_EQ(many.exit_code, 1) << many.output;
+  EXPECT_NE(many.output.find("more than 1001 points"), std::string::npos) << many.output;
+  // Ratios that need more pinned memory than the profile has, or leave more in HBM than the
+  // budget, are reported, not fatal: 131 GiB in all fits HBM at 0 % but not the 120 GiB of pins at
+  // 100 %; with 162 GiB (prompt 128) 0 % does not fit HBM.
   const RunResult big =
-      dak_plan("--model opt-30b --batch 512 --prompt-len 128 --sweep-ratios 0,100 --output json", false);
+      dak_plan("--model opt-30b --batch 512 --prompt-len 80 --sweep-ratios 0,100 --output json", false);
   ASSERT_EQ(big.exit_code, 0) << big.output;
   const nlohmann::json b = nlohmann::json::parse(big.output);
   EXPECT_FALSE(b[0].contains("refused"));
   EXPECT_NE(b[1].at("refused").get<std::string>().find("pin"), std::string::npos);
+  const RunResult tall =
+      dak_plan("--model opt-30b --batch 512 --prompt-len 128 --sweep-ratios 0,50 --output json", false);
+  ASSERT_EQ(tall.exit_code, 0) << tall.output;
+  const nlohmann::json t = nlohmann::json::parse(tall.output);
+  EXPECT_NE(t[0].at("refused").get<std::string>().find("more than the HBM budget"), std::string::npos);
+  EXPECT_FALSE(t[1].contains("refused"));
+}
+
+TEST(PlanCli, ForcedRatiosAndBudgetsMustFitTheGpu) {
+  RunResult r = dak_plan("--model llama-2-70b --batch 8 --gpu-memory 4GiB --offload-ratio 0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("more than the HBM budget of 4.00 GiB"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("force at least"), std::string::npos) << r.output;
+  r = dak_plan("--model llama-2-7b --gpu-memory 1TiB");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("free after context creation"), std::string::npos) << r.output;
+  EXPECT_EQ(dak_plan("--model llama-2-7b --gpu-memory 100GiB").exit_code, 0);
 }
 
 }  // namespace

@@ -186,3 +186,19 @@ TEST(TieredGemmSchedule, RefusesBadShapes) {
 }
 
 }  // namespace
+
+namespace {
+TEST(TieredGemmSchedule, HostRowsInWholeUnits) {
+  // The nearest number of 128-row units, at least one when x > 0, at most M.
+  EXPECT_EQ(dak::tiered_gemm_host_rows(0.0, 22016, 128), 0);
+  EXPECT_EQ(dak::tiered_gemm_host_rows(-0.5, 22016, 128), 0);
+  EXPECT_EQ(dak::tiered_gemm_host_rows(0.005, 22016, 128), 128);   // 110 rows: 0.86 units -> 1
+  EXPECT_EQ(dak::tiered_gemm_host_rows(0.02, 22016, 128), 384);    // 440 rows: 3.44 units -> 3
+  EXPECT_EQ(dak::tiered_gemm_host_rows(0.1, 22016, 128), 2176);    // 2201.6 rows: 17.2 -> 17
+  EXPECT_EQ(dak::tiered_gemm_host_rows(1e-9, 4096, 128), 128);     // any host share is one unit
+  EXPECT_EQ(dak::tiered_gemm_host_rows(1.0, 22016, 128), 22016);
+  EXPECT_EQ(dak::tiered_gemm_host_rows(0.999, 960, 128), 896);     // 7.49 units -> 7 of 7.5
+  EXPECT_EQ(dak::tiered_gemm_host_rows(1.0, 960, 128), 960);       // capped at M
+  EXPECT_EQ(dak::tiered_gemm_host_rows(0.5, 100, 128), 100);       // one unit, more than M
+}
+}  // namespace
