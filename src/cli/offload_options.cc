@@ -147,6 +147,12 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
              "--cpu-offload-gb", fmt::format("give at most {:.2f}", double(movable) / double(kGiB)));
       }
       req.gpu_memory_bytes = std::max<int64_t>(1, cap.total_bytes - host);
+      if (*req.gpu_memory_bytes > budget) {
+        fail(fmt::format("--cpu-offload-gb {} leaves {} in HBM, more than the {} budget of this GPU", a.cpu_offload_gib,
+                         format_bytes(double(*req.gpu_memory_bytes)), format_bytes(double(budget))),
+             "--cpu-offload-gb",
+             fmt::format("give at least {:.2f}", double(cap.total_bytes - budget) / double(kGiB) + 0.005));
+      }
     }
   }
   Plan plan = make_plan(config, profile, req);
