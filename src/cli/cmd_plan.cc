@@ -39,7 +39,9 @@ std::vector<double> parse_ratio_list(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != t.size() || !std::isfinite(v) || v < 0 || v > 100) fail(fmt::format("'{}' is not a percentage", t), where, fix);
+    if (used == 0 || used != t.size() || !std::isfinite(v) || v < 0 || v > 100) {
+      fail(fmt::format("'{}' is not a percentage", t), where, fix);
+    }
     return v;
   };
   std::vector<double> out;

@@ -71,10 +71,11 @@ OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
   // priced on the direct path whatever the mode.
   if (op.kind != OpKind::kLinear) mode = PathMode::kDirect;
   // Where staging is allowed, linears on the tiered GEMM's compute path (N > 64, 128 x 128 tiles)
-  // take it in every variant: next to compute-bound HBM tiles the direct path's host rows moved
-  // only 3.6-15 GB/s at x <= 10 % on the H200, far below the link rate the cost model assumes, and
-  // the staged path was faster at every measured x from 0.5 to 100 % (docs/micro-experiments.md,
-  // section 3).
+  // take it in every variant: next to compute-bound HBM tiles the direct path stays below what the
+  // cost model assumes (gate_up at N = 512 on the H200: 0.56-0.65 of ideal at 0.5-2 %, 0.91 at 10 %,
+  // after the session-6 fix of out-of-bounds TMA boxes; 3.6-15 GB/s of host reads before it), and
+  // end to end the staged plan won (Llama-2-7B batch 512 at 10 %: 43.49 ms vs 46.20 ms direct,
+  // whose prediction was 40.65; docs/micro-experiments.md section 3, docs/results.md).
   if (request_.allow_staged && op.kind == OpKind::kLinear && host_units > 0 &&
       choose_tiered_gemm_tile(op.n).bm == 128) {
     mode = PathMode::kStaged;

@@ -180,7 +180,8 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 /// - no host rows: every SM an HBM CTA with all stages of the ring in flight;
 /// - host rows: host CTAs = max(enough to keep min_inflight_bytes in flight with up to 4 stages
 ///   each, the host share of the compute ceil(m_host / M * grid)), capped by the host units and
-///   by grid - cluster when HBM rows remain (grid: sm_count, or the CTAs co-resident in clusters); stages per host CTA = the most that keep
+///   by grid - cluster when HBM rows remain (grid: sm_count, or the CTAs co-resident in
+///   clusters); stages per host CTA = the most that keep
 ///   host_clusters * stages * host_stage_inflight_bytes() <= inflight_cap_bytes (at least 1);
 ///   the remaining SMs are HBM CTAs (no more than the HBM units).
 /// - multicast: with the 128 x 128 tile (N > 64), host rows and at least 2 n-tiles, cluster = 4

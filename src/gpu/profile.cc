@@ -538,7 +538,8 @@ std::vector<GemmSweepResult> sweep_tiered_gemm(const std::vector<GemmShape>& sha
 
       std::vector<int64_t> done;  // host row counts measured for this (shape, N): one entry each
       for (double ratio : ratios) {
-        const int64_t m_host = tiered_gemm_host_rows(ratio, M, StepShape{}.tile_rows);  // as the planner places rows
+        // Host rows in the planner's units (whole 128-row tiles).
+        const int64_t m_host = tiered_gemm_host_rows(ratio, M, StepShape{}.tile_rows);
         if (std::find(done.begin(), done.end(), m_host) != done.end()) continue;
         done.push_back(m_host);
         const TieredGemmSchedule planned = plan_tiered_gemm(M, n, K, m_host, sm_count, limits);

@@ -12,6 +12,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/hardware_profile.h"
+#include "core/tiered_gemm_schedule.h"
 
 namespace dak {
 namespace {
@@ -113,6 +114,8 @@ TEST(HardwareProfile, TheMeasuredH200ProfileLoads) {
   EXPECT_EQ(m.sm_count, 132);
   EXPECT_EQ(m.host_inflight_cap_bytes, int64_t(1) << 20);
   EXPECT_EQ(h200().host_inflight_cap_bytes, m.host_inflight_cap_bytes);
+  // The tiered GEMM's compiled-in limits (the engine's schedules) carry the same cap.
+  EXPECT_EQ(TieredGemmLinkLimits{}.inflight_cap_bytes, h200().host_inflight_cap_bytes);
   EXPECT_NEAR(m.host_sm_read_gbps, 51.3, 0.1);
   EXPECT_FALSE(m.tiered_gemm.empty());
 }

@@ -3,8 +3,10 @@
 #                           on failure print the first errors and exit 1
 #   dak_build_probe         bench/tiered_gemm_probe.cu -> build-gpu/gemm_probe (-lineinfo, for Nsight
 #                           Compute), linked against the libraries dak_build left; exit 1 on failure
-#   dak_gpu_tests [SECONDS] every `gpu` test (SECONDS per test, default 60) into $OUT/gpu-tests.log,
-#                           then its summary lines
+#   dak_gpu_tests [SECONDS] [JOBS]  every `gpu` test (SECONDS per test, default 60; JOBS at a time,
+#                           default 1) into $OUT/gpu-tests.log, then its summary lines
+#   dak_gtest FILTER SECONDS  the dak_gpu_tests cases matching the gtest FILTER into $OUT/tests.txt,
+#                           then their pass / fail lines
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
 
@@ -23,9 +25,14 @@ dak_build_probe() {
 }
 
 dak_gpu_tests() {
-  local per_test=${1:-60}
-  DAK_REQUIRE_GPU=1 timeout 400 ctest --test-dir build-gpu -L gpu --timeout "$per_test" --output-on-failure \
+  local per_test=${1:-60} jobs=${2:-1}
+  DAK_REQUIRE_GPU=1 timeout 400 ctest --test-dir build-gpu -L gpu -j"$jobs" --timeout "$per_test" --output-on-failure \
     > "$OUT/gpu-tests.log" 2>&1
-  echo "gpu tests rc=$?"; grep -E "tests passed|\*\*\*Failed|Timeout|Exception" "$OUT/gpu-tests.log" | tail -n 20
+  echo "gpu tests rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "tests passed|\*\*\*Failed|Timeout|Exception" "$OUT/gpu-tests.log" | tail -n 20
   grep -E "Failure|Which is|differ" "$OUT/gpu-tests.log" | head -n 30
+}
+
+dak_gtest() {
+  DAK_REQUIRE_GPU=1 timeout "$2" build-gpu/tests/dak_gpu_tests --gtest_filter="$1" > "$OUT/tests.txt" 2>&1
+  echo "gpu tests $1 rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/tests.txt" | head -10
 }

@@ -7,8 +7,7 @@ set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
 dak_build_probe
-DAK_REQUIRE_GPU=1 timeout 60 build-gpu/tests/dak_gpu_tests --gtest_filter='TieredGemm*' > "$OUT/tests.txt" 2>&1
-echo "TieredGemm gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/tests.txt" | head -10
+dak_gtest 'TieredGemm*' 60
 timeout 40 build-gpu/gemm_probe 2>&1 | grep -E "splits= 1|splits= 2" | head -20
 d=build-gpu/dak
 timeout 50 $d bench gemm --quick --tokens 8 --json "$OUT/gemm-quick-n8.json" > /dev/null 2> "$OUT/quick.log"

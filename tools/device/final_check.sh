@@ -5,9 +5,7 @@
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
-DAK_REQUIRE_GPU=1 timeout 150 build-gpu/tests/dak_gpu_tests --gtest_filter='TieredGemm*:OffloadEngine*' \
-  > "$OUT/tests.txt" 2>&1; echo "TieredGemm + OffloadEngine gpu tests rc=$?"
-grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/tests.txt" | head -10
+dak_gtest 'TieredGemm*:OffloadEngine*' 150
 timeout 120 build-gpu/dak bench gemm --quick --json "$OUT/quick.json" > "$OUT/quick.txt" 2> "$OUT/quick.log"
 echo "bench gemm --quick rc=$?"; grep -E "^(B_g|B_h|multicast)|targets" "$OUT/quick.txt" | cut -c1-110
 python3 tools/device/summarize_gemm.py "quick=$OUT/quick.json"

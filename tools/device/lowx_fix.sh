@@ -8,8 +8,7 @@ set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
 dak_build_probe
-DAK_REQUIRE_GPU=1 timeout 200 build-gpu/tests/dak_gpu_tests --gtest_filter='TieredGemm*' > "$OUT/tests.txt" 2>&1
-echo "TieredGemm gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/tests.txt" | head -10
+dak_gtest 'TieredGemm*' 200
 echo "probe (args: M N K m_host max_cluster host_ctas host_stages)"
 for c in "448 512 4096 448 4 4 6" "464 512 4096 464 4 4 6" "512 512 4096 512 4 4 6" "448 512 4096 448 1 4 6" \
          "22016 512 4096 110 4 0 0" "22016 512 4096 440 4 0 0" "22016 512 4096 2202 4 0 0" "22016 512 4096 0 4 0 0"; do

@@ -23,9 +23,7 @@ bench() {  # label, seconds, flags...
   grep -E "error|fix" "$OUT/$label.log" | head -4
 }
 if [[ $parts == *tests* ]]; then
-  DAK_REQUIRE_GPU=1 timeout 200 build-gpu/tests/dak_gpu_tests --gtest_filter='TieredGemm*:OffloadEngine*' \
-    > "$OUT/tests.txt" 2>&1; echo "TieredGemm + OffloadEngine gpu tests rc=$?"
-  grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/tests.txt" | head -10
+  dak_gtest 'TieredGemm*:OffloadEngine*' 200
 fi
 if [[ $parts == *b512* ]]; then
   bench l7-b512 150 --model llama-2-7b --batch 512 --prompt-len 32 --gen-len 8 --offload-ratio 0,0.1,0.3,0.6

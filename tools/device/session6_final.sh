@@ -6,11 +6,7 @@
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
-DAK_REQUIRE_GPU=1 timeout 330 ctest --test-dir build-gpu -L gpu -j4 --timeout 200 --output-on-failure \
-  > "$OUT/gpu-tests.log" 2>&1
-echo "gpu tests rc=$? ($(( $(date +%s) - t0 )) s)"
-grep -E "tests passed|\*\*\*Failed|Timeout|Exception" "$OUT/gpu-tests.log" | tail -n 12
-grep -E "Failure|Which is|differ" "$OUT/gpu-tests.log" | head -n 20
+dak_gpu_tests 200 4
 d=build-gpu/dak
 timeout 150 $d bench gemm --quick --json "$OUT/gemm-quick.json" > "$OUT/quick.txt" 2> "$OUT/quick.log"
 echo "bench gemm --quick rc=$? ($(( $(date +%s) - t0 )) s)"; grep -iE "error" "$OUT/quick.log" | head -3

@@ -20,11 +20,13 @@
 // Multicast (schedule.cluster = C > 1, 128 x 128 tile): the grid runs in clusters of C CTAs (host
 // clusters first). In a cluster, CTA rank r loads rows [r * kBm / C, (r + 1) * kBm / C) of each W
 // tile of its side with a multicast TMA into the same stage of all C CTAs (one PCIe or L2 read per
-// tile and n-group) and its own x tile; each CTA's "full" barrier expects the whole stage, its "empty" barrier counts the
-// releases of the consumers of all C CTAs (a slot is refilled only when every CTA that receives
-// the multicast is done with it), consumers arrive on the empty barriers of every CTA of the
-// cluster, and a producer drains its ring (waits for the last releases) before exiting, so no CTA
-// leaves while a peer may still signal it. Barriers are initialized cluster-wide before any use.
+// tile and n-group) and its own x tile (a slice entirely past the side's last row loads rows of x
+// instead: never stored, and never a TMA box out of bounds); each CTA's "full" barrier expects the
+// whole stage, its "empty" barrier counts the releases of the consumers of all C CTAs (a slot is
+// refilled only when every CTA that receives the multicast is done with it), consumers arrive on
+// the empty barriers of every CTA of the cluster, and a producer drains its ring (waits for the
+// last releases) before exiting, so no CTA leaves while a peer may still signal it. Barriers are
+// initialized cluster-wide before any use.
 #pragma once
 
 #include <cuda.h>
