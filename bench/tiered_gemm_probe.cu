@@ -1,5 +1,5 @@
 // Diagnostic probe of the tiered GEMM at m_host = 0: time per GEMM and effective bandwidth of the
-// Llama-2-7B decode linears at N = 1 and 8 for k_splits in {default, 1, 2, 4}; 8 back-to-back
+// Llama-2-7B decode linears at N = 1 and 8 for k_splits in {default, 1, 2, 3, 4}, and fixed-cost shapes; 8 back-to-back
 // launches on distinct copies of W (more than L2), as in a decode graph, medians of 5.
 // `gemm_probe M N K splits stages` runs one case (for Nsight Compute). Prints one line per case.
 // `gemm_probe host M N K m_host max_cluster host_ctas host_stages` runs one GEMM with rows
@@ -82,13 +82,17 @@ int main(int argc, char** argv) {
   };
   std::vector<Case> cases;
   // The Llama-2-7B decode linears (qkv, o, gate_up, down, logits) at N = 1 and 8, every k_splits
-  // in {default, 1, 2, 4, 8}.
+  // in {default, 1, 2, 3, 4} at N = 8, the default at N = 1. Then shapes that separate the fixed
+  // cost of a launch from streaming (N = 8, one split): 132 tiles (one per SM) with K = 256 / 1024 /
+  // 4096 (4 to 64 k-blocks per CTA), 264 tiles (two full waves) and a single 64-row tile (one CTA's
+  // streaming rate).
   const int64_t shapes[][2] = {{12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008}, {32000, 4096}};
   for (const auto& mk : shapes) {
-    for (int64_t n : {1, 8}) {
-      for (int32_t sp : {0, 1, 2, 4}) cases.push_back({mk[0], n, mk[1], sp, 0});
-    }
+    for (int32_t sp : {0, 1, 2, 3, 4}) cases.push_back({mk[0], 8, mk[1], sp, 0});
+    cases.push_back({mk[0], 1, mk[1], 0, 0});
   }
+  const int64_t fixed_cost_shapes[][2] = {{8448, 256}, {8448, 1024}, {8448, 4096}, {16896, 4096}, {64, 4096}, {64, 16384}};
+  for (const auto& mk : fixed_cost_shapes) cases.push_back({mk[0], 8, mk[1], 1, 0});
   if (argc == 6) {  // one case: M N K splits stages (for Nsight Compute)
     cases = {{std::atoll(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]), std::atoi(argv[5])}};
   }

@@ -2,7 +2,7 @@
 // parsed GGUF (ModelConfig from metadata, HF tensor names and shapes, decoding of small tensors
 // including the Q/K un-permutation). Only dak::Error may escape the parsers.
 // dak-fuzz-sources: core/gguf.cc core/gguf_config.cc core/checkpoint.cc core/safetensors.cc
-// dak-fuzz-sources: core/model_config.cc
+// dak-fuzz-sources: core/model_config.cc core/json_file.cc
 #include <cstddef>
 #include <cstdint>
 #include <utility>

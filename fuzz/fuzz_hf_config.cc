@@ -1,6 +1,6 @@
 // libFuzzer target: ModelConfig::from_hf_json on arbitrary JSON documents (a Hugging Face
 // config.json), then validate() and to_json() of what it accepts. Only dak::Error may escape.
-// dak-fuzz-sources: core/model_config.cc
+// dak-fuzz-sources: core/model_config.cc core/json_file.cc
 #include <cstddef>
 #include <cstdint>
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace dak {
 
@@ -196,9 +197,8 @@ HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {
          "check the path given to --profile");
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded())
-    fail("hardware profile is not valid JSON", path.string(), "fix the syntax (compare profiles/h200-default.json)");
+  const json j = parse_json_text(ss.str(), "hardware profile", path.string(),
+                                 "fix the syntax (compare profiles/h200-default.json)");
   return from_json(j, path.string());
 }
 

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace dak {
 
@@ -358,9 +359,7 @@ ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
          "check the path; a Hugging Face model folder must contain config.json");
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    fail("config.json is not valid JSON", file.string(), "fix or re-download config.json");
+  const json j = parse_json_text(ss.str(), "config.json", file.string(), "fix or re-download config.json");
   return from_hf_json(j, file.string());
 }
 

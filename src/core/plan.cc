@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace dak {
 
@@ -255,8 +256,7 @@ Plan Plan::load(const std::string& path) {
   if (!f) fail(fmt::format("cannot read plan '{}'", path), path, "check the path");
   std::stringstream ss;
   ss << f.rdbuf();
-  json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) fail("plan file is not valid JSON", path, "regenerate it with `dak plan --output json`");
+  const json j = parse_json_text(ss.str(), "plan file", path, "regenerate it with `dak plan --output json`");
   return from_json(j, path);
 }
 

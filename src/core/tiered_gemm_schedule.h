@@ -6,10 +6,10 @@
 // tiles from row m_host), N into n-tiles of bn tokens, and K into k-blocks of bk = 64 elements.
 // The k-blocks are divided into k_splits contiguous ranges (split s covers
 // [s * k_blocks / S, (s + 1) * k_blocks / S)); a work unit is (m-tile, n-tile, split). With S > 1
-// the units of one output tile write fp32 partials and the last one to finish adds them in the
-// fixed order s = 0..S-1, so every output element is the same sum in the same order whatever
-// m_host is: k_splits depends only on (M, N, K, tile, SM count), never on m_host, so results are
-// bitwise identical for every offload ratio (split invariance).
+// the units of one output tile write fp32 partials and its last split (the reducer) waits for
+// them and adds them in the fixed order s = 0..S-1, so every output element is the same sum in
+// the same order whatever m_host is: k_splits depends only on (M, N, K, tile, SM count), never on
+// m_host, so results are bitwise identical for every offload ratio (split invariance).
 // CTAs: a persistent grid of host_ctas + hbm_ctas; CTA c < host_ctas is a host CTA for its whole
 // life and takes host units c, c + host_ctas, ...; the others take HBM units the same way.
 // Multicast (DESIGN.md §4, large N): with cluster = C > 1 the grid is launched in clusters of C

@@ -121,6 +121,16 @@ TEST(OpGraph, BadShapeIsAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
   }
+  StepShape t;
+  t.tile_rows = 1 << 20;  // more rows per unit than any weight has
+  try {
+    build_op_graph(shipped("llama-2-7b"), t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--tile-rows between 1 and 16384"), std::string::npos) << e.what();
+  }
+  t.tile_rows = 16384;
+  EXPECT_NO_THROW(build_op_graph(shipped("llama-2-7b"), t));
 }
 
 TEST(OpGraph, LocatorResolvesNamesPathsAndFolders) {

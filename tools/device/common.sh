@@ -5,6 +5,7 @@
 #                           Compute), linked against the libraries dak_build left; exit 1 on failure
 #   dak_gpu_tests [SECONDS] [JOBS]  every `gpu` test (SECONDS per test, default 60; JOBS at a time,
 #                           default 1) into $OUT/gpu-tests.log, then its summary lines
+#   dak_l7_decode NAME ENV GEMM  Llama-2-7B decode TPOT at batch 1 and 8 (below)
 #   dak_gtest FILTER SECONDS  the dak_gpu_tests cases matching the gtest FILTER into $OUT/tests.txt,
 #                           then their pass / fail lines
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
@@ -35,4 +36,13 @@ dak_gpu_tests() {
 dak_gtest() {
   DAK_REQUIRE_GPU=1 timeout "$2" build-gpu/tests/dak_gpu_tests --gtest_filter="$1" > "$OUT/tests.txt" 2>&1
   echo "gpu tests $1 rc=$?"; grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/tests.txt" | head -10
+}
+
+# dak_l7_decode NAME ENV GEMM: decode TPOT of Llama-2-7B (random weights, batch 1 and 8, prompt 32,
+# gen 32) with `--gemm GEMM` under the environment assignment ENV (e.g. DAK_NO_PDL=1, or X=1 for
+# none) into $OUT/l7-NAME.txt and $OUT/bench-l7-NAME.json; prints its rc and the two result rows.
+dak_l7_decode() {
+  env $2 timeout 45 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch 1,8 --prompt-len 32 \
+    --gen-len 32 --gemm "$3" --json "$OUT/bench-l7-$1.json" > "$OUT/l7-$1.txt" 2> /dev/null
+  echo "$1 rc=$?"; grep -E "^\| [0-9]+ \| 32 \| 32" "$OUT/l7-$1.txt"
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gpu/cuda_check.h"
+#include "gpu/launch.h"
 #include "gpu/kernels/reduce.cuh"
 
 namespace dak::gpu {
@@ -24,9 +25,7 @@ __device__ __forceinline__ float activate(float x, Activation a) {
 }
 
 __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_constant__ ActivationParams p) {
-  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
-  // it waits for this grid before reading our output.
-  cudaTriggerProgrammaticLaunchCompletion();
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const int64_t n = p.T * p.I;
   for (int64_t e = blockIdx.x * int64_t(kThreads) + threadIdx.x; e < n; e += int64_t(gridDim.x) * kThreads) {
     const int64_t t = e / p.I, i = e % p.I;
@@ -46,6 +45,7 @@ __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_const
 
 __global__ void __launch_bounds__(kThreads) add_bias_kernel(__nv_bfloat16* g_y, const __nv_bfloat16* g_bias, int64_t T,
                                                              int64_t M) {
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const int64_t n = T * M;
   for (int64_t e = blockIdx.x * int64_t(kThreads) + threadIdx.x; e < n; e += int64_t(gridDim.x) * kThreads) {
     g_y[e] = float_to_bf16(bf16_to_float(g_y[e]) + bf16_to_float(g_bias[e % M]));
@@ -58,13 +58,13 @@ unsigned grid_for(int64_t n) { return unsigned(std::clamp<int64_t>((n + kThreads
 
 void mlp_activation(const ActivationParams& p, cudaStream_t stream) {
   if (p.T <= 0 || p.I <= 0) return;
-  activation_kernel<<<grid_for(p.T * p.I), kThreads, 0, stream>>>(p);
+  launch_dependent(activation_kernel, dim3(grid_for(p.T * p.I)), dim3(kThreads), 0, stream, p);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 
 void add_bias_rows(__nv_bfloat16* g_y, const __nv_bfloat16* g_bias, int64_t T, int64_t M, cudaStream_t stream) {
   if (T <= 0 || M <= 0) return;
-  add_bias_kernel<<<grid_for(T * M), kThreads, 0, stream>>>(g_y, g_bias, T, M);
+  launch_dependent(add_bias_kernel, dim3(grid_for(T * M)), dim3(kThreads), 0, stream, g_y, g_bias, T, M);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

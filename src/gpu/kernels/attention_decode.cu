@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/launch.h"
 #include "gpu/kernels/reduce.cuh"
 
 namespace dak::gpu {
@@ -51,9 +52,7 @@ __device__ __forceinline__ void bf16x8_to_float(const uint4& raw, float* f) {
 
 __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const __grid_constant__ DecodeAttentionParams dp,
                                                                           bool vec) {
-  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
-  // it waits for this grid before reading our output.
-  cudaTriggerProgrammaticLaunchCompletion();
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const AttentionParams& p = dp.attn;
   extern __shared__ __align__(16) unsigned char s_raw[];
   const int D = p.head_dim, C = chunk_keys(D), Dp = staged_stride(D);
@@ -227,9 +226,7 @@ __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const 
 }
 
 __global__ void __launch_bounds__(kCombineThreads) attention_decode_combine_kernel(const __grid_constant__ DecodeAttentionParams dp) {
-  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
-  // it waits for this grid before reading our output.
-  cudaTriggerProgrammaticLaunchCompletion();
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const AttentionParams& p = dp.attn;
   const int h = blockIdx.x, seg = blockIdx.y, D = p.head_dim, S = dp.split.num_splits;
   if (p.segs.g_len[seg] == 0) return;
@@ -291,11 +288,11 @@ void attention_decode(const DecodeAttentionParams& dp, cudaStream_t stream) {
   const dim3 grid(unsigned(dp.split.num_splits), unsigned(p.num_kv_heads * head_chunks), unsigned(p.segs.num_segs));
   // 16-byte path: rows of D % 8 == 0 elements at 16-byte aligned tier bases (null tiers are unused).
   const bool vec = p.head_dim % 8 == 0 && p.kv.tiers_aligned16();
-  attention_decode_split_kernel<<<grid, kThreads, smem_bytes(p.head_dim), stream>>>(dp, vec);
+  launch_dependent(attention_decode_split_kernel, grid, dim3(kThreads), size_t(smem_bytes(p.head_dim)), stream, dp, vec);
   DAK_CUDA_CHECK(cudaGetLastError());
   if (dp.split.num_splits == 1) return;  // the split kernel wrote the output
   const dim3 grid_c(unsigned(p.num_heads), unsigned(p.segs.num_segs));
-  attention_decode_combine_kernel<<<grid_c, kCombineThreads, 0, stream>>>(dp);
+  launch_dependent(attention_decode_combine_kernel, grid_c, dim3(kCombineThreads), 0, stream, dp);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/launch.h"
 
 namespace dak::gpu {
 namespace {
@@ -13,6 +14,7 @@ constexpr int kThreads = 128;
 
 // Unit e of a token (a 16-byte chunk when vec, else an element) covers kv head e / units_per_head.
 __global__ void __launch_bounds__(kThreads) kv_append_kernel(const __grid_constant__ KvAppendParams p, bool vec) {
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const int64_t t = blockIdx.x;
   const int64_t slot = p.g_slots[t], pos = p.g_positions[t];
   if (slot < 0 || slot >= p.kv.batch || pos < 0 || pos >= p.kv.max_ctx) return;
@@ -59,7 +61,7 @@ void kv_append(const KvAppendParams& p, cudaStream_t stream) {
   const int64_t kvd = int64_t(kv.num_kv_heads) * kv.head_dim;
   const int64_t work = vec ? kvd / 8 : kvd;
   const int64_t ctas = std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, 65535);
-  kv_append_kernel<<<dim3(unsigned(p.T), unsigned(ctas)), kThreads, 0, stream>>>(p, vec);
+  launch_dependent(kv_append_kernel, dim3(unsigned(p.T), unsigned(ctas)), dim3(kThreads), 0, stream, p, vec);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

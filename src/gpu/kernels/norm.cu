@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "gpu/cuda_check.h"
+#include "gpu/launch.h"
 #include "gpu/kernels/reduce.cuh"
 
 namespace dak::gpu {
@@ -11,9 +12,7 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads) residual_norm_kernel(const __grid_constant__ NormParams p) {
-  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
-  // it waits for this grid before reading our output.
-  cudaTriggerProgrammaticLaunchCompletion();
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   __shared__ float s_scratch[32];
   const int64_t row = blockIdx.x;
   float* g_r = p.g_residual + row * p.C;                                // [C] fp32
@@ -74,9 +73,7 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float* f) {
 }
 
 __global__ void __launch_bounds__(kMaxVecThreads) residual_norm_vec_kernel(const __grid_constant__ NormParams p) {
-  // Lets a following programmatic-dependent launch (the tiered GEMM) start streaming its weights;
-  // it waits for this grid before reading our output.
-  cudaTriggerProgrammaticLaunchCompletion();
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   __shared__ float s_scratch[32];
   const int64_t row = blockIdx.x;
   const int chunks = int(p.C / kVec);
@@ -177,9 +174,9 @@ void residual_norm(const NormParams& p, cudaStream_t stream) {
     // Fewest chunks per thread: one per thread up to C = 8192, then two.
     const int64_t per_thread = (chunks + kMaxVecThreads - 1) / kMaxVecThreads;
     const int64_t threads = ((chunks + per_thread - 1) / per_thread + 31) / 32 * 32;
-    residual_norm_vec_kernel<<<unsigned(p.T), unsigned(threads), 0, stream>>>(p);
+    launch_dependent(residual_norm_vec_kernel, dim3(unsigned(p.T)), dim3(unsigned(threads)), 0, stream, p);
   } else {
-    residual_norm_kernel<<<unsigned(p.T), kThreads, 0, stream>>>(p);
+    launch_dependent(residual_norm_kernel, dim3(unsigned(p.T)), dim3(kThreads), 0, stream, p);
   }
   DAK_CUDA_CHECK(cudaGetLastError());
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "gpu/cuda_check.h"
+#include "gpu/launch.h"
 #include "gpu/kernels/reduce.cuh"
 
 namespace dak::gpu {
@@ -26,6 +27,7 @@ __device__ __forceinline__ void rotate_pair(__nv_bfloat16* g_head, int i, int ha
 }
 
 __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ RopeParams p) {
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const int64_t t = blockIdx.x;
   const int half = p.head_dim / 2;
   const float pos = float(p.g_positions[t]);
@@ -44,6 +46,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
 // chunks when vec, else elements; unit e belongs to kv head e / v_per_head).
 __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_constant__ RopeParams r,
                                                                   const __grid_constant__ KvAppendParams kv, bool vec) {
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const int64_t t = blockIdx.x;
   const int half = r.head_dim / 2;
   const float pos = float(r.g_positions[t]);
@@ -91,7 +94,7 @@ void apply_rope(const RopeParams& p, cudaStream_t stream) {
   // strided loop of one CTA per token costs one memory latency per iteration.
   const int64_t pairs = int64_t(p.num_q_heads + p.num_k_heads) * (p.head_dim / 2);
   const int64_t ctas = std::clamp<int64_t>((pairs + kThreads - 1) / kThreads, 1, 65535);
-  rope_kernel<<<dim3(unsigned(p.T), unsigned(ctas)), kThreads, 0, stream>>>(p);
+  launch_dependent(rope_kernel, dim3(unsigned(p.T), unsigned(ctas)), dim3(kThreads), 0, stream, p);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -113,7 +116,7 @@ void apply_rope_kv_append(const RopeParams& r, const KvAppendParams& kv, cudaStr
                    (addr(kv.g_qkv) | addr(kv.kv.h_v) | addr(kv.kv.g_v)) % 16 == 0;
   const int64_t work = int64_t(r.num_q_heads + r.num_k_heads) * (r.head_dim / 2) + (vec ? kvd / 8 : kvd);
   const int64_t ctas = std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, 65535);
-  rope_kv_append_kernel<<<dim3(unsigned(r.T), unsigned(ctas)), kThreads, 0, stream>>>(r, kv, vec);
+  launch_dependent(rope_kv_append_kernel, dim3(unsigned(r.T), unsigned(ctas)), dim3(kThreads), 0, stream, r, kv, vec);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

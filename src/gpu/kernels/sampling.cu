@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/launch.h"
 
 namespace dak::gpu {
 namespace {
@@ -50,6 +51,7 @@ union SampleSmem {
 };
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const __grid_constant__ SampleParams p) {
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   __shared__ SampleSmem s_tmp;
   __shared__ float s_f;
   __shared__ uint32_t s_u;
@@ -179,7 +181,7 @@ void sample_tokens(const SampleParams& p, cudaStream_t stream) {
   }
   if (p.B <= 0 || p.V <= 0) return;
   if (p.V > INT32_MAX) fail("vocabulary too large for GPU sampling", "sampling", "report this model to dak");
-  sample_kernel<<<unsigned(p.B), kThreads, 0, stream>>>(p);
+  launch_dependent(sample_kernel, dim3(unsigned(p.B)), dim3(kThreads), 0, stream, p);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/launch.h"
 
 namespace dak::gpu {
 namespace {
@@ -67,6 +68,7 @@ struct Work {
 template <int D>
 __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __grid_constant__ KernelParams p) {
   namespace ptx = cuda::ptx;
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   constexpr int kKSteps = D / 16;                         // k-steps of Q K^T
   constexpr int kNTiles = D / 8;                          // 8-column tiles of O
   constexpr int kRow = D + ta::kRowPad;                   // padded SMEM row, elements
@@ -340,6 +342,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
 /// One CTA per (head, sequence) with several live splits: out = sum_k 2^(m_k - M) O_k /
 /// sum_k 2^(m_k - M) l_k over the live splits in split order.
 __global__ void __launch_bounds__(kCombineThreads) tiered_attention_combine_kernel(const __grid_constant__ KernelParams p) {
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const TieredAttentionSchedule& s = p.s;
   const int64_t h = blockIdx.x, b = blockIdx.y, H = s.shape.num_heads;
   const int D = int(s.shape.head_dim), S = s.split.num_splits;
@@ -378,11 +381,12 @@ void launch(const KernelParams& kp, cudaStream_t stream) {
   const int64_t smem = kp.s.smem_bytes();
   DAK_CUDA_CHECK(
       cudaFuncSetAttribute(tiered_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  tiered_attention_kernel<D><<<unsigned(kp.s.host_ctas + kp.s.hbm_ctas), ta::kThreads, size_t(smem), stream>>>(kp);
+  launch_dependent(tiered_attention_kernel<D>, dim3(unsigned(kp.s.host_ctas + kp.s.hbm_ctas)), dim3(ta::kThreads), size_t(smem),
+                   stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
   if (kp.s.split.num_splits == 1) return;  // every row written by the split kernel
   const dim3 grid(unsigned(kp.s.shape.num_heads), unsigned(kp.s.shape.batch));
-  tiered_attention_combine_kernel<<<grid, kCombineThreads, 0, stream>>>(kp);
+  launch_dependent(tiered_attention_combine_kernel, grid, dim3(kCombineThreads), 0, stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -7,7 +7,8 @@
 // take the CTA's units in turn ("ping-pong"): their main loops run one after the other in ring
 // order, handed over by the `turn` mbarriers, so one group's epilogue (the split reduction's
 // fence, counter and partial reads, each a round trip through a saturated memory system) overlaps
-// the other group's main loop instead of stalling the ring.
+// the other group's main loop instead of stalling the ring. The split reduction has a fixed
+// reducer per tile (its last split), so only it waits, and it reads the partials in batches.
 // SMEM: sW [kBm, 64, kStages] and sX [kBn, 64, kStages] bf16, 128-byte swizzled K-major (the
 // wgmma operand layout, filled by TMA 2D tensor copies), one "full" and one "empty" mbarrier per
 // stage, one "turn" mbarrier per math group. The ring is kStages deep; a CTA uses only its side's
@@ -31,6 +32,7 @@
 
 #include <cuda.h>
 
+#include <cuda/atomic>
 #include <cuda/ptx>
 
 #include <cstdlib>
@@ -74,8 +76,7 @@ struct Config {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutX>> x;
     uint64_t full[kStages];
     uint64_t empty[kStages];
-    uint64_t turn[kMathGroups];       // group g may start its next main loop (kMathGroups > 1)
-    int32_t last_split[kMathGroups];  // broadcast per group: it finishes the tile's reduction
+    uint64_t turn[kMathGroups];  // group g may start its next main loop (kMathGroups > 1)
   };
   static constexpr size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
 
@@ -334,33 +335,60 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
     const int64_t tile_n0 = n_tile * kBn;
     if (s.k_splits > 1) {
+      // The split reduction. The tile's last split (S - 1) is its reducer: the others store their
+      // fp32 partial, and thread 0 makes it visible GPU-wide (the CTA barrier orders every thread's
+      // partial before its cumulative fence) and counts it with a fire-and-forget atomic; the
+      // reducer's thread 0 waits for S - 1 counts (acquire), resets the counter for the next run,
+      // and the barrier passes that on. The reducer then reads the partials in batches of
+      // kSplitBatch splits (one L2 round trip per batch, every fragment at once) and adds them in
+      // split order 0, 1, ..., S - 1 from 0.0f, its own accumulator last: the same sum, in the same
+      // order, whichever CTA computes which split, so y does not depend on m_host. The splits of a
+      // tile are consecutive units (neighbouring CTAs, the same round), so the wait is short; every
+      // CTA of the grid is resident, so it ends.
       const int64_t tile = s.output_tile(host_side, unit.m_tile, n_tile);
       float* g_part = p.g_partials + tile * s.k_splits * (kBm * kBn);
+      const int64_t reducer = s.k_splits - 1;
+      if (unit.split != reducer) {
 #pragma unroll
-      for (int i = 0; i < kFrag; ++i) g_part[(unit.split * kFrag + i) * kConsumerThreads + ctid] = acc(i);
-      // Release: the CTA barrier orders every thread's partial before thread 0's (cumulative) GPU
-      // fence and counter increment. Acquire: the last split's thread 0 fences after seeing the
-      // count, and the barrier passes that on to the other threads, which read through L2.
-      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
-      if (ctid == 0) {
-        __threadfence();
-        const int32_t done = atomicAdd(&p.g_counters[tile], 1);
-        smem.last_split[group] = done == s.k_splits - 1;
-        if (done == s.k_splits - 1) {
-          p.g_counters[tile] = 0;  // ready for the next run
+        for (int i = 0; i < kFrag; ++i) g_part[(unit.split * kFrag + i) * kConsumerThreads + ctid] = acc(i);
+        cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
+        if (ctid == 0) {
           __threadfence();
+          atomicAdd(&p.g_counters[tile], 1);  // result unused: a reduction, no round trip
         }
+        continue;
+      }
+      if (ctid == 0) {
+        cuda::atomic_ref<int32_t, cuda::thread_scope_device> count(p.g_counters[tile]);
+        while (count.load(cuda::memory_order_acquire) < reducer) {
+        }
+        __threadfence();  // the barrier below passes the acquire on to the group's other threads
+        count.store(0, cuda::memory_order_relaxed);  // ready for the next run (ordered by the kernel boundary)
       }
       cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
-      if (!smem.last_split[group]) continue;
+      constexpr int kSplitBatch = kFrag >= 16 ? 1 : 16 / kFrag;  // <= 16 partial registers per thread
+      float sum[kFrag];
 #pragma unroll
-      for (int i = 0; i < kFrag; ++i) {
-        float v = 0.0f;
-        for (int64_t sp = 0; sp < s.k_splits; ++sp) {
-          v += sp == unit.split ? acc(i) : __ldcg(&g_part[(sp * kFrag + i) * kConsumerThreads + ctid]);
+      for (int i = 0; i < kFrag; ++i) sum[i] = 0.0f;
+      for (int64_t sp0 = 0; sp0 < reducer; sp0 += kSplitBatch) {
+        float part[kSplitBatch][kFrag];
+#pragma unroll
+        for (int b = 0; b < kSplitBatch; ++b) {
+#pragma unroll
+          for (int i = 0; i < kFrag; ++i) {
+            part[b][i] = sp0 + b < reducer ? __ldcg(&g_part[((sp0 + b) * kFrag + i) * kConsumerThreads + ctid]) : 0.0f;
+          }
         }
-        acc(i) = v;
+#pragma unroll
+        for (int b = 0; b < kSplitBatch; ++b) {
+#pragma unroll
+          for (int i = 0; i < kFrag; ++i) {
+            if (sp0 + b < reducer) sum[i] += part[b][i];
+          }
+        }
       }
+#pragma unroll
+      for (int i = 0; i < kFrag; ++i) acc(i) = sum[i] + acc(i);
     }
 #pragma unroll
     for (int i = 0; i < kFrag; ++i) {

@@ -1,0 +1,60 @@
+// Kernel launches with programmatic dependent launch (PDL, CUDA 12+ on sm_90): a kernel launched
+// by launch_dependent() may be scheduled while the previous kernel on the stream (inside CUDA
+// graphs too) is still running, as soon as that kernel has called
+// cudaTriggerProgrammaticLaunchCompletion() (every dak kernel of the decode step does so first);
+// its CTAs then sit resident until the previous grid has completed and its writes are visible.
+// What it saves: the CTA launch latency between two dependent kernels of the decode step (the
+// small kernels between the GEMMs: norm, RoPE / KV append, attention, activation), and it lets the
+// tiered GEMM after them start streaming W during their run (docs/perf-notes.md, session 7).
+// Contract for a kernel launched this way: it calls dependency_wait() before its first access to
+// global memory that a previous kernel may write or read (dak's kernels call it first thing).
+// DAK_NO_PDL=1 in the environment launches in plain stream order (for A/B measurements), as for
+// the tiered GEMM.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <utility>
+
+#include "gpu/cuda_check.h"
+
+namespace dak::gpu {
+
+/// True unless DAK_NO_PDL is set in the environment (read once per process).
+inline bool pdl_enabled() {
+  static const bool on = std::getenv("DAK_NO_PDL") == nullptr;
+  return on;
+}
+
+/// Launches `kernel<<<grid, block, smem_bytes, stream>>>(args...)` with programmatic stream
+/// serialization (see the file comment). Throws dak::Error if the launch fails (bad configuration,
+/// no device).
+template <class... KernelArgs, class... Args>
+void launch_dependent(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                      Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem_bytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  DAK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+#if defined(__CUDACC__)
+/// Device side of the contract: lets the next kernel be scheduled (cudaTriggerProgrammaticLaunch
+/// Completion) and waits until the previous grid has completed and its memory is visible
+/// (cudaGridDependencySynchronize; returns at once when the kernel was launched in plain stream
+/// order). Call it before the first global memory access.
+__device__ __forceinline__ void dependency_wait() {
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+}
+#endif
+
+}  // namespace dak::gpu

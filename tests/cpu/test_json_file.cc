@@ -1,0 +1,57 @@
+// JSON syntax errors in user files say where: line and column (core/json_file.h), for the three
+// loaders that read them (config.json, hardware profiles, plans).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/hardware_profile.h"
+#include "core/json_file.h"
+#include "core/model_config.h"
+#include "core/plan.h"
+#include "error_test_util.h"
+
+namespace {
+
+using dak::testing::expect_error;
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  const std::filesystem::path p = std::filesystem::temp_directory_path() / ("dak_test_json_file_" + name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(JsonFile, ParsesValidText) {
+  const nlohmann::json j = dak::parse_json_text("{\"a\": [1, 2]}", "test file", "t.json", "fix it");
+  EXPECT_EQ(j["a"][1], 2);
+}
+
+TEST(JsonFile, SyntaxErrorsGiveLineAndColumn) {
+  // The stray comma ends line 2; the parser stops at the closing brace on line 3, column 1.
+  expect_error([] { dak::parse_json_text("{\n  \"a\": 1,\n}\n", "test file", "t.json", "fix it"); },
+               {"test file is not valid JSON", "line 3, column 1", "t.json", "fix it"});
+  // A missing value after the colon: line 1, column 7 (the closing brace).
+  expect_error([] { dak::parse_json_text("{\"a\": }", "test file", "t.json", "fix it"); },
+               {"line 1, column 7"});
+  // Truncated input: the end of the text.
+  expect_error([] { dak::parse_json_text("{\"a\": [1,\n 2", "test file", "t.json", "fix it"); },
+               {"not valid JSON", "line 2"});
+  expect_error([] { dak::parse_json_text("", "test file", "t.json", "fix it"); }, {"line 1, column 1"});
+}
+
+TEST(JsonFile, LoadersReportTheLocation) {
+  const auto profile = write_temp("profile.json", "{\n  \"name\": \"x\",\n  \"hbm\": {\n    \"bandwidth\" 4.6\n  }\n}\n");
+  expect_error([&] { dak::HardwareProfile::load(profile); },
+               {"hardware profile is not valid JSON", "line 4", profile.string(), "h200-default.json"});
+  const auto config = write_temp("config.json", "{\"hidden_size\": 64,, \"model_type\": \"llama\"}");
+  expect_error([&] { dak::ModelConfig::from_hf_file(config); },
+               {"config.json is not valid JSON", "line 1, column 20", config.string()});
+  const auto plan = write_temp("plan.json", "[\n");
+  expect_error([&] { dak::Plan::load(plan.string()); }, {"plan file is not valid JSON", "line 2", plan.string()});
+  std::filesystem::remove(profile);
+  std::filesystem::remove(config);
+  std::filesystem::remove(plan);
+}
+
+}  // namespace
