@@ -106,14 +106,17 @@ struct TieredAttentionSplit {
 
 /// Congestion-control inputs from the hardware profile (hardware_profile.h, host_link).
 struct TieredAttentionLinkLimits {
-  int64_t inflight_cap_bytes = 256 << 10;      // host bytes in flight GPU-wide before HBM reads slow down
+  int64_t inflight_cap_bytes = 512 << 10;      // host bytes in flight GPU-wide (measured best, see below)
   int64_t cta_inflight_cap_bytes = 192 << 10;  // host bytes in flight per host CTA (ring depth limit)
 };
 
-/// From the profile's host_link: inflight_cap_bytes, but at most the default 256 KiB (the link
-/// saturates there, and the host KV reads measured 98-99 % of B_h with it on the H200, so a larger
-/// cap, e.g. the profile's measured 1 MiB, would only take SMs from the HBM side), and
-/// max_stages_per_cta * stage_bytes per CTA (the defaults where the profile has no value).
+/// From the profile's host_link: inflight_cap_bytes, but at most the default 512 KiB, and
+/// max_stages_per_cta * stage_bytes per CTA (the defaults where the profile has no value). The
+/// 512 KiB were measured on the H200 (session 7, `dak bench attention`, Llama-2-7B, context 4096,
+/// host CTAs x steps): at the balance point (1 of 64 / 6 of 512 sequences on the host, where the
+/// host side binds beside a busy HBM side) 4 x 2 (256 KiB) reached 83 / 80 % of ideal, 8 x 2 and
+/// 4 x 4 (512 KiB) 99 / 95 %, 8 x 4 and 16 x 2 (1 MiB, the GEMM's cap) 99 / 69-87 %; at 1/8 of the
+/// batch on the host 98 % -> 100 %.
 TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& profile);
 
 /// A complete launch description, built by plan_tiered_attention(); `dak profile` or the
