@@ -1,6 +1,6 @@
 // libFuzzer target: SafetensorsFile::parse on arbitrary bytes (then decoding of small tensors),
 // and the same bytes as a model.safetensors.index.json document. Only dak::Error may escape.
-// dak-fuzz-sources: core/safetensors.cc
+// dak-fuzz-sources: core/safetensors.cc core/json_file.cc
 #include <cstddef>
 #include <cstdint>
 #include <vector>

@@ -191,14 +191,8 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
 }
 
 HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in)
-    fail(fmt::format("cannot read hardware profile '{}'", path.string()), path.string(),
-         "check the path given to --profile");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json j = parse_json_text(ss.str(), "hardware profile", path.string(),
-                                 "fix the syntax (compare profiles/h200-default.json)");
+  const json j = read_json_file(path, "hardware profile",
+                                "check the path given to --profile; fix the JSON (compare profiles/h200-default.json)");
   return from_json(j, path.string());
 }
 

@@ -4,27 +4,84 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <fstream>
+#include <sstream>
+#include <system_error>
 
 #include "core/error.h"
 
 namespace dak {
+namespace {
+
+/// 1-based line and column (in UTF-8 characters, a leading BOM not counted) of byte `at` of `text`.
+std::pair<size_t, size_t> line_column(const std::string& text, size_t at) {
+  at = std::min(at, text.size());
+  size_t line = 1, column = 1;
+  const size_t start = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  for (size_t i = start; i < at; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else if ((c & 0xC0) != 0x80) {  // not a UTF-8 continuation byte
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& what, const std::string& path,
                                const std::string& fix) {
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto [line, column] = line_column(text, nul);
+    fail(fmt::format("{} is not JSON text: a NUL byte at line {}, column {} (binary data?)", what, line, column),
+         path, fix);
+  }
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte: 1-based index of the byte where parsing stopped (past the end for truncated input).
-    const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    const size_t line = 1 + size_t(std::count(text.begin(), text.begin() + ptrdiff_t(at), '\n'));
-    const size_t line_start = text.rfind('\n', at > 0 ? at - 1 : 0);
-    const size_t column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
+    const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string msg = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L, column C: ".
     const size_t colon = msg.find(": ", msg.find("column"));
     if (colon != std::string::npos) msg = msg.substr(colon + 2);
+    if (msg.size() > 200) msg = msg.substr(0, 197) + "...";
     fail(fmt::format("{} is not valid JSON: line {}, column {}: {}", what, line, column, msg), path, fix);
+  } catch (const nlohmann::json::out_of_range& e) {
+    std::string msg = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+    const size_t bracket = msg.find("] ");
+    if (bracket != std::string::npos) msg = msg.substr(bracket + 2);
+    if (msg.size() > 200) msg = msg.substr(0, 197) + "...";
+    fail(fmt::format("{} has a number out of range: {}", what, msg), path, fix);
   }
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what, const std::string& fix) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    fail(fmt::format("cannot read {} '{}': no such file", what, path.string()), path.string(), fix);
+  }
+  if (std::filesystem::is_directory(status)) {
+    fail(fmt::format("{} '{}' is a directory, not a JSON file", what, path.string()), path.string(), fix);
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    fail(fmt::format("{} '{}' is not a regular file", what, path.string()), path.string(), fix);
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && int64_t(size) > kMaxJsonFileBytes) {
+    fail(fmt::format("{} '{}' is {} bytes, more than the {} MiB dak reads as JSON", what, path.string(), size,
+                     kMaxJsonFileBytes >> 20),
+         path.string(), fix);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(fmt::format("cannot read {} '{}'", what, path.string()), path.string(), fix);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_json_text(ss.str(), what, path.string(), fix);
 }
 
 }  // namespace dak

@@ -1,17 +1,31 @@
-// Parsing of user-supplied JSON files (config.json, hardware profiles, plans) with errors that say
-// where the syntax breaks.
+// Reading and parsing of user-supplied JSON files (config.json, hardware profiles, plans) with
+// errors that say what is wrong and where the syntax breaks.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <filesystem>
 #include <string>
 
 namespace dak {
 
+/// Largest JSON file dak reads (64 MiB): a config.json, profile or plan is a few hundred KiB at
+/// most; the limit keeps a device file or a wrong path (e.g. /dev/zero) from being read forever.
+constexpr int64_t kMaxJsonFileBytes = int64_t(64) << 20;
+
 /// Parses `text`, the contents of the JSON file `path` (`what` names it in messages, e.g.
-/// "hardware profile"). Throws dak::Error on a syntax error: "<what> is not valid JSON: line L,
-/// column C: <the parser's message>", located at `path`, with `fix` as the remedy.
+/// "hardware profile"). Throws dak::Error, located at `path` with `fix` as the remedy, for:
+/// a syntax error ("<what> is not valid JSON: line L, column C: <the parser's message>"; columns
+/// count UTF-8 characters, a leading byte-order mark not included; the message is cut to 200
+/// characters), a NUL byte (binary data, not JSON text), and a number outside the range of a
+/// double (e.g. 1e400).
 nlohmann::json parse_json_text(const std::string& text, const std::string& what, const std::string& path,
                                const std::string& fix);
+
+/// Reads the regular file `path` (at most kMaxJsonFileBytes) and parses it with parse_json_text.
+/// Throws dak::Error for a missing or unreadable file, a directory or other non-regular file, a
+/// file above the size limit, and everything parse_json_text refuses.
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what, const std::string& fix);
 
 }  // namespace dak

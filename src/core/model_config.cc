@@ -353,13 +353,9 @@ ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
   std::filesystem::path file = path;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) file = path / "config.json";
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    fail("cannot open config file", file.string(),
-         "check the path; a Hugging Face model folder must contain config.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json j = parse_json_text(ss.str(), "config.json", file.string(), "fix or re-download config.json");
+  const json j = read_json_file(
+      file, "config file",
+      "check the path (a Hugging Face model folder must contain config.json); fix or re-download config.json");
   return from_hf_json(j, file.string());
 }
 

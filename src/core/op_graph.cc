@@ -254,7 +254,7 @@ double OpGraph::step_model_bytes() const {
 OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   const std::string where = "step shape";
   auto require_positive = [&](int64_t v, const char* what) {
-    if (v < 1) fail(fmt::format("{} must be at least 1, got {}", what, v), where, "pass a positive value");
+    if (v < 1) fail(fmt::format("{} must be at least 1, got {}", what, v), where, fmt::format("pass a positive {}", what));
   };
   require_positive(shape.batch, "batch");
   require_positive(shape.prompt_len, "prompt length");
@@ -263,7 +263,7 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   require_positive(shape.tile_n, "tile tokens");
   if (shape.tile_rows > 16384) {
     fail(fmt::format("tile rows {} is more than the planner supports (16384)", shape.tile_rows), where,
-         "pass --tile-rows between 1 and 16384 (the tiered GEMM places host rows in 128-row tiles)");
+         "pass --tile-rows between 1 and 16384 (default 128: the rows of one tiered GEMM tile)");
   }
   // NOTE: KV placement is quantized to whole sequences, so the allocators' work grows with the
   // batch; 65536 sequences is far beyond any single-GPU decode batch.

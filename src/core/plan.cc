@@ -19,7 +19,7 @@ using nlohmann::json;
 class Reader {
  public:
   Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
-    if (!j_.is_object()) bad("", "is not a JSON object");
+    if (!j_.is_object()) fail("plan data is not a JSON object", where_, "regenerate the plan with `dak plan --output json`");
   }
   const json& at(const std::string& key) const {
     if (!j_.contains(key)) bad(key, "is missing");
@@ -222,6 +222,8 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   pi.allocator = parse_allocator(in.str("allocator"), in.where());
   pi.allow_staged = in.boolean("allow_staged");
   pi.tile_rows = in.i64("tile_rows"), pi.tile_n = in.i64("tile_n");
+  if (pi.tile_rows < 1 || pi.tile_rows > 16384) in.bad("tile_rows", "must be in [1, 16384]");
+  if (pi.tile_n < 1) in.bad("tile_n", "must be positive");
   pi.staging_chunk_bytes = in.i64("staging_chunk_bytes"), pi.staging_ring_bytes = in.i64("staging_ring_bytes");
   pi.profile_name = in.str("profile_name");
   pi.profile_version = in.i64("profile_version");
@@ -252,11 +254,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
 }
 
 Plan Plan::load(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) fail(fmt::format("cannot read plan '{}'", path), path, "check the path");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json j = parse_json_text(ss.str(), "plan file", path, "regenerate it with `dak plan --output json`");
+  const json j = read_json_file(path, "plan file", "check the path; regenerate it with `dak plan --output json`");
   return from_json(j, path);
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace dak {
 
@@ -205,19 +206,8 @@ SafetensorsIndex SafetensorsIndex::from_json(const nlohmann::json& j, const std:
 }
 
 SafetensorsIndex SafetensorsIndex::read(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fail("cannot open safetensors index", path.string(), "check that the file exists and is readable");
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("safetensors index is not valid JSON: ") + e.what(), path.string(),
-         "re-download model.safetensors.index.json");
-  }
+  const nlohmann::json j = read_json_file(path, "safetensors index",
+                                          "check the path; re-download model.safetensors.index.json");
   return from_json(j, path.string());
 }
 
