@@ -93,11 +93,12 @@ CostModel::Work CostModel::work(const Op& op, int64_t host_units) const {
   w.t_item = op.flops / items_total / r_sm;
   w.items_host = units > 0 ? double(host_units * op.items_per_unit) : 0.0;
   w.items_hbm = items_total - w.items_host;
+  w.hbm_fraction = op.kind == OpKind::kLinear ? p.linear_hbm_fraction : 1.0;
   return w;
 }
 
-OpCost CostModel::finish(OpCost c, int64_t kernels) const {
-  c.overhead_s += double(kernels) * profile_.kernel_overhead_us * 1e-6;
+OpCost CostModel::finish(OpCost c, int64_t kernels, int64_t copy_nodes) const {
+  c.overhead_s += (double(kernels) * profile_.step_overhead_us() + double(copy_nodes) * profile_.kernel_overhead_us) * 1e-6;
   const double body = std::max({c.compute_s, c.hbm_s, c.host_s});
   if (c.host_s > 0 && c.host_s >= c.hbm_s && c.host_s >= c.compute_s)
     c.bound = Bound::kHostLink;
@@ -124,7 +125,7 @@ OpCost CostModel::direct(const Op& op, const Work& w, bool all_host) const {
     c.path = DataPath::kDirect;
     c.compute_s = ceil_div(w.items_host, double(n_h)) * w.t_item;
     if (w.items_hbm > 0) c.compute_s = std::max(c.compute_s, ceil_div(w.items_hbm, double(n_g)) * w.t_item);
-    c.hbm_s = w.hbm_bytes / hs.hbm_bps;
+    c.hbm_s = w.hbm_bytes / (hs.hbm_bps * w.hbm_fraction);
     c.host_s = w.host_bytes / hs.link_bps;
     c.host_ctas = n_h;
     c.stages_per_cta = hs.stages;
@@ -146,13 +147,13 @@ OpCost CostModel::staged(const Op& op, const Work& w) const {
   c.path = DataPath::kStaged;
   c.compute_s = ceil_div(w.items_host + w.items_hbm, double(p.sm_count)) * w.t_item;
   // Every staged byte is written to the HBM ring by the copy engine and read back by the SMs.
-  const double hbm_bps = p.hbm_read_gbps * (1.0 - p.hbm_slowdown_during_copy) * 1e9;
+  const double hbm_bps = p.hbm_read_gbps * (1.0 - p.hbm_slowdown_during_copy) * w.hbm_fraction * 1e9;
   c.hbm_s = (w.hbm_bytes + 2.0 * w.host_bytes) / hbm_bps;
   const double ce_bps = p.host_copy_engine_gbps * 1e9;
   c.host_s = w.host_bytes / ce_bps;
   c.overhead_s = std::min(w.host_bytes, double(params_.staging_chunk_bytes)) / ce_bps;  // first chunk, not overlapped
   c.host_step_bytes = w.host_bytes;
-  return finish(c, op.kernels + 1);  // + the copy node
+  return finish(c, op.kernels, 1);  // + the copy node
 }
 
 OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
@@ -164,7 +165,7 @@ OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
   if (host_units == 0) {
     OpCost c;
     c.compute_s = ceil_div(w.items_hbm, double(profile_.sm_count)) * w.t_item;
-    c.hbm_s = w.hbm_bytes / (profile_.hbm_read_gbps * 1e9);
+    c.hbm_s = w.hbm_bytes / (profile_.hbm_read_gbps * w.hbm_fraction * 1e9);
     return finish(c, op.kernels);
   }
   if (path == DataPath::kStaged) return staged(op, w);

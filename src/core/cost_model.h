@@ -3,15 +3,17 @@
 // For operator i with step bytes C_i, a fraction x_i = host rows / split rows on the host:
 //
 //   direct path (SMs read host tiles by TMA):
-//     T_i = max(T_comp, ((1 − x)·C + F + A) / (B_g·φ(f)), x·C / B_h(f)) + k·t_launch
+//     T_i = max(T_comp, ((1 − x)·C + F + A) / (η·B_g·φ(f)), x·C / B_h(f)) + k·t_step
 //     T_comp = max(ceil(I_h / n_h)·t_item, ceil(I_g / n_g)·t_item)      (host rows only on host CTAs)
 //   staged path (copy engine streams host bytes through a small HBM ring while the op runs):
-//     T_i = max(T_comp(all SMs), (C + x·C + F + A) / (B_g·(1 − s_copy)), x·C / B_ce)
-//           + min(x·C, chunk) / B_ce + (k + 1)·t_launch
-//   no host bytes: T_i = max(T_comp(all SMs), (C + F + A) / B_g) + k·t_launch
+//     T_i = max(T_comp(all SMs), (C + x·C + F + A) / (η·B_g·(1 − s_copy)), x·C / B_ce)
+//           + min(x·C, chunk) / B_ce + k·t_step + t_launch
+//   no host bytes: T_i = max(T_comp(all SMs), (C + F + A) / (η·B_g)) + k·t_step
 //
 // with F the HBM-only weight bytes (norms, biases), A the activation bytes, k the operator's kernel
-// count, t_launch the profile's per-kernel overhead. Compute: I work items (tile rows × N tiles for
+// count, t_step the profile's step_kernel_overhead_us (a kernel of the decode step's dependent
+// chain), t_launch its kernel_overhead_us (the staged path's copy node, off that chain), η the
+// profile's linear_hbm_fraction for linear layers (1 for the other operators). Compute: I work items (tile rows × N tiles for
 // a linear, sequences × kv heads for attention), t_item = FLOPs per item / r, r the per-SM bf16 rate
 // of the profile's shape class (tokens N; attention with g < mma_min_rows query rows per KV head
 // at g / mma_min_rows of it). Host CTAs: n_h of the SMs, chosen to minimize T_i; each keeps
@@ -87,11 +89,12 @@ class CostModel {
     double host_bytes = 0, hbm_bytes = 0;  // step bytes crossing the link / read from HBM
     double items_host = 0, items_hbm = 0;  // CTA work items per side
     double t_item = 0;                     // seconds per work item on one SM
+    double hbm_fraction = 1;               // η: the profile's linear_hbm_fraction for linears, else 1
   };
   Work work(const Op& op, int64_t host_units) const;
   OpCost direct(const Op& op, const Work& w, bool all_host) const;
   OpCost staged(const Op& op, const Work& w) const;
-  OpCost finish(OpCost c, int64_t kernels) const;
+  OpCost finish(OpCost c, int64_t kernels, int64_t copy_nodes = 0) const;
 
   HardwareProfile profile_;
   CostParams params_;

@@ -119,6 +119,14 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   const std::string wk = where + ": compute";
   const json& comp = member(j, "compute", where);
   p.kernel_overhead_us = positive_number(comp, "kernel_overhead_us", wk, true);
+  // Optional (profiles written before session 7 lack them): the per-kernel cost inside a decode
+  // step's dependent chain, and the rate of memory-bound linears relative to B_g.
+  if (comp.contains("step_kernel_overhead_us"))
+    p.step_kernel_overhead_us = positive_number(comp, "step_kernel_overhead_us", wk);
+  p.linear_hbm_fraction = comp.contains("linear_hbm_fraction") ? positive_number(comp, "linear_hbm_fraction", wk) : 1.0;
+  if (p.linear_hbm_fraction > 1)
+    fail(fmt::format("compute.linear_hbm_fraction {} is above 1", p.linear_hbm_fraction), wk,
+         "give the fraction of hbm.read_gbps a memory-bound linear layer reaches (0 < f <= 1)");
   p.mma_min_rows = positive_int(comp, "mma_min_rows", wk);
   const json& rates = member(comp, "tensor_tflops", wk);
   if (!rates.is_array() || rates.empty()) fail("compute.tensor_tflops must be a non-empty array", wk, "list classes");
@@ -247,9 +255,13 @@ json HardwareProfile::to_json() const {
         {"hbm_slowdown_during_copy", hbm_slowdown_during_copy}}},
       {"contention", cont},
       {"compute",
-       {{"kernel_overhead_us", kernel_overhead_us}, {"mma_min_rows", mma_min_rows}, {"tensor_tflops", rates}}},
+       {{"kernel_overhead_us", kernel_overhead_us},
+        {"linear_hbm_fraction", linear_hbm_fraction},
+        {"mma_min_rows", mma_min_rows},
+        {"tensor_tflops", rates}}},
       {"host_memory", {{"pinnable_bytes", pinnable_host_bytes}, {"pin_gib_per_s", pin_gib_per_s}}},
   };
+  if (step_kernel_overhead_us > 0) j["compute"]["step_kernel_overhead_us"] = step_kernel_overhead_us;
   j["tiered_gemm"] = gemms;
   j["sources"] = json(sources);
   return j;

@@ -36,6 +36,11 @@
 //   ],                                      // host_ctas 0 rows are the baseline per stages_per_cta
 //   "compute": {
 //     "kernel_overhead_us": 1.97,           // fixed cost per kernel replayed in a CUDA graph
+//     "step_kernel_overhead_us": 4.3,       // optional (absent: kernel_overhead_us): fixed cost per
+//                                           //   kernel of a decode step, each kernel depending on the
+//                                           //   one before (what the cost model charges per kernel)
+//     "linear_hbm_fraction": 0.917,         // optional (absent: 1): fraction of read_gbps at which a
+//                                           //   memory-bound linear layer streams its HBM bytes
 //     "mma_min_rows": 64,                   // tensor-core tile rows: attention with g < 64 query rows
 //                                           //   per KV head runs at g/64 of the rate
 //     "tensor_tflops": [                    // dense bf16 rate by tokens N of the GEMM (shape class);
@@ -128,6 +133,8 @@ struct HardwareProfile {
   std::vector<ContentionPoint> contention;
 
   double kernel_overhead_us = 0;
+  double step_kernel_overhead_us = 0;  // per kernel of a decode step's dependent chain; 0: not given
+  double linear_hbm_fraction = 1.0;    // (0, 1]: linear layers' HBM streaming rate / hbm_read_gbps
   int64_t mma_min_rows = 1;
   std::vector<TensorRateClass> tensor_tflops;  // sorted by max_tokens, the unlimited class last
 
@@ -159,6 +166,9 @@ struct HardwareProfile {
   /// Fraction of B_g left while `inflight_bytes` of host reads are in flight GPU-wide: 1 up to the
   /// congestion cap, then linear interpolation over the contention points beyond the cap (the
   /// lowest measurement where several share an in-flight size, made non-increasing).
+  /// Seconds-per-kernel input of the cost model, in us: step_kernel_overhead_us, or
+  /// kernel_overhead_us where the profile does not give it (profiles before session 7).
+  double step_overhead_us() const { return step_kernel_overhead_us > 0 ? step_kernel_overhead_us : kernel_overhead_us; }
   double hbm_factor(int64_t inflight_bytes) const;
   /// Host bandwidth (GB/s) of the direct path with `inflight_bytes` in flight.
   double host_direct_gbps(int64_t inflight_bytes) const;

@@ -114,6 +114,7 @@ class GraphBuilder {
 
   void add_attention(int64_t layer) {
     Op& op = push("attention", layer, OpKind::kAttention);
+    op.kernels = 2;  // the engine's RoPE + KV append (or KV append), then attention
     const bool prefill = s_.phase == Phase::kPrefill;
     const int64_t kv_token_bytes = 2 * c_.kv_dim() * kBf16Bytes;  // K and V of one position
     op.batch = s_.batch;
@@ -164,10 +165,12 @@ class GraphBuilder {
     if (c_.gated_mlp) {
       add_linear("gate_up_proj", l, tokens_, c_.hidden_size,
                  {{p + "mlp.gate_proj.weight", inter}, {p + "mlp.up_proj.weight", inter}}, c_.mlp_bias);
+      ops_.back().kernels = 2;  // + the gated activation kernel
       add_linear("down_proj", l, tokens_, inter, {{p + "mlp.down_proj.weight", c_.hidden_size}}, c_.mlp_bias);
     } else {
       const std::string mlp = opt ? "" : "mlp.";
       add_linear("fc1", l, tokens_, c_.hidden_size, {{p + mlp + "fc1.weight", inter}}, c_.mlp_bias);
+      if (c_.activation != Activation::kRelu) ops_.back().kernels = 2;  // ReLU rides in the GEMM epilogue
       add_linear("fc2", l, tokens_, inter, {{p + mlp + "fc2.weight", c_.hidden_size}}, c_.mlp_bias);
     }
   }

@@ -79,7 +79,9 @@ struct Op {
   int64_t unit_rows = 1;            // rows per allocation unit (tile rows, or 1 sequence)
   int64_t row_bytes = 0;            // resident bytes per split row (resident_bytes == split_rows * row_bytes)
   int64_t items_per_unit = 1;       // CTA work items per unit (N tiles of a linear, kv heads of attention)
-  int64_t kernels = 1;              // kernel launches for this operator in a step
+  int64_t kernels = 1;              // kernel launches for this operator in a step (as the engine runs it:
+                                    //   attention 2 with its RoPE / KV append, a gated gate_up 2 with
+                                    //   the activation, fc1 2 unless ReLU rides in the epilogue)
   std::vector<TensorPart> tensors;  // checkpoint tensors in split-axis order (splittable ops)
   std::string tied_to;              // op whose tensor this one reads (tied embeddings), else ""
 

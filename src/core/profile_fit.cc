@@ -222,6 +222,15 @@ HardwareProfile build_measured_profile(const ProfileMeasurements& m, const std::
                        "each launch on its own region (per kernel, medians of {} replays: {}){}",
                        m.launch_overhead_us, m.launch_fit_gbps, m.runs, sizes,
                        m.launch_overhead_us < 0 ? "; the negative intercept is stored as 0" : "");
+  // Not measured by dak profile yet (fitted from the engine's decode steps and dak bench gemm).
+  p.step_kernel_overhead_us = defaults.step_kernel_overhead_us;
+  p.linear_hbm_fraction = defaults.linear_hbm_fraction;
+  if (p.step_kernel_overhead_us > 0) {
+    p.sources["compute.step_kernel_overhead_us"] =
+        copied_source(defaults, "compute.step_kernel_overhead_us", "not measured by dak profile");
+  }
+  p.sources["compute.linear_hbm_fraction"] =
+      copied_source(defaults, "compute.linear_hbm_fraction", "not measured by dak profile");
   p.mma_min_rows = defaults.mma_min_rows;
   p.sources["compute.mma_min_rows"] = copied_source(defaults, "compute.mma_min_rows", "an ISA constant");
   p.tensor_tflops = tensor_rate_classes(m.tensor);

@@ -22,6 +22,17 @@ const HardwareProfile& h200() {
   return p;
 }
 
+// The default profile with linears streaming at B_g itself (linear_hbm_fraction 1): the closed
+// forms of DESIGN.md §2 are in B_g.
+const HardwareProfile& h200_at_bg() {
+  static const HardwareProfile p = [] {
+    HardwareProfile q = HardwareProfile::h200_default();
+    q.linear_hbm_fraction = 1.0;
+    return q;
+  }();
+  return p;
+}
+
 // y[N, M] = x[N, K] W^T with only the weight stream (no activations, no bias, no launches) so the
 // closed forms apply exactly.
 Op bare_linear(int64_t m, int64_t k, int64_t n, int64_t tile_rows = 128, int64_t tile_n = 256) {
@@ -121,7 +132,7 @@ TEST(HardwareProfile, TheMeasuredH200ProfileLoads) {
 }
 
 TEST(CostModel, MemoryBoundOperatorFollowsTheClosedForm) {
-  const CostModel cm(h200());
+  const CostModel cm(h200_at_bg());
   const Op op = bare_linear(128 * 1000, 8192, 1);  // 1000 units, x in steps of 0.1 %
   const double bg = h200().hbm_read_gbps * 1e9, bh = h200().host_sm_read_gbps * 1e9, c = op.step_bytes;
   for (int64_t h = 0; h <= op.units(); h += 7) {
@@ -132,7 +143,7 @@ TEST(CostModel, MemoryBoundOperatorFollowsTheClosedForm) {
 }
 
 TEST(CostModel, MemoryBoundOperatorPeaksAtBalancePoint) {
-  const CostModel cm(h200());
+  const CostModel cm(h200_at_bg());
   const Op op = bare_linear(128 * 1000, 8192, 8);
   const double bg = h200().hbm_read_gbps, bh = h200().host_sm_read_gbps;
   const double x_star = bh / (bg + bh);
@@ -180,13 +191,60 @@ TEST(CostModel, StagedPathWinsOnlyWhereTheLinkDominates) {
   // Every staged byte also crosses HBM twice.
   const double x = 0.5;
   const OpCost half = cm.cost(op, op.units() / 2, DataPath::kStaged);
-  const double hbm_oracle = op.step_bytes * (1 + x) / (h200().hbm_read_gbps * 1e9 * (1 - 0.073));
+  const double hbm_oracle =
+      op.step_bytes * (1 + x) / (h200().hbm_read_gbps * 1e9 * (1 - 0.073) * h200().linear_hbm_fraction);
   EXPECT_NEAR(half.hbm_s, hbm_oracle, 1e-9 * hbm_oracle);
   // Near the balance point the direct path is faster.
   const int64_t h_small = op.units() / 100;
   EXPECT_LT(cm.cost(op, h_small, DataPath::kDirect).time_s, cm.cost(op, h_small, DataPath::kStaged).time_s);
   EXPECT_EQ(cm.best(op, h_small, true).path, DataPath::kDirect);
   EXPECT_EQ(cm.best(op, op.units(), true).path, DataPath::kStaged);
+}
+
+TEST(CostModel, LinearsStreamAtTheirFractionAndKernelsCostTheStepOverhead) {
+  const HardwareProfile& p = h200();
+  EXPECT_DOUBLE_EQ(p.linear_hbm_fraction, 0.917);
+  EXPECT_DOUBLE_EQ(p.step_overhead_us(), 4.3);
+  const CostModel cm(p);
+  Op op = bare_linear(128 * 100, 4096, 8);
+  const double t_hbm = op.step_bytes / (p.hbm_read_gbps * 1e9 * p.linear_hbm_fraction);
+  EXPECT_NEAR(cm.cost(op, 0, DataPath::kNone).time_s, t_hbm, 1e-9 * t_hbm);
+  // Memory-bound at small x: the HBM side at the fraction, the host side at B_h.
+  const int64_t h = 3;
+  const double x = double(h) / double(op.units());
+  const double oracle = std::max((1 - x) * t_hbm, x * op.step_bytes / (p.host_sm_read_gbps * 1e9));
+  EXPECT_NEAR(cm.cost(op, h, DataPath::kDirect).time_s, oracle, 1e-9 * oracle);
+  // Each kernel of the operator adds the step overhead; the staged path's copy node the launch one.
+  op.kernels = 2;
+  EXPECT_NEAR(cm.cost(op, 0, DataPath::kNone).time_s, t_hbm + 2 * 4.3e-6, 1e-9);
+  const OpCost staged = cm.cost(op, op.units(), DataPath::kStaged);
+  EXPECT_NEAR(staged.overhead_s - std::min(staged.host_step_bytes, double(CostParams{}.staging_chunk_bytes)) /
+                                      (p.host_copy_engine_gbps * 1e9),
+              2 * 4.3e-6 + p.kernel_overhead_us * 1e-6, 1e-12);
+  // Other operators (norms, attention) stream at B_g.
+  op.kind = OpKind::kNorm;
+  op.kernels = 0;
+  const double t_bg = op.step_bytes / (p.hbm_read_gbps * 1e9);
+  EXPECT_NEAR(cm.cost(op, 0, DataPath::kNone).time_s, t_bg, 1e-9 * t_bg);
+}
+
+TEST(HardwareProfile, StepOverheadAndLinearFractionAreOptional) {
+  nlohmann::json j = h200().to_json();
+  EXPECT_DOUBLE_EQ(j["compute"]["step_kernel_overhead_us"].get<double>(), 4.3);
+  j["compute"].erase("step_kernel_overhead_us");
+  j["compute"].erase("linear_hbm_fraction");
+  const HardwareProfile old = HardwareProfile::from_json(j, "a profile from before session 7");
+  EXPECT_DOUBLE_EQ(old.step_overhead_us(), old.kernel_overhead_us);
+  EXPECT_DOUBLE_EQ(old.linear_hbm_fraction, 1.0);
+  EXPECT_FALSE(old.to_json()["compute"].contains("step_kernel_overhead_us"));
+  for (double bad : {0.0, -0.5, 1.5}) {
+    j = h200().to_json();
+    j["compute"]["linear_hbm_fraction"] = bad;
+    EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error) << bad;
+  }
+  j = h200().to_json();
+  j["compute"]["step_kernel_overhead_us"] = 0;
+  EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error);
 }
 
 TEST(CostModel, HostUnitsOutOfRangeIsAnError) {

@@ -67,6 +67,11 @@ TEST(OpGraph, LlamaLayerHasFusedOperatorsWithCheckpointNames) {
   EXPECT_EQ(head.host_rows(head.units()), 32000);  // last tile is partial
   // Per layer: attn_norm, qkv, attention, o, mlp_norm, gate_up, down; plus embed, final norm, head.
   EXPECT_EQ(g.ops.size(), size_t(80 * 7 + 3));
+  // Kernels as the engine launches them: RoPE / KV append + attention, gate_up + the activation.
+  EXPECT_EQ(find_op(g, "layers.3.attention").kernels, 2);
+  EXPECT_EQ(gu.kernels, 2);
+  EXPECT_EQ(qkv.kernels, 1);
+  EXPECT_EQ(find_op(g, "layers.3.down_proj").kernels, 1);
 }
 
 TEST(OpGraph, OptHasLearnedPositionsTiedHeadAndBiases) {
@@ -81,6 +86,7 @@ TEST(OpGraph, OptHasLearnedPositionsTiedHeadAndBiases) {
   EXPECT_EQ(find_op(g, "layers.0.o_proj").tensors[0].name, "model.decoder.layers.0.self_attn.out_proj.weight");
   EXPECT_EQ(find_op(g, "layers.0.qkv_proj").fixed_bytes, 3 * 4096 * 2);   // q/k/v biases
   EXPECT_EQ(find_op(g, "layers.0.attn_norm").fixed_bytes, 2 * 4096 * 2);  // LayerNorm weight + bias
+  EXPECT_EQ(find_op(g, "layers.0.fc1").kernels, 1);  // ReLU rides in the GEMM epilogue
 }
 
 TEST(OpGraph, DecodeFlopsAndStepBytes) {
