@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <system_error>
+#include <vector>
 
 #include "core/error.h"
 
@@ -39,8 +41,26 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
     fail(fmt::format("{} is not JSON text: a NUL byte at line {}, column {} (binary data?)", what, line, column),
          path, fix);
   }
+  // Duplicate keys: nlohmann keeps the last one silently; a user's edit that repeats a field would
+  // then be half ignored. The parser callback sees every key with its object depth.
+  std::vector<std::set<std::string>> keys;  // keys seen per open object
+  std::string duplicate;
+  const nlohmann::json::parser_callback_t check = [&](int /*depth*/, nlohmann::json::parse_event_t event,
+                                                        nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end && !keys.empty()) keys.pop_back();
+    if (event == E::key && !keys.empty() && duplicate.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    nlohmann::json j = nlohmann::json::parse(text, check);
+    if (!duplicate.empty()) {
+      fail(fmt::format("{} has the key \"{}\" twice in one object", what, duplicate.substr(0, 200)), path,
+           "keep one of them (JSON readers disagree on which one wins)");
+    }
+    return j;
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte: 1-based index of the byte where parsing stopped (past the end for truncated input).
     const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);

@@ -18,8 +18,8 @@ constexpr int64_t kMaxJsonFileBytes = int64_t(64) << 20;
 /// "hardware profile"). Throws dak::Error, located at `path` with `fix` as the remedy, for:
 /// a syntax error ("<what> is not valid JSON: line L, column C: <the parser's message>"; columns
 /// count UTF-8 characters, a leading byte-order mark not included; the message is cut to 200
-/// characters), a NUL byte (binary data, not JSON text), and a number outside the range of a
-/// double (e.g. 1e400).
+/// characters), a NUL byte (binary data, not JSON text), a number outside the range of a double
+/// (e.g. 1e400), and a key given twice in one object.
 nlohmann::json parse_json_text(const std::string& text, const std::string& what, const std::string& path,
                                const std::string& fix);
 

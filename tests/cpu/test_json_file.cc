@@ -47,6 +47,10 @@ TEST(JsonFile, BinaryOverflowAndColumnsInCharacters) {
   // A number beyond a double: its own message, not an internal error.
   expect_error([] { dak::parse_json_text("{\"a\": 1e400}", "test file", "t.json", "fix it"); },
                {"test file has a number out of range", "1e400", "t.json", "fix it"});
+  // A key twice in one object (a half-ignored edit); the same key in different objects is fine.
+  expect_error([] { dak::parse_json_text("{\"a\": {\"b\": 1, \"b\": 2}}", "test file", "t.json", "fix it"); },
+               {"test file has the key \"b\" twice in one object", "t.json"});
+  EXPECT_NO_THROW(dak::parse_json_text("{\"a\": {\"b\": 1}, \"c\": {\"b\": 2}, \"d\": [{\"b\": 1}, {\"b\": 2}]}", "f", "t", "x"));
   // Columns count characters: a byte-order mark is not one, a two-byte UTF-8 character is one.
   expect_error([] { dak::parse_json_text("\xEF\xBB\xBF{\"a\": 1, x}", "f", "t.json", "fix"); }, {"line 1, column 10"});
   expect_error([] { dak::parse_json_text("{\"n\": \"h\xC3\xA9llo\", x}", "f", "t.json", "fix"); }, {"line 1, column 16"});
