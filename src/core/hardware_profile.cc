@@ -119,14 +119,23 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   const std::string wk = where + ": compute";
   const json& comp = member(j, "compute", where);
   p.kernel_overhead_us = positive_number(comp, "kernel_overhead_us", wk, true);
-  // Optional (profiles written before session 7 lack them): the per-kernel cost inside a decode
-  // step's dependent chain, and the rate of memory-bound linears relative to B_g.
+  // Optional (profiles written before session 7 lack them): the per-kernel cost inside a step's
+  // dependent chain, and the rate of memory-bound linears relative to B_g.
   if (comp.contains("step_kernel_overhead_us"))
     p.step_kernel_overhead_us = positive_number(comp, "step_kernel_overhead_us", wk);
   p.linear_hbm_fraction = comp.contains("linear_hbm_fraction") ? positive_number(comp, "linear_hbm_fraction", wk) : 1.0;
-  if (p.linear_hbm_fraction > 1)
-    fail(fmt::format("compute.linear_hbm_fraction {} is above 1", p.linear_hbm_fraction), wk,
-         "give the fraction of hbm.read_gbps a memory-bound linear layer reaches (0 < f <= 1)");
+  // Plausible ranges: values outside them are typos or unit mistakes, and the planner would turn
+  // them into infinite or absurd predictions.
+  constexpr double kMaxOverheadUs = 1000;  // a millisecond per kernel
+  for (const auto& [key, v] : {std::pair<const char*, double>{"kernel_overhead_us", p.kernel_overhead_us},
+                               {"step_kernel_overhead_us", p.step_kernel_overhead_us}}) {
+    if (v > kMaxOverheadUs)
+      fail(fmt::format("compute.{} {} us is more than {} us per kernel", key, v, kMaxOverheadUs), wk,
+           "give microseconds per kernel (the H200 measures 2-5 us)");
+  }
+  if (p.linear_hbm_fraction < 0.05 || p.linear_hbm_fraction > 1)
+    fail(fmt::format("compute.linear_hbm_fraction {} is outside [0.05, 1]", p.linear_hbm_fraction), wk,
+         "give the fraction of hbm.read_gbps a memory-bound linear layer reaches (0.917 on the H200)");
   p.mma_min_rows = positive_int(comp, "mma_min_rows", wk);
   const json& rates = member(comp, "tensor_tflops", wk);
   if (!rates.is_array() || rates.empty()) fail("compute.tensor_tflops must be a non-empty array", wk, "list classes");

@@ -36,11 +36,12 @@
 //   ],                                      // host_ctas 0 rows are the baseline per stages_per_cta
 //   "compute": {
 //     "kernel_overhead_us": 1.97,           // fixed cost per kernel replayed in a CUDA graph
-//     "step_kernel_overhead_us": 4.3,       // optional (absent: kernel_overhead_us): fixed cost per
-//                                           //   kernel of a decode step, each kernel depending on the
-//                                           //   one before (what the cost model charges per kernel)
-//     "linear_hbm_fraction": 0.917,         // optional (absent: 1): fraction of read_gbps at which a
-//                                           //   memory-bound linear layer streams its HBM bytes
+//     "step_kernel_overhead_us": 4.3,       // optional (absent: kernel_overhead_us), (0, 1000]: fixed
+//                                           //   cost per kernel of a step (decode or prefill), each
+//                                           //   kernel waiting for the one before (the cost model's
+//                                           //   charge per kernel); kernel_overhead_us <= 1000 too
+//     "linear_hbm_fraction": 0.917,         // optional (absent: 1), [0.05, 1]: fraction of read_gbps
+//                                           //   at which a memory-bound linear streams its HBM bytes
 //     "mma_min_rows": 64,                   // tensor-core tile rows: attention with g < 64 query rows
 //                                           //   per KV head runs at g/64 of the rate
 //     "tensor_tflops": [                    // dense bf16 rate by tokens N of the GEMM (shape class);

@@ -198,6 +198,10 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   if (direct_step > 0 && staged_step > 0)
     t.link_floor_s = (direct_step + staged_step) / (profile_.host_shared_total_gbps * 1e9);
   p.predicted_tpot_s = std::max(t.sum_op_time_s, t.link_floor_s);
+  if (!std::isfinite(p.predicted_tpot_s) || !(p.predicted_tpot_s > 0)) {
+    fail(fmt::format("the predicted TPOT is not a positive finite time ({})", p.predicted_tpot_s), "planner",
+         "check the hardware profile for bandwidths, rates or overheads that are zero, tiny or huge");
+  }
   t.step_bytes = graph_.step_model_bytes();
   t.effective_bandwidth_gbps = t.step_bytes / p.predicted_tpot_s / 1e9;
   const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;

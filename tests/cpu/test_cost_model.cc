@@ -237,14 +237,24 @@ TEST(HardwareProfile, StepOverheadAndLinearFractionAreOptional) {
   EXPECT_DOUBLE_EQ(old.step_overhead_us(), old.kernel_overhead_us);
   EXPECT_DOUBLE_EQ(old.linear_hbm_fraction, 1.0);
   EXPECT_FALSE(old.to_json()["compute"].contains("step_kernel_overhead_us"));
-  for (double bad : {0.0, -0.5, 1.5}) {
+  // Outside the plausible ranges (typos, unit mistakes): refused, never an inf / absurd prediction.
+  for (double bad : {0.0, -0.5, 1.5, 5e-324, 1e-9, 0.049}) {
     j = h200().to_json();
     j["compute"]["linear_hbm_fraction"] = bad;
     EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error) << bad;
   }
+  for (double bad : {0.0, -4.3, 1000.5, 1e300}) {
+    j = h200().to_json();
+    j["compute"]["step_kernel_overhead_us"] = bad;
+    EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error) << bad;
+  }
   j = h200().to_json();
-  j["compute"]["step_kernel_overhead_us"] = 0;
+  j["compute"]["kernel_overhead_us"] = 1e6;
   EXPECT_THROW(HardwareProfile::from_json(j, "test"), Error);
+  j = h200().to_json();
+  j["compute"]["linear_hbm_fraction"] = 0.05;
+  j["compute"]["step_kernel_overhead_us"] = 1000;
+  EXPECT_NO_THROW(HardwareProfile::from_json(j, "the range ends"));
 }
 
 TEST(CostModel, HostUnitsOutOfRangeIsAnError) {
