@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
     for (int32_t sp : {0, 1, 2, 3, 4}) cases.push_back({mk[0], 8, mk[1], sp, 0});
     cases.push_back({mk[0], 1, mk[1], 0, 0});
   }
-  const int64_t fixed_cost_shapes[][2] = {{8448, 256}, {8448, 1024}, {8448, 4096}, {16896, 4096}, {64, 4096}, {64, 16384}};
+  const int64_t fixed_cost_shapes[][2] = {{8448, 256},  {8448, 1024}, {8448, 4096},
+                                          {16896, 4096}, {64, 4096},   {64, 16384}};
   for (const auto& mk : fixed_cost_shapes) cases.push_back({mk[0], 8, mk[1], 1, 0});
   if (argc == 6) {  // one case: M N K splits stages (for Nsight Compute)
     cases = {{std::atoll(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]), std::atoi(argv[5])}};

@@ -98,7 +98,8 @@ CostModel::Work CostModel::work(const Op& op, int64_t host_units) const {
 }
 
 OpCost CostModel::finish(OpCost c, int64_t kernels, int64_t copy_nodes) const {
-  c.overhead_s += (double(kernels) * profile_.step_overhead_us() + double(copy_nodes) * profile_.kernel_overhead_us) * 1e-6;
+  const double us = double(kernels) * profile_.step_overhead_us() + double(copy_nodes) * profile_.kernel_overhead_us;
+  c.overhead_s += us * 1e-6;
   const double body = std::max({c.compute_s, c.hbm_s, c.host_s});
   if (c.host_s > 0 && c.host_s >= c.hbm_s && c.host_s >= c.compute_s)
     c.bound = Bound::kHostLink;

@@ -257,7 +257,8 @@ double OpGraph::step_model_bytes() const {
 OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   const std::string where = "step shape";
   auto require_positive = [&](int64_t v, const char* what) {
-    if (v < 1) fail(fmt::format("{} must be at least 1, got {}", what, v), where, fmt::format("pass a positive {}", what));
+    if (v < 1)
+      fail(fmt::format("{} must be at least 1, got {}", what, v), where, fmt::format("pass a positive {}", what));
   };
   require_positive(shape.batch, "batch");
   require_positive(shape.prompt_len, "prompt length");

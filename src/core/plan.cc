@@ -19,7 +19,8 @@ using nlohmann::json;
 class Reader {
  public:
   Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
-    if (!j_.is_object()) fail("plan data is not a JSON object", where_, "regenerate the plan with `dak plan --output json`");
+    if (!j_.is_object())
+      fail("plan data is not a JSON object", where_, "regenerate the plan with `dak plan --output json`");
   }
   const json& at(const std::string& key) const {
     if (!j_.contains(key)) bad(key, "is missing");

@@ -288,7 +288,8 @@ void attention_decode(const DecodeAttentionParams& dp, cudaStream_t stream) {
   const dim3 grid(unsigned(dp.split.num_splits), unsigned(p.num_kv_heads * head_chunks), unsigned(p.segs.num_segs));
   // 16-byte path: rows of D % 8 == 0 elements at 16-byte aligned tier bases (null tiers are unused).
   const bool vec = p.head_dim % 8 == 0 && p.kv.tiers_aligned16();
-  launch_dependent(attention_decode_split_kernel, grid, dim3(kThreads), size_t(smem_bytes(p.head_dim)), stream, dp, vec);
+  launch_dependent(attention_decode_split_kernel, grid, dim3(kThreads), size_t(smem_bytes(p.head_dim)), stream, dp,
+                   vec);
   DAK_CUDA_CHECK(cudaGetLastError());
   if (dp.split.num_splits == 1) return;  // the split kernel wrote the output
   const dim3 grid_c(unsigned(p.num_heads), unsigned(p.segs.num_segs));

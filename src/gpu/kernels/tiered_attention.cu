@@ -381,8 +381,8 @@ void launch(const KernelParams& kp, cudaStream_t stream) {
   const int64_t smem = kp.s.smem_bytes();
   DAK_CUDA_CHECK(
       cudaFuncSetAttribute(tiered_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch_dependent(tiered_attention_kernel<D>, dim3(unsigned(kp.s.host_ctas + kp.s.hbm_ctas)), dim3(ta::kThreads), size_t(smem),
-                   stream, kp);
+  launch_dependent(tiered_attention_kernel<D>, dim3(unsigned(kp.s.host_ctas + kp.s.hbm_ctas)), dim3(ta::kThreads),
+                   size_t(smem), stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
   if (kp.s.split.num_splits == 1) return;  // every row written by the split kernel
   const dim3 grid(unsigned(kp.s.shape.num_heads), unsigned(kp.s.shape.batch));

@@ -13,8 +13,9 @@
 // wgmma (CuTe SM90 64 x bn x 16, fp32 accumulators), release each stage on an "empty" mbarrier,
 // and run the epilogue: bias, ReLU, bf16/fp32 store with row/column guards, or (k_splits > 1) an
 // fp32 partial to the workspace, where the tile's last split (its reducer: it waits on an atomic
-// counter of the other splits, and resets it) sums the partials in split order and stores. TMA zero-fills rows past M or m_host,
-// tokens past N and columns past K, so any M, N and K % 8 == 0 work.
+// counter of the other splits, and resets it) sums the partials in split order and stores. TMA
+// zero-fills rows past M or m_host, tokens past N and columns past K, so any M, N and K % 8 == 0
+// work.
 // Multicast (N > 64, schedule.cluster > 1): the grid is launched in clusters; each W tile is read
 // once per cluster (over PCIe for host rows, from L2 for HBM rows) and multicast by TMA into the
 // SMEM of all its CTAs, which compute neighbouring n-tiles (tiered_gemm_kernel.cuh).
