@@ -15,9 +15,8 @@
 // chain), t_launch its kernel_overhead_us (the staged path's copy node, off that chain), η the
 // profile's linear_hbm_fraction for linear layers (1 for the other operators). Compute: I work
 // items (tile rows × N tiles for a linear, sequences × kv heads for attention), t_item = FLOPs per
-// item / r, r the per-SM bf16 rate
-// of the profile's shape class (tokens N; attention with g < mma_min_rows query rows per KV head
-// at g / mma_min_rows of it). Host CTAs: n_h of the SMs, chosen to minimize T_i; each keeps
+// item / r, r the per-SM bf16 rate of the profile's shape class (tokens N; attention with
+// g < mma_min_rows query rows per KV head at g / mma_min_rows of it). Host CTAs: n_h of the SMs, chosen to minimize T_i; each keeps
 // `stages` TMA stages in flight, as many as fit under the congestion cap; CTAs of a linear that
 // share a host tile form a multicast cluster of the kernel's size for that N
 // (tiered_gemm_multicast_cluster: 2 or 4 from N > 128, capped by max_multicast_cluster; host CTAs

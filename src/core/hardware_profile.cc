@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
+#include <utility>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/json_file.h"

@@ -164,12 +164,12 @@ struct HardwareProfile {
 
   /// Dense bf16 rate (TFLOP/s, all SMs) for a GEMM over `tokens` tokens.
   double tensor_tflops_for(int64_t tokens) const;
+  /// The cost model's charge per kernel of a step, in us: step_kernel_overhead_us, or
+  /// kernel_overhead_us where the profile does not give it (profiles before session 7).
+  double step_overhead_us() const { return step_kernel_overhead_us > 0 ? step_kernel_overhead_us : kernel_overhead_us; }
   /// Fraction of B_g left while `inflight_bytes` of host reads are in flight GPU-wide: 1 up to the
   /// congestion cap, then linear interpolation over the contention points beyond the cap (the
   /// lowest measurement where several share an in-flight size, made non-increasing).
-  /// Seconds-per-kernel input of the cost model, in us: step_kernel_overhead_us, or
-  /// kernel_overhead_us where the profile does not give it (profiles before session 7).
-  double step_overhead_us() const { return step_kernel_overhead_us > 0 ? step_kernel_overhead_us : kernel_overhead_us; }
   double hbm_factor(int64_t inflight_bytes) const;
   /// Host bandwidth (GB/s) of the direct path with `inflight_bytes` in flight.
   double host_direct_gbps(int64_t inflight_bytes) const;

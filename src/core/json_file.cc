@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -31,6 +32,9 @@ std::pair<size_t, size_t> line_column(const std::string& text, size_t at) {
   }
   return {line, column};
 }
+
+/// `s` cut to 200 characters ("..." at the end): parser messages quote the input they read.
+std::string clip(std::string s) { return s.size() > 200 ? s.substr(0, 197) + "..." : s; }
 
 }  // namespace
 
@@ -57,7 +61,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
   try {
     nlohmann::json j = nlohmann::json::parse(text, check);
     if (!duplicate.empty()) {
-      fail(fmt::format("{} has the key \"{}\" twice in one object", what, duplicate.substr(0, 200)), path,
+      fail(fmt::format("{} has the key \"{}\" twice in one object", what, clip(duplicate)), path,
            "keep one of them (JSON readers disagree on which one wins)");
     }
     return j;
@@ -68,14 +72,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L, column C: ".
     const size_t colon = msg.find(": ", msg.find("column"));
     if (colon != std::string::npos) msg = msg.substr(colon + 2);
-    if (msg.size() > 200) msg = msg.substr(0, 197) + "...";
-    fail(fmt::format("{} is not valid JSON: line {}, column {}: {}", what, line, column, msg), path, fix);
+    fail(fmt::format("{} is not valid JSON: line {}, column {}: {}", what, line, column, clip(msg)), path, fix);
   } catch (const nlohmann::json::out_of_range& e) {
     std::string msg = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
     const size_t bracket = msg.find("] ");
     if (bracket != std::string::npos) msg = msg.substr(bracket + 2);
-    if (msg.size() > 200) msg = msg.substr(0, 197) + "...";
-    fail(fmt::format("{} has a number out of range: {}", what, msg), path, fix);
+    fail(fmt::format("{} has a number out of range: {}", what, clip(msg)), path, fix);
   }
 }
 

@@ -25,8 +25,6 @@
 #include "core/model_config.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 

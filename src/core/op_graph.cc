@@ -265,9 +265,10 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   require_positive(shape.gen_len, "generation length");
   require_positive(shape.tile_rows, "tile rows");
   require_positive(shape.tile_n, "tile tokens");
-  if (shape.tile_rows > 16384) {
-    fail(fmt::format("tile rows {} is more than the planner supports (16384)", shape.tile_rows), where,
-         "pass --tile-rows between 1 and 16384 (default 128: the rows of one tiered GEMM tile)");
+  if (shape.tile_rows > kMaxTileRows) {
+    fail(fmt::format("tile rows {} is more than the planner supports ({})", shape.tile_rows, kMaxTileRows), where,
+         fmt::format("pass --tile-rows between 1 and {} (default 128: the rows of one tiered GEMM tile)",
+                     kMaxTileRows));
   }
   // NOTE: KV placement is quantized to whole sequences, so the allocators' work grows with the
   // batch; 65536 sequences is far beyond any single-GPU decode batch.

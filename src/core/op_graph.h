@@ -92,13 +92,16 @@ struct Op {
   int64_t host_resident_bytes(int64_t host_units) const { return host_rows(host_units) * row_bytes; }
 };
 
+/// Largest StepShape::tile_rows the planner accepts (build_op_graph, plan files).
+constexpr int64_t kMaxTileRows = 16384;
+
 /// What a step looks like: batch, lengths, phase, and the tile geometry of the kernels.
 struct StepShape {
   int64_t batch = 1;
   int64_t prompt_len = 1;
   int64_t gen_len = 1;
   Phase phase = Phase::kDecode;
-  int64_t tile_rows = 128;  // weight rows per split unit (tiered GEMM tile height)
+  int64_t tile_rows = 128;  // weight rows per split unit (tiered GEMM tile height), 1..kMaxTileRows
   int64_t tile_n = 256;     // tokens per CTA work item of a linear
 
   /// Positions held per sequence at the end of generation (KV capacity): prompt + gen.

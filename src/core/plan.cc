@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/json_file.h"
@@ -223,7 +221,8 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   pi.allocator = parse_allocator(in.str("allocator"), in.where());
   pi.allow_staged = in.boolean("allow_staged");
   pi.tile_rows = in.i64("tile_rows"), pi.tile_n = in.i64("tile_n");
-  if (pi.tile_rows < 1 || pi.tile_rows > 16384) in.bad("tile_rows", "must be in [1, 16384]");
+  if (pi.tile_rows < 1 || pi.tile_rows > kMaxTileRows)
+    in.bad("tile_rows", fmt::format("must be in [1, {}]", kMaxTileRows));
   if (pi.tile_n < 1) in.bad("tile_n", "must be positive");
   pi.staging_chunk_bytes = in.i64("staging_chunk_bytes"), pi.staging_ring_bytes = in.i64("staging_ring_bytes");
   pi.profile_name = in.str("profile_name");

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -35,7 +35,6 @@
 #include <cuda/atomic>
 #include <cuda/ptx>
 
-#include <cstdlib>
 #include <string>
 // NOTE: cute/tensor.hpp must come before the other CuTe headers.
 #include <cute/tensor.hpp>
@@ -48,6 +47,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/tiered_gemm.h"
+#include "gpu/launch.h"
 
 namespace dak::gpu::tiered_gemm_detail {
 
@@ -455,8 +455,7 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   // y and the workspace.
   cudaLaunchAttribute attrs[2]{};
   cudaLaunchConfig_t cfg{};
-  static const bool no_pdl = std::getenv("DAK_NO_PDL") != nullptr;  // diagnostic: plain stream order
-  if (!no_pdl) {
+  if (pdl_enabled()) {  // DAK_NO_PDL=1: plain stream order (diagnostic, gpu/launch.h)
     attrs[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
   }
