@@ -6,6 +6,8 @@
 // [0, m_host) of W in pinned host memory (host_ctas / host_stages 0: the planned schedule): its time,
 // the host rows' GB/s, the schedule; for the low-ratio direct path at large N (docs/perf-notes.md,
 // session 5) with and without HBM rows next to it, and under Nsight Compute.
+// `gemm_probe tma` streams W boxes with TMA and no math (probe_tma).
+// `gemm_probe trace [layers]` records per-CTA timestamps of a graph of decode linears (probe_trace).
 // Build: see tools/device/gemm_probe.sh.
 #include <cuda_runtime.h>
 
@@ -18,9 +20,38 @@
 #include "core/tiered_gemm_schedule.h"
 #include "gpu/cuda_check.h"
 #include "gpu/host_arena.h"
+#include "gpu/kernels/hbm_stream.h"
 #include "gpu/kernels/tiered_gemm.h"
 
+#include <cuda.h>
+
+#include <cuda/ptx>
+
+#include <cutlass/cuda_host_adapter.hpp>
+
 constexpr size_t kWElems = size_t(1) << 30;  // 2 GiB of W copies
+
+/// Median time in us of `launch()` enqueued on `stream` (CUDA events around it): 2 warm-ups, 5 timed.
+template <class Launch>
+double median_us(Launch&& launch, cudaStream_t stream = nullptr) {
+  cudaEvent_t e0, e1;
+  DAK_CUDA_CHECK(cudaEventCreate(&e0));
+  DAK_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> t;
+  for (int r = 0; r < 7; ++r) {
+    DAK_CUDA_CHECK(cudaEventRecord(e0, stream));
+    launch();
+    DAK_CUDA_CHECK(cudaEventRecord(e1, stream));
+    DAK_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    DAK_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 2) t.push_back(ms);
+  }
+  DAK_CUDA_CHECK(cudaEventDestroy(e0));
+  DAK_CUDA_CHECK(cudaEventDestroy(e1));
+  std::sort(t.begin(), t.end());
+  return double(t[t.size() / 2]) * 1e3;
+}
 
 /// `gemm_probe host ...`: one tiered GEMM with host rows, 2 warm-ups and 5 timed launches.
 int probe_host_rows(int argc, char** argv, int sms) {
@@ -50,23 +81,313 @@ int probe_host_rows(int argc, char** argv, int sms) {
   a.h_w = m_host > 0 ? reinterpret_cast<const __nv_bfloat16*>(h_w) : nullptr;
   a.g_w = m_host < M ? static_cast<const __nv_bfloat16*>(w) : nullptr;
   a.g_y = y;
-  cudaEvent_t e0, e1;
-  DAK_CUDA_CHECK(cudaEventCreate(&e0));
-  DAK_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int r = 0; r < 7; ++r) {
-    DAK_CUDA_CHECK(cudaEventRecord(e0));
-    gpu::tiered_gemm(a, s, ws, nullptr);
-    DAK_CUDA_CHECK(cudaEventRecord(e1));
-    DAK_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    DAK_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (r >= 2) t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  const double us = t[t.size() / 2] * 1e3;
+  const double us = median_us([&] { gpu::tiered_gemm(a, s, ws, nullptr); });
   std::printf("host M=%ld N=%ld K=%ld m_host=%ld | %9.1f us  host rows %7.2f GB/s | %s\n", long(M), long(N), long(K),
               long(m_host), us, double(m_host * K * 2) / us * 1e-3, s.to_string().c_str());
+  return 0;
+}
+
+/// `gemm_probe trace [layers]`: the Llama-2-7B decode linears (qkv, o, gate_up, down; N = 8, m_host = 0)
+/// of `layers` layers (default 2) back to back in one CUDA graph, each on its own W; after 5 replays
+/// the last one's per-CTA timestamps (TieredGemmArgs::g_trace), summarized per GEMM in us from the
+/// graph's first CTA entry: where a launch's time goes (start, dependency wait, first stage, tail).
+int probe_trace(int argc, char** argv, int sms) {
+  using namespace dak;
+  const int layers = argc > 2 ? std::atoi(argv[2]) : 2;
+  struct Op {
+    const char* name;
+    int64_t M, K;
+  };
+  const Op ops[] = {{"qkv", 12288, 4096}, {"o", 4096, 4096}, {"gate_up", 22016, 4096}, {"down", 4096, 11008}};
+  const int64_t N = 8;
+  std::vector<TieredGemmSchedule> sched;
+  std::vector<const Op*> seq;
+  size_t w_elems = 0;
+  for (int l = 0; l < layers; ++l) {
+    for (const Op& op : ops) {
+      seq.push_back(&op);
+      sched.push_back(plan_tiered_gemm(op.M, N, op.K, 0, sms));
+      w_elems += size_t(op.M * op.K);
+    }
+  }
+  if (w_elems > kWElems) {
+    std::fprintf(stderr, "trace: %d layers need more than the probe's 2 GiB of W\n", layers);
+    return 2;
+  }
+  const int G = int(seq.size());
+  void *w, *x, *y, *ws, *tr;
+  DAK_CUDA_CHECK(cudaMalloc(&w, w_elems * 2));
+  DAK_CUDA_CHECK(cudaMalloc(&x, size_t(N * 11008 * 2)));
+  DAK_CUDA_CHECK(cudaMalloc(&y, size_t(N * 22016 * 2) * size_t(G)));
+  DAK_CUDA_CHECK(cudaMalloc(&ws, 64 << 20));
+  DAK_CUDA_CHECK(cudaMalloc(&tr, size_t(G) * size_t(sms) * 8 * 8));
+  DAK_CUDA_CHECK(cudaMemset(w, 0, w_elems * 2));
+  DAK_CUDA_CHECK(cudaMemset(x, 0, size_t(N * 11008 * 2)));
+  DAK_CUDA_CHECK(cudaMemset(ws, 0, 64 << 20));
+  cudaStream_t st;
+  DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto* tw = static_cast<uint64_t*>(tr);
+  cudaGraph_t graph;
+  DAK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  size_t w_at = 0;
+  for (int g = 0; g < G; ++g) {
+    gpu::TieredGemmArgs a;
+    a.g_x = static_cast<const __nv_bfloat16*>(x);
+    a.g_w = static_cast<const __nv_bfloat16*>(w) + w_at;
+    a.g_y = static_cast<__nv_bfloat16*>(y) + size_t(g) * size_t(N * 22016);
+    a.g_trace = tw + size_t(g) * size_t(sms) * 8;
+    w_at += size_t(seq[size_t(g)]->M * seq[size_t(g)]->K);
+    gpu::tiered_gemm(a, sched[size_t(g)], ws, st);
+  }
+  DAK_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+  cudaGraphExec_t exec;
+  DAK_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const double graph_us = median_us([&] { DAK_CUDA_CHECK(cudaGraphLaunch(exec, st)); }, st);
+  std::vector<uint64_t> h(size_t(G) * size_t(sms) * 8);
+  DAK_CUDA_CHECK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+  uint64_t t0 = ~0ull;
+  for (int g = 0; g < G; ++g) {
+    for (int c = 0; c < sched[size_t(g)].hbm_ctas; ++c) t0 = std::min(t0, h[(size_t(g) * sms + c) * 8 + 1]);
+  }
+  std::printf("trace: %d GEMMs, graph %.1f us (median of 5), %.1f us per layer\n", G, graph_us, graph_us / layers);
+  std::printf("%-8s %5s %4s | %6s %6s | %6s %6s | %6s %6s %6s | %6s %6s %6s | %6s %6s | %7s\n", "op", "units", "ctas",
+              "entry0", "entry1", "dep0", "dep1", "full0", "fullm", "full1", "done0", "donem", "done1", "span",
+              "ideal", "GB/s");
+  double prev_done = 0;
+  for (int g = 0; g < G; ++g) {
+    const TieredGemmSchedule& s = sched[size_t(g)];
+    std::vector<double> entry, dep, full, done, done_most, done_fewer;
+    uint64_t most = 0;
+    for (int c = 0; c < s.hbm_ctas; ++c) most = std::max(most, h[(size_t(g) * sms + c) * 8 + 6]);
+    for (int c = 0; c < s.hbm_ctas; ++c) {
+      const uint64_t* r = &h[(size_t(g) * sms + c) * 8];
+      auto us = [&](uint64_t v) { return v ? (double(v) - double(t0)) * 1e-3 : -1.0; };
+      entry.push_back(us(r[1]));
+      dep.push_back(us(r[2]));
+      full.push_back(us(r[3]));
+      done.push_back(std::max(us(r[4]), us(r[5])));
+      (r[6] == most ? done_most : done_fewer).push_back(done.back());
+    }
+    for (auto* v : {&done_most, &done_fewer}) std::sort(v->begin(), v->end());
+    for (auto* v : {&entry, &dep, &full, &done}) std::sort(v->begin(), v->end());
+    const double bytes = double(s.M * s.K * 2);
+    const double span = done.back() - entry.front();
+    std::printf("%-8s %5ld %4d | %6.1f %6.1f | %6.1f %6.1f | %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f | %6.1f %6.1f | %7.0f"
+                "  (entry - previous done %5.1f, dependency - previous done %5.1f; done median of CTAs with "
+                "the most / fewer units %6.1f / %6.1f)\n",
+                seq[size_t(g)]->name, long(s.hbm_units()), s.hbm_ctas, entry.front(), entry.back(), dep.front(),
+                dep.back(), full.front(), full[full.size() / 2], full.back(), done.front(), done[done.size() / 2],
+                done.back(), span, bytes / 4.49e6, bytes / span * 1e-3, entry.front() - prev_done,
+                dep.front() - prev_done, done_most.empty() ? -1.0 : done_most[done_most.size() / 2],
+                done_fewer.empty() ? -1.0 : done_fewer[done_fewer.size() / 2]);
+    prev_done = done.back();
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// `gemm_probe tma`: the streaming rate of one CTA (and of a full wave) without any math, to tell
+// the TMA unit's rate from the consumers' per-k-block wgmma chain (docs/perf-notes.md, session 8).
+// A producer thread streams 2D tensor boxes (box_rows x 64 bf16, 128-byte swizzle, as the tiered
+// GEMM's W tiles) of its m-tiles in k order into a `stages`-deep ring; a consumer thread waits for
+// each stage and releases it at once. Also 1D bulk copies (hbm_stream) of the same bytes per copy.
+/// Initializes the probe kernels' ring (`stages` full barriers of one arrival, empty barriers of
+/// `releases`) and returns the loads of this CTA: its m-tiles (blockIdx.x, + gridDim.x, ...) x k_blocks.
+__device__ int64_t init_ring(uint64_t* full, uint64_t* empty, int stages, int releases, int m_tiles, int k_blocks) {
+  namespace ptx = cuda::ptx;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < stages; ++i) {
+      ptx::mbarrier_init(&full[i], 1);
+      ptx::mbarrier_init(&empty[i], uint32_t(releases));
+    }
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  return int64_t((m_tiles - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x)) * k_blocks;
+}
+
+__global__ void tma_box_stream(const __grid_constant__ CUtensorMap map, int m_tiles, int k_blocks, int box_rows,
+                               int stages, int atoms) {
+  namespace ptx = cuda::ptx;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  uint8_t* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem) + 1023) & ~uintptr_t(1023));
+  const uint32_t box_bytes = uint32_t(box_rows) * 128 * uint32_t(atoms);
+  uint64_t* full = reinterpret_cast<uint64_t*>(data + size_t(stages) * box_bytes);
+  uint64_t* empty = full + stages;
+  const int64_t total = init_ring(full, empty, stages, 1, m_tiles, k_blocks);
+  if (threadIdx.x == 0) {
+    int st = 0;
+    uint32_t phase = 0;
+    for (int64_t j = 0; j < total; ++j) {
+      const int m_tile = int(blockIdx.x) + int(j / k_blocks) * int(gridDim.x);
+      const int kb = int(j % k_blocks);
+      while (!ptx::mbarrier_try_wait_parity(&empty[st], phase ^ 1u)) {
+      }
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[st], box_bytes);
+      if (atoms == 1) {
+        const int32_t coords[2] = {kb * 64, m_tile * box_rows};
+        ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, data + size_t(st) * box_bytes, &map, coords,
+                                  &full[st]);
+      } else {  // 3D view [K / 64, rows, 64]: one box of `atoms` 64-wide atoms
+        const int32_t coords[3] = {0, m_tile * box_rows, kb * atoms};
+        ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, data + size_t(st) * box_bytes, &map, coords,
+                                  &full[st]);
+      }
+      if (++st == stages) st = 0, phase ^= 1u;
+    }
+  } else if (threadIdx.x == 32) {
+    int st = 0;
+    uint32_t phase = 0;
+    for (int64_t j = 0; j < total; ++j) {
+      while (!ptx::mbarrier_try_wait_parity(&full[st], phase)) {
+      }
+      ptx::mbarrier_arrive(&empty[st]);
+      if (++st == stages) st = 0, phase ^= 1u;
+    }
+  }
+}
+
+/// Variants of tma_box_stream for one CTA (`gemm_probe tma`): what a GEMM stage adds to the bare W
+/// stream. kDiv: the producer derives (m-tile, k-block) with 64-bit division per load (as
+/// tma_box_stream), else nested loops; kX: a second box per stage (8 rows x 64 of a [8, K] x, as the
+/// GEMM's activation tile); kConsumerWarps warps wait on each stage and each releases it.
+template <bool kDiv, bool kX, int kConsumerWarps>
+__global__ void tma_stage_variants(const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap x_map,
+                                   int m_tiles, int k_blocks, int stages) {
+  namespace ptx = cuda::ptx;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  uint8_t* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem) + 1023) & ~uintptr_t(1023));
+  constexpr uint32_t kW = 64 * 128, kXb = kX ? 8 * 128 : 0, kStage = kW + 1024;
+  uint64_t* full = reinterpret_cast<uint64_t*>(data + size_t(stages) * kStage);
+  uint64_t* empty = full + stages;
+  const int64_t total = init_ring(full, empty, stages, kConsumerWarps, m_tiles, k_blocks);
+  if (threadIdx.x == 0) {
+    int st = 0;
+    uint32_t phase = 0;
+    auto load = [&](int m_tile, int kb) {
+      while (!ptx::mbarrier_try_wait_parity(&empty[st], phase ^ 1u)) {
+      }
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[st], kW + kXb);
+      const int32_t cw[2] = {kb * 64, m_tile * 64};
+      ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, data + size_t(st) * kStage, &w_map, cw,
+                                &full[st]);
+      if constexpr (kX) {
+        const int32_t cx[2] = {kb * 64, 0};
+        ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, data + size_t(st) * kStage + kW, &x_map, cx,
+                                  &full[st]);
+      }
+      if (++st == stages) st = 0, phase ^= 1u;
+    };
+    if constexpr (kDiv) {
+      for (int64_t j = 0; j < total; ++j) load(int(blockIdx.x) + int(j / k_blocks) * int(gridDim.x), int(j % k_blocks));
+    } else {
+      for (int m = int(blockIdx.x); m < m_tiles; m += int(gridDim.x)) {
+        for (int kb = 0; kb < k_blocks; ++kb) load(m, kb);
+      }
+    }
+  } else if (threadIdx.x >= 32) {
+    int st = 0;
+    uint32_t phase = 0;
+    for (int64_t j = 0; j < total; ++j) {
+      while (!ptx::mbarrier_try_wait_parity(&full[st], phase)) {
+      }
+      __syncwarp();
+      if (threadIdx.x % 32 == 0) ptx::mbarrier_arrive(&empty[st]);
+      if (++st == stages) st = 0, phase ^= 1u;
+    }
+  }
+}
+
+int probe_tma(int sms) {
+  using namespace dak;
+  const size_t elems = size_t(1) << 28;  // 512 MiB of W
+  void* w;
+  DAK_CUDA_CHECK(cudaMalloc(&w, elems * 2));
+  DAK_CUDA_CHECK(cudaMemset(w, 0, elems * 2));
+  auto time_us = [](auto&& launch) { return median_us(launch); };
+  struct Case {
+    int box_rows, stages, grid;
+    int64_t M, K;
+    int atoms = 1;  // > 1: a 3D box of this many 64-wide atoms along K (one TMA instruction)
+  };
+  // One CTA: 2 MiB (a 64-row tile, K = 16384, as the probe's single-tile shape); a full wave: 132
+  // CTAs x 64 rows x K = 4096 (69 MB), and 8448 rows of 256-row boxes.
+  const Case cases[] = {{64, 22, 1, 64, 16384},      {64, 8, 1, 64, 16384},       {64, 4, 1, 64, 16384},
+                        {256, 6, 1, 256, 4096},      {128, 12, 1, 128, 8192},     {64, 22, sms, 64LL * sms, 4096},
+                        {256, 6, sms, 256LL * sms, 1024},
+                        {64, 6, 1, 64, 16384, 4},    {64, 6, sms, 64LL * sms, 4096, 4}};
+  for (const Case& c : cases) {
+    CUtensorMap map{};
+    const cuuint64_t dims[3] = {cuuint64_t(c.atoms > 1 ? 64 : c.K), cuuint64_t(c.M), cuuint64_t(c.K / 64)};
+    const cuuint64_t strides[2] = {cuuint64_t(c.K) * 2, 128};
+    const cuuint32_t box[3] = {64, cuuint32_t(c.box_rows), cuuint32_t(c.atoms)};
+    const cuuint32_t es[3] = {1, 1, 1};
+    const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+        &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, c.atoms > 1 ? 3 : 2, w, dims, strides, box, es,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      std::printf("tma: encode failed (%d)\n", int(r));
+      return 1;
+    }
+    const size_t smem = size_t(c.stages) * size_t(c.box_rows) * 128 * size_t(c.atoms) + 1024 + size_t(c.stages) * 16;
+    DAK_CUDA_CHECK(cudaFuncSetAttribute(tma_box_stream, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const int m_tiles = int(c.M / c.box_rows), k_blocks = int(c.K / 64 / c.atoms);
+    const double us =
+        time_us([&] { tma_box_stream<<<c.grid, 64, smem>>>(map, m_tiles, k_blocks, c.box_rows, c.stages, c.atoms); });
+    DAK_CUDA_CHECK(cudaGetLastError());
+    const double bytes = double(c.M * c.K * 2);
+    std::printf("tma %dD box %3d x 64 x %d (%2d KiB) stages %2d grid %3d: %8.1f us  %7.1f GB/s  (%.1f GB/s per CTA)\n",
+                c.atoms > 1 ? 3 : 2, c.box_rows, c.atoms, c.box_rows * c.atoms / 8, c.stages, c.grid, us,
+                bytes / us * 1e-3, bytes / us * 1e-3 / c.grid);
+  }
+  {
+    // One CTA, W [64, 16384] in 64 x 64 boxes (2 MiB), 8 stages: the stage variants.
+    const int64_t M = 64, K = 16384;
+    auto encode2d = [&](int64_t rows, int box_rows) {
+      CUtensorMap map{};
+      const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+      const cuuint64_t strides[1] = {cuuint64_t(K) * 2};
+      const cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
+      const cuuint32_t es[2] = {1, 1};
+      const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+          &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r != CUDA_SUCCESS) std::printf("tma: encode failed (%d)\n", int(r));
+      return map;
+    };
+    const CUtensorMap wm = encode2d(M, 64), xm = encode2d(8, 8);
+    const int stages = 8;
+    const size_t smem = size_t(stages) * (64 * 128 + 1024) + 1024 + size_t(stages) * 16;
+    auto run = [&](auto kernel, const char* name, int threads) {
+      DAK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      const double us = time_us([&] { kernel<<<1, threads, smem>>>(wm, xm, 1, int(K / 64), stages); });
+      DAK_CUDA_CHECK(cudaGetLastError());
+      std::printf("stage variant %-40s: %8.1f us  %6.1f GB/s of W\n", name, us, double(M * K * 2) / us * 1e-3);
+    };
+    run(tma_stage_variants<true, false, 1>, "64-bit division, W only, 1 warp", 64);
+    run(tma_stage_variants<false, false, 1>, "nested loops, W only, 1 warp", 64);
+    run(tma_stage_variants<false, true, 1>, "nested loops, W + x box, 1 warp", 64);
+    run(tma_stage_variants<false, false, 4>, "nested loops, W only, 4 warps", 160);
+    run(tma_stage_variants<false, true, 4>, "nested loops, W + x box, 4 warps", 160);
+    run(tma_stage_variants<true, true, 4>, "64-bit division, W + x box, 4 warps", 160);
+  }
+  unsigned long long* sum;
+  DAK_CUDA_CHECK(cudaMalloc(&sum, 8));
+  const int bulk[][3] = {{8 << 10, 22, 1}, {32 << 10, 6, 1}, {64 << 10, 3, 1}, {8 << 10, 22, 0}, {32 << 10, 6, 0}};
+  for (const auto& b : bulk) {
+    const int grid = b[2] ? b[2] : sms;
+    gpu::HbmStreamParams hp;
+    hp.g_src = w;
+    hp.bytes = uint64_t(2) << 20;
+    if (grid > 1) hp.bytes = uint64_t(64 * 4096 * 2) * uint64_t(grid);
+    hp.chunk_bytes = uint32_t(b[0]);
+    hp.stages = b[1];
+    hp.g_checksum = sum;
+    const double us = time_us([&] { gpu::hbm_stream(hp, grid, nullptr); });
+    std::printf("bulk 1D %2d KiB stages %2d grid %3d: %8.1f us  %7.1f GB/s  (%.1f GB/s per CTA)\n", b[0] >> 10, b[1], grid,
+                us, double(hp.bytes) / us * 1e-3, double(hp.bytes) / us * 1e-3 / grid);
+  }
   return 0;
 }
 
@@ -75,6 +396,8 @@ int main(int argc, char** argv) {
   int sms = 0;
   DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   if (argc == 9 && std::string(argv[1]) == "host") return probe_host_rows(argc, argv, sms);
+  if (argc >= 2 && std::string(argv[1]) == "trace") return probe_trace(argc, argv, sms);
+  if (argc == 2 && std::string(argv[1]) == "tma") return probe_tma(sms);
   struct Case {
     int64_t M, N, K;
     int32_t splits;  // 0: default
@@ -109,9 +432,6 @@ int main(int argc, char** argv) {
   DAK_CUDA_CHECK(cudaMalloc(&ws, 256 << 20));
   DAK_CUDA_CHECK(cudaMemset(w, 0, kWElems * 2));
   DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
   for (auto& c : cases) {
     TieredGemmSchedule s = plan_tiered_gemm(c.M, c.N, c.K, 0, sms);
     if (c.splits) s.k_splits = c.splits;
@@ -125,21 +445,13 @@ int main(int argc, char** argv) {
     // 8 back-to-back launches, each on its own W copy (8 x W > L2), as in a decode graph.
     const size_t w_elems = size_t(c.M * c.K);
     const int copies = int(std::min<size_t>(8, kWElems / w_elems));
-    std::vector<float> t;
-    for (int r = 0; r < 7; ++r) {
-      cudaEventRecord(e0);
-      for (int i = 0; i < copies; ++i) {
-        a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
-        gpu::tiered_gemm(a, s, ws, nullptr);
-      }
-      cudaEventRecord(e1);
-      DAK_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
-      if (r >= 2) t.push_back(ms / copies);
-    }
-    std::sort(t.begin(), t.end());
-    const double us = t[t.size() / 2] * 1e3;
+    const double us = median_us([&] {
+                        for (int i = 0; i < copies; ++i) {
+                          a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
+                          gpu::tiered_gemm(a, s, ws, nullptr);
+                        }
+                      }) /
+                      copies;
     std::printf("M=%6ld N=%3ld K=%6ld splits=%2d stages=%2d units=%5ld | %8.1f us  %7.1f GB/s", long(c.M), long(c.N),
                 long(c.K), s.k_splits, s.hbm_stages, long(s.hbm_units()), us, double(c.M * c.K * 2) / us * 1e-3);
     std::printf("\n");

@@ -53,6 +53,11 @@ struct TieredGemmArgs {
   bool host_rows_staged = false;          // h_w is an HBM copy of the host rows (the prefetch offload
                                           //   mode's staging ring), so it is not checked for pinned
                                           //   mapped host memory; plan the schedule with HBM limits
+  uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`): HBM,
+                                          //   [host_ctas + hbm_ctas, 8] u64 per CTA: SM id, then
+                                          //   %globaltimer ns at entry, after the producer's
+                                          //   dependency wait, at the first full stage, at the end of
+                                          //   math group 0 / 1, and group 0's unit count; null: off
 };
 
 /// The congestion limits `base` with the device's co-residency of multicast clusters filled in

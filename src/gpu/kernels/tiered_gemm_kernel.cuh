@@ -110,7 +110,15 @@ struct KernelParams {
   bool relu;
   int32_t* g_counters;            // [max_output_tiles] zero between runs
   float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
+  uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
 };
+
+/// Trace record of one CTA (TieredGemmArgs::g_trace): SM id, then %globaltimer stamps in ns.
+enum TraceField : int { kTraceSm, kTraceEntry, kTraceDependency, kTraceFirstFull, kTraceDone0, kTraceDone1,
+                        kTraceUnits, kTraceReserved, kTraceFields };
+static_assert(kTraceFields == 8, "TieredGemmArgs::g_trace documents 8 fields per CTA");
+
+__device__ inline uint64_t trace_now() { return cuda::ptx::get_sreg_globaltimer(); }
 
 __device__ inline void wait_parity(uint64_t* bar, uint32_t parity) {
   while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
@@ -155,6 +163,11 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   Tensor sW = make_tensor(make_smem_ptr(smem.w.begin()), typename Cfg::SmemLayoutW{});  // (kBm, 64, kStages)
   Tensor sX = make_tensor(make_smem_ptr(smem.x.begin()), typename Cfg::SmemLayoutX{});  // (kBn, 64, kStages)
 
+  uint64_t* const trace = p.g_trace ? p.g_trace + int64_t(blockIdx.x) * kTraceFields : nullptr;
+  if (trace && threadIdx.x == 0) {
+    trace[kTraceSm] = cuda::ptx::get_sreg_smid();
+    trace[kTraceEntry] = trace_now();
+  }
   if (threadIdx.x == 0) {
     // One arrive per consumer warp, of every CTA that receives this CTA's stages.
     const uint32_t releases = 4 * Cfg::kConsumerWarpgroups * (multicast ? uint32_t(C) : 1u);
@@ -196,6 +209,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     int64_t pending_n_tile[Cfg::kStages], pending_kb[Cfg::kStages];
     auto meet_dependency = [&] {
       cudaGridDependencySynchronize();
+      if (trace) trace[kTraceDependency] = trace_now();
       dependency_met = true;
       for (int i = 0; i < pending; ++i) load_x(pending_n_tile[i], pending_kb[i], i);
     };
@@ -286,6 +300,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   uint32_t phase = 0;   // ... and its pass parity
   uint32_t turns = 0;   // main loops this group has waited its turn for
   int64_t local = 0;    // unit index within this CTA
+  int64_t mine = 0;     // units this group computed (trace)
   for (int64_t u = side_cta; u < side_units; u += side_ctas, ++local) {
     const TieredGemmSchedule::Unit unit = s.unit(u);
     const int64_t n_tile = unit.n_group * C + rank;  // may be past the last n-tile (then no store)
@@ -304,8 +319,10 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     }
     clear(acc);
     int held = -1;  // ring slot whose wgmma may still be running
+    ++mine;
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       wait_parity(&smem.full[st], phase);
+      if (trace && local == 0 && kb == kb_begin && ctid == 0) trace[kTraceFirstFull] = trace_now();
       warpgroup_fence_operand(acc);
       warpgroup_arrive();
       gemm(mma, tCrW(_, _, _, st), tCrX(_, _, _, st), acc);
@@ -397,6 +414,10 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       if (row < side_rows && n < s.N) store_y(p, n, side_row0 + row, acc(i));
     }
   }
+  if (trace && ctid == 0) {
+    trace[group == 0 ? kTraceDone0 : kTraceDone1] = trace_now();
+    if (group == 0) trace[kTraceUnits] = uint64_t(mine);
+  }
 }
 
 /// TMA descriptor of one side's rows of W ([rows, K] bf16, row pitch `ld` elements, default K; host or
@@ -448,6 +469,7 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.relu = a.relu;
   p.g_counters = static_cast<int32_t*>(g_workspace);
   p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + s.counter_bytes());
+  p.g_trace = a.g_trace;
   auto* kernel = &tiered_gemm_kernel<kBm, kBn>;
   DAK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg::kSmemBytes)));
   // Programmatic dependent launch (also inside CUDA graphs): this grid may start while the
