@@ -17,15 +17,18 @@ namespace dak {
 namespace {
 
 /// 1-based line and column (in UTF-8 characters, a leading BOM not counted) of byte `at` of `text`.
+/// Lines end at LF, CR LF or a lone CR (files saved with old Mac line endings).
 std::pair<size_t, size_t> line_column(const std::string& text, size_t at) {
   at = std::min(at, text.size());
   size_t line = 1, column = 1;
   const size_t start = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
   for (size_t i = start; i < at; ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
+    if (c == '\n' || (c == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) {
       ++line;
       column = 1;
+    } else if (c == '\r') {
+      // the CR of a CR LF pair: the LF ends the line
     } else if ((c & 0xC0) != 0x80) {  // not a UTF-8 continuation byte
       ++column;
     }

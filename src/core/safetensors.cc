@@ -76,12 +76,10 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
          kFixSafetensors);
   }
   const char* hb = reinterpret_cast<const char*>(data + 8);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(hb, hb + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("safetensors header is not valid JSON: ") + e.what(), file, kFixSafetensors);
-  }
+  // The JSON reader of user files: line and column of a syntax error, and a tensor named twice is an
+  // error (nlohmann alone keeps the last entry and the first tensor would silently vanish).
+  const nlohmann::json header =
+      parse_json_text(std::string(hb, size_t(header_len)), "safetensors header", file, kFixSafetensors);
   if (!header.is_object()) {
     fail("safetensors header is not a JSON object", file, kFixSafetensors);
   }

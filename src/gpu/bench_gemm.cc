@@ -26,9 +26,14 @@ using bf16 = __nv_bfloat16;
 /// Enqueues enqueue(k) for k in [0, warmup + runs) behind a closed gate, with events around the
 /// timed ones (k >= warmup), opens the gate, waits, and returns the timed seconds / `divide`.
 /// `*gated` becomes false when the gate opened by timeout (host gaps may be in the times).
+/// enqueue(0) runs once before, outside the gate and synchronized: a kernel's first launch loads
+/// its module (CUDA lazy loading), which can wait for the device while the gate holds it (as in
+/// `dak bench attention`, docs/perf-notes.md session 7).
 template <typename F>
 std::vector<double> time_runs(F&& enqueue, int warmup, int runs, double divide, cudaStream_t s, HostGate& gate,
                               bool* gated) {
+  enqueue(0);
+  DAK_CUDA_CHECK(cudaStreamSynchronize(s));
   std::vector<EventPair> ev(static_cast<size_t>(runs));
   const bool on_time = gate.run_gated(s, [&] {
     for (int k = 0; k < warmup + runs; ++k) {

@@ -38,6 +38,11 @@ TEST(JsonFile, SyntaxErrorsGiveLineAndColumn) {
   expect_error([] { dak::parse_json_text("{\"a\": [1,\n 2", "test file", "t.json", "fix it"); },
                {"not valid JSON", "line 2"});
   expect_error([] { dak::parse_json_text("", "test file", "t.json", "fix it"); }, {"line 1, column 1"});
+  // Windows (CR LF) and old Mac (CR) line endings count one line each.
+  expect_error([] { dak::parse_json_text("{\r\n  \"a\": 1,\r\n}\r\n", "test file", "t.json", "fix it"); },
+               {"line 3, column 1"});
+  expect_error([] { dak::parse_json_text("{\r  \"a\": 1,\r}\r", "test file", "t.json", "fix it"); },
+               {"line 3, column 1"});
 }
 
 TEST(JsonFile, BinaryOverflowAndColumnsInCharacters) {

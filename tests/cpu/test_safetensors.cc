@@ -92,7 +92,14 @@ TEST(Safetensors, RejectsHeaderLengthBeyondFile) {
 
 TEST(Safetensors, RejectsInvalidJson) {
   expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32",)", "")); },
-               {"not valid JSON", "bad.safetensors"});
+               {"safetensors header is not valid JSON", "line 1, column 21", "bad.safetensors"});
+  // A tensor named twice: nlohmann alone would keep the second entry and drop the first.
+  expect_error([] {
+    parse(safetensors_image(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                            R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                            std::string(8, '\0')));
+  },
+               {"\"w\" twice", "bad.safetensors"});
   expect_error([] { parse(safetensors_image("[1,2]", "")); }, {"not a JSON object"});
   expect_error([] { parse(safetensors_image(R"({"w":7})", "")); }, {"'w'", "not a JSON object"});
   expect_error([] { parse(safetensors_image(R"({"w":{"dtype":"F32","shape":[1]}})", "1234")); },
