@@ -2,6 +2,7 @@
 // "dak: error: <what> / where / fix" and give exit code 1; CLI usage errors give CLI11's code.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +25,13 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const dak::Error& e) {
     std::fprintf(stderr, "dak: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the code examined without an error code (a symbolic link loop, a folder without
+    // permission): the user's input, not an internal error.
+    const dak::Error err("cannot examine the path: " + e.code().message(), e.path1().string(),
+                         "check that it exists, is not a symbolic link loop and that you may read its folders");
+    std::fprintf(stderr, "dak: error: %s\n", err.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dak: internal error: %s\n", e.what());

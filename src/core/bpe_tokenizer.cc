@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/gguf.h"
 #include "core/sentencepiece_tokenizer.h"
 #include "core/tokenizer_config.h"
@@ -254,12 +255,8 @@ constexpr int kMaxNesting = 16;         // Sequence inside Sequence ...
   fail(what, source + ": " + field, fix);
 }
 
-json parse_json_text(std::string_view text, const std::string& source) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    fail("not valid JSON: " + std::string(e.what()), source, "restore the file from the model's repository");
-  }
+json parse_tokenizer_json(std::string_view text, const std::string& source) {
+  return dak::parse_json_text(std::string(text), "tokenizer file", source, "restore the file from the model's repository");
 }
 
 bool get_bool(const json& obj, const char* key, bool fallback, const std::string& source, const std::string& field) {
@@ -405,13 +402,13 @@ std::optional<std::string> post_processor_bos(const json& j, int depth = 0) {
 }  // namespace
 
 bool hf_tokenizer_json_is_byte_level(std::string_view json_text, const std::string& source) {
-  json j = parse_json_text(json_text, source);
+  json j = parse_tokenizer_json(json_text, source);
   return j.is_object() && j.contains("pre_tokenizer") && has_byte_level(j["pre_tokenizer"]);
 }
 
 std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, const std::string& source,
                                                    const HfTokenizerConfig& cfg) {
-  json j = parse_json_text(json_text, source);
+  json j = parse_tokenizer_json(json_text, source);
   if (!j.is_object()) fail("expected a JSON object at the top level", source, "restore the file");
 
   // model

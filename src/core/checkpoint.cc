@@ -154,14 +154,39 @@ TensorInfo info_from(const SafetensorsTensor& st, const fs::path& file) {
   return t;
 }
 
+/// The type of `p`, symlinks followed: not_found for a missing path; a path that cannot be examined
+/// (a symbolic link loop, a folder without search permission) or a link to nothing is an error
+/// naming it (std::filesystem would throw its own exception, or call a dangling link "missing").
+fs::file_type examine(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (st.type() == fs::file_type::not_found) {
+    std::error_code lec;
+    if (fs::symlink_status(p, lec).type() == fs::file_type::symlink) {
+      fail("a symbolic link to a file that does not exist", p.string(), "fix or remove the link");
+    }
+    return fs::file_type::not_found;
+  }
+  if (ec) {
+    fail("cannot examine the path: " + ec.message(), p.string(),
+         "check that it is not a symbolic link loop and that you may read its folders");
+  }
+  return st.type();
+}
+
 SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::path& config_dir,
                                              std::vector<fs::path> files,
                                              const SafetensorsIndex* index) {
   format_ = "safetensors";
   path_ = path;
   const fs::path config_file = config_dir / "config.json";
-  if (!fs::exists(config_file)) {
+  const fs::file_type config_type = examine(config_file);
+  if (config_type == fs::file_type::not_found) {
     fail("config.json not found next to the safetensors weights", config_file.string(),
+         "put the model's Hugging Face config.json in the same folder");
+  }
+  if (config_type != fs::file_type::regular) {
+    fail("config.json is not a regular file (a folder?)", config_file.string(),
          "put the model's Hugging Face config.json in the same folder");
   }
   config_ = ModelConfig::from_hf_file(config_file);
@@ -211,7 +236,7 @@ std::unique_ptr<Checkpoint> open_sharded(const fs::path& shown, const fs::path& 
   std::vector<fs::path> files;
   for (const std::string& s : index.shard_files()) {
     const fs::path f = dir / s;
-    if (!fs::exists(f)) {
+    if (examine(f) == fs::file_type::not_found) {
       fail(fmt::format("shard '{}' listed in {} does not exist", s, index_file.filename().string()),
            f.string(), "download every shard of the checkpoint");
     }
@@ -232,12 +257,13 @@ Checkpoint::~Checkpoint() = default;
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) fail("no such file or folder", path.string(), kFixOpen);
-  if (fs::is_directory(path, ec)) {
-    if (fs::exists(path / "model.safetensors.index.json")) {
+  const fs::file_type type = examine(path);
+  if (type == fs::file_type::not_found) fail("no such file or folder", path.string(), kFixOpen);
+  if (type == fs::file_type::directory) {
+    if (examine(path / "model.safetensors.index.json") != fs::file_type::not_found) {
       return open_sharded(path, path / "model.safetensors.index.json");
     }
-    if (fs::exists(path / "model.safetensors")) {
+    if (examine(path / "model.safetensors") != fs::file_type::not_found) {
       return std::make_unique<SafetensorsCheckpoint>(
           path, path, std::vector<fs::path>{path / "model.safetensors"}, nullptr);
     }
@@ -249,6 +275,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
     fail(ggufs.empty() ? "folder has no model.safetensors, model.safetensors.index.json or .gguf"
                        : "folder has several .gguf files and no safetensors weights",
          path.string(), kFixOpen);
+  }
+  if (type != fs::file_type::regular) {
+    fail("not a regular file (a device, FIFO or socket?)", path.string(), kFixOpen);
   }
   const std::string name = path.filename().string();
   if (path.extension() == ".gguf" || has_gguf_magic(path)) {

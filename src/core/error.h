@@ -16,6 +16,8 @@ namespace dak {
 
 class Error : public std::runtime_error {
  public:
+  /// Each part is stored printable: control bytes (NUL, newline, ESC, ...) become \xNN escapes,
+  /// so text from a file cannot cut or forge the message, and a part is cut to 2000 bytes.
   Error(std::string what, std::string where, std::string fix);
 
   const std::string& what_part() const { return what_; }

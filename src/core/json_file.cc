@@ -52,9 +52,14 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
   // then be half ignored. The parser callback sees every key with its object depth.
   std::vector<std::set<std::string>> keys;  // keys seen per open object
   std::string duplicate;
-  const nlohmann::json::parser_callback_t check = [&](int /*depth*/, nlohmann::json::parse_event_t event,
+  const nlohmann::json::parser_callback_t check = [&](int depth, nlohmann::json::parse_event_t event,
                                                         nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    // Nesting far beyond any dak file: printing such a value (an error's "got ...") recurses once
+    // per level and would overflow the stack.
+    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth) {
+      fail(fmt::format("{} nests arrays or objects deeper than {} levels", what, kMaxJsonDepth), path, fix);
+    }
     if (event == E::object_start) keys.emplace_back();
     if (event == E::object_end && !keys.empty()) keys.pop_back();
     if (event == E::key && !keys.empty() && duplicate.empty() && !keys.back().insert(parsed.get<std::string>()).second)

@@ -14,12 +14,15 @@ namespace dak {
 /// most; the limit keeps a device file or a wrong path (e.g. /dev/zero) from being read forever.
 constexpr int64_t kMaxJsonFileBytes = int64_t(64) << 20;
 
+/// Deepest nesting of arrays and objects parse_json_text accepts (dak's files use fewer than 10).
+constexpr int kMaxJsonDepth = 64;
+
 /// Parses `text`, the contents of the JSON file `path` (`what` names it in messages, e.g.
 /// "hardware profile"). Throws dak::Error, located at `path` with `fix` as the remedy, for:
 /// a syntax error ("<what> is not valid JSON: line L, column C: <the parser's message>"; columns
 /// count UTF-8 characters, a leading byte-order mark not included; the message is cut to 200
 /// characters), a NUL byte (binary data, not JSON text), a number outside the range of a double
-/// (e.g. 1e400), and a key given twice in one object.
+/// (e.g. 1e400), a key given twice in one object, and nesting deeper than kMaxJsonDepth.
 nlohmann::json parse_json_text(const std::string& text, const std::string& what, const std::string& path,
                                const std::string& fix);
 

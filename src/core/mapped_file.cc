@@ -13,7 +13,9 @@
 namespace dak {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (a regular
+  // file, the only kind mapped below, is not affected).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     fail(std::string("cannot open file: ") + std::strerror(errno), path.string(),
          "check that the path exists and is readable");
@@ -21,7 +23,8 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail("not a regular file", path.string(), "pass a checkpoint file or a model folder");
+    fail("not a regular file (a folder, device, FIFO or socket?)", path.string(),
+         "pass a checkpoint file or a model folder");
   }
   size_ = uint64_t(st.st_size);
   if (size_ > 0) {

@@ -24,7 +24,10 @@
 // (transformers 5, which also holds rope_theta); see modeling_rope_utils.py.
 #include "core/model_config.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <cstdint>
 
 #include <nlohmann/json.hpp>
 
@@ -51,10 +54,17 @@ const json* find_key(const json& j, const std::string& key) {
 int64_t get_int(const json& j, const std::string& key, int64_t def, const std::string& where) {
   const json* v = find_key(j, key);
   if (!v) return def;
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX)) {
+    fail("integer " + std::to_string(v->get<uint64_t>()) + " is too large (at most 2^63 - 1)",
+         field_where(where, key), "fix the value in config.json");
+  }
   if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
   if (v->is_number_float()) {
     double d = v->get<double>();
     if (d == std::floor(d) && std::abs(d) < 9e15) return static_cast<int64_t>(d);
+    if (d == std::floor(d)) {
+      fail(fmt::format("integer {:g} is too large", d), field_where(where, key), "fix the value in config.json");
+    }
   }
   fail("expected an integer, got " + v->dump(), field_where(where, key),
        "fix the value in config.json");
@@ -91,10 +101,20 @@ std::vector<int64_t> get_id_list(const json& j, const std::string& key, std::vec
   auto it = j.find(key);
   if (it == j.end()) return def;
   if (it->is_null()) return {};
-  if (it->is_number_integer()) return {it->get<int64_t>()};
+  auto too_large = [&](const json& e) {
+    if (e.is_number_unsigned() && e.get<uint64_t>() > uint64_t(INT64_MAX)) {
+      fail("token id " + std::to_string(e.get<uint64_t>()) + " is too large", field_where(where, key),
+           "fix the value in config.json");
+    }
+  };
+  if (it->is_number_integer()) {
+    too_large(*it);
+    return {it->get<int64_t>()};
+  }
   if (it->is_array()) {
     std::vector<int64_t> ids;
     for (const auto& e : *it) {
+      too_large(e);
       if (!e.is_number_integer())
         fail("expected a list of integer token ids, got " + it->dump(), field_where(where, key),
              "fix the value in config.json");
@@ -104,6 +124,16 @@ std::vector<int64_t> get_id_list(const json& j, const std::string& key, std::vec
   }
   fail("expected a token id or a list of token ids, got " + it->dump(), field_where(where, key),
        "fix the value in config.json");
+}
+
+/// A normalization epsilon from config.json, checked before it becomes a float: in (0, 1) and
+/// representable (at least 1e-30; 1e39 would become inf, 1e-50 zero). Real models use 1e-5 or 1e-6.
+float norm_eps_of(double eps, const std::string& where) {
+  if (!(eps >= 1e-30 && eps < 1.0)) {
+    fail(fmt::format("normalization epsilon {:g} is outside [1e-30, 1)", eps), where,
+         "fix config.json (real models use 1e-5 or 1e-6)");
+  }
+  return static_cast<float>(eps);
 }
 
 Activation parse_activation(const std::string& name, const std::string& where,
@@ -240,7 +270,7 @@ void parse_llama_like(const json& j, ModelConfig& c, const std::string& where) {
   c.max_position_embeddings = get_int(j, "max_position_embeddings",
                                       is_mistral ? 4096 * 32 : is_qwen2 ? 32768 : 2048, where);
   c.norm = NormKind::kRmsNorm;
-  c.norm_eps = static_cast<float>(get_double(j, "rms_norm_eps", 1e-6, where));
+  c.norm_eps = norm_eps_of(get_double(j, "rms_norm_eps", 1e-6, where), field_where(where, "rms_norm_eps"));
   c.activation = parse_activation(get_string(j, "hidden_act", "silu", where), where, "hidden_act");
   c.gated_mlp = true;
   parse_rope(j, c, where);
@@ -348,9 +378,11 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string
 }
 
 ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
+  // A model folder: its config.json (which read_json_file then checks: a config.json that is itself
+  // a folder is named as such, not as "<folder>/config.json/config.json").
   std::filesystem::path file = path;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) file = path / "config.json";
+  if (path.filename() != "config.json" && std::filesystem::is_directory(path, ec)) file = path / "config.json";
   const json j = read_json_file(
       file, "config file",
       "check the path (a Hugging Face model folder must contain config.json); fix or re-download config.json");
@@ -419,6 +451,7 @@ void ModelConfig::validate(const std::string& where) const {
   at_most(num_heads, 4096, "num_attention_heads");
   at_most(head_dim, 1024, "head_dim");
   at_most(max_position_embeddings, int64_t(1) << 24, "max_position_embeddings");
+  if (arch == Arch::kOpt) at_most(word_embed_proj_dim, int64_t(1) << 18, "word_embed_proj_dim");
   if (bos_token_id < -1 || bos_token_id >= vocab_size)
     fail("bos_token_id " + std::to_string(bos_token_id) + " is outside the vocabulary (size " +
              std::to_string(vocab_size) + ")",

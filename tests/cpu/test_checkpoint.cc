@@ -3,6 +3,7 @@
 // tools/make_safetensors_fixtures.py), the undoing of llama.cpp's Q/K row permutation, and the
 // errors for incomplete or inconsistent checkpoints (variants written into a scratch folder).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 
@@ -393,6 +394,51 @@ TEST(Checkpoint, RejectsUnknownPaths) {
   expect_error([&] { Checkpoint::open(dir.path()); }, {"no model.safetensors", dir.path().string()});
   write_bytes(dir / "notes.txt", "hello");
   expect_error([&] { Checkpoint::open(dir / "notes.txt"); }, {"unrecognized", "notes.txt"});
+}
+
+TEST(Checkpoint, RejectsLinksFifosAndFolderConfigs) {
+  // Found by the session-8 new-user trial: a symbolic link loop was an internal error (exit 2), a
+  // FIFO hung forever, a config.json folder was reported as "<dir>/config.json/config.json".
+  ScratchDir dir;
+  fs::copy_file(st_dir() / "tiny_llama_single" / "config.json", dir / "config.json");
+  fs::create_symlink(dir / "loop2", dir / "model.safetensors");
+  fs::create_symlink(dir / "model.safetensors", dir / "loop2");
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"cannot examine the path", "model.safetensors"});
+  expect_error([&] { Checkpoint::open(dir / "model.safetensors"); }, {"cannot examine the path"});
+  fs::remove(dir / "model.safetensors");
+  fs::remove(dir / "loop2");
+  fs::create_symlink(dir / "gone.safetensors", dir / "model.safetensors");  // dangling
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"symbolic link to a file that does not exist", "model.safetensors"});
+  fs::remove(dir / "model.safetensors");
+  ASSERT_EQ(::mkfifo((dir / "model.safetensors").c_str(), 0600), 0);
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"not a regular file", "model.safetensors"});
+  expect_error([&] { Checkpoint::open(dir / "model.safetensors"); }, {"not a regular file"});
+  fs::remove(dir / "model.safetensors");
+  fs::copy_file(st_dir() / "tiny_llama_single" / "model.safetensors", dir / "model.safetensors");
+  fs::remove(dir / "config.json");
+  fs::create_directory(dir / "config.json");
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"config.json is not a regular file", (dir / "config.json").string()});
+}
+
+TEST(Checkpoint, ErrorTextIsPrintable) {
+  // A tensor name with a newline, an escape code or a NUL reaches the message escaped: it can
+  // neither forge the "where" / "fix" lines nor cut the message.
+  const std::string name = std::string("evil\n  where: /etc/passwd\x1b[31m") + '\0' + "tail";
+  try {
+    fail("tensor '" + name + "' is bad", "f.safetensors", "fix it");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\x1b'), std::string::npos);
+    EXPECT_NE(msg.find("evil\\x0a  where: /etc/passwd\\x1b[31m\\x00tail' is bad"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\n  where: f.safetensors\n  fix:   fix it"), std::string::npos) << msg;
+  }
+  try {
+    fail(std::string(1 << 20, 'a'), "w", "f");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_LT(std::string(e.what()).size(), size_t(2100));
+  }
 }
 
 // ------------------------------------------------------------------ inspect

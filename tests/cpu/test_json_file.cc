@@ -45,6 +45,15 @@ TEST(JsonFile, SyntaxErrorsGiveLineAndColumn) {
                {"line 3, column 1"});
 }
 
+TEST(JsonFile, RefusesDeepNesting) {
+  // 100000 levels: printing such a value in an error message would overflow the stack.
+  const std::string deep = "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_error([&] { dak::parse_json_text(deep, "config file", "c.json", "fix it"); },
+               {"config file nests arrays or objects deeper than 64 levels", "c.json"});
+  const std::string ok = std::string(60, '[') + std::string(60, ']');
+  EXPECT_NO_THROW(dak::parse_json_text(ok, "config file", "c.json", "fix it"));
+}
+
 TEST(JsonFile, BinaryOverflowAndColumnsInCharacters) {
   // A NUL byte: binary data, refused with its position (the parser would stop there silently).
   expect_error([] { dak::parse_json_text(std::string("{\"a\": 1}\0garbage", 16), "test file", "t.json", "fix it"); },

@@ -272,6 +272,17 @@ TEST(ModelConfig, RejectsUnsupportedFieldsNamingThem) {
   expect_error(R"({"model_type": "opt", "_remove_final_layer_norm": true})",
                {"config.json", "_remove_final_layer_norm"});
   expect_error(R"([1, 2])", {"config.json"});
+  // Found by the session-8 new-user trial: integers past int64 were reported as -1, epsilons judged
+  // after rounding to float, and an OPT word_embed_proj_dim of 2^40 made `dak plan` run for minutes.
+  expect_error(R"({"model_type": "llama", "hidden_size": 18446744073709551615})",
+               {"hidden_size", "18446744073709551615 is too large"});
+  expect_error(R"({"model_type": "llama", "hidden_size": 1e30})", {"hidden_size", "too large"});
+  expect_error(R"({"model_type": "llama", "eos_token_id": 18446744073709551615})", {"eos_token_id", "too large"});
+  expect_error(R"({"model_type": "llama", "rms_norm_eps": 1e39})", {"rms_norm_eps", "outside [1e-30, 1)"});
+  expect_error(R"({"model_type": "llama", "rms_norm_eps": 1e-50})", {"rms_norm_eps", "outside [1e-30, 1)"});
+  expect_error(R"({"model_type": "llama", "rms_norm_eps": 1e30})", {"rms_norm_eps"});
+  expect_error(R"({"model_type": "opt", "word_embed_proj_dim": 1099511627776})",
+               {"word_embed_proj_dim", "larger than dak supports"});
 }
 
 TEST(ModelConfig, ToJsonRoundTrips) {
