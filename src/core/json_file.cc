@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <fstream>
 #include <set>
@@ -107,8 +108,12 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
                      kMaxJsonFileBytes >> 20),
          path.string(), fix);
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(fmt::format("cannot read {} '{}'", what, path.string()), path.string(), fix);
+  if (!in) {
+    const std::string why = errno != 0 ? ": " + std::error_code(errno, std::generic_category()).message() : "";
+    fail(fmt::format("cannot read {} '{}'{}", what, path.string(), why), path.string(), fix);
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_json_text(ss.str(), what, path.string(), fix);
