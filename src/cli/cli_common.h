@@ -2,6 +2,8 @@
 // timing, and small parsers for flag values.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
@@ -104,6 +106,20 @@ void emit_report(const std::string& text, const nlohmann::json& json, const std:
                  const std::string& output, const std::string& json_file, const std::string& csv_file);
 
 /// Seconds since `t0`.
+/// CLI11 validator for a uint64 option (a seed): only decimal digits, at most 2^64 - 1 (CLI11
+/// alone wraps -1 to 2^64 - 1 and clamps larger values, so different seeds gave the same run).
+inline CLI::Validator unsigned_64() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 20 ||
+            (s.size() == 20 && s > "18446744073709551615")) {
+          return "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
+        }
+        return "";
+      },
+      "UINT64");
+}
+
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -685,7 +685,8 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_flag("--dry-run", a->dry_run, "Print the shapes, points and kernel schedules, and exit (no GPU needed)");
   c->add_option("--json", a->json_file, "Also write everything as JSON to FILE");
   c->add_option("--csv", a->csv_file, "Also write one row per (experiment, x) as CSV to FILE (tools/plot_gemm_eb.py)");
-  c->add_option("--seed", a->seed, "Seed of the random weights and activations")->capture_default_str();
+  c->add_option("--seed", a->seed, "Seed of the random weights and activations")->capture_default_str()
+      ->check(unsigned_64());
   c->footer(kFooter);
   c->callback([a] { run_bench_gemm(*a); });
 }

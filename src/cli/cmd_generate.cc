@@ -207,7 +207,8 @@ void add_generate_command(CLI::App& app) {
   c->add_flag("--random-weights", a->random_weights,
               "Run the config with deterministic random bf16 weights generated on the GPU (no checkpoint, no "
               "tokenizer: use --prompt-ids; --device cuda or auto)");
-  c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str();
+  c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
+      ->check(unsigned_64());
   c->add_option("--prompt,-p", a->prompts, "Prompt text (repeat for a batch)");
   c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
@@ -216,10 +217,10 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--temperature,-t", a->temperature, "Sampling temperature (0 = greedy)")->capture_default_str()
       ->check(CLI::Range(0.0f, 100.0f));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1] (0 is rejected)")->capture_default_str()
       ->check(CLI::Range(0.0f, 1.0f));
-  c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str();
+  c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->check(unsigned_64());
   c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));

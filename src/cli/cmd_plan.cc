@@ -93,7 +93,8 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)");
   CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,
-                "force the global fraction R of weight + KV bytes on the host (0..1); overrides --gpu-memory");
+                "force the global fraction R of weight + KV bytes on the host (0..1); with --gpu-memory the budget "
+                "must still hold what R leaves in HBM");
   c->add_option("--allocator", a->allocator, "greedy or uniform")
       ->capture_default_str()
       ->check(CLI::IsMember({"greedy", "uniform"}));

@@ -1,6 +1,10 @@
 // dak: command-line entry point. Errors from any command are printed as
-// "dak: error: <what> / where / fix" and give exit code 1; CLI usage errors give CLI11's code.
+// "dak: error: <what> / where / fix" and give exit code 1; usage errors (unknown option, a value
+// that does not convert or is out of range) exit 2; an internal error (a bug) exits 3.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <exception>
 #include <filesystem>
 
@@ -21,8 +25,23 @@ int main(int argc, char** argv) {
   dak::cli::add_profile_command(app);
   try {
     app.parse(argc, argv);
+    // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
+    // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).
+    std::cout.flush();
+    errno = 0;
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      const int err = errno;
+      throw dak::Error(std::string("cannot write the output to standard output") + (err ? ": " + std::string(std::strerror(err)) : ""),
+                       "standard output", "check the disk space or the file / pipe stdout goes to");
+    }
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // A usage error, in dak's format (CLI11's own text had no where / fix and exit codes 104-114).
+    std::string where = "the command line";
+    for (const CLI::App* sub : app.get_subcommands()) where = "dak " + sub->get_name();
+    const dak::Error err(e.what(), where, "run `" + where + " --help` for the options and their values");
+    std::fprintf(stderr, "dak: error: %s\n", err.what());
+    return 2;
   } catch (const dak::Error& e) {
     std::fprintf(stderr, "dak: error: %s\n", e.what());
     return 1;
@@ -35,7 +54,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dak: internal error: %s\n", e.what());
-    return 2;
+    return 3;
   }
   return 0;
 }

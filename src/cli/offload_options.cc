@@ -59,7 +59,8 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
                                      "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory");
   c->add_option("--offload-ratio", a->offload_ratio,
-                "global fraction of weight + KV bytes in host memory, 0..1 (overrides the budgets; dak bench: a comma "
+                "global fraction of weight + KV bytes in host memory, 0..1 (instead of a budget: not with --gpu-memory, "
+                "--cpu-offload-gb or --plan; dak bench: a comma "
                 "list sweeps)");
   c->add_option("--allocator", a->allocator, "how the planner spreads host bytes over operators: greedy or uniform")
       ->capture_default_str()

@@ -22,7 +22,16 @@ const json& member(const json& j, const std::string& key, const std::string& whe
   return j.at(key);
 }
 
-double positive_number(const json& j, const std::string& key, const std::string& where, bool allow_zero = false) {
+// Every quantity of a profile has a plausibility bound far beyond real hardware, so a typo or a
+// hand edit cannot turn the planner's arithmetic into overflow, 300-digit numbers or a hang (found
+// by the session-8 new-user trial: sm_count 1e12 was an allocation failure, stage_bytes 2^62 a
+// division by zero).
+constexpr double kMaxNumber = 1e7;   // GB/s, TFLOP/s, us, GiB/s ... (H200: 4490 GB/s, 717 TFLOP/s)
+constexpr double kMinNumber = 1e-6;  // a positive quantity below this is a typo (1e-300 GB/s)
+constexpr int64_t kMaxInt = int64_t(1) << 50;  // bytes (1 PiB), counts
+
+double positive_number(const json& j, const std::string& key, const std::string& where, bool allow_zero = false,
+                       double max = kMaxNumber) {
   const json& v = member(j, key, where);
   if (!v.is_number())
     fail(fmt::format("hardware profile field '{}' must be a number", key), where, "write a plain JSON number");
@@ -30,16 +39,27 @@ double positive_number(const json& j, const std::string& key, const std::string&
   if (!(d > 0 || (allow_zero && d == 0)))
     fail(fmt::format("hardware profile field '{}' must be {}, got {}", key, allow_zero ? ">= 0" : "> 0", d), where,
          "re-measure it with `dak profile` or fix the file");
+  if (d > max || (d > 0 && d < kMinNumber))
+    fail(fmt::format("hardware profile field '{}' = {:g} is implausible (allowed: {:g} to {:g})", key, d, kMinNumber,
+                     max),
+         where, "re-measure it with `dak profile` or fix the file");
   return d;
 }
 
-int64_t positive_int(const json& j, const std::string& key, const std::string& where, bool allow_zero = false) {
+int64_t positive_int(const json& j, const std::string& key, const std::string& where, bool allow_zero = false,
+                     int64_t max = kMaxInt) {
   const json& v = member(j, key, where);
   if (!v.is_number_integer())
     fail(fmt::format("hardware profile field '{}' must be an integer", key), where, "write a whole number");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))
+    fail(fmt::format("hardware profile field '{}' = {} is implausible (at most {})", key, v.get<uint64_t>(), max),
+         where, "re-measure it with `dak profile` or fix the file");
   int64_t i = v.get<int64_t>();
   if (!(i > 0 || (allow_zero && i == 0)))
     fail(fmt::format("hardware profile field '{}' must be {}, got {}", key, allow_zero ? ">= 0" : "> 0", i), where,
+         "re-measure it with `dak profile` or fix the file");
+  if (i > max)
+    fail(fmt::format("hardware profile field '{}' = {} is implausible (at most {})", key, i, max), where,
          "re-measure it with `dak profile` or fix the file");
   return i;
 }
@@ -65,7 +85,7 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   HardwareProfile p;
   p.name = text(j, "name", where);
   p.device = text(j, "device", where);
-  p.sm_count = positive_int(j, "sm_count", where);
+  p.sm_count = positive_int(j, "sm_count", where, false, 1024);
 
   const std::string wh = where + ": hbm";
   const json& hbm = member(j, "hbm", where);
@@ -82,9 +102,9 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   p.host_copy_engine_gbps = positive_number(link, "copy_engine_gbps", wl);
   p.host_shared_total_gbps = positive_number(link, "shared_total_gbps", wl);
   p.host_latency_us = positive_number(link, "latency_us", wl);
-  p.host_inflight_cap_bytes = positive_int(link, "inflight_cap_bytes", wl);
-  p.host_stage_bytes = positive_int(link, "stage_bytes", wl);
-  p.max_stages_per_cta = positive_int(link, "max_stages_per_cta", wl);
+  p.host_inflight_cap_bytes = positive_int(link, "inflight_cap_bytes", wl, false, int64_t(1) << 30);
+  p.host_stage_bytes = positive_int(link, "stage_bytes", wl, false, int64_t(16) << 20);
+  p.max_stages_per_cta = positive_int(link, "max_stages_per_cta", wl, false, 1024);
   p.max_multicast_cluster = positive_int(link, "max_multicast_cluster", wl);
   if (p.max_multicast_cluster != 1 && p.max_multicast_cluster != 2 && p.max_multicast_cluster != 4) {
     fail(fmt::format("host_link.max_multicast_cluster {} is not 1, 2 or 4", p.max_multicast_cluster), wl,
@@ -98,10 +118,10 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   for (size_t i = 0; i < cont.size(); ++i) {
     const std::string wc = fmt::format("{}: contention[{}]", where, i);
     ContentionPoint c;
-    c.host_ctas = positive_int(cont[i], "host_ctas", wc, true);
-    c.stages_per_cta = positive_int(cont[i], "stages_per_cta", wc);
-    c.stage_bytes = positive_int(cont[i], "stage_bytes", wc);
-    c.hbm_ctas = positive_int(cont[i], "hbm_ctas", wc);
+    c.host_ctas = positive_int(cont[i], "host_ctas", wc, true, 1024);
+    c.stages_per_cta = positive_int(cont[i], "stages_per_cta", wc, false, 1024);
+    c.stage_bytes = positive_int(cont[i], "stage_bytes", wc, false, int64_t(16) << 20);
+    c.hbm_ctas = positive_int(cont[i], "hbm_ctas", wc, false, 1024);
     c.hbm_gbps = positive_number(cont[i], "hbm_gbps", wc);
     p.contention.push_back(c);
   }
@@ -135,7 +155,7 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   if (p.linear_hbm_fraction < 0.05 || p.linear_hbm_fraction > 1)
     fail(fmt::format("compute.linear_hbm_fraction {} is outside [0.05, 1]", p.linear_hbm_fraction), wk,
          "give the fraction of hbm.read_gbps a memory-bound linear layer reaches (0.917 on the H200)");
-  p.mma_min_rows = positive_int(comp, "mma_min_rows", wk);
+  p.mma_min_rows = positive_int(comp, "mma_min_rows", wk, false, 1024);
   const json& rates = member(comp, "tensor_tflops", wk);
   if (!rates.is_array() || rates.empty()) fail("compute.tensor_tflops must be a non-empty array", wk, "list classes");
   for (size_t i = 0; i < rates.size(); ++i) {

@@ -258,7 +258,7 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   const std::string where = "step shape";
   auto require_positive = [&](int64_t v, const char* what) {
     if (v < 1)
-      fail(fmt::format("{} must be at least 1, got {}", what, v), where, fmt::format("pass a positive {}", what));
+      fail(fmt::format("{} must be at least 1, got {}", what, v), where, fmt::format("pass a positive value for the {}", what));
   };
   require_positive(shape.batch, "batch");
   require_positive(shape.prompt_len, "prompt length");
@@ -275,6 +275,14 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   if (shape.batch > 65536) {
     fail(fmt::format("batch {} is larger than the planner supports (65536 sequences)", shape.batch), where,
          "pass a smaller --batch");
+  }
+  // prompt + gen is the context: each at most the largest context a config may declare (2^24), so
+  // the sum cannot overflow (the session-8 trial: prompt 2^63 - 1 + gen 1 wrapped past the checks).
+  constexpr int64_t kMaxTokens = int64_t(1) << 24;
+  if (shape.prompt_len > kMaxTokens || shape.gen_len > kMaxTokens) {
+    fail(fmt::format("prompt length {} + generation length {} is more than the planner supports ({} tokens each)",
+                     shape.prompt_len, shape.gen_len, kMaxTokens),
+         where, "pass a --prompt-len and --gen-len within the model's context");
   }
   config.validate("model config");
   OpGraph g;

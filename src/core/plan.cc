@@ -128,6 +128,15 @@ PlanOp op_from_json(const json& j, const std::string& where) {
   o.tied_to = r.str("tied_to");
   if (o.host_rows < 0 || o.host_rows > o.split_rows || o.host_bytes < 0 || o.host_bytes > o.bytes)
     r.bad("host_rows", "is outside [0, split_rows] or host_bytes outside [0, bytes]");
+  // An edited plan must stay self-consistent (the session-8 trial passed host_fraction 1.5 and
+  // negative unit counts through).
+  if (!(o.host_fraction >= 0.0 && o.host_fraction <= 1.0)) r.bad("host_fraction", "is outside [0, 1]");
+  if (o.split_rows < 0 || o.unit_rows < 0 || o.host_units < 0 ||
+      (o.unit_rows > 0 && o.host_units > (o.split_rows + o.unit_rows - 1) / o.unit_rows))
+    r.bad("host_units", "is negative or more than the operator's units (split_rows / unit_rows)");
+  for (const auto& t : o.tensors) {
+    if (t.rows < 0 || t.rows > o.split_rows) r.bad("tensors", "has a tensor with rows outside [0, split_rows]");
+  }
   return o;
 }
 

@@ -36,6 +36,37 @@ TEST(Cli, UnknownFlagFails) {
   EXPECT_NE(r.output.find("bogus-flag"), std::string::npos) << r.output;
 }
 
+TEST(Cli, UsageErrorsAreDakErrorsWithExitCode2) {
+  // CLI11's own text (no where / fix, exit codes 104-114) became dak's format (session-8 trial).
+  RunResult r = run_dak("generate --bogus-flag 3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fix:   run `dak generate --help`"), std::string::npos) << r.output;
+  // A negative or too large seed was wrapped or clamped silently, so different seeds gave one run.
+  for (const char* seed : {"-1", "18446744073709551616", "1.5"}) {
+    r = run_dak(std::string("generate --device cpu --prompt-ids 1 --seed ") + seed);
+    EXPECT_EQ(r.exit_code, 2) << seed << ": " << r.output;
+    EXPECT_NE(r.output.find("--seed"), std::string::npos) << r.output;
+  }
+  r = run_dak("generate --device cpu --prompt-ids 1 --top-k -1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_LT(r.output.size(), size_t(400)) << r.output;  // no 300-digit range bound
+}
+
+TEST(Cli, FailedStdoutWriteIsAnError) {
+  // `dak plan --output json > plan.json` on a full disk left a truncated plan and exit code 0.
+  const RunResult r = dak::testing::run_shell(std::string(DAK_BINARY) +
+                                              " plan --model llama-2-7b --output json 2>&1 >/dev/full");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot write the output to standard output"), std::string::npos) << r.output;
+}
+
+TEST(Cli, PlanShapeOverflowIsRefused) {
+  const RunResult r = run_dak("plan --model llama-2-7b --prompt-len 9223372036854775807 --gen-len 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("more than the planner supports"), std::string::npos) << r.output;
+}
+
 TEST(Cli, MissingModelNamesThePath) {
   const RunResult r = run_dak("generate --model /nonexistent/model.gguf --prompt hi");
   EXPECT_EQ(r.exit_code, 1) << r.output;

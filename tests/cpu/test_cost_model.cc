@@ -116,6 +116,31 @@ TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
     }
   }
   EXPECT_THROW(HardwareProfile::load("/nonexistent/profile.json"), Error);
+  // Implausible values (the session-8 new-user trial: sm_count 1e12 failed an allocation, 1e7 hung,
+  // stage_bytes 2^62 divided by zero, read_gbps 1e-300 printed 300-digit times).
+  const std::vector<std::pair<std::vector<std::string>, nlohmann::json>> bad = {
+      {{"sm_count"}, int64_t(1000000000000)},
+      {{"sm_count"}, int64_t(10000000)},
+      {{"host_link", "stage_bytes"}, int64_t(1) << 62},
+      {{"hbm", "read_gbps"}, 1e-300},
+      {{"hbm", "read_gbps"}, 1e308},
+      {{"host_link", "sm_read_gbps"}, 1e300},
+      {{"compute", "mma_min_rows"}, int64_t(1) << 62},
+      {{"host_memory", "pin_gib_per_s"}, 1e-300},
+  };
+  for (const auto& [path, value] : bad) {
+    j = h200().to_json();
+    nlohmann::json* at = &j;
+    for (const std::string& k : path) at = &(*at)[k];
+    *at = value;
+    try {
+      HardwareProfile::from_json(j, "test");
+      FAIL() << "no error for " << path.back() << " = " << value.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is implausible"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path.back()), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(HardwareProfile, TheMeasuredH200ProfileLoads) {

@@ -64,6 +64,23 @@ TEST(PlanJson, MalformedPlansNameTheField) {
   EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
   j["format"] = "something.else";
   EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
+  // Edits the session-8 trial passed through: a host fraction outside [0, 1], more host units than
+  // the operator has, a tensor with more rows than the split.
+  const nlohmann::json good = sample_plan("llama-2-7b", 8, 6 * kGiB).to_json();
+  for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"host_fraction", 1.5}, {"host_fraction", -0.5}, {"host_units", 1000000}, {"host_units", -1}}) {
+    j = good;
+    j["operators"][3][field] = value;
+    try {
+      Plan::from_json(j, "plan.json");
+      FAIL() << "no error for " << field << " = " << value.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+  j = good;
+  j["operators"][3]["tensors"][0]["rows"] = int64_t(1) << 50;
+  EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
 }
 
 TEST(ByteSize, ParsesUnits) {
