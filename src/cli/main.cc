@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <exception>
 #include <filesystem>
 
@@ -24,6 +25,21 @@ int main(int argc, char** argv) {
   dak::cli::add_bench_command(app);
   dak::cli::add_profile_command(app);
   try {
+    // An empty value ("--offload-ratio ''") would be taken by CLI11 as 0 or as not given, silently
+    // (the session-8 trial: --offload-ratio '' forced 0 %); dak has no option whose value may be empty.
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      const bool empty_inline = arg.rfind("--", 0) == 0 && !arg.empty() && arg.back() == '=';
+      const bool empty_next = arg.size() > 1 && arg[0] == '-' && i + 1 < argc && argv[i + 1][0] == '\0';
+      if (empty_inline || empty_next) {
+        const std::string name = empty_inline ? arg.substr(0, arg.size() - 1) : arg;
+        std::fprintf(stderr, "dak: error: %s\n",
+                     dak::Error(name + " was given an empty value", "the command line",
+                                "give a value, or leave the option out for its default")
+                         .what());
+        return 2;
+      }
+    }
     app.parse(argc, argv);
     // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
     // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).

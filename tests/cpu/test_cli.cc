@@ -53,6 +53,16 @@ TEST(Cli, UsageErrorsAreDakErrorsWithExitCode2) {
   EXPECT_LT(r.output.size(), size_t(400)) << r.output;  // no 300-digit range bound
 }
 
+TEST(Cli, EmptyOptionValuesAreRefused) {
+  // CLI11 took "--offload-ratio ''" as 0 (a forced 0 % plan) and other empty values as not given.
+  for (const char* args : {"plan --model llama-2-7b --offload-ratio ''", "plan --model llama-2-7b --gpu-memory=",
+                           "generate --device cpu --prompt-ids 1 --seed ''"}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("was given an empty value"), std::string::npos) << r.output;
+  }
+}
+
 TEST(Cli, FailedStdoutWriteIsAnError) {
   // `dak plan --output json > plan.json` on a full disk left a truncated plan and exit code 0.
   const RunResult r = dak::testing::run_shell(std::string(DAK_BINARY) +
