@@ -249,6 +249,10 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
   for (const auto& [path, flag] : {std::pair{json_file, "--json"}, std::pair{csv_file, "--csv"}}) {
     if (path.empty()) continue;
     std::error_code ec;
+    if (fs::is_directory(fs::path(path), ec)) {
+      fail(fmt::format("'{}' is a folder, not a file name", path), flag,
+           "give the path of a new file, e.g. " + (fs::path(path) / "bench.json").string());
+    }
     if (fs::exists(fs::path(path), ec)) {
       fail(fmt::format("'{}' already exists", path), flag,
            "give a new file name or remove the old one (dak does not overwrite files)");
