@@ -105,7 +105,6 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
 void emit_report(const std::string& text, const nlohmann::json& json, const std::string& csv,
                  const std::string& output, const std::string& json_file, const std::string& csv_file);
 
-/// Seconds since `t0`.
 /// CLI11 validator for a uint64 option (a seed): only decimal digits, at most 2^64 - 1 (CLI11
 /// alone wraps -1 to 2^64 - 1 and clamps larger values, so different seeds gave the same run).
 inline CLI::Validator unsigned_64() {
@@ -120,6 +119,7 @@ inline CLI::Validator unsigned_64() {
       "UINT64");
 }
 
+/// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

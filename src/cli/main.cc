@@ -4,10 +4,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
-#include <string>
 #include <exception>
 #include <filesystem>
+#include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -47,8 +47,9 @@ int main(int argc, char** argv) {
     errno = 0;
     if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
       const int err = errno;
-      throw dak::Error(std::string("cannot write the output to standard output") + (err ? ": " + std::string(std::strerror(err)) : ""),
-                       "standard output", "check the disk space or the file / pipe stdout goes to");
+      const std::string why = err ? std::string(": ") + std::strerror(err) : "";
+      throw dak::Error("cannot write the output to standard output" + why, "standard output",
+                       "check the disk space or the file / pipe stdout goes to");
     }
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
@@ -64,9 +65,7 @@ int main(int argc, char** argv) {
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the code examined without an error code (a symbolic link loop, a folder without
     // permission): the user's input, not an internal error.
-    const dak::Error err("cannot examine the path: " + e.code().message(), e.path1().string(),
-                         "check that it exists, is not a symbolic link loop and that you may read its folders");
-    std::fprintf(stderr, "dak: error: %s\n", err.what());
+    std::fprintf(stderr, "dak: error: %s\n", dak::path_error(e.path1().string(), e.code()).what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dak: internal error: %s\n", e.what());

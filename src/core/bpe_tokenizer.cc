@@ -5,8 +5,8 @@
 #include <queue>
 
 #include "core/error.h"
-#include "core/json_file.h"
 #include "core/gguf.h"
+#include "core/json_file.h"
 #include "core/sentencepiece_tokenizer.h"
 #include "core/tokenizer_config.h"
 
@@ -256,7 +256,8 @@ constexpr int kMaxNesting = 16;         // Sequence inside Sequence ...
 }
 
 json parse_tokenizer_json(std::string_view text, const std::string& source) {
-  return dak::parse_json_text(std::string(text), "tokenizer file", source, "restore the file from the model's repository");
+  return dak::parse_json_text(std::string(text), "tokenizer file", source,
+                              "restore the file from the model's repository");
 }
 
 bool get_bool(const json& obj, const char* key, bool fallback, const std::string& source, const std::string& field) {

@@ -167,10 +167,7 @@ fs::file_type examine(const fs::path& p) {
     }
     return fs::file_type::not_found;
   }
-  if (ec) {
-    fail("cannot examine the path: " + ec.message(), p.string(),
-         "check that it is not a symbolic link loop and that you may read its folders");
-  }
+  if (ec) throw path_error(p.string(), ec);
   return st.type();
 }
 

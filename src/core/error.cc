@@ -44,13 +44,21 @@ std::string compose(const std::string& what, const std::string& where, const std
 }  // namespace
 
 Error::Error(std::string what, std::string where, std::string fix)
-    : std::runtime_error(compose(printable(what), printable(where), printable(fix))),
-      what_(printable(what)),
-      where_(printable(where)),
-      fix_(printable(fix)) {}
+    : Error(Printable{}, printable(what), printable(where), printable(fix)) {}
+
+Error::Error(Printable, std::string what, std::string where, std::string fix)
+    : std::runtime_error(compose(what, where, fix)),
+      what_(std::move(what)),
+      where_(std::move(where)),
+      fix_(std::move(fix)) {}
 
 void fail(std::string what, std::string where, std::string fix) {
   throw Error(std::move(what), std::move(where), std::move(fix));
+}
+
+Error path_error(const std::string& path, const std::error_code& ec) {
+  return Error("cannot examine the path: " + ec.message(), path,
+               "check that it exists, is not a symbolic link loop and that you may read its folders");
 }
 
 }  // namespace dak

@@ -11,6 +11,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace dak {
 
@@ -25,10 +26,16 @@ class Error : public std::runtime_error {
   const std::string& fix_part() const { return fix_; }
 
  private:
+  struct Printable {};  // the parts are already printable
+  Error(Printable, std::string what, std::string where, std::string fix);
   std::string what_, where_, fix_;
 };
 
 /// Throws dak::Error(what, where, fix).
 [[noreturn]] void fail(std::string what, std::string where, std::string fix);
+
+/// The error for a path the file system cannot examine (`ec` from std::filesystem: a symbolic link
+/// loop, a folder without search permission), naming the path and the reason.
+Error path_error(const std::string& path, const std::error_code& ec);
 
 }  // namespace dak

@@ -51,15 +51,13 @@ int64_t positive_int(const json& j, const std::string& key, const std::string& w
   const json& v = member(j, key, where);
   if (!v.is_number_integer())
     fail(fmt::format("hardware profile field '{}' must be an integer", key), where, "write a whole number");
-  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))
-    fail(fmt::format("hardware profile field '{}' = {} is implausible (at most {})", key, v.get<uint64_t>(), max),
-         where, "re-measure it with `dak profile` or fix the file");
-  int64_t i = v.get<int64_t>();
+  // An unsigned value past int64 would wrap in get<int64_t>(): compare it unsigned.
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(max) : v.get<int64_t>() > max)
+    fail(fmt::format("hardware profile field '{}' = {} is implausible (at most {})", key, v.dump(), max), where,
+         "re-measure it with `dak profile` or fix the file");
+  const int64_t i = v.get<int64_t>();
   if (!(i > 0 || (allow_zero && i == 0)))
     fail(fmt::format("hardware profile field '{}' must be {}, got {}", key, allow_zero ? ">= 0" : "> 0", i), where,
-         "re-measure it with `dak profile` or fix the file");
-  if (i > max)
-    fail(fmt::format("hardware profile field '{}' = {} is implausible (at most {})", key, i, max), where,
          "re-measure it with `dak profile` or fix the file");
   return i;
 }

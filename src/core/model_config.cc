@@ -51,13 +51,18 @@ const json* find_key(const json& j, const std::string& key) {
   return &*it;
 }
 
+/// Refuses an unsigned JSON integer past int64 (get<int64_t>() would wrap it, e.g. to -1).
+void refuse_past_int64(const json& v, const std::string& where, const std::string& key) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
+    fail("integer " + std::to_string(v.get<uint64_t>()) + " is too large (at most 2^63 - 1)",
+         field_where(where, key), "fix the value in config.json");
+  }
+}
+
 int64_t get_int(const json& j, const std::string& key, int64_t def, const std::string& where) {
   const json* v = find_key(j, key);
   if (!v) return def;
-  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX)) {
-    fail("integer " + std::to_string(v->get<uint64_t>()) + " is too large (at most 2^63 - 1)",
-         field_where(where, key), "fix the value in config.json");
-  }
+  refuse_past_int64(*v, where, key);
   if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
   if (v->is_number_float()) {
     double d = v->get<double>();
@@ -101,20 +106,14 @@ std::vector<int64_t> get_id_list(const json& j, const std::string& key, std::vec
   auto it = j.find(key);
   if (it == j.end()) return def;
   if (it->is_null()) return {};
-  auto too_large = [&](const json& e) {
-    if (e.is_number_unsigned() && e.get<uint64_t>() > uint64_t(INT64_MAX)) {
-      fail("token id " + std::to_string(e.get<uint64_t>()) + " is too large", field_where(where, key),
-           "fix the value in config.json");
-    }
-  };
   if (it->is_number_integer()) {
-    too_large(*it);
+    refuse_past_int64(*it, where, key);
     return {it->get<int64_t>()};
   }
   if (it->is_array()) {
     std::vector<int64_t> ids;
     for (const auto& e : *it) {
-      too_large(e);
+      refuse_past_int64(e, where, key);
       if (!e.is_number_integer())
         fail("expected a list of integer token ids, got " + it->dump(), field_where(where, key),
              "fix the value in config.json");
