@@ -453,7 +453,7 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB (several times the L2)")
       ->capture_default_str();
   c->add_option("--gemm", a->gemm,
-                "GEMM for the linear layers: auto (the engine's choice: cuBLASLt for now), cublas, or tiered (the "
+                "GEMM for the linear layers: auto (the engine's choice: the tiered GEMM up to 16 tokens, cuBLASLt above), cublas, or tiered (the "
                 "tiered GEMM at offload 0 wherever K % 8 == 0)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cublas", "tiered"}));

@@ -66,7 +66,7 @@ void TieredGemmSchedule::validate() const {
 std::string TieredGemmSchedule::to_string() const {
   return fmt::format(
       "M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} host_ctas={}x{} stages hbm_ctas={}x{} stages cluster={}", M, N,
-      K, m_host, tile.bm, tile.bn, TieredGemmTile::kBk, k_splits, host_ctas, host_stages, hbm_ctas, hbm_stages,
+      K, m_host, tile.bm, tile.bn, tile.bk(), k_splits, host_ctas, host_stages, hbm_ctas, hbm_stages,
       cluster);
 }
 
@@ -87,14 +87,14 @@ TieredGemmTile choose_tiered_gemm_tile(int64_t N) {
 int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count) {
   if (M < 1 || N < 1 || K < 1 || sm_count < 1) return 1;
   if (N > 64) return 1;
-  const int64_t k_blocks = ceil_div(K, TieredGemmTile::kBk);
+  const int64_t k_blocks = ceil_div(K, tile.bk());
   const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
   double best_cost = std::numeric_limits<double>::max();
   int32_t best = 1;
-  constexpr double kGpuOverCtaRate = 0.92;  // (B_g / sm_count) / one CTA's streaming rate
-  constexpr int64_t kLastUnitEpilogue = 24, kUnitEpilogue = 8;  // split epilogue, in k-blocks
+  constexpr double kGpuOverCtaRate = 0.36;  // (B_g / sm_count) / one CTA's streaming rate
+  constexpr int64_t kLastUnitEpilogue = 18, kUnitEpilogue = 6;  // split epilogue, in k-blocks
   const double bandwidth_floor = double(tiles * k_blocks) / (kGpuOverCtaRate * double(sm_count));
-  for (int64_t s = 1; s <= std::min<int64_t>(16, std::max<int64_t>(1, k_blocks / 8)); ++s) {
+  for (int64_t s = 1; s <= std::min<int64_t>(16, std::max<int64_t>(1, k_blocks / 2)); ++s) {
     const int64_t waves = ceil_div(tiles * s, sm_count);
     const double cost = std::max(bandwidth_floor, double(waves * ceil_div(k_blocks, s))) +
                         (s > 1 ? double(kLastUnitEpilogue + kUnitEpilogue * (waves - 1)) : 0.0);

@@ -3,7 +3,7 @@
 //
 // y[N, M] = x[N, K] . W[M, K]^T with W split along M: rows [0, m_host) live in pinned host memory,
 // rows [m_host, M) in HBM. Each side is cut into m-tiles of bm rows (host tiles from row 0, HBM
-// tiles from row m_host), N into n-tiles of bn tokens, and K into k-blocks of bk = 64 elements.
+// tiles from row m_host), N into n-tiles of bn tokens, and K into k-blocks of tile.bk() elements.
 // The k-blocks are divided into k_splits contiguous ranges (split s covers
 // [s * k_blocks / S, (s + 1) * k_blocks / S)); a work unit is (m-tile, n-tile, split). With S > 1
 // the units of one output tile write fp32 partials and its last split (the reducer) waits for
@@ -37,17 +37,24 @@
 namespace dak {
 
 /// Tile shapes the kernel is compiled for: (bm, bn) in {(64, 8), (64, 16), (64, 32), (64, 64),
-/// (128, 128)}; bk is always 64 bf16 (one 128-byte swizzle atom). (128, 256) would need more
-/// than the 168 registers per thread a 384-thread CTA gets: its accumulators spill.
+/// (128, 128)}. K is read in k-blocks of bk() elements, each made of 64-element atoms (one 128-byte
+/// swizzle row of bf16): bk() = 256 (4 atoms, one 3D TMA box per operand and stage) for the 64-row
+/// bandwidth tiles, 64 for 128 x 128. (128, 256) would need more than the 168 registers per thread a
+/// 384-thread CTA gets: its accumulators spill.
 struct TieredGemmTile {
   int32_t bm = 64;
   int32_t bn = 8;
-  static constexpr int32_t kBk = 64;
-  /// SMEM bytes of one pipeline stage: a bm x 64 W tile and a bn x 64 x tile, bf16.
-  DAK_HD constexpr int64_t stage_bytes() const { return int64_t(bm + bn) * kBk * 2; }
+  static constexpr int32_t kAtomK = 64;  // K elements of one swizzle atom (128 bytes of bf16)
+  /// K elements per pipeline stage. Wide stages for bm 64: one CTA's single producer thread issues
+  /// one 32 KiB W box per stage instead of four 8 KiB ones; measured on the H200 (gemm_probe tma,
+  /// no math) 34-72 GB/s per CTA with 8 KiB boxes, 106 GB/s with 32 KiB (docs/perf-notes.md,
+  /// session 8), and a decode GEMM's partial last wave streams at one CTA's rate.
+  DAK_HD constexpr int32_t bk() const { return bm == 64 ? 4 * kAtomK : kAtomK; }
+  /// SMEM bytes of one pipeline stage: a bm x bk() W tile and a bn x bk() x tile, bf16.
+  DAK_HD constexpr int64_t stage_bytes() const { return int64_t(bm + bn) * bk() * 2; }
   /// Stages that fit one CTA's SMEM (the kernel's ring depth): min(24, 200 KiB / stage_bytes):
-  /// 22 for bn 8, 20 for bn 16, 16 / 12 / 6 for bn 32 / 64 / the 128 x 128 tile. A bandwidth-path
-  /// CTA streams about (bytes in flight) / (loaded latency): B_g needs ~192 KiB in flight per SM
+  /// 5 for bn 8 and 16, 4 / 3 for bn 32 / 64, 6 for the 128 x 128 tile. A bandwidth-path CTA
+  /// streams about (bytes in flight) / (loaded latency): B_g needs ~192 KiB in flight per SM
   /// (hbm_stream's best configuration), so the small-N rings fill the SMEM (docs/perf-notes.md).
   DAK_HD constexpr int32_t max_stages() const {
     const int64_t s = (200 * 1024) / stage_bytes();
@@ -94,7 +101,8 @@ struct TieredGemmSchedule {
   int32_t cluster = 1;      // 1, 2 or 4: CTAs per cluster; > 1 only for the 128 x 128 tile: the CTAs
                             //   of a cluster share each W tile by TMA multicast
 
-  DAK_HD int64_t k_blocks() const { return (K + TieredGemmTile::kBk - 1) / TieredGemmTile::kBk; }
+  /// k-blocks of tile.bk() elements (the last one may be partial: TMA zero-fills past K).
+  DAK_HD int64_t k_blocks() const { return (K + tile.bk() - 1) / tile.bk(); }
   DAK_HD int64_t n_tiles() const { return (N + tile.bn - 1) / tile.bn; }
   DAK_HD int64_t host_m_tiles() const { return (m_host + tile.bm - 1) / tile.bm; }
   DAK_HD int64_t hbm_m_tiles() const { return (M - m_host + tile.bm - 1) / tile.bm; }
@@ -134,10 +142,10 @@ struct TieredGemmSchedule {
   /// plus fp32 partials [output tiles][k_splits][bm * bn] when k_splits > 1. Independent of m_host.
   int64_t workspace_bytes() const;
 
-  /// Host bytes one host cluster keeps in flight per stage: the W tile (bm x 64 bf16, loaded once
+  /// Host bytes one host cluster keeps in flight per stage: the W tile (bm x bk bf16, loaded once
   /// per cluster by multicast) when cluster > 1, else the whole stage (W and x tile).
   DAK_HD int64_t host_stage_inflight_bytes() const {
-    return cluster > 1 ? int64_t(tile.bm) * TieredGemmTile::kBk * 2 : tile.stage_bytes();
+    return cluster > 1 ? int64_t(tile.bm) * tile.bk() * 2 : tile.stage_bytes();
   }
 
   /// Throws dak::Error (naming the field) for an inconsistent schedule: sizes, a tile the kernel
@@ -164,16 +172,18 @@ TieredGemmTile choose_tiered_gemm_tile(int64_t N);
 int32_t tiered_gemm_multicast_cluster(int64_t N, int64_t max_cluster);
 
 /// k_splits minimizing the estimated time of an all-HBM run (ties: the smallest S), counted in
-/// k-block loads of one busy CTA (~0.25 us for a 64 x 64 bf16 W tile on the H200):
-///   max(tiles * k_blocks / (0.92 * sm_count), waves * ceil(k_blocks / S))
-///   + (S > 1 ? 24 + 8 * (waves - 1) : 0),   waves = ceil(tiles * S / sm_count)
-/// The first term is the HBM bandwidth (B_g / sm_count is ~0.92 of one CTA's streaming rate), the
-/// second the busiest CTA, the third the split epilogue (partials, fence, counter, reload): ~24
-/// k-blocks for the last unit of a CTA, where nothing overlaps it, ~8 for each other unit (the
-/// other math group's main loop hides the rest). Fitted on the H200 with
-/// bench/tiered_gemm_probe.cu (Llama-2-7B decode shapes, docs/perf-notes.md). S <= 16, units of
-/// at least 8 k-blocks; 1 when N > 64 (compute-bound tiles are many). Depends only on the
-/// arguments, so it is the same for every m_host.
+/// k-block loads of one busy CTA (a 64 x 256 bf16 W stage, ~0.33 us at ~100 GB/s on the H200):
+///   max(tiles * k_blocks / (r * sm_count), waves * ceil(k_blocks / S))
+///   + (S > 1 ? 18 + 6 * (waves - 1) : 0),   waves = ceil(tiles * S / sm_count)
+/// The first term is the HBM bandwidth (r = (B_g / sm_count) / one CTA's streaming rate: 34 GB/s
+/// over the ~94 GB/s of one wide-stage CTA on the H200, rounded to 0.36), the second the busiest
+/// CTA, the third the split epilogue (partials, fence, counter, reload): ~6 us for the last unit
+/// of a CTA, where nothing overlaps it, ~2 us for each other unit (the other math group's main loop
+/// hides the rest; fitted in session 7 with 64-wide k-blocks and carried over in time). On the
+/// Llama-2-7B decode shapes it picks S = 1, which bench/tiered_gemm_probe.cu measured fastest for
+/// each of them in session 9 (docs/perf-notes.md). S <= 16, units of at least 2 k-blocks; 1 when
+/// N > 64 (compute-bound tiles are many). Depends only on the arguments, so it is the same for
+/// every m_host.
 int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count);
 
 /// The default schedule for a shape and host row count on `sm_count` SMs:

@@ -76,7 +76,8 @@ struct StepProfile {
 
 /// Which GEMM runs the linear layers (all weights in HBM in this engine).
 enum class GemmBackend : int32_t {
-  kAuto,     // cuBLASLt for now: the tiered GEMM does not beat it yet at m_host = 0 (docs/perf-notes.md)
+  kAuto,     // the tiered GEMM for small decode batches (N <= 16 tokens: its wide-stage bandwidth path
+             //   beats cuBLASLt on the H200, docs/perf-notes.md session 9), cuBLASLt above
   kCublas,   // cuBLASLt everywhere (the reference)
   kTiered,   // tiered GEMM everywhere (its 128 x 128 compute tile above 64 tokens)
 };

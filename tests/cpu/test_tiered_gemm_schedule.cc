@@ -5,6 +5,7 @@
 
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "core/tiered_gemm_schedule.h"
@@ -150,21 +151,34 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   EXPECT_EQ(dak::choose_tiered_gemm_tile(9).bn, 16);
   EXPECT_EQ(dak::choose_tiered_gemm_tile(64).bn, 64);
   EXPECT_EQ(dak::choose_tiered_gemm_tile(65).bm, 128);
-  // Llama-2-7B o_proj at decode: 64 m-tiles on 132 SMs must be split along K to fill the GPU.
+  // With wide stages one CTA streams at ~3 x its share of B_g, so the Llama-2-7B decode linears
+  // (qkv 192 m-tiles, o_proj and down 64, gate_up 344, the LM head 500 on 132 SMs) are bound by
+  // HBM without a K split; a split's epilogue would only add time.
   const auto t = dak::choose_tiered_gemm_tile(8);
-  EXPECT_GT(dak::choose_tiered_gemm_k_splits(4096, 8, 4096, t, 132), 1);
-  // The measured best on the H200 (bench/tiered_gemm_probe.cu): down_proj S = 2; qkv (192 tiles),
-  // gate_up and the LM head fill the GPU without splitting.
-  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 1, 11008, t, 132), 2);
+  EXPECT_EQ(t.bk(), 256);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 8, 4096, t, 132), 1);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 1, 11008, t, 132), 1);
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(12288, 8, 4096, t, 132), 1);
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(22016, 8, 4096, t, 132), 1);
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(32000, 1, 4096, t, 132), 1);
+  // A few m-tiles with a long K leave most SMs idle: split (busiest CTA 64 k-blocks -> 4 + epilogue).
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(64, 8, 16384, t, 132), 16);
+  EXPECT_GT(dak::choose_tiered_gemm_k_splits(130, 8, 8200, t, 132), 1);
+  // Units keep at least 2 k-blocks: K = 512 (2 k-blocks) never splits.
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(64, 8, 512, t, 132), 1);
   // Compute-bound tiles never split.
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 512, 4096, dak::choose_tiered_gemm_tile(512), 132), 1);
-  for (const auto& tile : {dak::TieredGemmTile{64, 8}, dak::TieredGemmTile{64, 64}, dak::TieredGemmTile{128, 128}}) {
-    EXPECT_GE(tile.max_stages(), 4);
+  // Ring depths: 5 / 5 / 4 / 3 stages of 64 x 256 (+ x) for bn 8 / 16 / 32 / 64, 6 of 128 x 64 (+ x).
+  const std::pair<dak::TieredGemmTile, int32_t> rings[] = {
+      {{64, 8}, 5}, {{64, 16}, 5}, {{64, 32}, 4}, {{64, 64}, 3}, {{128, 128}, 6}};
+  for (const auto& [tile, stages] : rings) {
+    EXPECT_EQ(tile.max_stages(), stages) << tile.bm << "x" << tile.bn;
     EXPECT_LE(tile.max_stages() * tile.stage_bytes(), 200 * 1024);
   }
+  EXPECT_EQ((dak::TieredGemmTile{128, 128}.bk()), 64);
+  // k-blocks of a schedule count bk()-wide blocks, the last one partial.
+  EXPECT_EQ(dak::plan_tiered_gemm(300, 8, 576, 0, 132).k_blocks(), 3);
+  EXPECT_EQ(dak::plan_tiered_gemm(300, 100, 576, 0, 132).k_blocks(), 9);
 }
 
 TEST(TieredGemmSchedule, RefusesBadShapes) {

@@ -274,10 +274,30 @@ TEST(TieredGemm, MulticastClustersGiveTheSameBits) {
 TEST(TieredGemm, KSplitsWithLongK) {
   DAK_REQUIRE_GPU_OR_SKIP();
   // Few m-tiles and a long K: the default schedule splits K; check it did.
-  const Problem p{130, 8, 4104};
-  const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sm_count());
-  EXPECT_GT(s.k_splits, 1) << s.to_string();
-  check_split_invariance(p, fresh_seed());
+  for (const Problem& p : {Problem{130, 8, 8200}, Problem{130, 8, 8256}}) {  // K % 64 = 8 and 0
+    const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sm_count());
+    EXPECT_GT(s.k_splits, 1) << s.to_string();
+    check_split_invariance(p, fresh_seed());
+  }
+}
+
+TEST(TieredGemm, WideStagesWithRaggedK) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  // The bandwidth path reads K in stages of 4 swizzle atoms (256 columns) with one 3D TMA box per
+  // operand: K = 576 ends with a stage of 1 atom (3 zero-filled), 320 with 1 of 5 atoms, 2048 in whole
+  // stages, 64 in one atom; strided x (ldx > K) must not leak the padding columns into the sum.
+  for (int64_t K : {576, 320, 2048, 64}) {
+    for (int64_t N : {1, 8, 16, 40}) check_split_invariance({300, N, K}, fresh_seed());
+  }
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const Problem p{260, 9, 320, 392, 0, true, false, TieredGemmOut::kBf16};
+  Operands o(p, rng);
+  for (int64_t m_host : {int64_t(0), int64_t(64), p.M}) {
+    const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sm_count());
+    run_and_check(o, s, describe(p) + " " + s.to_string());
+  }
 }
 
 TEST(TieredGemm, BiasReluF32AndStrides) {

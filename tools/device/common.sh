@@ -8,6 +8,12 @@
 #   dak_l7_decode NAME ENV GEMM  Llama-2-7B decode TPOT at batch 1 and 8 (below)
 #   dak_gtest FILTER SECONDS  the dak_gpu_tests cases matching the gtest FILTER into $OUT/tests.txt,
 #                           then their pass / fail lines
+#   dak_probe_variants NAME:FLAGS...  one probe binary per variant, build-gpu/probe-NAME, with the
+#                           64-row tiles' translation unit compiled under FLAGS (e.g. -DX=1; the
+#                           object overrides the library's copy), all in parallel
+#   dak_offload_bench LABEL SECONDS FLAGS...  `dak bench --random-weights --repeats 5 --prompt-len 32
+#                           --gen-len 8 FLAGS`; its offload rows, the text appended to $OUT/offload.txt
+#                           and the JSON left in /tmp/bench-LABEL.json
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
 
@@ -45,4 +51,24 @@ dak_l7_decode() {
   env $2 timeout 45 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch 1,8 --prompt-len 32 \
     --gen-len 32 --gemm "$3" --json "$OUT/bench-l7-$1.json" > "$OUT/l7-$1.txt" 2> /dev/null
   echo "$1 rc=$?"; grep -E "^\| [0-9]+ \| 32 \| 32" "$OUT/l7-$1.txt"
+}
+
+dak_probe_variants() {
+  for v in "$@"; do
+    local name=${v%%:*} flags=${v#*:}
+    nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include \
+      $flags bench/tiered_gemm_probe.cu src/gpu/kernels/tiered_gemm_bm64.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a \
+      -lcuda -lcublasLt -lcublas -lfmt -o "build-gpu/probe-$name" > /dev/null 2>&1 &
+  done
+  wait
+  echo "probe variants built $(( $(date +%s) - t0 )) s"
+}
+
+dak_offload_bench() {
+  local label=$1 limit=$2; shift 2
+  timeout "$limit" build-gpu/dak bench --random-weights --repeats 5 --prompt-len 32 --gen-len 8 \
+    --json "/tmp/bench-$label.json" "$@" > "/tmp/$label.txt" 2> /dev/null
+  echo "bench $label rc=$? ($(( $(date +%s) - t0 )) s)"
+  sed -n '/^offload (mode/,/^$/p' "/tmp/$label.txt" | grep -E "^\| [0-9]"
+  { echo "=== $label: $*"; cat "/tmp/$label.txt"; } >> "$OUT/offload.txt"
 }

@@ -8,7 +8,8 @@
 // a fixed order, so y is bitwise identical for every m_host).
 // Pipeline (per CTA, warp-specialized): a producer warp keeps up to `stages` (schedule's
 // host_stages or hbm_stages) TMA loads in flight into an SMEM ring of tile.max_stages() stages;
-// each stage holds a bm x 64 tile of W and a bn x 64 tile of x (128-byte swizzle, CuTe layouts),
+// each stage holds a bm x bk tile of W and a bn x bk tile of x (bk = tile.bk(): 256 for the 64-row
+// tiles, one 3D TMA box per operand; 64 for 128 x 128; 128-byte swizzle, CuTe layouts),
 // completed on a "full" mbarrier with its byte count; consumer warpgroup(s) (bm / 64 per tile) run
 // wgmma (CuTe SM90 64 x bn x 16, fp32 accumulators), release each stage on an "empty" mbarrier,
 // and run the epilogue: bias, ReLU, bf16/fp32 store with row/column guards, or (k_splits > 1) an

@@ -9,15 +9,19 @@
 // fence, counter and partial reads, each a round trip through a saturated memory system) overlaps
 // the other group's main loop instead of stalling the ring. The split reduction has a fixed
 // reducer per tile (its last split), so only it waits, and it reads the partials in batches.
-// SMEM: sW [kBm, 64, kStages] and sX [kBn, 64, kStages] bf16, 128-byte swizzled K-major (the
-// wgmma operand layout, filled by TMA 2D tensor copies), one "full" and one "empty" mbarrier per
-// stage, one "turn" mbarrier per math group. The ring is kStages deep; a CTA uses only its side's
-// `stages` (<= kStages) of it, which caps the TMA bytes it has in flight (congestion control on
-// the host side).
-// On the compute path (128-row tiles) consumers keep one k-block of wgmma in flight while they
-// wait for the next stage (a stage is released once the wgmma after it have been issued and it
-// has completed); the bandwidth path and a one-stage ring wait for each k-block's wgmma before
-// releasing its stage.
+// SMEM: sW [kBm, kBkStage, kStages] and sX [kBn, kBkStage, kStages] bf16, 128-byte swizzled K-major
+// (the wgmma operand layout: kAtoms blocks of 64 K-columns per stage, each [rows, 64]), one "full"
+// and one "empty" mbarrier per stage, one "turn" mbarrier per math group. The 128 x 128 tile
+// (kAtoms = 1) fills a stage with CuTe's 2D TMA copies; the 64-row tiles (wide stages, kAtoms = 4,
+// TieredGemmTile::bk()) with one 3D TMA box per operand, over a [K / 64, rows, 64] view of the
+// operand (the last stage's atoms past K are zero-filled by TMA, so the math is the same
+// unconditional wgmma sequence for every stage: no branch around wgmma, which ptxas would
+// serialize), or, when K is not a multiple of 64, with one 2D box per atom. The ring is kStages
+// deep; a CTA uses only its side's `stages` (<= kStages) of it, which caps the TMA bytes it has in
+// flight (congestion control on the host side).
+// Consumers keep one k-block of wgmma in flight while they wait for the next stage (a stage is
+// released once the wgmma after it have been issued and it has completed); a one-stage ring waits
+// for each k-block's wgmma before releasing its stage.
 // Multicast (schedule.cluster = C > 1, 128 x 128 tile): the grid runs in clusters of C CTAs (host
 // clusters first). In a cluster, CTA rank r loads rows [r * kBm / C, (r + 1) * kBm / C) of each W
 // tile of its side with a multicast TMA into the same stage of all C CTAs (one PCIe or L2 read per
@@ -53,7 +57,8 @@ namespace dak::gpu::tiered_gemm_detail {
 
 using namespace cute;
 using Element = cutlass::bfloat16_t;
-constexpr int kBk = TieredGemmTile::kBk;
+
+constexpr int kAtomK = TieredGemmTile::kAtomK;  // K elements of one swizzle atom
 
 template <int kBm, int kBn>
 struct Config {
@@ -62,14 +67,29 @@ struct Config {
   static constexpr int kGroupThreads = 128 * kConsumerWarpgroups;
   static constexpr int kThreads = 128 + kMathGroups * kGroupThreads;
   static constexpr int kStages = TieredGemmTile{kBm, kBn}.max_stages();
+  static constexpr int kBkStage = TieredGemmTile{kBm, kBn}.bk();  // K elements per stage
+  static constexpr int kAtoms = kBkStage / kAtomK;                // swizzle atoms per stage row
+  static_assert(kAtoms == 1 || kBm == 64, "wide stages are built for the 64-row tiles (no multicast)");
   using SmemLayoutW = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
-                                             make_shape(Int<kBm>{}, Int<kBk>{}, Int<kStages>{})));
+                                             make_shape(Int<kBm>{}, Int<kBkStage>{}, Int<kStages>{})));
   using SmemLayoutX = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
-                                             make_shape(Int<kBn>{}, Int<kBk>{}, Int<kStages>{})));
-  using MmaOp = decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBn>, Int<kBk>>,
+                                             make_shape(Int<kBn>{}, Int<kBkStage>{}, Int<kStages>{})));
+  // One atom column of a stage: the box of CuTe's 2D TMA copies (kAtoms == 1).
+  using SmemLayoutWAtom = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                                                 make_shape(Int<kBm>{}, Int<kAtomK>{})));
+  using SmemLayoutXAtom = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                                                 make_shape(Int<kBn>{}, Int<kAtomK>{})));
+  using MmaOp = decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBn>, Int<kAtomK>>,
                                               GMMA::Major::K, GMMA::Major::K>());
   using TiledMma = decltype(make_tiled_mma(MmaOp{}, Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>{}));
-  static constexpr uint32_t kStageTxBytes = uint32_t((kBm + kBn) * kBk * sizeof(Element));
+  static constexpr uint32_t kStageTxBytes = uint32_t((kBm + kBn) * kBkStage * sizeof(Element));
+  // Independent fp32 accumulators per consumer thread on the wide stages: the wgmma of a stage go
+  // to them in turn (k-step j to accumulator j % kAccumulators), so consecutive wgmma do not wait
+  // for each other's result; they are added in a fixed order after the unit's main loop. Measured
+  // on the H200 (tools/device/session9_consumer.sh, one 64 x 16384 tile): 1 accumulator 27.3 us,
+  // 4 (bn <= 16) with one stage of wgmma kept in flight 22.2 us; the full-GPU decode shapes are
+  // unchanged (HBM-bound).
+  static constexpr int kAccumulators = kAtoms == 1 ? 1 : kBn <= 16 ? 4 : 2;
 
   struct alignas(1024) SharedStorage {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
@@ -83,11 +103,11 @@ struct Config {
   // TMA atoms for W (either side; the same type, row count is a runtime value) and x.
   static auto make_tma_w(const Element* ptr, int rows, int K) {
     auto g = make_tensor(make_gmem_ptr(ptr), make_shape(rows, K), make_stride(int64_t(K), Int<1>{}));
-    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemLayoutW{}(_, _, 0), make_shape(Int<kBm>{}, Int<kBk>{}));
+    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemLayoutWAtom{}, make_shape(Int<kBm>{}, Int<kAtomK>{}));
   }
   static auto make_tma_x(const Element* ptr, int rows, int K, int64_t ld) {
     auto g = make_tensor(make_gmem_ptr(ptr), make_shape(rows, K), make_stride(ld, Int<1>{}));
-    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemLayoutX{}(_, _, 0), make_shape(Int<kBn>{}, Int<kBk>{}));
+    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemLayoutXAtom{}, make_shape(Int<kBn>{}, Int<kAtomK>{}));
   }
   using TmaW = decltype(make_tma_w(nullptr, 1, 8));
   using TmaX = decltype(make_tma_x(nullptr, 1, 8, 8));
@@ -102,6 +122,11 @@ struct KernelParams {
   CUtensorMap tma_w_host_slice;   // [m_host, K] host rows, box kBm / cluster x 64 (multicast; cluster > 1)
   CUtensorMap tma_w_hbm_slice;    // [M - m_host, K] HBM rows, the same box
   CUtensorMap tma_x_filler;       // [N, K] rows of x, the same box: loaded in place of a W slice past the last row
+  CUtensorMap w_host_wide;        // wide stages (kAtoms > 1): [K / 64, m_host, 64] host rows, box 4 x kBm x 64
+  CUtensorMap w_hbm_wide;         //   [K / 64, M - m_host, 64] HBM rows, the same box
+  CUtensorMap x_wide;             //   [K / 64, N, 64] activations, box 4 x kBn x 64
+  bool atom_boxes;                //   K % 64 != 0: the three maps are 2D [rows, K] with a [rows, 64]
+                                  //   box, loaded once per atom
   TieredGemmSchedule sched;
   const __nv_bfloat16* g_bias;    // [M] or null
   void* g_y;                      // [N, ldy] bf16 or fp32
@@ -195,11 +220,28 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     const auto& tma_w = host_side ? p.tma_w_host : p.tma_w_hbm;
     Tensor mW = tma_w.get_tma_tensor(make_shape(int(side_rows > 0 ? side_rows : 1), int(s.K)));
     Tensor mX = p.tma_x.get_tma_tensor(make_shape(int(s.N), int(s.K)));
+    // Wide stages: one stage of an operand (box_rows rows from `row`, k-block kb) into `dst`.
+    auto load_wide = [&](const CUtensorMap* map, Element* dst, int box_rows, int64_t row, int64_t kb, int stage) {
+      if (p.atom_boxes) {
+        for (int a = 0; a < Cfg::kAtoms; ++a) {
+          const int32_t coords[2] = {int32_t((kb * Cfg::kAtoms + a) * kAtomK), int32_t(row)};
+          ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, dst + a * box_rows * kAtomK, map, coords,
+                                    &smem.full[stage]);
+        }
+      } else {
+        const int32_t coords[3] = {0, int32_t(row), int32_t(kb * Cfg::kAtoms)};
+        ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, dst, map, coords, &smem.full[stage]);
+      }
+    };
     auto load_x = [&](int64_t n_tile, int64_t kb, int stage) {
-      Tensor gX = local_tile(mX, make_shape(Int<kBn>{}, Int<kBk>{}), make_coord(int(n_tile), _));
-      auto [tXgX, tXsX] =
-          tma_partition(p.tma_x, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX), group_modes<0, 2>(gX));
-      copy(p.tma_x.with(smem.full[stage]), tXgX(_, int(kb)), tXsX(_, stage));
+      if constexpr (Cfg::kAtoms > 1) {
+        load_wide(&p.x_wide, smem.x.begin() + int64_t(stage) * kBn * Cfg::kBkStage, kBn, n_tile * kBn, kb, stage);
+      } else {
+        Tensor gX = local_tile(mX, make_shape(Int<kBn>{}, Int<kAtomK>{}), make_coord(int(n_tile), _));
+        auto [tXgX, tXsX] =
+            tma_partition(p.tma_x, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX), group_modes<0, 2>(gX));
+        copy(p.tma_x.with(smem.full[stage]), tXgX(_, int(kb)), tXsX(_, stage));
+      }
     };
     // Programmatic dependent launch: W does not depend on the previous kernel, x does. The first
     // ring's worth of W tiles is requested before waiting for the previous grid (its tail
@@ -213,8 +255,18 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       dependency_met = true;
       for (int i = 0; i < pending; ++i) load_x(pending_n_tile[i], pending_kb[i], i);
     };
-    Tensor gW = local_tile(mW, make_shape(Int<kBm>{}, Int<kBk>{}), make_coord(_, _));  // (kBm, 64, m_tiles, k_blocks)
-    auto [tWgW, tWsW] = tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sW), group_modes<0, 2>(gW));
+    auto load_w = [&](int64_t m_tile, int64_t kb, int stage) {
+      if constexpr (Cfg::kAtoms > 1) {
+        load_wide(host_side ? &p.w_host_wide : &p.w_hbm_wide, smem.w.begin() + int64_t(stage) * kBm * Cfg::kBkStage,
+                  kBm, m_tile * kBm, kb, stage);
+      } else {
+        // (kBm, 64, m_tiles, k_blocks)
+        Tensor gW = local_tile(mW, make_shape(Int<kBm>{}, Int<kAtomK>{}), make_coord(_, _));
+        auto [tWgW, tWsW] =
+            tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sW), group_modes<0, 2>(gW));
+        copy(tma_w.with(smem.full[stage]), tWgW(_, int(m_tile), int(kb)), tWsW(_, stage));
+      }
+    };
     const int slice_rows = kBm / C;  // W rows per multicast slice
     const uint16_t cluster_mask = uint16_t((1u << C) - 1u);
     const int64_t n_tiles = s.n_tiles();
@@ -241,12 +293,12 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
           const int32_t row = int32_t(unit.m_tile * kBm + int64_t(rank) * slice_rows);
           const bool filler = row >= side_rows;
           const void* map = filler ? &p.tma_x_filler : host_side ? &p.tma_w_host_slice : &p.tma_w_hbm_slice;
-          Element* dst = smem.w.begin() + (int64_t(st) * kBm + int64_t(rank) * slice_rows) * kBk;
+          Element* dst = smem.w.begin() + (int64_t(st) * kBm + int64_t(rank) * slice_rows) * kAtomK;
           SM90_TMA_LOAD_MULTICAST_2D::copy(map, &smem.full[st], cluster_mask,
-                                           uint64_t(TMA::CacheHintSm90::EVICT_NORMAL), dst, int32_t(kb * kBk),
+                                           uint64_t(TMA::CacheHintSm90::EVICT_NORMAL), dst, int32_t(kb * kAtomK),
                                            filler ? 0 : row);
         } else {
-          copy(tma_w.with(smem.full[st]), tWgW(_, int(unit.m_tile), int(kb)), tWsW(_, st));
+          load_w(unit.m_tile, kb, st);
         }
         if (dependency_met) {
           load_x(n_tile, kb, st);
@@ -281,7 +333,10 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   Tensor tCsX = thr_mma.partition_B(sX);  // (MMA, MMA_N, MMA_K, kStages)
   Tensor tCrW = thr_mma.make_fragment_A(tCsW);
   Tensor tCrX = thr_mma.make_fragment_B(tCsX);
-  Tensor acc = partition_fragment_C(mma, Shape<Int<kBm>, Int<kBn>>{});  // (MMA, MMA_M, MMA_N) fp32
+  using Accumulator = decltype(partition_fragment_C(mma, Shape<Int<kBm>, Int<kBn>>{}));  // (MMA, MMA_M, MMA_N) fp32
+  constexpr int kAcc = Cfg::kAccumulators;
+  Accumulator part[kAcc];
+  Accumulator& acc = part[0];  // the unit's result once the others are added to it
   Tensor tCcC = thr_mma.partition_C(make_identity_tensor(Shape<Int<kBm>, Int<kBn>>{}));  // (m, n) of each
   constexpr int kFrag = decltype(size(acc))::value;
   const bool lane0 = (threadIdx.x % 32) == 0;
@@ -317,34 +372,44 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       // of this unit are then at most one pass ahead of every barrier phase (parity waits are exact).
       wait_parity(&smem.turn[group], turns++ & 1u);
     }
-    clear(acc);
+#pragma unroll
+    for (int a = 0; a < kAcc; ++a) clear(part[a]);
     int held = -1;  // ring slot whose wgmma may still be running
     ++mine;
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       wait_parity(&smem.full[st], phase);
       if (trace && local == 0 && kb == kb_begin && ctid == 0) trace[kTraceFirstFull] = trace_now();
-      warpgroup_fence_operand(acc);
+#pragma unroll
+      for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
       warpgroup_arrive();
-      gemm(mma, tCrW(_, _, _, st), tCrX(_, _, _, st), acc);
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tCrW); ++k) gemm(mma, tCrW(_, _, k, st), tCrX(_, _, k, st), part[k % kAcc]);
       warpgroup_commit_batch();
-      if (Cfg::kMathGroups == 1 && stages > 1) {
-        // Compute path: the previous k-block's wgmma are done: release its slot, keep this one in
-        // flight (measured -8 % at N = 512 on the H200).
+      if (stages > 1) {
+        // The previous k-block's wgmma are done: release its slot, keep this one in flight
+        // (measured -8 % at N = 512 on the H200).
         warpgroup_wait<1>();
         if (held >= 0) release(held);
         held = st;
       } else {
-        // Bandwidth path (its measured schedule), or a one-stage ring, where the next k-block
-        // needs this very slot: wait for the wgmma and release the slot now.
+        // A one-stage ring, where the next k-block needs this very slot: wait for the wgmma and
+        // release the slot now.
         warpgroup_wait<0>();
-        warpgroup_fence_operand(acc);
+#pragma unroll
+        for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
         release(st);
       }
       if (++st == stages) st = 0, phase ^= 1u;
     }
     warpgroup_wait<0>();
-    warpgroup_fence_operand(acc);
+#pragma unroll
+    for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
     if (held >= 0) release(held);
+#pragma unroll
+    for (int a = 1; a < kAcc; ++a) {  // fixed order: ((p0 + p1) + p2) + p3
+#pragma unroll
+      for (int i = 0; i < size(acc); ++i) acc(i) += part[a](i);
+    }
     if (Cfg::kMathGroups > 1 && ctid == 0) ptx::mbarrier_arrive(&smem.turn[(group + 1) % Cfg::kMathGroups]);
     if (n_tile >= s.n_tiles()) continue;  // a multicast rank past the last n-tile: nothing to store
 
@@ -420,27 +485,50 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   }
 }
 
+/// TMA descriptor of a bf16 tensor of `rank` (2 or 3) dimensions (dims[0] contiguous; strides in
+/// bytes for dims 1.., box in elements) with the 128-byte swizzle of the SMEM ring; elements past
+/// the dims are zero-filled. Through the runtime's driver entry point, as CuTe does: dak must start
+/// without libcuda (CPU path). Throws dak::Error naming `what` if the driver refuses it.
+inline CUtensorMap encode_sw128(const void* ptr, cuuint32_t rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                                const cuuint32_t* box, const std::string& what) {
+  CUtensorMap map{};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    fail("cuTensorMapEncodeTiled refused an operand (CUresult " + std::to_string(int(r)) + ")", "tiered GEMM, " + what,
+         "operands must be 16-byte aligned (pinned host or HBM) with K and the row pitch multiples of 8");
+  }
+  return map;
+}
+
 /// TMA descriptor of one side's rows of W ([rows, K] bf16, row pitch `ld` elements, default K; host or
 /// HBM) with a box of `box_rows` x 64 and the 128-byte swizzle of the SMEM ring: one multicast slice
 /// of a W tile (TMA dimension 0 is K, the contiguous one; rows past `rows` are zero-filled). Throws
 /// dak::Error if the driver refuses it.
 inline CUtensorMap encode_w_slice(const void* w, int64_t rows, int64_t K, int box_rows, int64_t ld = 0) {
-  CUtensorMap map{};
   const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
   const cuuint64_t strides[1] = {cuuint64_t(ld > 0 ? ld : K) * 2};
-  const cuuint32_t box[2] = {cuuint32_t(kBk), cuuint32_t(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  // Through the runtime's driver entry point, as CuTe does: dak must start without libcuda (CPU path).
-  const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(w), dims, strides, box, elem_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    fail("cuTensorMapEncodeTiled refused the rows of W (CUresult " + std::to_string(int(r)) + ")",
-         "tiered GEMM multicast slice, rows " + std::to_string(rows) + " K " + std::to_string(K),
-         "W rows must be 16-byte aligned (pinned host or HBM) with K a multiple of 8");
-  }
-  return map;
+  const cuuint32_t box[2] = {cuuint32_t(kAtomK), cuuint32_t(box_rows)};
+  return encode_sw128(w, 2, dims, strides, box, "2D operand, rows " + std::to_string(rows) + " K " + std::to_string(K));
+}
+
+/// TMA descriptor of a wide-stage operand ([rows, K] bf16, row pitch `ld` elements; host or HBM):
+/// a 3D view [K / 64, rows, 64] (strides: ld elements per row, 64 per atom) with a box of `atoms` x
+/// `box_rows` x 64 and the 128-byte swizzle: one stage of kAtoms atom columns, each [box_rows, 64],
+/// in one TMA instruction; atoms and rows past the operand are zero-filled. K must be a multiple of
+/// 64; otherwise (atom_boxes) the 2D map of encode_w_slice, loaded atom by atom. Throws dak::Error
+/// if the driver refuses it.
+inline CUtensorMap encode_wide(const void* ptr, int64_t rows, int64_t K, int64_t ld, int box_rows, int atoms) {
+  if (K % kAtomK != 0) return encode_w_slice(ptr, rows, K, box_rows, ld);
+  const cuuint64_t dims[3] = {cuuint64_t(kAtomK), cuuint64_t(rows), cuuint64_t(K / kAtomK)};
+  const cuuint64_t strides[2] = {cuuint64_t(ld) * 2, cuuint64_t(kAtomK) * 2};
+  const cuuint32_t box[3] = {cuuint32_t(kAtomK), cuuint32_t(box_rows), cuuint32_t(atoms)};
+  return encode_sw128(ptr, 3, dims, strides, box,
+                      "wide-stage operand, rows " + std::to_string(rows) + " K " + std::to_string(K) + " pitch " +
+                          std::to_string(ld));
 }
 
 /// Host launcher for one compiled tile (instantiated in tiered_gemm_bm64.cu / tiered_gemm_bm128.cu).
@@ -452,9 +540,20 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   const auto* w_host = reinterpret_cast<const Element*>(a.h_w);
   const auto* w_hbm = reinterpret_cast<const Element*>(a.g_w);
   // A side without rows never issues a load; its descriptor borrows the other side's pointer.
-  p.tma_w_host = Cfg::make_tma_w(s.m_host > 0 ? w_host : w_hbm, int(s.m_host > 0 ? s.m_host : 1), K);
-  p.tma_w_hbm = Cfg::make_tma_w(s.m_host < s.M ? w_hbm : w_host, int(s.m_host < s.M ? s.M - s.m_host : 1), K);
-  p.tma_x = Cfg::make_tma_x(reinterpret_cast<const Element*>(a.g_x), int(s.N), K, a.ldx > 0 ? a.ldx : s.K);
+  const Element* host_rows = s.m_host > 0 ? w_host : w_hbm;
+  const Element* hbm_rows = s.m_host < s.M ? w_hbm : w_host;
+  const int64_t n_host = s.m_host > 0 ? s.m_host : 1, n_hbm = s.m_host < s.M ? s.M - s.m_host : 1;
+  const int64_t ldx = a.ldx > 0 ? a.ldx : s.K;
+  if constexpr (Cfg::kAtoms > 1) {
+    p.atom_boxes = s.K % kAtomK != 0;
+    p.w_host_wide = encode_wide(host_rows, n_host, s.K, s.K, kBm, Cfg::kAtoms);
+    p.w_hbm_wide = encode_wide(hbm_rows, n_hbm, s.K, s.K, kBm, Cfg::kAtoms);
+    p.x_wide = encode_wide(a.g_x, s.N, s.K, ldx, kBn, Cfg::kAtoms);
+  } else {
+    p.tma_w_host = Cfg::make_tma_w(host_rows, int(n_host), K);
+    p.tma_w_hbm = Cfg::make_tma_w(hbm_rows, int(n_hbm), K);
+    p.tma_x = Cfg::make_tma_x(reinterpret_cast<const Element*>(a.g_x), int(s.N), K, ldx);
+  }
   if (s.cluster > 1 && s.m_host > 0) p.tma_w_host_slice = encode_w_slice(a.h_w, s.m_host, s.K, kBm / s.cluster);
   if (s.cluster > 1 && s.m_host < s.M) {
     p.tma_w_hbm_slice = encode_w_slice(a.g_w, s.M - s.m_host, s.K, kBm / s.cluster);
