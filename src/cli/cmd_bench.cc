@@ -3,7 +3,7 @@
 //
 //   dak bench --model llama-2-7b --random-weights --batch 1,8,64 --prompt-len 32 --gen-len 32
 //             [--repeats 5] [--output text|json|csv] [--csv FILE] [--json FILE]
-//             [--offload-ratio 0,0.1,0.3 | --gpu-memory SIZE | --cpu-offload-gb GIB | --plan FILE]
+//             [--offload-ratio 0,0.1,0.3] [--gpu-memory SIZE | --cpu-offload-gb GIB] | [--plan FILE]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "cli/cli_common.h"
 #include "core/byte_size.h"
@@ -59,9 +60,9 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
                                      "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory");
   c->add_option("--offload-ratio", a->offload_ratio,
-                "global fraction of weight + KV bytes in host memory, 0..1 (instead of a budget: not with --gpu-memory, "
-                "--cpu-offload-gb or --plan; dak bench: a comma "
-                "list sweeps)");
+                "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
+                "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "
+                "comma list sweeps)");
   c->add_option("--allocator", a->allocator, "how the planner spreads host bytes over operators: greedy or uniform")
       ->capture_default_str()
       ->check(CLI::IsMember({"greedy", "uniform"}));
@@ -79,11 +80,19 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
     }
     return;
   }
-  const int given = int(!a.gpu_memory.empty()) + int(cpu_gb) + int(!ratios.empty()) + int(!a.plan_file.empty());
-  if (given > 1) {
-    fail("--gpu-memory, --cpu-offload-gb, --offload-ratio and --plan each fix the split between HBM and host memory",
-         "offload flags", "give only one of them");
+  // The end-to-end issue's semantics: --gpu-memory (HBM budget) or --cpu-offload-gb (host amount),
+  // not both; --offload-ratio overrides them (the budget still bounds HBM); a plan file fixes all.
+  if (!a.plan_file.empty() && (!a.gpu_memory.empty() || cpu_gb || !ratios.empty())) {
+    fail("--plan already fixes the split between HBM and host memory, so --gpu-memory / --cpu-offload-gb / "
+         "--offload-ratio would be ignored",
+         "--plan", "drop the other offload flags, or drop --plan to plan here");
   }
+  if (!a.gpu_memory.empty() && cpu_gb) {
+    fail("--gpu-memory (the HBM budget) and --cpu-offload-gb (the host amount) each fix the split between HBM and host "
+         "memory",
+         "--gpu-memory / --cpu-offload-gb", "give only one of them (--offload-ratio may be added to either)");
+  }
+
   if (!a.plan_file.empty() && (!a.profile.empty() || a.allocator != "greedy")) {
     fail("--plan already fixes the placement, so --profile / --allocator would be ignored", "--plan",
          "drop --profile / --allocator, or drop --plan to plan here");
@@ -137,7 +146,13 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
     int64_t budget = profile.default_hbm_budget_bytes();
     if (free_hbm_bytes > 0) budget = std::min(budget, std::max<int64_t>(0, free_hbm_bytes - kDefaultHeadroomBytes));
     req.gpu_memory_bytes = budget;
-    if (cpu_gb) {  // the budget that leaves that many bytes for the host
+    if (cpu_gb && ratio) {  // the ratio sets the host share (once per process: dak bench plans each point)
+      static bool noted = false;
+      if (!noted) {
+        std::fprintf(stderr, "dak: notice: --offload-ratio overrides --cpu-offload-gb %g\n", a.cpu_offload_gib);
+        noted = true;
+      }
+    } else if (cpu_gb) {  // the budget that leaves that many bytes for the host
       const Capacity cap = Planner(config, profile, req).capacity();
       const int64_t host = int64_t(std::llround(a.cpu_offload_gib * double(kGiB)));
       const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;

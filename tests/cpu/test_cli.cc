@@ -126,13 +126,27 @@ TEST(Cli, OffloadFlagsAreCheckedOnAnyMachine) {
       {"--gpu-memory 40XB", "--gpu-memory"},
       {"--cpu-offload-gb -1", "--cpu-offload-gb"},
       {"--plan /nonexistent/plan.json", "/nonexistent/plan.json"},
-      {"--gpu-memory 4GiB --offload-ratio 0.1", "only one"},
+      {"--gpu-memory 4GiB --cpu-offload-gb 2", "only one"},
+      {"--plan /nonexistent/plan.json --offload-ratio 0.1", "--plan already fixes"},
       {"--offload none --offload-ratio 0.3", "--offload none"},
   };
   for (const auto& c : cases) {
     const RunResult r = run_dak(base + c.flags);
     EXPECT_EQ(r.exit_code, 1) << c.flags << ": " << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.flags << ": " << r.output;
+  }
+}
+
+TEST(Cli, OffloadRatioCombinesWithABudget) {
+  // --offload-ratio overrides --cpu-offload-gb and is bounded by --gpu-memory (the end-to-end
+  // issue's flag semantics): neither combination is a usage error. Without a GPU, --device auto
+  // runs the CPU path, where the offload flags are a notice.
+  const std::string base = "generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 -n 2 ";
+  for (const char* flags : {"--gpu-memory 4GiB --offload-ratio 0.1", "--cpu-offload-gb 1 --offload-ratio 0.1"}) {
+    const RunResult r = run_dak(base + flags);
+    if (r.output.find("no usable GPU") == std::string::npos) GTEST_SKIP() << "a GPU is present: covered by gpu tests";
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find("offload flags are ignored"), std::string::npos) << flags << ": " << r.output;
   }
 }
 
