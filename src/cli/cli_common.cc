@@ -244,6 +244,21 @@ void write_text_file(const std::string& path, const std::string& text, const std
   std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
 }
 
+void check_timed_runs(int64_t runs, const char* flag) {
+  if (runs < 5 || runs > 1000) {
+    fail(fmt::format("{} {} is outside [5, 1000]", flag, runs), flag,
+         "pass 5 or more (medians of >= 5), at most 1000");
+  }
+}
+
+void check_hbm_measurement(double buffer_gib, int64_t runs) {
+  if (!(buffer_gib > 0 && buffer_gib <= 64) || runs < 1 || runs > 1000) {
+    fail(fmt::format("the B_g measurement needs a buffer in (0, 64] GiB and 1 to 1000 runs, not {} GiB and {} runs",
+                     buffer_gib, runs),
+         "--hbm-buffer-gib / --hbm-runs", "use e.g. --hbm-buffer-gib 4 --hbm-runs 10");
+  }
+}
+
 void check_report_files(const std::string& json_file, const std::string& csv_file) {
   namespace fs = std::filesystem;
   for (const auto& [path, flag] : {std::pair{json_file, "--json"}, std::pair{csv_file, "--csv"}}) {

@@ -99,6 +99,15 @@ void write_text_file(const std::string& path, const std::string& text, const std
 /// Throws dak::Error naming the option.
 void check_report_files(const std::string& json_file, const std::string& csv_file);
 
+/// Refuses a count of timed repetitions (`flag`: --repeats, --runs) outside [5, 1000]: medians need
+/// at least 5, and more than 1000 would run for hours. Throws dak::Error naming the flag.
+void check_timed_runs(int64_t runs, const char* flag);
+
+/// Refuses a B_g measurement (dak bench's --hbm-buffer-gib / --hbm-runs) whose buffer is not a
+/// finite size in (0, 64] GiB (NaN, inf or 1e300 reached an undefined float-to-integer conversion)
+/// or whose launches per configuration are outside [1, 1000]. Throws dak::Error naming the flags.
+void check_hbm_measurement(double buffer_gib, int64_t runs);
+
 /// The end of a bench report: writes `json` (indented by 2) to `json_file` and `csv` to `csv_file`
 /// when they are not empty, then prints the report on stdout as `output` says: json, csv, or
 /// anything else the text form `text`.

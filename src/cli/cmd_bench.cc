@@ -116,15 +116,12 @@ double issue_target(const ModelConfig& c, int64_t batch, int64_t prompt, int64_t
 
 void run_bench_command(const BenchArgs& a) {
   check_report_files(a.json_file, a.csv_file);
-  if (a.repeats < 5) fail(fmt::format("--repeats {} is too few", a.repeats), "--repeats", "pass 5 or more");
+  check_timed_runs(a.repeats, "--repeats");
   const std::vector<int64_t> batches = parse_sizes(a.batch, "--batch", 1);
   const std::vector<int64_t> prompts = parse_sizes(a.prompt_len, "--prompt-len", 1);
   const std::vector<int64_t> gens = parse_sizes(a.gen_len, "--gen-len", 2);
   check_offload_args(a.offload, /*ratio_list=*/true);  // before the model and the GPU
-  if (a.hbm_buffer_gib <= 0 || a.hbm_runs < 1) {
-    fail("the HBM measurement needs a positive buffer and at least one run", "--hbm-buffer-gib / --hbm-runs",
-         "use e.g. --hbm-buffer-gib 4 --hbm-runs 10");
-  }
+  check_hbm_measurement(a.hbm_buffer_gib, a.hbm_runs);
   // Model first (so a typo is reported on any machine), then the GPU.
   std::unique_ptr<Checkpoint> ckpt;
   LocatedConfig located;
@@ -283,6 +280,8 @@ void run_bench_command(const BenchArgs& a) {
   j["model_name"] = located.name;
   j["weights"] = weights;
   j["device"] = device_name;
+  j["gemm"] = a.gemm;
+  j["gemm_auto_tiered_max_tokens"] = gpu::kAutoTieredMaxTokens;
   j["weight_arena_bytes"] = weight_arena_bytes;
   if (offloading) {
     j["host"] = {{"gb_s", host_bw.best_bytes_per_s * 1e-9}, {"max_gb_s", host_bw.max_bytes_per_s * 1e-9},
@@ -364,8 +363,12 @@ void run_bench_command(const BenchArgs& a) {
 
   // Text
   std::ostringstream txt;
-  txt << fmt::format("dak bench: {} ({}), {} weights, {}\n", located.name, located.path.string(), weights,
-                     device_name);
+  txt << fmt::format("dak bench: {} ({}), {} weights, {}; linears: --gemm {}{}\n", located.name,
+                     located.path.string(), weights, device_name, a.gemm,
+                     a.gemm == "auto" ? fmt::format(" (tiered GEMM up to {} tokens, cuBLASLt above; with an offload "
+                                                    "placement every linear is tiered)",
+                                                    gpu::kAutoTieredMaxTokens)
+                                      : "");
   txt << fmt::format("weights {} bf16; B_g = {:.3f} TB/s (TMA bulk stream of {}, best of {} launches x {} configs; "
                      "best config {} KiB x {} stages, {} CTA/SM x {} SMs, its median {:.3f} TB/s)\n\n",
                      gpu::format_gib(weight_arena_bytes), hbm.best_bytes_per_s * tbs,
@@ -453,8 +456,8 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB (several times the L2)")
       ->capture_default_str();
   c->add_option("--gemm", a->gemm,
-                "GEMM for the linear layers: auto (the engine's choice: the tiered GEMM up to 16 tokens, cuBLASLt above), cublas, or tiered (the "
-                "tiered GEMM at offload 0 wherever K % 8 == 0)")
+                "GEMM for the linear layers: auto (the engine's choice: the tiered GEMM up to 16 tokens, cuBLASLt "
+                "above), cublas, or tiered (the tiered GEMM at offload 0 wherever K % 8 == 0)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
   c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();

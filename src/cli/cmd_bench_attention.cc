@@ -136,13 +136,10 @@ struct Plan {
 };
 
 Plan check_args(const BenchAttentionArgs& a) {
-  if (a.repeats < 5) fail(fmt::format("--repeats {} is too few", a.repeats), "--repeats", "pass 5 or more");
+  check_timed_runs(a.repeats, "--repeats");
   if (!(a.max_kv_gib > 0)) fail("--max-kv-gib must be positive", "--max-kv-gib", "e.g. --max-kv-gib 100");
   if (!(a.max_host_gib >= 0)) fail("--max-host-gib must be >= 0", "--max-host-gib", "0 picks MemAvailable - 16 GiB");
-  if (!(a.hbm_buffer_gib > 0) || a.hbm_runs < 1) {
-    fail("the B_g measurement needs a positive buffer and at least one run", "--hbm-buffer-gib / --hbm-runs",
-         "use e.g. --hbm-buffer-gib 2 --hbm-runs 10");
-  }
+  check_hbm_measurement(a.hbm_buffer_gib, a.hbm_runs);
   const int max_st = tiered_attention::kMaxStages;
   if (a.host_ctas < 0 || a.host_ctas > 1024) {
     fail(fmt::format("--host-ctas {} is outside [0, 1024]", a.host_ctas), "--host-ctas",

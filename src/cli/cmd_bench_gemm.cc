@@ -591,7 +591,7 @@ void run_bench_gemm(const BenchGemmArgs& args) {
     fail("--dry-run measures nothing, so it writes no --json / --csv report", "--dry-run",
          "drop --json / --csv, or run without --dry-run on the GPU machine");
   }
-  if (a.runs < 5) fail(fmt::format("--runs {} is too few", a.runs), "--runs", "pass 5 or more (medians of >= 5)");
+  check_timed_runs(a.runs, "--runs");
   if (a.layers < 1 || a.layers > 1024) {
     fail(fmt::format("--layers {} is outside [1, 1024]", a.layers), "--layers", "use e.g. --layers 8");
   }

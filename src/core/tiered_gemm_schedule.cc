@@ -150,6 +150,10 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
     const int64_t link_ctas = C * ceil_div(limits.min_inflight_bytes, stage * std::min(4, ring));
     const int64_t compute_ctas = ceil_div(m_host * grid, M);
     host_ctas = std::max(link_ctas, compute_ctas);
+    // The bandwidth path needs host CTAs only to keep the link busy: at most as many as keep one
+    // stage each under the in-flight cap (with 36 KiB stages the compute share alone put 2.3 MiB in
+    // flight for Llama-2-7B's qkv at 50 % host rows, where HBM reads slow down).
+    if (s.tile.bm == 64) host_ctas = std::min(host_ctas, std::max(link_ctas, limits.inflight_cap_bytes / stage));
     host_ctas = std::min(host_ctas, host_units * C);
     host_ctas = std::min(host_ctas, hbm_units > 0 ? grid - C : grid);
     host_ctas = std::max<int64_t>(ceil_div(host_ctas, C) * C, C);

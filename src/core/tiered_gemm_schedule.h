@@ -21,8 +21,9 @@
 // slower). Each output tile is still one CTA's k-loop in the same order, so the bits do not depend
 // on C either.
 // Congestion control (DESIGN.md §1): a host CTA keeps at most host_stages TMA stages in flight,
-// and host_clusters * host_stages * host_stage_inflight_bytes stays near the measured in-flight
-// cap.
+// and host_clusters * host_stages * host_stage_inflight_bytes stays under the measured in-flight
+// cap on the bandwidth path (64-row tiles: host CTAs capped too); on the compute path every host
+// cluster keeps at least one stage, so many host clusters may exceed it.
 #pragma once
 
 #include <cstdint>
@@ -189,7 +190,8 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 /// The default schedule for a shape and host row count on `sm_count` SMs:
 /// - no host rows: every SM an HBM CTA with all stages of the ring in flight;
 /// - host rows: host CTAs = max(enough to keep min_inflight_bytes in flight with up to 4 stages
-///   each, the host share of the compute ceil(m_host / M * grid)), capped by the host units and
+///   each, the host share of the compute ceil(m_host / M * grid)), on the bandwidth path (64-row
+///   tiles) no more than inflight_cap_bytes / host_stage_inflight_bytes(), capped by the host units and
 ///   by grid - cluster when HBM rows remain (grid: sm_count, or the CTAs co-resident in
 ///   clusters); stages per host CTA = the most that keep
 ///   host_clusters * stages * host_stage_inflight_bytes() <= inflight_cap_bytes (at least 1);

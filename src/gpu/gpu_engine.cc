@@ -655,12 +655,6 @@ std::vector<std::pair<int64_t, int64_t>> GpuEngine::Impl::linear_shapes() const 
   return v;
 }
 
-// `--gemm auto`: the largest GEMM token count N run on the tiered GEMM without a placement (its
-// bandwidth path, 64-row tiles with wide stages). Measured on the H200, Llama-2-7B decode TPOT,
-// tiered vs cuBLASLt (docs/perf-notes.md, session 9): batch 1 4.27 vs 4.32 ms, batch 8 4.22 vs
-// 4.51, batch 16 4.37 vs 4.59; batch 32 4.71 vs 4.68 and batch 64 5.66 vs 5.17 (cuBLASLt wins).
-constexpr int64_t kAutoTieredMaxTokens = 16;
-
 bool GpuEngine::Impl::use_tiered(int64_t N, int64_t K) const {
   if (K % 8 != 0) return false;  // TMA row pitch; cuBLASLt serves such (tiny) models
   // With an offload placement every linear runs on the tiered GEMM, whose bits do not depend on

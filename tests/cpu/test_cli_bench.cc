@@ -46,6 +46,12 @@ TEST(CliBench, BadArgumentsAreRefusedBeforeLookingForAGpu) {
     const char* needle;
   };
   for (const Case& c : {Case{"bench --model llama-2-7b --random-weights --repeats 3", "--repeats"},
+                        Case{"bench --model llama-2-7b --random-weights --repeats 2000", "--repeats"},
+                        // NaN / inf / huge buffers passed a `<= 0` check into a float-to-integer conversion.
+                        Case{"bench --model llama-2-7b --random-weights --hbm-buffer-gib nan", "--hbm-buffer-gib"},
+                        Case{"bench --model llama-2-7b --random-weights --hbm-buffer-gib inf", "--hbm-buffer-gib"},
+                        Case{"bench --model llama-2-7b --random-weights --hbm-buffer-gib 1e300", "--hbm-buffer-gib"},
+                        Case{"bench --model llama-2-7b --random-weights --hbm-runs 2000000000", "--hbm-runs"},
                         Case{"bench --model llama-2-7b --random-weights --batch 0", "--batch"},
                         Case{"bench --model llama-2-7b --random-weights --batch 1,x", "--batch"},
                         Case{"bench --model llama-2-7b --random-weights --batch 48,abc", "whole numbers"},

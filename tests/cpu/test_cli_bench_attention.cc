@@ -37,6 +37,8 @@ TEST(CliBenchAttention, BadArgumentsAreRefusedBeforeLookingForAGpu) {
     const char* needle;
   };
   for (const Case& c : {Case{"bench attention --repeats 4", "--repeats"},
+                        Case{"bench attention --repeats 5000", "--repeats"},
+                        Case{"bench attention --hbm-buffer-gib nan", "--hbm-buffer-gib"},
                         Case{"bench attention --batch 0", "--batch"},
                         Case{"bench attention --batch 8,x", "--batch"},
                         Case{"bench attention --ctx 512,", "--ctx"},

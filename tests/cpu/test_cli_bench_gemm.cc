@@ -170,6 +170,7 @@ TEST(CliBenchGemm, BadArgumentsAreRefusedBeforeLookingForAGpu) {
                         Case{"bench gemm --tokens 8193", "--tokens"}, Case{"bench gemm --tokens 8,x", "--tokens"},
                         Case{"bench gemm --models no-such-model", "where: --models"},
                         Case{"bench gemm --models llama-2-7b,", "--models"}, Case{"bench gemm --runs 3", "--runs"},
+                        Case{"bench gemm --runs 2000000000", "--runs"},
                         Case{"bench gemm --layers 0", "--layers"}, Case{"bench gemm --congestion 4", "--congestion"},
                         Case{"bench gemm --congestion 0,2", "--congestion"},
                         Case{"bench gemm --congestion 4,x", "--congestion"},

@@ -274,7 +274,8 @@ TEST(TieredGemm, MulticastClustersGiveTheSameBits) {
 TEST(TieredGemm, KSplitsWithLongK) {
   DAK_REQUIRE_GPU_OR_SKIP();
   // Few m-tiles and a long K: the default schedule splits K; check it did.
-  for (const Problem& p : {Problem{130, 8, 8200}, Problem{130, 8, 8256}}) {  // K % 64 = 8 and 0
+  // K % 64 = 8 and 0; and one 64-row tile whose 23 k-blocks split unevenly (S = 8: 2 or 3 each).
+  for (const Problem& p : {Problem{130, 8, 8200}, Problem{130, 8, 8256}, Problem{64, 8, 5640}}) {
     const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sm_count());
     EXPECT_GT(s.k_splits, 1) << s.to_string();
     check_split_invariance(p, fresh_seed());
@@ -284,8 +285,8 @@ TEST(TieredGemm, KSplitsWithLongK) {
 TEST(TieredGemm, WideStagesWithRaggedK) {
   DAK_REQUIRE_GPU_OR_SKIP();
   // The bandwidth path reads K in stages of 4 swizzle atoms (256 columns) with one 3D TMA box per
-  // operand: K = 576 ends with a stage of 1 atom (3 zero-filled), 320 with 1 of 5 atoms, 2048 in whole
-  // stages, 64 in one atom; strided x (ldx > K) must not leak the padding columns into the sum.
+  // operand: K = 576 and 320 end with a stage of 1 loaded atom (3 zero-filled), 2048 fills whole
+  // stages, 64 is one atom; strided x (ldx > K) must not leak the padding columns into the sum.
   for (int64_t K : {576, 320, 2048, 64}) {
     for (int64_t N : {1, 8, 16, 40}) check_split_invariance({300, N, K}, fresh_seed());
   }
