@@ -15,6 +15,7 @@
 
 #include "cli/offload_options.h"
 #include "core/byte_size.h"
+#include "core/config_locator.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
 #include "core/placement.h"
@@ -37,6 +38,16 @@ std::filesystem::path default_model_path() {
 
 std::unique_ptr<Checkpoint> open_model(const std::string& model) {
   const std::filesystem::path p = model.empty() ? default_model_path() : std::filesystem::path(model);
+  std::error_code ec;
+  if (!model.empty() && !std::filesystem::exists(p, ec)) {
+    // A shipped config name (hyper-parameters only) given where weights are needed.
+    const std::vector<std::string> names = shipped_config_names();
+    if (std::find(names.begin(), names.end(), model) != names.end()) {
+      fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", model), "--model",
+           "add --random-weights to run it with deterministic random weights (dak generate / dak bench), or pass a "
+           "checkpoint folder or .gguf file");
+    }
+  }
   return Checkpoint::open(p);
 }
 
@@ -71,6 +82,11 @@ namespace {
 gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& model_name, const std::string& where,
                                   const EngineOffload* offload) {
   gpu::GpuEngineOptions opts;
+  if (offload) {
+    opts.gemm = offload->gemm == "cublas"   ? gpu::GemmBackend::kCublas
+                : offload->gemm == "tiered" ? gpu::GemmBackend::kTiered
+                                            : gpu::GemmBackend::kAuto;
+  }
   if (!offload || !offload->args) return opts;
   const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
   const std::optional<double> ratio = ratios.empty() ? std::nullopt : std::optional<double>(ratios.front());

@@ -38,6 +38,7 @@ struct OffloadArgs;
 struct EngineOffload {
   const OffloadArgs* args = nullptr;
   int64_t batch = 1, prompt_len = 1, gen_len = 1;
+  std::string gemm = "auto";  // --gemm: auto, cublas or tiered (GPU path; ignored on the CPU)
 };
 
 #ifdef DAK_HAVE_CUDA

@@ -36,6 +36,7 @@ struct GenerateArgs {
   bool ignore_eos = false;
   std::string device = "auto";
   std::string output = "text";
+  std::string gemm = "auto";
   bool random_weights = false;
   uint64_t weights_seed = 0;
   OffloadArgs offload;
@@ -103,7 +104,7 @@ void run_generate(const GenerateArgs& a) {
   // The KV cache generate() sizes: longest prompt + new tokens, within the model's context (a
   // longer request is refused there, with the fix).
   const int64_t gen_len = std::max<int64_t>(1, std::min(a.max_new_tokens, config.max_position_embeddings - longest));
-  const EngineOffload offload{&a.offload, int64_t(prompts.size()), longest, gen_len};
+  const EngineOffload offload{&a.offload, int64_t(prompts.size()), longest, gen_len, a.gemm};
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);
@@ -225,6 +226,11 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--gemm", a->gemm,
+                "GPU GEMM for the linear layers: auto (the tiered GEMM up to 16 tokens, cuBLASLt above), cublas or "
+                "tiered; with an offload placement every linear runs on the tiered GEMM")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
   add_offload_options(c, &a->offload);
   c->callback([a] { run_generate(*a); });
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "cli/commands.h"
 #include "core/byte_size.h"
@@ -115,6 +116,10 @@ void add_plan_command(CLI::App& app) {
         a->profile.empty() ? HardwareProfile::h200_default() : HardwareProfile::load(a->profile);
     PlanRequest req;
     req.model_name = model.name;
+    for (const auto& [value, flag] : {std::pair{a->batch, "--batch"}, std::pair{a->prompt_len, "--prompt-len"},
+                                      std::pair{a->gen_len, "--gen-len"}}) {
+      if (value < 1) fail(fmt::format("{} {} is not a positive count", flag, value), flag, "pass 1 or more");
+    }
     req.shape.batch = a->batch;
     req.shape.prompt_len = a->prompt_len;
     req.shape.gen_len = a->gen_len;

@@ -77,6 +77,25 @@ TEST(Cli, PlanShapeOverflowIsRefused) {
   EXPECT_NE(r.output.find("more than the planner supports"), std::string::npos) << r.output;
 }
 
+TEST(Cli, PlanCountsNameTheirFlag) {
+  // The planner's own check said "step shape"; the CLI names the flag the user typed.
+  for (const char* flag : {"--batch", "--prompt-len", "--gen-len"}) {
+    const RunResult r = run_dak(std::string("plan --model llama-2-7b ") + flag + " 0");
+    EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.output;
+    EXPECT_NE(r.output.find(std::string("where: ") + flag), std::string::npos) << flag << ": " << r.output;
+  }
+}
+
+TEST(Cli, ShippedConfigNameWithoutWeightsHintsAtRandomWeights) {
+  // A shipped config holds hyper-parameters only: naming it where a checkpoint is needed says so.
+  for (const char* cmd : {"generate --model llama-2-7b --prompt hi", "bench --model llama-2-7b"}) {
+    const RunResult r = run_dak(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("shipped config"), std::string::npos) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("--random-weights"), std::string::npos) << cmd << ": " << r.output;
+  }
+}
+
 TEST(Cli, MissingModelNamesThePath) {
   const RunResult r = run_dak("generate --model /nonexistent/model.gguf --prompt hi");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -148,6 +167,18 @@ TEST(Cli, OffloadRatioCombinesWithABudget) {
     EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.output;
     EXPECT_NE(r.output.find("offload flags are ignored"), std::string::npos) << flags << ": " << r.output;
   }
+}
+
+TEST(Cli, GemmBackendIsChecked) {
+  const RunResult help = run_dak("generate --help");
+  EXPECT_NE(help.output.find("--gemm"), std::string::npos) << help.output;
+  const RunResult r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 --gemm fastest");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--gemm"), std::string::npos) << r.output;
+  // On the CPU path the GPU GEMM choice does not apply: a valid value runs.
+  const RunResult ok =
+      run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 -n 2 --device cpu --gemm cublas");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
 TEST(Cli, OffloadModeIsChecked) {
