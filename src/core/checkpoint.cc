@@ -133,7 +133,14 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
   const std::string layer_prefix = tensor_names(c.arch).layer;
   for (const TensorInfo& t : tensors) {
     if (!t.name.starts_with(layer_prefix)) continue;
-    const int64_t layer = std::strtoll(t.name.c_str() + layer_prefix.size(), nullptr, 10);
+    // "<prefix><digits>.": strtoll alone took "-1" for layer -1 and "x" for layer 0.
+    const char* idx = t.name.c_str() + layer_prefix.size();
+    const size_t digits = std::strspn(idx, "0123456789");
+    if (digits == 0 || digits > 9 || idx[digits] != '.') {
+      fail(fmt::format("tensor '{}' has no valid layer index after '{}'", t.name, layer_prefix), t.file,
+           "layer tensors are named " + layer_prefix + "<0..num_layers-1>.<name>; check the checkpoint");
+    }
+    const int64_t layer = std::strtoll(idx, nullptr, 10);
     if (layer >= c.num_layers) {
       fail(fmt::format("tensor '{}' belongs to layer {}, but the config has {} layers", t.name, layer,
                        c.num_layers),

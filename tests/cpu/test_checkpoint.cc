@@ -358,6 +358,30 @@ TEST(CheckpointSafetensors, AcceptsNamesWithoutModelPrefix) {
   EXPECT_EQ(ck->get("model.layers.1.mlp.up_proj.weight").file_name, "layers.1.mlp.up_proj.weight");
 }
 
+TEST(CheckpointSafetensors, RejectsLayerTensorsWithoutAValidIndex) {
+  // One more tensor named under the layer prefix with a negative or missing index (it was read as
+  // layer -1 or 0 and accepted); its bytes are a copy of the last tensor's.
+  const std::string src = read_bytes(st_dir() / "tiny_llama_single" / "model.safetensors");
+  uint64_t n;
+  std::memcpy(&n, src.data(), 8);
+  const json header = json::parse(src.substr(8, n));
+  for (const char* bad : {"model.layers.-1.mlp.up_proj.weight", "model.layers.x.mlp.up_proj.weight",
+                          "model.layers..mlp.up_proj.weight"}) {
+    SCOPED_TRACE(bad);
+    ScratchDir dir;
+    json h = header;
+    std::string data = src.substr(8 + n);
+    json extra = header["model.layers.0.mlp.up_proj.weight"];
+    const uint64_t a = extra["data_offsets"][0], b = extra["data_offsets"][1];
+    extra["data_offsets"] = {data.size(), data.size() + (b - a)};
+    data += data.substr(a, b - a);
+    h[bad] = extra;
+    write_bytes(dir / "model.safetensors", safetensors_image(h.dump(), data));
+    fs::copy_file(st_dir() / "tiny_llama_single" / "config.json", dir / "config.json");
+    expect_error([&] { Checkpoint::open(dir.path()); }, {bad, "no valid layer index"});
+  }
+}
+
 TEST(CheckpointSafetensors, RejectsBrokenShardSets) {
   ScratchDir dir;
   const fs::path src = st_dir() / "tiny_llama_sharded";
