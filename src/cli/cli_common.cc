@@ -260,6 +260,19 @@ void write_text_file(const std::string& path, const std::string& text, const std
   std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
 }
 
+HardwareProfile load_profile(const std::string& path) {
+  HardwareProfile p = HardwareProfile::load(path);
+  static std::vector<std::string> noted;
+  if (std::find(noted.begin(), noted.end(), path) == noted.end()) {
+    noted.push_back(path);
+    for (const std::string& f : p.unknown_fields) {
+      std::fprintf(stderr, "dak: notice: %s: unknown field '%s' ignored (check its spelling against "
+                   "profiles/h200-default.json)\n", path.c_str(), f.c_str());
+    }
+  }
+  return p;
+}
+
 void check_timed_runs(int64_t runs, const char* flag) {
   if (runs < 5 || runs > 1000) {
     fail(fmt::format("{} {} is outside [5, 1000]", flag, runs), flag,

@@ -17,6 +17,7 @@
 #include "core/checkpoint.h"
 #include "core/config_locator.h"
 #include "core/engine.h"
+#include "core/hardware_profile.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/gpu_engine.h"
 #endif
@@ -99,6 +100,11 @@ void write_text_file(const std::string& path, const std::string& text, const std
 /// unwritable parent folder, or the same path for --json and --csv. Empty names are skipped.
 /// Throws dak::Error naming the option.
 void check_report_files(const std::string& json_file, const std::string& csv_file);
+
+/// HardwareProfile::load(path) for --profile, printing a notice on stderr (once per path and
+/// process) for each field the reader does not know: a misspelt optional field would otherwise
+/// silently keep its default. Throws dak::Error as HardwareProfile::load does.
+HardwareProfile load_profile(const std::string& path);
 
 /// Refuses a count of timed repetitions (`flag`: --repeats, --runs) outside [5, 1000]: medians need
 /// at least 5, and more than 1000 would run for hours. Throws dak::Error naming the flag.

@@ -15,6 +15,7 @@
 #include <optional>
 #include <utility>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/byte_size.h"
 #include "core/config_locator.h"
@@ -113,7 +114,7 @@ void add_plan_command(CLI::App& app) {
   c->callback([a, ratio_opt] {
     const LocatedConfig model = locate_model_config(a->model);
     const HardwareProfile profile =
-        a->profile.empty() ? HardwareProfile::h200_default() : HardwareProfile::load(a->profile);
+        a->profile.empty() ? HardwareProfile::h200_default() : load_profile(a->profile);
     PlanRequest req;
     req.model_name = model.name;
     for (const auto& [value, flag] : {std::pair{a->batch, "--batch"}, std::pair{a->prompt_len, "--prompt-len"},

@@ -103,7 +103,7 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
          "give a non-negative number of GiB, e.g. --cpu-offload-gb 4");
   }
   if (!a.plan_file.empty()) Plan::load(a.plan_file);  // missing, not JSON, wrong format or version
-  if (!a.profile.empty()) HardwareProfile::load(a.profile);
+  if (!a.profile.empty()) load_profile(a.profile);
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
@@ -129,7 +129,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
     }
     return plan;
   }
-  const HardwareProfile profile = a.profile.empty() ? HardwareProfile::h200_default() : HardwareProfile::load(a.profile);
+  const HardwareProfile profile = a.profile.empty() ? HardwareProfile::h200_default() : load_profile(a.profile);
   PlanRequest req;
   req.model_name = model_name;
   req.shape.batch = batch;

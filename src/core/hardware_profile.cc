@@ -68,6 +68,26 @@ std::string text(const json& j, const std::string& key, const std::string& where
   return v.get<std::string>();
 }
 
+/// Appends to `out` the dotted paths of the members of `in` that `known` (the same document as this
+/// reader writes it back) lacks, recursing into objects and arrays of objects; "sources" is free-form.
+void collect_unknown(const json& in, const json& known, const std::string& path, std::vector<std::string>& out) {
+  if (in.is_object() && known.is_object()) {
+    for (auto it = in.begin(); it != in.end(); ++it) {
+      const std::string p = path.empty() ? it.key() : path + "." + it.key();
+      if (p == "sources") continue;
+      if (!known.contains(it.key())) {
+        out.push_back(p);
+      } else {
+        collect_unknown(it.value(), known.at(it.key()), p, out);
+      }
+    }
+  } else if (in.is_array() && known.is_array()) {
+    for (size_t i = 0; i < in.size() && i < known.size(); ++i) {
+      collect_unknown(in[i], known[i], path + "[" + std::to_string(i) + "]", out);
+    }
+  }
+}
+
 }  // namespace
 
 HardwareProfile HardwareProfile::from_json(const json& j, const std::string& where) {
@@ -221,6 +241,7 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
       p.sources[it.key()] = it.value().get<std::string>();
     }
   }
+  collect_unknown(j, p.to_json(), "", p.unknown_fields);
   return p;
 }
 

@@ -5,7 +5,9 @@
 // the same format.
 //
 // File format, JSON, "format": "dak.hardware_profile", "version": 1 (all fields required
-// unless marked optional; unknown fields are ignored so later versions may add fields):
+// unless marked optional; unknown fields are ignored so later versions may add fields, and listed
+// in HardwareProfile::unknown_fields, which the CLI prints as a notice: a typo there would
+// otherwise silently leave an optional field at its default):
 //
 // {
 //   "format": "dak.hardware_profile", "version": 1,
@@ -145,6 +147,10 @@ struct HardwareProfile {
   std::vector<TieredGemmTuning> tiered_gemm;  // optional section; at most one entry per (M, N, K, m_host)
 
   std::map<std::string, std::string> sources;
+
+  /// Fields of the document this reader does not know (dotted paths, e.g. "compute.linear_hbm_fractoin",
+  /// "contention[3].foo"; "sources" entries are free-form and never listed). Ignored; not written.
+  std::vector<std::string> unknown_fields;
 
   bool operator==(const HardwareProfile&) const = default;
 

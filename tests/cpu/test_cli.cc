@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_test_util.h"
+#include "core/hardware_profile.h"
 
 namespace {
 
@@ -75,6 +76,21 @@ TEST(Cli, PlanShapeOverflowIsRefused) {
   const RunResult r = run_dak("plan --model llama-2-7b --prompt-len 9223372036854775807 --gen-len 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("more than the planner supports"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnknownProfileFieldsAreANotice) {
+  // A misspelt optional field would silently keep its default: dak plan names it and runs.
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/dak_typo_profile.json";
+  {
+    std::string text = dak::HardwareProfile::h200_default().to_json().dump();
+    text.insert(text.rfind('}'), ", \"tiered_gemn\": []");
+    std::ofstream(path) << text;
+  }
+  const RunResult r = run_dak("plan --model llama-2-7b --profile " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("unknown field 'tiered_gemn'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PlanCountsNameTheirFlag) {

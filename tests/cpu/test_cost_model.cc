@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -141,6 +143,21 @@ TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
       EXPECT_NE(std::string(e.what()).find(path.back()), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(HardwareProfile, UnknownFieldsAreListed) {
+  // Ignored (later versions may add fields) but listed, so the CLI can point at a typo.
+  EXPECT_TRUE(h200().unknown_fields.empty());
+  nlohmann::json j = h200().to_json();
+  j["compute"]["linear_hbm_fractoin"] = 0.5;  // a typo: linear_hbm_fraction keeps its value
+  j["contention"][1]["hbm_gpbs"] = 1;
+  j["extra"] = {{"a", 1}};
+  j["sources"]["anything.goes"] = "free-form";
+  const HardwareProfile p = HardwareProfile::from_json(j, "test");
+  EXPECT_EQ(p.unknown_fields, (std::vector<std::string>{"compute.linear_hbm_fractoin", "contention[1].hbm_gpbs", "extra"}));
+  EXPECT_EQ(p.linear_hbm_fraction, h200().linear_hbm_fraction);
+  const HardwareProfile m = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h200-measured.json");
+  EXPECT_TRUE(m.unknown_fields.empty()) << m.unknown_fields.front();
 }
 
 TEST(HardwareProfile, TheMeasuredH200ProfileLoads) {
