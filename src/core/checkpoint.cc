@@ -215,6 +215,20 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::pat
              path.string(), "re-download the checkpoint: the index and the shards disagree");
       }
     }
+    // As in transformers, the index is authoritative: a tensor of a shard that it does not list is
+    // not part of the model (it was used before, silently). One the model needs is an error.
+    std::set<std::string, std::less<>> listed, needed;
+    for (const auto& [name, shard] : index->weight_map) listed.insert(name);
+    for (const auto& [name, shape] : expected_tensors(config_)) needed.insert(name);
+    std::erase_if(tensors_, [&](const TensorInfo& t) {
+      if (listed.count(t.name)) return false;
+      if (needed.count(t.name) || needed.count("model." + t.name)) {
+        fail(fmt::format("tensor '{}' is in shard '{}' but {} does not list it", t.name,
+                         fs::path(t.file).filename().string(), "model.safetensors.index.json"),
+             path.string(), "re-download the checkpoint: the index and the shards disagree");
+      }
+      return true;
+    });
   }
   check_tensors(tensors_, config_, path.string());
 }

@@ -396,6 +396,12 @@ TEST(CheckpointSafetensors, RejectsBrokenShardSets) {
   write_bytes(dir / "model.safetensors.index.json", index.dump());
   expect_error([&] { Checkpoint::open(dir.path()); }, {"'model.norm.weight'", "model-00001-of-00002"});
 
+  // A tensor the model needs that is in a shard but not in the index (it was used silently).
+  index = read_json(src / "model.safetensors.index.json");
+  index["weight_map"].erase("model.norm.weight");
+  write_bytes(dir / "model.safetensors.index.json", index.dump());
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"'model.norm.weight'", "does not list it"});
+
   // The same tensor in two shards.
   fs::copy_file(src / "model-00001-of-00002.safetensors", dir / "model-00003-of-00002.safetensors");
   index = read_json(src / "model.safetensors.index.json");
