@@ -70,6 +70,12 @@ int64_t free_hbm_bytes_now() {
   return dev ? int64_t(dev->hbm_free_bytes) : 0;
 }
 
+gpu::GemmBackend gemm_backend_of(const std::string& gemm) {
+  if (gemm == "cublas") return gpu::GemmBackend::kCublas;
+  if (gemm == "tiered") return gpu::GemmBackend::kTiered;
+  return gpu::GemmBackend::kAuto;
+}
+
 gpu::OffloadMode offload_mode_of(const OffloadArgs& args) {
   if (args.mode == "zero-copy") return gpu::OffloadMode::kZeroCopy;
   if (args.mode == "prefetch") return gpu::OffloadMode::kPrefetch;
@@ -82,11 +88,7 @@ namespace {
 gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& model_name, const std::string& where,
                                   const EngineOffload* offload) {
   gpu::GpuEngineOptions opts;
-  if (offload) {
-    opts.gemm = offload->gemm == "cublas"   ? gpu::GemmBackend::kCublas
-                : offload->gemm == "tiered" ? gpu::GemmBackend::kTiered
-                                            : gpu::GemmBackend::kAuto;
-  }
+  if (offload) opts.gemm = gemm_backend_of(offload->gemm);
   if (!offload || !offload->args) return opts;
   const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
   const std::optional<double> ratio = ratios.empty() ? std::nullopt : std::optional<double>(ratios.front());
@@ -258,6 +260,15 @@ void write_text_file(const std::string& path, const std::string& text, const std
   f.close();
   if (!f) fail(fmt::format("cannot write '{}'", path), flag, "check that the folder exists and is writable");
   std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
+}
+
+void add_gemm_option(CLI::App* c, std::string* gemm) {
+  c->add_option("--gemm", *gemm,
+                "GPU GEMM for the linear layers: auto (the engine's choice: the tiered GEMM up to 16 tokens, cuBLASLt "
+                "above), cublas, or tiered (the tiered GEMM wherever K % 8 == 0); with an offload placement every "
+                "linear runs on the tiered GEMM")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
 }
 
 HardwareProfile load_profile(const std::string& path) {

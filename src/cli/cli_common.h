@@ -48,7 +48,12 @@ int64_t free_hbm_bytes_now();
 /// The engine's offload mode for --offload (auto, direct and none read host bytes as the plan says:
 /// kDirect).
 gpu::OffloadMode offload_mode_of(const OffloadArgs& args);
+/// The engine's GEMM backend for --gemm (auto, cublas, tiered; add_gemm_option checks the value).
+gpu::GemmBackend gemm_backend_of(const std::string& gemm);
 #endif
+
+/// Registers --gemm auto|cublas|tiered (the GPU engine's GEMM for the linear layers) on `c`.
+void add_gemm_option(CLI::App* c, std::string* gemm);
 
 /// Engine for --device cpu|cuda|auto. cuda: the GPU engine (requires a Hopper GPU; throws
 /// dak::Error explaining what is missing otherwise). auto: cuda when usable, else the CPU

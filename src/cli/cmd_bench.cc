@@ -168,9 +168,7 @@ void run_bench_command(const BenchArgs& a) {
   const gpu::HbmBandwidth hbm =
       gpu::measure_hbm_bandwidth(uint64_t(a.hbm_buffer_gib * double(1ull << 30)), a.hbm_runs);
   gpu::GpuEngineOptions opts = gpu::bench_engine_options(shapes);
-  opts.gemm = a.gemm == "cublas" ? gpu::GemmBackend::kCublas
-              : a.gemm == "tiered" ? gpu::GemmBackend::kTiered
-                                   : gpu::GemmBackend::kAuto;
+  opts.gemm = gemm_backend_of(a.gemm);
   opts.offload_mode = offload_mode_of(a.offload);
   auto make_engine_with = [&](const gpu::GpuEngineOptions& o) {
     if (a.random_weights) {
@@ -455,11 +453,7 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--json", a->json_file, "Also write the JSON (everything, per-operator tables included) to FILE");
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB (several times the L2)")
       ->capture_default_str();
-  c->add_option("--gemm", a->gemm,
-                "GEMM for the linear layers: auto (the engine's choice: the tiered GEMM up to 16 tokens, cuBLASLt "
-                "above), cublas, or tiered (the tiered GEMM at offload 0 wherever K % 8 == 0)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
+  add_gemm_option(c, &a->gemm);
   c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();
   add_offload_options(c, &a->offload);
   c->footer(kFooter);

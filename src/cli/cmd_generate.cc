@@ -226,11 +226,7 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
-  c->add_option("--gemm", a->gemm,
-                "GPU GEMM for the linear layers: auto (the tiered GEMM up to 16 tokens, cuBLASLt above), cublas or "
-                "tiered; with an offload placement every linear runs on the tiered GEMM")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
+  add_gemm_option(c, &a->gemm);
   add_offload_options(c, &a->offload);
   c->callback([a] { run_generate(*a); });
 }

@@ -74,7 +74,6 @@ struct StepProfile {
   bool gated = false;
 };
 
-/// Which GEMM runs the linear layers (all weights in HBM in this engine).
 /// `--gemm auto`: the largest GEMM token count N run on the tiered GEMM without a placement (its
 /// bandwidth path, 64-row tiles with wide stages). Measured on the H200, Llama-2-7B decode TPOT,
 /// tiered vs cuBLASLt (docs/perf-notes.md, session 9): batch 1 4.27 vs 4.32 ms, batch 8 4.22 vs
@@ -83,6 +82,7 @@ struct StepProfile {
 /// GEMM (its 8-layer stack 1.3 %).
 inline constexpr int64_t kAutoTieredMaxTokens = 16;
 
+/// Which GEMM runs the linear layers (all weights in HBM in this engine).
 enum class GemmBackend : int32_t {
   kAuto,     // the tiered GEMM for small decode batches (N <= 16 tokens: its wide-stage bandwidth path
              //   beats cuBLASLt on the H200, docs/perf-notes.md session 9), cuBLASLt above
