@@ -7,7 +7,7 @@
 // the host rows' GB/s, the schedule; for the low-ratio direct path at large N (docs/perf-notes.md,
 // session 5) with and without HBM rows next to it, and under Nsight Compute.
 // `gemm_probe tma` streams W boxes with TMA and no math (probe_tma).
-// `gemm_probe trace [layers]` records per-CTA timestamps of a graph of decode linears (probe_trace).
+// `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]` records per-CTA timestamps of a graph of decode linears (probe_trace).
 // Build: see tools/device/gemm_probe.sh.
 #include <cuda_runtime.h>
 
@@ -54,6 +54,13 @@ double median_us(Launch&& launch, cudaStream_t stream = nullptr) {
 }
 
 /// `gemm_probe host ...`: one tiered GEMM with host rows, 2 warm-ups and 5 timed launches.
+/// `s` with k_splits = S and the HBM CTA count re-derived for the new unit count (setting
+/// k_splits alone keeps the CTAs planned for the old one: S = 2 on 64 m-tiles ran on 64 CTAs).
+dak::TieredGemmSchedule with_k_splits(dak::TieredGemmSchedule s, int32_t S, int sms) {
+  s.k_splits = S;
+  return dak::with_congestion(s, s.host_ctas, s.host_stages, 0, sms);
+}
+
 int probe_host_rows(int argc, char** argv, int sms) {
   using namespace dak;
   const int64_t M = std::atoll(argv[2]), N = std::atoll(argv[3]), K = std::atoll(argv[4]);
@@ -87,13 +94,16 @@ int probe_host_rows(int argc, char** argv, int sms) {
   return 0;
 }
 
-/// `gemm_probe trace [layers]`: the Llama-2-7B decode linears (qkv, o, gate_up, down; N = 8, m_host = 0)
+/// `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]`: the Llama-2-7B decode linears (qkv, o,
+/// gate_up, down; N = 8, m_host = 0; k-splits forced per op where given and > 0)
 /// of `layers` layers (default 2) back to back in one CUDA graph, each on its own W; after 5 replays
 /// the last one's per-CTA timestamps (TieredGemmArgs::g_trace), summarized per GEMM in us from the
 /// graph's first CTA entry: where a launch's time goes (start, dependency wait, first stage, tail).
 int probe_trace(int argc, char** argv, int sms) {
   using namespace dak;
   const int layers = argc > 2 ? std::atoi(argv[2]) : 2;
+  int32_t forced_splits[4] = {0, 0, 0, 0};  // trace LAYERS [S_qkv S_o S_gate_up S_down]; 0: default
+  for (int i = 0; i < 4 && 3 + i < argc; ++i) forced_splits[i] = std::atoi(argv[3 + i]);
   struct Op {
     const char* name;
     int64_t M, K;
@@ -104,9 +114,11 @@ int probe_trace(int argc, char** argv, int sms) {
   std::vector<const Op*> seq;
   size_t w_elems = 0;
   for (int l = 0; l < layers; ++l) {
-    for (const Op& op : ops) {
+    for (int o = 0; o < 4; ++o) {
+      const Op& op = ops[o];
       seq.push_back(&op);
       sched.push_back(plan_tiered_gemm(op.M, N, op.K, 0, sms));
+      if (forced_splits[o] > 0) sched.back() = with_k_splits(sched.back(), forced_splits[o], sms);
       w_elems += size_t(op.M * op.K);
     }
   }
@@ -434,7 +446,7 @@ int main(int argc, char** argv) {
   DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
   for (auto& c : cases) {
     TieredGemmSchedule s = plan_tiered_gemm(c.M, c.N, c.K, 0, sms);
-    if (c.splits) s.k_splits = c.splits;
+    if (c.splits) s = with_k_splits(s, c.splits, sms);
     if (c.stages) s.hbm_stages = c.stages;
     s.validate();
     DAK_CUDA_CHECK(cudaMemset(ws, 0, size_t(s.workspace_bytes())));

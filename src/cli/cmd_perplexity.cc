@@ -23,6 +23,7 @@ void add_perplexity_command(CLI::App& app) {
     int64_t context = 0;
     std::string device = "auto";
     std::string output = "text";
+    std::string gemm = "auto";
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("perplexity", "Perplexity of a text file under a model");
@@ -32,6 +33,7 @@ void add_perplexity_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   c->add_option("--device", a->device, "cpu, cuda or auto")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  add_gemm_option(c, &a->gemm);
   c->callback([a] {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(a->file, ec))
@@ -43,7 +45,9 @@ void add_perplexity_command(CLI::App& app) {
     const auto t0 = std::chrono::steady_clock::now();
     auto ckpt = open_model(a->model);
     auto tok = load_tokenizer(*ckpt);
-    auto engine = make_engine(*ckpt, a->device);
+    EngineOffload gemm_only;  // no offload flags on this command: only the GEMM backend
+    gemm_only.gemm = a->gemm;
+    auto engine = make_engine(*ckpt, a->device, &gemm_only);
     const double load_s = seconds_since(t0);
     const std::vector<int32_t> ids = tok->encode(ss.str(), /*allow_bos=*/true);
     if (ids.size() < 2) fail("the text has fewer than two tokens", a->file, "give a longer text");

@@ -39,6 +39,11 @@ void TieredGemmSchedule::validate() const {
     fail(fmt::format("k_splits {} outside [1, {} k-blocks]", k_splits, k_blocks()), where,
          "use choose_tiered_gemm_k_splits()");
   }
+  if (k_splits > 1 && max_output_tiles() > kMaxSplitTiles) {
+    fail(fmt::format("k_splits {} with {} output tiles: the workspace counts at most {} split tiles", k_splits,
+                     max_output_tiles(), kMaxSplitTiles),
+         where, "use k_splits = 1 for this shape (choose_tiered_gemm_k_splits() does)");
+  }
   if ((host_units() > 0 && host_ctas < 1) || (hbm_units() > 0 && hbm_ctas < 1) || host_ctas < 0 || hbm_ctas < 0 ||
       host_ctas + hbm_ctas < 1) {
     fail(fmt::format("{} host units on {} host CTAs and {} HBM units on {} HBM CTAs", host_units(), host_ctas,
@@ -84,21 +89,37 @@ TieredGemmTile choose_tiered_gemm_tile(int64_t N) {
   return {128, 128};
 }
 
+double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_t sm_count) {
+  // Constants of the H200 (docs/perf-notes.md, session 10), in units of one k-block load of an
+  // unloaded CTA (a 64 x 256 bf16 W stage at ~94 GB/s, ~0.34 us).
+  constexpr double kGpuShare = 0.36;     // (B_g / sm_count) / one unloaded CTA's rate
+  constexpr double kLoadSlope = 0.0128;  // a CTA's rate is 1 / (1 + kLoadSlope * busy CTAs)
+  constexpr double kLastUnitEpilogue = 5, kUnitEpilogue = 2;  // split epilogue, in k-block loads
+  const int64_t units = tiles * S;
+  const int64_t ctas = std::min(units, sm_count);
+  const int64_t most = ceil_div(units, ctas), extra = units % ctas;  // `extra` CTAs run `most` units
+  const double unit_blocks = double(ceil_div(k_blocks, S));
+  double cost = 0;
+  for (int64_t r = 0; r < most; ++r) {
+    const int64_t busy = (r < most - 1 || extra == 0) ? ctas : extra;
+    const double rate = std::min(1.0 / (1.0 + kLoadSlope * double(busy)), kGpuShare * double(sm_count) / double(busy));
+    cost += unit_blocks / rate;
+  }
+  if (S > 1) cost += kLastUnitEpilogue + kUnitEpilogue * double(most - 1);
+  return cost;
+}
+
 int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count) {
   if (M < 1 || N < 1 || K < 1 || sm_count < 1) return 1;
   if (N > 64) return 1;
   const int64_t k_blocks = ceil_div(K, tile.bk());
   const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
+  if ((ceil_div(M, tile.bm) + 1) * ceil_div(N, tile.bn) > TieredGemmSchedule::kMaxSplitTiles) return 1;
   double best_cost = std::numeric_limits<double>::max();
   int32_t best = 1;
-  constexpr double kGpuOverCtaRate = 0.36;  // (B_g / sm_count) / one CTA's streaming rate
-  constexpr int64_t kLastUnitEpilogue = 18, kUnitEpilogue = 6;  // split epilogue, in k-blocks
-  const double bandwidth_floor = double(tiles * k_blocks) / (kGpuOverCtaRate * double(sm_count));
   for (int64_t s = 1; s <= std::min<int64_t>(16, std::max<int64_t>(1, k_blocks / 2)); ++s) {
-    const int64_t waves = ceil_div(tiles * s, sm_count);
-    const double cost = std::max(bandwidth_floor, double(waves * ceil_div(k_blocks, s))) +
-                        (s > 1 ? double(kLastUnitEpilogue + kUnitEpilogue * (waves - 1)) : 0.0);
-    if (cost < best_cost) {
+    const double cost = tiered_gemm_split_cost(tiles, k_blocks, s, sm_count);
+    if (cost < best_cost * (1 - 1e-9)) {
       best_cost = cost;
       best = int32_t(s);
     }

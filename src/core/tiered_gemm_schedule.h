@@ -35,6 +35,12 @@
 #define DAK_HD
 #endif
 
+// SMEM bytes of a tiered-GEMM CTA's ring (TieredGemmTile::max_stages). Defined on the compiler
+// command line only for A/B builds of the ring depth (tools/device/session10.sh).
+#ifndef DAK_TIERED_GEMM_RING_BYTES
+#define DAK_TIERED_GEMM_RING_BYTES (200 * 1024)
+#endif
+
 namespace dak {
 
 /// Tile shapes the kernel is compiled for: (bm, bn) in {(64, 8), (64, 16), (64, 32), (64, 64),
@@ -58,7 +64,7 @@ struct TieredGemmTile {
   /// streams about (bytes in flight) / (loaded latency): B_g needs ~192 KiB in flight per SM
   /// (hbm_stream's best configuration), so the small-N rings fill the SMEM (docs/perf-notes.md).
   DAK_HD constexpr int32_t max_stages() const {
-    const int64_t s = (200 * 1024) / stage_bytes();
+    const int64_t s = int64_t(DAK_TIERED_GEMM_RING_BYTES) / stage_bytes();
     return s > 24 ? 24 : int32_t(s);
   }
   bool operator==(const TieredGemmTile&) const = default;
@@ -136,11 +142,16 @@ struct TieredGemmSchedule {
     return ((host_side ? 0 : host_m_tiles()) + m_tile) * n_tiles() + n_tile;
   }
 
-  /// Bytes of the workspace's counter part: one int32 per output tile, padded to 256 B; the fp32
-  /// partials start right after.
-  DAK_HD int64_t counter_bytes() const { return (max_output_tiles() * 4 + 255) / 256 * 256; }
-  /// Bytes of HBM workspace the kernel needs: one int32 counter per output tile (padded to 256 B),
-  /// plus fp32 partials [output tiles][k_splits][bm * bn] when k_splits > 1. Independent of m_host.
+  /// Bytes of the workspace's counter part, the same for every schedule: one int32 per output tile
+  /// of a k-split schedule (at most kMaxSplitTiles), then the fp32 partials. A fixed size, because
+  /// one workspace serves every GEMM of a forward pass in turn: with a per-schedule size, the
+  /// partials of one GEMM lay over the counters of a GEMM with more tiles, whose reducer then read
+  /// partial floats as counts (a hang or an early reduction; found in session 10 when o_proj and
+  /// down first split in the engine).
+  static constexpr int64_t kMaxSplitTiles = 16384;
+  DAK_HD static constexpr int64_t counter_bytes() { return kMaxSplitTiles * 4; }
+  /// Bytes of HBM workspace the kernel needs: counter_bytes(), plus fp32 partials
+  /// [output tiles][k_splits][bm * bn] when k_splits > 1. Independent of m_host.
   int64_t workspace_bytes() const;
 
   /// Host bytes one host cluster keeps in flight per stage: the W tile (bm x bk bf16, loaded once
@@ -172,19 +183,25 @@ TieredGemmTile choose_tiered_gemm_tile(int64_t N);
 /// (rounded down to 1, 2 or 4). plan_tiered_gemm and the planner's cost model both use it.
 int32_t tiered_gemm_multicast_cluster(int64_t N, int64_t max_cluster);
 
-/// k_splits minimizing the estimated time of an all-HBM run (ties: the smallest S), counted in
-/// k-block loads of one busy CTA (a 64 x 256 bf16 W stage, ~0.33 us at ~100 GB/s on the H200):
-///   max(tiles * k_blocks / (r * sm_count), waves * ceil(k_blocks / S))
-///   + (S > 1 ? 18 + 6 * (waves - 1) : 0),   waves = ceil(tiles * S / sm_count)
-/// The first term is the HBM bandwidth (r = (B_g / sm_count) / one CTA's streaming rate: 34 GB/s
-/// over the ~94 GB/s of one wide-stage CTA on the H200, rounded to 0.36), the second the busiest
-/// CTA, the third the split epilogue (partials, fence, counter, reload): ~6 us for the last unit
-/// of a CTA, where nothing overlaps it, ~2 us for each other unit (the other math group's main loop
-/// hides the rest; fitted in session 7 with 64-wide k-blocks and carried over in time). On the
-/// Llama-2-7B decode shapes it picks S = 1, which bench/tiered_gemm_probe.cu measured fastest for
-/// each of them in session 9 (docs/perf-notes.md). S <= 16, units of at least 2 k-blocks; 1 when
-/// N > 64 (compute-bound tiles are many). Depends only on the arguments, so it is the same for
-/// every m_host.
+/// Estimated time of an all-HBM run of `tiles` output tiles of `k_blocks` k-blocks each, cut into
+/// S k-splits, on a persistent grid of min(tiles * S, sm_count) CTAs, in k-block loads of one
+/// unloaded CTA (a 64 x 256 bf16 W stage, ~0.34 us at ~94 GB/s on the H200). CTA c takes units c,
+/// c + ctas, ...; in round r every CTA that still has a unit streams ceil(k_blocks / S) k-blocks at
+///   min(1 / (1 + 0.0128 * busy), 0.36 * sm_count / busy)
+/// of the unloaded rate: a CTA's ring (~180 KiB in flight) gets less per CTA as more CTAs load HBM
+/// (loaded latency; measured ~52 GB/s per CTA with 64 CTAs streaming), and all of them together
+/// get at most B_g (0.36 = (B_g / sm_count) / one CTA's rate). So 64 busy CTAs reach ~3.3 of
+/// the 4.6 TB/s, and splitting a 64-tile GEMM over 128 CTAs pays. Plus the split epilogue when
+/// S > 1 (fp32 partials, counter, the reducer's sum): 5 loads for a CTA's last unit, 2 for each
+/// other one. Constants fitted to bench/tiered_gemm_probe.cu's two-layer trace on the H200
+/// (docs/perf-notes.md, session 10).
+double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_t sm_count);
+
+/// k_splits in [1, min(16, k_blocks / 2)] minimizing tiered_gemm_split_cost (ties: the smallest S);
+/// 1 when N > 64 (compute-bound tiles are many). On the Llama-2-7B decode shapes at N = 8 on 132
+/// SMs: S = 2 for o_proj and down (64 m-tiles each), 1 for qkv, gate_up and the LM head; no split
+/// for a shape with more than TieredGemmSchedule::kMaxSplitTiles output tiles. Depends only on the
+/// arguments, so it is the same for every m_host (split invariance).
 int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count);
 
 /// The default schedule for a shape and host row count on `sm_count` SMs:

@@ -195,6 +195,10 @@ TEST(Cli, GemmBackendIsChecked) {
   const RunResult ok =
       run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 -n 2 --device cpu --gemm cublas");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  // dak perplexity takes the same option (the default model's perplexity on the GPU per backend).
+  const RunResult pp = run_dak("perplexity --file " + kData + "/hf_parity/llama_gqa/config.json --gemm fastest");
+  EXPECT_EQ(pp.exit_code, 2) << pp.output;
+  EXPECT_NE(pp.output.find("--gemm"), std::string::npos) << pp.output;
 }
 
 TEST(Cli, OffloadModeIsChecked) {

@@ -94,7 +94,10 @@ struct RunResult {
 
 /// Runs the GEMM with `sched` (m_host rows on the host) and checks it against the reference, the
 /// guards and the host rows. Returns the output bytes for split-invariance comparisons.
-RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std::string& what, bool graph = false) {
+/// `shared_ws`: run on this workspace (already initialized, at least sched.workspace_bytes())
+/// instead of a fresh poisoned one, as the engine runs every GEMM of a pass on one workspace.
+RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std::string& what, bool graph = false,
+                        void* shared_ws = nullptr) {
   const Problem& p = o.p;
   const size_t elem = p.out == TieredGemmOut::kBf16 ? 2 : 4;
   const size_t n_out = size_t(p.N * o.ldy) + 8;
@@ -107,9 +110,12 @@ RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std:
   if (!w_hbm.empty()) d_w.upload(w_hbm);
   DeviceBuffer<uint8_t> d_y(n_out * elem);
   d_y.poison();
-  DeviceBuffer<uint8_t> d_ws(size_t(sched.workspace_bytes()));
-  d_ws.poison();  // partials are garbage until written; the counters are zeroed by init
-  dak::gpu::tiered_gemm_workspace_init(d_ws.get(), sched, nullptr);
+  DeviceBuffer<uint8_t> own_ws(shared_ws ? 1 : size_t(sched.workspace_bytes()));
+  void* ws = shared_ws ? shared_ws : own_ws.get();
+  if (!shared_ws) {
+    own_ws.poison();  // partials are garbage until written; the counters are zeroed by init
+    dak::gpu::tiered_gemm_workspace_init(ws, sched, nullptr);
+  }
 
   TieredGemmArgs a;
   a.g_x = bf(o.d_x.get());
@@ -127,7 +133,7 @@ RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std:
     cudaGraph_t g;
     cudaGraphExec_t ge;
     DAK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    dak::gpu::tiered_gemm(a, sched, d_ws.get(), st);
+    dak::gpu::tiered_gemm(a, sched, ws, st);
     DAK_CUDA_CHECK(cudaStreamEndCapture(st, &g));
     DAK_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
     for (int r = 0; r < 3; ++r) DAK_CUDA_CHECK(cudaGraphLaunch(ge, st));  // counters must reset each run
@@ -136,8 +142,8 @@ RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std:
     DAK_CUDA_CHECK(cudaGraphDestroy(g));
     DAK_CUDA_CHECK(cudaStreamDestroy(st));
   } else {
-    dak::gpu::tiered_gemm(a, sched, d_ws.get(), nullptr);
-    dak::gpu::tiered_gemm(a, sched, d_ws.get(), nullptr);  // a second run: counters were reset
+    dak::gpu::tiered_gemm(a, sched, ws, nullptr);
+    dak::gpu::tiered_gemm(a, sched, ws, nullptr);  // a second run: counters were reset
   }
   DAK_CUDA_CHECK(cudaDeviceSynchronize());
   RunResult r{d_y.download()};
@@ -279,6 +285,29 @@ TEST(TieredGemm, KSplitsWithLongK) {
     const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sm_count());
     EXPECT_GT(s.k_splits, 1) << s.to_string();
     check_split_invariance(p, fresh_seed());
+  }
+}
+
+TEST(TieredGemm, SplitGemmsShareOneWorkspace) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  // The engine runs every GEMM of a pass on one workspace. A (3 m-tiles, long K) and B (64
+  // m-tiles, an o_proj at N = 8, 64 rows on the host) both split K; B has more tiles, so with a
+  // counter region sized per schedule A's fp32 partials lay over B's counters (a hang, or a
+  // reduction before the partials were there). Alternate them on one poisoned workspace.
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Operands a(Problem{130, 8, 8200}, rng), b(Problem{4096, 8, 4096}, rng);
+  const auto sa = dak::plan_tiered_gemm(130, 8, 8200, 0, sm_count());
+  const auto sb = dak::plan_tiered_gemm(4096, 8, 4096, 64, sm_count());
+  ASSERT_GT(sa.k_splits, 1) << sa.to_string();
+  ASSERT_GT(sb.k_splits, 1) << sb.to_string();
+  DeviceBuffer<uint8_t> ws(size_t(std::max(sa.workspace_bytes(), sb.workspace_bytes())));
+  ws.poison();
+  dak::gpu::tiered_gemm_workspace_init(ws.get(), sa, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    run_and_check(a, sa, "shared workspace, A " + sa.to_string(), false, ws.get());
+    run_and_check(b, sb, "shared workspace, B " + sb.to_string(), false, ws.get());
   }
 }
 

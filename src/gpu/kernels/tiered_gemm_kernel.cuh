@@ -133,7 +133,7 @@ struct KernelParams {
   int64_t ldy;
   TieredGemmOut out;
   bool relu;
-  int32_t* g_counters;            // [max_output_tiles] zero between runs
+  int32_t* g_counters;            // [kMaxSplitTiles] zero between runs (k_splits > 1 only)
   float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
   uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
 };
