@@ -7,7 +7,8 @@
 // the host rows' GB/s, the schedule; for the low-ratio direct path at large N (docs/perf-notes.md,
 // session 5) with and without HBM rows next to it, and under Nsight Compute.
 // `gemm_probe tma` streams W boxes with TMA and no math (probe_tma).
-// `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]` records per-CTA timestamps of a graph of decode linears (probe_trace).
+// `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]` records per-CTA timestamps of a graph of
+// decode linears, k-splits forced per op where given (probe_trace).
 // Build: see tools/device/gemm_probe.sh.
 #include <cuda_runtime.h>
 
@@ -53,7 +54,6 @@ double median_us(Launch&& launch, cudaStream_t stream = nullptr) {
   return double(t[t.size() / 2]) * 1e3;
 }
 
-/// `gemm_probe host ...`: one tiered GEMM with host rows, 2 warm-ups and 5 timed launches.
 /// `s` with k_splits = S and the HBM CTA count re-derived for the new unit count (setting
 /// k_splits alone keeps the CTAs planned for the old one: S = 2 on 64 m-tiles ran on 64 CTAs).
 dak::TieredGemmSchedule with_k_splits(dak::TieredGemmSchedule s, int32_t S, int sms) {
@@ -61,6 +61,7 @@ dak::TieredGemmSchedule with_k_splits(dak::TieredGemmSchedule s, int32_t S, int 
   return dak::with_congestion(s, s.host_ctas, s.host_stages, 0, sms);
 }
 
+/// `gemm_probe host ...`: one tiered GEMM with host rows, 2 warm-ups and 5 timed launches.
 int probe_host_rows(int argc, char** argv, int sms) {
   using namespace dak;
   const int64_t M = std::atoll(argv[2]), N = std::atoll(argv[3]), K = std::atoll(argv[4]);

@@ -114,7 +114,11 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   if (N > 64) return 1;
   const int64_t k_blocks = ceil_div(K, tile.bk());
   const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
-  if ((ceil_div(M, tile.bm) + 1) * ceil_div(N, tile.bn) > TieredGemmSchedule::kMaxSplitTiles) return 1;
+  TieredGemmSchedule shape;  // only M, N and the tile: for max_output_tiles(), as validate() counts them
+  shape.M = M;
+  shape.N = N;
+  shape.tile = tile;
+  if (shape.max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles) return 1;
   double best_cost = std::numeric_limits<double>::max();
   int32_t best = 1;
   for (int64_t s = 1; s <= std::min<int64_t>(16, std::max<int64_t>(1, k_blocks / 2)); ++s) {

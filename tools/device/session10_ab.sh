@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Device call 3 of session 10: every gpu test (4 at a time), then the split model A/B in one
-# call. Tree A: this checkout (o_proj and down at S = 2). Tree B: a copy whose split epilogue is priced prohibitively (every Llama-2-7B /
-# OPT-6.7B decode shape at S = 1, as in session 9). Each: decode TPOT at batch 1 / 8, and the
-# offload points Llama-2-7B batch 8 at 10 % and OPT-6.7B at FlexGen's 1 GiB, alternating A, B, A, B.
-# Carry: third_party.
+# call. Tree A: this checkout (o_proj and down at S = 2). Tree B: a copy whose split epilogue is
+# priced prohibitively (every Llama-2-7B / OPT-6.7B decode shape at S = 1, as in session 9).
+# Each: decode TPOT at batch 1 / 8, and the offload points Llama-2-7B batch 8 at 10 % and OPT-6.7B
+# at FlexGen's 1 GiB, alternating A, B, A, B. Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
