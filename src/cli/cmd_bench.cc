@@ -391,8 +391,11 @@ void run_bench_command(const BenchArgs& a) {
     txt << fmt::format("\noffload (mode {}): B_h = {:.2f} GB/s (TMA reads of pinned host memory, best of {} "
                        "configurations, its median launch), B_ce = {:.2f} GB/s (copy engine, median of 5 copies); "
                        "floor = max((HBM + 2 staged) / B_g, direct / B_h + staged / B_ce); predicted = the planner's "
-                       "TPOT (compiled-in h200-default profile)\n",
-                       a.offload.mode, host_bw.best_bytes_per_s * 1e-9, host_bw.configs, copy_gbps.median);
+                       "TPOT for this mode ({})\n",
+                       a.offload.mode, host_bw.best_bytes_per_s * 1e-9, host_bw.configs, copy_gbps.median,
+                       !a.offload.plan_file.empty() ? "from --plan " + a.offload.plan_file
+                       : a.offload.profile.empty()  ? std::string("compiled-in h200-default profile")
+                                                    : "profile " + a.offload.profile);
     txt << "| batch | ratio | host % | host GiB | host GB/step | staged GB/step | TPOT ms | predicted ms | TPOT/pred | "
            "floor ms | TPOT/floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (size_t i = 0; i < results.size(); ++i) {

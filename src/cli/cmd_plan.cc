@@ -4,6 +4,7 @@
 //   dak plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 20GiB
 //            [--allocator greedy|uniform] [--output text|json] [--profile FILE]
 //            [--phase decode|prefill] [--offload-ratio R] [--no-staged] [--verbose]
+//            [--offload auto|direct|prefetch|zero-copy]
 //            [--sweep-ratios 0:100:10]
 #include <fmt/format.h>
 
@@ -17,6 +18,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/offload_options.h"
 #include "core/byte_size.h"
 #include "core/config_locator.h"
 #include "core/error.h"
@@ -81,6 +83,7 @@ void add_plan_command(CLI::App& app) {
     std::string profile;
     std::string phase = "decode";
     std::string sweep;
+    std::string mode = "auto";  // --offload
     bool no_staged = false;
     bool verbose = false;
   };
@@ -108,6 +111,12 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--tile-rows", a->tile_rows, "weight rows per split unit (tiered GEMM tile height)")
       ->capture_default_str();
   c->add_flag("--no-staged", a->no_staged, "direct path only (no copy-engine staging)");
+  c->add_option("--offload", a->mode,
+                "the engine mode to predict: auto (the plan's choice of direct or staged per operator), or one path "
+                "for every operator as dak generate --offload applies it: direct, prefetch (linears staged by the copy "
+                "engine) or zero-copy (the ordinary kernels read host memory in place)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "direct", "prefetch", "zero-copy"}));
   c->add_flag("--verbose", a->verbose, "list every operator of every layer");
   c->add_option("--sweep-ratios", a->sweep,
                 "instead of one plan: greedy vs uniform TPOT over global ratios, percent, e.g. 0:100:10");
@@ -130,6 +139,11 @@ void add_plan_command(CLI::App& app) {
     if (ratio_opt->count() > 0) req.offload_ratio = a->offload_ratio;
     req.allocator = parse_allocator(a->allocator, "--allocator");
     req.allow_staged = !a->no_staged;
+    if (a->no_staged && a->mode != "auto")
+      fail(fmt::format("--no-staged is for --offload auto; --offload {} already fixes the path", a->mode),
+           "--no-staged", "drop one of the two");
+    req.single_path = single_path_of_mode(a->mode);
+    if (req.single_path) req.allow_staged = false;
 
     if (!a->sweep.empty()) {
       const std::vector<RatioSweepRow> rows =

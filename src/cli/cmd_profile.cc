@@ -17,7 +17,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -57,6 +60,8 @@ constexpr const char* kFooter = R"(What is measured (medians of --runs timed run
                congestion cap (host bytes in flight GPU-wide before HBM loses more than 3 %)
   tensor       cuBLASLt bf16 GEMM rate at M = K = 8192 by N
   overhead     per-kernel fixed cost inside a CUDA graph: fit t = a + S / B over HBM streams of S bytes
+  zero copy    the ordinary kernels reading pinned host memory in place (--offload zero-copy): cuBLASLt
+               GEMMs by N, K and host rows, and the decode attention kernel; stored in "zero_copy"
   pin          time to map and cudaHostRegister --pin-test-gib; pinnable_bytes records that tested size
   tiered GEMM  per linear shape of --gemm-model, N in --gemm-tokens and host share in --gemm-ratios: the
                fastest host CTAs x host stages (HBM CTAs = the other SMs); stored in "tiered_gemm"
@@ -196,6 +201,28 @@ std::string ratio_text(double measured, double reference) {
   o << fmt::format("link shared: copy engine {:.1f} + SMs {:.1f} GB/s; HBM read alone {:.0f}, during an H2D copy {:.0f} "
                    "GB/s\n",
                    m.shared_ce_gbps, m.shared_sm_gbps, m.hbm_alone_gbps, m.hbm_during_copy_gbps);
+
+  if (!m.zero_copy_gemm.empty() || m.zero_copy_attention_gbps > 0) {
+    o << "\nZero-copy reads (the ordinary kernels on host-mapped memory; --offload zero-copy), GB/s of host bytes:\n";
+    if (m.zero_copy_attention_gbps > 0) {
+      o << fmt::format("decode attention, 8 sequences x 32 heads x 128, all K/V on the host: {:.1f} ({} {})\n",
+                       m.zero_copy_attention_gbps, d.name,
+                       d.zero_copy_attention_gbps > 0 ? fmt::format("{:.1f}", d.zero_copy_attention_gbps) : "-");
+    }
+    // cuBLASLt by (N, K): the rate over the row grid, which jumps with cuBLASLt's kernel choice.
+    std::map<std::pair<int64_t, int64_t>, std::vector<const ZeroCopyGemmPoint*>> by_nk;
+    for (const ZeroCopyGemmPoint& z : m.zero_copy_gemm) by_nk[{z.N, z.K}].push_back(&z);
+    if (!by_nk.empty()) o << "| N | K | rows | min | median | max | at the most rows |\n|---:|---:|---|---:|---:|---:|---:|\n";
+    for (const auto& [nk, pts] : by_nk) {
+      std::vector<double> r;
+      for (const ZeroCopyGemmPoint* z : pts) r.push_back(z->gbps);
+      std::vector<double> sorted = r;
+      std::sort(sorted.begin(), sorted.end());
+      o << fmt::format("| {} | {} | {}-{} ({} points) | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", nk.first, nk.second,
+                       pts.front()->rows, pts.back()->rows, pts.size(), sorted.front(), median_of(r), sorted.back(),
+                       r.back());
+    }
+  }
 
   if (!m.gemm.empty()) {
     o << "\nTiered GEMM sweep (fastest launch per shape; 'planned' = plan_tiered_gemm's default schedule):\n";

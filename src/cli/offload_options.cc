@@ -106,6 +106,13 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
   if (!a.profile.empty()) load_profile(a.profile);
 }
 
+std::optional<DataPath> single_path_of_mode(const std::string& mode) {
+  if (mode == "direct") return DataPath::kDirect;
+  if (mode == "prefetch") return DataPath::kStaged;
+  if (mode == "zero-copy") return DataPath::kZeroCopy;
+  return std::nullopt;
+}
+
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
                                  const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
                                  int64_t free_hbm_bytes) {
@@ -137,8 +144,10 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   req.shape.gen_len = gen_len;
   req.allocator = parse_allocator(a.allocator, "--allocator");
   // auto: the plan's per-operator choice between the direct and the staged (copy-engine) path;
-  // the other modes apply one path to every operator, so they plan for the direct path.
+  // the other modes apply one path to every operator, so they plan for the direct path and the
+  // plan prices each operator on the mode's path (its predicted TPOT is that mode's).
   req.allow_staged = a.mode == "auto";
+  req.single_path = single_path_of_mode(a.mode);
   if (ratio) req.offload_ratio = *forced_ratio;
   if (!a.gpu_memory.empty()) {
     req.gpu_memory_bytes = parse_byte_size(a.gpu_memory, "--gpu-memory");

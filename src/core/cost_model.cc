@@ -24,14 +24,16 @@ std::string data_path_name(DataPath p) {
       return "direct";
     case DataPath::kStaged:
       return "staged";
+    case DataPath::kZeroCopy:
+      return "zero_copy";
   }
   return "?";
 }
 
 DataPath parse_data_path(const std::string& s, const std::string& where) {
-  for (DataPath p : {DataPath::kNone, DataPath::kDirect, DataPath::kStaged})
+  for (DataPath p : {DataPath::kNone, DataPath::kDirect, DataPath::kStaged, DataPath::kZeroCopy})
     if (data_path_name(p) == s) return p;
-  fail(fmt::format("unknown data path '{}'", s), where, "use none, direct or staged");
+  fail(fmt::format("unknown data path '{}'", s), where, "use none, direct, staged or zero_copy");
 }
 
 std::string bound_name(Bound b) {
@@ -157,6 +159,36 @@ OpCost CostModel::staged(const Op& op, const Work& w) const {
   return finish(c, op.kernels, 1);  // + the copy node
 }
 
+OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) const {
+  const HardwareProfile& p = profile_;
+  OpCost c;
+  c.path = DataPath::kZeroCopy;
+  c.host_step_bytes = w.host_bytes;
+  const double sm = double(p.sm_count);
+  if (op.kind == OpKind::kLinear) {
+    // Two GEMMs in stream order (gpu_engine.cc, linear(): the host rows, then the HBM rows), each
+    // on every SM; the sum is the time, so finish()'s max does not apply.
+    const double host_compute = ceil_div(w.items_host, sm) * w.t_item;
+    const double hbm_compute = w.items_hbm > 0 ? ceil_div(w.items_hbm, sm) * w.t_item : 0.0;
+    c.host_s = w.host_bytes / (p.zero_copy_gemm_rate_gbps(op.n, op.k, op.host_rows(host_units)) * 1e9);
+    c.hbm_s = w.hbm_bytes / (p.hbm_read_gbps * w.hbm_fraction * 1e9);
+    c.compute_s = host_compute + hbm_compute;
+    const double host_part = std::max(host_compute, c.host_s);
+    const double hbm_part = std::max(hbm_compute, c.hbm_s);
+    const int64_t kernels = op.kernels + (w.items_hbm > 0 ? 1 : 0);
+    c.overhead_s = double(kernels) * p.step_overhead_us() * 1e-6;
+    c.bound = host_part >= hbm_part ? (c.host_s >= host_compute ? Bound::kHostLink : Bound::kCompute)
+                                    : (c.hbm_s >= hbm_compute ? Bound::kHbm : Bound::kCompute);
+    c.time_s = host_part + hbm_part + c.overhead_s;
+    return c;
+  }
+  // One kernel reads both tiers (attention_decode, embedding_gather): its host and HBM reads overlap.
+  c.compute_s = ceil_div(w.items_host + w.items_hbm, sm) * w.t_item;
+  c.hbm_s = w.hbm_bytes / (p.hbm_read_gbps * w.hbm_fraction * 1e9);
+  c.host_s = w.host_bytes / (p.zero_copy_attention_rate_gbps() * 1e9);
+  return finish(c, op.kernels);
+}
+
 OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
   const int64_t units = op.splittable ? op.units() : 0;
   if (host_units < 0 || host_units > units)
@@ -170,6 +202,7 @@ OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
     return finish(c, op.kernels);
   }
   if (path == DataPath::kStaged) return staged(op, w);
+  if (path == DataPath::kZeroCopy) return zero_copy(op, w, host_units);
   return direct(op, w, host_units == units);
 }
 

@@ -8,6 +8,15 @@
 //   staged path (copy engine streams host bytes through a small HBM ring while the op runs):
 //     T_i = max(T_comp(all SMs), (C + x·C + F + A) / (η·B_g·(1 − s_copy)), x·C / B_ce)
 //           + min(x·C, chunk) / B_ce + k·t_step + t_launch
+//   zero-copy path (the ordinary kernels read host bytes in place through mapped pointers: the
+//   engine's --offload zero-copy, the vLLM UVA approach):
+//     linear: one cuBLASLt GEMM per tier, one after the other:
+//       T_i = max(T_comp(host rows, all SMs), x·C / B_zc(N, K, host rows))
+//           + max(T_comp(HBM rows, all SMs), ((1 − x)·C + F + A) / (η·B_g)) + (k + 1)·t_step
+//     other operators (attention, embedding; one kernel reads both tiers):
+//       T_i = max(T_comp(all SMs), ((1 − x)·C + F + A) / B_g, x·C / B_za) + k·t_step
+//     B_zc and B_za: the profile's measured zero-copy GEMM and attention rates
+//     (HardwareProfile::zero_copy_gemm_rate_gbps, zero_copy_attention_rate_gbps)
 //   no host bytes: T_i = max(T_comp(all SMs), (C + F + A) / (η·B_g)) + k·t_step
 //
 // with F the HBM-only weight bytes (norms, biases), A the activation bytes, k the operator's kernel
@@ -34,10 +43,10 @@
 
 namespace dak {
 
-enum class DataPath : uint8_t { kNone, kDirect, kStaged };
+enum class DataPath : uint8_t { kNone, kDirect, kStaged, kZeroCopy };
 enum class Bound : uint8_t { kHbm, kHostLink, kCompute };
 
-/// "none", "direct", "staged".
+/// "none", "direct", "staged", "zero_copy".
 std::string data_path_name(DataPath p);
 DataPath parse_data_path(const std::string& s, const std::string& where);
 /// "hbm", "host_link", "compute".
@@ -72,7 +81,8 @@ class CostModel {
   /// kNone is used when host_units == 0 (any path given with 0 units yields kNone).
   /// Throws dak::Error if host_units is outside [0, op.units()].
   OpCost cost(const Op& op, int64_t host_units, DataPath path) const;
-  /// The cheaper of direct and (if allowed) staged for `host_units` > 0; kNone for 0.
+  /// The cheaper of direct and (if allowed) staged for `host_units` > 0; kNone for 0 (never zero-copy:
+  /// that path is priced only for the mode that applies it to every operator).
   OpCost best(const Op& op, int64_t host_units, bool allow_staged) const;
 
   const HardwareProfile& profile() const { return profile_; }
@@ -94,6 +104,7 @@ class CostModel {
   Work work(const Op& op, int64_t host_units) const;
   OpCost direct(const Op& op, const Work& w, bool all_host) const;
   OpCost staged(const Op& op, const Work& w) const;
+  OpCost zero_copy(const Op& op, const Work& w, int64_t host_units) const;
   OpCost finish(OpCost c, int64_t kernels, int64_t copy_nodes = 0) const;
 
   HardwareProfile profile_;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -232,6 +234,38 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
     }
   }
 
+  if (j.contains("zero_copy")) {
+    const std::string wz = where + ": zero_copy";
+    const json& zc = j.at("zero_copy");
+    if (!zc.is_object()) fail("'zero_copy' must be an object", where, "give {\"gemm\": [...], \"attention_gbps\": X}");
+    if (zc.contains("gemm")) {
+      const json& g = zc.at("gemm");
+      if (!g.is_array()) fail("zero_copy.gemm must be an array", wz, "list the measured GEMMs, or drop it");
+      for (size_t i = 0; i < g.size(); ++i) {
+        const std::string wg = fmt::format("{}.gemm[{}]", wz, i);
+        ZeroCopyGemmPoint z;
+        z.N = positive_int(g[i], "N", wg);
+        z.K = positive_int(g[i], "K", wg);
+        z.rows = positive_int(g[i], "rows", wg);
+        z.gbps = positive_number(g[i], "gbps", wg);
+        for (const ZeroCopyGemmPoint& o : p.zero_copy_gemm)
+          if (o.N == z.N && o.K == z.K && o.rows == z.rows)
+            fail(fmt::format("second point for N={} K={} rows={}", z.N, z.K, z.rows), wg, "keep one point per shape");
+        p.zero_copy_gemm.push_back(z);
+      }
+    }
+    if (zc.contains("attention_gbps")) p.zero_copy_attention_gbps = positive_number(zc, "attention_gbps", wz);
+    // A host read rate far above the link's is a unit mistake (MB/s, TB/s) or a typo.
+    const double link = std::max(p.host_copy_engine_gbps, p.host_sm_read_gbps);
+    auto check_rate = [&](double v, const std::string& what) {
+      if (v > 2 * link)
+        fail(fmt::format("zero_copy {} {} GB/s is more than twice the link's {} GB/s", what, v, link), wz,
+             "give the measured host read rate in GB/s");
+    };
+    for (const ZeroCopyGemmPoint& z : p.zero_copy_gemm) check_rate(z.gbps, "gemm rate");
+    check_rate(p.zero_copy_attention_gbps, "attention_gbps");
+  }
+
   if (j.contains("sources")) {
     const json& src = j.at("sources");
     if (!src.is_object()) fail("'sources' must be an object of strings", where, "map field names to their source");
@@ -310,6 +344,13 @@ json HardwareProfile::to_json() const {
   };
   if (step_kernel_overhead_us > 0) j["compute"]["step_kernel_overhead_us"] = step_kernel_overhead_us;
   j["tiered_gemm"] = gemms;
+  if (!zero_copy_gemm.empty() || zero_copy_attention_gbps > 0) {
+    json zg = json::array();
+    for (const ZeroCopyGemmPoint& z : zero_copy_gemm)
+      zg.push_back({{"N", z.N}, {"K", z.K}, {"rows", z.rows}, {"gbps", z.gbps}});
+    j["zero_copy"] = {{"gemm", zg}};
+    if (zero_copy_attention_gbps > 0) j["zero_copy"]["attention_gbps"] = zero_copy_attention_gbps;
+  }
   j["sources"] = json(sources);
   return j;
 }
@@ -318,6 +359,37 @@ const TieredGemmTuning* HardwareProfile::find_tiered_gemm(int64_t M, int64_t N, 
   for (const TieredGemmTuning& t : tiered_gemm)
     if (t.M == M && t.N == N && t.K == K && t.m_host == m_host) return &t;
   return nullptr;
+}
+
+namespace {
+
+/// y at x on the piecewise-linear curve through `pts` (x ascending, in log x), clamped at the ends.
+double log_interpolate(const std::map<double, double>& pts, double x) {
+  if (x <= pts.begin()->first) return pts.begin()->second;
+  if (x >= pts.rbegin()->first) return pts.rbegin()->second;
+  const auto hi = pts.upper_bound(x);
+  const auto lo = std::prev(hi);
+  const double t = std::log(x / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+}  // namespace
+
+double HardwareProfile::zero_copy_gemm_rate_gbps(int64_t tokens, int64_t K, int64_t rows) const {
+  if (zero_copy_gemm.empty()) return host_sm_read_gbps;
+  // The class: the largest measured N <= tokens, else the smallest measured N.
+  int64_t n_class = -1, n_min = INT64_MAX;
+  for (const ZeroCopyGemmPoint& z : zero_copy_gemm) {
+    n_min = std::min(n_min, z.N);
+    if (z.N <= tokens) n_class = std::max(n_class, z.N);
+  }
+  if (n_class < 0) n_class = n_min;
+  std::map<int64_t, std::map<double, double>> by_k;  // K -> rows -> GB/s
+  for (const ZeroCopyGemmPoint& z : zero_copy_gemm)
+    if (z.N == n_class) by_k[z.K][double(z.rows)] = z.gbps;
+  std::map<double, double> over_k;  // K -> GB/s at these rows
+  for (const auto& [k, curve] : by_k) over_k[double(k)] = log_interpolate(curve, double(std::max<int64_t>(rows, 1)));
+  return log_interpolate(over_k, double(std::max<int64_t>(K, 1)));
 }
 
 double HardwareProfile::tensor_tflops_for(int64_t tokens) const {

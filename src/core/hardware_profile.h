@@ -61,6 +61,14 @@
 //      "cluster": 1}, ...                   //   CTAs per multicast cluster (1, 2, 4; optional, 1)
 //   ],                                      // one entry per (M, N, K, m_host); added in place of a
 //                                           //   version bump: older readers ignore the field
+//   "zero_copy": {                          // optional (absent: zero-copy priced at sm_read_gbps): the
+//                                           //   ordinary kernels reading pinned mapped host memory in place
+//                                           //   (the zero-copy offload mode, the vLLM UVA approach)
+//     "gemm": [                             // cuBLASLt y[N, rows] = x[N, K] W[rows, K]^T with W in host
+//       {"N": 8, "K": 4096, "rows": 1024, "gbps": 38.3}, ...  // memory: host bytes rows K 2 / time
+//     ],
+//     "attention_gbps": 29.5                // attention_decode with every sequence's K/V in host memory:
+//   },                                      //   KV bytes / time
 //   "sources": {"hbm.read_gbps": "<log file>: <line>", ...}   // optional: where each value came from
 // }
 #pragma once
@@ -110,6 +118,15 @@ struct TieredGemmTuning {
   bool operator==(const TieredGemmTuning&) const = default;
 };
 
+/// One measured zero-copy GEMM: cuBLASLt y[N, rows] = x[N, K] . W[rows, K]^T, bf16, with W in pinned
+/// mapped host memory read in place; gbps = rows * K * 2 bytes / median time (GB/s = 1e9 B/s).
+struct ZeroCopyGemmPoint {
+  int64_t N = 0, K = 0, rows = 0;
+  double gbps = 0;
+  double host_bytes() const { return double(rows) * double(K) * 2.0; }
+  bool operator==(const ZeroCopyGemmPoint&) const = default;
+};
+
 struct HardwareProfile {
   static constexpr int kVersion = 1;
   static constexpr const char* kFormat = "dak.hardware_profile";
@@ -146,6 +163,9 @@ struct HardwareProfile {
 
   std::vector<TieredGemmTuning> tiered_gemm;  // optional section; at most one entry per (M, N, K, m_host)
 
+  std::vector<ZeroCopyGemmPoint> zero_copy_gemm;  // optional section; at most one point per (N, K, rows)
+  double zero_copy_attention_gbps = 0;            // 0: not measured
+
   std::map<std::string, std::string> sources;
 
   /// Fields of the document this reader does not know (dotted paths, e.g. "compute.linear_hbm_fractoin",
@@ -179,6 +199,18 @@ struct HardwareProfile {
   double hbm_factor(int64_t inflight_bytes) const;
   /// Host bandwidth (GB/s) of the direct path with `inflight_bytes` in flight.
   double host_direct_gbps(int64_t inflight_bytes) const;
+  /// Host read rate (GB/s) of the ordinary GEMM reading a [rows, K] W in place (zero-copy) at N
+  /// tokens: the zero_copy_gemm points of the largest measured N <= `tokens` (the smallest measured N
+  /// when every one is larger); for each measured K of that N, linear in log(rows) between its points
+  /// (clamped at the ends), then linear in log(K) between the two measured K around K (clamped).
+  /// Rows and K both matter: cuBLASLt's CTA count follows the rows (each CTA's reads are latency-bound
+  /// over PCIe), its per-CTA work the K. sm_read_gbps when the profile has no points.
+  double zero_copy_gemm_rate_gbps(int64_t tokens, int64_t K, int64_t rows) const;
+  /// Host read rate (GB/s) of the ordinary decode attention reading K/V in place: attention_gbps, or
+  /// sm_read_gbps when not measured.
+  double zero_copy_attention_rate_gbps() const {
+    return zero_copy_attention_gbps > 0 ? zero_copy_attention_gbps : host_sm_read_gbps;
+  }
   /// The tiered_gemm entry for exactly this shape and host row count, or null when none was measured.
   const TieredGemmTuning* find_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host) const;
   /// Default HBM budget when none is given: free after context minus the reserve.

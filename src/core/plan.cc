@@ -203,6 +203,7 @@ json Plan::to_json() const {
                 {"hbm_bytes", t.hbm_bytes},
                 {"staging_ring_bytes", t.staging_ring_bytes},
                 {"pin_time_s", t.pin_time_s}};
+  if (t.prefetch_pipeline_s > 0) tot_j["prefetch_pipeline_s"] = t.prefetch_pipeline_s;
   json ops_j = json::array();
   for (const PlanOp& o : ops) ops_j.push_back(op_to_json(o));
   return {{"format", kFormat},  {"version", kVersion}, {"predicted_tpot_s", predicted_tpot_s},
@@ -249,6 +250,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   PlanTotals& pt = p.totals;
   pt.sum_op_time_s = t.num("sum_op_time_s"), pt.overhead_s = t.num("overhead_s");
   pt.link_floor_s = t.num("link_floor_s"), pt.step_bytes = t.num("step_bytes");
+  if (r.at("totals").contains("prefetch_pipeline_s")) pt.prefetch_pipeline_s = t.num("prefetch_pipeline_s");
   pt.effective_bandwidth_gbps = t.num("effective_bandwidth_gbps");
   pt.host_bytes = t.i64("host_bytes"), pt.direct_host_bytes = t.i64("direct_host_bytes");
   pt.staged_host_bytes = t.i64("staged_host_bytes"), pt.host_ratio = t.num("host_ratio");

@@ -85,8 +85,11 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
   }
 
   s += fmt::format(
-      "\npredicted {} {:.3f} ms  (sum of operators {:.3f} ms, launch overheads and ring fills {:.3f} ms{})\n",
+      "\npredicted {} {:.3f} ms  (sum of operators {:.3f} ms, launch overheads and ring fills {:.3f} ms{}{})\n",
       decode ? "TPOT" : "prefill step", plan.predicted_tpot_s * 1e3, t.sum_op_time_s * 1e3, t.overhead_s * 1e3,
+      t.prefetch_pipeline_s > 0
+          ? fmt::format(", prefetch pipeline (copies one linear ahead) {:.3f} ms", t.prefetch_pipeline_s * 1e3)
+          : "",
       t.link_floor_s > 0 ? fmt::format(", shared-link floor {:.3f} ms", t.link_floor_s * 1e3) : "");
   s += fmt::format(
       "EB        {:.1f} GB/s = {:.3f} GB of weights + KV read per step / step time  (B_g {:.0f} GB/s, "

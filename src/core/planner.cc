@@ -58,14 +58,19 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
   capacity_ = compute_capacity(graph_, request_.gpu_memory_bytes.value_or(profile_.default_hbm_budget_bytes()));
   for (size_t i = 0; i < graph_.ops.size(); ++i)
     if (graph_.ops[i].splittable && graph_.ops[i].units() > 0) splittable_.push_back(i);
+  if (request_.single_path && *request_.single_path == DataPath::kNone)
+    fail("a single-path plan needs the direct, staged or zero_copy path", "planner request",
+         "pass single_path = kDirect, kStaged or kZeroCopy, or leave it unset");
   variants_.push_back(build_variant(PathMode::kDirect));
-  if (request_.allow_staged) {
+  if (request_.allow_staged && !request_.single_path) {
     variants_.push_back(build_variant(PathMode::kStaged));
     variants_.push_back(build_variant(PathMode::kCheaper));
   }
 }
 
 OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
+  // Zero-copy: the ordinary kernels read every host byte in place, whatever the operator.
+  if (mode == PathMode::kZeroCopy) return cost_.cost(op, host_units, DataPath::kZeroCopy);
   // The engine stages only linear weights (gpu_engine.cc: the copy engine fills an HBM ring one
   // linear ahead); host KV sequences and embedding rows are always read in place, so they are
   // priced on the direct path whatever the mode.
@@ -76,7 +81,7 @@ OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
   // after the session-6 fix of out-of-bounds TMA boxes; 3.6-15 GB/s of host reads before it), and
   // end to end the staged plan won (Llama-2-7B batch 512 at 10 %: 43.49 ms vs 46.20 ms direct,
   // whose prediction was 40.65; docs/micro-experiments.md section 3, docs/results.md).
-  if (request_.allow_staged && op.kind == OpKind::kLinear && host_units > 0 &&
+  if (request_.allow_staged && !request_.single_path && op.kind == OpKind::kLinear && host_units > 0 &&
       choose_tiered_gemm_tile(op.n).bm == 128) {
     mode = PathMode::kStaged;
   }
@@ -87,6 +92,8 @@ OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
       return cost_.cost(op, host_units, DataPath::kStaged);
     case PathMode::kCheaper:
       return cost_.best(op, host_units, true);
+    case PathMode::kZeroCopy:
+      break;  // handled above
   }
   return cost_.cost(op, host_units, DataPath::kDirect);
 }
@@ -129,8 +136,15 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
                     offload_ratio);
   }
 
-  Plan best =
-      assemble(run_allocator(allocator, variants_[0].curves, required), PathMode::kDirect, allocator, offload_ratio);
+  const Allocation direct_allocation = run_allocator(allocator, variants_[0].curves, required);
+  if (request_.single_path) {  // one path for every operator: the direct allocation, priced on it
+    const DataPath path = *request_.single_path;
+    const PathMode mode = path == DataPath::kStaged     ? PathMode::kStaged
+                          : path == DataPath::kZeroCopy ? PathMode::kZeroCopy
+                                                        : PathMode::kDirect;
+    return assemble(direct_allocation, mode, allocator, offload_ratio);
+  }
+  Plan best = assemble(direct_allocation, PathMode::kDirect, allocator, offload_ratio);
   // Staged variants need the ring in HBM: when the budget binds, the host takes that much more.
   const int64_t ring = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
   const int64_t required_staged =
@@ -192,12 +206,21 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
     t.overhead_s += c.overhead_s;
     t.host_bytes += o.host_bytes;
     if (c.path == DataPath::kDirect) t.direct_host_bytes += o.host_bytes, direct_step += c.host_step_bytes;
+    // Zero-copy bytes are read in place too (one path for the whole step: no link floor to mix).
+    if (c.path == DataPath::kZeroCopy) t.direct_host_bytes += o.host_bytes;
     if (c.path == DataPath::kStaged) t.staged_host_bytes += o.host_bytes, staged_step += c.host_step_bytes;
     p.ops.push_back(std::move(o));
   }
   if (direct_step > 0 && staged_step > 0)
     t.link_floor_s = (direct_step + staged_step) / (profile_.host_shared_total_gbps * 1e9);
   p.predicted_tpot_s = std::max(t.sum_op_time_s, t.link_floor_s);
+  // --offload prefetch stages every linear with host rows through a two-slot ring one linear ahead:
+  // the copies pipeline behind the kernels, so its step is the pipeline's length, not the sum of
+  // per-operator staged costs (each of which pays its own ring fill).
+  if (request_.single_path == DataPath::kStaged) {
+    t.prefetch_pipeline_s = prefetch_pipeline_s(p.ops);
+    p.predicted_tpot_s = std::max(t.prefetch_pipeline_s, t.link_floor_s);
+  }
   if (!std::isfinite(p.predicted_tpot_s) || !(p.predicted_tpot_s > 0)) {
     fail(fmt::format("the predicted TPOT is not a positive finite time ({})", p.predicted_tpot_s), "planner",
          "check the hardware profile for bandwidths, rates or overheads that are zero, tiny or huge");
@@ -210,6 +233,40 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   t.hbm_bytes = capacity_.total_bytes - t.host_bytes + t.staging_ring_bytes;
   t.pin_time_s = double(t.host_bytes) / (profile_.pin_gib_per_s * 1073741824.0);
   return p;
+}
+
+double Planner::prefetch_pipeline_s(const std::vector<PlanOp>& ops) const {
+  // The engine (gpu_engine.cc, prefetch mode): staged linears S_0..S_{n-1} in forward order; the
+  // copy of S_0 is issued at the start of the step, the copy of S_{k+1} when S_k is enqueued, on
+  // the copy stream (one copy at a time) and after S_{k-1} has released its slot (two slots); S_k
+  // waits for its copy. A copy moves host bytes at B_ce plus one copy node; a staged linear runs
+  // its HBM part (its compute, and HBM reads that include the staged bytes) and its kernels;
+  // every other operator runs its predicted time on the compute stream.
+  const HardwareProfile& pr = profile_;
+  const double t_step = pr.step_overhead_us() * 1e-6, t_copy_node = pr.kernel_overhead_us * 1e-6;
+  std::vector<double> copy_s;
+  for (const PlanOp& o : ops) {
+    if (o.path == DataPath::kStaged && o.host_bytes > 0) copy_s.push_back(o.host_s + t_copy_node);
+  }
+  double t = 0;                              // compute stream
+  double copy_end = copy_s.empty() ? 0 : copy_s[0];  // the pending copy (of S_k)
+  double prev_gemm_end = 0;                  // end of S_{k-1}: its slot is free then
+  size_t k = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PlanOp& o = ops[i];
+    if (!(o.path == DataPath::kStaged && o.host_bytes > 0)) {
+      t += o.predicted_time_s;
+      continue;
+    }
+    const double kernels = double(graph_.ops[i].kernels);
+    const double gemm_s = std::max(o.compute_s, o.hbm_s) + kernels * t_step;
+    const double start = std::max(t, copy_end);
+    const double next_copy_start = std::max(copy_end, prev_gemm_end);  // S_{k+1}'s copy, issued now
+    t = start + gemm_s;
+    prev_gemm_end = t;
+    if (++k < copy_s.size()) copy_end = next_copy_start + copy_s[k];
+  }
+  return t;
 }
 
 Plan make_plan(const ModelConfig& config, const HardwareProfile& profile, const PlanRequest& request) {

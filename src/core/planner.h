@@ -14,6 +14,10 @@
 //      link delivers about 53 GB/s to both together, not the sum (DESIGN.md §1). Operators run
 //      one after another and a staged operator's copy runs in its own window, so the floor only
 //      bites where mixing would otherwise promise more than the link can carry.
+//   7. single-path modes (PlanRequest::single_path: --offload direct / prefetch / zero-copy): the
+//      direct allocation of step 4, every operator priced on that one path; prefetch's step is
+//      the length of its copy pipeline (prefetch_pipeline_s), zero-copy's the sum of its
+//      operators (cost_model.h), so each mode's prediction is that mode's.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,13 @@ struct PlanRequest {
   std::optional<double> offload_ratio;      // in [0, 1]: forced global ratio, overrides the budget
   AllocatorKind allocator = AllocatorKind::kGreedy;
   bool allow_staged = true;  // let operators take the copy-engine path
+  /// The modes that apply one path to every operator (dak's --offload direct / prefetch /
+  /// zero-copy): the allocation is made for the direct path (allow_staged is then ignored), and
+  /// every operator with host bytes is priced on this path: kDirect; kStaged (prefetch: linears
+  /// staged by the copy engine, KV and embedding rows read in place on the direct path); kZeroCopy
+  /// (the ordinary kernels read every host byte in place). nullopt: the planner's own choice per
+  /// operator (--offload auto).
+  std::optional<DataPath> single_path;
   CostParams cost;
   int64_t staging_ring_chunks = 2;  // ring = chunks × cost.staging_chunk_bytes
 };
@@ -60,7 +71,7 @@ class Planner {
   const CostModel& cost_model() const { return cost_; }
 
  private:
-  enum class PathMode : uint8_t { kDirect, kStaged, kCheaper };
+  enum class PathMode : uint8_t { kDirect, kStaged, kCheaper, kZeroCopy };
   struct Variant {
     PathMode mode = PathMode::kDirect;
     std::vector<AllocCurve> curves;  // one per splittable op, in op order
@@ -68,6 +79,9 @@ class Planner {
   OpCost op_cost(const Op& op, int64_t host_units, PathMode mode) const;
   Variant build_variant(PathMode mode) const;
   Plan assemble(const Allocation& a, PathMode mode, AllocatorKind allocator, std::optional<double> ratio) const;
+  /// Step time of `ops` (a single-path staged plan, in graph order) as the engine's prefetch ring
+  /// runs it: copies one linear ahead on their own stream, two slots.
+  double prefetch_pipeline_s(const std::vector<PlanOp>& ops) const;
 
   PlanRequest request_;
   HardwareProfile profile_;

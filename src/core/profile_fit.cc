@@ -250,6 +250,30 @@ HardwareProfile build_measured_profile(const ProfileMeasurements& m, const std::
       dp + fmt::format("mmap + cudaHostRegister(mapped, portable) of {:.2f} GiB of fresh anonymous memory took {:.3f} s",
                        double(m.pin_bytes) / gib, m.pin_seconds);
 
+  // Zero-copy rates: this run's, or (a run that did not measure them) the defaults'.
+  p.zero_copy_gemm = m.zero_copy_gemm.empty() ? defaults.zero_copy_gemm : m.zero_copy_gemm;
+  if (m.zero_copy_gemm.empty() && !defaults.zero_copy_gemm.empty())
+    p.sources["zero_copy.gemm"] = copied_source(defaults, "zero_copy.gemm", "not measured in this run");
+  if (!m.zero_copy_gemm.empty()) {
+    std::string pts;
+    for (const ZeroCopyGemmPoint& z : m.zero_copy_gemm)
+      pts += fmt::format("{}N={} K={} rows={} {:.1f}", pts.empty() ? "" : ", ", z.N, z.K, z.rows, z.gbps);
+    p.sources["zero_copy.gemm"] =
+        dp + fmt::format("cuBLASLt bf16 y[N, rows] = x[N, K] W^T with W in pinned mapped host memory, host bytes / "
+                         "median of {} CUDA-event-timed runs, GB/s: {}",
+                         m.runs, pts);
+  }
+  p.zero_copy_attention_gbps = m.zero_copy_attention_gbps > 0 ? m.zero_copy_attention_gbps : defaults.zero_copy_attention_gbps;
+  if (!(m.zero_copy_attention_gbps > 0) && defaults.zero_copy_attention_gbps > 0)
+    p.sources["zero_copy.attention_gbps"] =
+        copied_source(defaults, "zero_copy.attention_gbps", "not measured in this run (host buffer too small)");
+  if (m.zero_copy_attention_gbps > 0) {
+    p.sources["zero_copy.attention_gbps"] =
+        dp + fmt::format("attention_decode (8 sequences, 32 heads x 128, MHA) with K and V in pinned mapped host memory: "
+                         "{} bytes / median of {} CUDA-event-timed launches",
+                         m.zero_copy_attention_bytes, m.runs);
+  }
+
   for (const GemmSweepResult& g : m.gemm) p.tiered_gemm.push_back(g.best);
   if (!m.gemm.empty()) {
     p.sources["tiered_gemm"] =

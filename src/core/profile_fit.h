@@ -106,6 +106,12 @@ struct ProfileMeasurements {
   // Pinning.
   int64_t pin_bytes = 0;
   double pin_seconds = 0;
+  // Zero-copy: cuBLASLt GEMMs with W in host memory (host bytes / median time), and the decode
+  // attention kernel with every sequence's K/V in host memory (KV bytes / median time; 0 when the
+  // host buffer was too small), with the KV bytes it read.
+  std::vector<ZeroCopyGemmPoint> zero_copy_gemm;
+  double zero_copy_attention_gbps = 0;
+  int64_t zero_copy_attention_bytes = 0;
   // Tiered GEMM sweep, and the (shape, N) it skipped because the kernel refused them, with why.
   std::vector<GemmSweepResult> gemm;
   std::vector<std::string> gemm_skipped;
@@ -119,7 +125,8 @@ inline constexpr double kLinkSaturatedFraction = 0.97;
 
 /// The hardware profile (format v1) these measurements give, each value with a "sources" entry
 /// "dak profile <date>: <how, and the numbers behind it>". What dak profile does not measure comes
-/// from `defaults` and its source says so: hbm.reserve_bytes (planner policy),
+/// from `defaults` and its source says so: the zero-copy rates when the run has none,
+/// hbm.reserve_bytes (planner policy),
 /// max_multicast_cluster (measured by shared/tools/h200_probe only), mma_min_rows (PTX ISA).
 /// max_stages_per_cta is the deepest ring of stage_bytes stages (with their 8-byte mbarriers) that
 /// fits the per-CTA SMEM opt-in. pinnable_bytes is the size this run pinned, not a maximum.

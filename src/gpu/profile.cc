@@ -18,6 +18,7 @@
 #include "gpu/gemm_cublaslt.h"
 #include "gpu/hbm_arena.h"
 #include "gpu/host_arena.h"
+#include "gpu/kernels/attention_decode.h"
 #include "gpu/kernels/hbm_stream.h"
 #include "gpu/kernels/link_probe.h"
 #include "gpu/kernels/random_fill.h"
@@ -37,6 +38,19 @@ constexpr int64_t kTensorMK = 8192;
 constexpr uint64_t kLaunchSizes[] = {256ull << 10, 1ull << 20, 4ull << 20, 16ull << 20,
                                      64ull << 20,  256ull << 20, 1ull << 30};
 constexpr int kLaunchesPerGraph = 64;
+// Zero-copy measurements (the ordinary kernels reading pinned mapped host memory in place): cuBLASLt
+// GEMMs with W [rows, K] in host memory, and attention_decode over a KV cache in host memory with
+// Llama-2-7B's heads (32 x 128, MHA) for 8 sequences.
+constexpr int64_t kZeroCopyK[] = {4096, 8192, 16384};
+// Rows: every multiple of 128 (the planner's split unit) up to 2048, then coarser. cuBLASLt's choice
+// of kernel makes the rate jump between neighbouring row counts (zero_copy_probe, session 11, N = 8,
+// K = 4096: 256 rows 32.6 GB/s, 384 rows 15.2, 512 rows 34.9, 640 rows 21.4), so small host parts
+// are measured exactly, not interpolated.
+constexpr int64_t kZeroCopyRows[] = {128,  256,  384,  512,  640,  768,  896,  1024, 1152, 1280, 1408,
+                                     1536, 1664, 1792, 1920, 2048, 3072, 4096, 6144, 8192, 12288, 16384};
+constexpr int64_t kZeroCopyTokens[] = {8, 512};
+constexpr int64_t kZeroCopyLdy = 32768;  // columns of the zero-copy GEMMs' y (>= every rows value)
+constexpr int64_t kZeroCopyAttnBatch = 8, kZeroCopyAttnHeads = 32, kZeroCopyAttnDim = 128, kZeroCopyAttnCtx = 2048;
 
 class Event {
  public:
@@ -338,6 +352,110 @@ std::vector<TensorRatePoint> measure_tensor_rates(const std::vector<int64_t>& to
   return out;
 }
 
+/// Median seconds of `runs` back-to-back launches `run(s, i)` on `s` after 2 warm-ups (i counts every
+/// launch, warm-ups first; CUDA events around each; the GPU stays busy while the host enqueues, so
+/// launch work is not timed).
+template <class F>
+double median_launch_seconds(F&& run, cudaStream_t s, int runs) {
+  std::vector<Event> b(static_cast<size_t>(runs)), e(static_cast<size_t>(runs));
+  for (int i = 0; i < 2; ++i) run(s, i);
+  for (int r = 0; r < runs; ++r) {
+    b[size_t(r)].record(s);
+    run(s, 2 + r);
+    e[size_t(r)].record(s);
+  }
+  DAK_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<double> t;
+  for (int r = 0; r < runs; ++r) t.push_back(seconds_between(b[size_t(r)], e[size_t(r)]));
+  return median_of(t);
+}
+
+/// The zero-copy GEMM points (kZeroCopyTokens x kZeroCopyK x kZeroCopyRows, W rows x K bf16 in
+/// `h_w`, pinned mapped host memory of `h_bytes`; points that do not fit are left out) and the
+/// zero-copy attention rate (the KV cache in `h_w`, its context cut to fit), into `m`. As in the
+/// engine, where each linear's host rows are bytes no recent kernel read, launch i reads W from
+/// region i mod R of the R = h_bytes / W bytes regions of `h_w`, and writes columns [0, rows) of a
+/// y with kZeroCopyLdy columns (the engine's host GEMM writes the first m_host columns of the
+/// layer's [N, M] output). Neither changed a rate by more than ~10 % on the H200 (session 11: one
+/// region and a narrow y, calls 2 and 3; zero_copy_probe): what differs between shapes is
+/// cuBLASLt's kernel choice per row count (kZeroCopyRows).
+void zero_copy_reads(const void* h_w, uint64_t h_bytes, int sms, int runs, ProfileMeasurements& m) {
+  const int64_t n_max = *std::max_element(std::begin(kZeroCopyTokens), std::end(kZeroCopyTokens));
+  const int64_t B = kZeroCopyAttnBatch, H = kZeroCopyAttnHeads, D = kZeroCopyAttnDim;
+  // Context: as much of kZeroCopyAttnCtx as K and V of B x H sequences fit in h_bytes (128 keys at least).
+  const int64_t ctx = std::min<int64_t>(kZeroCopyAttnCtx, int64_t(h_bytes) / (2 * B * H * D * 2) / 128 * 128);
+  const DecodeSplit split = choose_decode_split(B, H, H, std::max<int64_t>(ctx, 128), sms);
+  const int64_t k_max = *std::max_element(std::begin(kZeroCopyK), std::end(kZeroCopyK));
+  HbmArena arena(HbmArena::aligned_size(uint64_t(n_max * k_max * 2)) +
+                     HbmArena::aligned_size(uint64_t(n_max * kZeroCopyLdy * 2)) + CublasLtGemm::kWorkspaceBytes +
+                     2 * HbmArena::aligned_size(uint64_t(B * H * D * 2)) + HbmArena::aligned_size(uint64_t(B) * 4 * 4) +
+                     HbmArena::aligned_size(decode_workspace_bytes(B, H, D, split)),
+                 "dak profile's zero-copy operands");
+  auto* g_x = arena.allocate_array<__nv_bfloat16>(uint64_t(n_max * k_max), "x");  // [N, K]
+  static_assert(*std::max_element(std::begin(kZeroCopyRows), std::end(kZeroCopyRows)) <= kZeroCopyLdy);
+  auto* g_y = arena.allocate_array<__nv_bfloat16>(uint64_t(n_max * kZeroCopyLdy), "y");  // [N, kZeroCopyLdy]
+  void* g_ws = arena.allocate(CublasLtGemm::kWorkspaceBytes, "cuBLASLt workspace");
+  auto* g_q = arena.allocate_array<__nv_bfloat16>(uint64_t(B * H * D), "q");      // [B, H * D]
+  auto* g_out = arena.allocate_array<__nv_bfloat16>(uint64_t(B * H * D), "out");  // [B, H * D]
+  auto* g_meta = arena.allocate_array<int32_t>(uint64_t(B) * 4, "segments");      // slot, pos0, len, row0
+  auto* g_part = arena.allocate_array<float>(decode_workspace_bytes(B, H, D, split) / 4, "decode workspace");
+  Stream s;
+  random_fill_bf16(RandomFillParams{g_x, n_max * k_max, 11, 0, 0.0f, 1.0f}, s);
+  random_fill_bf16(RandomFillParams{g_q, B * H * D, 11, 1, 0.0f, 1.0f}, s);
+
+  CublasLtGemm gemm(g_ws, CublasLtGemm::kWorkspaceBytes);
+  for (int64_t n : kZeroCopyTokens) {
+    for (int64_t k : kZeroCopyK) {
+      for (int64_t rows : kZeroCopyRows) {
+        const uint64_t w_bytes = uint64_t(rows * k * 2);
+        if (w_bytes > h_bytes) continue;
+        const uint64_t regions = h_bytes / w_bytes;
+        GemmArgs a;
+        a.g_x = g_x;
+        a.g_y = g_y;
+        a.ldy = kZeroCopyLdy;
+        a.N = n;
+        a.M = rows;
+        a.K = k;
+        const auto run = [&](cudaStream_t st, int i) {
+          a.g_w = reinterpret_cast<const __nv_bfloat16*>(static_cast<const char*>(h_w) + (uint64_t(i) % regions) * w_bytes);
+          gemm.run(a, st);
+        };
+        const double t = median_launch_seconds(run, s, runs);
+        m.zero_copy_gemm.push_back({n, k, rows, double(rows * k * 2) / t * 1e-9});
+      }
+    }
+  }
+
+  if (ctx >= 128) {
+    std::vector<int32_t> meta(size_t(B) * 4);
+    for (int64_t b = 0; b < B; ++b) {
+      meta[size_t(b)] = int32_t(b);                // slot
+      meta[size_t(B + b)] = int32_t(ctx - 1);      // position of the query: attends ctx keys
+      meta[size_t(2 * B + b)] = 1;                 // one query
+      meta[size_t(3 * B + b)] = int32_t(b);        // output row
+    }
+    DAK_CUDA_CHECK(cudaMemcpyAsync(g_meta, meta.data(), meta.size() * 4, cudaMemcpyHostToDevice, s));
+    auto* h_kv = static_cast<__nv_bfloat16*>(const_cast<void*>(h_w));
+    const int64_t tier = B * H * ctx * D;  // elements of K (or V)
+    DecodeAttentionParams dp;
+    dp.attn.g_q = g_q;
+    dp.attn.q_stride = H * D;
+    dp.attn.kv = KvCacheLayer{h_kv, h_kv + tier, nullptr, nullptr, int32_t(B), int32_t(B), int32_t(H), int32_t(D), ctx};
+    dp.attn.g_out = g_out;
+    dp.attn.segs = {g_meta, g_meta + B, g_meta + 2 * B, g_meta + 3 * B, int32_t(B)};
+    dp.attn.num_heads = int32_t(H);
+    dp.attn.num_kv_heads = int32_t(H);
+    dp.attn.head_dim = int32_t(D);
+    dp.attn.scale = float(1.0 / std::sqrt(double(D)));
+    dp.split = split;
+    dp.g_partial = g_part;
+    const double t = median_launch_seconds([&](cudaStream_t st, int) { attention_decode(dp, st); }, s, runs);
+    m.zero_copy_attention_bytes = 2 * tier * 2;
+    m.zero_copy_attention_gbps = double(m.zero_copy_attention_bytes) / t * 1e-9;
+  }
+}
+
 /// Graph-replayed B_g streams of each size (kLaunchesPerGraph per graph, each on its own region of
 /// the pool, the L2 flushed by a memset of g_flush before each replay): per-kernel time, then the
 /// line fit.
@@ -394,6 +512,11 @@ bool same_launch(const TieredGemmSchedule& a, const TieredGemmSchedule& b) {
 }
 
 }  // namespace
+
+void measure_zero_copy(const void* h_w, uint64_t h_bytes, int runs, ProfileMeasurements& m) {
+  if (runs < 1) fail(fmt::format("{} runs per median", runs), "dak profile", "use at least 1");
+  zero_copy_reads(h_w, h_bytes, device_sm_count(), runs, m);
+}
 
 ProfileOptions ProfileOptions::quick() {
   ProfileOptions o;
@@ -680,6 +803,9 @@ ProfileMeasurements measure_profile(const ProfileOptions& o) {
 
     say(o.log, "dak: contention curve (HBM CTAs next to host CTAs)");
     measure_contention(probe, g_src, g_bytes, h_src, h_bytes, sms, o.runs, m);
+
+    say(o.log, "dak: zero-copy reads (cuBLASLt and decode attention on host-mapped memory)");
+    zero_copy_reads(h_src, h_bytes, sms, o.runs, m);
 
     say(o.log, "dak: kernel overhead inside a CUDA graph");
     measure_launch_overhead(stream, g_src, g_bytes, g_dst, std::min<uint64_t>(h_bytes, 2 * uint64_t(prop.l2CacheSize)),

@@ -20,6 +20,11 @@
 //   launches    CUDA graphs of back-to-back B_g-stream kernels of S bytes (each its own region,
 //               the L2 flushed before each replay), S from 256 KiB to 1 GiB; t(S) = a + S / B by
 //               least squares, a = overhead.
+//   zero copy   the ordinary kernels reading pinned mapped host memory in place (the zero-copy
+//               offload mode): cuBLASLt y[N, rows] = x[N, K] W^T with W in host memory, N in
+//               {8, 512}, K in {4096, 8192, 16384}, rows every multiple of 128 up to 2048, then
+//               3072 ... 16384 (those whose W fits the host buffer): host bytes / median time; and
+//               attention_decode over 8 sequences x 32 heads x 128 with all K/V in host memory.
 //   pin         mmap + cudaHostRegister of the pin-test size (PinnedHostArena::pin_seconds).
 //   tiered GEMM per shape, N and offload ratio: plan_tiered_gemm's schedule, then host CTAs
 //               {1, 2, 4, ...} x host stages {1, 2, 4, ...} with HBM CTAs = the remaining SMs,
@@ -76,6 +81,13 @@ ProfileMeasurements measure_profile(const ProfileOptions& options);
 std::vector<HostReadPoint> measure_host_reads(const void* h_src, uint64_t h_bytes, const std::vector<int>& ctas,
                                               const std::vector<int>& stages, uint32_t chunk_bytes,
                                               uint64_t bytes_per_cta, int runs);
+
+/// The zero-copy measurements alone (into m.zero_copy_*; see `zero copy` above): cuBLASLt GEMMs
+/// y[N, rows] = x[N, K] W^T for N in {8, 512}, K in {4096, 8192, 16384}, rows in {128, 256, ...,
+/// 2048, 3072, 4096, 6144, 8192, 12288, 16384} (those whose W fits), with W in `h_w`, and attention_decode over 8 sequences x 32
+/// heads x 128 with K and V in `h_w` (context up to 2048, as fits; none below 128). `h_w`: pinned,
+/// mapped host memory of `h_bytes` (read only). Throws dak::Error for runs < 1 or a CUDA failure.
+void measure_zero_copy(const void* h_w, uint64_t h_bytes, int runs, ProfileMeasurements& m);
 
 /// The tiered-GEMM sweep alone (see above) on `sm_count` SMs with the congestion limits `limits`.
 /// A (shape, N) whose first launch the kernel refuses (dak::Error, e.g. a tile that is not compiled

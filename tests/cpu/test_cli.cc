@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "cli_test_util.h"
@@ -100,6 +101,32 @@ TEST(Cli, PlanCountsNameTheirFlag) {
     EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.output;
     EXPECT_NE(r.output.find(std::string("where: ") + flag), std::string::npos) << flag << ": " << r.output;
   }
+}
+
+TEST(Cli, PlanPredictsEachOffloadMode) {
+  // dak plan --offload MODE predicts what dak generate/bench --offload MODE runs: the same host
+  // bytes, each operator priced on the mode's one path.
+  std::map<std::string, nlohmann::json> plans;
+  for (const char* mode : {"direct", "prefetch", "zero-copy"}) {
+    const RunResult r = run_dak(std::string("plan --model llama-2-7b --offload-ratio 0.1 --output json --offload ") + mode,
+                                false);
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.output;
+    plans[mode] = nlohmann::json::parse(r.output);
+  }
+  const auto tpot = [&](const std::string& m) { return plans[m]["predicted_tpot_s"].get<double>(); };
+  EXPECT_LT(tpot("prefetch"), tpot("direct"));
+  EXPECT_GT(tpot("zero-copy"), tpot("direct"));
+  for (const auto& [mode, j] : plans)
+    EXPECT_EQ(j["totals"]["host_bytes"], plans["direct"]["totals"]["host_bytes"]) << mode;
+  int zero_copy_ops = 0;
+  for (const auto& op : plans["zero-copy"]["operators"]) zero_copy_ops += op["data_path"] == "zero_copy";
+  EXPECT_GT(zero_copy_ops, 0);
+  RunResult r = run_dak("plan --model llama-2-7b --offload prefetch --no-staged", true);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--no-staged"), std::string::npos) << r.output;
+  r = run_dak("plan --model llama-2-7b --offload sideways", true);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--offload"), std::string::npos) << r.output;
 }
 
 TEST(Cli, ShippedConfigNameWithoutWeightsHintsAtRandomWeights) {

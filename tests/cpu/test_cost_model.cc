@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/cost_model.h"
@@ -161,16 +162,25 @@ TEST(HardwareProfile, UnknownFieldsAreListed) {
 }
 
 TEST(HardwareProfile, TheMeasuredH200ProfileLoads) {
-  // `dak profile` on the H200 (2026-12-01), shipped next to the default; the default took its
-  // congestion cap from it.
+  // `dak profile` on the H200 (2026-12-02, session 11), shipped next to the default; the default
+  // took its zero-copy rates from it (rounded to 0.1 GB/s) and its 1 MiB congestion cap from the
+  // 2026-12-01 run (this run's 97 % rule gave 256 KiB: a 4-stage point at 0.967 of its baseline).
   const HardwareProfile m = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h200-measured.json");
   EXPECT_EQ(m.sm_count, 132);
-  EXPECT_EQ(m.host_inflight_cap_bytes, int64_t(1) << 20);
-  EXPECT_EQ(h200().host_inflight_cap_bytes, m.host_inflight_cap_bytes);
-  // The tiered GEMM's compiled-in limits (the engine's schedules) carry the same cap.
+  EXPECT_GE(m.host_inflight_cap_bytes, int64_t(256) << 10);
+  EXPECT_LE(m.host_inflight_cap_bytes, h200().host_inflight_cap_bytes);
+  EXPECT_EQ(h200().host_inflight_cap_bytes, int64_t(1) << 20);
+  // The tiered GEMM's compiled-in limits (the engine's schedules) carry the default's cap.
   EXPECT_EQ(TieredGemmLinkLimits{}.inflight_cap_bytes, h200().host_inflight_cap_bytes);
-  EXPECT_NEAR(m.host_sm_read_gbps, 51.3, 0.1);
+  EXPECT_NEAR(m.host_sm_read_gbps, h200().host_sm_read_gbps, 0.2);
   EXPECT_FALSE(m.tiered_gemm.empty());
+  ASSERT_EQ(m.zero_copy_gemm.size(), h200().zero_copy_gemm.size());
+  for (size_t i = 0; i < m.zero_copy_gemm.size(); ++i) {
+    const ZeroCopyGemmPoint &a = m.zero_copy_gemm[i], &b = h200().zero_copy_gemm[i];
+    EXPECT_EQ(std::tie(a.N, a.K, a.rows), std::tie(b.N, b.K, b.rows)) << i;
+    EXPECT_NEAR(a.gbps, b.gbps, 0.05 + 1e-9) << i;
+  }
+  EXPECT_NEAR(m.zero_copy_attention_gbps, h200().zero_copy_attention_gbps, 0.05 + 1e-9);
 }
 
 TEST(CostModel, MemoryBoundOperatorFollowsTheClosedForm) {
@@ -297,6 +307,131 @@ TEST(HardwareProfile, StepOverheadAndLinearFractionAreOptional) {
   j["compute"]["linear_hbm_fraction"] = 0.05;
   j["compute"]["step_kernel_overhead_us"] = 1000;
   EXPECT_NO_THROW(HardwareProfile::from_json(j, "the range ends"));
+}
+
+// The default profile plus a zero-copy section: at N = 8 GEMM rates 10 / 40 GB/s for 256 / 4096
+// host rows at K = 4096 and half that at K = 16384; 20 GB/s at N = 512; the attention kernel at 30.
+HardwareProfile with_zero_copy() {
+  nlohmann::json j = h200().to_json();
+  j["zero_copy"] = {{"gemm",
+                     {{{"N", 8}, {"K", 4096}, {"rows", 256}, {"gbps", 10.0}},
+                      {{"N", 8}, {"K", 4096}, {"rows", 4096}, {"gbps", 40.0}},
+                      {{"N", 8}, {"K", 16384}, {"rows", 256}, {"gbps", 5.0}},
+                      {{"N", 8}, {"K", 16384}, {"rows", 4096}, {"gbps", 20.0}},
+                      {{"N", 512}, {"K", 4096}, {"rows", 4096}, {"gbps", 20.0}}}},
+                    {"attention_gbps", 30.0}};
+  return HardwareProfile::from_json(j, "test profile with zero_copy");
+}
+
+TEST(HardwareProfile, ZeroCopyRatesInterpolateAndAreOptional) {
+  const HardwareProfile p = with_zero_copy();
+  EXPECT_EQ(HardwareProfile::from_json(p.to_json(), "round trip"), p);
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(8, 4096, 256), 10.0);
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(8, 4096, 4096), 40.0);
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(8, 4096, 64), 10.0);  // clamped at the ends
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(8, 4096, 16384), 40.0);
+  EXPECT_NEAR(p.zero_copy_gemm_rate_gbps(8, 4096, 1024), 25.0, 1e-9);  // linear in log(rows)
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(8, 16384, 256), 5.0);
+  EXPECT_NEAR(p.zero_copy_gemm_rate_gbps(8, 8192, 256), 7.5, 1e-9);      // then linear in log(K)
+  EXPECT_NEAR(p.zero_copy_gemm_rate_gbps(8, 8192, 1024), 18.75, 1e-9);  // both at once
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(8, 65536, 256), 5.0);     // clamped in K
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(8, 1024, 4096), 40.0);
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(64, 4096, 256), 10.0);    // the largest measured N <= tokens
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(1, 4096, 256), 10.0);     // below every N: the smallest
+  EXPECT_DOUBLE_EQ(p.zero_copy_gemm_rate_gbps(4096, 4096, 256), 20.0);  // one point: flat
+  EXPECT_DOUBLE_EQ(p.zero_copy_attention_rate_gbps(), 30.0);
+  // Absent (profiles before session 11): both priced at the SM path's B_h, and not written back.
+  nlohmann::json j = p.to_json();
+  j.erase("zero_copy");
+  const HardwareProfile old = HardwareProfile::from_json(j, "old");
+  EXPECT_DOUBLE_EQ(old.zero_copy_gemm_rate_gbps(8, 4096, 256), old.host_sm_read_gbps);
+  EXPECT_DOUBLE_EQ(old.zero_copy_attention_rate_gbps(), old.host_sm_read_gbps);
+  EXPECT_FALSE(old.to_json().contains("zero_copy"));
+  EXPECT_TRUE(old.unknown_fields.empty());
+}
+
+TEST(HardwareProfile, BadZeroCopySectionsAreClearErrors) {
+  const auto expect_error = [](const nlohmann::json& j, const std::string& needle) {
+    try {
+      HardwareProfile::from_json(j, "test");
+      FAIL() << "no error for " << j["zero_copy"].dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json j = with_zero_copy().to_json();
+  j["zero_copy"] = 5;
+  expect_error(j, "'zero_copy' must be an object");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["gemm"][1]["gbps"] = 1000.0;  // a unit mistake: far above the link
+  expect_error(j, "more than twice the link");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["attention_gbps"] = -3.0;
+  expect_error(j, "attention_gbps");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["gemm"].push_back(j["zero_copy"]["gemm"][0]);
+  expect_error(j, "second point for N=8 K=4096 rows=256");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["gemm"][0].erase("rows");
+  expect_error(j, "rows");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["gemm"] = "fast";
+  expect_error(j, "zero_copy.gemm must be an array");
+}
+
+TEST(CostModel, ZeroCopyLinearRunsItsTwoGemmsOneAfterTheOther) {
+  const HardwareProfile p = with_zero_copy();
+  const CostModel cm(p);
+  Op op = bare_linear(128 * 100, 4096, 8);
+  op.kernels = 1;
+  const int64_t h = 10;  // 1280 rows on the host, between the measured points
+  const double host_bytes = op.step_bytes * 0.1, hbm_bytes = op.step_bytes * 0.9;
+  const double rate = p.zero_copy_gemm_rate_gbps(8, 4096, 1280);
+  EXPECT_GT(rate, 10.0);
+  EXPECT_LT(rate, 40.0);
+  const OpCost z = cm.cost(op, h, DataPath::kZeroCopy);
+  EXPECT_EQ(z.path, DataPath::kZeroCopy);
+  EXPECT_EQ(z.bound, Bound::kHostLink);
+  EXPECT_DOUBLE_EQ(z.host_step_bytes, host_bytes);
+  // The host GEMM, then the HBM GEMM (not overlapped), and one launch more than the operator's.
+  const double oracle = host_bytes / (rate * 1e9) + hbm_bytes / (p.hbm_read_gbps * 1e9 * p.linear_hbm_fraction) +
+                        2 * p.step_overhead_us() * 1e-6;
+  EXPECT_NEAR(z.time_s, oracle, 1e-9 * oracle);
+  EXPECT_GT(z.time_s, cm.cost(op, h, DataPath::kDirect).time_s);
+  // Everything on the host: one GEMM.
+  const OpCost all = cm.cost(op, op.units(), DataPath::kZeroCopy);
+  const double all_oracle = op.step_bytes / (p.zero_copy_gemm_rate_gbps(8, 4096, 12800) * 1e9) +
+                            p.step_overhead_us() * 1e-6;
+  EXPECT_NEAR(all.time_s, all_oracle, 1e-9 * all_oracle);
+  // No host rows: the all-HBM cost whatever the path.
+  EXPECT_DOUBLE_EQ(cm.cost(op, 0, DataPath::kZeroCopy).time_s, cm.cost(op, 0, DataPath::kNone).time_s);
+  // best() never picks zero-copy.
+  EXPECT_NE(cm.best(op, h, true).path, DataPath::kZeroCopy);
+  EXPECT_EQ(parse_data_path("zero_copy", "test"), DataPath::kZeroCopy);
+  EXPECT_EQ(data_path_name(DataPath::kZeroCopy), "zero_copy");
+}
+
+TEST(CostModel, ZeroCopyAttentionOverlapsItsTwoTiers) {
+  const HardwareProfile p = with_zero_copy();
+  const CostModel cm(p);
+  Op op;
+  op.name = op.role = "attn";
+  op.kind = OpKind::kAttention;
+  op.batch = 8, op.q_len = 1, op.heads = 32, op.kv_heads = 32, op.head_dim = 128, op.context = 4096;
+  op.n = 8;
+  op.splittable = true;
+  op.split_rows = 8;
+  op.unit_rows = 1;
+  op.row_bytes = op.context * 2 * 32 * 128 * 2;
+  op.resident_bytes = op.batch * op.row_bytes;
+  op.step_bytes = double(op.resident_bytes);
+  op.flops = 4.0 * 8 * 32 * 128 * 4096;
+  op.items_per_unit = 32;
+  op.kernels = 1;
+  const OpCost z = cm.cost(op, 2, DataPath::kZeroCopy);
+  const double host = op.step_bytes * 0.25 / 30e9, hbm = op.step_bytes * 0.75 / (p.hbm_read_gbps * 1e9);
+  EXPECT_NEAR(z.time_s, std::max({host, hbm, z.compute_s}) + p.step_overhead_us() * 1e-6, 1e-12);
+  EXPECT_EQ(z.bound, Bound::kHostLink);
 }
 
 TEST(CostModel, HostUnitsOutOfRangeIsAnError) {

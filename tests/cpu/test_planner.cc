@@ -3,6 +3,7 @@
 // the staged path is taken where the link dominates, impossible budgets are refused.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "core/allocator.h"
@@ -228,6 +229,41 @@ TEST(Planner, OnlyLinearWeightsTakeTheStagedPath) {
     EXPECT_EQ(o.path, DataPath::kStaged) << o.name;
   }
   EXPECT_GT(linear_host, 0) << "the test needs a plan with host weights";
+}
+
+TEST(Planner, SinglePathModesPriceTheDirectAllocationOnTheirPath) {
+  // --offload direct / prefetch / zero-copy apply one path to the direct plan's placement; the
+  // prediction must be that path's (session 9 priced zero-copy as direct: 22.5 ms predicted, 37.7
+  // measured on the H200 for Llama-2-7B batch 8 at 10 %).
+  const ModelConfig cfg = locate_model_config("llama-2-7b").config;
+  PlanRequest r = request(8, std::nullopt);
+  r.offload_ratio = 0.1;
+  r.allow_staged = false;
+  const Plan direct = make_plan(cfg, h200(), r);
+  std::map<DataPath, Plan> by_path;
+  for (DataPath path : {DataPath::kDirect, DataPath::kStaged, DataPath::kZeroCopy}) {
+    r.single_path = path;
+    by_path.emplace(path, make_plan(cfg, h200(), r));
+  }
+  EXPECT_EQ(by_path.at(DataPath::kDirect).predicted_tpot_s, direct.predicted_tpot_s);
+  for (const auto& [path, p] : by_path) {
+    EXPECT_EQ(p.totals.host_bytes, direct.totals.host_bytes) << data_path_name(path);
+    ASSERT_EQ(p.ops.size(), direct.ops.size());
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      const PlanOp& o = p.ops[i];
+      EXPECT_EQ(o.host_units, direct.ops[i].host_units) << o.name;
+      if (o.host_bytes == 0) continue;
+      // prefetch stages linears only (KV and embedding rows are read in place).
+      const DataPath want = path == DataPath::kStaged && o.kind != OpKind::kLinear ? DataPath::kDirect : path;
+      EXPECT_EQ(o.path, want) << data_path_name(path) << " " << o.name;
+    }
+  }
+  // Link-bound at 10 %: staging gains at most B_ce / B_h; zero-copy without a measured section is
+  // priced at B_h but runs its two GEMMs in turn, so it is slower than direct.
+  EXPECT_LT(by_path.at(DataPath::kStaged).predicted_tpot_s, direct.predicted_tpot_s);
+  EXPECT_GT(by_path.at(DataPath::kZeroCopy).predicted_tpot_s, direct.predicted_tpot_s);
+  r.single_path = DataPath::kNone;
+  EXPECT_THROW(make_plan(cfg, h200(), r), Error);
 }
 
 TEST(Planner, DirectLinearsUseTheKernelsMulticastClusters) {

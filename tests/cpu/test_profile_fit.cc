@@ -219,7 +219,11 @@ TEST(ProfileFit, ProbeMeasurementsBuildAValidProfileThatAgreesWithTheShippedOne)
     ASSERT_TRUE(p.sources.count(key)) << key;
     EXPECT_EQ(p.sources.at(key).rfind("dak profile 2026-11-29: ", 0), 0u) << key << ": " << p.sources.at(key);
   }
-  for (const char* key : {"hbm.reserve_bytes", "host_link.max_multicast_cluster", "compute.mma_min_rows"})
+  // The probe replay has no zero-copy measurements: the defaults', saying so.
+  EXPECT_EQ(p.zero_copy_gemm, d.zero_copy_gemm);
+  EXPECT_EQ(p.zero_copy_attention_gbps, d.zero_copy_attention_gbps);
+  for (const char* key : {"hbm.reserve_bytes", "host_link.max_multicast_cluster", "compute.mma_min_rows",
+                          "zero_copy.gemm", "zero_copy.attention_gbps"})
     EXPECT_NE(p.sources.at(key).find("copied from profile 'h200-default'"), std::string::npos) << key;
   EXPECT_NE(p.sources.at("host_memory.pinnable_bytes").find("not the machine's maximum"), std::string::npos);
 }
