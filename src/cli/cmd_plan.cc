@@ -158,8 +158,11 @@ void add_plan_command(CLI::App& app) {
                                         : nlohmann::json{{"ratio", r.ratio}, {"refused", r.refused}});
         std::cout << j.dump(2) << std::endl;
       } else {
-        std::cout << fmt::format("{} {} batch {} prompt {} gen {}, profile {}\n\n", model.name, a->phase, a->batch,
-                                 a->prompt_len, a->gen_len, profile.name)
+        std::cout << fmt::format("{} {} batch {} prompt {} gen {}, profile {}, --offload {}{}\n\n", model.name,
+                                 a->phase, a->batch, a->prompt_len, a->gen_len, profile.name, a->mode,
+                                 req.single_path && *req.single_path != DataPath::kDirect
+                                     ? " (allocations made for the direct path, priced on this mode's path)"
+                                     : "")
                   << format_ratio_sweep(rows);
       }
       return;

@@ -13,6 +13,21 @@
 #include "core/planner.h"
 
 namespace dak::cli {
+
+namespace {
+
+/// The plan's prediction is for the mode it was made for: a run in another mode would report it
+/// next to a different engine. Plan files before session 11 do not record their mode (accepted).
+void check_plan_mode(const Plan& plan, const OffloadArgs& a) {
+  if (plan.inputs.offload_mode.empty() || plan.inputs.offload_mode == a.mode) return;
+  fail(fmt::format("the plan was made for --offload {}; this run asks for --offload {}", plan.inputs.offload_mode,
+                   a.mode),
+       a.plan_file,
+       fmt::format("run with --offload {}, or make the plan with dak plan --offload {} --output json",
+                   plan.inputs.offload_mode, a.mode));
+}
+
+}  // namespace
 namespace {
 
 constexpr int64_t kGiB = int64_t(1) << 30;
@@ -102,7 +117,7 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
     fail(fmt::format("--cpu-offload-gb {} is not a size in GiB", a.cpu_offload_gib), "--cpu-offload-gb",
          "give a non-negative number of GiB, e.g. --cpu-offload-gb 4");
   }
-  if (!a.plan_file.empty()) Plan::load(a.plan_file);  // missing, not JSON, wrong format or version
+  if (!a.plan_file.empty()) check_plan_mode(Plan::load(a.plan_file), a);  // missing, malformed, another mode
   if (!a.profile.empty()) load_profile(a.profile);
 }
 
@@ -129,6 +144,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
            fmt::format("make the plan with dak plan --batch {} --prompt-len {} --gen-len {} ...", batch, prompt_len,
                        gen_len));
     }
+    check_plan_mode(plan, a);
     if (a.mode != "auto") {  // one path for every operator: the plan's staged marks do not apply
       for (PlanOp& op : plan.ops) {
         if (op.path == DataPath::kStaged) op.path = DataPath::kDirect;
@@ -200,7 +216,8 @@ std::string describe_plan(const Plan& plan) {
                      "{} staged by the copy engine; predicted TPOT {:.2f} ms",
                      format_bytes(double(weight_host)), format_bytes(double(kv_host)), 100.0 * plan.totals.host_ratio,
                      format_bytes(double(plan.capacity.splittable_weight_bytes + plan.capacity.kv_bytes)),
-                     format_bytes(double(plan.totals.direct_host_bytes)), format_bytes(double(plan.totals.staged_host_bytes)),
+                     format_bytes(double(plan.totals.direct_host_bytes + plan.totals.zero_copy_host_bytes)),
+                     format_bytes(double(plan.totals.staged_host_bytes)),
                      plan.predicted_tpot_s * 1e3);
 }
 

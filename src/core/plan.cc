@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -175,6 +178,7 @@ json Plan::to_json() const {
                    {"offload_ratio", in.offload_ratio ? json(*in.offload_ratio) : json(nullptr)},
                    {"allocator", allocator_name(in.allocator)},
                    {"allow_staged", in.allow_staged},
+                   {"offload_mode", in.offload_mode},
                    {"tile_rows", in.tile_rows},
                    {"tile_n", in.tile_n},
                    {"staging_chunk_bytes", in.staging_chunk_bytes},
@@ -204,6 +208,7 @@ json Plan::to_json() const {
                 {"staging_ring_bytes", t.staging_ring_bytes},
                 {"pin_time_s", t.pin_time_s}};
   if (t.prefetch_pipeline_s > 0) tot_j["prefetch_pipeline_s"] = t.prefetch_pipeline_s;
+  if (t.zero_copy_host_bytes > 0) tot_j["zero_copy_host_bytes"] = t.zero_copy_host_bytes;
   json ops_j = json::array();
   for (const PlanOp& o : ops) ops_j.push_back(op_to_json(o));
   return {{"format", kFormat},  {"version", kVersion}, {"predicted_tpot_s", predicted_tpot_s},
@@ -230,6 +235,13 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   if (!in.at("offload_ratio").is_null()) pi.offload_ratio = in.num("offload_ratio");
   pi.allocator = parse_allocator(in.str("allocator"), in.where());
   pi.allow_staged = in.boolean("allow_staged");
+  pi.offload_mode.clear();  // absent: a plan file from before session 11
+  if (r.at("inputs").contains("offload_mode")) {
+    pi.offload_mode = in.str("offload_mode");
+    if (pi.offload_mode != "auto" && pi.offload_mode != "direct" && pi.offload_mode != "prefetch" &&
+        pi.offload_mode != "zero-copy")
+      in.bad("offload_mode", "must be auto, direct, prefetch or zero-copy");
+  }
   pi.tile_rows = in.i64("tile_rows"), pi.tile_n = in.i64("tile_n");
   if (pi.tile_rows < 1 || pi.tile_rows > kMaxTileRows)
     in.bad("tile_rows", fmt::format("must be in [1, {}]", kMaxTileRows));
@@ -256,11 +268,41 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   pt.staged_host_bytes = t.i64("staged_host_bytes"), pt.host_ratio = t.num("host_ratio");
   pt.hbm_bytes = t.i64("hbm_bytes"), pt.staging_ring_bytes = t.i64("staging_ring_bytes");
   pt.pin_time_s = t.num("pin_time_s");
+  if (r.at("totals").contains("zero_copy_host_bytes")) pt.zero_copy_host_bytes = t.i64("zero_copy_host_bytes");
+  // Times a planner can produce: finite, the prediction positive (an edited or truncated file
+  // would otherwise print absurd predictions next to measurements).
+  constexpr double kMaxStepSeconds = 86400;  // a day per step: beyond it a number is a typo or a unit mistake
+  if (!std::isfinite(p.predicted_tpot_s) || !(p.predicted_tpot_s > 0) || p.predicted_tpot_s > kMaxStepSeconds)
+    r.bad("predicted_tpot_s", "must be a positive time in seconds (at most a day)");
+  for (const auto& [key, v] : {std::pair<const char*, double>{"sum_op_time_s", pt.sum_op_time_s},
+                               {"overhead_s", pt.overhead_s},
+                               {"link_floor_s", pt.link_floor_s},
+                               {"prefetch_pipeline_s", pt.prefetch_pipeline_s}}) {
+    if (!std::isfinite(v) || v < 0 || v > kMaxStepSeconds) t.bad(key, "must be a time in seconds in [0, 86400]");
+  }
+  if (pt.zero_copy_host_bytes < 0 || pt.zero_copy_host_bytes > pt.host_bytes)
+    t.bad("zero_copy_host_bytes", "must be in [0, host_bytes]");
 
   const json& ops = r.at("operators");
   if (!ops.is_array()) r.bad("operators", "must be an array");
   for (size_t i = 0; i < ops.size(); ++i)
     p.ops.push_back(op_from_json(ops[i], fmt::format("{}: operators[{}]", where, i)));
+  // Paths a planner gives: host bytes always have one; only linear weights are staged; a zero-copy
+  // plan reads every host byte that way and no other plan does.
+  const bool zero_copy_plan = pi.offload_mode == "zero-copy";
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const PlanOp& o = p.ops[i];
+    const std::string at = fmt::format("{}: operators[{}] ({})", where, i, o.name);
+    const std::string fix = "regenerate the plan with `dak plan --output json`";
+    if (o.host_bytes > 0 && o.path == DataPath::kNone)
+      fail(fmt::format("data_path 'none' with {} host bytes", o.host_bytes), at, fix);
+    if (o.path == DataPath::kStaged && o.kind != OpKind::kLinear)
+      fail(fmt::format("data_path 'staged' on a {} operator (only linear weights are staged)", op_kind_name(o.kind)), at,
+           fix);
+    if (o.host_bytes > 0 && !pi.offload_mode.empty() && zero_copy_plan != (o.path == DataPath::kZeroCopy))
+      fail(fmt::format("data_path '{}' in a plan for --offload {}", data_path_name(o.path), pi.offload_mode), at,
+           zero_copy_plan ? "a zero-copy plan reads every host byte as zero_copy; " + fix : fix);
+  }
   return p;
 }
 

@@ -9,7 +9,7 @@
 //   "predicted_tpot_s": 0.0123,           // predicted time per output token (decode) or per prefill step
 //   "inputs":   {model, arch, phase, batch, prompt_len, gen_len, context_len, max_context,
 //                gpu_memory_bytes, gpu_memory_default, offload_ratio (number or null), allocator,
-//                allow_staged, tile_rows, tile_n, staging_chunk_bytes, staging_ring_bytes,
+//                allow_staged, [offload_mode,] tile_rows, tile_n, staging_chunk_bytes, staging_ring_bytes,
 //                profile_name, profile_version},
 //   "capacity": {weight_bytes, splittable_weight_bytes, kv_bytes, workspace_bytes, total_bytes,
 //                hbm_budget_bytes, required_host_bytes, global_ratio},
@@ -76,6 +76,10 @@ struct PlanInputs {
   std::optional<double> offload_ratio;  // forced global ratio (overrides the budget), if any
   AllocatorKind allocator = AllocatorKind::kGreedy;
   bool allow_staged = true;
+  /// The engine mode the plan is priced for (dak's --offload): "auto" (each operator's own path),
+  /// or one path for every operator: "direct", "prefetch", "zero-copy". Empty in plan files written
+  /// before session 11 (optional in the JSON).
+  std::string offload_mode = "auto";
   int64_t tile_rows = 0, tile_n = 0, staging_chunk_bytes = 0, staging_ring_bytes = 0;
   std::string profile_name;
   int64_t profile_version = 0;
@@ -91,6 +95,7 @@ struct PlanTotals {
   double step_bytes = 0;                // weight + KV bytes read per step (EB's numerator)
   double effective_bandwidth_gbps = 0;  // step_bytes / predicted_tpot_s
   int64_t host_bytes = 0, direct_host_bytes = 0, staged_host_bytes = 0;
+  int64_t zero_copy_host_bytes = 0;  // read in place by the ordinary kernels (optional in the JSON: absent = 0)
   double host_ratio = 0;           // host_bytes / (splittable weights + KV)
   int64_t hbm_bytes = 0;           // M − host bytes + staging ring
   int64_t staging_ring_bytes = 0;  // HBM ring of the staged path (0 if no operator is staged)

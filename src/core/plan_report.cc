@@ -11,7 +11,7 @@ namespace dak {
 namespace {
 
 std::string op_row(const PlanOp& o) {
-  return fmt::format("{:<24} {:<9} {:>12} {:>7.2f} {:>12} {:<6} {:>10.2f}  {}\n", o.name, op_kind_name(o.kind),
+  return fmt::format("{:<24} {:<9} {:>12} {:>7.2f} {:>12} {:<9} {:>10.2f}  {}\n", o.name, op_kind_name(o.kind),
                      format_bytes(double(o.bytes)), 100.0 * o.host_fraction, format_bytes(double(o.host_bytes)),
                      data_path_name(o.path), o.predicted_time_s * 1e6, bound_name(o.bound));
 }
@@ -33,8 +33,15 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
   s += fmt::format("model     {} ({})  phase {}  batch {}  prompt {}  gen {}  (context {} {}, KV for {})\n", in.model,
                    in.arch, phase_name(in.phase), in.batch, in.prompt_len, in.gen_len, in.context_len,
                    decode ? "mean" : "prompt", in.max_context);
-  s += fmt::format("profile   {} (v{})  allocator {}  staged path {}\n", in.profile_name, in.profile_version,
-                   allocator_name(in.allocator), in.allow_staged ? "allowed" : "off");
+  const std::string mode = in.offload_mode.empty() ? std::string("not recorded (an older plan file)")
+                           : in.offload_mode == "auto"
+                               ? fmt::format("auto (staged path {})", in.allow_staged ? "allowed" : "off")
+                           : in.offload_mode == "prefetch" ? std::string("prefetch (every host linear staged)")
+                           : in.offload_mode == "zero-copy"
+                               ? std::string("zero-copy (the ordinary kernels read host bytes in place)")
+                               : std::string("direct (every host byte read by the tiered kernels)");
+  s += fmt::format("profile   {} (v{})  allocator {}  offload {}\n", in.profile_name, in.profile_version,
+                   allocator_name(in.allocator), mode);
   s += fmt::format("capacity  weights {} + KV {} + workspace {} = {}; HBM budget {}{}\n",
                    format_bytes(double(cap.weight_bytes)), format_bytes(double(cap.kv_bytes)),
                    format_bytes(double(cap.workspace_bytes)), format_bytes(double(cap.total_bytes)),
@@ -45,7 +52,7 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
     s += fmt::format("          host must hold {} (global ratio R = {:.2f} %)\n",
                      format_bytes(double(cap.required_host_bytes)), 100.0 * cap.global_ratio);
 
-  s += fmt::format("\n{:<24} {:<9} {:>12} {:>7} {:>12} {:<6} {:>10}  {}\n", "operator", "kind", "bytes", "host %",
+  s += fmt::format("\n{:<24} {:<9} {:>12} {:>7} {:>12} {:<9} {:>10}  {}\n", "operator", "kind", "bytes", "host %",
                    "host bytes", "path", "time us", "bound");
   int64_t layers = 0;
   bool noted = false;
@@ -90,15 +97,18 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
       t.prefetch_pipeline_s > 0
           ? fmt::format(", prefetch pipeline (copies one linear ahead) {:.3f} ms", t.prefetch_pipeline_s * 1e3)
           : "",
-      t.link_floor_s > 0 ? fmt::format(", shared-link floor {:.3f} ms", t.link_floor_s * 1e3) : "");
+      t.link_floor_s > 0 ? fmt::format(", {} floor {:.3f} ms", t.zero_copy_host_bytes > 0 ? "link" : "shared-link",
+                                       t.link_floor_s * 1e3)
+                         : "");
   s += fmt::format(
       "EB        {:.1f} GB/s = {:.3f} GB of weights + KV read per step / step time  (B_g {:.0f} GB/s, "
       "B_h {:.1f} GB/s)\n",
       t.effective_bandwidth_gbps, t.step_bytes / 1e9, profile.hbm_read_gbps, profile.host_sm_read_gbps);
   s += fmt::format(
-      "host      {} ({:.2f} % of weights + KV): direct {}, staged {}{}; pinning ~{:.1f} s\n",
+      "host      {} ({:.2f} % of weights + KV): direct {}, staged {}{}{}; pinning ~{:.1f} s\n",
       format_bytes(double(t.host_bytes)), 100.0 * t.host_ratio, format_bytes(double(t.direct_host_bytes)),
       format_bytes(double(t.staged_host_bytes)),
+      t.zero_copy_host_bytes > 0 ? fmt::format(", zero-copy {}", format_bytes(double(t.zero_copy_host_bytes))) : "",
       t.staging_ring_bytes > 0 ? fmt::format(" (HBM ring {})", format_bytes(double(t.staging_ring_bytes))) : "",
       t.pin_time_s);
   s += fmt::format("HBM       {} used of the {} budget\n", format_bytes(double(t.hbm_bytes)),

@@ -124,6 +124,18 @@ TEST(Cli, PlanPredictsEachOffloadMode) {
   RunResult r = run_dak("plan --model llama-2-7b --offload prefetch --no-staged", true);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--no-staged"), std::string::npos) << r.output;
+  // A plan file carries its mode: a run in another mode is refused before any GPU is looked for.
+  const std::string file = ::testing::TempDir() + "/dak_zero_copy_plan.json";
+  r = run_dak("plan --model llama-2-7b --batch 1 --offload-ratio 0.1 --offload zero-copy --output json > " + file, false);
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* cmd : {"generate --model llama-2-7b --random-weights --prompt-ids 1,2 --max-new-tokens 2",
+                          "bench --model llama-2-7b --random-weights --batch 1"}) {
+    r = run_dak(std::string(cmd) + " --plan " + file, true);
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("the plan was made for --offload zero-copy"), std::string::npos) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find(file), std::string::npos) << cmd << ": " << r.output;
+  }
+  std::remove(file.c_str());
   r = run_dak("plan --model llama-2-7b --offload sideways", true);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--offload"), std::string::npos) << r.output;

@@ -348,6 +348,15 @@ TEST(HardwareProfile, ZeroCopyRatesInterpolateAndAreOptional) {
   EXPECT_DOUBLE_EQ(old.zero_copy_attention_rate_gbps(), old.host_sm_read_gbps);
   EXPECT_FALSE(old.to_json().contains("zero_copy"));
   EXPECT_TRUE(old.unknown_fields.empty());
+  // An empty section is known (not "unknown field 'zero_copy'"); a misspelt member is named.
+  for (const char* text : {R"({})", R"({"gemm": []})", R"({"gemm": [], "atention_gbps": 3})"}) {
+    j["zero_copy"] = nlohmann::json::parse(text);
+    const HardwareProfile e = HardwareProfile::from_json(j, "empty zero_copy");
+    const std::vector<std::string> want =
+        std::string(text).find("atention") != std::string::npos ? std::vector<std::string>{"zero_copy.atention_gbps"}
+                                                                 : std::vector<std::string>{};
+    EXPECT_EQ(e.unknown_fields, want) << text;
+  }
 }
 
 TEST(HardwareProfile, BadZeroCopySectionsAreClearErrors) {
@@ -364,7 +373,16 @@ TEST(HardwareProfile, BadZeroCopySectionsAreClearErrors) {
   expect_error(j, "'zero_copy' must be an object");
   j = with_zero_copy().to_json();
   j["zero_copy"]["gemm"][1]["gbps"] = 1000.0;  // a unit mistake: far above the link
-  expect_error(j, "more than twice the link");
+  expect_error(j, "is outside [0.05, 61.1]");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["gemm"][1]["gbps"] = 0.001;  // MB/s written as GB/s
+  expect_error(j, "is outside [0.05");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["attention_gbps"] = 62.0;  // above the link's best by more than a spread
+  expect_error(j, "attention_gbps 62 GB/s is outside");
+  j = with_zero_copy().to_json();
+  j["zero_copy"]["gemm"][0] = nullptr;
+  expect_error(j, "not an object");
   j = with_zero_copy().to_json();
   j["zero_copy"]["attention_gbps"] = -3.0;
   expect_error(j, "attention_gbps");

@@ -83,6 +83,113 @@ TEST(PlanJson, MalformedPlansNameTheField) {
   EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
 }
 
+Plan single_path_plan(DataPath path) {
+  PlanRequest r;
+  r.model_name = "llama-2-7b";
+  r.shape.batch = 8;
+  r.shape.prompt_len = 32;
+  r.shape.gen_len = 32;
+  r.offload_ratio = 0.1;
+  r.allow_staged = false;
+  r.single_path = path;
+  return make_plan(locate_model_config("llama-2-7b").config, HardwareProfile::h200_default(), r);
+}
+
+TEST(PlanJson, SinglePathPlansRecordTheirModeAndRoundTrip) {
+  const Plan zc = single_path_plan(DataPath::kZeroCopy), pf = single_path_plan(DataPath::kStaged);
+  EXPECT_EQ(zc.inputs.offload_mode, "zero-copy");
+  EXPECT_EQ(pf.inputs.offload_mode, "prefetch");
+  EXPECT_EQ(single_path_plan(DataPath::kDirect).inputs.offload_mode, "direct");
+  EXPECT_EQ(sample_plan("llama-2-7b", 8, 6 * kGiB).inputs.offload_mode, "auto");
+  EXPECT_GT(zc.totals.zero_copy_host_bytes, 0);
+  EXPECT_EQ(zc.totals.zero_copy_host_bytes, zc.totals.host_bytes);
+  EXPECT_EQ(zc.totals.direct_host_bytes, 0);
+  EXPECT_GT(pf.totals.prefetch_pipeline_s, 0);
+  for (const Plan& p : {zc, pf}) {
+    const std::string text = p.to_json().dump();
+    const Plan back = Plan::from_json(nlohmann::json::parse(text), "round trip");
+    EXPECT_EQ(back, p);
+    EXPECT_EQ(back.to_json().dump(), text);
+  }
+  // A plan file from before session 11 has no offload_mode: it loads, with the mode unknown.
+  nlohmann::json old = sample_plan("llama-2-7b", 8, 6 * kGiB).to_json();
+  old["inputs"].erase("offload_mode");
+  EXPECT_EQ(Plan::from_json(old, "old.json").inputs.offload_mode, "");
+}
+
+TEST(PlanJson, ImpossibleTimesAndPathsAreRefused) {
+  const nlohmann::json zc = single_path_plan(DataPath::kZeroCopy).to_json();
+  const nlohmann::json pf = single_path_plan(DataPath::kStaged).to_json();
+  const auto expect_error = [](const nlohmann::json& j, const std::string& needle) {
+    try {
+      Plan::from_json(j, "plan.json");
+      FAIL() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("plan.json"), std::string::npos) << e.what();
+    }
+  };
+  for (double bad : {0.0, -5.0, 1e308}) {
+    nlohmann::json j = zc;
+    j["predicted_tpot_s"] = bad;
+    expect_error(j, "predicted_tpot_s");
+  }
+  for (double bad : {-1.0, 1e308}) {
+    nlohmann::json j = pf;
+    j["totals"]["prefetch_pipeline_s"] = bad;
+    expect_error(j, "prefetch_pipeline_s");
+  }
+  nlohmann::json j = pf;
+  j["totals"]["prefetch_pipeline_s"] = "fast";
+  expect_error(j, "prefetch_pipeline_s");
+  j = zc;
+  j["inputs"]["offload_mode"] = "teleport";
+  expect_error(j, "offload_mode");
+  // Paths: the first operator with host bytes of each kind.
+  const auto first = [](const nlohmann::json& p, const std::string& kind) {
+    for (size_t i = 0; i < p["operators"].size(); ++i)
+      if (p["operators"][i]["kind"] == kind && p["operators"][i]["host_bytes"].get<int64_t>() > 0) return i;
+    ADD_FAILURE() << "no " << kind << " with host bytes";
+    return size_t(0);
+  };
+  j = zc;
+  j["operators"][first(zc, "linear")]["data_path"] = "none";
+  expect_error(j, "data_path 'none' with");
+  j = pf;
+  j["operators"][first(pf, "attention")]["data_path"] = "staged";
+  expect_error(j, "only linear weights are staged");
+  j = zc;
+  j["operators"][first(zc, "linear")]["data_path"] = "direct";
+  expect_error(j, "in a plan for --offload zero-copy");
+  j = pf;
+  j["operators"][first(pf, "linear")]["data_path"] = "zero_copy";
+  expect_error(j, "in a plan for --offload prefetch");
+}
+
+TEST(Planner, PrefetchAndZeroCopyMoveNothingWithoutPressure) {
+  // The direct allocation takes balance points where all fits (a gain only on the direct path);
+  // prefetch and zero-copy keep everything in HBM then, and predict what the all-HBM engine runs.
+  PlanRequest r;
+  r.model_name = "llama-2-7b";
+  r.shape.batch = 8;
+  r.shape.prompt_len = 32;
+  r.shape.gen_len = 32;
+  r.allow_staged = false;
+  const ModelConfig cfg = locate_model_config("llama-2-7b").config;
+  r.single_path = DataPath::kDirect;
+  EXPECT_GT(make_plan(cfg, HardwareProfile::h200_default(), r).totals.host_bytes, 0);
+  r.offload_ratio = 0.0;
+  const double all_hbm = make_plan(cfg, HardwareProfile::h200_default(), r).predicted_tpot_s;
+  r.offload_ratio.reset();
+  for (DataPath path : {DataPath::kStaged, DataPath::kZeroCopy}) {
+    r.single_path = path;
+    const Plan p = make_plan(cfg, HardwareProfile::h200_default(), r);
+    EXPECT_EQ(p.totals.host_bytes, 0) << data_path_name(path);
+    EXPECT_EQ(p.totals.prefetch_pipeline_s, 0) << data_path_name(path);
+    EXPECT_DOUBLE_EQ(p.predicted_tpot_s, all_hbm) << data_path_name(path);
+  }
+}
+
 TEST(ByteSize, ParsesUnits) {
   EXPECT_EQ(parse_byte_size("20GiB", "f"), 20 * kGiB);
   EXPECT_EQ(parse_byte_size("20gib", "f"), 20 * kGiB);
@@ -124,6 +231,15 @@ TEST(PlanCli, TextOutputShowsTableTpotAndEb) {
   EXPECT_EQ(r.output.find("layers.5.qkv_proj"), std::string::npos);  // layer 0 only without --verbose
   const RunResult v = dak_plan("--model opt-6.7b --gpu-memory 10GiB --verbose");
   EXPECT_NE(v.output.find("layers.31.fc2"), std::string::npos);
+  // The mode is named, and zero-copy bytes are not called direct.
+  EXPECT_NE(r.output.find("offload auto (staged path allowed)"), std::string::npos) << r.output;
+  const RunResult z = dak_plan("--model opt-6.7b --gpu-memory 10GiB --offload zero-copy");
+  ASSERT_EQ(z.exit_code, 0) << z.output;
+  for (const char* s : {"offload zero-copy (the ordinary kernels", "direct 0 B, staged 0 B, zero-copy", "link floor"})
+    EXPECT_NE(z.output.find(s), std::string::npos) << s << "\n" << z.output;
+  const RunResult f = dak_plan("--model opt-6.7b --gpu-memory 10GiB --offload prefetch");
+  EXPECT_NE(f.output.find("offload prefetch (every host linear staged)"), std::string::npos) << f.output;
+  EXPECT_NE(f.output.find("prefetch pipeline"), std::string::npos) << f.output;
 }
 
 TEST(PlanCli, AcceptsConfigPathsAndFolders) {
