@@ -13,6 +13,7 @@
 //     linear: one cuBLASLt GEMM per tier, one after the other:
 //       T_i = max(T_comp(host rows, all SMs), x·C / B_zc(N, K, host rows))
 //           + max(T_comp(HBM rows, all SMs), ((1 − x)·C + F + A) / (η·B_g)) + (k + 1)·t_step
+//       (k·t_step when every row is on the host: one GEMM)
 //     other operators (attention, embedding; one kernel reads both tiers):
 //       T_i = max(T_comp(all SMs), ((1 − x)·C + F + A) / B_g, x·C / B_za) + k·t_step
 //     B_zc and B_za: the profile's measured zero-copy GEMM and attention rates

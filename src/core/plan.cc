@@ -280,8 +280,16 @@ Plan Plan::from_json(const json& j, const std::string& where) {
                                {"prefetch_pipeline_s", pt.prefetch_pipeline_s}}) {
     if (!std::isfinite(v) || v < 0 || v > kMaxStepSeconds) t.bad(key, "must be a time in seconds in [0, 86400]");
   }
+  if (pt.host_bytes < 0) t.bad("host_bytes", "must not be negative");
   if (pt.zero_copy_host_bytes < 0 || pt.zero_copy_host_bytes > pt.host_bytes)
     t.bad("zero_copy_host_bytes", "must be in [0, host_bytes]");
+  if (pt.zero_copy_host_bytes > 0 && pi.offload_mode != "zero-copy")
+    t.bad("zero_copy_host_bytes", "must be 0 in a plan that is not for --offload zero-copy");
+  for (const auto& [key, v] : {std::pair<const char*, double>{"pin_time_s", pt.pin_time_s},
+                               {"step_bytes", pt.step_bytes},
+                               {"effective_bandwidth_gbps", pt.effective_bandwidth_gbps}}) {
+    if (!std::isfinite(v) || v < 0) t.bad(key, "must be a finite non-negative number");
+  }
 
   const json& ops = r.at("operators");
   if (!ops.is_array()) r.bad("operators", "must be an array");
@@ -299,9 +307,22 @@ Plan Plan::from_json(const json& j, const std::string& where) {
     if (o.path == DataPath::kStaged && o.kind != OpKind::kLinear)
       fail(fmt::format("data_path 'staged' on a {} operator (only linear weights are staged)", op_kind_name(o.kind)), at,
            fix);
-    if (o.host_bytes > 0 && !pi.offload_mode.empty() && zero_copy_plan != (o.path == DataPath::kZeroCopy))
-      fail(fmt::format("data_path '{}' in a plan for --offload {}", data_path_name(o.path), pi.offload_mode), at,
-           zero_copy_plan ? "a zero-copy plan reads every host byte as zero_copy; " + fix : fix);
+    if (!std::isfinite(o.predicted_time_s) || o.predicted_time_s < 0 || o.predicted_time_s > kMaxStepSeconds)
+      fail(fmt::format("predicted_time_s {} is not a time in [0, 86400] s", o.predicted_time_s), at, fix);
+    if (o.host_bytes == 0) continue;
+    // The one path of a single-path plan: zero_copy for zero-copy (plan files without a mode come
+    // from before it existed), staged linears for prefetch, never staged for direct.
+    const bool zero_copy_path = o.path == DataPath::kZeroCopy;
+    if (zero_copy_plan != zero_copy_path && (!pi.offload_mode.empty() || zero_copy_path))
+      fail(fmt::format("data_path '{}' in a plan for --offload {}", data_path_name(o.path),
+                       pi.offload_mode.empty() ? std::string("(not recorded)") : pi.offload_mode),
+           at, zero_copy_plan ? "a zero-copy plan reads every host byte as zero_copy; " + fix : fix);
+    if (pi.offload_mode == "direct" && o.path == DataPath::kStaged)
+      fail("data_path 'staged' in a plan for --offload direct", at, fix);
+    if (pi.offload_mode == "prefetch" && o.kind == OpKind::kLinear && o.path != DataPath::kStaged)
+      fail(fmt::format("data_path '{}' on a linear in a plan for --offload prefetch (every host linear is staged)",
+                       data_path_name(o.path)),
+           at, fix);
   }
   return p;
 }

@@ -13,7 +13,7 @@
 //                profile_name, profile_version},
 //   "capacity": {weight_bytes, splittable_weight_bytes, kv_bytes, workspace_bytes, total_bytes,
 //                hbm_budget_bytes, required_host_bytes, global_ratio},
-//   "totals":   {sum_op_time_s, overhead_s, link_floor_s, [prefetch_pipeline_s,] step_bytes, effective_bandwidth_gbps,
+//   "totals":   {sum_op_time_s, overhead_s, link_floor_s, [prefetch_pipeline_s,] [zero_copy_host_bytes,] step_bytes, effective_bandwidth_gbps,
 //                host_bytes, direct_host_bytes, staged_host_bytes, host_ratio, hbm_bytes,
 //                staging_ring_bytes, pin_time_s},
 //   "operators": [{name, role, layer, kind, m, n, k, batch, q_len, context, heads, kv_heads,
@@ -89,7 +89,8 @@ struct PlanInputs {
 struct PlanTotals {
   double sum_op_time_s = 0;             // Σ T_i (overheads included)
   double overhead_s = 0;                // Σ launch overheads and ring fills
-  double link_floor_s = 0;              // host bytes / shared-link rate when both paths are used, else 0
+  double link_floor_s = 0;              // host bytes / shared-link rate when both paths are used; zero-copy
+                                        //   plans: zero-copy host bytes / B_h; else 0
   double prefetch_pipeline_s = 0;       // single-path prefetch plans: the copy pipeline's length, else 0
                                         //   (optional in the JSON: absent = 0)
   double step_bytes = 0;                // weight + KV bytes read per step (EB's numerator)

@@ -243,6 +243,15 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;
   t.host_ratio = movable > 0 ? double(t.host_bytes) / double(movable) : 0.0;
   t.staging_ring_bytes = t.staged_host_bytes > 0 ? in.staging_ring_bytes : 0;
+  if (request_.single_path == DataPath::kStaged && t.staged_host_bytes > 0) {
+    // The prefetch engine's ring: two slots of the largest staged host part (gpu_engine.cc,
+    // staging_slot_bytes), not auto's chunked ring. The allocation was made for the direct path,
+    // which reserves no ring: this can exceed a tight --gpu-memory budget (hbm_bytes says by how much).
+    int64_t largest = 0;
+    for (const PlanOp& o : p.ops)
+      if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
+    t.staging_ring_bytes = 2 * largest;
+  }
   t.hbm_bytes = capacity_.total_bytes - t.host_bytes + t.staging_ring_bytes;
   t.pin_time_s = double(t.host_bytes) / (profile_.pin_gib_per_s * 1073741824.0);
   return p;

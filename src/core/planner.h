@@ -17,7 +17,8 @@
 //   7. single-path modes (PlanRequest::single_path: --offload direct / prefetch / zero-copy): the
 //      direct allocation of step 4, every operator priced on that one path; prefetch's step is
 //      the length of its copy pipeline (prefetch_pipeline_s), zero-copy's the sum of its
-//      operators (cost_model.h), so each mode's prediction is that mode's.
+//      operators (cost_model.h), each at least its link floor, so each mode's prediction is that
+//      mode's. With nothing that must move, prefetch and zero-copy keep everything in HBM.
 #pragma once
 
 #include <cstdint>

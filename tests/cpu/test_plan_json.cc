@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <string>
 
 #include "cli_test_util.h"
@@ -164,6 +166,34 @@ TEST(PlanJson, ImpossibleTimesAndPathsAreRefused) {
   j = pf;
   j["operators"][first(pf, "linear")]["data_path"] = "zero_copy";
   expect_error(j, "in a plan for --offload prefetch");
+  j = pf;
+  j["operators"][first(pf, "linear")]["data_path"] = "direct";
+  expect_error(j, "every host linear is staged");
+  j = zc;
+  j["operators"][2]["predicted_time_s"] = -0.5;
+  expect_error(j, "predicted_time_s");
+  const nlohmann::json direct = single_path_plan(DataPath::kDirect).to_json();
+  j = direct;
+  j["operators"][first(direct, "linear")]["data_path"] = "staged";
+  expect_error(j, "in a plan for --offload direct");
+  j = direct;
+  j["totals"]["zero_copy_host_bytes"] = 5;
+  expect_error(j, "zero_copy_host_bytes");
+  j = zc;  // a file without a mode predates zero_copy paths
+  j["inputs"].erase("offload_mode");
+  expect_error(j, "zero_copy_host_bytes");
+  j["totals"].erase("zero_copy_host_bytes");
+  expect_error(j, "(not recorded)");
+  j = zc;
+  j["totals"]["pin_time_s"] = -1.0;
+  expect_error(j, "pin_time_s");
+  // The prefetch engine's ring is two slots of the largest staged host part.
+  const Plan p = single_path_plan(DataPath::kStaged);
+  int64_t largest = 0;
+  for (const PlanOp& o : p.ops)
+    if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
+  EXPECT_EQ(p.totals.staging_ring_bytes, 2 * largest);
+  EXPECT_EQ(p.totals.hbm_bytes, p.capacity.total_bytes - p.totals.host_bytes + 2 * largest);
 }
 
 TEST(Planner, PrefetchAndZeroCopyMoveNothingWithoutPressure) {

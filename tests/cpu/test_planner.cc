@@ -258,8 +258,9 @@ TEST(Planner, SinglePathModesPriceTheDirectAllocationOnTheirPath) {
       EXPECT_EQ(o.path, want) << data_path_name(path) << " " << o.name;
     }
   }
-  // Link-bound at 10 %: staging gains at most B_ce / B_h; zero-copy without a measured section is
-  // priced at B_h but runs its two GEMMs in turn, so it is slower than direct.
+  // Link-bound at 10 %: the prefetch pipeline moves host bytes at B_ce; zero-copy runs its two GEMMs
+  // in turn at cuBLASLt's measured host rates (the default profile's zero_copy section), so it is
+  // slower than direct.
   EXPECT_LT(by_path.at(DataPath::kStaged).predicted_tpot_s, direct.predicted_tpot_s);
   EXPECT_GT(by_path.at(DataPath::kZeroCopy).predicted_tpot_s, direct.predicted_tpot_s);
   r.single_path = DataPath::kNone;
