@@ -142,8 +142,7 @@ void add_plan_command(CLI::App& app) {
     if (a->no_staged && a->mode != "auto")
       fail(fmt::format("--no-staged is for --offload auto; --offload {} already fixes the path", a->mode),
            "--no-staged", "drop one of the two");
-    req.single_path = single_path_of_mode(a->mode);
-    if (req.single_path) req.allow_staged = false;
+    req.single_path = single_path_of_mode(a->mode);  // the planner then ignores allow_staged
 
     if (!a->sweep.empty()) {
       const std::vector<RatioSweepRow> rows =

@@ -27,9 +27,6 @@ void check_plan_mode(const Plan& plan, const OffloadArgs& a) {
                    plan.inputs.offload_mode, a.mode));
 }
 
-}  // namespace
-namespace {
-
 constexpr int64_t kGiB = int64_t(1) << 30;
 // HBM left free under the default budget for what the plan does not count: the engine's pass
 // buffers (logits of a 1024-token prefill chunk), cuBLASLt plans, the CUDA graph.
@@ -119,13 +116,6 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
   }
   if (!a.plan_file.empty()) check_plan_mode(Plan::load(a.plan_file), a);  // missing, malformed, another mode
   if (!a.profile.empty()) load_profile(a.profile);
-}
-
-std::optional<DataPath> single_path_of_mode(const std::string& mode) {
-  if (mode == "direct") return DataPath::kDirect;
-  if (mode == "prefetch") return DataPath::kStaged;
-  if (mode == "zero-copy") return DataPath::kZeroCopy;
-  return std::nullopt;
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,

@@ -71,11 +71,6 @@ void add_offload_options(CLI::App* c, OffloadArgs* a);
 /// load. Throws dak::Error naming the flag.
 void check_offload_args(const OffloadArgs& a, bool ratio_list);
 
-/// The one path an --offload mode applies to every operator, which its plan is priced on
-/// (PlanRequest::single_path): direct -> kDirect, prefetch -> kStaged (linears; KV read in place),
-/// zero-copy -> kZeroCopy; nullopt for auto (the plan's choice per operator) and none.
-std::optional<DataPath> single_path_of_mode(const std::string& mode);
-
 /// `ratio`: the forced global ratio of this run (one of a.ratios()), nullopt for none. A --plan's
 /// staged operators are applied as staged only under --offload auto (the other modes apply one path).
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,

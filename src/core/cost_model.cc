@@ -165,13 +165,13 @@ OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) con
   c.path = DataPath::kZeroCopy;
   c.host_step_bytes = w.host_bytes;
   const double sm = double(p.sm_count);
+  c.hbm_s = w.hbm_bytes / (p.hbm_read_gbps * w.hbm_fraction * 1e9);
   if (op.kind == OpKind::kLinear) {
     // Two GEMMs in stream order (gpu_engine.cc, linear(): the host rows, then the HBM rows), each
     // on every SM; the sum is the time, so finish()'s max does not apply.
     const double host_compute = ceil_div(w.items_host, sm) * w.t_item;
     const double hbm_compute = w.items_hbm > 0 ? ceil_div(w.items_hbm, sm) * w.t_item : 0.0;
     c.host_s = w.host_bytes / (p.zero_copy_gemm_rate_gbps(op.n, op.k, op.host_rows(host_units)) * 1e9);
-    c.hbm_s = w.hbm_bytes / (p.hbm_read_gbps * w.hbm_fraction * 1e9);
     c.compute_s = host_compute + hbm_compute;
     const double host_part = std::max(host_compute, c.host_s);
     const double hbm_part = std::max(hbm_compute, c.hbm_s);
@@ -184,7 +184,6 @@ OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) con
   }
   // One kernel reads both tiers (attention_decode, embedding_gather): its host and HBM reads overlap.
   c.compute_s = ceil_div(w.items_host + w.items_hbm, sm) * w.t_item;
-  c.hbm_s = w.hbm_bytes / (p.hbm_read_gbps * w.hbm_fraction * 1e9);
   c.host_s = w.host_bytes / (p.zero_copy_attention_rate_gbps() * 1e9);
   return finish(c, op.kernels);
 }

@@ -238,6 +238,17 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
     const std::string wz = where + ": zero_copy";
     const json& zc = j.at("zero_copy");
     if (!zc.is_object()) fail("'zero_copy' must be an object", where, "give {\"gemm\": [...], \"attention_gbps\": X}");
+    // The ordinary kernels' reads cross the same link: a rate above the link's best (by more than a
+    // measurement's spread) or below 50 MB/s (the H200 measures 4.8-51 GB/s) is a unit mistake or a typo.
+    const double link = std::max(p.host_copy_engine_gbps, p.host_sm_read_gbps);
+    auto checked_rate = [&](const json& obj, const char* key, const std::string& w, const std::string& what) {
+      const double v = positive_number(obj, key, w);
+      if (v > 1.1 * link || v < 0.05)
+        fail(fmt::format("zero_copy {} {} GB/s is outside [0.05, {:.1f}] (the link carries {} GB/s at best)", what, v,
+                         1.1 * link, link),
+             wz, "give the measured host read rate in GB/s (dak profile measures it)");
+      return v;
+    };
     if (zc.contains("gemm")) {
       const json& g = zc.at("gemm");
       if (!g.is_array()) fail("zero_copy.gemm must be an array", wz, "list the measured GEMMs, or drop it");
@@ -249,25 +260,15 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
         z.N = positive_int(g[i], "N", wg);
         z.K = positive_int(g[i], "K", wg);
         z.rows = positive_int(g[i], "rows", wg);
-        z.gbps = positive_number(g[i], "gbps", wg);
+        z.gbps = checked_rate(g[i], "gbps", wg, "gemm rate");
         for (const ZeroCopyGemmPoint& o : p.zero_copy_gemm)
           if (o.N == z.N && o.K == z.K && o.rows == z.rows)
             fail(fmt::format("second point for N={} K={} rows={}", z.N, z.K, z.rows), wg, "keep one point per shape");
         p.zero_copy_gemm.push_back(z);
       }
     }
-    if (zc.contains("attention_gbps")) p.zero_copy_attention_gbps = positive_number(zc, "attention_gbps", wz);
-    // The ordinary kernels' reads cross the same link: a rate above the link's best (by more than a
-    // measurement's spread) or below 50 MB/s (the H200 measures 4.8-51 GB/s) is a unit mistake or a typo.
-    const double link = std::max(p.host_copy_engine_gbps, p.host_sm_read_gbps);
-    auto check_rate = [&](double v, const std::string& what) {
-      if (v > 1.1 * link || v < 0.05)
-        fail(fmt::format("zero_copy {} {} GB/s is outside [0.05, {:.1f}] (the link carries {} GB/s at best)", what, v,
-                         1.1 * link, link),
-             wz, "give the measured host read rate in GB/s (dak profile measures it)");
-    };
-    for (const ZeroCopyGemmPoint& z : p.zero_copy_gemm) check_rate(z.gbps, "gemm rate");
-    if (zc.contains("attention_gbps")) check_rate(p.zero_copy_attention_gbps, "attention_gbps");
+    if (zc.contains("attention_gbps"))
+      p.zero_copy_attention_gbps = checked_rate(zc, "attention_gbps", wz, "attention_gbps");
   }
 
   if (j.contains("sources")) {

@@ -163,6 +163,28 @@ AllocatorKind parse_allocator(const std::string& s, const std::string& where) {
   fail(fmt::format("unknown allocator '{}'", s), where, "use greedy or uniform (brute_force for tiny models)");
 }
 
+std::optional<DataPath> single_path_of_mode(const std::string& mode) {
+  if (mode == "direct") return DataPath::kDirect;
+  if (mode == "prefetch") return DataPath::kStaged;
+  if (mode == "zero-copy") return DataPath::kZeroCopy;
+  return std::nullopt;
+}
+
+std::string offload_mode_name(std::optional<DataPath> single_path) {
+  if (!single_path) return "auto";
+  switch (*single_path) {
+    case DataPath::kDirect:
+      return "direct";
+    case DataPath::kStaged:
+      return "prefetch";
+    case DataPath::kZeroCopy:
+      return "zero-copy";
+    case DataPath::kNone:
+      break;
+  }
+  return "auto";
+}
+
 json Plan::to_json() const {
   const PlanInputs& in = inputs;
   json inputs_j = {{"model", in.model},
@@ -238,8 +260,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   pi.offload_mode.clear();  // absent: a plan file from before session 11
   if (r.at("inputs").contains("offload_mode")) {
     pi.offload_mode = in.str("offload_mode");
-    if (pi.offload_mode != "auto" && pi.offload_mode != "direct" && pi.offload_mode != "prefetch" &&
-        pi.offload_mode != "zero-copy")
+    if (pi.offload_mode != "auto" && !single_path_of_mode(pi.offload_mode))
       in.bad("offload_mode", "must be auto, direct, prefetch or zero-copy");
   }
   pi.tile_rows = in.i64("tile_rows"), pi.tile_n = in.i64("tile_n");

@@ -64,6 +64,14 @@ struct PlanOp {
   bool operator==(const PlanOp&) const = default;
 };
 
+/// The one path an --offload mode applies to every operator (PlanRequest::single_path): "direct" ->
+/// kDirect, "prefetch" -> kStaged (linears; KV read in place), "zero-copy" -> kZeroCopy; nullopt for
+/// "auto" (the plan's choice per operator), "none" and any other string.
+std::optional<DataPath> single_path_of_mode(const std::string& mode);
+/// Inverse of single_path_of_mode for the plan's offload_mode: nullopt -> "auto", kDirect ->
+/// "direct", kStaged -> "prefetch", kZeroCopy -> "zero-copy" (kNone -> "auto").
+std::string offload_mode_name(std::optional<DataPath> single_path);
+
 struct PlanInputs {
   std::string model;  // config name (file stem or shipped name)
   std::string arch;

@@ -139,19 +139,18 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // prefetch and zero-copy with nothing that must move: all in HBM. The direct allocation would
   // still take its balance points (a gain only on the direct path: Llama-2-7B batch 8 under
   // zero-copy 8.16 ms predicted with them, 4.42 without).
-  if (request_.single_path && *request_.single_path != DataPath::kDirect && !offload_ratio && required == 0) {
+  const PathMode single_mode = !request_.single_path                          ? PathMode::kDirect
+                               : *request_.single_path == DataPath::kStaged   ? PathMode::kStaged
+                               : *request_.single_path == DataPath::kZeroCopy ? PathMode::kZeroCopy
+                                                                              : PathMode::kDirect;
+  if (request_.single_path && single_mode != PathMode::kDirect && !offload_ratio && required == 0) {
     const std::vector<AllocCurve>& curves = variants_[0].curves;
-    const PathMode mode = *request_.single_path == DataPath::kStaged ? PathMode::kStaged : PathMode::kZeroCopy;
-    return assemble(evaluate_allocation(curves, std::vector<int64_t>(curves.size(), 0)), mode, allocator, std::nullopt);
+    return assemble(evaluate_allocation(curves, std::vector<int64_t>(curves.size(), 0)), single_mode, allocator,
+                    std::nullopt);
   }
   const Allocation direct_allocation = run_allocator(allocator, variants_[0].curves, required);
-  if (request_.single_path) {  // one path for every operator: the direct allocation, priced on it
-    const DataPath path = *request_.single_path;
-    const PathMode mode = path == DataPath::kStaged     ? PathMode::kStaged
-                          : path == DataPath::kZeroCopy ? PathMode::kZeroCopy
-                                                        : PathMode::kDirect;
-    return assemble(direct_allocation, mode, allocator, offload_ratio);
-  }
+  // One path for every operator: the direct allocation, priced on it.
+  if (request_.single_path) return assemble(direct_allocation, single_mode, allocator, offload_ratio);
   Plan best = assemble(direct_allocation, PathMode::kDirect, allocator, offload_ratio);
   // Staged variants need the ring in HBM: when the budget binds, the host takes that much more.
   const int64_t ring = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
@@ -182,10 +181,7 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   in.offload_ratio = ratio;
   in.allocator = allocator;
   in.allow_staged = request_.allow_staged && !request_.single_path;
-  in.offload_mode = !request_.single_path                          ? "auto"
-                    : *request_.single_path == DataPath::kStaged   ? "prefetch"
-                    : *request_.single_path == DataPath::kZeroCopy ? "zero-copy"
-                                                                   : "direct";
+  in.offload_mode = offload_mode_name(request_.single_path);
   in.tile_rows = s.tile_rows, in.tile_n = s.tile_n;
   in.staging_chunk_bytes = request_.cost.staging_chunk_bytes;
   in.staging_ring_bytes = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
@@ -230,7 +226,8 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   // --offload prefetch stages every linear with host rows through a two-slot ring one linear ahead:
   // the copies pipeline behind the kernels, so its step is the pipeline's length, not the sum of
   // per-operator staged costs (each of which pays its own ring fill).
-  if (request_.single_path == DataPath::kStaged && t.staged_host_bytes > 0) {
+  const bool prefetch_plan = request_.single_path == DataPath::kStaged && t.staged_host_bytes > 0;
+  if (prefetch_plan) {
     t.prefetch_pipeline_s = prefetch_pipeline_s(p.ops);
     p.predicted_tpot_s = std::max(t.prefetch_pipeline_s, t.link_floor_s);
   }
@@ -243,7 +240,7 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;
   t.host_ratio = movable > 0 ? double(t.host_bytes) / double(movable) : 0.0;
   t.staging_ring_bytes = t.staged_host_bytes > 0 ? in.staging_ring_bytes : 0;
-  if (request_.single_path == DataPath::kStaged && t.staged_host_bytes > 0) {
+  if (prefetch_plan) {
     // The prefetch engine's ring: two slots of the largest staged host part (gpu_engine.cc,
     // staging_slot_bytes), not auto's chunked ring. The allocation was made for the direct path,
     // which reserves no ring: this can exceed a tight --gpu-memory budget (hbm_bytes says by how much).
