@@ -6,7 +6,8 @@
 // [0, m_host) of W in pinned host memory (host_ctas / host_stages 0: the planned schedule): its time,
 // the host rows' GB/s, the schedule; for the low-ratio direct path at large N (docs/perf-notes.md,
 // session 5) with and without HBM rows next to it, and under Nsight Compute.
-// `gemm_probe tma` streams W boxes with TMA and no math (probe_tma).
+// `gemm_probe tma` streams W boxes with TMA and no math (probe_tma); `gemm_probe stream` compares
+// the steady-state rate of the GEMM's W access pattern with bulk copies and the GEMM (probe_stream).
 // `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]` records per-CTA timestamps of a graph of
 // decode linears, k-splits forced per op where given (probe_trace).
 // Build: see tools/device/gemm_probe.sh.
@@ -220,11 +221,11 @@ __device__ int64_t init_ring(uint64_t* full, uint64_t* empty, int stages, int re
 }
 
 __global__ void tma_box_stream(const __grid_constant__ CUtensorMap map, int m_tiles, int k_blocks, int box_rows,
-                               int stages, int atoms) {
+                               int stages, int atoms, int box_k = 64) {
   namespace ptx = cuda::ptx;
   extern __shared__ __align__(1024) uint8_t smem[];
   uint8_t* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem) + 1023) & ~uintptr_t(1023));
-  const uint32_t box_bytes = uint32_t(box_rows) * 128 * uint32_t(atoms);
+  const uint32_t box_bytes = uint32_t(box_rows) * uint32_t(box_k) * 2 * uint32_t(atoms);
   uint64_t* full = reinterpret_cast<uint64_t*>(data + size_t(stages) * box_bytes);
   uint64_t* empty = full + stages;
   const int64_t total = init_ring(full, empty, stages, 1, m_tiles, k_blocks);
@@ -238,7 +239,7 @@ __global__ void tma_box_stream(const __grid_constant__ CUtensorMap map, int m_ti
       }
       ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[st], box_bytes);
       if (atoms == 1) {
-        const int32_t coords[2] = {kb * 64, m_tile * box_rows};
+        const int32_t coords[2] = {kb * box_k, m_tile * box_rows};
         ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, data + size_t(st) * box_bytes, &map, coords,
                                   &full[st]);
       } else {  // 3D view [K / 64, rows, 64]: one box of `atoms` 64-wide atoms
@@ -404,6 +405,100 @@ int probe_tma(int sms) {
   return 0;
 }
 
+// `gemm_probe stream`: the steady-state HBM rate of the tiered GEMM's W access pattern against
+// contiguous bulk copies, over one 940 MB weight (Llama-2-70B gate_up, 57344 x 8192 bf16; far more
+// than L2), one CTA per SM, no math: 3D boxes of 64 rows x 4 atoms (the 64-row tiles' wide stage,
+// 32 KiB) at 5 and 6 stages, 2D boxes of 256 rows x 64 (32 KiB), 1D bulk copies of 32 KiB x 5 and 64
+// KiB x 3 (hbm_stream's best configuration, B_g); then the tiered GEMM itself on that weight at N = 8.
+// Tells whether the GEMM's ~0.88 of B_g on long GEMMs comes from the access pattern or from the
+// GEMM (session 12, docs/perf-notes.md).
+int probe_stream(int sms) {
+  using namespace dak;
+  const int64_t M = 57344, K = 8192;
+  const double bytes = double(M) * double(K) * 2;
+  void* w;
+  DAK_CUDA_CHECK(cudaMalloc(&w, size_t(bytes)));
+  DAK_CUDA_CHECK(cudaMemset(w, 0, size_t(bytes)));
+  struct Case {
+    int box_rows, atoms, stages;
+    int box_k = 64;  // 2D boxes: K elements per box (256 only without swizzle: 512 contiguous bytes per row)
+    CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  };
+  const Case cases[] = {{64, 4, 5},
+                        {64, 4, 6},
+                        {64, 4, 3},
+                        {256, 1, 5},
+                        {128, 2, 5},
+                        {64, 8, 3},
+                        {64, 4, 5, 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE},
+                        {64, 4, 5, 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B},
+                        {64, 1, 5, 256, CU_TENSOR_MAP_SWIZZLE_NONE},
+                        {32, 1, 10, 256, CU_TENSOR_MAP_SWIZZLE_NONE},
+                        {128, 1, 3, 256, CU_TENSOR_MAP_SWIZZLE_NONE}};
+  for (const Case& c : cases) {
+    CUtensorMap map{};
+    const cuuint64_t dims[3] = {cuuint64_t(c.atoms > 1 ? 64 : K), cuuint64_t(M), cuuint64_t(K / 64)};
+    const cuuint64_t strides[2] = {cuuint64_t(K) * 2, 128};
+    const cuuint32_t box[3] = {cuuint32_t(c.box_k), cuuint32_t(c.box_rows), cuuint32_t(c.atoms)};
+    const cuuint32_t es[3] = {1, 1, 1};
+    const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+        &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, c.atoms > 1 ? 3 : 2, w, dims, strides, box, es,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, c.swizzle, c.promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      std::printf("stream: encode failed (%d)\n", int(r));
+      return 1;
+    }
+    const size_t box_bytes = size_t(c.box_rows) * size_t(c.box_k) * 2 * size_t(c.atoms);
+    const size_t smem = size_t(c.stages) * box_bytes + 1024 + size_t(c.stages) * 16;
+    DAK_CUDA_CHECK(cudaFuncSetAttribute(tma_box_stream, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const int m_tiles = int(M / c.box_rows), k_blocks = int(K / c.box_k / c.atoms);
+    const double us = median_us(
+        [&] { tma_box_stream<<<sms, 64, smem>>>(map, m_tiles, k_blocks, c.box_rows, c.stages, c.atoms, c.box_k); });
+    DAK_CUDA_CHECK(cudaGetLastError());
+    std::printf("stream tma %dD box %3d rows x %d x %d (%2d KiB, %s, L2 promotion %s) stages %d grid %d: %8.1f us  %7.1f GB/s\n",
+                c.atoms > 1 ? 3 : 2, c.box_rows, c.atoms, c.box_k, int(box_bytes >> 10),
+                c.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE ? "no swizzle" : "128B swizzle",
+                c.promotion == CU_TENSOR_MAP_L2_PROMOTION_NONE   ? "none"
+                : c.promotion == CU_TENSOR_MAP_L2_PROMOTION_L2_128B ? "128B"
+                                                                    : "256B",
+                c.stages, sms, us, bytes / us * 1e-3);
+  }
+  unsigned long long* sum;
+  DAK_CUDA_CHECK(cudaMalloc(&sum, 8));
+  const int bulk[][2] = {{32 << 10, 5}, {32 << 10, 6}, {64 << 10, 3}};
+  for (const auto& b : bulk) {
+    gpu::HbmStreamParams hp;
+    hp.g_src = w;
+    hp.bytes = uint64_t(bytes);
+    hp.chunk_bytes = uint32_t(b[0]);
+    hp.stages = b[1];
+    hp.g_checksum = sum;
+    const double us = median_us([&] { gpu::hbm_stream(hp, sms, nullptr); });
+    std::printf("stream bulk 1D %2d KiB stages %d grid %d: %8.1f us  %7.1f GB/s\n", b[0] >> 10, b[1], sms, us,
+                bytes / us * 1e-3);
+  }
+  void *x, *y, *ws;
+  DAK_CUDA_CHECK(cudaMalloc(&x, 8 * K * 2));
+  DAK_CUDA_CHECK(cudaMalloc(&y, 8 * M * 4));
+  DAK_CUDA_CHECK(cudaMalloc(&ws, 256 << 20));
+  DAK_CUDA_CHECK(cudaMemset(x, 0, 8 * K * 2));
+  for (int32_t sp : {0, 1, 2}) {
+    TieredGemmSchedule s = plan_tiered_gemm(M, 8, K, 0, sms);
+    if (sp) s = with_k_splits(s, sp, sms);
+    s.validate();
+    DAK_CUDA_CHECK(cudaMemset(ws, 0, size_t(s.workspace_bytes())));
+    gpu::TieredGemmArgs a;
+    a.g_x = static_cast<const __nv_bfloat16*>(x);
+    a.g_w = static_cast<const __nv_bfloat16*>(w);
+    a.g_y = y;
+    const double us = median_us([&] { gpu::tiered_gemm(a, s, ws, nullptr); });
+    std::printf("stream tiered GEMM M=%ld N=8 K=%ld splits=%d stages=%d ctas=%d: %8.1f us  %7.1f GB/s\n", long(M),
+                long(K), s.k_splits, s.hbm_stages, s.hbm_ctas, us, bytes / us * 1e-3);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   using namespace dak;
   int sms = 0;
@@ -411,6 +506,7 @@ int main(int argc, char** argv) {
   if (argc == 9 && std::string(argv[1]) == "host") return probe_host_rows(argc, argv, sms);
   if (argc >= 2 && std::string(argv[1]) == "trace") return probe_trace(argc, argv, sms);
   if (argc == 2 && std::string(argv[1]) == "tma") return probe_tma(sms);
+  if (argc == 2 && std::string(argv[1]) == "stream") return probe_stream(sms);
   struct Case {
     int64_t M, N, K;
     int32_t splits;  // 0: default

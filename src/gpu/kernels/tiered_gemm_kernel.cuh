@@ -486,19 +486,40 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   }
 }
 
+// L2 promotion of the TMA loads (the L2 sector size a load's misses are widened to), per memory
+// tier. HBM operands: 128 B, the width of one swizzled box row. Measured on the H200
+// (`gemm_probe stream`, 940 MB of W in 64 x 4 x 64 boxes, no math, docs/perf-notes.md session
+// 12): 4.44 TB/s with 128 B or no promotion against 4.10 TB/s with 256 B (contiguous bulk
+// copies: 4.48). Host operands keep 256 B (their reads are at 95-100 % of B_h with it). Defined on
+// the compiler command line only for A/B builds (0: none, 128, 256).
+#ifndef DAK_TIERED_GEMM_HBM_L2_PROMOTION
+#define DAK_TIERED_GEMM_HBM_L2_PROMOTION 128
+#endif
+#ifndef DAK_TIERED_GEMM_HOST_L2_PROMOTION
+#define DAK_TIERED_GEMM_HOST_L2_PROMOTION 256
+#endif
+constexpr CUtensorMapL2promotion l2_promotion(int bytes) {
+  return bytes == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+         : bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                        : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+}
+constexpr CUtensorMapL2promotion kHbmPromotion = l2_promotion(DAK_TIERED_GEMM_HBM_L2_PROMOTION);
+constexpr CUtensorMapL2promotion kHostPromotion = l2_promotion(DAK_TIERED_GEMM_HOST_L2_PROMOTION);
+
 /// TMA descriptor of a bf16 operand [rows, K] seen as a tensor of `rank` (2 or 3) dimensions
 /// (dims[0] contiguous; strides in bytes for dims 1.., box in elements) with the 128-byte swizzle of
-/// the SMEM ring; elements past the dims are zero-filled. Through the runtime's driver entry point,
+/// the SMEM ring and L2 promotion `promotion` (kHbmPromotion or kHostPromotion, by the operand's
+/// tier); elements past the dims are zero-filled. Through the runtime's driver entry point,
 /// as CuTe does: dak must start without libcuda (CPU path). Throws dak::Error naming the operand's
 /// rows, K and row pitch `ld` (elements) if the driver refuses it.
 inline CUtensorMap encode_sw128(const void* ptr, cuuint32_t rank, const cuuint64_t* dims, const cuuint64_t* strides,
-                                const cuuint32_t* box, int64_t rows, int64_t K, int64_t ld) {
+                                const cuuint32_t* box, int64_t rows, int64_t K, int64_t ld,
+                                CUtensorMapL2promotion promotion) {
   CUtensorMap map{};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
       &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, const_cast<void*>(ptr), dims, strides, box, elem_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     fail("cuTensorMapEncodeTiled refused an operand (CUresult " + std::to_string(int(r)) + ")",
          "tiered GEMM, " + std::to_string(rank) + "D view of rows " + std::to_string(rows) + " K " +
@@ -512,12 +533,13 @@ inline CUtensorMap encode_sw128(const void* ptr, cuuint32_t rank, const cuuint64
 /// HBM) with a box of `box_rows` x 64 and the 128-byte swizzle of the SMEM ring: one multicast slice
 /// of a W tile (TMA dimension 0 is K, the contiguous one; rows past `rows` are zero-filled). Throws
 /// dak::Error if the driver refuses it.
-inline CUtensorMap encode_w_slice(const void* w, int64_t rows, int64_t K, int box_rows, int64_t ld = 0) {
+inline CUtensorMap encode_w_slice(const void* w, int64_t rows, int64_t K, int box_rows, int64_t ld,
+                                  CUtensorMapL2promotion promotion) {
   const int64_t pitch = ld > 0 ? ld : K;
   const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
   const cuuint64_t strides[1] = {cuuint64_t(pitch) * 2};
   const cuuint32_t box[2] = {cuuint32_t(kAtomK), cuuint32_t(box_rows)};
-  return encode_sw128(w, 2, dims, strides, box, rows, K, pitch);
+  return encode_sw128(w, 2, dims, strides, box, rows, K, pitch, promotion);
 }
 
 /// TMA descriptor of a wide-stage operand ([rows, K] bf16, row pitch `ld` elements; host or HBM):
@@ -527,12 +549,13 @@ inline CUtensorMap encode_w_slice(const void* w, int64_t rows, int64_t K, int bo
 /// 64; otherwise (atom_boxes) the 2D map of encode_w_slice, loaded atom by atom (the last stage's
 /// atoms entirely past K are then boxes wholly out of bounds: zero-filled, their cost unmeasured;
 /// no shipped config has K % 64 != 0). Throws dak::Error if the driver refuses it.
-inline CUtensorMap encode_wide(const void* ptr, int64_t rows, int64_t K, int64_t ld, int box_rows, int atoms) {
-  if (K % kAtomK != 0) return encode_w_slice(ptr, rows, K, box_rows, ld);
+inline CUtensorMap encode_wide(const void* ptr, int64_t rows, int64_t K, int64_t ld, int box_rows, int atoms,
+                               CUtensorMapL2promotion promotion) {
+  if (K % kAtomK != 0) return encode_w_slice(ptr, rows, K, box_rows, ld, promotion);
   const cuuint64_t dims[3] = {cuuint64_t(kAtomK), cuuint64_t(rows), cuuint64_t(K / kAtomK)};
   const cuuint64_t strides[2] = {cuuint64_t(ld) * 2, cuuint64_t(kAtomK) * 2};
   const cuuint32_t box[3] = {cuuint32_t(kAtomK), cuuint32_t(box_rows), cuuint32_t(atoms)};
-  return encode_sw128(ptr, 3, dims, strides, box, rows, K, ld);
+  return encode_sw128(ptr, 3, dims, strides, box, rows, K, ld, promotion);
 }
 
 /// Host launcher for one compiled tile (instantiated in tiered_gemm_bm64.cu / tiered_gemm_bm128.cu).
@@ -550,20 +573,24 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   const int64_t ldx = a.ldx > 0 ? a.ldx : s.K;
   if constexpr (Cfg::kAtoms > 1) {
     p.atom_boxes = s.K % kAtomK != 0;
-    p.w_host_wide = encode_wide(host_rows, n_host, s.K, s.K, kBm, Cfg::kAtoms);
-    p.w_hbm_wide = encode_wide(hbm_rows, n_hbm, s.K, s.K, kBm, Cfg::kAtoms);
-    p.x_wide = encode_wide(a.g_x, s.N, s.K, ldx, kBn, Cfg::kAtoms);
+    p.w_host_wide = encode_wide(host_rows, n_host, s.K, s.K, kBm, Cfg::kAtoms, kHostPromotion);
+    p.w_hbm_wide = encode_wide(hbm_rows, n_hbm, s.K, s.K, kBm, Cfg::kAtoms, kHbmPromotion);
+    p.x_wide = encode_wide(a.g_x, s.N, s.K, ldx, kBn, Cfg::kAtoms, kHbmPromotion);
   } else {
     p.tma_w_host = Cfg::make_tma_w(host_rows, int(n_host), K);
     p.tma_w_hbm = Cfg::make_tma_w(hbm_rows, int(n_hbm), K);
     p.tma_x = Cfg::make_tma_x(reinterpret_cast<const Element*>(a.g_x), int(s.N), K, ldx);
   }
-  if (s.cluster > 1 && s.m_host > 0) p.tma_w_host_slice = encode_w_slice(a.h_w, s.m_host, s.K, kBm / s.cluster);
+  if (s.cluster > 1 && s.m_host > 0) {
+    p.tma_w_host_slice = encode_w_slice(a.h_w, s.m_host, s.K, kBm / s.cluster, 0, kHostPromotion);
+  }
   if (s.cluster > 1 && s.m_host < s.M) {
-    p.tma_w_hbm_slice = encode_w_slice(a.g_w, s.M - s.m_host, s.K, kBm / s.cluster);
+    p.tma_w_hbm_slice = encode_w_slice(a.g_w, s.M - s.m_host, s.K, kBm / s.cluster, 0, kHbmPromotion);
   }
   // Clusters run only on the 128 x 128 tile (N > 64 >= kBm / cluster), so x has the rows of a slice.
-  if (s.cluster > 1) p.tma_x_filler = encode_w_slice(a.g_x, s.N, s.K, kBm / s.cluster, a.ldx > 0 ? a.ldx : s.K);
+  if (s.cluster > 1) {
+    p.tma_x_filler = encode_w_slice(a.g_x, s.N, s.K, kBm / s.cluster, a.ldx > 0 ? a.ldx : s.K, kHbmPromotion);
+  }
   p.sched = s;
   p.g_bias = a.g_bias;
   p.g_y = a.g_y;
