@@ -40,6 +40,14 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    const auto known = app.get_subcommands([&](CLI::App* sub) { return argc >= 2 && sub->get_name() == argv[1]; });
+    if (argc >= 2 && argv[1][0] != '-' && known.empty()) {
+      std::fprintf(stderr, "dak: error: %s\n",
+                   dak::Error(std::string("unknown subcommand '") + argv[1] + "'", "the command line",
+                              "use one of generate, inspect, perplexity, plan, bench, profile (dak --help)")
+                       .what());
+      return 2;
+    }
     app.parse(argc, argv);
     // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
     // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).
@@ -55,8 +63,12 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A usage error, in dak's format (CLI11's own text had no where / fix and exit codes 104-114).
     std::string where = "the command line";
-    for (const CLI::App* sub : app.get_subcommands()) where = "dak " + sub->get_name();
-    const dak::Error err(e.what(), where, "run `" + where + " --help` for the options and their values");
+    std::string help = "dak --help";
+    for (const CLI::App* sub : app.get_subcommands()) {
+      where = "dak " + sub->get_name();
+      help = where + " --help";
+    }
+    const dak::Error err(e.what(), where, "run `" + help + "` for the subcommands, options and their values");
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return 2;
   } catch (const dak::Error& e) {

@@ -130,7 +130,8 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       fail(fmt::format("prompt {} has {} tokens; with {} new tokens that is {}, more than {} of {} tokens",
                        i, n, opts.max_new_tokens, n + opts.max_new_tokens, limit_name, limit),
            "--max-new-tokens / prompt",
-           n >= limit ? fmt::format("shorten the prompt to fewer than {} tokens", limit)
+           n >= limit ? fmt::format("shorten the prompt to at most {} tokens (the limit less --max-new-tokens {})",
+                                    std::max<int64_t>(limit - opts.max_new_tokens, 1), opts.max_new_tokens)
                       : fmt::format("use --max-new-tokens {} or less, or a shorter prompt", limit - n));
     longest = std::max(longest, n);
   }

@@ -55,6 +55,19 @@ TEST(Cli, UsageErrorsAreDakErrorsWithExitCode2) {
   EXPECT_LT(r.output.size(), size_t(400)) << r.output;  // no 300-digit range bound
 }
 
+TEST(Cli, UnknownOrMissingSubcommandsSayWhichAndHowToFix) {
+  // Session-12 trial: `dak frobnicate` said "A subcommand is required", and the fix read
+  // "run `the command line --help`".
+  RunResult r = run_dak("frobnicate");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown subcommand 'frobnicate'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("generate, inspect, perplexity, plan, bench, profile"), std::string::npos) << r.output;
+  r = run_dak("");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("fix:   run `dak --help`"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("the command line --help"), std::string::npos) << r.output;
+}
+
 TEST(Cli, EmptyOptionValuesAreRefused) {
   // CLI11 took "--offload-ratio ''" as 0 (a forced 0 % plan) and other empty values as not given.
   for (const char* args : {"plan --model llama-2-7b --offload-ratio ''", "plan --model llama-2-7b --gpu-memory=",

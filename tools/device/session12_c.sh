@@ -3,7 +3,7 @@
 # 256: `gemm_probe stream` 4.44 against 4.10 TB/s). Probe A/B in one call (the 64-row tiles'
 # translation unit built per variant: p128 = this tree, hbm256 = the old HBM promotion, host128 =
 # 128 B for the host rows too): decode shapes, the two-layer trace, all-host rows; then the engine
-# (Llama-2-7B decode), every gpu test and `dak bench gemm`. Carry: third_party.
+# (Llama-2-7B decode), every gpu test, three offload points and `dak bench gemm`. Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
 dak_build
@@ -19,7 +19,16 @@ for v in p128 hbm256 host128; do
 done
 dak_l7_decode auto X=1 auto
 dak_gpu_tests 60 4
-timeout 300 build-gpu/dak bench gemm --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
+dak_offload_bench l7b8-auto 90 --model llama-2-7b --batch 8 --offload-ratio 0.1
+dak_offload_bench opt1g-auto 90 --model opt-6.7b --batch 8 --cpu-offload-gb 1
+dak_offload_bench l7b512-auto 120 --model llama-2-7b --batch 512 --offload-ratio 0.1
+python3 - "$OUT/offload.json" /tmp/bench-*.json <<'PY'
+import json, sys
+json.dump({f.split('bench-')[1][:-5]: json.load(open(f)) for f in sys.argv[2:]}, open(sys.argv[1], 'w'), indent=1)
+PY
+left=$(( 570 - ($(date +%s) - t0) ))
+echo "bench gemm with ${left} s left"
+timeout $left build-gpu/dak bench gemm --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
 echo "bench gemm rc=$? ($(( $(date +%s) - t0 )) s)"
-grep -E "targets|stack|met" "$OUT/gemm.txt" | head -30
+grep -E "\| (stack8|gemm) .*\| (8|512) \| 0 \||targets" "$OUT/gemm.txt" | cut -d"|" -f2-4,8,12,15,16,19 | head -30
 echo "total $(( $(date +%s) - t0 )) s"
