@@ -405,6 +405,27 @@ int probe_tma(int sms) {
   return 0;
 }
 
+/// An all-HBM GEMM ready to launch: the default schedule for (M, N, K) on `sms` SMs with k_splits
+/// `splits` and `stages` HBM stages forced where non-zero, its workspace counters zeroed, and
+/// the arguments over x, w and y (the caller may move a.g_w).
+struct PreparedGemm {
+  dak::TieredGemmSchedule s;
+  dak::gpu::TieredGemmArgs a;
+};
+PreparedGemm prepare_hbm_gemm(int64_t M, int64_t N, int64_t K, int32_t splits, int32_t stages, int sms, void* x,
+                              void* w, void* y, void* ws) {
+  PreparedGemm g;
+  g.s = dak::plan_tiered_gemm(M, N, K, 0, sms);
+  if (splits) g.s = with_k_splits(g.s, splits, sms);
+  if (stages) g.s.hbm_stages = stages;
+  g.s.validate();
+  DAK_CUDA_CHECK(cudaMemset(ws, 0, size_t(g.s.workspace_bytes())));
+  g.a.g_x = static_cast<const __nv_bfloat16*>(x);
+  g.a.g_w = static_cast<const __nv_bfloat16*>(w);
+  g.a.g_y = y;
+  return g;
+}
+
 // `gemm_probe stream`: the steady-state HBM rate of the tiered GEMM's W access pattern against
 // contiguous bulk copies, over one 940 MB weight (Llama-2-70B gate_up, 57344 x 8192 bf16; far more
 // than L2), one CTA per SM, no math: 3D boxes of 64 rows x 4 atoms (the 64-row tiles' wide stage,
@@ -484,14 +505,7 @@ int probe_stream(int sms) {
   DAK_CUDA_CHECK(cudaMalloc(&ws, 256 << 20));
   DAK_CUDA_CHECK(cudaMemset(x, 0, 8 * K * 2));
   for (int32_t sp : {0, 1, 2}) {
-    TieredGemmSchedule s = plan_tiered_gemm(M, 8, K, 0, sms);
-    if (sp) s = with_k_splits(s, sp, sms);
-    s.validate();
-    DAK_CUDA_CHECK(cudaMemset(ws, 0, size_t(s.workspace_bytes())));
-    gpu::TieredGemmArgs a;
-    a.g_x = static_cast<const __nv_bfloat16*>(x);
-    a.g_w = static_cast<const __nv_bfloat16*>(w);
-    a.g_y = y;
+    auto [s, a] = prepare_hbm_gemm(M, 8, K, sp, 0, sms, x, w, y, ws);
     const double us = median_us([&] { gpu::tiered_gemm(a, s, ws, nullptr); });
     std::printf("stream tiered GEMM M=%ld N=8 K=%ld splits=%d stages=%d ctas=%d: %8.1f us  %7.1f GB/s\n", long(M),
                 long(K), s.k_splits, s.hbm_stages, s.hbm_ctas, us, bytes / us * 1e-3);
@@ -542,15 +556,7 @@ int main(int argc, char** argv) {
   DAK_CUDA_CHECK(cudaMemset(w, 0, kWElems * 2));
   DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
   for (auto& c : cases) {
-    TieredGemmSchedule s = plan_tiered_gemm(c.M, c.N, c.K, 0, sms);
-    if (c.splits) s = with_k_splits(s, c.splits, sms);
-    if (c.stages) s.hbm_stages = c.stages;
-    s.validate();
-    DAK_CUDA_CHECK(cudaMemset(ws, 0, size_t(s.workspace_bytes())));
-    gpu::TieredGemmArgs a;
-    a.g_x = static_cast<const __nv_bfloat16*>(x);
-    a.g_w = static_cast<const __nv_bfloat16*>(w);
-    a.g_y = y;
+    auto [s, a] = prepare_hbm_gemm(c.M, c.N, c.K, c.splits, c.stages, sms, x, w, y, ws);
     // 8 back-to-back launches, each on its own W copy (8 x W > L2), as in a decode graph.
     const size_t w_elems = size_t(c.M * c.K);
     const int copies = int(std::min<size_t>(8, kWElems / w_elems));
