@@ -490,7 +490,8 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
 // tier. HBM operands: 128 B, the width of one swizzled box row. Measured on the H200
 // (`gemm_probe stream`, 940 MB of W in 64 x 4 x 64 boxes, no math, docs/perf-notes.md session
 // 12): 4.44 TB/s with 128 B or no promotion against 4.10 TB/s with 256 B (contiguous bulk
-// copies: 4.48). Host operands keep 256 B (their reads are at 95-100 % of B_h with it). Defined on
+// copies: 4.48; the N = 8 decode linears 1-6 % faster). Host operands keep 256 B (128 B measured
+// the same: 51.0 GB/s of all-host rows at N = 8 and 512). Defined on
 // the compiler command line only for A/B builds (0: none, 128, 256).
 #ifndef DAK_TIERED_GEMM_HBM_L2_PROMOTION
 #define DAK_TIERED_GEMM_HBM_L2_PROMOTION 128
