@@ -16,7 +16,8 @@
 // fp32 partial to the workspace, where the tile's last split (its reducer: it waits on an atomic
 // counter of the other splits, and resets it) sums the partials in split order and stores. TMA
 // zero-fills rows past M or m_host, tokens past N and columns past K, so any M, N and K % 8 == 0
-// work.
+// work. The W loads carry an L2 eviction hint: EVICT_FIRST when the launch reads each W tile once
+// (one n-tile), so a decode step's weight stream does not push the small kernels' data out of L2.
 // Multicast (N > 64, schedule.cluster > 1): the grid is launched in clusters; each W tile is read
 // once per cluster (over PCIe for host rows, from L2 for HBM rows) and multicast by TMA into the
 // SMEM of all its CTAs, which compute neighbouring n-tiles (tiered_gemm_kernel.cuh).

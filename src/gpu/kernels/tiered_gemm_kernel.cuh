@@ -39,6 +39,7 @@
 #include <cuda/atomic>
 #include <cuda/ptx>
 
+#include <cstdlib>
 #include <string>
 // NOTE: cute/tensor.hpp must come before the other CuTe headers.
 #include <cute/tensor.hpp>
@@ -136,6 +137,7 @@ struct KernelParams {
   int32_t* g_counters;            // [kMaxSplitTiles] zero between runs (k_splits > 1 only)
   float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
   uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
+  TMA::CacheHintSm90 w_hint;      // L2 eviction policy of the W loads (weight_cache_hint())
 };
 
 /// Trace record of one CTA (TieredGemmArgs::g_trace): SM id, then %globaltimer stamps in ns.
@@ -148,6 +150,21 @@ __device__ inline uint64_t trace_now() { return cuda::ptx::get_sreg_globaltimer(
 __device__ inline void wait_parity(uint64_t* bar, uint32_t parity) {
   while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
   }
+}
+
+// L2 eviction policy of the W tiles' TMA loads (KernelParams::w_hint). A decode step streams every
+// weight once (13 GB for Llama-2-7B) through the 60 MB L2; with the default policy those lines push
+// out what the step's small kernels re-read (the fp32 residual stream, norm weights, this step's
+// activations, the KV cache at short contexts), so each of them waits for HBM behind the next
+// GEMM's W prefetch. EVICT_FIRST makes the streamed W lines the first to go, where each W tile is
+// read once per launch (one n-tile: N <= bn); with several n-tiles (N > 64 without multicast) the
+// CTAs of the other n-tiles re-read it from L2, so it keeps the default. Measured on the H200
+// (Llama-2-7B decode, docs/perf-notes.md session 13): TPOT 3.995 -> 3.793 ms at batch 1, 4.029 ->
+// 3.844 ms at batch 8. DAK_W_EVICT_NORMAL=1 in the environment keeps the default policy everywhere
+// (for A/B measurements, as DAK_NO_PDL).
+inline TMA::CacheHintSm90 weight_cache_hint(const TieredGemmSchedule& s) {
+  static const bool normal = std::getenv("DAK_W_EVICT_NORMAL") != nullptr;
+  return normal || s.n_tiles() > 1 ? TMA::CacheHintSm90::EVICT_NORMAL : TMA::CacheHintSm90::EVICT_FIRST;
 }
 
 /// Stores one output element of y (row gm < M, token n < N): bias, ReLU, dtype.
@@ -220,22 +237,24 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     const auto& tma_w = host_side ? p.tma_w_host : p.tma_w_hbm;
     Tensor mW = tma_w.get_tma_tensor(make_shape(int(side_rows > 0 ? side_rows : 1), int(s.K)));
     Tensor mX = p.tma_x.get_tma_tensor(make_shape(int(s.N), int(s.K)));
-    // Wide stages: one stage of an operand (box_rows rows from `row`, k-block kb) into `dst`.
-    auto load_wide = [&](const CUtensorMap* map, Element* dst, int box_rows, int64_t row, int64_t kb, int stage) {
+    // Wide stages: one stage of an operand (box_rows rows from `row`, k-block kb) into `dst`, with
+    // the L2 eviction policy `hint` (p.w_hint for W, EVICT_NORMAL for x).
+    auto load_wide = [&](const CUtensorMap* map, Element* dst, int box_rows, int64_t row, int64_t kb, int stage,
+                         TMA::CacheHintSm90 hint) {
       if (p.atom_boxes) {
         for (int a = 0; a < Cfg::kAtoms; ++a) {
-          const int32_t coords[2] = {int32_t((kb * Cfg::kAtoms + a) * kAtomK), int32_t(row)};
-          ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, dst + a * box_rows * kAtomK, map, coords,
-                                    &smem.full[stage]);
+          SM90_TMA_LOAD_2D::copy(map, &smem.full[stage], uint64_t(hint), dst + a * box_rows * kAtomK,
+                                 int32_t((kb * Cfg::kAtoms + a) * kAtomK), int32_t(row));
         }
       } else {
-        const int32_t coords[3] = {0, int32_t(row), int32_t(kb * Cfg::kAtoms)};
-        ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, dst, map, coords, &smem.full[stage]);
+        SM90_TMA_LOAD_3D::copy(map, &smem.full[stage], uint64_t(hint), dst, 0, int32_t(row),
+                               int32_t(kb * Cfg::kAtoms));
       }
     };
     auto load_x = [&](int64_t n_tile, int64_t kb, int stage) {
       if constexpr (Cfg::kAtoms > 1) {
-        load_wide(&p.x_wide, smem.x.begin() + int64_t(stage) * kBn * Cfg::kBkStage, kBn, n_tile * kBn, kb, stage);
+        load_wide(&p.x_wide, smem.x.begin() + int64_t(stage) * kBn * Cfg::kBkStage, kBn, n_tile * kBn, kb, stage,
+                  TMA::CacheHintSm90::EVICT_NORMAL);
       } else {
         Tensor gX = local_tile(mX, make_shape(Int<kBn>{}, Int<kAtomK>{}), make_coord(int(n_tile), _));
         auto [tXgX, tXsX] =
@@ -258,13 +277,13 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     auto load_w = [&](int64_t m_tile, int64_t kb, int stage) {
       if constexpr (Cfg::kAtoms > 1) {
         load_wide(host_side ? &p.w_host_wide : &p.w_hbm_wide, smem.w.begin() + int64_t(stage) * kBm * Cfg::kBkStage,
-                  kBm, m_tile * kBm, kb, stage);
+                  kBm, m_tile * kBm, kb, stage, p.w_hint);
       } else {
         // (kBm, 64, m_tiles, k_blocks)
         Tensor gW = local_tile(mW, make_shape(Int<kBm>{}, Int<kAtomK>{}), make_coord(_, _));
         auto [tWgW, tWsW] =
             tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sW), group_modes<0, 2>(gW));
-        copy(tma_w.with(smem.full[stage]), tWgW(_, int(m_tile), int(kb)), tWsW(_, stage));
+        copy(tma_w.with(smem.full[stage], 0, p.w_hint), tWgW(_, int(m_tile), int(kb)), tWsW(_, stage));
       }
     };
     const int slice_rows = kBm / C;  // W rows per multicast slice
@@ -294,9 +313,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
           const bool filler = row >= side_rows;
           const void* map = filler ? &p.tma_x_filler : host_side ? &p.tma_w_host_slice : &p.tma_w_hbm_slice;
           Element* dst = smem.w.begin() + (int64_t(st) * kBm + int64_t(rank) * slice_rows) * kAtomK;
-          SM90_TMA_LOAD_MULTICAST_2D::copy(map, &smem.full[st], cluster_mask,
-                                           uint64_t(TMA::CacheHintSm90::EVICT_NORMAL), dst, int32_t(kb * kAtomK),
-                                           filler ? 0 : row);
+          const TMA::CacheHintSm90 hint = filler ? TMA::CacheHintSm90::EVICT_NORMAL : p.w_hint;
+          SM90_TMA_LOAD_MULTICAST_2D::copy(map, &smem.full[st], cluster_mask, uint64_t(hint), dst,
+                                           int32_t(kb * kAtomK), filler ? 0 : row);
         } else {
           load_w(unit.m_tile, kb, st);
         }
@@ -601,6 +620,7 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.g_counters = static_cast<int32_t*>(g_workspace);
   p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + s.counter_bytes());
   p.g_trace = a.g_trace;
+  p.w_hint = weight_cache_hint(s);
   auto* kernel = &tiered_gemm_kernel<kBm, kBn>;
   DAK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg::kSmemBytes)));
   // Programmatic dependent launch (also inside CUDA graphs): this grid may start while the
