@@ -18,11 +18,6 @@ int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }
 
 constexpr int64_t kReferenceCtasPerSm = 2;  // workers assumed by the split heuristic
 constexpr int64_t kItemOverheadSteps = 2;   // per-item cost (q load, partial write) in 16-key steps
-// The combine launch of a split schedule, in 16-key steps: measured on the H200 in the Llama-2-7B
-// decode graph at context <= 48 (session 13, tools/timeline/): one step per item cost 5.7-6.0 us
-// of critical path (1 step + the 2 of overhead), the combine kernel after it 2.3 us at batch 1
-// and 6.2 us at batch 8.
-constexpr int64_t kCombineSteps = 3;
 constexpr int64_t kMaxSplits = 4096;
 
 }  // namespace
@@ -118,7 +113,7 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
     const int64_t per_split = ceil_div(steps, n);
     const int64_t used = ceil_div(steps, per_split);  // no always-empty split
     if (used != n) continue;
-    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps) + (used > 1 ? kCombineSteps : 0);
+    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps);
     if (cost < best_cost) {
       best_cost = cost;
       best_steps = per_split;

@@ -176,10 +176,9 @@ struct TieredAttentionSchedule {
 void check_tiered_attention_shape(const TieredAttentionShape& shape);
 
 /// The key split for a shape on a GPU of `sm_count` SMs: the number of splits minimizing the
-/// estimated makespan ceil(B * Hkv * S / workers) * (steps per split + 2), plus 3 steps for the
-/// combine launch when S > 1, of the worst case (every sequence at max_ctx), with workers = 4
-/// warps x 2 CTAs x sm_count and ties to the fewest splits: short contexts (a few steps) run
-/// unsplit, without the combine. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
+/// estimated makespan ceil(B * Hkv * S / workers) * (steps per split + 2) of the worst case
+/// (every sequence at max_ctx), with workers = 4 warps x 2 CTAs x sm_count and ties to the
+/// fewest splits. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
 
 /// The default schedule for `b_host` host sequences on `sm_count` SMs with `hbm_ctas_per_sm`

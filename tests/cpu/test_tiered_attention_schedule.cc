@@ -95,12 +95,12 @@ TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
   EXPECT_GE(8 * 8 * few.num_splits, 4 * kSms) << few.num_splits;
   const auto many = dak::choose_tiered_attention_split({512, 32, 32, 128, 4096}, kSms);
   EXPECT_EQ(many.num_splits, 1);
-  // A few steps per sequence: no split, so no combine launch (Llama-2-7B decode at context 64,
-  // batch 1 and 8); a long context at batch 1 still splits.
+  // Short contexts at small batch still split: unsplit, a host-KV sequence is one warp walking its
+  // steps over PCIe one round trip after another (session 13: Llama-2-7B batch 8 at 10 % offload
+  // 20.9 -> 22.8 ms with contexts of a few steps unsplit).
   for (int64_t batch : {1, 8}) {
-    EXPECT_EQ(dak::choose_tiered_attention_split({batch, 32, 32, 128, 64}, kSms).num_splits, 1) << batch;
+    EXPECT_GT(dak::choose_tiered_attention_split({batch, 32, 32, 128, 64}, kSms).num_splits, 1) << batch;
   }
-  EXPECT_GT(dak::choose_tiered_attention_split({1, 32, 32, 128, 4096}, kSms).num_splits, 8);
 }
 
 TEST(TieredAttentionSchedule, LiveSplitsFollowTheLength) {

@@ -14,6 +14,11 @@
 #   dak_offload_bench LABEL SECONDS FLAGS...  `dak bench --random-weights --repeats 5 --prompt-len 32
 #                           --gen-len 8 FLAGS`; its offload rows, the text appended to $OUT/offload.txt
 #                           and the JSON left in /tmp/bench-LABEL.json
+#   dak_timeline NAME ENV FLAGS...  Llama-2-7B `dak bench` (prompt 32, gen 16, 5 repeats, FLAGS) under
+#                           ENV with the CUPTI timeline (tools/timeline/; needs build-gpu/libdak_timeline.so),
+#                           its summary appended to $OUT/timelines.txt
+#   dak_bundle_decode       the dak_l7_decode outputs in $OUT bundled into decode.txt and decode.json
+#                           (at most 8 files come back from a call)
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
 
@@ -71,4 +76,23 @@ dak_offload_bench() {
   echo "bench $label rc=$? ($(( $(date +%s) - t0 )) s)"
   sed -n '/^offload (mode/,/^$/p' "/tmp/$label.txt" | grep -E "^\| [0-9]"
   { echo "=== $label: $*"; cat "/tmp/$label.txt"; } >> "$OUT/offload.txt"
+}
+
+dak_timeline() {
+  local name=$1 envs=$2; shift 2
+  env $envs CUDA_INJECTION64_PATH=$PWD/build-gpu/libdak_timeline.so DAK_TIMELINE_OUT=/tmp/tl-$name.csv \
+    timeout 120 build-gpu/dak bench --random-weights --model llama-2-7b --prompt-len 32 --gen-len 16 --repeats 5 "$@" \
+    > /tmp/bench-$name.txt 2>&1
+  echo "traced $name rc=$? ($(( $(date +%s) - t0 )) s)"
+  { echo "=== $name: $envs $*"; python3 tools/timeline/summarize.py /tmp/tl-$name.csv --min-replays 20; } \
+    >> "$OUT/timelines.txt" 2>&1
+}
+
+dak_bundle_decode() {
+  for f in "$OUT"/l7-*.txt; do echo "=== $f"; cat "$f"; done > "$OUT/decode.txt" && rm -f "$OUT"/l7-*.txt
+  python3 - "$OUT/decode.json" "$OUT"/bench-l7-*.json <<'PY'
+import json, os, sys
+json.dump({os.path.basename(f)[9:-5]: json.load(open(f)) for f in sys.argv[2:]}, open(sys.argv[1], 'w'), indent=1)
+for f in sys.argv[2:]: os.remove(f)
+PY
 }
