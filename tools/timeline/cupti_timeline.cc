@@ -5,8 +5,10 @@
 // the graph and graph node it ran from, the API call it belongs to) and writes them as CSV when
 // the program exits:
 //
-//   CUDA_INJECTION64_PATH=build-gpu/libdak_timeline.so DAK_TIMELINE_OUT=t.csv build-gpu/dak bench ...
+//   CUDA_INJECTION64_PATH=build/libdak_timeline.so DAK_TIMELINE_OUT=t.csv build/dak bench ...
 //   python3 tools/timeline/summarize.py t.csv
+// (DAK_TIMELINE_OUT defaults to dak-timeline.csv in the working directory; the device scripts
+// build into build-gpu/, tools/device/common.sh dak_timeline.)
 //
 // Columns: start_ns, end_ns (GPU clock), correlation (the launching API call: one cudaGraphLaunch
 // for every kernel of a replay), graph_id, graph_node, grid, block, smem (dynamic, bytes), stream,
