@@ -158,10 +158,11 @@ __device__ inline void wait_parity(uint64_t* bar, uint32_t parity) {
 // activations, the KV cache at short contexts), so each of them waits for HBM behind the next
 // GEMM's W prefetch. EVICT_FIRST makes the streamed W lines the first to go, where each W tile is
 // read once per launch (one n-tile: N <= bn); with several n-tiles (N > 64 without multicast) the
-// CTAs of the other n-tiles re-read it from L2, so it keeps the default. Measured on the H200
-// (Llama-2-7B decode, docs/perf-notes.md session 13): TPOT 3.995 -> 3.793 ms at batch 1, 4.029 ->
-// 3.844 ms at batch 8. DAK_W_EVICT_NORMAL=1 in the environment keeps the default policy everywhere
-// (for A/B measurements, as DAK_NO_PDL).
+// CTAs of the other n-tiles re-read it from L2, so it keeps the default (so do multicast launches).
+// Measured on the H200 (Llama-2-7B decode, docs/perf-notes.md session 13, same call): TPOT 3.893 ->
+// 3.743 ms at batch 1, 4.077 -> 3.934 ms at batch 8; the offload points unchanged.
+// DAK_W_EVICT_NORMAL=1 in the environment keeps the default policy everywhere (for A/B
+// measurements, as DAK_NO_PDL).
 inline TMA::CacheHintSm90 weight_cache_hint(const TieredGemmSchedule& s) {
   static const bool normal = std::getenv("DAK_W_EVICT_NORMAL") != nullptr;
   return normal || s.n_tiles() > 1 ? TMA::CacheHintSm90::EVICT_NORMAL : TMA::CacheHintSm90::EVICT_FIRST;
@@ -313,9 +314,8 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
           const bool filler = row >= side_rows;
           const void* map = filler ? &p.tma_x_filler : host_side ? &p.tma_w_host_slice : &p.tma_w_hbm_slice;
           Element* dst = smem.w.begin() + (int64_t(st) * kBm + int64_t(rank) * slice_rows) * kAtomK;
-          const TMA::CacheHintSm90 hint = filler ? TMA::CacheHintSm90::EVICT_NORMAL : p.w_hint;
-          SM90_TMA_LOAD_MULTICAST_2D::copy(map, &smem.full[st], cluster_mask, uint64_t(hint), dst,
-                                           int32_t(kb * kAtomK), filler ? 0 : row);
+          SM90_TMA_LOAD_MULTICAST_2D::copy(map, &smem.full[st], cluster_mask, uint64_t(p.w_hint), dst,
+                                           int32_t(kb * kAtomK), filler ? 0 : row);  // EVICT_NORMAL: n-tiles > 1
         } else {
           load_w(unit.m_tile, kb, st);
         }
