@@ -18,6 +18,7 @@
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
