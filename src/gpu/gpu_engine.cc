@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -61,6 +63,30 @@ struct PassDims {
   int32_t max_len = 0;
   bool all_rows = true;
 };
+
+/// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
+/// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
+/// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names) sets it, for A/B measurements. Read once per
+/// process; a malformed item is ignored.
+int32_t early_w_stages(StepOp op) {
+  static const std::array<int32_t, size_t(StepOp::kCount)> table = [] {
+    std::array<int32_t, size_t(StepOp::kCount)> t;
+    t.fill(-1);
+    const char* env = std::getenv("DAK_EARLY_W");
+    const std::string spec = env ? env : "";
+    for (size_t pos = 0; pos < spec.size();) {
+      const size_t end = std::min(spec.find(',', pos), spec.size());
+      const std::string item = spec.substr(pos, end - pos);
+      const size_t eq = item.find('=');
+      for (size_t i = 0; eq != std::string::npos && i < t.size(); ++i) {
+        if (item.substr(0, eq) == step_op_name(StepOp(i))) t[i] = int32_t(std::atoi(item.c_str() + eq + 1));
+      }
+      pos = end + 1;
+    }
+    return t;
+  }();
+  return table[size_t(op)];
+}
 
 }  // namespace
 
@@ -197,8 +223,10 @@ struct GpuEngine::Impl {
   /// copy_stream, after the GEMM that read that slot last (k - 2).
   void issue_staging_copy(size_t k);
   /// y[N, M] = x[N, K] W^T (+ bias) (ReLU) for W = l ([M, K], rows [0, l.m_host) in the host
-  /// tier): the tiered GEMM or cuBLASLt per use_tiered.
-  void linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s);
+  /// tier): the tiered GEMM or cuBLASLt per use_tiered. `op`: the step operator it computes
+  /// (names the GEMM for DAK_EARLY_W).
+  void linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s,
+              StepOp op = StepOp::kLogits);
   void run_pass(const Pass& p, bool eager = false);
 };
 
@@ -493,8 +521,8 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   auto norm = [&](const bf16* x, const GpuNorm& n, NormResidual mode) {
     residual_norm(NormParams{x, resid, n.w, n.b, normed, T, hd, c.norm_eps, norm_type, mode}, s);
   };
-  auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, bool relu = false) {
-    this->linear(x, l, y, T, relu, false, s);
+  auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, StepOp op, bool relu = false) {
+    this->linear(x, l, y, T, relu, false, s, op);
   };
 
   // Embedding (+ OPT project_in and learned positions) into the fp32 residual stream; post-LN
@@ -529,7 +557,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     tok.T = T;
     tok.E = E;
     embedding_gather(tok, s);
-    linear(emb, w.project_in, sub);
+    linear(emb, w.project_in, sub, StepOp::kEmbedding);
     ep.g_add = sub;
   } else {
     ep.g_table = w.embed.g;
@@ -548,7 +576,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
       norm(l == 0 ? nullptr : sub, L.attn_norm, NormResidual::kPreNorm);
     }
     mark(StepOp::kQkvProj, s);
-    linear(normed, L.qkv, qkv);
+    linear(normed, L.qkv, qkv, StepOp::kQkvProj);
     mark(StepOp::kRopeKvAppend, s);
     const KvCacheLayer& kvl = kv_layers[size_t(l)];
     const KvAppendParams kv{qkv, qkvd, qd, qd + kvd, slots, positions, kvl, T};
@@ -580,12 +608,12 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
       attention_prefill(ap, d.max_len, s);
     }
     mark(StepOp::kOProj, s);
-    linear(attn, L.o, sub);
+    linear(attn, L.o, sub, StepOp::kOProj);
     mark(StepOp::kNorm, s);
     norm(sub, pre_ln ? L.mlp_norm : L.attn_norm, pre_ln ? NormResidual::kPreNorm : NormResidual::kPostNorm);
     const bool relu_epilogue = !c.gated_mlp && c.activation == Activation::kRelu;
     mark(StepOp::kMlpUp, s);
-    linear(normed, L.gate_up, gu, relu_epilogue);
+    linear(normed, L.gate_up, gu, StepOp::kMlpUp, relu_epilogue);
     const bf16* down_in = gu;
     if (c.gated_mlp) {
       mark(StepOp::kActivation, s);
@@ -596,7 +624,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
       mlp_activation(ActivationParams{gu, nullptr, gu, T, I, c.activation, false}, s);
     }
     mark(StepOp::kMlpDown, s);
-    linear(down_in, L.down, sub);
+    linear(down_in, L.down, sub, StepOp::kMlpDown);
     if (!pre_ln) {
       mark(StepOp::kNorm, s);
       norm(sub, L.mlp_norm, NormResidual::kPostNorm);
@@ -691,7 +719,7 @@ void GpuEngine::Impl::issue_staging_copy(size_t k) {
 }
 
 void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
-                             cudaStream_t s) {
+                             cudaStream_t s, StepOp op) {
   const int64_t M = l.out, K = l.in;
   const bool zero_copy = options.offload_mode == OffloadMode::kZeroCopy;
   const bool staged = staged_next < staged_order.size() && staged_order[staged_next] == &l;
@@ -725,6 +753,7 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     a.g_y = y;
     a.out = f32_out ? TieredGemmOut::kF32 : TieredGemmOut::kBf16;
     a.relu = relu;
+    a.early_w_stages = early_w_stages(op);
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
     return;

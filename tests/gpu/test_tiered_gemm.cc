@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -97,7 +98,7 @@ struct RunResult {
 /// `shared_ws`: run on this workspace (already initialized, at least sched.workspace_bytes())
 /// instead of a fresh poisoned one, as the engine runs every GEMM of a pass on one workspace.
 RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std::string& what, bool graph = false,
-                        void* shared_ws = nullptr) {
+                        void* shared_ws = nullptr, const std::function<void(TieredGemmArgs&)>& tweak = {}) {
   const Problem& p = o.p;
   const size_t elem = p.out == TieredGemmOut::kBf16 ? 2 : 4;
   const size_t n_out = size_t(p.N * o.ldy) + 8;
@@ -127,6 +128,7 @@ RunResult run_and_check(Operands& o, const TieredGemmSchedule& sched, const std:
   a.ldy = p.ldy;
   a.out = p.out;
   a.relu = p.relu;
+  if (tweak) tweak(a);
   if (graph) {
     cudaStream_t st;
     DAK_CUDA_CHECK(cudaStreamCreate(&st));
@@ -371,6 +373,34 @@ TEST(TieredGemm, CongestionParametersDoNotChangeBits) {
     const RunResult r = run_and_check(o, s, describe(p) + " " + s.to_string());
     if (first.empty()) first = r.bytes;
     EXPECT_TRUE(first == r.bytes) << s.to_string() << ": bits depend on the launch parameters";
+  }
+}
+
+TEST(TieredGemm, EarlyWStagesKeepBits) {
+  // The W stages an HBM CTA requests before the dependency wait (none, one, the tuned default,
+  // more than its ring) only move loads in time: the same bits eagerly and in a graph, with host
+  // rows next to the HBM rows (host CTAs always request their whole ring).
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const Problem p{1000, 8, 4096};
+  Operands o(p, rng);
+  std::vector<uint8_t> first;
+  for (const int64_t m_host : {int64_t(0), int64_t(333)}) {
+    TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sm_count());
+    s.hbm_ctas = 3;  // each HBM CTA walks many units through its ring
+    s.hbm_stages = 4;
+    for (const int32_t early : {-1, 0, 1, 3, 7}) {
+      for (const bool graph : {false, true}) {
+        const std::string what =
+            describe(p) + " " + s.to_string() + " early_w_stages=" + std::to_string(early) + (graph ? " graph" : "");
+        const RunResult r =
+            run_and_check(o, s, what, graph, nullptr, [&](TieredGemmArgs& a) { a.early_w_stages = early; });
+        if (first.empty()) first = r.bytes;
+        EXPECT_TRUE(first == r.bytes) << what << ": bits depend on the early W stages";
+      }
+    }
   }
 }
 

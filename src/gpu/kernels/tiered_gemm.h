@@ -23,8 +23,9 @@
 // SMEM of all its CTAs, which compute neighbouring n-tiles (tiered_gemm_kernel.cuh).
 // With 64-row tiles two math groups (one consumer warpgroup each) take a CTA's units in turn, so
 // one group's epilogue overlaps the other's main loop. Launched with programmatic dependent
-// launch: the producer requests the first ring of W tiles before waiting for the previous kernel
-// (cudaGridDependencySynchronize), then x; consumers wait before touching y or the workspace.
+// launch: the producer requests its first W tiles (3 stages on the 64-row tiles, the whole ring
+// otherwise and on host CTAs) before waiting for the previous kernel (cudaGridDependencySynchronize),
+// then x; consumers wait before touching y or the workspace.
 // DAK_NO_PDL=1 in the environment launches in plain stream order (for A/B measurements).
 // Invariants: host memory is only read; y rows [0, M) x tokens [0, N) are written exactly once.
 #pragma once
@@ -55,6 +56,10 @@ struct TieredGemmArgs {
   bool host_rows_staged = false;          // h_w is an HBM copy of the host rows (the prefetch offload
                                           //   mode's staging ring), so it is not checked for pinned
                                           //   mapped host memory; plan the schedule with HBM limits
+  int32_t early_w_stages = -1;            // W stages an HBM CTA requests before waiting for the
+                                          //   previous kernel (programmatic dependent launch; capped
+                                          //   by its ring); -1: the tuned default (3 for the 64-row
+                                          //   tiles, the whole ring for 128 x 128; kEarlyWideStages)
   uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`): HBM,
                                           //   [host_ctas + hbm_ctas, 8] u64 per CTA: SM id, then
                                           //   %globaltimer ns at entry, after the producer's

@@ -138,6 +138,7 @@ struct KernelParams {
   float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
   uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
   TMA::CacheHintSm90 w_hint;      // L2 eviction policy of the W loads (weight_cache_hint())
+  int32_t early_stages;           // stages an HBM CTA requests before waiting for the previous grid
 };
 
 /// Trace record of one CTA (TieredGemmArgs::g_trace): SM id, then %globaltimer stamps in ns.
@@ -167,6 +168,16 @@ inline TMA::CacheHintSm90 weight_cache_hint(const TieredGemmSchedule& s) {
   static const bool normal = std::getenv("DAK_W_EVICT_NORMAL") != nullptr;
   return normal || s.n_tiles() > 1 ? TMA::CacheHintSm90::EVICT_NORMAL : TMA::CacheHintSm90::EVICT_FIRST;
 }
+
+// W stages an HBM CTA of the 64-row (decode) tiles requests before waiting for the previous grid
+// (3 of its 5-stage ring at N <= 16: 96 KiB of W, ~13 MB over 132 CTAs). The early requests of
+// every CTA reach HBM together as the previous kernels finish; the whole ring (~24 MB, ~5 us of
+// HBM time) queued the loads of the small kernels still running (norm, RoPE, attention) behind it.
+// Measured on the H200 (Llama-2-7B decode, docs/perf-notes.md session 14, same call): ring 3.791 /
+// 3.999 ms at batch 1 / 8, 1 stage 3.821 / 3.927, 2: 3.750 / 3.880, 3: 3.700 / 3.872, 4: 3.724 /
+// 3.897. The 128 x 128 tile (N > 64) keeps its whole ring (unmeasured there). Host CTAs always
+// request their whole ring.
+constexpr int kEarlyWideStages = 3;
 
 /// Stores one output element of y (row gm < M, token n < N): bias, ReLU, dtype.
 template <class Params>
@@ -264,8 +275,11 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       }
     };
     // Programmatic dependent launch: W does not depend on the previous kernel, x does. The first
-    // ring's worth of W tiles is requested before waiting for the previous grid (its tail
-    // overlaps them); their x tiles follow once it has completed and its writes are visible.
+    // W tiles are requested before waiting for the previous grid (its tail overlaps them); their x
+    // tiles follow once it has completed and its writes are visible.
+    // HBM CTAs request early_stages W tiles (TieredGemmArgs::early_w_stages), host CTAs their whole
+    // ring (the link is the bottleneck there); never more than the ring, whose x is then due.
+    const int early_stages = host_side ? stages : min(p.early_stages, stages);
     bool dependency_met = false;
     int pending = 0;  // stages [0, pending) of the ring wait for their x tile
     int64_t pending_n_tile[Cfg::kStages], pending_kb[Cfg::kStages];
@@ -299,7 +313,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       const int64_t mine = unit.n_group * C + rank;
       const int64_t n_tile = mine < n_tiles ? mine : n_tiles - 1;
       for (int64_t kb = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1); kb < kb_end; ++kb) {
-        if (!dependency_met && pending == stages) meet_dependency();  // ring full: its x tiles are due
+        if (!dependency_met && pending >= early_stages) {  // the early W tiles are out: their x is due
+          meet_dependency();
+        }
         wait_parity(&smem.empty[st], phase ^ 1u);
         ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &smem.full[st],
                                        uint32_t{Cfg::kStageTxBytes});
@@ -621,6 +637,7 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + s.counter_bytes());
   p.g_trace = a.g_trace;
   p.w_hint = weight_cache_hint(s);
+  p.early_stages = a.early_w_stages >= 0 ? a.early_w_stages : Cfg::kAtoms > 1 ? kEarlyWideStages : Cfg::kStages;
   auto* kernel = &tiered_gemm_kernel<kBm, kBn>;
   DAK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg::kSmemBytes)));
   // Programmatic dependent launch (also inside CUDA graphs): this grid may start while the
