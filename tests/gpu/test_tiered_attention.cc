@@ -329,6 +329,19 @@ TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
     for (int64_t b_host = 1; b_host <= c.shape.batch; ++b_host) {
       expect_same_bits(hx.run(b_host), base, "b_host " + std::to_string(b_host) + " " + what);
     }
+    // One step per split: up to 2048 live splits per row, past the combine's SMEM weights (1024).
+    auto fine = [&](int64_t b_host) {
+      TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(c.shape, b_host);
+      s.split.split_keys = dak::tiered_attention::kStepKeys;
+      s.split.num_splits = int32_t(c.shape.max_ctx / dak::tiered_attention::kStepKeys);
+      s.validate();
+      return s;
+    };
+    const TieredAttentionSchedule f0 = fine(0);
+    const std::vector<Bf16Bits> base_fine = hx.run(0, &f0);
+    check_reference(d, base_fine, "split 16, b_host 0 " + what);
+    const TieredAttentionSchedule f1 = fine(1);
+    expect_same_bits(hx.run(1, &f1), base_fine, "split 16, b_host 1 " + what);
     ++k;
   }
 }

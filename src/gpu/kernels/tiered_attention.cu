@@ -340,8 +340,32 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
 }
 
 /// One CTA per (head, sequence) with several live splits: out = sum_k 2^(m_k - M) O_k /
-/// sum_k 2^(m_k - M) l_k over the live splits in split order.
+/// sum_k 2^(m_k - M) l_k over the live splits (M = max_k m_k; the numerator in split order, the
+/// denominator as a fixed reduction tree). Its memory round trips are what it costs (the partials
+/// sit in L2, behind the next GEMM's early W loads): each thread's first kCombinePrefetch partial
+/// outputs are requested together with the (m, l) pairs, so up to kCombinePrefetch live splits
+/// take one round trip.
+constexpr int kCombinePrefetch = 8;
+constexpr int kCombineSmemSplits = 1024;  // weights 2^(m_k - M) kept in SMEM; later splits recompute theirs
+
+__device__ __forceinline__ float block_reduce_128(float v, bool is_max, float* s_red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, w) : v + w;
+  }
+  __syncthreads();  // s_red free (a previous reduction's readers are done)
+  if ((threadIdx.x & 31) == 0) s_red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  return is_max ? fmaxf(fmaxf(s_red[0], s_red[1]), fmaxf(s_red[2], s_red[3]))
+                : (s_red[0] + s_red[1]) + (s_red[2] + s_red[3]);
+}
+
 __global__ void __launch_bounds__(kCombineThreads) tiered_attention_combine_kernel(const __grid_constant__ KernelParams p) {
+  static_assert(kCombineThreads == 128, "block_reduce_128");
+  constexpr int kCols = 256 / kCombineThreads;  // columns per thread (head_dim <= 256)
+  __shared__ float s_red[kCombineThreads / 32];
+  __shared__ float s_w[kCombineSmemSplits];
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const TieredAttentionSchedule& s = p.s;
   const int64_t h = blockIdx.x, b = blockIdx.y, H = s.shape.num_heads;
@@ -350,16 +374,40 @@ __global__ void __launch_bounds__(kCombineThreads) tiered_attention_combine_kern
   if (n_live == 1) return;  // the split kernel wrote this row
   const float* ml = p.g_part_ml + (b * H + h) * S * 2;  // [S][2]
   const float* po = p.g_part_o + (b * H + h) * S * D;   // [S][D]
-  float M = -INFINITY;
-  for (int sp = 0; sp < n_live; ++sp) M = fmaxf(M, ml[2 * sp]);
-  float L = 0.f;
-  for (int sp = 0; sp < n_live; ++sp) L = fmaf(exp2f(ml[2 * sp] - M), ml[2 * sp + 1], L);
+  const int t = int(threadIdx.x);
+  float pre[kCols][kCombinePrefetch];
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    const int d = t + c * kCombineThreads;
+#pragma unroll
+    for (int i = 0; i < kCombinePrefetch; ++i) pre[c][i] = d < D && i < n_live ? po[int64_t(i) * D + d] : 0.f;
+  }
+  float m_max = -INFINITY;
+  for (int sp = t; sp < n_live; sp += kCombineThreads) m_max = fmaxf(m_max, ml[2 * sp]);
+  const float M = block_reduce_128(m_max, true, s_red);
+  float l_sum = 0.f;
+  for (int sp = t; sp < n_live; sp += kCombineThreads) {
+    const float w = exp2f(ml[2 * sp] - M);
+    if (sp < kCombineSmemSplits) s_w[sp] = w;
+    l_sum = fmaf(w, ml[2 * sp + 1], l_sum);
+  }
+  const float L = block_reduce_128(l_sum, false, s_red);  // its barriers also publish s_w
   const float inv = L > 0.f ? 1.f / L : 0.f;
   bf16* out = p.a.g_out + (b * H + h) * D;  // [D]
-  for (int d = threadIdx.x; d < D; d += kCombineThreads) {
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    const int d = t + c * kCombineThreads;
+    if (d >= D) break;
     float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < kCombinePrefetch; ++i) {
+      if (i < n_live) acc = fmaf(s_w[i], pre[c][i], acc);
+    }
 #pragma unroll 8
-    for (int sp = 0; sp < n_live; ++sp) acc = fmaf(exp2f(ml[2 * sp] - M), po[int64_t(sp) * D + d], acc);
+    for (int sp = kCombinePrefetch; sp < n_live; ++sp) {
+      const float w = sp < kCombineSmemSplits ? s_w[sp] : exp2f(ml[2 * sp] - M);
+      acc = fmaf(w, po[int64_t(sp) * D + d], acc);
+    }
     out[d] = __float2bfloat16_rn(acc * inv);
   }
 }
