@@ -264,7 +264,7 @@ void write_text_file(const std::string& path, const std::string& text, const std
 
 void add_gemm_option(CLI::App* c, std::string* gemm) {
   c->add_option("--gemm", *gemm,
-                "GPU GEMM for the linear layers: auto (the engine's choice: the tiered GEMM up to 16 tokens, cuBLASLt "
+                "GPU GEMM for the linear layers: auto (the engine's choice: the tiered GEMM up to 32 tokens, cuBLASLt "
                 "above), cublas, or tiered (the tiered GEMM wherever K % 8 == 0); with an offload placement every "
                 "linear runs on the tiered GEMM")
       ->capture_default_str()

@@ -76,16 +76,17 @@ struct StepProfile {
 
 /// `--gemm auto`: the largest GEMM token count N run on the tiered GEMM without a placement (its
 /// bandwidth path, 64-row tiles with wide stages). Measured on the H200, Llama-2-7B decode TPOT,
-/// tiered vs cuBLASLt (docs/perf-notes.md, session 9): batch 1 4.27 vs 4.32 ms, batch 8 4.22 vs
-/// 4.51, batch 16 4.37 vs 4.59; batch 32 4.71 vs 4.68 and batch 64 5.66 vs 5.17 (cuBLASLt wins).
-/// Tuned on Llama-2-7B only: per GEMM, OPT-30B's gate_up at N = 8 is 9.6 % slower on the tiered
-/// GEMM (its 8-layer stack 1.3 %).
-inline constexpr int64_t kAutoTieredMaxTokens = 16;
+/// tiered vs cuBLASLt: session 9 (docs/perf-notes.md) batch 1 4.27 vs 4.32 ms, batch 8 4.22 vs
+/// 4.51, batch 16 4.37 vs 4.59, batch 32 4.71 vs 4.68; session 14 (early W stages, call 9) batch 16
+/// 4.02 vs 4.55, batch 32 4.50 vs 4.69, batch 64 5.32 vs 5.14 (cuBLASLt wins). Tuned on
+/// Llama-2-7B only: per GEMM, OPT-30B's gate_up at N = 8 is 9.6 % slower on the tiered GEMM (its
+/// 8-layer stack 1.3 %; session 9).
+inline constexpr int64_t kAutoTieredMaxTokens = 32;
 
 /// Which GEMM runs the linear layers (all weights in HBM in this engine).
 enum class GemmBackend : int32_t {
-  kAuto,     // the tiered GEMM for small decode batches (N <= 16 tokens: its wide-stage bandwidth path
-             //   beats cuBLASLt on the H200, docs/perf-notes.md session 9), cuBLASLt above
+  kAuto,     // the tiered GEMM for small decode batches (N <= 32 tokens: its wide-stage bandwidth path
+             //   beats cuBLASLt on the H200, docs/perf-notes.md sessions 9 and 14), cuBLASLt above
   kCublas,   // cuBLASLt everywhere (the reference)
   kTiered,   // tiered GEMM everywhere (its 128 x 128 compute tile above 64 tokens)
 };
