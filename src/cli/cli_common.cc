@@ -59,7 +59,8 @@ std::string gpu_unavailable_reason() {
   if (d->cc_major != 9) return fmt::format("GPU 0 ({}) is not a Hopper GPU (compute capability {}.{})", d->name, d->cc_major, d->cc_minor);
   return "";
 #else
-  return "this dak was built without CUDA (nvcc was not found at configure time)";
+  return "this dak was built without the GPU layer (configured with -DDAK_WITH_CUDA=OFF, or nvcc was not found); "
+         "rebuild with nvcc on PATH and -DDAK_WITH_CUDA=ON";
 #endif
 }
 

@@ -104,7 +104,7 @@ std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, 
 }
 
 /// Issue 3's TPOT/floor target for this run, 0 when it has none (Llama-2-7B shapes, p32 g32).
-double issue_target(const ModelConfig& c, int64_t batch, int64_t prompt, int64_t gen) {
+[[maybe_unused]] double issue_target(const ModelConfig& c, int64_t batch, int64_t prompt, int64_t gen) {
   const bool llama2_7b = c.arch == Arch::kLlama && c.hidden_size == 4096 && c.num_layers == 32 &&
                          c.num_heads == 32 && c.num_kv_heads == 32 && c.intermediate_size == 11008 &&
                          c.vocab_size == 32000;

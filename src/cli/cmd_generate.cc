@@ -210,8 +210,10 @@ void add_generate_command(CLI::App& app) {
               "tokenizer: use --prompt-ids; --device cuda or auto)");
   c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
       ->check(unsigned_64());
-  c->add_option("--prompt,-p", a->prompts, "Prompt text (repeat for a batch)");
-  c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");
+  // One value per occurrence: `-p The capital of France` is an error (quote the prompt), not five prompts.
+  c->add_option("--prompt,-p", a->prompts, "Prompt text, quoted (repeat -p for a batch)")->allow_extra_args(false);
+  c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
+      ->allow_extra_args(false);
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
   c->add_option("--system", a->system, "System message for --chat");
   c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str();

@@ -18,6 +18,11 @@ int main(int argc, char** argv) {
   CLI::App app{"dak: LLM inference on one Hopper GPU with weights and KV cache read directly "
                "from host memory"};
   app.require_subcommand(1);
+#ifdef DAK_HAVE_CUDA
+  app.set_version_flag("--version", std::string("dak ") + DAK_VERSION + " (GPU layer built)");
+#else
+  app.set_version_flag("--version", std::string("dak ") + DAK_VERSION + " (CPU only: built without the GPU layer)");
+#endif
   dak::cli::add_generate_command(app);
   dak::cli::add_inspect_command(app);
   dak::cli::add_perplexity_command(app);
@@ -64,11 +69,23 @@ int main(int argc, char** argv) {
     // A usage error, in dak's format (CLI11's own text had no where / fix and exit codes 104-114).
     std::string where = "the command line";
     std::string help = "dak --help";
-    for (const CLI::App* sub : app.get_subcommands()) {
-      where = "dak " + sub->get_name();
-      help = where + " --help";
+    // The deepest subcommand given (`dak bench attention --bogus` -> dak bench attention --help).
+    std::string path = "dak";
+    for (const CLI::App* level = &app; level;) {
+      const auto subs = level->get_subcommands();
+      level = subs.empty() ? nullptr : subs.front();
+      if (level) {
+        path += " " + level->get_name();
+        where = path;
+        help = path + " --help";
+      }
     }
-    const dak::Error err(e.what(), where, "run `" + help + "` for the subcommands, options and their values");
+    // Stray words are most often an unquoted value with spaces (`-p The capital of France`).
+    const bool stray = std::string(e.what()).find("not expected") != std::string::npos;
+    const dak::Error err(e.what(), where,
+                         std::string(stray ? "quote a value that contains spaces (-p \"two words\"; repeat -p for a "
+                                             "batch), or " : "") +
+                             "run `" + help + "` for the subcommands, options and their values");
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return 2;
   } catch (const dak::Error& e) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -126,13 +127,23 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     if (n == 0)
       fail(fmt::format("prompt {} is empty", i), "generate",
            "give a non-empty prompt (with BOS, if the model uses one)");
-    if (n + opts.max_new_tokens > limit)
-      fail(fmt::format("prompt {} has {} tokens; with {} new tokens that is {}, more than {} of {} tokens",
-                       i, n, opts.max_new_tokens, n + opts.max_new_tokens, limit_name, limit),
-           "--max-new-tokens / prompt",
-           n >= limit ? fmt::format("shorten the prompt to at most {} tokens (the limit less --max-new-tokens {})",
-                                    std::max<int64_t>(limit - opts.max_new_tokens, 1), opts.max_new_tokens)
-                      : fmt::format("use --max-new-tokens {} or less, or a shorter prompt", limit - n));
+    if (opts.max_new_tokens > limit - n) {  // n + max_new_tokens > limit, without overflow
+      std::string fix;
+      if (n < limit) {
+        fix = fmt::format("use --max-new-tokens {} or less, or a shorter prompt", limit - n);
+      } else if (opts.max_new_tokens < limit) {
+        fix = fmt::format("shorten the prompt to at most {} tokens (the limit less --max-new-tokens {})",
+                          limit - opts.max_new_tokens, opts.max_new_tokens);
+      } else {
+        fix = fmt::format("shorten the prompt below {} tokens and keep prompt + --max-new-tokens <= {}", limit, limit);
+      }
+      const std::string total = opts.max_new_tokens <= std::numeric_limits<int64_t>::max() - n
+                                    ? fmt::format("{}", n + opts.max_new_tokens)
+                                    : std::string("over 2^63");
+      fail(fmt::format("prompt {} has {} tokens; with {} new tokens that is {}, more than {} of {} tokens", i, n,
+                       opts.max_new_tokens, total, limit_name, limit),
+           "--max-new-tokens / prompt", fix);
+    }
     longest = std::max(longest, n);
   }
 

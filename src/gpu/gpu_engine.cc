@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <cstring>
@@ -66,8 +67,9 @@ struct PassDims {
 
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
-/// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names) sets it, for A/B measurements. Read once per
-/// process; a malformed item is ignored.
+/// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names, counts 0-64) sets it, for A/B measurements.
+/// Read once per process; an item that is not NAME=COUNT with a known name is ignored with a
+/// notice on stderr.
 int32_t early_w_stages(StepOp op) {
   static const std::array<int32_t, size_t(StepOp::kCount)> table = [] {
     std::array<int32_t, size_t(StepOp::kCount)> t;
@@ -77,11 +79,22 @@ int32_t early_w_stages(StepOp op) {
     for (size_t pos = 0; pos < spec.size();) {
       const size_t end = std::min(spec.find(',', pos), spec.size());
       const std::string item = spec.substr(pos, end - pos);
-      const size_t eq = item.find('=');
-      for (size_t i = 0; eq != std::string::npos && i < t.size(); ++i) {
-        if (item.substr(0, eq) == step_op_name(StepOp(i))) t[i] = int32_t(std::atoi(item.c_str() + eq + 1));
-      }
       pos = end + 1;
+      const size_t eq = item.find('=');
+      const std::string name = item.substr(0, eq), count = eq == std::string::npos ? "" : item.substr(eq + 1);
+      const bool digits = !count.empty() && count.size() <= 2 &&
+                          std::all_of(count.begin(), count.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      bool known = false;
+      for (size_t i = 0; digits && i < t.size(); ++i) {
+        if (name == step_op_name(StepOp(i))) {
+          t[i] = std::min(int32_t(std::stoi(count)), int32_t(64));
+          known = true;
+        }
+      }
+      if (!known && !item.empty()) {
+        std::fprintf(stderr, "dak: DAK_EARLY_W item '%s' ignored (expected OPERATOR=COUNT, e.g. o_proj=3)\n",
+                     item.c_str());
+      }
     }
     return t;
   }();

@@ -43,7 +43,7 @@ TEST(Cli, UsageErrorsAreDakErrorsWithExitCode2) {
   RunResult r = run_dak("generate --bogus-flag 3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("fix:   run `dak generate --help`"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run `dak generate --help`"), std::string::npos) << r.output;
   // A negative or too large seed was wrapped or clamped silently, so different seeds gave one run.
   for (const char* seed : {"-1", "18446744073709551616", "1.5"}) {
     r = run_dak(std::string("generate --device cpu --prompt-ids 1 --seed ") + seed);
@@ -168,6 +168,25 @@ TEST(Cli, MissingModelNamesThePath) {
   const RunResult r = run_dak("generate --model /nonexistent/model.gguf --prompt hi");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("/nonexistent/model.gguf"), std::string::npos) << r.output;
+}
+
+TEST(Cli, VersionUnquotedPromptsAndNestedHelp) {
+  // Session-14 trial: `dak --version` said "A subcommand is required"; an unquoted prompt became a
+  // batch of one-word prompts; `dak bench attention --bogus` pointed at `dak bench --help`.
+  RunResult r = run_dak("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("dak ", 0), 0u) << r.output;
+  r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --device cpu -p The capital of France");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("capital"), std::string::npos) << r.output;
+  r = run_dak("bench attention --dry-run --bogus");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("run `dak bench attention --help`"), std::string::npos) << r.output;
+  // A --max-new-tokens near 2^63 is an overflow-free refusal with a fix that works.
+  r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2,3 -n 9223372036854775807");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--max-new-tokens 125 or less"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("-9223372036854775808"), std::string::npos) << r.output;
 }
 
 TEST(Cli, MalformedPromptIdsAreRejected) {

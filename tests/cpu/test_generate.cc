@@ -1,6 +1,7 @@
 // Sampling against closed-form softmax probabilities, and generate() / perplexity() over a
 // scripted Engine whose next-token distribution is known exactly.
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -208,6 +209,17 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   // 8 + 10 = 18 > 16: both numbers, the limit and the way out.
   expect_error([&] { generate(engine, {{1, 2, 3, 4, 5, 6, 7, 8}}, opts); },
                {"8 tokens", "10 new tokens", "18", "16", "--max-new-tokens 8", "shorter prompt"});
+  // A count near 2^63 (no signed overflow in the check) and a prompt that alone fills the context
+  // with more new tokens than the context: each fix is one a user can follow.
+  opts.max_new_tokens = std::numeric_limits<int64_t>::max();
+  expect_error([&] { generate(engine, {{1, 2, 3}}, opts); }, {"over 2^63", "--max-new-tokens 13 or less"});
+  opts.max_new_tokens = 20;
+  expect_error([&] { generate(engine, std::vector<std::vector<int32_t>>{std::vector<int32_t>(16, 1)}, opts); },
+               {"shorten the prompt below 16 tokens", "<= 16"});
+  opts.max_new_tokens = 4;
+  expect_error([&] { generate(engine, std::vector<std::vector<int32_t>>{std::vector<int32_t>(17, 1)}, opts); },
+               {"at most 12 tokens"});
+  opts.max_new_tokens = 10;
   opts.max_context = 12;
   expect_error([&] { generate(engine, {{1, 2, 3}}, opts); }, {"13", "12"});
   opts.max_context = 17;

@@ -81,10 +81,14 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::free(buffer);
 }
 
+std::string out_path() {
+  const char* path = std::getenv("DAK_TIMELINE_OUT");
+  return path && *path ? path : "dak-timeline.csv";
+}
+
 void write_csv() {
   cuptiActivityFlushAll(1);
-  const char* path = std::getenv("DAK_TIMELINE_OUT");
-  std::string out = path && *path ? path : "dak-timeline.csv";
+  const std::string out = out_path();
   std::FILE* f = std::fopen(out.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "dak timeline: cannot write %s: %s\n", out.c_str(), std::strerror(errno));
@@ -104,8 +108,17 @@ void write_csv() {
 }  // namespace
 
 /// Entry point the CUDA driver calls once when CUDA_INJECTION64_PATH names this library. Returns
-/// 1 on success; on a CUPTI error it prints it and returns 0 (the program runs untraced).
+/// 1 on success; on an unwritable DAK_TIMELINE_OUT or a CUPTI error it prints it and returns 0 (the
+/// program runs untraced).
 extern "C" int InitializeInjection() {
+  // The output must be writable before the run, not found out at its end ("a": nothing truncated yet).
+  if (std::FILE* f = std::fopen(out_path().c_str(), "a")) {
+    std::fclose(f);
+  } else {
+    std::fprintf(stderr, "dak timeline: cannot write %s: %s; tracing is off (set DAK_TIMELINE_OUT to a writable path)\n",
+                 out_path().c_str(), std::strerror(errno));
+    return 0;
+  }
   g_kernels = new std::vector<Kernel>();
   g_kernels->reserve(1 << 20);
   CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
