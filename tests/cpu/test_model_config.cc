@@ -66,6 +66,15 @@ TEST(ModelConfig, ParsesSmolLM2Config) {
   EXPECT_EQ(c.embed_dim(), 576);
 }
 
+TEST(ModelConfig, ValidationFixNamesTheSource) {
+  // Session-14 trial: a GGUF with 2 kv heads for 9 query heads said "fix config.json", a file the
+  // user does not have.
+  ModelConfig c = parse(kSmolLM2);
+  c.num_kv_heads = 2;
+  testing::expect_error([&] { c.validate("m.gguf"); }, {"num_key_value_heads", "GGUF file's metadata"});
+  testing::expect_error([&] { c.validate("config.json"); }, {"num_key_value_heads", "fix config.json"});
+}
+
 TEST(ModelConfig, ParsesLlama31RopeScalingAndEosList) {
   // meta-llama/Llama-3.1-8B-Instruct config.json (transformers 4.x layout).
   ModelConfig c = parse(R"({
