@@ -125,8 +125,13 @@ std::unique_ptr<Engine> report_placement(std::unique_ptr<gpu::GpuEngine> engine,
 }  // namespace
 #endif
 
-/// Refuses offload flags on the CPU path (--device cpu), or notes that they are ignored (auto).
+/// Refuses offload flags on the CPU path (--device cpu), or notes that they are ignored (auto); notes
+/// that --gemm is ignored there.
 static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
+  if (offload && offload->gemm != "auto") {
+    std::fprintf(stderr, "dak: notice: --gemm %s is ignored on the CPU path (it picks the GPU's GEMM)\n",
+                 offload->gemm.c_str());
+  }
   if (!offload || !offload->args || !offload->args->requested()) return;
   if (!fallback) {
     fail("offload flags place bytes between HBM and host memory, but --device cpu runs everything from host memory",

@@ -46,6 +46,13 @@ void run_generate(const GenerateArgs& a) {
   if (a.prompts.empty() && a.prompt_ids.empty()) {
     fail("no prompt given", "dak generate", "pass --prompt TEXT or --prompt-ids 1,2,3 (repeat either for a batch)");
   }
+  if (!a.chat && !a.system.empty()) {
+    fail("--system is a chat message, but --chat is not given", "--system", "add --chat, or drop --system");
+  }
+  if (a.chat && !a.prompt_ids.empty()) {
+    fail("--chat renders text prompts with the chat template; --prompt-ids are used as given", "--chat",
+         "give the prompt as text with --prompt, or drop --chat");
+  }
   if (a.max_new_tokens < 1) fail("--max-new-tokens must be at least 1", "--max-new-tokens", "pass a positive number");
   const auto t_load = std::chrono::steady_clock::now();
   std::unique_ptr<Checkpoint> ckpt;

@@ -187,6 +187,19 @@ TEST(Cli, VersionUnquotedPromptsAndNestedHelp) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--max-new-tokens 125 or less"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("-9223372036854775808"), std::string::npos) << r.output;
+  // Flags that did nothing in silence: --system without --chat, --chat with token ids, --gemm on the CPU.
+  const std::string model = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu ";
+  r = run_dak(model + "-p hi --system be brief");
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // unquoted: "brief" is a stray word
+  r = run_dak(model + "-p hi --system 'be brief'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("add --chat"), std::string::npos) << r.output;
+  r = run_dak(model + "--prompt-ids 1,2 --chat");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--prompt-ids are used as given"), std::string::npos) << r.output;
+  r = run_dak(model + "--prompt-ids 1,2 -n 1 --gemm tiered");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--gemm tiered is ignored on the CPU path"), std::string::npos) << r.output;
 }
 
 TEST(Cli, MalformedPromptIdsAreRejected) {
