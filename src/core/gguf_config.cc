@@ -150,7 +150,9 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   if (c.arch == Arch::kMistral && g.find(key("attention.sliding_window"))) {
     c.sliding_window = req("attention.sliding_window", 0, int64_t(1) << 30);
   }
-  c.validate(file);
+  // Its hyper-parameters come from the metadata (llama.cpp keys, e.g. llama.attention.head_count_kv
+  // for num_key_value_heads): there is no config.json to fix.
+  c.validate(file, "fix the GGUF file's metadata (the llama.cpp key behind this field) or convert the model again");
   return c;
 }
 

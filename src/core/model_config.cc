@@ -388,17 +388,11 @@ ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
   return from_hf_json(j, file.string());
 }
 
-void ModelConfig::validate(const std::string& where) const {
-  // A GGUF's hyper-parameters come from its metadata (llama.cpp keys, e.g. llama.attention.head_count_kv
-  // for num_key_value_heads), not from a config.json.
-  const bool gguf = where.size() >= 5 && where.compare(where.size() - 5, 5, ".gguf") == 0;
-  const std::string fix_source = gguf ? "fix the GGUF file's metadata (the llama.cpp key behind this field) or "
-                                        "convert the model again"
-                                      : "fix config.json";
+void ModelConfig::validate(const std::string& where, const std::string& fix) const {
   auto positive = [&](int64_t v, const char* name) {
     if (v <= 0)
       fail(std::string(name) + " must be positive, got " + std::to_string(v),
-           field_where(where, name), fix_source);
+           field_where(where, name), fix);
   };
   positive(vocab_size, "vocab_size");
   positive(hidden_size, "hidden_size");
@@ -411,35 +405,35 @@ void ModelConfig::validate(const std::string& where) const {
   if (num_heads % num_kv_heads != 0)
     fail("num_attention_heads " + std::to_string(num_heads) +
              " is not a multiple of num_key_value_heads " + std::to_string(num_kv_heads),
-         field_where(where, "num_key_value_heads"), fix_source);
+         field_where(where, "num_key_value_heads"), fix);
   if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
     fail("normalization epsilon must be positive", field_where(where, "rms_norm_eps"),
-         fix_source);
+         fix);
   if (arch != Arch::kOpt) {
     if (head_dim % 2 != 0)
       fail("head_dim " + std::to_string(head_dim) + " is odd; rotary embeddings need an even head_dim",
-           field_where(where, "head_dim"), fix_source);
+           field_where(where, "head_dim"), fix);
     if (!(rope_theta > 0.0) || !std::isfinite(rope_theta))
-      fail("rope_theta must be positive", field_where(where, "rope_theta"), fix_source);
+      fail("rope_theta must be positive", field_where(where, "rope_theta"), fix);
     if (rope_scaling != RopeScaling::kNone && !(rope_factor > 0.0))
       fail("rope scaling factor must be positive", field_where(where, "rope_scaling.factor"),
-           fix_source);
+           fix);
     if (rope_scaling == RopeScaling::kLlama3 &&
         (!(rope_high_freq_factor > rope_low_freq_factor) || !(rope_low_freq_factor > 0.0) ||
          rope_original_max_position <= 0))
       fail("llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and a positive "
            "original_max_position_embeddings",
-           field_where(where, "rope_scaling"), fix_source);
+           field_where(where, "rope_scaling"), fix);
   } else {
     positive(word_embed_proj_dim, "word_embed_proj_dim");
     if (hidden_size != num_heads * head_dim)
       fail("hidden_size must equal num_attention_heads * head_dim for OPT",
-           field_where(where, "hidden_size"), fix_source);
+           field_where(where, "hidden_size"), fix);
   }
   if (sliding_window < 0)
-    fail("sliding_window must be >= 0", field_where(where, "sliding_window"), fix_source);
+    fail("sliding_window must be >= 0", field_where(where, "sliding_window"), fix);
   if (position_offset < 0)
-    fail("position offset must be >= 0", where, fix_source);
+    fail("position offset must be >= 0", where, fix);
   // Upper bounds: far above any real model, low enough that sizes derived from them (tensor
   // tables, KV caches, op graphs) cannot exhaust memory before the real checks run. GGUF
   // metadata goes through the same limits.
@@ -460,12 +454,12 @@ void ModelConfig::validate(const std::string& where) const {
   if (bos_token_id < -1 || bos_token_id >= vocab_size)
     fail("bos_token_id " + std::to_string(bos_token_id) + " is outside the vocabulary (size " +
              std::to_string(vocab_size) + ")",
-         field_where(where, "bos_token_id"), fix_source);
+         field_where(where, "bos_token_id"), fix);
   for (int64_t e : eos_token_ids) {
     if (e < 0 || e >= vocab_size)
       fail("eos_token_id " + std::to_string(e) + " is outside the vocabulary (size " +
                std::to_string(vocab_size) + ")",
-           field_where(where, "eos_token_id"), fix_source);
+           field_where(where, "eos_token_id"), fix);
   }
 }
 

@@ -79,8 +79,10 @@ struct ModelConfig {
   /// Reads and parses `<dir>/config.json` (or the file itself). Throws dak::Error.
   static ModelConfig from_hf_file(const std::filesystem::path& path);
 
-  /// Checks internal consistency (positive sizes, H divisible by Hkv, ...). Throws dak::Error.
-  void validate(const std::string& where) const;
+  /// Checks internal consistency (positive sizes, H divisible by Hkv, ...). Throws dak::Error
+  /// naming `where` and the field, with `fix` as the way out (the caller knows the source: a
+  /// config.json, or a GGUF's metadata).
+  void validate(const std::string& where, const std::string& fix = "fix config.json") const;
 
   /// Normalized JSON (HF-like field names), for `dak inspect --output json` and plans.
   nlohmann::json to_json() const;

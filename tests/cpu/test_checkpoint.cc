@@ -242,6 +242,10 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
   expect_error([&] { Checkpoint::open(dir / "yarn.gguf"); }, {"'yarn'", "yarn.gguf"});
   write_bytes(dir / "partial.gguf", edited_tiny_gguf({{"llama.rope.dimension_count", uint64_t(4)}}));
   expect_error([&] { Checkpoint::open(dir / "partial.gguf"); }, {"llama.rope.dimension_count", "partial"});
+  // 4 query heads over 3 kv heads, in a GGUF found by its magic (no .gguf extension): the fix
+  // names the GGUF metadata, not a config.json (session-14 trial).
+  write_bytes(dir / "kv3.bin", edited_tiny_gguf({{"llama.attention.head_count_kv", uint64_t(3)}}));
+  expect_error([&] { Checkpoint::open(dir / "kv3.bin"); }, {"num_key_value_heads", "GGUF file's metadata"});
 }
 
 TEST(CheckpointGguf, SmolLM2ValuesMatchGgufPackage) {

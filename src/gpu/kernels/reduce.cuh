@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 
 #include <cfloat>
+#include <cmath>
 
 namespace dak::gpu {
 
@@ -30,6 +31,17 @@ __device__ __forceinline__ float block_sum(float v, float* s_scratch) {
   __syncthreads();
   v = lane < num_warps ? s_scratch[lane] : 0.f;
   return warp_sum(v);
+}
+
+/// Maximum over the block; every thread gets the result. Same contract as block_sum.
+__device__ __forceinline__ float block_max(float v, float* s_scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, num_warps = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();  // s_scratch may still be read by a previous call
+  if (lane == 0) s_scratch[warp] = v;
+  __syncthreads();
+  v = lane < num_warps ? s_scratch[lane] : -INFINITY;
+  return warp_max(v);
 }
 
 __device__ __forceinline__ float bf16_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }

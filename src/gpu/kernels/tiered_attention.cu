@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/kernels/reduce.cuh"
 #include "gpu/launch.h"
 
 namespace dak::gpu {
@@ -348,23 +349,9 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
 constexpr int kCombinePrefetch = 8;
 constexpr int kCombineSmemSplits = 1024;  // weights 2^(m_k - M) kept in SMEM; later splits recompute theirs
 
-__device__ __forceinline__ float block_reduce_128(float v, bool is_max, float* s_red) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float w = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, w) : v + w;
-  }
-  __syncthreads();  // s_red free (a previous reduction's readers are done)
-  if ((threadIdx.x & 31) == 0) s_red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  return is_max ? fmaxf(fmaxf(s_red[0], s_red[1]), fmaxf(s_red[2], s_red[3]))
-                : (s_red[0] + s_red[1]) + (s_red[2] + s_red[3]);
-}
-
 __global__ void __launch_bounds__(kCombineThreads) tiered_attention_combine_kernel(const __grid_constant__ KernelParams p) {
-  static_assert(kCombineThreads == 128, "block_reduce_128");
   constexpr int kCols = 256 / kCombineThreads;  // columns per thread (head_dim <= 256)
-  __shared__ float s_red[kCombineThreads / 32];
+  __shared__ float s_red[32];
   __shared__ float s_w[kCombineSmemSplits];
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const TieredAttentionSchedule& s = p.s;
@@ -384,14 +371,14 @@ __global__ void __launch_bounds__(kCombineThreads) tiered_attention_combine_kern
   }
   float m_max = -INFINITY;
   for (int sp = t; sp < n_live; sp += kCombineThreads) m_max = fmaxf(m_max, ml[2 * sp]);
-  const float M = block_reduce_128(m_max, true, s_red);
+  const float M = block_max(m_max, s_red);
   float l_sum = 0.f;
   for (int sp = t; sp < n_live; sp += kCombineThreads) {
     const float w = exp2f(ml[2 * sp] - M);
     if (sp < kCombineSmemSplits) s_w[sp] = w;
     l_sum = fmaf(w, ml[2 * sp + 1], l_sum);
   }
-  const float L = block_reduce_128(l_sum, false, s_red);  // its barriers also publish s_w
+  const float L = block_sum(l_sum, s_red);  // its barriers also publish s_w
   const float inv = L > 0.f ? 1.f / L : 0.f;
   bf16* out = p.a.g_out + (b * H + h) * D;  // [D]
 #pragma unroll
