@@ -239,6 +239,26 @@ std::optional<double> parse_number(const std::string& tok) {
   return v;
 }
 
+CLI::Validator whole_number(const std::string& allowed, int64_t min, int64_t max) {
+  return CLI::Validator(
+      [allowed, min, max](std::string& s) -> std::string {
+        const std::string shown =
+            s.size() <= 24 ? "'" + s + "'" : fmt::format("'{}...' ({} characters)", s.substr(0, 20), s.size());
+        // Digits after an optional sign: a whole number, even when it is too large for int64.
+        const size_t first = s.find_first_not_of("+-") == 1 ? 1 : 0;
+        const bool digits = s.size() > first && s.find_first_not_of("0123456789", first) == std::string::npos;
+        if (!digits) return fmt::format("{} is not a whole number; use {}", shown, allowed);
+        const std::optional<int64_t> v = parse_integer(s);
+        const bool negative = s[0] == '-';
+        if (!v || *v < min || *v > max) {
+          return fmt::format("{} is too {}; use {}", shown, (v ? *v < min : negative) ? "small" : "large", allowed);
+        }
+        s = std::to_string(*v);
+        return "";
+      },
+      "");
+}
+
 std::vector<int64_t> parse_count_list(const std::string& s, const std::string& flag, int64_t max,
                                       const std::string& what, const std::string& example,
                                       const std::string& range_note) {

@@ -140,6 +140,14 @@ inline CLI::Validator unsigned_64() {
       "UINT64");
 }
 
+/// CLI11 validator (use with ->transform) for a whole-number option. A value that is not a whole
+/// decimal number ("abc", "1.5", "0x10") is "'abc' is not a whole number", one outside [min, max]
+/// (or beyond int64: a 300-digit number) "'<v>' is too large" (or too small), followed by "; use <allowed>"
+/// (e.g. "a count from 1 to 1000"); CLI11 puts the option's name in front. A long value is shown by
+/// its first characters and its length. An accepted value is rewritten in canonical decimal, since
+/// CLI11 alone reads "010" as octal 8 and "0x10" as 16.
+CLI::Validator whole_number(const std::string& allowed, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
+
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -440,7 +440,8 @@ void add_bench_command(CLI::App& app) {
                 "config.json, a model folder or a shipped config name (llama-2-7b, llama-2-70b, ...)");
   c->add_flag("--random-weights", a->random_weights,
               "Deterministic random bf16 weights generated on the GPU for the config (no checkpoint needed)");
-  c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str();
+  c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
+      ->check(unsigned_64());
   c->add_option("--batch,-b", a->batch, "Sequences per step; a comma list sweeps, e.g. 1,8,64")->capture_default_str();
   c->add_option("--prompt-len,-p", a->prompt_len, "Prompt tokens per sequence (comma list sweeps)")
       ->capture_default_str();
@@ -448,7 +449,8 @@ void add_bench_command(CLI::App& app) {
                 "Tokens generated per sequence: 1 by the prefill + gen-1 decode steps; >= 2 (comma list sweeps)")
       ->capture_default_str();
   c->add_option("--repeats,-r", a->repeats, "Timed generations per run (>= 5), after one warm-up")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number("a count from 5 to 1000"));  // the range: check_timed_runs
   c->add_option("--output", a->output, "What to print on stdout: text (tables), json or csv")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json", "csv"}));
@@ -457,7 +459,8 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB (several times the L2)")
       ->capture_default_str();
   add_gemm_option(c, &a->gemm);
-  c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();
+  c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str()
+      ->transform(whole_number("a count from 1 to 1000", INT32_MIN, INT32_MAX));  // the range: check_hbm_measurement
   add_offload_options(c, &a->offload);
   c->footer(kFooter);
   // CLI11 runs this callback after a subcommand's (dak bench gemm / attention): nothing to do then.

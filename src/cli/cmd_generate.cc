@@ -53,7 +53,6 @@ void run_generate(const GenerateArgs& a) {
     fail("--chat renders text prompts with the chat template; --prompt-ids are used as given", "--chat",
          "give the prompt as text with --prompt, or drop --chat");
   }
-  if (a.max_new_tokens < 1) fail("--max-new-tokens must be at least 1", "--max-new-tokens", "pass a positive number");
   const auto t_load = std::chrono::steady_clock::now();
   std::unique_ptr<Checkpoint> ckpt;
   std::unique_ptr<Tokenizer> tok;
@@ -223,11 +222,13 @@ void add_generate_command(CLI::App& app) {
       ->allow_extra_args(false);
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
   c->add_option("--system", a->system, "System message for --chat");
-  c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str();
+  c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str()
+      ->transform(whole_number("a count of at least 1 (the prompt and the new tokens must fit in the model's context)",
+                               1));
   c->add_option("--temperature,-t", a->temperature, "Sampling temperature (0 = greedy)")->capture_default_str()
       ->check(CLI::Range(0.0f, 100.0f));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
-      ->check(CLI::Range(0, 1 << 30));
+      ->transform(whole_number("0 (all tokens) or a count from 1 to 1073741824", 0, 1 << 30));
   c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1] (0 is rejected)")->capture_default_str()
       ->check(CLI::Range(0.0f, 1.0f));
   c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->check(unsigned_64());

@@ -29,8 +29,11 @@ void add_perplexity_command(CLI::App& app) {
   CLI::App* c = app.add_subcommand("perplexity", "Perplexity of a text file under a model");
   c->add_option("--model,-m", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
   c->add_option("--file,-f", a->file, "UTF-8 text file to score")->required();
-  c->add_option("--context", a->context, "Window length in tokens (0 = the model context)")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  c->add_option("--context", a->context, "Window length in tokens: 0 = the model context, else 2 to the model context")
+      ->capture_default_str()
+      ->transform(whole_number("0 (the model's context length) or a window from 2 tokens up to the model's context "
+                               "length (`dak inspect` shows it)",
+                               0));
   c->add_option("--device", a->device, "cpu, cuda or auto")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   add_gemm_option(c, &a->gemm);
@@ -44,6 +47,7 @@ void add_perplexity_command(CLI::App& app) {
     ss << in.rdbuf();
     const auto t0 = std::chrono::steady_clock::now();
     auto ckpt = open_model(a->model);
+    perplexity_window(a->context, ckpt->config().max_position_embeddings);  // before the engine loads
     auto tok = load_tokenizer(*ckpt);
     EngineOffload gemm_only;  // no offload flags on this command: only the GEMM backend
     gemm_only.gemm = a->gemm;

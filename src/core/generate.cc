@@ -199,17 +199,24 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   return res;
 }
 
+int64_t perplexity_window(int64_t context, int64_t model_ctx) {
+  if (context == 0) return model_ctx;
+  if (context < 2 || context > model_ctx)
+    fail(fmt::format("--context {} is outside the allowed values: 0 (the model context, {} tokens) or a window "
+                     "from 2 to {} tokens",
+                     context, model_ctx, model_ctx),
+         "--context",
+         fmt::format("pass --context 0 to score in windows of the whole model context, or a window from 2 to {}",
+                     model_ctx));
+  return context;
+}
+
 PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context) {
-  const int64_t model_ctx = engine.config().max_position_embeddings;
   const int64_t n = int64_t(ids.size());
   if (n < 2)
     fail(fmt::format("perplexity needs at least 2 tokens, got {}", n), "perplexity",
          "give a longer text");
-  if (context == 0) context = model_ctx;
-  if (context < 2 || context > model_ctx)
-    fail(fmt::format("perplexity window of {} tokens is outside [2, {}] (the model context)", context,
-                     model_ctx),
-         "--context", fmt::format("use a window between 2 and {} tokens", model_ctx));
+  context = perplexity_window(context, engine.config().max_position_embeddings);
   const int64_t vocab = engine.config().vocab_size;
 
   PerplexityResult res;

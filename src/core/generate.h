@@ -69,11 +69,16 @@ struct PerplexityResult {
   double seconds = 0;
 };
 
+/// The window perplexity() scores in for --context `context` on a model of `model_ctx` positions:
+/// `model_ctx` for 0, `context` when it is in [2, model_ctx]. Throws dak::Error naming --context,
+/// with the allowed values, for anything else.
+int64_t perplexity_window(int64_t context, int64_t model_ctx);
+
 /// Perplexity of `ids` (teacher-forced, one sequence), scoring tokens 1..n-1, in windows of
 /// at most `context` tokens (0: the model context) without overlap of scored tokens: a window
 /// starts at the last token of the previous one (as unscored context), so every token 1..n-1
-/// is scored exactly once. Throws dak::Error for fewer than 2 ids or a window outside
-/// [2, model context].
+/// is scored exactly once. Throws dak::Error for fewer than 2 ids or a window that
+/// perplexity_window() refuses.
 PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context = 0);
 
 }  // namespace dak

@@ -323,4 +323,67 @@ TEST(Cli, PerplexityNeedsAFile) {
   EXPECT_NE(r.output.find("--file"), std::string::npos) << r.output;
 }
 
+TEST(Cli, IntegerFlagsSayNotANumberOrTheAllowedRange) {
+  // New-user trial: `--context abc` and a 300-digit --context were both "not in range 0.000000 to
+  // 1797...(300 digits)", and neither said which windows are allowed.
+  const std::string text = kData + "/hf_parity/llama_gqa/config.json";
+  const std::string ppl = "perplexity --model " + kData + "/hf_parity/llama_gqa --device cpu --file " + text;
+  const std::string big(300, '9');
+  const std::string allowed =
+      "use 0 (the model's context length) or a window from 2 tokens up to the model's context length";
+  RunResult r = run_dak(ppl + " --context abc");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--context: 'abc' is not a whole number; " + allowed), std::string::npos) << r.output;
+  r = run_dak(ppl + " --context " + big);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--context: '99999999999999999999...' (300 characters) is too large; " + allowed),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(r.output.size(), size_t(500)) << r.output;  // the value is abbreviated
+  r = run_dak(ppl + " --context -5");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--context: '-5' is too small; " + allowed), std::string::npos) << r.output;
+  // Whole numbers outside [2, context] once the model is known (llama_gqa: 128 positions), before it is run.
+  for (const char* v : {"1", "129", "9223372036854775807"}) {
+    r = run_dak(ppl + " --context " + v);
+    EXPECT_EQ(r.exit_code, 1) << v << ": " << r.output;
+    EXPECT_NE(r.output.find(std::string("--context ") + v +
+                            " is outside the allowed values: 0 (the model context, 128 tokens) or a window from 2 "
+                            "to 128 tokens"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("where: --context"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("pass --context 0"), std::string::npos) << r.output;
+  }
+  // CLI11 alone read a leading 0 as octal (0200 = 128, accepted): it is two hundred.
+  r = run_dak(ppl + " --context 0200");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--context 200 is outside"), std::string::npos) << r.output;
+  // The other integer flags of generate and bench: "Could not convert", "Value abc not in range".
+  const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 ";
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {gen + "--max-new-tokens abc", "--max-new-tokens: 'abc' is not a whole number; use a count of at least 1"},
+      {gen + "-n 1.5", "--max-new-tokens: '1.5' is not a whole number"},
+      {gen + "-n 0", "--max-new-tokens: '0' is too small; use a count of at least 1"},
+      {gen + "-n " + big, "--max-new-tokens: '99999999999999999999...' (300 characters) is too large"},
+      {gen + "--top-k abc", "--top-k: 'abc' is not a whole number; use 0 (all tokens) or a count from 1 to 1073741824"},
+      {gen + "--top-k 0x10", "--top-k: '0x10' is not a whole number"},
+      {gen + "--top-k " + big, "--top-k: '99999999999999999999...' (300 characters) is too large; use 0 (all tokens)"},
+      {"bench --model llama-2-7b --random-weights --repeats abc",
+       "--repeats: 'abc' is not a whole number; use a count from 5 to 1000"},
+      {"bench --model llama-2-7b --random-weights --repeats " + big, "--repeats: '99999999999999999999...'"},
+      {"bench --model llama-2-7b --random-weights --hbm-runs x", "--hbm-runs: 'x' is not a whole number"},
+      {"bench --model llama-2-7b --random-weights --hbm-runs 3000000000",
+       "--hbm-runs: '3000000000' is too large; use a count from 1 to 1000"},
+      {"bench --model llama-2-7b --random-weights --weights-seed -1", "--weights-seed: must be a whole number"},
+  };
+  for (const auto& c : cases) {
+    r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args.substr(0, 120) << ": " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args.substr(0, 120) << ": " << r.output;
+  }
+}
+
 }  // namespace
