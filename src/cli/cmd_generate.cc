@@ -17,6 +17,7 @@
 #include "core/config_locator.h"
 #include "core/error.h"
 #include "core/generate.h"
+#include "core/pretokenizer.h"
 #include "core/tokenizer.h"
 
 namespace dak::cli {
@@ -52,6 +53,17 @@ void run_generate(const GenerateArgs& a) {
   if (a.chat && !a.prompt_ids.empty()) {
     fail("--chat renders text prompts with the chat template; --prompt-ids are used as given", "--chat",
          "give the prompt as text with --prompt, or drop --chat");
+  }
+  // The tokenizer checks its text too, but names its own file and counts bytes in the rendered chat:
+  // here the message names the flag and the byte of what the user typed, before the model loads.
+  if (!a.system.empty()) {
+    check_utf8(a.system, "the --system message", "--system", "pass the system message as UTF-8 text");
+  }
+  for (size_t i = 0; i < a.prompts.size(); ++i) {
+    check_utf8(a.prompts[i],
+               a.prompts.size() == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, a.prompts.size()),
+               "--prompt", "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids "
+               "with --prompt-ids");
   }
   const auto t_load = std::chrono::steady_clock::now();
   std::unique_ptr<Checkpoint> ckpt;

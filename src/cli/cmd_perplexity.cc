@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/generate.h"
+#include "core/pretokenizer.h"
 #include "core/tokenizer.h"
 
 namespace dak::cli {
@@ -45,6 +46,9 @@ void add_perplexity_command(CLI::App& app) {
     if (!in) fail("cannot read the text file", a->file, "check the path passed to --file");
     std::stringstream ss;
     ss << in.rdbuf();
+    const std::string text = ss.str();
+    check_utf8(text, "the text file", a->file,
+               "convert the file to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8 in.txt > out.txt) and pass that to --file");
     const auto t0 = std::chrono::steady_clock::now();
     auto ckpt = open_model(a->model);
     perplexity_window(a->context, ckpt->config().max_position_embeddings);  // before the engine loads
@@ -53,7 +57,7 @@ void add_perplexity_command(CLI::App& app) {
     gemm_only.gemm = a->gemm;
     auto engine = make_engine(*ckpt, a->device, &gemm_only);
     const double load_s = seconds_since(t0);
-    const std::vector<int32_t> ids = tok->encode(ss.str(), /*allow_bos=*/true);
+    const std::vector<int32_t> ids = tok->encode(text, /*allow_bos=*/true);
     if (ids.size() < 2) fail("the text has fewer than two tokens", a->file, "give a longer text");
     const PerplexityResult r = perplexity(*engine, ids, a->context);
     if (a->output == "json") {

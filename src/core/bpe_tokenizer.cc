@@ -210,10 +210,7 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& ou
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool allow_bos) const {
-  if (auto bad = find_invalid_utf8(text)) {
-    fail("the text to encode is not valid UTF-8 (byte " + std::to_string(*bad) + ")", source_,
-         "pass UTF-8 text, or token ids with --prompt-ids");
-  }
+  check_utf8(text, "the text to encode", source_, "pass UTF-8 text, or token ids with --prompt-ids");
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
   if (allow_bos && add_bos_ && bos_id_ >= 0) ids.push_back(bos_id_);

@@ -104,14 +104,17 @@ std::optional<size_t> find_invalid_utf8(std::string_view s) {
   return std::nullopt;
 }
 
+void check_utf8(std::string_view text, const std::string& what, const std::string& where, const std::string& fix) {
+  if (auto bad = find_invalid_utf8(text)) {
+    fail(what + " is not valid UTF-8 (byte " + std::to_string(*bad) + ")", where, fix);
+  }
+}
+
 // ---------------------------------------------------------------- Regex
 
 Regex::Regex(std::string_view pattern, std::string where, bool literal)
     : pattern_(pattern), where_(std::move(where)) {
-  if (auto bad = find_invalid_utf8(pattern)) {
-    fail("pattern is not valid UTF-8 (byte " + std::to_string(*bad) + ")", where_,
-         "fix the pattern in the tokenizer file");
-  }
+  check_utf8(pattern, "pattern", where_, "fix the pattern in the tokenizer file");
   int err = 0;
   PCRE2_SIZE err_offset = 0;
   // PCRE2_LITERAL refuses PCRE2_UCP (it has no character classes to apply it to).

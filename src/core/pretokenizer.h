@@ -32,6 +32,12 @@ namespace dak {
 /// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
 std::optional<size_t> find_invalid_utf8(std::string_view s);
 
+/// Throws dak::Error "<what> is not valid UTF-8 (byte N)" (N: offset of the first invalid byte,
+/// from 0) naming `where`, with `fix`, when `text` is not valid UTF-8. Every Tokenizer::encode checks
+/// its text so (where: the tokenizer file); a caller that knows where the text comes from (--prompt,
+/// --system, a --file) checks it first to name that instead.
+void check_utf8(std::string_view text, const std::string& what, const std::string& where, const std::string& fix);
+
 /// A compiled PCRE2 pattern (8-bit code units, PCRE2_UTF | PCRE2_UCP, JIT-compiled when the
 /// library supports it). Immutable after construction; matching is thread-safe (each
 /// thread keeps its own match data and JIT stack).

@@ -82,10 +82,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
   std::vector<int32_t> encode(std::string_view text, bool allow_bos) const override {
-    if (auto bad = find_invalid_utf8(text)) {
-      fail("the text to encode is not valid UTF-8 (byte " + std::to_string(*bad) + ")", source_,
-           "pass UTF-8 text, or token ids with --prompt-ids");
-    }
+    check_utf8(text, "the text to encode", source_, "pass UTF-8 text, or token ids with --prompt-ids");
     std::vector<int32_t> out;
     if (allow_bos && add_bos_ && bos_id_ >= 0) out.push_back(bos_id_);
     std::vector<int> ids;

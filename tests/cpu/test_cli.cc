@@ -317,6 +317,34 @@ TEST(Cli, InspectListsTensorsAndTotals) {
   EXPECT_NE(r.output.find("opt"), std::string::npos) << r.output;
 }
 
+TEST(Cli, InvalidUtf8NamesThePromptSystemOrFileNotTheTokenizer) {
+  // New-user trial: invalid UTF-8 in a prompt named the tokenizer file as the place to fix. The
+  // check comes before the model loads (llama_gqa has no tokenizer: it is never reached).
+  const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu ";
+  RunResult r = run_dak(gen + "-p 'ab\xff'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the prompt is not valid UTF-8 (byte 2)\n  where: --prompt\n"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("or as token ids with --prompt-ids"), std::string::npos) << r.output;
+  r = run_dak(gen + "-p fine -p 'caf\xc3'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("prompt 2 of 2 is not valid UTF-8 (byte 3)"), std::string::npos) << r.output;
+  r = run_dak(gen + "--chat -p hi --system '\xe2\x82'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the --system message is not valid UTF-8 (byte 0)\n  where: --system\n"),
+            std::string::npos)
+      << r.output;
+  const std::string file = ::testing::TempDir() + "/dak_latin1.txt";
+  std::ofstream(file, std::ios::binary) << "caf\xe9 au lait";  // Latin-1
+  r = run_dak("perplexity --model " + kData + "/hf_parity/llama_gqa --device cpu --file " + file);
+  std::remove(file.c_str());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the text file is not valid UTF-8 (byte 3)\n  where: " + file + "\n"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("convert the file to UTF-8"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("tokenizer"), std::string::npos) << r.output;
+}
+
 TEST(Cli, PerplexityNeedsAFile) {
   const RunResult r = run_dak("perplexity");
   EXPECT_NE(r.exit_code, 0);

@@ -118,6 +118,28 @@ TEST(TokenizerErrors, InvalidUtf8TextAndOutOfRangeIds) {
   EXPECT_THROW(tok->decode(negative), Error);
 }
 
+TEST(TokenizerErrors, InvalidUtf8NamesItsSourceAndByte) {
+  // The tokenizer, called with text of unknown origin, names itself; a caller that knows the
+  // origin (dak generate's --prompt) names that through check_utf8, with the same byte offset.
+  auto tok = parse_hf_tokenizer_json(minimal_json().dump(), "ok/tokenizer.json");
+  try {
+    tok->encode("ab\xFF", false);
+    ADD_FAILURE() << "no dak::Error for invalid UTF-8";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(), "the text to encode is not valid UTF-8 (byte 2)");
+    EXPECT_EQ(e.where_part(), "ok/tokenizer.json");
+  }
+  try {
+    check_utf8("caf\xC3", "the prompt", "--prompt", "pass UTF-8");
+    ADD_FAILURE() << "no dak::Error for a truncated character";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(), "the prompt is not valid UTF-8 (byte 3)");
+    EXPECT_EQ(e.where_part(), "--prompt");
+    EXPECT_EQ(e.fix_part(), "pass UTF-8");
+  }
+  EXPECT_NO_THROW(check_utf8("caf\xC3\xA9", "the prompt", "--prompt", ""));
+}
+
 TEST(TokenizerErrors, NfcNormalizerRejectsTextItCannotNormalize) {
   auto j = minimal_json();
   j["normalizer"] = {{"type", "NFC"}};
