@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/offload_options.h"
 #include "core/config_locator.h"
+#include "core/cpu_model.h"
 #include "core/error.h"
 #include "core/generate.h"
 #include "core/pretokenizer.h"
@@ -60,10 +63,11 @@ void run_generate(const GenerateArgs& a) {
     check_utf8(a.system, "the --system message", "--system", "pass the system message as UTF-8 text");
   }
   for (size_t i = 0; i < a.prompts.size(); ++i) {
-    check_utf8(a.prompts[i],
-               a.prompts.size() == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, a.prompts.size()),
-               "--prompt", "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids "
-               "with --prompt-ids");
+    const std::string what =
+        a.prompts.size() == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, a.prompts.size());
+    check_utf8(a.prompts[i], what, "--prompt",
+               "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids with "
+               "--prompt-ids");
   }
   const auto t_load = std::chrono::steady_clock::now();
   std::unique_ptr<Checkpoint> ckpt;
@@ -126,6 +130,12 @@ void run_generate(const GenerateArgs& a) {
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);
+  // A long prompt's prefill on the CPU takes minutes: after 2 s a progress line on stderr (live on a
+  // terminal, every 10 s in a log), never on stdout, which carries only the generated text.
+  if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) {
+    const bool terminal = isatty(fileno(stderr)) == 1;
+    cpu->set_layer_progress(PrefillProgress(stderr, terminal, 2.0, terminal ? 0.25 : 10.0));
+  }
 
   GenerateOptions opts;
   opts.max_new_tokens = a.max_new_tokens;

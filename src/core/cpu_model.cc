@@ -19,6 +19,7 @@
 #include <cmath>
 #include <exception>
 #include <new>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -73,6 +74,7 @@ struct CpuModel::Impl {
   std::unique_ptr<float[]> k_cache, v_cache;
   int64_t batch = 0, max_context = 0;
   std::vector<int64_t> pos;      // [B]
+  CpuModel::LayerProgress progress;
 
   const float* lm_weight() const { return lm_head.w.empty() ? embed.data() : lm_head.w.data(); }
   float* kv_row(float* cache, int64_t layer, int64_t b, int64_t p) const {
@@ -224,6 +226,8 @@ CpuModel::CpuModel(const Checkpoint& ckpt) : impl_(std::make_unique<Impl>()) {
 
 CpuModel::~CpuModel() = default;
 
+void CpuModel::set_layer_progress(LayerProgress progress) { impl_->progress = std::move(progress); }
+
 const ModelConfig& CpuModel::config() const { return impl_->cfg; }
 
 uint64_t CpuModel::weight_bytes() const {
@@ -318,10 +322,12 @@ std::vector<float> CpuModel::Impl::forward(std::span<const std::vector<int32_t>>
     }
   }
 
+  if (progress) progress(rw.size(), 0, c.num_layers);
   std::vector<float> x = embed_rows(rw);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     attention_block(l, rw, x);
     mlp_block(layers[l], rw.size(), x);
+    if (progress) progress(rw.size(), l + 1, c.num_layers);
   }
   for (int64_t r = 0; r < rw.size(); ++r) pos[rw.seq[r]] = rw.pos[r] + 1;
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -31,6 +32,12 @@ class CpuModel : public Engine {
 
   /// Bytes of fp32 weights held.
   uint64_t weight_bytes() const;
+
+  /// Progress of a step (a long prefill takes minutes on the CPU): called with (tokens of the step,
+  /// decoder layers done, layers) before the first layer (0 done) and after each one. It only
+  /// observes: what step() computes is the same with or without it. Empty (the default): none.
+  using LayerProgress = std::function<void(int64_t tokens, int64_t layers_done, int64_t layers)>;
+  void set_layer_progress(LayerProgress progress);
 
  private:
   struct Impl;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -197,6 +198,38 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     ++res.decode_steps;
   }
   return res;
+}
+
+PrefillProgress::PrefillProgress(std::FILE* out, bool terminal, double after_s, double every_s)
+    : out_(out), terminal_(terminal), after_s_(after_s), every_s_(every_s), start_(Clock::now()) {}
+
+void PrefillProgress::operator()(int64_t tokens, int64_t layers_done, int64_t layers) {
+  if (finished_) return;
+  const auto now = Clock::now();
+  if (layers_done == 0) {
+    start_ = now;
+    return;
+  }
+  const bool last = layers_done >= layers;
+  finished_ = last;
+  const double s = std::chrono::duration<double>(now - start_).count();
+  if (!shown_ && s < after_s_) return;
+  if (shown_ && !last && std::chrono::duration<double>(now - last_).count() < every_s_) return;
+  std::string line =
+      last ? fmt::format("dak: prefill of {} prompt tokens: done in {:.1f} s", tokens, s)
+           : fmt::format("dak: prefill of {} prompt tokens: layer {} of {} ({}%), {:.1f} s", tokens, layers_done,
+                         layers, 100 * layers_done / layers, s);
+  if (terminal_) {
+    const size_t width = line.size();
+    if (width < width_) line.append(width_ - width, ' ');
+    width_ = width;
+    std::fprintf(out_, "\r%s%s", line.c_str(), last ? "\n" : "");
+  } else {
+    std::fprintf(out_, "%s\n", line.c_str());
+  }
+  std::fflush(out_);
+  shown_ = true;
+  last_ = now;
 }
 
 int64_t perplexity_window(int64_t context, int64_t model_ctx) {

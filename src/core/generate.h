@@ -1,7 +1,9 @@
 // The generation loop and perplexity over any Engine, plus token sampling.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <random>
 #include <span>
@@ -61,6 +63,26 @@ using TokenCallback = std::function<void(int64_t, int32_t)>;
 /// exceeds the model context (message gives both numbers and the limit).
 GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                         const GenerateOptions& opts, const TokenCallback& on_token = {});
+
+/// The progress line of a long prefill, fed with CpuModel's layer progress (dak generate on the CPU
+/// path, where a prompt of a few thousand tokens takes minutes). Silent for the first `after_s`
+/// seconds of the first step, then "dak: prefill of N prompt tokens: layer L of M (P%), S s" on
+/// `out` (stderr: stdout carries only the generated text), at most every `every_s` seconds: on a
+/// terminal rewritten in place ("\r"), elsewhere as new lines; once shown, it ends with
+/// "dak: prefill of N prompt tokens: done in S s" and a newline. Later steps (decode) are not reported.
+class PrefillProgress {
+ public:
+  PrefillProgress(std::FILE* out, bool terminal, double after_s, double every_s);
+  void operator()(int64_t tokens, int64_t layers_done, int64_t layers);
+
+ private:
+  std::FILE* out_;
+  bool terminal_;
+  double after_s_, every_s_;
+  bool shown_ = false, finished_ = false;
+  size_t width_ = 0;  // of the line on the terminal, to blank a longer one it replaces
+  std::chrono::steady_clock::time_point start_, last_;
+};
 
 struct PerplexityResult {
   double perplexity = 0;

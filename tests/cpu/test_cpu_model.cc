@@ -2,6 +2,7 @@
 // re-implementation of the HF forward pass written here (full recompute per sequence, no KV
 // cache, no batching, no blocking), plus the Engine::step contract: ragged batches, prefill +
 // decode and the errors. Hugging Face's own logits are checked in test_hf_parity.cc.
+#include <array>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -509,6 +510,29 @@ TEST(CpuModel, OptNamesWithoutModelPrefixLoad) {
   ma.start(1, 10);
   mb.start(1, 10);
   EXPECT_EQ(ma.step(s, true), mb.step(s, true));
+}
+
+TEST(CpuModel, LayerProgressObservesEachLayerWithoutChangingTheLogits) {
+  // dak generate's prefill progress line: one call before the first layer and one after each,
+  // with the step's tokens; the logits are bit for bit those of a model without it.
+  RandomModel rm = make_model(cases()[0].cfg, 7);
+  FakeCheckpoint ckpt(rm.cfg, rm.t, rm.shapes);
+  CpuModel plain(ckpt), watched(ckpt);
+  std::vector<std::array<int64_t, 3>> calls;
+  watched.set_layer_progress([&](int64_t tokens, int64_t done, int64_t layers) {
+    calls.push_back({tokens, done, layers});
+  });
+  const std::vector<std::vector<int32_t>> prefill{kSeqs[0], kSeqs[2]}, decode{{4}, {5}};
+  plain.start(2, 20);
+  watched.start(2, 20);
+  EXPECT_EQ(plain.step(prefill, true), watched.step(prefill, true));
+  EXPECT_EQ(plain.step(decode, false), watched.step(decode, false));
+  const int64_t layers = rm.cfg.num_layers, rows = int64_t(kSeqs[0].size() + kSeqs[2].size());
+  ASSERT_EQ(calls.size(), size_t(2 * (layers + 1)));
+  for (int64_t l = 0; l <= layers; ++l) {
+    EXPECT_EQ(calls[l], (std::array<int64_t, 3>{rows, l, layers}));
+    EXPECT_EQ(calls[layers + 1 + l], (std::array<int64_t, 3>{2, l, layers}));
+  }
 }
 
 TEST(CpuModel, WeightBytesCountsEveryTensorOnce) {

@@ -1,6 +1,9 @@
 // Sampling against closed-form softmax probabilities, and generate() / perplexity() over a
 // scripted Engine whose next-token distribution is known exactly.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -263,6 +266,55 @@ TEST(Perplexity, RejectsTooShortInputAndBadWindows) {
   expect_error([&] { perplexity(engine, one); }, {"2 tokens"});
   expect_error([&] { perplexity(engine, many, 1); }, {"1", "8"});
   expect_error([&] { perplexity(engine, many, 9); }, {"9", "8"});
+}
+
+// What a PrefillProgress wrote to its FILE for `calls` of (tokens, layers done, layers).
+std::string progress_output(bool terminal, double after_s,
+                            const std::vector<std::array<int64_t, 3>>& calls) {
+  std::FILE* f = std::tmpfile();
+  EXPECT_NE(f, nullptr);
+  if (!f) return "";
+  PrefillProgress progress(f, terminal, after_s, /*every_s=*/0.0);
+  for (const auto& [tokens, done, layers] : calls) progress(tokens, done, layers);
+  std::rewind(f);
+  std::string out;
+  for (int ch; (ch = std::fgetc(f)) != EOF;) out += char(ch);
+  std::fclose(f);
+  return out;
+}
+
+TEST(PrefillProgress, ReportsLayersOfTheFirstStepOnlyOnceItIsSlow) {
+  // Long CPU prefills printed nothing for minutes. The prefill (700 tokens, 4 layers) is reported
+  // from its start; the decode step after it (1 token) is not.
+  const std::vector<std::array<int64_t, 3>> calls = {{700, 0, 4}, {700, 1, 4}, {700, 2, 4}, {700, 3, 4},
+                                                      {700, 4, 4}, {1, 0, 4},   {1, 1, 4},   {1, 4, 4}};
+  const std::string log = progress_output(/*terminal=*/false, /*after_s=*/0.0, calls);
+  for (const char* line : {"\ndak: prefill of 700 prompt tokens: layer 1 of 4 (25%), ",
+                           "\ndak: prefill of 700 prompt tokens: layer 3 of 4 (75%), ",
+                           "\ndak: prefill of 700 prompt tokens: done in "}) {
+    EXPECT_NE(("\n" + log).find(line), std::string::npos) << log;
+  }
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4) << log;
+  EXPECT_EQ(log.find('\r'), std::string::npos) << log;
+  EXPECT_EQ(log.find("prefill of 1 "), std::string::npos) << log;
+  // On a terminal the line is rewritten in place, blanked to the length of the one it replaces,
+  // and ends with a newline.
+  const std::string tty = progress_output(/*terminal=*/true, 0.0, calls);
+  std::vector<std::string> lines;
+  for (size_t i = tty.find('\r'); i != std::string::npos;) {
+    const size_t next = tty.find('\r', i + 1);
+    lines.push_back(tty.substr(i + 1, next == std::string::npos ? std::string::npos : next - i - 1));
+    i = next;
+  }
+  ASSERT_EQ(lines.size(), 4u) << tty;
+  EXPECT_EQ(tty[0], '\r') << tty;
+  EXPECT_EQ(lines[0].rfind("dak: prefill of 700 prompt tokens: layer 1 of 4 (25%), ", 0), 0u) << tty;
+  EXPECT_EQ(lines[3].rfind("dak: prefill of 700 prompt tokens: done in ", 0), 0u) << tty;
+  EXPECT_EQ(lines[3].back(), '\n') << tty;
+  EXPECT_EQ(lines[3].size() - 1, lines[2].size()) << tty;  // "done in" is shorter: padded with blanks
+  EXPECT_EQ(std::count(tty.begin(), tty.end(), '\n'), 1) << tty;
+  // A quick prefill prints nothing.
+  EXPECT_EQ(progress_output(false, /*after_s=*/3600.0, calls), "");
 }
 
 }  // namespace
