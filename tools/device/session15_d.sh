@@ -19,6 +19,6 @@ echo "--- summary"
 grep -E "tests passed|tests failed" "$OUT/gpu-tests.log" | tail -1
 grep -E "^\| [0-9]+ \| 32 \| 32" "$OUT/decode.txt" | cut -c1-100
 grep -E "^\| [0-9]" "$OUT/offload.txt" | cut -c1-140
-grep -E "x=0|x = 0|ideal|B_g|B_h" "$OUT/gemm-quick.txt" | head -12 | cut -c1-160
+grep -E "targets|stack8 \| layer .*\| 8 \| 0 |B_g|B_h" "$OUT/gemm-quick.txt" | head -12 | cut -c1-200
 grep -E "MISSED|met|B_g" "$OUT/attention-quick.txt" | head -8 | cut -c1-160
 echo "total $(( $(date +%s) - t0 )) s"
