@@ -239,11 +239,32 @@ std::optional<double> parse_number(const std::string& tok) {
   return v;
 }
 
+namespace {
+/// A command-line value as the validators' messages show it: quoted, or its first characters and
+/// its length when long.
+std::string shown_value(const std::string& s) {
+  return s.size() <= 24 ? "'" + s + "'" : fmt::format("'{}...' ({} characters)", s.substr(0, 20), s.size());
+}
+}  // namespace
+
+CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive) {
+  return CLI::Validator(
+      [allowed, min, max, min_exclusive](std::string& s) -> std::string {
+        const std::optional<double> v = parse_number(s);
+        if (!v) return fmt::format("{} is not a number; use {}", shown_value(s), allowed);
+        if (*v < min || (min_exclusive && *v == min)) {
+          return fmt::format("{} is too small; use {}", shown_value(s), allowed);
+        }
+        if (*v > max) return fmt::format("{} is too large; use {}", shown_value(s), allowed);
+        return "";
+      },
+      "");
+}
+
 CLI::Validator whole_number(const std::string& allowed, int64_t min, int64_t max) {
   return CLI::Validator(
       [allowed, min, max](std::string& s) -> std::string {
-        const std::string shown =
-            s.size() <= 24 ? "'" + s + "'" : fmt::format("'{}...' ({} characters)", s.substr(0, 20), s.size());
+        const std::string shown = shown_value(s);
         // Digits after an optional sign: a whole number, even when it is too large for int64.
         const size_t first = s.find_first_not_of("+-") == 1 ? 1 : 0;
         const bool digits = s.size() > first && s.find_first_not_of("0123456789", first) == std::string::npos;

@@ -148,6 +148,13 @@ inline CLI::Validator unsigned_64() {
 /// CLI11 alone reads "010" as octal 8 and "0x10" as 16.
 CLI::Validator whole_number(const std::string& allowed, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
 
+/// CLI11 validator (use with ->transform) for a decimal option: a value that is not a finite
+/// decimal number ("abc", "nan", "1e400") is "'abc' is not a number", one below `min` (at or below
+/// it when `min_exclusive`) or above `max` "'<v>' is too small" / "too large", each followed by
+/// "; use <allowed>" (e.g. "a temperature from 0 (greedy) to 100"); CLI11 puts the option's name in
+/// front. A long value is shown by its first characters and its length.
+CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive = false);
+
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -248,11 +248,11 @@ void add_generate_command(CLI::App& app) {
       ->transform(whole_number("a count of at least 1 (the prompt and the new tokens must fit in the model's context)",
                                1));
   c->add_option("--temperature,-t", a->temperature, "Sampling temperature (0 = greedy)")->capture_default_str()
-      ->check(CLI::Range(0.0f, 100.0f));
+      ->transform(decimal_number("a temperature from 0 (greedy) to 100", 0.0, 100.0));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
       ->transform(whole_number("0 (all tokens) or a count from 1 to 1073741824", 0, 1 << 30));
   c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1] (0 is rejected)")->capture_default_str()
-      ->check(CLI::Range(0.0f, 1.0f));
+      ->transform(decimal_number("a threshold above 0 and at most 1 (1 = no nucleus cut)", 0.0, 1.0, true));
   c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->check(unsigned_64());
   c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()

@@ -414,4 +414,32 @@ TEST(Cli, IntegerFlagsSayNotANumberOrTheAllowedRange) {
   }
 }
 
+TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
+  // `--temperature abc` said "Value abc not in range 0.000000 to 100.000000"; `--top-p 0` passed
+  // the flag's check and failed later in the sampler.
+  const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 ";
+  const std::string temperature = "; use a temperature from 0 (greedy) to 100";
+  const std::string top_p = "; use a threshold above 0 and at most 1 (1 = no nucleus cut)";
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {"--temperature abc", "--temperature: 'abc' is not a number" + temperature},
+      {"-t nan", "--temperature: 'nan' is not a number"},
+      {"-t -0.5", "--temperature: '-0.5' is too small" + temperature},
+      {"-t 1e9", "--temperature: '1e9' is too large" + temperature},
+      {"--top-p x", "--top-p: 'x' is not a number" + top_p},
+      {"--top-p 0", "--top-p: '0' is too small" + top_p},
+      {"--top-p 1.01", "--top-p: '1.01' is too large" + top_p},
+      {"--top-p " + std::string(300, '5'), "--top-p: '55555555555555555555...' (300 characters) is too large"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(gen + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args.substr(0, 120) << ": " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args.substr(0, 120) << ": " << r.output;
+  }
+  // In range: accepted (one greedy-equivalent and one sampled token).
+  const RunResult ok = run_dak(gen + "-n 1 --temperature 0.7 --top-p 0.9 --seed 3");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
 }  // namespace
