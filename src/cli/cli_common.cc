@@ -370,17 +370,21 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
   }
 }
 
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void emit_report(const std::string& text, const nlohmann::json& json, const std::string& csv,
                  const std::string& output, const std::string& json_file, const std::string& csv_file) {
   // stdout first: a file that cannot be written after all must not lose the run's results.
   if (output == "json") {
-    std::cout << json.dump(2) << std::endl;
+    std::cout << json_text(json) << std::endl;
   } else if (output == "csv") {
     std::cout << csv << std::flush;
   } else {
     std::cout << text << std::flush;
   }
-  if (!json_file.empty()) write_text_file(json_file, json.dump(2) + "\n", "--json");
+  if (!json_file.empty()) write_text_file(json_file, json_text(json) + "\n", "--json");
   if (!csv_file.empty()) write_text_file(csv_file, csv, "--csv");
 }
 

@@ -155,6 +155,11 @@ CLI::Validator whole_number(const std::string& allowed, int64_t min = INT64_MIN,
 /// front. A long value is shown by its first characters and its length.
 CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive = false);
 
+/// The JSON text of `j` (indent 2) with invalid UTF-8 inside its strings replaced by U+FFFD:
+/// generated text cut inside a multi-byte character, file names that are not UTF-8 (nlohmann's
+/// plain dump() throws on them). Every `--output json` of the CLI goes through it.
+std::string json_text(const nlohmann::json& j);
+
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -202,7 +202,7 @@ void run_generate(const GenerateArgs& a) {
     }
     j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
                     {"decode_steps", r.decode_steps}, {"tpot_s", tpot}, {"decode_tokens_per_s", tok_per_s}};
-    std::cout << j.dump(2) << std::endl;
+    std::cout << json_text(j) << std::endl;
     return;
   }
   if (stream) {

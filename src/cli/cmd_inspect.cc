@@ -20,7 +20,7 @@ void add_inspect_command(CLI::App& app) {
   c->callback([a] {
     auto ckpt = open_model(a->model);
     if (a->output == "json") {
-      std::cout << inspect_json(*ckpt).dump(2) << std::endl;
+      std::cout << json_text(inspect_json(*ckpt)) << std::endl;
     } else {
       std::cout << inspect_text(*ckpt);
     }

@@ -64,7 +64,7 @@ void add_perplexity_command(CLI::App& app) {
       nlohmann::json j = {{"model", ckpt->path().string()}, {"file", a->file}, {"device", engine->device_name()},
                           {"perplexity", r.perplexity}, {"mean_nll", r.mean_nll}, {"tokens_scored", r.tokens_scored},
                           {"load_s", load_s}, {"seconds", r.seconds}};
-      std::cout << j.dump(2) << std::endl;
+      std::cout << json_text(j) << std::endl;
     } else {
       std::cout << fmt::format("perplexity {:.4f} over {} tokens ({}; {:.2f} s, load {:.2f} s)\n", r.perplexity,
                                r.tokens_scored, engine->device_name(), r.seconds, load_s);

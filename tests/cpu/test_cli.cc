@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -440,6 +441,37 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
   // In range: accepted (one greedy-equivalent and one sampled token).
   const RunResult ok = run_dak(gen + "-n 1 --temperature 0.7 --top-p 0.9 --seed 3");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
+TEST(Cli, JsonOutputSurvivesTextThatIsNotUtf8) {
+  // New-user trial: `--output json` ended in "internal error ... incomplete UTF-8 string" (exit 3,
+  // nothing printed) when a prompt or the generated text stopped inside a multi-byte character, or
+  // a path was not UTF-8. Such bytes now come out as U+FFFD; the ids keep what was generated.
+  namespace fs = std::filesystem;
+  const fs::path model = fs::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  ASSERT_TRUE(fs::exists(model)) << model << " is missing: run tools/setup.sh to download the default model";
+  // Token 160 of SmolLM2 is a lone UTF-8 continuation byte.
+  RunResult r = run_dak("generate --model " + model.string() + " --device cpu --prompt-ids 160 -n 1 --output json",
+                        /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_NE(j["sequences"][0]["prompt"].get<std::string>().find("\xEF\xBF\xBD"), std::string::npos) << r.output;
+  EXPECT_EQ(j["sequences"][0]["prompt_ids"], nlohmann::json::array({160}));
+  EXPECT_EQ(j["sequences"][0]["generated_ids"].size(), 1u);
+  // A model path that is not UTF-8 (a link to the default model).
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_json_utf8";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path link = dir / "m\xff.gguf";
+  fs::create_symlink(model, link);
+  r = run_dak("generate --model '" + link.string() + "' --device cpu --prompt-ids 1,2 -n 1 --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(r.output);
+  EXPECT_NE(j["model"].get<std::string>().find("m\xEF\xBF\xBD.gguf"), std::string::npos) << r.output;
+  r = run_dak("inspect '" + link.string() + "' --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 400);
+  EXPECT_NO_THROW((void)nlohmann::json::parse(r.output));
+  fs::remove_all(dir);
 }
 
 }  // namespace
