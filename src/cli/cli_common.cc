@@ -27,7 +27,14 @@
 namespace dak::cli {
 
 std::filesystem::path default_model_path() {
-  if (const char* env = std::getenv("DAK_MODEL"); env && *env) return env;
+  if (const char* env = std::getenv("DAK_MODEL"); env && *env) {
+    std::error_code ec;
+    if (!std::filesystem::exists(env, ec)) {
+      fail(fmt::format("$DAK_MODEL names '{}', which does not exist", env), "DAK_MODEL (environment)",
+           "point DAK_MODEL at a model folder or .gguf file, unset it to use the default model, or pass --model PATH");
+    }
+    return env;
+  }
   const std::filesystem::path p = std::filesystem::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!std::filesystem::exists(p)) {
     fail("the default model SmolLM2-135M-Instruct is not installed", p.string(),

@@ -109,18 +109,20 @@ void run_generate(const GenerateArgs& a) {
     prompts.push_back(tok->encode(rendered, /*allow_bos=*/!a.chat));
     prompt_texts.push_back(text);
   }
+  const int32_t vocab = int32_t(config.vocab_size);
   for (const auto& ids : a.prompt_ids) {
     prompts.push_back(parse_id_list(ids, "--prompt-ids"));
+    for (int32_t id : prompts.back()) {  // before the tokenizer decodes them (it names its own file)
+      if (id >= vocab) {
+        fail(fmt::format("token id {} is outside the vocabulary (size {})", id, vocab), "--prompt-ids",
+             fmt::format("use ids from 0 to {} (the model's tokenizer gives them for a text)", vocab - 1));
+      }
+    }
     prompt_texts.push_back(tok ? tok->decode(prompts.back()) : std::string());
   }
-  const int32_t vocab = int32_t(config.vocab_size);
   int64_t longest = 0;
   for (const auto& p : prompts) {
     if (p.empty()) fail("a prompt encodes to zero tokens", "--prompt", "give a non-empty prompt");
-    for (int32_t id : p) {
-      if (id >= vocab) fail(fmt::format("token id {} is outside the vocabulary (size {})", id, vocab), "--prompt-ids",
-                            "use ids below the vocabulary size");
-    }
     longest = std::max(longest, int64_t(p.size()));
   }
   // The KV cache generate() sizes: longest prompt + new tokens, within the model's context (a

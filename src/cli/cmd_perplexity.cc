@@ -40,8 +40,11 @@ void add_perplexity_command(CLI::App& app) {
   add_gemm_option(c, &a->gemm);
   c->callback([a] {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(a->file, ec))
-      fail("not a regular file", a->file, "pass a UTF-8 text file to --file");
+    if (!std::filesystem::exists(a->file, ec)) fail("no such file", a->file, "check the path passed to --file");
+    if (!std::filesystem::is_regular_file(a->file, ec)) {
+      fail("not a regular file", a->file,
+           "pass a UTF-8 text file to --file (to score a stream, save it to a file first)");
+    }
     std::ifstream in(a->file, std::ios::binary);
     if (!in) fail("cannot read the text file", a->file, "check the path passed to --file");
     std::stringstream ss;
@@ -52,7 +55,14 @@ void add_perplexity_command(CLI::App& app) {
     const auto t0 = std::chrono::steady_clock::now();
     auto ckpt = open_model(a->model);
     perplexity_window(a->context, ckpt->config().max_position_embeddings);  // before the engine loads
-    auto tok = load_tokenizer(*ckpt);
+    std::unique_ptr<Tokenizer> tok;
+    try {
+      tok = load_tokenizer(*ckpt);
+    } catch (const Error& e) {  // its fix speaks of --prompt-ids, which perplexity does not have
+      fail(e.what_part(), e.where_part(),
+           "perplexity tokenizes the text with the model's tokenizer: use a checkpoint that has one (tokenizer.json "
+           "or tokenizer.model next to config.json, or a GGUF with its tokenizer metadata)");
+    }
     EngineOffload gemm_only;  // no offload flags on this command: only the GEMM backend
     gemm_only.gemm = a->gemm;
     auto engine = make_engine(*ckpt, a->device, &gemm_only);

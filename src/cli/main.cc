@@ -80,12 +80,15 @@ int main(int argc, char** argv) {
         help = path + " --help";
       }
     }
-    // Stray words are most often an unquoted value with spaces (`-p The capital of France`).
-    const bool stray = std::string(e.what()).find("not expected") != std::string::npos;
-    const dak::Error err(e.what(), where,
-                         std::string(stray ? "quote a value that contains spaces (-p \"two words\"; repeat -p for a "
-                                             "batch), or " : "") +
-                             "run `" + help + "` for the subcommands, options and their values");
+    // Stray words after `dak generate` are most often an unquoted prompt (`-p The capital of France`);
+    // elsewhere (and for an unknown --flag) the value of some option was cut at a space, if anything.
+    const std::string what = e.what();
+    const bool stray = what.find("not expected") != std::string::npos && what.find(": -") == std::string::npos;
+    const bool generate = where == "dak generate";
+    const std::string quote = !stray ? ""
+                              : generate ? "quote a prompt that contains spaces (-p \"two words\"; repeat -p for a batch), or "
+                                         : "quote a value that contains spaces, or ";
+    const dak::Error err(what, where, quote + "run `" + help + "` for the subcommands, options and their values");
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return 2;
   } catch (const dak::Error& e) {

@@ -38,7 +38,8 @@ int32_t argmax(std::span<const float> logits) {
     }
   }
   if (nan || !std::isfinite(best_v))
-    fail("logits are not finite", "sample_token (greedy)", "the model produced inf/NaN; check the checkpoint");
+    fail("logits are not finite", "the model's output (greedy sampling)",
+         "the model produced inf/NaN: check the checkpoint's weights (a corrupt or wrongly converted file)");
   return best;
 }
 
@@ -79,7 +80,8 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std
   // softmax(logits / T) over the candidates, in double.
   const double top = logits[ids[0]];
   if (!std::isfinite(top))
-    fail("logits are not finite", "sample_token", "the model produced inf/NaN; check the checkpoint");
+    fail("logits are not finite", "the model's output (sampling)",
+         "the model produced inf/NaN: check the checkpoint's weights (a corrupt or wrongly converted file)");
   std::vector<double> prob(ids.size());
   double sum = 0.0;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -125,9 +127,10 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t n = int64_t(prompts[i].size());
+    const std::string which =
+        prompts.size() == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, prompts.size());
     if (n == 0)
-      fail(fmt::format("prompt {} is empty", i), "generate",
-           "give a non-empty prompt (with BOS, if the model uses one)");
+      fail(which + " is empty", "generate", "give a non-empty prompt (with BOS, if the model uses one)");
     if (opts.max_new_tokens > limit - n) {  // n + max_new_tokens > limit, without overflow
       std::string fix;
       if (n < limit) {
@@ -135,14 +138,20 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       } else if (opts.max_new_tokens < limit) {
         fix = fmt::format("shorten the prompt to at most {} tokens (the limit less --max-new-tokens {})",
                           limit - opts.max_new_tokens, opts.max_new_tokens);
+      } else if (limit > 1) {
+        fix = fmt::format("use --max-new-tokens {} or less and a prompt that leaves room for them (prompt + new "
+                          "tokens <= {})",
+                          limit - 1, limit);
       } else {
-        fix = fmt::format("shorten the prompt below {} tokens and keep prompt + --max-new-tokens <= {}", limit, limit);
+        fix = "a context of 1 token leaves no room for a new token: use --max-context 0 (the model context) or a model "
+              "with a longer context";
       }
       const std::string total = opts.max_new_tokens <= std::numeric_limits<int64_t>::max() - n
                                     ? fmt::format("{}", n + opts.max_new_tokens)
                                     : std::string("over 2^63");
-      fail(fmt::format("prompt {} has {} tokens; with {} new tokens that is {}, more than {} of {} tokens", i, n,
-                       opts.max_new_tokens, total, limit_name, limit),
+      fail(fmt::format("{} has {} token{}; with {} new token{} that is {}, more than {} of {} token{}", which, n,
+                       n == 1 ? "" : "s", opts.max_new_tokens, opts.max_new_tokens == 1 ? "" : "s", total, limit_name,
+                       limit, limit == 1 ? "" : "s"),
            "--max-new-tokens / prompt", fix);
     }
     longest = std::max(longest, n);

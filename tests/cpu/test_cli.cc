@@ -474,4 +474,50 @@ TEST(Cli, JsonOutputSurvivesTextThatIsNotUtf8) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, MessagesNameWhatTheUserGave) {
+  // Session-15 trial: each of these named the wrong place or gave a fix that does not apply.
+  const std::string llama = kData + "/hf_parity/llama_gqa";
+  // `dak inspect --model X` was "not expected"; an empty path inspected the default model.
+  RunResult r = run_dak("inspect --model " + llama);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("layers 2"), std::string::npos) << r.output;
+  r = run_dak("inspect ''");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the model path is empty"), std::string::npos) << r.output;
+  r = run_dak("inspect " + llama + " -m " + llama);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("given twice"), std::string::npos) << r.output;
+  // A missing --file is "no such file", not "not a regular file".
+  r = run_dak("perplexity --model " + llama + " --file /nonexistent/dak-text.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no such file"), std::string::npos) << r.output;
+  // A model without a tokenizer: the fix no longer points at --prompt-ids, which perplexity lacks.
+  r = run_dak("perplexity --model " + llama + " --device cpu --file " + llama + "/config.json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("perplexity tokenizes the text with the model's tokenizer"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("--prompt-ids"), std::string::npos) << r.output;
+  // A $DAK_MODEL that does not exist is named as such.
+  r = dak::testing::run_shell("DAK_MODEL=/nonexistent/dak-model " + std::string(DAK_BINARY) + " generate -p hi 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("$DAK_MODEL names '/nonexistent/dak-model', which does not exist"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("where: DAK_MODEL (environment)"), std::string::npos) << r.output;
+  // Ids outside the vocabulary name --prompt-ids, also with a tokenizer (it used to name its file).
+  r = run_dak("generate --device cpu --prompt-ids 99999999 -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("token id 99999999 is outside the vocabulary (size 49152)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("where: --prompt-ids"), std::string::npos) << r.output;
+  // The quote hint is about prompts only after `dak generate`, and absent for an unknown flag.
+  r = run_dak("plan --model llama-2-7b extra");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("fix:   quote a value that contains spaces, or run `dak plan --help`"), std::string::npos)
+      << r.output;
+  r = run_dak("generate --bogus");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output.find("quote"), std::string::npos) << r.output;
+  r = run_dak("generate --model " + llama + " --device cpu -p The capital");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("quote a prompt that contains spaces"), std::string::npos) << r.output;
+}
+
 }  // namespace

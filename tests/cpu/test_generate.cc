@@ -208,7 +208,7 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   GenerateOptions opts;
   opts.max_new_tokens = 10;
   expect_error([&] { generate(engine, {}, opts); }, {"prompt"});
-  expect_error([&] { generate(engine, {{1, 2}, {}}, opts); }, {"prompt 1", "empty"});
+  expect_error([&] { generate(engine, {{1, 2}, {}}, opts); }, {"prompt 2 of 2 is empty"});
   // 8 + 10 = 18 > 16: both numbers, the limit and the way out.
   expect_error([&] { generate(engine, {{1, 2, 3, 4, 5, 6, 7, 8}}, opts); },
                {"8 tokens", "10 new tokens", "18", "16", "--max-new-tokens 8", "shorter prompt"});
@@ -218,7 +218,17 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   expect_error([&] { generate(engine, {{1, 2, 3}}, opts); }, {"over 2^63", "--max-new-tokens 13 or less"});
   opts.max_new_tokens = 20;
   expect_error([&] { generate(engine, std::vector<std::vector<int32_t>>{std::vector<int32_t>(16, 1)}, opts); },
-               {"shorten the prompt below 16 tokens", "<= 16"});
+               {"the prompt has 16 tokens", "--max-new-tokens 15 or less", "<= 16"});
+  // Singular counts, 1-based prompt numbers in a batch (the trial read "prompt 0 has 1 tokens").
+  opts.max_new_tokens = 16;
+  expect_error([&] { generate(engine, {{1, 2}, {1}}, opts); },
+               {"prompt 1 of 2 has 2 tokens; with 16 new tokens that is 18"});
+  opts.max_new_tokens = 1;
+  opts.max_context = 1;
+  expect_error([&] { generate(engine, {{1}}, opts); },
+               {"the prompt has 1 token; with 1 new token that is 2, more than the requested max context of 1 token",
+                "no room for a new token"});
+  opts.max_context = 0;
   opts.max_new_tokens = 4;
   expect_error([&] { generate(engine, std::vector<std::vector<int32_t>>{std::vector<int32_t>(17, 1)}, opts); },
                {"at most 12 tokens"});
