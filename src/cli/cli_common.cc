@@ -43,6 +43,17 @@ std::filesystem::path default_model_path() {
   return p;
 }
 
+void notice_defaulted_sizes(const ModelConfig& config, const std::string& where) {
+  if (config.defaulted_sizes.empty()) return;
+  std::string keys;
+  for (const std::string& k : config.defaulted_sizes) keys += (keys.empty() ? "'" : ", '") + k + "'";
+  std::fprintf(stderr,
+               "dak: notice: %s has no %s: using the transformers defaults of model_type %s (a model of %lld layers, "
+               "hidden size %lld); check that this is the model's own config.json\n",
+               where.c_str(), keys.c_str(), arch_name(config.arch).c_str(), static_cast<long long>(config.num_layers),
+               static_cast<long long>(config.hidden_size));
+}
+
 std::unique_ptr<Checkpoint> open_model(const std::string& model) {
   const std::filesystem::path p = model.empty() ? default_model_path() : std::filesystem::path(model);
   std::error_code ec;
@@ -55,7 +66,9 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model) {
            "checkpoint folder or .gguf file");
     }
   }
-  return Checkpoint::open(p);
+  auto ckpt = Checkpoint::open(p);
+  notice_defaulted_sizes(ckpt->config(), ckpt->path().string());
+  return ckpt;
 }
 
 std::string gpu_unavailable_reason() {

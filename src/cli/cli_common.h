@@ -160,6 +160,10 @@ CLI::Validator decimal_number(const std::string& allowed, double min, double max
 /// plain dump() throws on them). Every `--output json` of the CLI goes through it.
 std::string json_text(const nlohmann::json& j);
 
+/// A notice on stderr when `config` (read from `where`) lacked size keys and took the transformers
+/// defaults (ModelConfig::defaulted_sizes): "config.json has no 'hidden_size': ...". Nothing otherwise.
+void notice_defaulted_sizes(const ModelConfig& config, const std::string& where);
+
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -127,6 +127,7 @@ void run_bench_command(const BenchArgs& a) {
   LocatedConfig located;
   if (a.random_weights) {
     located = locate_model_config(a.model);
+    notice_defaulted_sizes(located.config, located.path.string());
   } else {
     ckpt = open_model(a.model);
     located.config = ckpt->config();

@@ -81,6 +81,7 @@ void run_generate(const GenerateArgs& a) {
            "pass the prompt as token ids with --prompt-ids 1,2,3");
     }
     located = locate_model_config(a.model);
+    notice_defaulted_sizes(located->config, located->path.string());
     model_path = located->path.string();
   } else {
     ckpt = open_model(a.model);

@@ -372,6 +372,12 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string
   } else {
     parse_llama_like(j, c, where);
   }
+  const bool opt = c.arch == Arch::kOpt;
+  for (const char* key : {"vocab_size", "hidden_size", opt ? "ffn_dim" : "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads"}) {
+    const bool present = find_key(j, key) || (opt && std::string(key) == "hidden_size" && find_key(j, "d_model"));
+    if (!present) c.defaulted_sizes.push_back(key);
+  }
   c.validate(where);
   return c;
 }

@@ -70,6 +70,12 @@ struct ModelConfig {
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // generation stops at any of these
 
+  /// The size keys (vocab_size, hidden_size, intermediate_size / ffn_dim, num_hidden_layers,
+  /// num_attention_heads) the config.json did not have, in that order: they took the transformers
+  /// config class's defaults (Llama-2-7B's sizes for llama), as in transformers. Real configs
+  /// have them all; the CLI says so when one is missing. Empty for GGUF metadata.
+  std::vector<std::string> defaulted_sizes;
+
   /// Parses a Hugging Face config.json document. `where` names the file for error messages.
   /// Throws dak::Error for an unsupported model_type, a missing or inconsistent field
   /// (e.g. hidden_size not divisible by num_attention_heads without head_dim), or an

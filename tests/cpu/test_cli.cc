@@ -496,6 +496,21 @@ TEST(Cli, MessagesNameWhatTheUserGave) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("perplexity tokenizes the text with the model's tokenizer"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("--prompt-ids"), std::string::npos) << r.output;
+  // A config.json without its size keys runs with the transformers defaults, and says so.
+  {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(::testing::TempDir()) / "dak_bare_config";
+    fs::create_directories(dir);
+    std::ofstream(dir / "config.json") << R"({"model_type": "llama", "vocab_size": 100})";
+    r = run_dak("bench --model " + (dir / "config.json").string() + " --random-weights");
+    EXPECT_NE(r.output.find("dak: notice: " + (dir / "config.json").string() +
+                            " has no 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads': "
+                            "using the transformers defaults of model_type llama (a model of 32 layers, hidden size "
+                            "4096)"),
+              std::string::npos)
+        << r.output;
+    fs::remove_all(dir);
+  }
   // A $DAK_MODEL that does not exist is named as such.
   r = dak::testing::run_shell("DAK_MODEL=/nonexistent/dak-model " + std::string(DAK_BINARY) + " generate -p hi 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -66,6 +66,22 @@ TEST(ModelConfig, ParsesSmolLM2Config) {
   EXPECT_EQ(c.embed_dim(), 576);
 }
 
+TEST(ModelConfig, RecordsSizeKeysThatTookTheClassDefaults) {
+  // Session-15 trial: {"model_type": "llama"} alone planned a Llama-2-7B in silence (transformers'
+  // LlamaConfig defaults). The parser keeps those semantics and records which size keys were absent.
+  const ModelConfig bare = parse(R"({"model_type": "llama"})");
+  EXPECT_EQ(bare.hidden_size, 4096);
+  EXPECT_EQ(bare.defaulted_sizes, (std::vector<std::string>{"vocab_size", "hidden_size", "intermediate_size",
+                                                             "num_hidden_layers", "num_attention_heads"}));
+  const ModelConfig some = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                                    "intermediate_size": 128})");
+  EXPECT_EQ(some.defaulted_sizes, (std::vector<std::string>{"vocab_size", "num_hidden_layers"}));
+  // OPT's old name d_model counts as hidden_size.
+  const ModelConfig opt = parse(R"({"model_type": "opt", "vocab_size": 100, "d_model": 64, "ffn_dim": 128,
+                                   "num_hidden_layers": 2, "num_attention_heads": 4})");
+  EXPECT_TRUE(opt.defaulted_sizes.empty());
+}
+
 TEST(ModelConfig, ValidationFixNamesTheSource) {
   // Session-14 trial: a GGUF with 2 kv heads for 9 query heads said "fix config.json", a file the
   // user does not have (the GGUF side: CheckpointGguf.RejectsInconsistentMetadata).
