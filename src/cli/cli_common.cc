@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -388,6 +389,16 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
   if (!json_file.empty() && json_file == csv_file) {
     fail(fmt::format("--json and --csv both name '{}'", json_file), "--json / --csv", "give two different files");
   }
+}
+
+void flush_stdout_or_fail() {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return;
+  const int err = errno;
+  fail("cannot write the output to standard output" + (err ? std::string(": ") + std::strerror(err) : std::string()),
+       "standard output", "check the disk space or the file / pipe stdout goes to");
 }
 
 std::string json_text(const nlohmann::json& j) {

@@ -164,6 +164,11 @@ std::string json_text(const nlohmann::json& j);
 /// defaults (ModelConfig::defaulted_sizes): "config.json has no 'hidden_size': ...". Nothing otherwise.
 void notice_defaulted_sizes(const ModelConfig& config, const std::string& where);
 
+/// Flushes stdout (C++ and C streams); throws dak::Error "cannot write the output to standard
+/// output: <reason>" (a full disk, a closed pipe) when that or an earlier write failed, so a run
+/// never ends with a truncated output and exit code 0.
+void flush_stdout_or_fail();
+
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -178,7 +178,7 @@ void run_generate(const GenerateArgs& a) {
       }
       if (keep > printed.size() && text.compare(0, printed.size(), printed) == 0) {
         std::fwrite(text.data() + printed.size(), 1, keep - printed.size(), stdout);
-        std::fflush(stdout);
+        flush_stdout_or_fail();  // a full disk stops the run at once
         printed = text.substr(0, keep);
       }
     };
@@ -205,7 +205,8 @@ void run_generate(const GenerateArgs& a) {
     }
     j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
                     {"decode_steps", r.decode_steps}, {"tpot_s", tpot}, {"decode_tokens_per_s", tok_per_s}};
-    std::cout << json_text(j) << std::endl;
+    std::cout << json_text(j) << '\n';
+    flush_stdout_or_fail();  // here, where the write's errno says why it failed
     return;
   }
   if (stream) {
@@ -222,7 +223,7 @@ void run_generate(const GenerateArgs& a) {
       }
     }
   }
-  std::fflush(stdout);  // the text first, then the timings, also when both go to one pipe
+  flush_stdout_or_fail();  // the text first, then the timings (none after a failed write)
   std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode steps, TPOT %.1f ms, %.1f tokens/s\n",
                engine->device_name().c_str(), load_s, r.prefill_s, static_cast<long long>(r.decode_steps),
                tpot * 1e3, tok_per_s);

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
 
@@ -56,14 +57,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
     // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).
-    std::cout.flush();
-    errno = 0;
-    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      const int err = errno;
-      const std::string why = err ? std::string(": ") + std::strerror(err) : "";
-      throw dak::Error("cannot write the output to standard output" + why, "standard output",
-                       "check the disk space or the file / pipe stdout goes to");
-    }
+    dak::cli::flush_stdout_or_fail();
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A usage error, in dak's format (CLI11's own text had no where / fix and exit codes 104-114).
