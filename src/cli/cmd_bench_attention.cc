@@ -11,9 +11,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -364,6 +368,32 @@ void run_bench_attention(const BenchAttentionArgs& a) {
 #endif
 }
 
+/// The deepest ring --host-stages (`host`) or --hbm-stages allows, per head_dim: kMaxStages, or fewer
+/// where a CTA's SMEM would exceed kSmemLimitBytes (TieredAttentionSchedule::validate refuses those),
+/// e.g. "8 at head_dim 64, 80 and 96, 6 at 128, 2 at 256".
+std::string stage_limits(bool host) {
+  namespace ta = tiered_attention;
+  std::vector<std::pair<std::vector<int64_t>, int64_t>> caps;  // (head_dims, deepest ring), head_dims ascending
+  for (int64_t d = 1; d <= 1024; ++d) {
+    if (!ta::head_dim_supported(d)) continue;
+    int64_t st = ta::kMaxStages;
+    auto smem = [&](int64_t stages) {
+      return host ? ta::host_cta_smem_bytes(d, stages) : ta::hbm_cta_smem_bytes(d, stages);
+    };
+    while (st > 1 && smem(st) > ta::kSmemLimitBytes) --st;
+    if (caps.empty() || caps.back().second != st) caps.push_back({{}, st});
+    caps.back().first.push_back(d);
+  }
+  std::string out;
+  for (size_t i = 0; i < caps.size(); ++i) {
+    const std::vector<int64_t>& dims = caps[i].first;
+    std::string ds = std::to_string(dims[0]);
+    for (size_t k = 1; k < dims.size(); ++k) ds += (k + 1 == dims.size() ? " and " : ", ") + std::to_string(dims[k]);
+    out += fmt::format("{}{} at {}{}", i == 0 ? "" : ", ", caps[i].second, i == 0 ? "head_dim " : "", ds);
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_bench_attention_command(CLI::App& bench) {
@@ -377,17 +407,33 @@ void add_bench_attention_command(CLI::App& bench) {
   c->add_option("--ratios", a->ratios, "Offload ratios b_h / B in [0, 1], decimals or fractions (1/8), comma list")
       ->capture_default_str();
   c->add_flag("--no-balance-point", a->no_balance_point, "Do not add the point nearest x* = B_h / (B_g + B_h)");
-  c->add_option("--repeats,-r", a->repeats, "Timed launches per point (>= 5), after one warm-up")->capture_default_str();
+  // whole_number reads the integer flags as decimal (CLI11 alone took 010 as 8 and 0x10 as 16) within int;
+  // check_args refuses values outside the ranges their texts give.
+  c->add_option("--repeats,-r", a->repeats, "Timed launches per point (>= 5), after one warm-up")
+      ->capture_default_str()
+      ->transform(whole_number("a count from 5 to 1000", INT32_MIN, INT32_MAX));  // the range: check_timed_runs
   c->add_option("--max-kv-gib", a->max_kv_gib, "Skip cells whose KV (one layer) exceeds this")->capture_default_str();
   c->add_option("--max-host-gib", a->max_host_gib, "Pinned host memory for the host tier (0: MemAvailable - 16 GiB)")
       ->capture_default_str();
-  c->add_option("--host-ctas", a->host_ctas, "Override: host CTAs (0: the default schedule's)")->capture_default_str();
-  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp, 1..8 (0: default)")
-      ->capture_default_str();
-  c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp, 1..8 (0: default)")
-      ->capture_default_str();
+  c->add_option("--host-ctas", a->host_ctas, "Override: host CTAs (0: the default schedule's)")
+      ->capture_default_str()
+      ->transform(whole_number("0 (the default schedule's) or a count from 1 to 1024", INT32_MIN, INT32_MAX));
+  // 1 to kMaxStages, fewer where the ring would not fit in a CTA's SMEM: check_args refuses values above
+  // kMaxStages, and each point's schedule (validate) a ring too large for its head_dim.
+  const auto stages_text = [](bool host) {
+    return fmt::format("0 (the default) or steps from 1 to {} that fit the {} KiB of SMEM per CTA: up to {}",
+                       tiered_attention::kMaxStages, tiered_attention::kSmemLimitBytes / 1024, stage_limits(host));
+  };
+  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp; " + stages_text(true))
+      ->capture_default_str()
+      ->transform(whole_number(stages_text(true), INT32_MIN, INT32_MAX));
+  c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp; " + stages_text(false))
+      ->capture_default_str()
+      ->transform(whole_number(stages_text(false), INT32_MIN, INT32_MAX));
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB")->capture_default_str();
-  c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str();
+  c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")
+      ->capture_default_str()
+      ->transform(whole_number("a count from 1 to 1000", INT32_MIN, INT32_MAX));  // the range: check_hbm_measurement
   c->add_flag("--quick", a->quick, "Smoke run: first model, batch 8, contexts 512 and 4096, ratios 0, 1/2, 1");
   c->add_flag("--dry-run", a->dry_run, "Print the cells, points and kernel schedules without a GPU");
   c->add_option("--output", a->output, "What to print on stdout: text (table), json or csv")

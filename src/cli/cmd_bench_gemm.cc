@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -645,6 +646,19 @@ void run_bench_gemm(const BenchGemmArgs& args) {
 #endif
 }
 
+/// unsigned_64 (digits only, at most 2^64 - 1) that also rewrites an accepted value without its
+/// leading zeros: unsigned_64 only checks, and CLI11 then read "010" as octal 8.
+CLI::Validator decimal_seed() {
+  const CLI::Validator digits = unsigned_64();
+  return CLI::Validator(
+      [digits](std::string& s) -> std::string {
+        std::string error = digits(s);
+        if (error.empty()) s.erase(0, std::min(s.find_first_not_of('0'), s.size() - 1));
+        return error;
+      },
+      "UINT64");
+}
+
 }  // namespace
 
 void add_bench_gemm_command(CLI::App& bench) {
@@ -659,16 +673,22 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--tokens,-n", a->tokens, "Tokens N per GEMM, comma list, each in [1, 8192]")->capture_default_str();
   c->add_option("--ratios,-x", a->ratios, "Offload ratios x in percent, comma list, each in [0, 100]")
       ->capture_default_str();
-  c->add_option("--runs,-r", a->runs, "Timed launches / graph replays per figure (>= 5)")->capture_default_str();
+  // whole_number reads the integer flags as decimal (CLI11 alone took 010 as 8 and 0x4 as 4) within int;
+  // run_bench_gemm refuses values outside the ranges their texts give.
+  c->add_option("--runs,-r", a->runs, "Timed launches / graph replays per figure (>= 5)")
+      ->capture_default_str()
+      ->transform(whole_number("a count from 5 to 1000", INT32_MIN, INT32_MAX));  // the range: check_timed_runs
   c->add_option("--layers", a->layers, "Decoder layers of the graph-replayed stack (each its own weights)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number("a count from 1 to 1024", INT32_MIN, INT32_MAX));
   c->add_option("--congestion", a->congestion,
                 "HOST_CTAS,HOST_STAGES: override the schedule's host CTA count (rounded up to whole multicast "
                 "clusters) and TMA stages in flight per host CTA at every x > 0 (the remaining SMs take the HBM rows)");
   c->add_option("--max-cluster", a->max_cluster,
                 "Largest TMA multicast cluster of CTAs sharing host W tiles: 4 (default), 2, or 1 (multicast off); "
                 "used with host rows at N > 128 (two or more 128-token tiles)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number("4, 2 or 1 (multicast off)", INT32_MIN, INT32_MAX));
   c->add_option("--host-rows", a->host_rows,
                 "tile: host rows in whole 128-row units, as the planner places them (the nearest count, at least one "
                 "when x > 0); row: m_host = round(x * M) rows (awkward partial tiles)")
@@ -686,7 +706,7 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--json", a->json_file, "Also write everything as JSON to FILE");
   c->add_option("--csv", a->csv_file, "Also write one row per (experiment, x) as CSV to FILE (tools/plot_gemm_eb.py)");
   c->add_option("--seed", a->seed, "Seed of the random weights and activations")->capture_default_str()
-      ->check(unsigned_64());
+      ->transform(decimal_seed());
   c->footer(kFooter);
   c->callback([a] { run_bench_gemm(*a); });
 }

@@ -22,6 +22,7 @@
 #include "core/byte_size.h"
 #include "core/config_locator.h"
 #include "core/error.h"
+#include "core/op_graph.h"
 #include "core/plan_report.h"
 #include "core/planner.h"
 
@@ -92,9 +93,17 @@ void add_plan_command(CLI::App& app) {
       "plan", "Plan per-operator offload ratios and predict TPOT for a model config (no GPU needed)");
   c->add_option("--model", a->model, "config.json, HF model folder, or a shipped config name (e.g. llama-2-7b)")
       ->required();
-  c->add_option("--batch", a->batch, "sequences per step")->capture_default_str();
-  c->add_option("--prompt-len", a->prompt_len, "prompt tokens per sequence")->capture_default_str();
-  c->add_option("--gen-len", a->gen_len, "generated tokens per sequence")->capture_default_str();
+  // whole_number only reads the values as decimal (CLI11 alone took 010 as 8 and 0x10 as 16, and
+  // clamped 10^22 to 2^63 - 1); the ranges are checked below and by the planner (build_op_graph).
+  c->add_option("--batch", a->batch, "sequences per step")
+      ->capture_default_str()
+      ->transform(whole_number("a count from 1 to 65536 (the sequences the planner supports)"));
+  c->add_option("--prompt-len", a->prompt_len, "prompt tokens per sequence")
+      ->capture_default_str()
+      ->transform(whole_number("a count of at least 1; --prompt-len + --gen-len must fit in the model's context"));
+  c->add_option("--gen-len", a->gen_len, "generated tokens per sequence")
+      ->capture_default_str()
+      ->transform(whole_number("a count of at least 1; --prompt-len + --gen-len must fit in the model's context"));
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)");
   CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,
@@ -109,7 +118,8 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"decode", "prefill"}));
   c->add_option("--tile-rows", a->tile_rows, "weight rows per split unit (tiered GEMM tile height)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(fmt::format("a count of rows from 1 to {}", kMaxTileRows)));
   c->add_flag("--no-staged", a->no_staged, "direct path only (no copy-engine staging)");
   c->add_option("--offload", a->mode,
                 "the engine mode to predict: auto (the plan's choice of direct or staged per operator), or one path "

@@ -319,7 +319,10 @@ void add_profile_command(CLI::App& app) {
   c->add_option("--pin-test-gib", a->pin_test_gib,
                 "GiB to pin for the pin rate; the profile's pinnable_bytes is this tested size (default 4, 1 with "
                 "--quick)");
-  c->add_option("--runs", a->runs, "Timed runs behind each median (default 5, 3 with --quick)");
+  // whole_number reads the value as decimal (CLI11 alone took 010 as 8 and 0x10 as 16) within int;
+  // run_profile_command refuses values outside the range the text gives.
+  c->add_option("--runs", a->runs, "Timed runs behind each median (default 5, 3 with --quick)")
+      ->transform(whole_number("0 (the default: 5, 3 with --quick) or a count from 3 to 1000", INT32_MIN, INT32_MAX));
   c->footer(kFooter);
   c->callback([a] { run_profile_command(*a); });
 }

@@ -1,0 +1,212 @@
+// Integer flags of `dak plan`, `dak bench attention`, `dak bench gemm` and `dak profile` are read
+// as decimal numbers, on any machine. CLI11 alone read a leading 0 as octal (--batch 010 planned
+// batch 8) and 0x as hex (--batch 0x10 planned 16), and clamped 10^22 to 2^63 - 1. Now 010 is ten,
+// 0x10 / abc / 1.5 are "not a whole number" and a value beyond the option's integer type is "too
+// large", each naming the allowed values, with exit code 2 at argument parsing (before any GPU is
+// looked for). The comma-list flags (--batch / --ctx of bench attention, --tokens, --congestion,
+// --gemm-tokens) keep their own decimal parsing: 010 is ten there too, 0x10 and huge values exit 1.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using dak::testing::RunResult;
+
+const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
+
+RunResult run_dak(const std::string& args) {
+  return dak::testing::run_shell(kNoGpu + " " + std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+const std::string kHuge = "9999999999999999999999";  // beyond int64: CLI11 alone clamped it to 2^63 - 1
+
+struct Flag {
+  std::string command;  // the command line up to the flag
+  std::string flag;
+  std::string allowed;  // the text after "; use "
+};
+
+/// hex, non-numeric, fractional and huge values of `f` exit 2 naming the flag, the value and the
+/// allowed values.
+void expect_refused_at_parsing(const Flag& f) {
+  const struct {
+    std::string value, says;
+  } cases[] = {
+      {"0x10", "'0x10' is not a whole number"},
+      {"abc", "'abc' is not a whole number"},
+      {"1.5", "'1.5' is not a whole number"},
+      {kHuge, "'" + kHuge + "' is too large"},
+  };
+  for (const auto& c : cases) {
+    const std::string args = f.command + " " + f.flag + " " + c.value;
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, f.flag + ": " + c.says + "; use " + f.allowed)) << args << "\n" << r.output;
+    EXPECT_FALSE(contains(r.output, "needs a Hopper GPU")) << args << "\n" << r.output;
+  }
+}
+
+TEST(CliFlags, PlanIntegersAreDecimal) {
+  const std::string plan = "plan --model llama-2-7b";
+  const std::string count = "a count of at least 1; --prompt-len + --gen-len must fit in the model's context";
+  for (const Flag& f : {Flag{plan, "--batch", "a count from 1 to 65536 (the sequences the planner supports)"},
+                        Flag{plan, "--prompt-len", count}, Flag{plan, "--gen-len", count},
+                        Flag{plan, "--tile-rows", "a count of rows from 1 to 16384"}}) {
+    expect_refused_at_parsing(f);
+  }
+  // A leading 0 is ten, not octal 8 (and 0100 a hundred, not 64).
+  RunResult r = run_dak(plan + " --batch 010 --prompt-len 0100 --gen-len 010 --tile-rows 0100 --output json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"\"batch\": 10,", "\"prompt_len\": 100,", "\"gen_len\": 10,", "\"tile_rows\": 100"}) {
+    EXPECT_TRUE(contains(r.output, s)) << s << "\n" << r.output;
+  }
+  r = run_dak(plan + " --batch 010");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "batch 10  prompt 32  gen 32")) << r.output;
+  // Decimal 20000 is above the planner's 16384 rows (octal 020000 = 8192 was accepted).
+  r = run_dak(plan + " --tile-rows 020000");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "tile rows 20000 is more than the planner supports")) << r.output;
+  // The later range checks stay: zero is a whole number, refused by the command (exit 1).
+  r = run_dak(plan + " --batch 0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--batch 0 is not a positive count")) << r.output;
+  // A comma list is one value here: plan takes one batch.
+  r = run_dak(plan + " --batch 1,8");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--batch: '1,8' is not a whole number")) << r.output;
+}
+
+TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
+  const std::string bench = "bench attention --dry-run";
+  const std::string host_stages =
+      "0 (the default) or steps from 1 to 8 that fit the 227 KiB of SMEM per CTA: up to 8 at head_dim 64, 80 and 96, "
+      "6 at 128, 2 at 256";
+  const std::string hbm_stages =
+      "0 (the default) or steps from 1 to 8 that fit the 227 KiB of SMEM per CTA: up to 8 at head_dim 64, 80 and 96, "
+      "6 at 128, 3 at 256";
+  for (const Flag& f : {Flag{bench, "--repeats", "a count from 5 to 1000"},
+                        Flag{bench, "--host-ctas", "0 (the default schedule's) or a count from 1 to 1024"},
+                        Flag{bench, "--host-stages", host_stages}, Flag{bench, "--hbm-stages", hbm_stages},
+                        Flag{bench, "--hbm-runs", "a count from 1 to 1000"}}) {
+    expect_refused_at_parsing(f);
+  }
+  // int options: 3000000000 fits int64 but not the option's int, "too large" too (not CLI11's
+  // "Could not convert").
+  RunResult r = run_dak(bench + " --host-ctas 3000000000");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--host-ctas: '3000000000' is too large; use 0 (the default schedule's)")) << r.output;
+  // A leading 0 is ten: --host-stages 010 is refused as 10 (octal 8 passed the [0, 8] check).
+  r = run_dak(bench + " --host-stages 010");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--host-stages 10 / --hbm-stages 0 outside [0, 8]")) << r.output;
+  for (const char* flag : {"--repeats", "--hbm-runs"}) {
+    // Decimal 1001 is above 1000 (octal 01001 = 513 was accepted).
+    r = run_dak(bench + " " + flag + " 01001");
+    EXPECT_EQ(r.exit_code, 1) << flag << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "1001")) << flag << "\n" << r.output;
+  }
+  // Accepted values in the schedules: 010 host CTAs, 06 / 03 stages; the comma lists read 010 as ten too.
+  r = run_dak(bench + " --models llama-2-7b --batch 010 --ctx 0512 --ratios 1/2 --no-balance-point --host-ctas 010 "
+                      "--host-stages 06 --hbm-stages 03 --repeats 010 --hbm-runs 010");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "| llama-2-7b | 10 | 512 |")) << r.output;
+  EXPECT_TRUE(contains(r.output, "host_ctas=10x6 stages hbm_ctas=120x3 stages")) << r.output;
+  // Comma lists: hex and huge entries are refused (exit 1, by the list parser).
+  for (const std::string& bad : {std::string("0x10"), std::string("8,0x10"), kHuge}) {
+    for (const std::string flag : {"--batch", "--ctx"}) {
+      r = run_dak(bench + " " + flag + " " + bad);
+      EXPECT_EQ(r.exit_code, 1) << flag << " " << bad << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "is not a comma-separated list of")) << flag << " " << bad << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "where: " + flag)) << flag << " " << bad << "\n" << r.output;
+    }
+  }
+  // 7 and 8 stages exceed the SMEM of a head_dim 128 CTA: the help says so, and the run refuses them.
+  r = run_dak("bench attention --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "steps in flight per host warp; " + host_stages)) << r.output;
+  EXPECT_TRUE(contains(r.output, "steps in flight per HBM warp; " + hbm_stages)) << r.output;
+  EXPECT_FALSE(contains(r.output, "1..8")) << r.output;
+  const std::string d128 = bench + " --models llama-2-7b --batch 8 --ctx 512 --ratios 0,1/2";
+  for (const std::string flag : {"--host-stages", "--hbm-stages"}) {
+    EXPECT_EQ(run_dak(d128 + " " + flag + " 6").exit_code, 0) << flag;
+    r = run_dak(d128 + " " + flag + " 7");
+    EXPECT_EQ(r.exit_code, 1) << flag << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "bytes of SMEM per CTA exceed the 232448 byte limit")) << flag << "\n" << r.output;
+  }
+}
+
+TEST(CliFlags, BenchGemmIntegersAreDecimal) {
+  const std::string bench = "bench gemm --dry-run";
+  for (const Flag& f : {Flag{bench, "--runs", "a count from 5 to 1000"},
+                        Flag{bench, "--layers", "a count from 1 to 1024"},
+                        Flag{bench, "--max-cluster", "4, 2 or 1 (multicast off)"}}) {
+    expect_refused_at_parsing(f);
+  }
+  // A leading 0 is ten: --max-cluster 010 is refused as 10 (octal 8 would have said 8); decimal
+  // 1025 / 1001 are above the ranges (octal 01025 = 533 and 01001 = 513 were accepted).
+  const struct {
+    std::string args, says;
+  } refused[] = {
+      {"--max-cluster 010", "--max-cluster 10 is not 1, 2 or 4"},
+      {"--layers 01025", "--layers 1025 is outside [1, 1024]"},
+      {"--runs 01001", "--runs 1001 is outside [5, 1000]"},
+  };
+  for (const auto& c : refused) {
+    const RunResult r = run_dak(bench + " " + c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.args << "\n" << r.output;
+  }
+  // Accepted values: 010 layers in the stack, 010 tokens and 010 host CTAs (comma lists) as ten.
+  RunResult r = run_dak(bench + " --models llama-2-7b --tokens 010 --ratios 10 --congestion 010,3 --max-cluster 01 "
+                                "--layers 010 --runs 010");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "llama-2-7b N=10 stack10 layer")) << r.output;
+  EXPECT_TRUE(contains(r.output, "host_ctas=10x3 stages")) << r.output;
+  EXPECT_TRUE(contains(r.output, "multicast clusters of up to 1 CTAs")) << r.output;
+  // --seed (uint64): hex, negative and huge values are refused at parsing.
+  for (const std::string& bad : {std::string("0x10"), std::string("-1"), std::string("18446744073709551616")}) {
+    r = run_dak(bench + " --seed " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "--seed: must be a whole number from 0 to 18446744073709551615")) << bad << "\n"
+                                                                                                       << r.output;
+  }
+  EXPECT_EQ(run_dak(bench + " --models llama-2-7b --tokens 8 --ratios 10 --seed 010").exit_code, 0);
+  // Comma lists: hex and huge entries are refused (exit 1).
+  for (const std::string& args : {std::string("--tokens 0x10"), "--tokens 8," + kHuge,
+                                  std::string("--congestion 0x4,4"), "--congestion 4," + kHuge}) {
+    r = run_dak(bench + " " + args);
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, args.substr(0, args.find(' ')))) << args << "\n" << r.output;
+  }
+}
+
+TEST(CliFlags, ProfileIntegersAreDecimal) {
+  const std::string profile = "profile --output /nonexistent-dak-dir/p.json";
+  expect_refused_at_parsing({profile, "--runs", "0 (the default: 5, 3 with --quick) or a count from 3 to 1000"});
+  // Decimal 1001 is above 1000 (octal 01001 = 513 was accepted), before the output file or the GPU.
+  RunResult r = run_dak(profile + " --runs 01001");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--runs 1001 is outside [0, 1000]")) << r.output;
+  // --runs 02 is two, too few (it passes the parser as two, not as a refused non-number).
+  r = run_dak(profile + " --runs 02");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--runs 2 is too few")) << r.output;
+  // --gemm-tokens (a comma list): 010000 is ten thousand, above 8192 (octal 4096 was accepted); hex and huge refused.
+  for (const std::string& bad : {std::string("010000"), std::string("0x10"), kHuge}) {
+    r = run_dak(profile + " --gemm-tokens " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "is not a comma-separated list of token counts in [1, 8192]")) << bad << "\n"
+                                                                                                 << r.output;
+  }
+}
+
+}  // namespace
