@@ -252,7 +252,8 @@ std::optional<int64_t> parse_integer(const std::string& tok) {
 }
 
 std::optional<double> parse_number(const std::string& tok) {
-  if (tok.empty()) return std::nullopt;
+  // Decimal only: strtod alone also reads hexadecimal ("0x.8" = 0.5) and "inf" / "nan".
+  if (tok.empty() || tok.find_first_of("xX") != std::string::npos) return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(tok.c_str(), &end);

@@ -85,7 +85,7 @@ std::vector<std::string> split_list(const std::string& s);
 std::optional<int64_t> parse_integer(const std::string& tok);
 
 /// The whole of `tok` as a finite decimal number (strtod); nullopt when it is empty, has anything
-/// after the number, is out of range, or is inf / nan.
+/// after the number, is out of range, is inf / nan, or is hexadecimal ("0x.8").
 std::optional<double> parse_number(const std::string& tok);
 
 /// "8,64,512" -> {8, 64, 512}: the items of split_list(s) as integers in [1, max], sorted, duplicates
@@ -126,15 +126,19 @@ void check_hbm_measurement(double buffer_gib, int64_t runs);
 void emit_report(const std::string& text, const nlohmann::json& json, const std::string& csv,
                  const std::string& output, const std::string& json_file, const std::string& csv_file);
 
-/// CLI11 validator for a uint64 option (a seed): only decimal digits, at most 2^64 - 1 (CLI11
-/// alone wraps -1 to 2^64 - 1 and clamps larger values, so different seeds gave the same run).
+/// CLI11 validator (use with ->transform) for a uint64 option (a seed): only decimal digits, at
+/// most 2^64 - 1 (CLI11 alone wraps -1 to 2^64 - 1 and clamps larger values, so different seeds gave
+/// the same run); an accepted value is rewritten without its leading zeros (CLI11 alone reads "010"
+/// as octal 8).
 inline CLI::Validator unsigned_64() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
-        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 20 ||
-            (s.size() == 20 && s > "18446744073709551615")) {
+        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+        const std::string v = digits ? s.substr(std::min(s.find_first_not_of('0'), s.size() - 1)) : s;
+        if (!digits || v.size() > 20 || (v.size() == 20 && v > "18446744073709551615")) {
           return "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
         }
+        s = v;
         return "";
       },
       "UINT64");

@@ -442,7 +442,7 @@ void add_bench_command(CLI::App& app) {
   c->add_flag("--random-weights", a->random_weights,
               "Deterministic random bf16 weights generated on the GPU for the config (no checkpoint needed)");
   c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
-      ->check(unsigned_64());
+      ->transform(unsigned_64());
   c->add_option("--batch,-b", a->batch, "Sequences per step; a comma list sweeps, e.g. 1,8,64")->capture_default_str();
   c->add_option("--prompt-len,-p", a->prompt_len, "Prompt tokens per sequence (comma list sweeps)")
       ->capture_default_str();

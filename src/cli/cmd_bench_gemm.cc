@@ -646,19 +646,6 @@ void run_bench_gemm(const BenchGemmArgs& args) {
 #endif
 }
 
-/// unsigned_64 (digits only, at most 2^64 - 1) that also rewrites an accepted value without its
-/// leading zeros: unsigned_64 only checks, and CLI11 then read "010" as octal 8.
-CLI::Validator decimal_seed() {
-  const CLI::Validator digits = unsigned_64();
-  return CLI::Validator(
-      [digits](std::string& s) -> std::string {
-        std::string error = digits(s);
-        if (error.empty()) s.erase(0, std::min(s.find_first_not_of('0'), s.size() - 1));
-        return error;
-      },
-      "UINT64");
-}
-
 }  // namespace
 
 void add_bench_gemm_command(CLI::App& bench) {
@@ -706,7 +693,7 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--json", a->json_file, "Also write everything as JSON to FILE");
   c->add_option("--csv", a->csv_file, "Also write one row per (experiment, x) as CSV to FILE (tools/plot_gemm_eb.py)");
   c->add_option("--seed", a->seed, "Seed of the random weights and activations")->capture_default_str()
-      ->transform(decimal_seed());
+      ->transform(unsigned_64());
   c->footer(kFooter);
   c->callback([a] { run_bench_gemm(*a); });
 }

@@ -241,7 +241,7 @@ void add_generate_command(CLI::App& app) {
               "Run the config with deterministic random bf16 weights generated on the GPU (no checkpoint, no "
               "tokenizer: use --prompt-ids; --device cuda or auto)");
   c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
-      ->check(unsigned_64());
+      ->transform(unsigned_64());
   // One value per occurrence: `-p The capital of France` is an error (quote the prompt), not five prompts.
   c->add_option("--prompt,-p", a->prompts, "Prompt text, quoted (repeat -p for a batch)")->allow_extra_args(false);
   c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
@@ -257,7 +257,7 @@ void add_generate_command(CLI::App& app) {
       ->transform(whole_number("0 (all tokens) or a count from 1 to 1073741824", 0, 1 << 30));
   c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1] (0 is rejected)")->capture_default_str()
       ->transform(decimal_number("a threshold above 0 and at most 1 (1 = no nucleus cut)", 0.0, 1.0, true));
-  c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->check(unsigned_64());
+  c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->transform(unsigned_64());
   c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));

@@ -108,7 +108,8 @@ void add_plan_command(CLI::App& app) {
                 "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)");
   CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,
                 "force the global fraction R of weight + KV bytes on the host (0..1); with --gpu-memory the budget "
-                "must still hold what R leaves in HBM");
+                "must still hold what R leaves in HBM")
+      ->transform(decimal_number("a fraction from 0 to 1", -HUGE_VAL, HUGE_VAL));  // the range: checked after parsing
   c->add_option("--allocator", a->allocator, "greedy or uniform")
       ->capture_default_str()
       ->check(CLI::IsMember({"greedy", "uniform"}));
@@ -132,6 +133,7 @@ void add_plan_command(CLI::App& app) {
                 "instead of one plan: greedy vs uniform TPOT over global ratios, percent, e.g. 0:100:10");
   c->callback([a, ratio_opt] {
     const LocatedConfig model = locate_model_config(a->model);
+    notice_defaulted_sizes(model.config, model.path.string());
     const HardwareProfile profile =
         a->profile.empty() ? HardwareProfile::h200_default() : load_profile(a->profile);
     PlanRequest req;
@@ -165,7 +167,7 @@ void add_plan_command(CLI::App& app) {
                                                          {"uniform_tpot_s", r.uniform_tpot_s},
                                                          {"speedup", r.speedup}}
                                         : nlohmann::json{{"ratio", r.ratio}, {"refused", r.refused}});
-        std::cout << j.dump(2) << std::endl;
+        std::cout << json_text(j) << std::endl;
       } else {
         std::cout << fmt::format("{} {} batch {} prompt {} gen {}, profile {}, --offload {}{}\n\n", model.name,
                                  a->phase, a->batch, a->prompt_len, a->gen_len, profile.name, a->mode,
@@ -178,7 +180,7 @@ void add_plan_command(CLI::App& app) {
     }
     const Plan plan = make_plan(model.config, profile, req);
     if (a->output == "json")
-      std::cout << plan.to_json().dump(2) << std::endl;
+      std::cout << json_text(plan.to_json()) << std::endl;
     else
       std::cout << format_plan_text(plan, profile, a->verbose);
   });

@@ -284,7 +284,7 @@ void run_profile_command(const ProfileArgs& a) {
 
   check_output(a.output, a.force);  // still ours to write (nothing appeared meanwhile)
   std::ofstream f(a.output);
-  f << j.dump(2) << "\n";
+  f << json_text(j) << "\n";
   f.close();
   if (!f) fail(fmt::format("cannot write '{}'", a.output), "--output", "check that the folder is writable");
   std::fprintf(stderr, "dak: wrote %s (profile '%s', %.1f s)\n", a.output.c_str(), name.c_str(), seconds_since(t0));

@@ -70,7 +70,9 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)");
   a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
-                                     "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory");
+                                     "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory")
+                           ->transform(decimal_number("a number of GiB, 0 or more (e.g. 4 or 0.5)", -HUGE_VAL,
+                                                      HUGE_VAL));  // the range: checked after parsing
   c->add_option("--offload-ratio", a->offload_ratio,
                 "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
                 "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "

@@ -209,4 +209,32 @@ TEST(CliFlags, ProfileIntegersAreDecimal) {
   }
 }
 
+TEST(CliFlags, SeedsAndDecimalsAreDecimal) {
+  // Seeds: CLI11 read "010" as octal 8 after unsigned_64's check; now the same run as --seed 10.
+  const std::string gen = std::string("generate --model ") + DAK_TEST_DATA_DIR +
+                          "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 -n 6 --temperature 1 --output json ";
+  const RunResult ten = run_dak(gen + "--seed 10");
+  const RunResult octal = run_dak(gen + "--seed 010");
+  const RunResult eight = run_dak(gen + "--seed 8");
+  ASSERT_EQ(ten.exit_code, 0) << ten.output;
+  ASSERT_EQ(octal.exit_code, 0) << octal.output;
+  const auto ids = [](const std::string& out) { return out.substr(out.find("generated_ids"), 60); };
+  EXPECT_EQ(ids(octal.output), ids(ten.output));
+  EXPECT_NE(ids(eight.output), ids(ten.output)) << "seeds 8 and 10 should differ for this check to mean anything";
+  // Decimal numbers: hexadecimal floats ("0x.8" = 0.5 for strtod and CLI11) are refused.
+  RunResult r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --offload-ratio 0x.8");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--offload-ratio: '0x.8' is not a number; use a fraction from 0 to 1"), std::string::npos)
+      << r.output;
+  r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --offload-ratio 1.5");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // a number: the range check after parsing says [0, 1]
+  EXPECT_NE(r.output.find("[0, 1]"), std::string::npos) << r.output;
+  r = run_dak(gen + "--cpu-offload-gb 0x1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--cpu-offload-gb: '0x1' is not a number"), std::string::npos) << r.output;
+  r = run_dak(gen + "--offload-ratio 0x.8");  // a list option, parsed by parse_number
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0x.8"), std::string::npos) << r.output;
+}
+
 }  // namespace
