@@ -17,7 +17,9 @@ void add_inspect_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("inspect", "Show a checkpoint's architecture, tensors and sizes");
   CLI::Option* positional =
-      c->add_option("model", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
+      // Named MODEL: a positional named "model" clashes with --model (newer CLI11 throws
+      // OptionAlreadyAdded when the command is built).
+      c->add_option("MODEL", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
   CLI::Option* flag = c->add_option("--model,-m", a->model_flag, "The same as MODEL (as in the other commands)");
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   c->callback([a, positional, flag] {
