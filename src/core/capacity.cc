@@ -27,7 +27,7 @@ int64_t workspace_bytes(const OpGraph& graph) {
 Capacity compute_capacity(const OpGraph& graph, int64_t hbm_budget_bytes) {
   if (hbm_budget_bytes <= 0)
     fail(fmt::format("the HBM budget must be positive, got {} bytes", hbm_budget_bytes), "--gpu-memory",
-         "pass a size such as 20GiB");
+         "pass a size with its unit, such as 20GiB or 512MiB (a bare number counts bytes)");
   Capacity cap;
   cap.splittable_weight_bytes = graph.weight_resident_bytes();
   cap.weight_bytes = cap.splittable_weight_bytes + graph.fixed_bytes();

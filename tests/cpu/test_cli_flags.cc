@@ -232,6 +232,10 @@ TEST(CliFlags, SeedsAndDecimalsAreDecimal) {
   r = run_dak(gen + "--cpu-offload-gb 0x1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--cpu-offload-gb: '0x1' is not a number"), std::string::npos) << r.output;
+  // A size without its unit counts bytes: 0.5 is 0 bytes, and the fix says so.
+  r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 0.5");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("a bare number counts bytes"), std::string::npos) << r.output;
   r = run_dak(gen + "--offload-ratio 0x.8");  // a list option, parsed by parse_number
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("0x.8"), std::string::npos) << r.output;
