@@ -3,6 +3,7 @@
 // at open so that a missing or misshaped tensor is reported before any compute starts.
 #include "core/checkpoint.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -290,9 +291,15 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
     }
     if (ggufs.size() == 1) return std::make_unique<GgufCheckpoint>(ggufs[0]);
-    fail(ggufs.empty() ? "folder has no model.safetensors, model.safetensors.index.json or .gguf"
-                       : "folder has several .gguf files and no safetensors weights",
-         path.string(), kFixOpen);
+    if (ggufs.empty()) {
+      fail("folder has no model.safetensors, model.safetensors.index.json or .gguf", path.string(), kFixOpen);
+    }
+    std::sort(ggufs.begin(), ggufs.end());
+    std::string names;
+    for (size_t i = 0; i < ggufs.size() && i < 4; ++i) names += (i ? ", " : "") + ggufs[i].filename().string();
+    if (ggufs.size() > 4) names += fmt::format(" and {} more", ggufs.size() - 4);
+    fail(fmt::format("folder has {} .gguf files ({}) and no safetensors weights", ggufs.size(), names), path.string(),
+         fmt::format("pass one of them, e.g. {}", ggufs[0].string()));
   }
   if (type != fs::file_type::regular) {
     fail("not a regular file (a device, FIFO or socket?)", path.string(), kFixOpen);

@@ -428,6 +428,11 @@ TEST(Checkpoint, RejectsUnknownPaths) {
   expect_error([&] { Checkpoint::open(dir.path()); }, {"no model.safetensors", dir.path().string()});
   write_bytes(dir / "notes.txt", "hello");
   expect_error([&] { Checkpoint::open(dir / "notes.txt"); }, {"unrecognized", "notes.txt"});
+  // Several GGUFs: the message lists them and the fix names one to pass (session-15 trial).
+  fs::copy_file(tiny_gguf(), dir / "b.gguf");
+  fs::copy_file(tiny_gguf(), dir / "a.gguf");
+  expect_error([&] { Checkpoint::open(dir.path()); },
+               {"folder has 2 .gguf files (a.gguf, b.gguf)", "pass one of them, e.g. " + (dir / "a.gguf").string()});
 }
 
 TEST(Checkpoint, RejectsLinksFifosAndFolderConfigs) {
