@@ -424,12 +424,13 @@ void add_bench_attention_command(CLI::App& bench) {
     return fmt::format("0 (the default) or steps from 1 to {} that fit the {} KiB of SMEM per CTA: up to {}",
                        tiered_attention::kMaxStages, tiered_attention::kSmemLimitBytes / 1024, stage_limits(host));
   };
-  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp; " + stages_text(true))
+  const std::string host_stages = stages_text(true), hbm_stages = stages_text(false);
+  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp; " + host_stages)
       ->capture_default_str()
-      ->transform(whole_number(stages_text(true), INT32_MIN, INT32_MAX));
-  c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp; " + stages_text(false))
+      ->transform(whole_number(host_stages, INT32_MIN, INT32_MAX));
+  c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp; " + hbm_stages)
       ->capture_default_str()
-      ->transform(whole_number(stages_text(false), INT32_MIN, INT32_MAX));
+      ->transform(whole_number(hbm_stages, INT32_MIN, INT32_MAX));
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB")->capture_default_str();
   c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")
       ->capture_default_str()

@@ -63,9 +63,7 @@ void run_generate(const GenerateArgs& a) {
     check_utf8(a.system, "the --system message", "--system", "pass the system message as UTF-8 text");
   }
   for (size_t i = 0; i < a.prompts.size(); ++i) {
-    const std::string what =
-        a.prompts.size() == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, a.prompts.size());
-    check_utf8(a.prompts[i], what, "--prompt",
+    check_utf8(a.prompts[i], prompt_label(i, a.prompts.size()), "--prompt",
                "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids with "
                "--prompt-ids");
   }

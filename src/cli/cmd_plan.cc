@@ -97,13 +97,15 @@ void add_plan_command(CLI::App& app) {
   // clamped 10^22 to 2^63 - 1); the ranges are checked below and by the planner (build_op_graph).
   c->add_option("--batch", a->batch, "sequences per step")
       ->capture_default_str()
-      ->transform(whole_number("a count from 1 to 65536 (the sequences the planner supports)"));
+      ->transform(
+          whole_number(fmt::format("a count from 1 to {} (the sequences the planner supports)", kMaxPlanBatch)));
+  const std::string length = "a count of at least 1; --prompt-len + --gen-len must fit in the model's context";
   c->add_option("--prompt-len", a->prompt_len, "prompt tokens per sequence")
       ->capture_default_str()
-      ->transform(whole_number("a count of at least 1; --prompt-len + --gen-len must fit in the model's context"));
+      ->transform(whole_number(length));
   c->add_option("--gen-len", a->gen_len, "generated tokens per sequence")
       ->capture_default_str()
-      ->transform(whole_number("a count of at least 1; --prompt-len + --gen-len must fit in the model's context"));
+      ->transform(whole_number(length));
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)");
   CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,

@@ -127,8 +127,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t n = int64_t(prompts[i].size());
-    const std::string which =
-        prompts.size() == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, prompts.size());
+    const std::string which = prompt_label(i, prompts.size());
     if (n == 0)
       fail(which + " is empty", "generate", "give a non-empty prompt (with BOS, if the model uses one)");
     if (opts.max_new_tokens > limit - n) {  // n + max_new_tokens > limit, without overflow
@@ -207,6 +206,10 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     ++res.decode_steps;
   }
   return res;
+}
+
+std::string prompt_label(size_t i, size_t count) {
+  return count == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, count);
 }
 
 PrefillProgress::PrefillProgress(std::FILE* out, bool terminal, double after_s, double every_s)

@@ -64,6 +64,10 @@ using TokenCallback = std::function<void(int64_t, int32_t)>;
 GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                         const GenerateOptions& opts, const TokenCallback& on_token = {});
 
+/// How messages name prompt `i` (from 0) of `count`: "the prompt" when it is the only one, else
+/// "prompt i+1 of count".
+std::string prompt_label(size_t i, size_t count);
+
 /// The progress line of a long prefill, fed with CpuModel's layer progress (dak generate on the CPU
 /// path, where a prompt of a few thousand tokens takes minutes). Silent for the first `after_s`
 /// seconds of the first step, then "dak: prefill of N prompt tokens: layer L of M (P%), S s" on

@@ -270,11 +270,9 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
          fmt::format("pass --tile-rows between 1 and {} (default 128: the rows of one tiered GEMM tile)",
                      kMaxTileRows));
   }
-  // NOTE: KV placement is quantized to whole sequences, so the allocators' work grows with the
-  // batch; 65536 sequences is far beyond any single-GPU decode batch.
-  if (shape.batch > 65536) {
-    fail(fmt::format("batch {} is larger than the planner supports (65536 sequences)", shape.batch), where,
-         "pass a smaller --batch");
+  if (shape.batch > kMaxPlanBatch) {
+    fail(fmt::format("batch {} is larger than the planner supports ({} sequences)", shape.batch, kMaxPlanBatch),
+         where, "pass a smaller --batch");
   }
   // prompt + gen is the context: each at most the largest context a config may declare (2^24), so
   // the sum cannot overflow (the session-8 trial: prompt 2^63 - 1 + gen 1 wrapped past the checks).

@@ -95,6 +95,11 @@ struct Op {
 /// Largest StepShape::tile_rows the planner accepts (build_op_graph, plan files).
 constexpr int64_t kMaxTileRows = 16384;
 
+/// Largest StepShape::batch the planner accepts (build_op_graph): KV placement is quantized to
+/// whole sequences, so the allocators' work grows with the batch; 65536 sequences is far beyond
+/// any single-GPU decode batch.
+constexpr int64_t kMaxPlanBatch = 65536;
+
 /// What a step looks like: batch, lengths, phase, and the tile geometry of the kernels.
 struct StepShape {
   int64_t batch = 1;
