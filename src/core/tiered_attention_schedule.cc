@@ -97,9 +97,10 @@ void TieredAttentionSchedule::validate() const {
 
 std::string TieredAttentionSchedule::to_string() const {
   return fmt::format("B={} H={} Hkv={} D={} max_ctx={} b_host={} split={}x{} host_ctas={}x{} stages "
-                     "hbm_ctas={}x{} stages",
+                     "hbm_ctas={}x{} stages{}",
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
-                     split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages);
+                     split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages,
+                     hbm_bulk_rows ? " (bulk rows)" : "");
 }
 
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
@@ -138,6 +139,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   s.shape = shape;
   s.b_host = b_host;
   s.split = choose_tiered_attention_split(shape, sm_count);
+  s.hbm_bulk_rows = s.split.split_keys >= ta::kBulkRowsMinKeys;
 
   s.hbm_stages = 2;
   for (int32_t st = ta::kMaxStages; st > 2; --st) {

@@ -48,6 +48,7 @@ constexpr int32_t kRowPad = 8;                   // bf16 padding per staged SMEM
 constexpr int32_t kMaxStages = 8;                // deepest ring per warp (cp.async.wait_group immediates)
 constexpr int64_t kSmemLimitBytes = 227 * 1024;  // H200 per-CTA opt-in
 constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it: 2 CTAs per SM
+constexpr int32_t kBulkRowsMinKeys = 512;         // default plans load HBM steps by TMA bulk rows from this split size
 
 DAK_HD constexpr bool head_dim_supported(int64_t d) { return d == 64 || d == 80 || d == 96 || d == 128 || d == 256; }
 
@@ -128,7 +129,11 @@ struct TieredAttentionSchedule {
   int32_t host_ctas = 0;    // CTAs whose 4 warps serve host items only
   int32_t hbm_ctas = 0;     // CTAs whose 4 warps serve HBM items only
   int32_t host_stages = 1;  // steps in flight per host warp (TMA ring depth), 1..8
-  int32_t hbm_stages = 2;   // steps in flight per HBM warp (cp.async ring depth), 1..8
+  int32_t hbm_stages = 2;   // steps in flight per HBM warp (ring depth), 1..8
+  // How HBM warps load a step: false = 16-byte cp.async per lane (the rows past len zero-filled by
+  // the copy); true = one TMA bulk copy per live K / V row into the padded step, completing on the
+  // slot's mbarrier (the consumer zeroes the rows past len). Same SMEM layout, same output bits.
+  bool hbm_bulk_rows = false;
 
   DAK_HD int64_t host_items() const { return b_host * shape.num_kv_heads * split.num_splits; }
   DAK_HD int64_t hbm_items() const { return (shape.batch - b_host) * shape.num_kv_heads * split.num_splits; }
@@ -189,7 +194,12 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 /// - host_ctas: 0 without host sequences, else inflight_cap / (host_stages * cta_stage_bytes),
 ///   at least 1, at most the host items' warps (ceil(items / 4)) and sm_count - 1 when HBM
 ///   items exist;
-/// - hbm_ctas: (sm_count - host_ctas) * hbm_ctas_per_sm, at most ceil(HBM items / 4).
+/// - hbm_ctas: (sm_count - host_ctas) * hbm_ctas_per_sm, at most ceil(HBM items / 4);
+/// - hbm_bulk_rows: split_keys >= kBulkRowsMinKeys. Measured on the H200 (session 16,
+///   bench/tiered_attention_probe.cu, Llama-2-7B batch 8, b_host = 0): bulk rows stream long
+///   splits ~5 % faster (4096 keys: 146-148 vs 154-157 us; 32768: 1024-1027 vs 1038-1058 us) and
+///   the warps finish together (last step p0-max 114-140 vs 92-147 us), but the first step lands
+///   ~3 us later (9 vs 6 us), which costs short splits (512 keys in splits of 128: 34.6 vs 34.0 us).
 /// Throws dak::Error for an unsupported shape, b_host outside [0, B] or sm_count < 2.
 TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
                                               int64_t hbm_ctas_per_sm = 2,

@@ -77,6 +77,27 @@ TEST(TieredAttentionSchedule, SplitAndWorkspaceDoNotDependOnHostSequences) {
   }
 }
 
+TEST(TieredAttentionSchedule, LongSplitsLoadHbmStepsByBulkRows) {
+  // Session 16 (H200): TMA bulk rows stream splits of >= 512 keys faster; shorter splits keep
+  // cp.async, whose first step lands sooner. Llama-2-7B batch 8: 512 keys in 4 splits of 128,
+  // 4096 in 4 of 1024.
+  const TieredAttentionSchedule short_ctx = dak::plan_tiered_attention({8, 32, 32, 128, 512}, 0, kSms);
+  EXPECT_EQ(short_ctx.split.split_keys, 128) << short_ctx.to_string();
+  EXPECT_FALSE(short_ctx.hbm_bulk_rows) << short_ctx.to_string();
+  const TieredAttentionSchedule long_ctx = dak::plan_tiered_attention({8, 32, 32, 128, 4096}, 3, kSms);
+  EXPECT_EQ(long_ctx.split.split_keys, 1024) << long_ctx.to_string();
+  EXPECT_TRUE(long_ctx.hbm_bulk_rows) << long_ctx.to_string();
+  EXPECT_NE(long_ctx.to_string().find("hbm_ctas=" + std::to_string(long_ctx.hbm_ctas) + "x3 stages (bulk rows)"),
+            std::string::npos)
+      << long_ctx.to_string();
+  for (const TieredAttentionShape& sh : shapes()) {
+    for (int64_t b_host : {int64_t(0), sh.batch / 2, sh.batch}) {
+      const TieredAttentionSchedule s = dak::plan_tiered_attention(sh, b_host, kSms);
+      EXPECT_EQ(s.hbm_bulk_rows, s.split.split_keys >= dak::tiered_attention::kBulkRowsMinKeys) << s.to_string();
+    }
+  }
+}
+
 TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
   for (int64_t ctx : {1, 15, 16, 17, 100, 511, 512, 513, 4096, 32767, 32768, 32769, 131072}) {
     for (int64_t batch : {1, 8, 64, 512}) {

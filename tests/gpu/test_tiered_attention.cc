@@ -1,8 +1,9 @@
 // Tiered decode attention (kernels/tiered_attention.h) vs a float64 host reference on fresh random
 // bf16 q/k/v: ragged lengths (1, the full context, non-multiples of the 16-key step, 0), every
 // b_host from 0 to B, GQA/MQA group sizes 1/4/8/16, head_dim 64/80/96/128/256, long contexts,
-// forced splits and congestion settings; the output bits must be the same for every b_host and
-// every congestion setting of one split (split invariance).
+// forced splits and congestion settings, both HBM load paths (cp.async, TMA bulk rows); the output
+// bits must be the same for every b_host, every congestion setting and load path of one split
+// (split invariance).
 // Poisoning: outputs and workspace start as NaN; K/V positions at or past a sequence's length are
 // NaN; each tier holds NaN for the sequences that live in the other tier (so a kernel reading the
 // wrong tier fails); the host tier must be bitwise unchanged after the launch.
@@ -237,9 +238,11 @@ TieredAttentionSchedule starved(const TieredAttentionShape& sh, int64_t b_host, 
   return s;
 }
 
-/// The default split with other congestion settings (deeper rings, other CTA counts).
+/// The default split with other congestion settings (deeper rings, other CTA counts) and the
+/// other HBM load path (bulk rows <-> cp.async).
 TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
   TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
+  s.hbm_bulk_rows = !s.hbm_bulk_rows;
   s.host_ctas = 2;
   s.hbm_ctas = 5;
   s.hbm_stages = 4;
@@ -329,11 +332,15 @@ TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
     for (int64_t b_host = 1; b_host <= c.shape.batch; ++b_host) {
       expect_same_bits(hx.run(b_host), base, "b_host " + std::to_string(b_host) + " " + what);
     }
+    TieredAttentionSchedule other = dak::gpu::tiered_attention_schedule(c.shape, 0);
+    other.hbm_bulk_rows = !other.hbm_bulk_rows;
+    expect_same_bits(hx.run(0, &other), base, "the other HBM load path, " + other.to_string() + " " + what);
     // One step per split: up to 2048 live splits per row, past the combine's SMEM weights (1024).
     auto fine = [&](int64_t b_host) {
       TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(c.shape, b_host);
       s.split.split_keys = dak::tiered_attention::kStepKeys;
       s.split.num_splits = int32_t(c.shape.max_ctx / dak::tiered_attention::kStepKeys);
+      s.hbm_bulk_rows = true;  // one TMA bulk copy per live row, a partial last step in every ragged row
       s.validate();
       return s;
     };

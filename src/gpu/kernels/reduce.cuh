@@ -9,40 +9,43 @@
 
 namespace dak::gpu {
 
-__device__ __forceinline__ float warp_sum(float v) {
+struct SumOp {
+  static constexpr float kIdentity = 0.f;
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  static constexpr float kIdentity = -INFINITY;
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+/// `op` over the 32 lanes of a warp (xor butterfly, offsets 16, 8, 4, 2, 1); every lane gets the
+/// result, and the order of the operations is the same on every call (bit-reproducible).
+template <class Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-/// Sum over the block; every thread gets the result. `s_scratch` holds >= 32 floats; the
-/// block size is a multiple of 32. Contains __syncthreads (all threads must call it).
-__device__ __forceinline__ float block_sum(float v, float* s_scratch) {
+/// `op` over the block; every thread gets the result. `s_scratch` holds >= 32 floats; the block
+/// size is a multiple of 32. Contains __syncthreads (all threads must call it); its barriers also
+/// publish SMEM writes made before the call.
+template <class Op>
+__device__ __forceinline__ float block_reduce(float v, float* s_scratch, Op op) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, num_warps = blockDim.x >> 5;
-  v = warp_sum(v);
+  v = warp_reduce(v, op);
   __syncthreads();  // s_scratch may still be read by a previous call
   if (lane == 0) s_scratch[warp] = v;
   __syncthreads();
-  v = lane < num_warps ? s_scratch[lane] : 0.f;
-  return warp_sum(v);
+  v = lane < num_warps ? s_scratch[lane] : Op::kIdentity;
+  return warp_reduce(v, op);
 }
 
-/// Maximum over the block; every thread gets the result. Same contract as block_sum.
-__device__ __forceinline__ float block_max(float v, float* s_scratch) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, num_warps = blockDim.x >> 5;
-  v = warp_max(v);
-  __syncthreads();  // s_scratch may still be read by a previous call
-  if (lane == 0) s_scratch[warp] = v;
-  __syncthreads();
-  v = lane < num_warps ? s_scratch[lane] : -INFINITY;
-  return warp_max(v);
-}
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, SumOp{}); }
+__device__ __forceinline__ float warp_max(float v) { return warp_reduce(v, MaxOp{}); }
+/// Sum / maximum over the block (block_reduce's contract).
+__device__ __forceinline__ float block_sum(float v, float* s_scratch) { return block_reduce(v, s_scratch, SumOp{}); }
+__device__ __forceinline__ float block_max(float v, float* s_scratch) { return block_reduce(v, s_scratch, MaxOp{}); }
 
 __device__ __forceinline__ float bf16_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ __nv_bfloat16 float_to_bf16(float x) { return __float2bfloat16_rn(x); }

@@ -66,6 +66,10 @@ struct Work {
   int32_t steps;  // 16-key steps of the split
 };
 
+#ifdef DAK_ATT_TRACE
+__device__ unsigned long long g_att_trace[4 * 65536];  // per warp: start, first step landed, last step done, end (ns)
+#endif
+
 template <int D>
 __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __grid_constant__ KernelParams p) {
   namespace ptx = cuda::ptx;
@@ -86,6 +90,23 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const int64_t workers = int64_t(host ? s.host_ctas : s.hbm_ctas) * ta::kWarps;
   const int64_t wid = int64_t(host ? blockIdx.x : blockIdx.x - s.host_ctas) * ta::kWarps + warp;
   const int64_t n_items = host ? s.host_items() : s.hbm_items();
+#ifdef DAK_ATT_TRACE
+  const int64_t gw = int64_t(blockIdx.x) * ta::kWarps + warp;
+  unsigned long long tr0 = cuda::ptx::get_sreg_globaltimer(), tr1 = 0, tr2 = 0;
+  struct TraceEnd {
+    int64_t gw;
+    unsigned long long &a, &b, &c;
+    int lane;
+    __device__ ~TraceEnd() {
+      if (lane == 0 && gw < 65536) {
+        g_att_trace[4 * gw] = a;
+        g_att_trace[4 * gw + 1] = b;
+        g_att_trace[4 * gw + 2] = c;
+        g_att_trace[4 * gw + 3] = cuda::ptx::get_sreg_globaltimer();
+      }
+    }
+  } trace_end{gw, tr0, tr1, tr2, lane};
+#endif
   if (wid >= n_items) return;  // warps are independent: no CTA-wide barrier anywhere
   const int64_t my_items = (n_items - wid + workers - 1) / workers;
 
@@ -126,6 +147,17 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     }
     __syncwarp();
   }
+  // HBM warps with bulk row copies: one "full" mbarrier per ring slot.
+  const bool bulk = !host && s.hbm_bulk_rows;
+  __shared__ uint64_t s_hbm_full_all[ta::kWarps][ta::kMaxStages];
+  uint64_t* s_hfull = s_hbm_full_all[warp];
+  if (bulk) {
+    if (lane == 0) {
+      for (int st = 0; st < stages; ++st) ptx::mbarrier_init(&s_hfull[st], 1);
+      ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+    }
+    __syncwarp();
+  }
 
   // Load cursor: the next step to bring in is step lc of item lk (lw). Loads run ahead of the
   // consumer across item boundaries, through the same sequence of steps.
@@ -159,12 +191,25 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       }
     } else {
       bf16* dst = s_pad + issue_slot * kPadElems;
-      for (int e = lane; e < ta::kStepKeys * kVecs; e += 32) {
-        const int r = e / kVecs, v = e % kVecs;
-        const bool live = r < n;  // rows past len are zero-filled, never read
-        const int64_t off = (row0 + (live ? r : 0)) * D + v * 8;
-        __pipeline_memcpy_async(dst + r * kRow + v * 8, t_k + off, 16, live ? 0 : 16);
-        __pipeline_memcpy_async(dst + (ta::kStepKeys + r) * kRow + v * 8, t_v + off, 16, live ? 0 : 16);
+      if (bulk) {  // lane r < 16: K row r, lane 16 + r: V row r (live rows only; the consumer zeroes the rest)
+        const int r = lane & (ta::kStepKeys - 1);
+        if (r < n) {
+          ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, dst + ((lane >> 4) * ta::kStepKeys + r) * kRow,
+                             (lane < ta::kStepKeys ? t_k : t_v) + (row0 + r) * D, uint32_t(D * 2),
+                             &s_hfull[issue_slot]);
+        }
+        if (lane == 0) {
+          ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &s_hfull[issue_slot],
+                                         uint32_t(2 * n * D * 2));
+        }
+      } else {
+        for (int e = lane; e < ta::kStepKeys * kVecs; e += 32) {
+          const int r = e / kVecs, v = e % kVecs;
+          const bool live = r < n;  // rows past len are zero-filled, never read
+          const int64_t off = (row0 + (live ? r : 0)) * D + v * 8;
+          __pipeline_memcpy_async(dst + r * kRow + v * 8, t_k + off, 16, live ? 0 : 16);
+          __pipeline_memcpy_async(dst + (ta::kStepKeys + r) * kRow + v * 8, t_v + off, 16, live ? 0 : 16);
+        }
       }
     }
     if (++issue_slot == stages) issue_slot = 0;
@@ -221,6 +266,20 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
         __syncwarp();
         issue();  // the staging slot just read is the next one to fill
         pad = s_pad;
+      } else if (bulk) {
+        issue();  // into the slot the previous step freed
+        bf16* slot = s_pad + ps.stage * kPadElems;
+        while (!ptx::mbarrier_try_wait_parity(&s_hfull[ps.stage], ps.phase)) {
+        }
+        if (n < ta::kStepKeys) {  // rows past len: zeros (V rows meet P = 0; stale SMEM may hold NaN bits)
+          for (int e = lane; e < 2 * ta::kStepKeys * kVecs; e += 32) {
+            const int r = e / kVecs, v = e % kVecs;
+            if ((r % ta::kStepKeys) >= n) *reinterpret_cast<uint4*>(slot + r * kRow + v * 8) = make_uint4(0u, 0u, 0u, 0u);
+          }
+          ptx::fence_proxy_async(ptx::space_shared);  // these generic writes before later TMA writes to the slot
+        }
+        __syncwarp();
+        pad = slot;
       } else {
         issue();
         __pipeline_commit();
@@ -229,6 +288,9 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
         pad = s_pad + ps.stage * kPadElems;
       }
       ps.advance();
+#ifdef DAK_ATT_TRACE
+      if (tr1 == 0) tr1 = cuda::ptx::get_sreg_globaltimer();
+#endif
 
       // S = Q K^T for the step's 16 keys: n-tile t holds keys 8t .. 8t + 7.
       float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -301,6 +363,9 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       __syncwarp();  // the slot is free for the next copy into it
     }
 
+#ifdef DAK_ATT_TRACE
+    tr2 = cuda::ptx::get_sreg_globaltimer();
+#endif
     // The item's row sums (the row max is already the same on the 4 lanes of a row).
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
@@ -436,6 +501,16 @@ int occupancy(int64_t smem) {
 }
 
 }  // namespace
+
+#ifdef DAK_ATT_TRACE
+void att_trace_copy(unsigned long long* host, int n) {
+  DAK_CUDA_CHECK(cudaMemcpyFromSymbol(host, g_att_trace, sizeof(unsigned long long) * size_t(n)));
+}
+void att_trace_reset() {
+  static unsigned long long zeros[4 * 65536] = {};
+  DAK_CUDA_CHECK(cudaMemcpyToSymbol(g_att_trace, zeros, sizeof(zeros)));
+}
+#endif
 
 int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
   const int64_t smem = s.smem_bytes();

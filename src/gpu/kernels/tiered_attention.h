@@ -14,8 +14,10 @@
 // keys j < len[b] of kv head h / G, rounded to bf16 once.
 // Worker = warp (4 per CTA, 128 threads), persistent: it walks its items (sequence, kv head,
 // split) and streams each item's keys in steps of 16 through a per-warp SMEM ring:
-// - HBM warps: cp.async 16-byte copies straight into padded rows ([16][D + 8] bf16 for K and for
-//   V; rows past len zero-filled), hbm_stages steps in flight;
+// - HBM warps: copies straight into padded rows ([16][D + 8] bf16 for K and for V), hbm_stages
+//   steps in flight, by one of two paths with the same result (schedule.hbm_bulk_rows, chosen by
+//   split size): 16-byte cp.async per lane (rows past len zero-filled by the copy), or one TMA
+//   bulk copy per live row completing on the slot's mbarrier (the warp zeroes the rows past len);
 // - host warps: one TMA bulk copy per operand and step (16 contiguous rows of the [max_ctx, D]
 //   block) completing on the step's mbarrier, host_stages steps in flight, then the warp copies
 //   the landed rows into its padded step (zeros past len) and refills the ring slot.
