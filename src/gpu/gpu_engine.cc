@@ -65,6 +65,22 @@ struct PassDims {
   bool all_rows = true;
 };
 
+/// The tiered attention's HBM load path for A/B measurements: DAK_ATTN_HBM_COPY=cp.async (0) or
+/// bulk (1) overrides the plan's choice (TieredAttentionSchedule::hbm_bulk_rows) in every layer;
+/// -1 (unset, or another value, with a notice on stderr) keeps the plan's. Read once per process.
+int attention_hbm_copy_override() {
+  static const int v = [] {
+    const char* env = std::getenv("DAK_ATTN_HBM_COPY");
+    if (env == nullptr) return -1;
+    const std::string s = env;
+    if (s == "cp.async") return 0;
+    if (s == "bulk") return 1;
+    std::fprintf(stderr, "dak: DAK_ATTN_HBM_COPY='%s' ignored (expected cp.async or bulk)\n", env);
+    return -1;
+  }();
+  return v;
+}
+
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
 /// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names, counts 0-64) sets it, for A/B measurements.
@@ -320,9 +336,11 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   uint64_t attn_ws_bytes = 0;
   if (tiered_attn) {
     const TieredAttentionShape shape{b, c.num_heads, c.num_kv_heads, c.head_dim, ctx};
+    const int hbm_copy = attention_hbm_copy_override();
     for (size_t l = 0; l < L; ++l) {
       const bool same = l > 0 && kv_host_seqs[l] == scheds.back().b_host;
       scheds.push_back(same ? scheds.back() : tiered_attention_schedule(shape, kv_host_seqs[l]));
+      if (hbm_copy >= 0) scheds.back().hbm_bulk_rows = hbm_copy == 1;
       attn_ws_bytes = std::max(attn_ws_bytes, uint64_t(scheds.back().workspace_bytes()));
     }
   }
