@@ -19,6 +19,11 @@
 #                           its summary appended to $OUT/timelines.txt
 #   dak_bundle_decode       the dak_l7_decode outputs in $OUT bundled into decode.txt and decode.json
 #                           (at most 8 files come back from a call)
+#   dak_attention_probe NAME FLAGS  bench/tiered_attention_probe.cu -> build-gpu/ap-NAME with
+#                           src/gpu/kernels/tiered_attention.cu compiled under FLAGS (e.g. -DDAK_ATT_TRACE;
+#                           the object overrides the library's copy); needs dak_build's libraries
+#   dak_cpu_tests_and_generate  every cpu test on this machine (its CLI11 / JSON versions differ from the
+#                           CI machine's), then `dak generate --random-weights` on Llama-2-7B
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
 
@@ -95,4 +100,17 @@ import json, os, sys
 json.dump({os.path.basename(f)[9:-5]: json.load(open(f)) for f in sys.argv[2:]}, open(sys.argv[1], 'w'), indent=1)
 for f in sys.argv[2:]: os.remove(f)
 PY
+}
+
+dak_attention_probe() {
+  nvcc -std=c++20 -O3 --expt-relaxed-constexpr -lineinfo -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include \
+    $2 bench/tiered_attention_probe.cu src/gpu/kernels/tiered_attention.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a \
+    -lcuda -lfmt -o "build-gpu/ap-$1" > "/tmp/ap-$1.log" 2>&1 || { echo "variant $1 failed"; head -20 "/tmp/ap-$1.log"; }
+}
+
+dak_cpu_tests_and_generate() {
+  ctest --test-dir build-gpu -L cpu -j16 --timeout 120 > "$OUT/cpu-tests.log" 2>&1
+  echo "cpu tests rc=$?"; grep -E "tests passed|\*\*\*Failed" "$OUT/cpu-tests.log" | tail -n 8
+  build-gpu/dak generate --model llama-2-7b --random-weights --prompt-ids 1,2,3 -n 4 --seed 010 --output json \
+    > "$OUT/gen.json" 2> "$OUT/gen.err"; echo "generate --random-weights rc=$?"; tail -n 2 "$OUT/gen.err"
 }

@@ -7,11 +7,8 @@ set -uo pipefail
 source tools/device/common.sh
 dak_build
 dak_gpu_tests 60 4
-ctest --test-dir build-gpu -L cpu -j16 --timeout 120 > "$OUT/cpu-tests.log" 2>&1
-echo "cpu tests rc=$?"; grep -E "tests passed|\*\*\*Failed" "$OUT/cpu-tests.log" | tail -n 8
+dak_cpu_tests_and_generate
 dak_l7_decode a X=1 auto
-build-gpu/dak generate --model llama-2-7b --random-weights --prompt-ids 1,2,3 -n 4 --seed 010 --output json \
-  > "$OUT/gen.json" 2> "$OUT/gen.err"; echo "generate --random-weights rc=$?"; tail -n 2 "$OUT/gen.err"
 build-gpu/dak inspect configs/llama-2-7b.json > "$OUT/inspect.txt" 2>&1; echo "inspect rc=$?"
 timeout 150 build-gpu/dak bench attention --quick > "$OUT/attention-quick.txt" 2>&1
 echo "bench attention --quick rc=$? ($(( $(date +%s) - t0 )) s)"

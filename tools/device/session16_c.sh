@@ -4,16 +4,13 @@
 # nomath (the copies and waits only), tma (one TMA bulk copy per K / V row into the padded step, on a
 # per-stage mbarrier), tma+nomath. Each at Llama-2-7B batch 8, contexts 512 / 4096 / 32768, next to
 # B_g of the same process; then Nsight Compute on base and tma at 4096. Carry: third_party.
+# The variant switches other than -DDAK_ATT_TRACE (DAK_ATT_TMA_ROWS, DAK_ATT_NOMATH, DAK_ATT_ROTATE) live in
+# docs/attempts/session16-attention-hbm-variants.patch (apply it to 1cf4377 to run this again).
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak_gpu
-build_variant() {
-  nvcc -std=c++20 -O3 --expt-relaxed-constexpr -lineinfo -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include \
-    $2 bench/tiered_attention_probe.cu src/gpu/kernels/tiered_attention.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a \
-    -lcuda -lfmt -o "build-gpu/ap-$1" > "/tmp/ap-$1.log" 2>&1 || { echo "variant $1 failed"; head -20 "/tmp/ap-$1.log"; }
-}
-build_variant base "" & build_variant nomath "-DDAK_ATT_NOMATH" & build_variant tma "-DDAK_ATT_TMA_ROWS" &
-build_variant tmanomath "-DDAK_ATT_TMA_ROWS -DDAK_ATT_NOMATH" & wait
+dak_attention_probe base "" & dak_attention_probe nomath "-DDAK_ATT_NOMATH" & dak_attention_probe tma "-DDAK_ATT_TMA_ROWS" &
+dak_attention_probe tmanomath "-DDAK_ATT_TMA_ROWS -DDAK_ATT_NOMATH" & wait
 echo "variants built $(( $(date +%s) - t0 )) s"
 for v in base nomath tma tmanomath base tma; do
   echo "=== $v"; timeout 60 build-gpu/ap-$v | tee -a "$OUT/probe.txt"
