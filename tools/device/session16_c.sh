@@ -4,8 +4,9 @@
 # nomath (the copies and waits only), tma (one TMA bulk copy per K / V row into the padded step, on a
 # per-stage mbarrier), tma+nomath. Each at Llama-2-7B batch 8, contexts 512 / 4096 / 32768, next to
 # B_g of the same process; then Nsight Compute on base and tma at 4096. Carry: third_party.
-# The variant switches other than -DDAK_ATT_TRACE (DAK_ATT_TMA_ROWS, DAK_ATT_NOMATH, DAK_ATT_ROTATE) live in
-# docs/attempts/session16-attention-hbm-variants.patch (apply it to 1cf4377 to run this again).
+# As run, the kernel had compile-time switches DAK_ATT_TMA_ROWS (now the runtime path hbm_bulk_rows:
+# DAK_PROBE_HBM_COPY=bulk), DAK_ATT_NOMATH and DAK_ATT_ROTATE (in docs/attempts/session16-attention-hbm-variants.patch,
+# which applies to the landed tree); DAK_ATT_TRACE stayed.
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak_gpu
