@@ -119,6 +119,8 @@ void check_timed_runs(int64_t runs, const char* flag);
 /// finite size in (0, 64] GiB (NaN, inf or 1e300 reached an undefined float-to-integer conversion)
 /// or whose launches per configuration are outside [1, 1000]. Throws dak::Error naming the flags.
 void check_hbm_measurement(double buffer_gib, int64_t runs);
+/// The allowed values of --hbm-buffer-gib (decimal_number(kHbmBufferGibText, 0, 64, true)).
+inline constexpr const char* kHbmBufferGibText = "a size in GiB above 0 and at most 64 (e.g. 2)";
 
 /// The end of a bench report: writes `json` (indented by 2) to `json_file` and `csv` to `csv_file`
 /// when they are not empty, then prints the report on stdout as `output` says: json, csv, or

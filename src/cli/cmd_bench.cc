@@ -458,7 +458,8 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--csv", a->csv_file, "Also write the CSV (one row per run, operator times as columns) to FILE");
   c->add_option("--json", a->json_file, "Also write the JSON (everything, per-operator tables included) to FILE");
   c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB (several times the L2)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(decimal_number(kHbmBufferGibText, 0.0, 64.0, true));
   add_gemm_option(c, &a->gemm);
   c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")->capture_default_str()
       ->transform(whole_number("a count from 1 to 1000", INT32_MIN, INT32_MAX));  // the range: check_hbm_measurement

@@ -412,9 +412,12 @@ void add_bench_attention_command(CLI::App& bench) {
   c->add_option("--repeats,-r", a->repeats, "Timed launches per point (>= 5), after one warm-up")
       ->capture_default_str()
       ->transform(whole_number("a count from 5 to 1000", INT32_MIN, INT32_MAX));  // the range: check_timed_runs
-  c->add_option("--max-kv-gib", a->max_kv_gib, "Skip cells whose KV (one layer) exceeds this")->capture_default_str();
+  c->add_option("--max-kv-gib", a->max_kv_gib, "Skip cells whose KV (one layer) exceeds this")
+      ->capture_default_str()
+      ->transform(decimal_number("a size in GiB above 0 and at most 1048576 (e.g. 100)", 0.0, 1048576.0, true));
   c->add_option("--max-host-gib", a->max_host_gib, "Pinned host memory for the host tier (0: MemAvailable - 16 GiB)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(decimal_number("0 (MemAvailable - 16 GiB) or a size in GiB up to 1048576", 0.0, 1048576.0));
   c->add_option("--host-ctas", a->host_ctas, "Override: host CTAs (0: the default schedule's)")
       ->capture_default_str()
       ->transform(whole_number("0 (the default schedule's) or a count from 1 to 1024", INT32_MIN, INT32_MAX));
@@ -431,7 +434,9 @@ void add_bench_attention_command(CLI::App& bench) {
   c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp; " + hbm_stages)
       ->capture_default_str()
       ->transform(whole_number(hbm_stages, INT32_MIN, INT32_MAX));
-  c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB")->capture_default_str();
+  c->add_option("--hbm-buffer-gib", a->hbm_buffer_gib, "Buffer streamed to measure B_g, GiB")
+      ->capture_default_str()
+      ->transform(decimal_number(kHbmBufferGibText, 0.0, 64.0, true));
   c->add_option("--hbm-runs", a->hbm_runs, "Timed launches per stream configuration for B_g")
       ->capture_default_str()
       ->transform(whole_number("a count from 1 to 1000", INT32_MIN, INT32_MAX));  // the range: check_hbm_measurement

@@ -683,10 +683,12 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--per-gemm-min-mib", a->per_gemm_min_mib,
                 "Time single GEMMs (events per launch) for weights of at least this many MiB; smaller ones stay in "
                 "the stack only (repeated launches of a weight near the L2 size would hit the L2)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(decimal_number("a size in MiB, 0 or more, at most 1048576 (e.g. 256)", 0.0, 1048576.0));
   c->add_option("--stack-host-gib", a->stack_host_gib,
                 "Skip stack points with more host rows than this per replay (listed in the output); --full lifts it")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(decimal_number("a size in GiB above 0 and at most 1048576 (e.g. 8)", 0.0, 1048576.0, true));
   c->add_flag("--full", a->full, "Measure every stack point, however many host bytes it reads");
   c->add_flag("--quick", a->quick, "Smoke run: the first model only, 5 runs, smaller B_g / B_h buffers");
   c->add_flag("--dry-run", a->dry_run, "Print the shapes, points and kernel schedules, and exit (no GPU needed)");

@@ -454,6 +454,34 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
+TEST(Cli, BenchmarkSizeFlagsSayNotANumberOrTheAllowedRange) {
+  // The benchmarks' GiB / MiB sizes went through CLI11's float parsing: 'abc' was "Could not
+  // convert", and inf or 1e999 passed --max-kv-gib into a float-to-uint64 conversion (undefined).
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {"bench attention --dry-run --max-kv-gib abc", "--max-kv-gib: 'abc' is not a number; use a size in GiB above 0"},
+      {"bench attention --dry-run --max-kv-gib inf", "--max-kv-gib: 'inf' is not a number"},
+      {"bench attention --dry-run --max-kv-gib 0", "--max-kv-gib: '0' is too small"},
+      {"bench attention --dry-run --max-kv-gib 2e6", "--max-kv-gib: '2e6' is too large"},
+      {"bench attention --dry-run --max-host-gib -1", "--max-host-gib: '-1' is too small; use 0 (MemAvailable - 16 GiB)"},
+      {"bench attention --dry-run --hbm-buffer-gib 65", "--hbm-buffer-gib: '65' is too large; use a size in GiB above 0 and at most 64"},
+      {"bench --random-weights --hbm-buffer-gib 1e999", "--hbm-buffer-gib: '1e999' is not a number"},
+      {"bench gemm --dry-run --stack-host-gib nan", "--stack-host-gib: 'nan' is not a number"},
+      {"bench gemm --dry-run --per-gemm-min-mib -5", "--per-gemm-min-mib: '-5' is too small"},
+      {"profile --pin-test-gib 2000", "--pin-test-gib: '2000' is too large; use 0 (the default) or a size in GiB"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << ": " << r.output;
+  }
+  // In range: accepted (a dry run needs no GPU).
+  const RunResult ok = run_dak("bench attention --dry-run --max-kv-gib 0.5 --max-host-gib 0 --hbm-buffer-gib 1");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("skipped: KV > 0.5 GiB"), std::string::npos) << ok.output;
+}
+
 TEST(Cli, JsonOutputSurvivesTextThatIsNotUtf8) {
   // New-user trial: `--output json` ended in "internal error ... incomplete UTF-8 string" (exit 3,
   // nothing printed) when a prompt or the generated text stopped inside a multi-byte character, or
