@@ -212,25 +212,28 @@ std::string prompt_label(size_t i, size_t count) {
   return count == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, count);
 }
 
-PrefillProgress::PrefillProgress(std::FILE* out, bool terminal, double after_s, double every_s)
+ProgressLine::ProgressLine(std::FILE* out, bool terminal, double after_s, double every_s)
     : out_(out), terminal_(terminal), after_s_(after_s), every_s_(every_s), start_(Clock::now()) {}
 
-void PrefillProgress::operator()(int64_t tokens, int64_t layers_done, int64_t layers) {
+void ProgressLine::restart() { start_ = Clock::now(); }
+
+double ProgressLine::seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+void ProgressLine::update(const std::string& line) {
   if (finished_) return;
   const auto now = Clock::now();
-  if (layers_done == 0) {
-    start_ = now;
-    return;
-  }
-  const bool last = layers_done >= layers;
-  finished_ = last;
-  const double s = std::chrono::duration<double>(now - start_).count();
-  if (!shown_ && s < after_s_) return;
-  if (shown_ && !last && std::chrono::duration<double>(now - last_).count() < every_s_) return;
-  std::string line =
-      last ? fmt::format("dak: prefill of {} prompt tokens: done in {:.1f} s", tokens, s)
-           : fmt::format("dak: prefill of {} prompt tokens: layer {} of {} ({}%), {:.1f} s", tokens, layers_done,
-                         layers, 100 * layers_done / layers, s);
+  if (!shown_ && seconds() < after_s_) return;
+  if (shown_ && std::chrono::duration<double>(now - last_).count() < every_s_) return;
+  show(line, false);
+}
+
+void ProgressLine::finish(const std::string& line) {
+  if (finished_) return;
+  finished_ = true;
+  if (shown_ || seconds() >= after_s_) show(line, true);
+}
+
+void ProgressLine::show(std::string line, bool last) {
   if (terminal_) {
     const size_t width = line.size();
     if (width < width_) line.append(width_ - width, ' ');
@@ -241,7 +244,26 @@ void PrefillProgress::operator()(int64_t tokens, int64_t layers_done, int64_t la
   }
   std::fflush(out_);
   shown_ = true;
-  last_ = now;
+  last_ = Clock::now();
+}
+
+PrefillProgress::PrefillProgress(std::FILE* out, bool terminal, double after_s, double every_s)
+    : line_(std::make_shared<ProgressLine>(out, terminal, after_s, every_s)) {}
+
+void PrefillProgress::operator()(int64_t tokens, int64_t layers_done, int64_t layers) {
+  ProgressLine& l = *line_;
+  if (l.finished()) return;
+  if (layers_done == 0) {
+    l.restart();
+    return;
+  }
+  const double s = l.seconds();
+  if (layers_done >= layers) {
+    l.finish(fmt::format("dak: prefill of {} prompt tokens: done in {:.1f} s", tokens, s));
+  } else {
+    l.update(fmt::format("dak: prefill of {} prompt tokens: layer {} of {} ({}%), {:.1f} s", tokens, layers_done,
+                         layers, 100 * layers_done / layers, s));
+  }
 }
 
 int64_t perplexity_window(int64_t context, int64_t model_ctx) {
@@ -256,7 +278,8 @@ int64_t perplexity_window(int64_t context, int64_t model_ctx) {
   return context;
 }
 
-PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context) {
+PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context,
+                            const PerplexityProgress& progress) {
   const int64_t n = int64_t(ids.size());
   if (n < 2)
     fail(fmt::format("perplexity needs at least 2 tokens, got {}", n), "perplexity",
@@ -271,6 +294,7 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
   // that every token 1..n-1 is scored exactly once (its first token is context only).
   for (int64_t s = 0; s + 1 < n;) {
     const int64_t e = std::min(n, s + context);
+    if (progress) progress(res.tokens_scored, e - s - 1, n - 1);
     std::vector<std::vector<int32_t>> window{std::vector<int32_t>(ids.begin() + s, ids.begin() + e)};
     engine.start(1, e - s);
     const std::vector<float> logits = engine.step(window, true);
@@ -285,6 +309,7 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
     }
     s = e - 1;
   }
+  if (progress) progress(res.tokens_scored, 0, n - 1);
   if (!std::isfinite(nll))
     fail("the negative log-likelihood is not finite", "perplexity",
          "the model produced inf/NaN logits; check the checkpoint");

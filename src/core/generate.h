@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
@@ -68,6 +69,30 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
 /// "prompt i+1 of count".
 std::string prompt_label(size_t i, size_t count);
 
+/// A progress line on `out` (stderr: stdout carries results) for work that may take minutes:
+/// silent for the first `after_s` seconds after construction (or restart()), then each update()
+/// is shown at most every `every_s` seconds: on a terminal rewritten in place ("\r", blanked to the
+/// length of the line it replaces), elsewhere as new lines. finish() shows its line and a newline
+/// if anything was shown or `after_s` has passed (else nothing), and ignores later calls.
+class ProgressLine {
+ public:
+  ProgressLine(std::FILE* out, bool terminal, double after_s, double every_s);
+  void restart();  // the silent period counts from now
+  void update(const std::string& line);
+  void finish(const std::string& line);
+  double seconds() const;  // since construction or restart()
+  bool finished() const { return finished_; }
+
+ private:
+  void show(std::string line, bool last);
+  std::FILE* out_;
+  bool terminal_;
+  double after_s_, every_s_;
+  bool shown_ = false, finished_ = false;
+  size_t width_ = 0;  // of the line on the terminal, to blank a longer one it replaces
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
 /// The progress line of a long prefill, fed with CpuModel's layer progress (dak generate on the CPU
 /// path, where a prompt of a few thousand tokens takes minutes). Silent for the first `after_s`
 /// seconds of the first step, then "dak: prefill of N prompt tokens: layer L of M (P%), S s" on
@@ -80,12 +105,7 @@ class PrefillProgress {
   void operator()(int64_t tokens, int64_t layers_done, int64_t layers);
 
  private:
-  std::FILE* out_;
-  bool terminal_;
-  double after_s_, every_s_;
-  bool shown_ = false, finished_ = false;
-  size_t width_ = 0;  // of the line on the terminal, to blank a longer one it replaces
-  std::chrono::steady_clock::time_point start_, last_;
+  std::shared_ptr<ProgressLine> line_;  // shared: CpuModel keeps a copy of this callable
 };
 
 struct PerplexityResult {
@@ -100,11 +120,16 @@ struct PerplexityResult {
 /// with the allowed values, for anything else.
 int64_t perplexity_window(int64_t context, int64_t model_ctx);
 
+/// Called before each window of perplexity() with the tokens scored so far, the tokens the window
+/// scores and the total to score (n - 1), and once at the end with (total, 0, total).
+using PerplexityProgress = std::function<void(int64_t scored, int64_t window, int64_t total)>;
+
 /// Perplexity of `ids` (teacher-forced, one sequence), scoring tokens 1..n-1, in windows of
 /// at most `context` tokens (0: the model context) without overlap of scored tokens: a window
 /// starts at the last token of the previous one (as unscored context), so every token 1..n-1
 /// is scored exactly once. Throws dak::Error for fewer than 2 ids or a window that
 /// perplexity_window() refuses.
-PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context = 0);
+PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context = 0,
+                            const PerplexityProgress& progress = {});
 
 }  // namespace dak

@@ -454,6 +454,30 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
+TEST(Cli, PerplexityReadsStandardInputAndRefusesAFolder) {
+  const std::string model = kData + "/hf_parity/llama_gqa";
+  const std::string file = kData + "/smollm2/paragraph.txt";
+  // The parity fixture has no tokenizer; the default model (installed by tools/setup.sh) has one.
+  const std::string dflt = std::string(DAK_DEFAULT_MODELS_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  ASSERT_TRUE(std::filesystem::exists(dflt)) << dflt << " is missing: run tools/setup.sh to download the default model";
+  const RunResult from_file =
+      run_dak("perplexity --device cpu --model " + dflt + " --file " + file + " --context 64 --output json", false);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  const RunResult from_stdin = dak::testing::run_shell(std::string(DAK_BINARY) + " perplexity --device cpu --model " +
+                                                       dflt + " --file - --context 64 --output json < " + file +
+                                                       " 2>/dev/null");
+  ASSERT_EQ(from_stdin.exit_code, 0) << from_stdin.output;
+  const nlohmann::json a = nlohmann::json::parse(from_file.output), b = nlohmann::json::parse(from_stdin.output);
+  EXPECT_EQ(a["perplexity"], b["perplexity"]);
+  EXPECT_EQ(a["tokens_scored"], b["tokens_scored"]);
+  EXPECT_EQ(b["file"], "-");
+  // A folder is named as one, and the fix offers standard input.
+  const RunResult folder = run_dak("perplexity --device cpu --model " + model + " --file " + kData);
+  EXPECT_EQ(folder.exit_code, 1) << folder.output;
+  EXPECT_NE(folder.output.find("is a folder, not a text file"), std::string::npos) << folder.output;
+  EXPECT_NE(folder.output.find("or - to read standard input"), std::string::npos) << folder.output;
+}
+
 TEST(Cli, BenchmarkSizeFlagsSayNotANumberOrTheAllowedRange) {
   // The benchmarks' GiB / MiB sizes went through CLI11's float parsing: 'abc' was "Could not
   // convert", and inf or 1e999 passed --max-kv-gib into a float-to-uint64 conversion (undefined).

@@ -270,6 +270,19 @@ TEST(Perplexity, MatchesTheClosedFormOverWindows) {
   EXPECT_NEAR(perplexity(uniform, ids, 4).perplexity, double(v), 1e-9);
 }
 
+TEST(Perplexity, ReportsEachWindowToItsProgressCallback) {
+  // 23 ids, windows of 9: tokens 1..22 scored as 8 + 8 + 6; then the end.
+  ScriptedEngine engine(10, 64, 1.0f);
+  std::vector<int32_t> ids(23);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i % 10);
+  std::vector<std::array<int64_t, 3>> calls;
+  perplexity(engine, ids, 9, [&](int64_t scored, int64_t window, int64_t total) {
+    calls.push_back({scored, window, total});
+  });
+  const std::vector<std::array<int64_t, 3>> want = {{0, 8, 22}, {8, 8, 22}, {16, 6, 22}, {22, 0, 22}};
+  EXPECT_EQ(calls, want);
+}
+
 TEST(Perplexity, RejectsTooShortInputAndBadWindows) {
   ScriptedEngine engine(10, 8, 1.0f);
   const std::vector<int32_t> one = {1}, many = {1, 2, 3};
@@ -325,6 +338,29 @@ TEST(PrefillProgress, ReportsLayersOfTheFirstStepOnlyOnceItIsSlow) {
   EXPECT_EQ(std::count(tty.begin(), tty.end(), '\n'), 1) << tty;
   // A quick prefill prints nothing.
   EXPECT_EQ(progress_output(false, /*after_s=*/3600.0, calls), "");
+}
+
+TEST(ProgressLine, ShowsUpdatesOnlyAfterItsSilentPeriodAndFinishesOnce) {
+  auto run = [](bool terminal, double after_s) {
+    std::FILE* f = std::tmpfile();
+    EXPECT_NE(f, nullptr);
+    if (!f) return std::string();
+    ProgressLine line(f, terminal, after_s, /*every_s=*/0.0);
+    line.update("dak: step 1 of 2, long text");
+    line.update("dak: step 2 of 2");
+    line.finish("dak: done");
+    line.finish("dak: done again");  // ignored
+    line.update("dak: late");        // ignored
+    std::rewind(f);
+    std::string out;
+    for (int ch; (ch = std::fgetc(f)) != EOF;) out += char(ch);
+    std::fclose(f);
+    return out;
+  };
+  EXPECT_EQ(run(false, 0.0), "dak: step 1 of 2, long text\ndak: step 2 of 2\ndak: done\n");
+  // On a terminal: rewritten in place, each line blanked to the length of the one it replaces.
+  EXPECT_EQ(run(true, 0.0), "\rdak: step 1 of 2, long text\rdak: step 2 of 2           \rdak: done       \n");
+  EXPECT_EQ(run(false, 3600.0), "");  // quick work prints nothing, not even the end
 }
 
 }  // namespace
