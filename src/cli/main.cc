@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
     // Stray words after `dak generate` are most often an unquoted prompt (`-p The capital of France`);
     // elsewhere (and for an unknown --flag) the value of some option was cut at a space, if anything.
     const std::string what = e.what();
+    // A value the option's own check refused reads "--flag: 'value' is ...": the flag is the place.
+    if (const size_t colon = what.find(": "); what.rfind("--", 0) == 0 && colon != std::string::npos &&
+                                              what.find_first_of(" =", 0) > colon) {
+      where = what.substr(0, colon) + " (" + path + ")";
+    }
     const bool stray = what.find("not expected") != std::string::npos && what.find(": -") == std::string::npos;
     const bool generate = where == "dak generate";
     const std::string quote = !stray ? ""

@@ -500,6 +500,9 @@ TEST(Cli, BenchmarkSizeFlagsSayNotANumberOrTheAllowedRange) {
     EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << ": " << r.output;
   }
+  // The where line names the flag and its command (it named only the command).
+  const RunResult where = run_dak("bench attention --dry-run --max-kv-gib 0");
+  EXPECT_NE(where.output.find("\n  where: --max-kv-gib (dak bench attention)\n"), std::string::npos) << where.output;
   // In range: accepted (a dry run needs no GPU).
   const RunResult ok = run_dak("bench attention --dry-run --max-kv-gib 0.5 --max-host-gib 0 --hbm-buffer-gib 1");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
