@@ -8,12 +8,45 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
+
+namespace {
+
+/// The commands (as "dak generate", "dak bench gemm") below `app` that have the option `name`.
+void commands_with_option(const CLI::App& app, const std::string& path, const std::string& name,
+                          std::vector<std::string>& out) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    const std::string p = path + " " + sub->get_name();
+    if (sub->get_option_no_throw(name) != nullptr) out.push_back(p);
+    commands_with_option(*sub, p, name, out);
+  }
+}
+
+/// The words CLI11 did not expect (`remaining`, in any order), in the order the user gave them.
+std::vector<std::string> in_command_line_order(std::vector<std::string> remaining, int argc, char** argv) {
+  std::vector<std::string> ordered;
+  std::vector<bool> used(size_t(argc), false);
+  for (int i = 1; i < argc; ++i) {
+    for (auto it = remaining.begin(); it != remaining.end(); ++it) {
+      if (*it == argv[i] && !used[size_t(i)]) {
+        used[size_t(i)] = true;
+        ordered.push_back(*it);
+        remaining.erase(it);
+        break;
+      }
+    }
+  }
+  ordered.insert(ordered.end(), remaining.begin(), remaining.end());  // not found as given: keep them
+  return ordered;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dak: LLM inference on one Hopper GPU with weights and KV cache read directly "
@@ -76,7 +109,38 @@ int main(int argc, char** argv) {
     }
     // Stray words after `dak generate` are most often an unquoted prompt (`-p The capital of France`);
     // elsewhere (and for an unknown --flag) the value of some option was cut at a space, if anything.
-    const std::string what = e.what();
+    std::string what = e.what();
+    const CLI::App* deepest = &app;
+    for (const CLI::App* level = &app; level;) {
+      const auto subs = level->get_subcommands();
+      level = subs.empty() ? nullptr : subs.front();
+      if (level) deepest = level;
+    }
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      // CLI11 listed the words in reverse ("not expected: 4 --cpu-offload-gb", "France of capital").
+      const std::vector<std::string> words = in_command_line_order(deepest->remaining(), argc, argv);
+      std::string option;
+      for (const std::string& w : words) {
+        if (w.size() > 1 && w[0] == '-' && !(w[1] >= '0' && w[1] <= '9') && w[1] != '.') {
+          option = w.substr(0, w.find('='));
+          break;
+        }
+      }
+      if (!option.empty()) {  // an option this command does not have (its value, if any, was a stray word)
+        std::vector<std::string> others;
+        commands_with_option(app, "dak", option, others);
+        std::string also;
+        for (size_t i = 0; i < others.size() && i < 3; ++i) also += (i ? ", `" : "`") + others[i] + "`";
+        const dak::Error err(path + " has no option " + option + (also.empty() ? "" : " (" + also + (others.size() > 1 ? " have it)" : " has it)")),
+                             path, "run `" + help + "` for its options");
+        std::fprintf(stderr, "dak: error: %s\n", err.what());
+        return 2;
+      }
+      if (!words.empty()) {
+        what = "The following argument" + std::string(words.size() > 1 ? "s were" : " was") + " not expected:";
+        for (const std::string& w : words) what += " " + w;
+      }
+    }
     // A value the option's own check refused reads "--flag: 'value' is ...": the flag is the place.
     if (const size_t colon = what.find(": "); what.rfind("--", 0) == 0 && colon != std::string::npos &&
                                               what.find_first_of(" =", 0) > colon) {

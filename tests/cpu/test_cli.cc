@@ -454,6 +454,27 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
+TEST(Cli, UnknownOptionsAndStrayWordsAreNamedAsGiven) {
+  // Session-16 trial: an option of another command read "The following arguments were not expected:
+  // 4 --cpu-offload-gb" with a fix about quoting; stray words came out reversed ("France of capital").
+  RunResult r = run_dak("plan --model llama-2-7b --gpu-memory 20GiB --cpu-offload-gb 4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dak: error: dak plan has no option --cpu-offload-gb (`dak generate`, `dak bench` have it)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("fix:   run `dak plan --help` for its options"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("quote"), std::string::npos) << r.output;
+  r = run_dak("plan --model llama-2-7b --bogus=3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dak plan has no option --bogus\n"), std::string::npos) << r.output;
+  r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --device cpu -p The capital of France");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("The following arguments were not expected: capital of France\n"), std::string::npos)
+      << r.output;
+  r = run_dak("plan --model llama-2-7b extra");
+  EXPECT_NE(r.output.find("The following argument was not expected: extra\n"), std::string::npos) << r.output;
+}
+
 TEST(Cli, PerplexityReadsStandardInputAndRefusesAFolder) {
   const std::string model = kData + "/hf_parity/llama_gqa";
   const std::string file = kData + "/smollm2/paragraph.txt";
