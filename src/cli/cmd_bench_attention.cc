@@ -165,6 +165,25 @@ Plan check_args(const BenchAttentionArgs& a) {
     p.contexts = {512, 4096};
     p.ratios = {0, 0.5, 1};
   }
+  // A ring override must fit the 227 KiB of SMEM per CTA at each model's head_dim (the trial's
+  // --hbm-stages 8 at head_dim 128 failed later, in the schedule, without naming the flag).
+  namespace ta = tiered_attention;
+  for (const ModelShape& m : p.models) {
+    for (const bool host : {true, false}) {
+      const int stages = host ? a.host_stages : a.hbm_stages;
+      if (stages <= 0) continue;
+      const auto smem = [&](int64_t st) {
+        return host ? ta::host_cta_smem_bytes(m.head_dim, st) : ta::hbm_cta_smem_bytes(m.head_dim, st);
+      };
+      if (smem(stages) <= ta::kSmemLimitBytes) continue;
+      int64_t deepest = ta::kMaxStages;
+      while (deepest > 1 && smem(deepest) > ta::kSmemLimitBytes) --deepest;
+      const char* flag = host ? "--host-stages" : "--hbm-stages";
+      fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} an H200 CTA has",
+                       flag, stages, smem(stages), m.name, m.head_dim, ta::kSmemLimitBytes),
+           flag, fmt::format("use at most {} {} at head_dim {} (0 keeps the default)", flag, deepest, m.head_dim));
+    }
+  }
   return p;
 }
 
@@ -339,6 +358,12 @@ void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
 
 void run_bench_attention(const BenchAttentionArgs& a) {
   const Plan p = check_args(a);  // every argument error before looking for a GPU
+  if (a.dry_run && (!a.json_file.empty() || !a.csv_file.empty() || a.output != "text")) {
+    // The session-16 trial: --output json printed the table and --json wrote nothing, with exit 0.
+    fail("--dry-run measures nothing, so it prints its plan as a table only (no --output json / csv, --json or "
+         "--csv report)",
+         "--dry-run", "drop --output / --json / --csv, or run without --dry-run on the GPU machine");
+  }
   if (a.dry_run) return print_dry_run(a, p);
   check_report_files(a.json_file, a.csv_file);
   const std::string why = gpu_unavailable_reason();

@@ -100,7 +100,7 @@ std::string TieredAttentionSchedule::to_string() const {
                      "hbm_ctas={}x{} stages{}",
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
                      split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages,
-                     hbm_bulk_rows ? " (bulk rows)" : "");
+                     hbm_bulk_rows && hbm_ctas > 0 ? " (bulk rows)" : "");
 }
 
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {

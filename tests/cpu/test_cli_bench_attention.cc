@@ -4,6 +4,7 @@
 // without CUDA) the run fails with exit code 1 and the reason.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "cli_test_util.h"
@@ -29,6 +30,28 @@ TEST(CliBenchAttention, HelpDocumentsEveryOptionAndMetric) {
   }
   const RunResult parent = run_dak("bench --help");
   EXPECT_NE(parent.output.find("attention"), std::string::npos) << parent.output;
+}
+
+TEST(CliBenchAttention, DryRunRefusesReportsAndRingsThatDoNotFit) {
+  // Session-16 trial: --dry-run --output json printed the table (exit 0), --dry-run --json FILE wrote
+  // nothing, and --hbm-stages 8 at head_dim 128 failed in the schedule without naming the flag.
+  for (const char* args : {"bench attention --dry-run --output json", "bench attention --dry-run --output csv",
+                           "bench attention --dry-run --quick --json /tmp/dak-attention-dry-run-never-written.json"}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("--dry-run measures nothing"), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/dak-attention-dry-run-never-written.json"));
+  RunResult r = run_dak("bench attention --dry-run --hbm-stages 8 --models llama-2-7b");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--hbm-stages 8 needs 278528 bytes of SMEM per CTA at llama-2-7b's head_dim 128"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("where: --hbm-stages\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("use at most --hbm-stages 6 at head_dim 128"), std::string::npos) << r.output;
+  r = run_dak("bench attention --dry-run --hbm-stages 6 --host-stages 6 --models llama-2-7b");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("x6 stages (bulk rows)"), std::string::npos) << r.output;
 }
 
 TEST(CliBenchAttention, BadArgumentsAreRefusedBeforeLookingForAGpu) {

@@ -140,7 +140,9 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
     EXPECT_EQ(run_dak(d128 + " " + flag + " 6").exit_code, 0) << flag;
     r = run_dak(d128 + " " + flag + " 7");
     EXPECT_EQ(r.exit_code, 1) << flag << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, "bytes of SMEM per CTA exceed the 232448 byte limit")) << flag << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, flag + " 7 needs ")) << flag << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "more than the 232448 an H200 CTA has")) << flag << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "where: " + flag)) << flag << "\n" << r.output;
   }
 }
 
