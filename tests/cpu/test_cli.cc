@@ -475,6 +475,17 @@ TEST(Cli, UnknownOptionsAndStrayWordsAreNamedAsGiven) {
   EXPECT_NE(r.output.find("The following argument was not expected: extra\n"), std::string::npos) << r.output;
 }
 
+TEST(Cli, ForcedRatioWithATinyBudgetSuggestsALargerBudget) {
+  // Session-16 trial: --offload-ratio 1 --gpu-memory 1MiB suggested only "lower --batch / --prompt-len /
+  // --gen-len", never the budget.
+  const RunResult r = run_dak("plan --model llama-2-7b --offload-ratio 1 --gpu-memory 1MiB");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("this offload ratio leaves 29.61 MiB in HBM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fix:   raise --gpu-memory to at least 29.61 MiB (what cannot move to the host)"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, PerplexityReadsStandardInputAndRefusesAFolder) {
   const std::string model = kData + "/hf_parity/llama_gqa";
   const std::string file = kData + "/smollm2/paragraph.txt";
