@@ -114,20 +114,31 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
   }
   std::map<std::string_view, const TensorInfo*> have;
   for (const TensorInfo& t : tensors) have[t.name] = &t;
+  // A config.json without some size keys took the transformers defaults (ModelConfig::
+  // defaulted_sizes): a mismatch then most likely comes from those defaults, so say so.
+  std::string defaulted, fix = "check that config.json belongs to this checkpoint";
+  if (!c.defaulted_sizes.empty()) {
+    std::string keys;
+    for (const std::string& k : c.defaulted_sizes) keys += (keys.empty() ? "'" : ", '") + k + "'";
+    const bool one = c.defaulted_sizes.size() == 1;
+    defaulted = fmt::format(" (config.json has no {}, so {} the transformers default{} of model_type {})", keys,
+                            one ? "it took" : "they took", one ? "" : "s", arch_name(c.arch));
+    fix = "add " + keys + " to config.json with the checkpoint's value" + (one ? "" : "s");
+  }
   for (const auto& [name, shape] : expected) {
     const auto it = have.find(name);
     if (it == have.end()) {
-      fail(fmt::format("missing tensor '{}' ({} model, {} layers)", name, arch_name(c.arch),
-                       c.num_layers),
+      fail(fmt::format("missing tensor '{}' ({} model, {} layers){}", name, arch_name(c.arch), c.num_layers, defaulted),
            where,
-           "check that the checkpoint is complete (all shards present) and matches its config");
+           defaulted.empty() ? "check that the checkpoint is complete (all shards present) and matches its config"
+                             : fix);
     }
     const TensorInfo& t = *it->second;
     if (t.shape != shape) {
-      fail(fmt::format("tensor '{}'{} has shape {}, but the config needs {}", name,
-                       t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "",
-                       shape_str(t.shape), shape_str(shape)),
-           t.file, "check that config.json belongs to this checkpoint");
+      fail(fmt::format("tensor '{}'{} has shape {}, but the config needs {}{}", name,
+                       t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "", shape_str(t.shape),
+                       shape_str(shape), defaulted),
+           t.file, fix);
     }
   }
   // Layers beyond the config's count would be silently ignored: a config that does not match.

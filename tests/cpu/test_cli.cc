@@ -475,6 +475,31 @@ TEST(Cli, UnknownOptionsAndStrayWordsAreNamedAsGiven) {
   EXPECT_NE(r.output.find("The following argument was not expected: extra\n"), std::string::npos) << r.output;
 }
 
+TEST(Cli, ShapeErrorsNameTheConfigKeysThatTookDefaults) {
+  // Session-16 trial: a config.json without hidden_size gave "has shape [128, 64], but the config needs
+  // [128, 4096]", without saying that 4096 was a default filled in for the missing key.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_no_hidden_size";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path src = fs::path(kData) / "hf_parity" / "llama_gqa";
+  for (const auto& e : fs::directory_iterator(src)) fs::copy(e.path(), dir / e.path().filename());
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config.erase("hidden_size");
+  std::ofstream(dir / "config.json") << config.dump();
+  for (const std::string cmd : {"inspect ", "generate --device cpu --prompt-ids 1,2 -n 1 --model "}) {
+    const RunResult r = run_dak(cmd + dir.string());
+    EXPECT_EQ(r.exit_code, 1) << cmd << r.output;
+    EXPECT_NE(r.output.find("but the config needs [128, 4096] (config.json has no 'hidden_size', so it took the "
+                            "transformers default of model_type llama)"),
+              std::string::npos)
+        << cmd << r.output;
+    EXPECT_NE(r.output.find("fix:   add 'hidden_size' to config.json with the checkpoint's value"), std::string::npos)
+        << cmd << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Cli, ForcedRatioWithATinyBudgetSuggestsALargerBudget) {
   // Session-16 trial: --offload-ratio 1 --gpu-memory 1MiB suggested only "lower --batch / --prompt-len /
   // --gen-len", never the budget.
