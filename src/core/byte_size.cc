@@ -58,6 +58,11 @@ int64_t parse_byte_size(const std::string& text, const std::string& where) {
   if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
     fail(fmt::format("'{}' is not a size", text), where, fix);
   const double mult = unit_multiplier(unit);
+  if (mult == 0 && unit.size() > 1 && unit[0] == 'e' && (std::isdigit(static_cast<unsigned char>(unit[1])) ||
+                                                          unit[1] == '-' || unit[1] == '+')) {
+    fail(fmt::format("'{}' has an exponent ('{}'), which sizes do not take", text, text.substr(j)), where,
+         "write the number in full with a unit, e.g. 20GiB, 1.5TB or 512MiB");
+  }
   if (mult == 0) fail(fmt::format("'{}' has an unknown unit '{}'", text, text.substr(j)), where, fix);
   const double bytes = std::strtod(number.c_str(), nullptr) * mult;
   if (!std::isfinite(bytes) || bytes >= 9.2e18) fail(fmt::format("size '{}' is too large", text), where, fix);

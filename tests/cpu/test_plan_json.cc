@@ -232,6 +232,15 @@ TEST(ByteSize, ParsesUnits) {
   for (const char* bad : {"", "GiB", "-1GiB", "1.2.3GB", "10XB", "20 Gigs", ".", "1e3"})
     EXPECT_THROW(parse_byte_size(bad, "--gpu-memory"), Error) << bad;
   EXPECT_THROW(parse_byte_size("99999999TiB", "f"), Error);
+  // An exponent is named as such (it read "unknown unit 'e30GiB'").
+  for (const char* exp : {"1e30GiB", "2E9", "1e-3GB"}) {
+    try {
+      parse_byte_size(exp, "--gpu-memory");
+      ADD_FAILURE() << exp << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("has an exponent"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_EQ(format_bytes(20.0 * kGiB), "20.00 GiB");
   EXPECT_EQ(format_bytes(512), "512 B");
 }
