@@ -604,6 +604,15 @@ void run_bench_gemm(const BenchGemmArgs& args) {
   const std::vector<int64_t> tokens =
       parse_count_list(a.tokens, "--tokens", kMaxTokens, "token counts", "8,512", " (the tiered GEMM's N range)");
   const std::vector<double> ratios = parse_ratios(a.ratios);
+  // --ratios is in percent here, a fraction in dak bench attention and --offload-ratio: a list of
+  // fractions below 1 is most likely meant as such (the session-16 trial's --ratios 0.5).
+  if (!ratios.empty() && std::all_of(ratios.begin(), ratios.end(), [](double x) { return x <= 1; }) &&
+      std::any_of(ratios.begin(), ratios.end(), [](double x) { return x > 0 && x < 1; })) {
+    std::fprintf(stderr,
+                 "dak: notice: --ratios %s is read in percent (0.5 = 0.5 %% of each weight's rows on the host); for "
+                 "fractions of the rows multiply by 100 (e.g. --ratios 50)\n",
+                 a.ratios.c_str());
+  }
   const std::optional<Congestion> cong = parse_congestion(a.congestion);
   if (a.max_cluster != 1 && a.max_cluster != 2 && a.max_cluster != 4) {
     fail(fmt::format("--max-cluster {} is not 1, 2 or 4", a.max_cluster), "--max-cluster",

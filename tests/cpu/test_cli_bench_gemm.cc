@@ -159,6 +159,16 @@ TEST(CliBenchGemm, CongestionOverridesTheHostSideOfEveryOffloadedPoint) {
   EXPECT_FALSE(contains(x0, "host_ctas=2x3")) << x0;
 }
 
+TEST(CliBenchGemm, RatiosBelowOnePercentAreNoticedAsPercent) {
+  // Session-16 trial: --ratios 0.5 (meant as half, as in dak bench attention) ran 0.5 % silently.
+  RunResult r = run_dak("bench gemm --dry-run --quick --ratios 0,0.5,1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: notice: --ratios 0,0.5,1 is read in percent")) << r.output;
+  r = run_dak("bench gemm --dry-run --quick --ratios 0,0.5,10");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "read in percent")) << r.output;
+}
+
 TEST(CliBenchGemm, BadArgumentsAreRefusedBeforeLookingForAGpu) {
   struct Case {
     const char* args;
