@@ -36,9 +36,9 @@ struct Stats {
   double med, lo, hi;
 };
 
-/// Reads `bytes` of `src` with the TMA bulk stream (evicts the L2 without leaving dirty lines: a
-/// memset here left ~50 MB to be written back during the timed launch, session 16).
-void read_flush(const void* src, size_t bytes) {
+/// Enqueues one TMA bulk stream over `bytes` of `src` (hbm_stream.h) in `chunk`-byte copies,
+/// `stages` in flight per CTA, with every resident CTA of every SM.
+void stream(const void* src, size_t bytes, uint32_t chunk = 32 << 10, int stages = 4) {
   static unsigned long long* sum = [] {
     unsigned long long* p = nullptr;
     DAK_CUDA_CHECK(cudaMalloc(&p, 8));
@@ -50,9 +50,15 @@ void read_flush(const void* src, size_t bytes) {
   dak::gpu::HbmStreamParams p;
   p.g_src = src;
   p.bytes = bytes;
+  p.chunk_bytes = chunk;
+  p.stages = stages;
   p.g_checksum = sum;
-  dak::gpu::hbm_stream(p, sms * std::max(1, dak::gpu::hbm_stream_ctas_per_sm(p.chunk_bytes, p.stages)), nullptr);
+  dak::gpu::hbm_stream(p, sms * std::max(1, dak::gpu::hbm_stream_ctas_per_sm(chunk, stages)), nullptr);
 }
+
+/// Evicts the L2 by reading `bytes` of `src` (a memset here left ~50 MB of dirty lines to be
+/// written back during the timed launch, session 16).
+void read_flush(const void* src, size_t bytes) { stream(src, bytes); }
 
 template <class Launch>
 Stats time_us(Launch&& launch, void* flush, size_t flush_bytes) {
@@ -77,20 +83,7 @@ Stats time_us(Launch&& launch, void* flush, size_t flush_bytes) {
 }
 
 double stream_gbps(const void* src, size_t bytes, uint32_t chunk, int stages) {
-  unsigned long long* sum = nullptr;
-  DAK_CUDA_CHECK(cudaMalloc(&sum, 8));
-  int dev = 0, sms = 0;
-  DAK_CUDA_CHECK(cudaGetDevice(&dev));
-  DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  dak::gpu::HbmStreamParams p;
-  p.g_src = src;
-  p.bytes = bytes;
-  p.chunk_bytes = chunk;
-  p.stages = stages;
-  p.g_checksum = sum;
-  const int grid = sms * std::max(1, dak::gpu::hbm_stream_ctas_per_sm(chunk, stages));
-  const Stats s = time_us([&] { dak::gpu::hbm_stream(p, grid, nullptr); }, nullptr, 0);
-  DAK_CUDA_CHECK(cudaFree(sum));
+  const Stats s = time_us([&] { stream(src, bytes, chunk, stages); }, nullptr, 0);
   return double(bytes) / (s.lo * 1e3);  // best launch, GB/s
 }
 
