@@ -147,7 +147,7 @@ Plan check_args(const BenchAttentionArgs& a) {
   const int max_st = tiered_attention::kMaxStages;
   if (a.host_ctas < 0 || a.host_ctas > 1024) {
     fail(fmt::format("--host-ctas {} is outside [0, 1024]", a.host_ctas), "--host-ctas",
-         "give fewer host CTAs than the GPU has SMs (0 keeps the default)");
+         "give 0 (the default) or 1 to 1024 host CTAs; the run needs fewer than the GPU has SMs");
   }
   if (a.host_stages < 0 || a.host_stages > max_st || a.hbm_stages < 0 || a.hbm_stages > max_st) {
     fail(fmt::format("stages in flight --host-stages {} / --hbm-stages {} outside [0, {}]", a.host_stages,

@@ -1,6 +1,7 @@
 // dak: command-line entry point. Errors from any command are printed as
 // "dak: error: <what> / where / fix" and give exit code 1; usage errors (unknown option, a value
 // that does not convert or is out of range) exit 2; an internal error (a bug) exits 3.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,35 @@ void commands_with_option(const CLI::App& app, const std::string& path, const st
     if (sub->get_option_no_throw(name) != nullptr) out.push_back(p);
     commands_with_option(*sub, p, name, out);
   }
+}
+
+/// Edit distance of two short strings (insertions, deletions, substitutions).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The long option of `app` closest to `name` ("--promt" -> "--prompt"), if within 2 edits.
+std::string closest_option(const CLI::App& app, const std::string& name) {
+  std::string best;
+  size_t best_d = 3;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& l : o->get_lnames()) {
+      const size_t d = edit_distance(name, "--" + l);
+      if (d < best_d) best_d = d, best = "--" + l;
+    }
+  }
+  return best;
 }
 
 /// The words CLI11 did not expect (`remaining`, in any order), in the order the user gave them.
@@ -116,7 +146,8 @@ int main(int argc, char** argv) {
       level = subs.empty() ? nullptr : subs.front();
       if (level) deepest = level;
     }
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || required) {
       // CLI11 listed the words in reverse ("not expected: 4 --cpu-offload-gb", "France of capital").
       const std::vector<std::string> words = in_command_line_order(deepest->remaining(), argc, argv);
       std::string option;
@@ -131,15 +162,26 @@ int main(int argc, char** argv) {
         commands_with_option(app, "dak", option, others);
         std::string also;
         for (size_t i = 0; i < others.size() && i < 3; ++i) also += (i ? ", `" : "`") + others[i] + "`";
-        const dak::Error err(path + " has no option " + option + (also.empty() ? "" : " (" + also + (others.size() > 1 ? " have it)" : " has it)")),
-                             path, "run `" + help + "` for its options");
+        const std::string near = closest_option(*deepest, option);
+        // A misspelled required option surfaced as "--model is required" (the session-16 re-trial).
+        const dak::Error err(
+            path + " has no option " + option +
+                (also.empty() ? "" : " (" + also + (others.size() > 1 ? " have it)" : " has it)")) +
+                (required ? "; " + what : ""),
+            path, (near.empty() ? "" : "did you mean " + near + "? ") + "run `" + help + "` for its options");
         std::fprintf(stderr, "dak: error: %s\n", err.what());
         return 2;
       }
-      if (!words.empty()) {
+      if (!words.empty() && !required) {
         what = "The following argument" + std::string(words.size() > 1 ? "s were" : " was") + " not expected:";
         for (const std::string& w : words) what += " " + w;
       }
+    }
+    // "--file: At Most 1 required but received 2" (an option given twice).
+    static const std::string kAtMost = ": At Most 1 required but received ";
+    if (const size_t at = what.find(kAtMost); at != std::string::npos) {
+      where = what.substr(0, at) + " (" + path + ")";
+      what = what.substr(0, at) + " was given " + what.substr(at + kAtMost.size()) + " times; give it once";
     }
     // A value the option's own check refused reads "--flag: 'value' is ...": the flag is the place.
     if (const size_t colon = what.find(": "); what.rfind("--", 0) == 0 && colon != std::string::npos &&

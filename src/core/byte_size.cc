@@ -47,8 +47,11 @@ double unit_multiplier(const std::string& u) {
 
 }  // namespace
 
-int64_t parse_byte_size(const std::string& text, const std::string& where) {
+int64_t parse_byte_size(const std::string& given, const std::string& where) {
   const std::string fix = "write a size such as 20GiB, 1.5GB, 512MiB or a plain byte count";
+  // Blanks around the size ("20GiB ", as a quoted shell value may carry) do not change it.
+  const size_t first = given.find_first_not_of(" \t"), last = given.find_last_not_of(" \t");
+  const std::string text = first == std::string::npos ? "" : given.substr(first, last - first + 1);
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
   const std::string number = text.substr(0, i);

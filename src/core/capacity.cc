@@ -59,9 +59,9 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      format_bytes(double(host_bytes)), format_bytes(double(cap.hbm_budget_bytes))),
          "--offload-ratio",
          movable <= 0 || movable_min > movable
-             ? fmt::format("raise --gpu-memory to at least {} (what cannot move to the host), or lower --batch / "
-                           "--prompt-len / --gen-len",
-                           format_bytes(double(fixed)))
+             ? fmt::format("raise --gpu-memory to at least {} at this ratio ({} with --offload-ratio 1: what cannot "
+                           "move to the host), or lower --batch / --prompt-len / --gen-len",
+                           format_bytes(double(cap.total_bytes - host_bytes)), format_bytes(double(fixed)))
              : fmt::format("force at least {:.4f} (or drop --offload-ratio and let the budget decide), raise "
                            "--gpu-memory, or lower --batch / --prompt-len / --gen-len",
                            std::ceil(double(movable_min) / double(movable) * 1e4) / 1e4));

@@ -506,7 +506,31 @@ TEST(Cli, ForcedRatioWithATinyBudgetSuggestsALargerBudget) {
   const RunResult r = run_dak("plan --model llama-2-7b --offload-ratio 1 --gpu-memory 1MiB");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("this offload ratio leaves 29.61 MiB in HBM"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("fix:   raise --gpu-memory to at least 29.61 MiB (what cannot move to the host)"),
+  EXPECT_NE(r.output.find("fix:   raise --gpu-memory to at least 29.61 MiB at this ratio (29.61 MiB with "
+                          "--offload-ratio 1: what cannot move to the host)"),
+            std::string::npos)
+      << r.output;
+  // At ratio 0 the budget must hold everything.
+  const RunResult zero = run_dak("plan --model llama-2-7b --offload-ratio 0 --gpu-memory 1MiB");
+  EXPECT_EQ(zero.exit_code, 1) << zero.output;
+  EXPECT_NE(zero.output.find("fix:   raise --gpu-memory to at least 12.83 GiB at this ratio (29.61 MiB with "),
+            std::string::npos)
+      << zero.output;
+}
+
+TEST(Cli, MisspelledAndRepeatedOptionsAreNamed) {
+  // Session-16 re-trial: `dak plan --modle X` said only "--model is required"; an option given twice
+  // was CLI11's "At Most 1 required but received 2".
+  RunResult r = run_dak("plan --modle llama-2-7b");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dak plan has no option --modle; --model is required"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fix:   did you mean --model? run `dak plan --help`"), std::string::npos) << r.output;
+  r = run_dak("generate --promt hi");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("did you mean --prompt?"), std::string::npos) << r.output;
+  r = run_dak("perplexity -f a -f b");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dak: error: --file was given 2 times; give it once\n  where: --file (dak perplexity)"),
             std::string::npos)
       << r.output;
 }

@@ -229,6 +229,7 @@ TEST(ByteSize, ParsesUnits) {
   EXPECT_EQ(parse_byte_size("4096", "f"), 4096);
   EXPECT_EQ(parse_byte_size("2KB", "f"), 2000);
   EXPECT_EQ(parse_byte_size("0.5KiB", "f"), 512);
+  EXPECT_EQ(parse_byte_size(" 20GiB\t", "f"), 20 * kGiB);  // blanks around a quoted value
   for (const char* bad : {"", "GiB", "-1GiB", "1.2.3GB", "10XB", "20 Gigs", ".", "1e3"})
     EXPECT_THROW(parse_byte_size(bad, "--gpu-memory"), Error) << bad;
   EXPECT_THROW(parse_byte_size("99999999TiB", "f"), Error);
