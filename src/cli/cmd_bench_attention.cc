@@ -121,6 +121,7 @@ std::vector<ModelShape> resolve_models(const std::string& list) {
     if (name.empty()) fail(fmt::format("'{}' has an empty model name", list), "--models", "e.g. llama-2-7b,opt-30b");
     const LocatedConfig lc = locate_model_config(name, "--models");
     const ModelConfig& c = lc.config;
+    notice_defaulted_sizes(c, lc.path.string());  // a head_dim error below may come from these defaults
     try {
       check_tiered_attention_shape({1, c.num_heads, c.num_kv_heads, c.head_dim, 1});
     } catch (const Error& e) {

@@ -636,6 +636,7 @@ void run_bench_gemm(const BenchGemmArgs& args) {
     }
     const bool dup =
         std::any_of(models.begin(), models.end(), [&](const LocatedConfig& m) { return m.path == c.path; });
+    if (!dup) notice_defaulted_sizes(c.config, c.path.string());
     if (!dup) models.push_back(std::move(c));
     if (a.quick) break;
   }

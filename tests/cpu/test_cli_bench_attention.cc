@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "cli_test_util.h"
@@ -52,6 +53,23 @@ TEST(CliBenchAttention, DryRunRefusesReportsAndRingsThatDoNotFit) {
   r = run_dak("bench attention --dry-run --hbm-stages 6 --host-stages 6 --models llama-2-7b");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("x6 stages (bulk rows)"), std::string::npos) << r.output;
+}
+
+TEST(CliBenchAttention, AConfigWithoutSizeKeysGetsTheDefaultsNotice) {
+  // Session-16 re-trial: a config.json without hidden_size failed with "head_dim 1024 is not
+  // compiled" and no word of the missing key (dak plan and dak bench said it).
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "dak_bench_attention_no_hidden";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "llama", "num_attention_heads": 4,
+      "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 128})";
+  for (const std::string cmd : {"bench attention --dry-run --models ", "bench gemm --dry-run --models "}) {
+    const RunResult r = run_dak(cmd + (dir / "config.json").string());
+    EXPECT_NE(r.output.find("dak: notice: " + (dir / "config.json").string() + " has no 'hidden_size'"),
+              std::string::npos)
+        << cmd << r.output;
+  }
+  fs::remove_all(dir);
 }
 
 TEST(CliBenchAttention, BadArgumentsAreRefusedBeforeLookingForAGpu) {
