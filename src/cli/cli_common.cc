@@ -46,8 +46,7 @@ std::filesystem::path default_model_path() {
 
 void notice_defaulted_sizes(const ModelConfig& config, const std::string& where) {
   if (config.defaulted_sizes.empty()) return;
-  std::string keys;
-  for (const std::string& k : config.defaulted_sizes) keys += (keys.empty() ? "'" : ", '") + k + "'";
+  const std::string keys = config.defaulted_sizes_text();
   std::fprintf(stderr,
                "dak: notice: %s has no %s: using the transformers defaults of model_type %s (a model of %lld layers, "
                "hidden size %lld); check that this is the model's own config.json\n",
@@ -390,6 +389,11 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
   if (!json_file.empty() && json_file == csv_file) {
     fail(fmt::format("--json and --csv both name '{}'", json_file), "--json / --csv", "give two different files");
   }
+}
+
+std::shared_ptr<ProgressLine> stderr_progress_line() {
+  const bool terminal = isatty(fileno(stderr)) == 1;
+  return std::make_shared<ProgressLine>(stderr, terminal, 2.0, terminal ? 0.25 : 10.0);
 }
 
 void flush_stdout_or_fail() {

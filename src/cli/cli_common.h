@@ -17,6 +17,7 @@
 #include "core/checkpoint.h"
 #include "core/config_locator.h"
 #include "core/engine.h"
+#include "core/generate.h"
 #include "core/hardware_profile.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/gpu_engine.h"
@@ -174,6 +175,11 @@ void notice_defaulted_sizes(const ModelConfig& config, const std::string& where)
 /// output: <reason>" (a full disk, a closed pipe) when that or an earlier write failed, so a run
 /// never ends with a truncated output and exit code 0.
 void flush_stdout_or_fail();
+
+/// The CLI's progress line for work that may take minutes (a long CPU prefill, perplexity): on
+/// stderr (stdout carries only results), silent for the first 2 s, then live (at most every 0.25 s)
+/// on a terminal and every 10 s in a log.
+std::shared_ptr<ProgressLine> stderr_progress_line();
 
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

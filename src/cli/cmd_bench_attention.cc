@@ -140,6 +140,35 @@ struct Plan {
   std::vector<double> ratios;
 };
 
+/// The deepest ring --host-stages (`host`) or --hbm-stages allows at head_dim `d`: kMaxStages, or
+/// fewer where a CTA's SMEM would exceed kSmemLimitBytes (TieredAttentionSchedule::validate refuses
+/// those), at least 1.
+int64_t deepest_stages(bool host, int64_t d) {
+  namespace ta = tiered_attention;
+  int64_t st = ta::kMaxStages;
+  while (st > 1 && (host ? ta::host_cta_smem_bytes(d, st) : ta::hbm_cta_smem_bytes(d, st)) > ta::kSmemLimitBytes) --st;
+  return st;
+}
+
+/// deepest_stages for every supported head_dim, e.g. "8 at head_dim 64, 80 and 96, 6 at 128, 2 at 256".
+std::string stage_limits(bool host) {
+  std::vector<std::pair<std::vector<int64_t>, int64_t>> caps;  // (head_dims, deepest ring), head_dims ascending
+  for (int64_t d = 1; d <= 1024; ++d) {
+    if (!tiered_attention::head_dim_supported(d)) continue;
+    const int64_t st = deepest_stages(host, d);
+    if (caps.empty() || caps.back().second != st) caps.push_back({{}, st});
+    caps.back().first.push_back(d);
+  }
+  std::string out;
+  for (size_t i = 0; i < caps.size(); ++i) {
+    const std::vector<int64_t>& dims = caps[i].first;
+    std::string ds = std::to_string(dims[0]);
+    for (size_t k = 1; k < dims.size(); ++k) ds += (k + 1 == dims.size() ? " and " : ", ") + std::to_string(dims[k]);
+    out += fmt::format("{}{} at {}{}", i == 0 ? "" : ", ", caps[i].second, i == 0 ? "head_dim " : "", ds);
+  }
+  return out;
+}
+
 Plan check_args(const BenchAttentionArgs& a) {
   check_timed_runs(a.repeats, "--repeats");
   if (!(a.max_kv_gib > 0)) fail("--max-kv-gib must be positive", "--max-kv-gib", "e.g. --max-kv-gib 100");
@@ -172,16 +201,12 @@ Plan check_args(const BenchAttentionArgs& a) {
   for (const ModelShape& m : p.models) {
     for (const bool host : {true, false}) {
       const int stages = host ? a.host_stages : a.hbm_stages;
-      if (stages <= 0) continue;
-      const auto smem = [&](int64_t st) {
-        return host ? ta::host_cta_smem_bytes(m.head_dim, st) : ta::hbm_cta_smem_bytes(m.head_dim, st);
-      };
-      if (smem(stages) <= ta::kSmemLimitBytes) continue;
-      int64_t deepest = ta::kMaxStages;
-      while (deepest > 1 && smem(deepest) > ta::kSmemLimitBytes) --deepest;
+      const int64_t deepest = deepest_stages(host, m.head_dim);
+      if (stages <= deepest) continue;
+      const int64_t smem = host ? ta::host_cta_smem_bytes(m.head_dim, stages) : ta::hbm_cta_smem_bytes(m.head_dim, stages);
       const char* flag = host ? "--host-stages" : "--hbm-stages";
       fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} an H200 CTA has",
-                       flag, stages, smem(stages), m.name, m.head_dim, ta::kSmemLimitBytes),
+                       flag, stages, smem, m.name, m.head_dim, ta::kSmemLimitBytes),
            flag, fmt::format("use at most {} {} at head_dim {} (0 keeps the default)", flag, deepest, m.head_dim));
     }
   }
@@ -392,32 +417,6 @@ void run_bench_attention(const BenchAttentionArgs& a) {
       gpu::run_attention_bench(o, [](const std::string& m) { std::fprintf(stderr, "dak: %s\n", m.c_str()); });
   report(a, r);
 #endif
-}
-
-/// The deepest ring --host-stages (`host`) or --hbm-stages allows, per head_dim: kMaxStages, or fewer
-/// where a CTA's SMEM would exceed kSmemLimitBytes (TieredAttentionSchedule::validate refuses those),
-/// e.g. "8 at head_dim 64, 80 and 96, 6 at 128, 2 at 256".
-std::string stage_limits(bool host) {
-  namespace ta = tiered_attention;
-  std::vector<std::pair<std::vector<int64_t>, int64_t>> caps;  // (head_dims, deepest ring), head_dims ascending
-  for (int64_t d = 1; d <= 1024; ++d) {
-    if (!ta::head_dim_supported(d)) continue;
-    int64_t st = ta::kMaxStages;
-    auto smem = [&](int64_t stages) {
-      return host ? ta::host_cta_smem_bytes(d, stages) : ta::hbm_cta_smem_bytes(d, stages);
-    };
-    while (st > 1 && smem(st) > ta::kSmemLimitBytes) --st;
-    if (caps.empty() || caps.back().second != st) caps.push_back({{}, st});
-    caps.back().first.push_back(d);
-  }
-  std::string out;
-  for (size_t i = 0; i < caps.size(); ++i) {
-    const std::vector<int64_t>& dims = caps[i].first;
-    std::string ds = std::to_string(dims[0]);
-    for (size_t k = 1; k < dims.size(); ++k) ds += (k + 1 == dims.size() ? " and " : ", ") + std::to_string(dims[k]);
-    out += fmt::format("{}{} at {}{}", i == 0 ? "" : ", ", caps[i].second, i == 0 ? "head_dim " : "", ds);
-  }
-  return out;
 }
 
 }  // namespace

@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <algorithm>
@@ -131,12 +129,8 @@ void run_generate(const GenerateArgs& a) {
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);
-  // A long prompt's prefill on the CPU takes minutes: after 2 s a progress line on stderr (live on a
-  // terminal, every 10 s in a log), never on stdout, which carries only the generated text.
-  if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) {
-    const bool terminal = isatty(fileno(stderr)) == 1;
-    cpu->set_layer_progress(PrefillProgress(stderr, terminal, 2.0, terminal ? 0.25 : 10.0));
-  }
+  // A long prompt's prefill on the CPU takes minutes: a progress line (stderr_progress_line).
+  if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) cpu->set_layer_progress(PrefillProgress(stderr_progress_line()));
 
   GenerateOptions opts;
   opts.max_new_tokens = a.max_new_tokens;

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -85,10 +83,8 @@ void add_perplexity_command(CLI::App& app) {
     const double load_s = seconds_since(t0);
     const std::vector<int32_t> ids = tok->encode(text, /*allow_bos=*/true);
     if (ids.size() < 2) fail("the text has fewer than two tokens", source, "give a longer text");
-    // A long text on the CPU takes minutes: after 2 s a progress line on stderr (live on a
-    // terminal, every 10 s in a log), never on stdout, which carries only the result.
-    const bool terminal = isatty(fileno(stderr)) == 1;
-    auto line = std::make_shared<ProgressLine>(stderr, terminal, 2.0, terminal ? 0.25 : 10.0);
+    // A long text on the CPU takes minutes: a progress line (stderr_progress_line).
+    const std::shared_ptr<ProgressLine> line = stderr_progress_line();
     struct Window {
       int64_t scored = 0, tokens = 0, total = 0;
     };

@@ -128,24 +128,18 @@ int main(int argc, char** argv) {
     std::string help = "dak --help";
     // The deepest subcommand given (`dak bench attention --bogus` -> dak bench attention --help).
     std::string path = "dak";
+    const CLI::App* deepest = &app;
     for (const CLI::App* level = &app; level;) {
       const auto subs = level->get_subcommands();
       level = subs.empty() ? nullptr : subs.front();
       if (level) {
+        deepest = level;
         path += " " + level->get_name();
         where = path;
         help = path + " --help";
       }
     }
-    // Stray words after `dak generate` are most often an unquoted prompt (`-p The capital of France`);
-    // elsewhere (and for an unknown --flag) the value of some option was cut at a space, if anything.
     std::string what = e.what();
-    const CLI::App* deepest = &app;
-    for (const CLI::App* level = &app; level;) {
-      const auto subs = level->get_subcommands();
-      level = subs.empty() ? nullptr : subs.front();
-      if (level) deepest = level;
-    }
     const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || required) {
       // CLI11 listed the words in reverse ("not expected: 4 --cpu-offload-gb", "France of capital").
@@ -177,17 +171,18 @@ int main(int argc, char** argv) {
         for (const std::string& w : words) what += " " + w;
       }
     }
-    // "--file: At Most 1 required but received 2" (an option given twice).
-    static const std::string kAtMost = ": At Most 1 required but received ";
-    if (const size_t at = what.find(kAtMost); at != std::string::npos) {
-      where = what.substr(0, at) + " (" + path + ")";
-      what = what.substr(0, at) + " was given " + what.substr(at + kAtMost.size()) + " times; give it once";
-    }
     // A value the option's own check refused reads "--flag: 'value' is ...": the flag is the place.
     if (const size_t colon = what.find(": "); what.rfind("--", 0) == 0 && colon != std::string::npos &&
                                               what.find_first_of(" =", 0) > colon) {
       where = what.substr(0, colon) + " (" + path + ")";
     }
+    // "--file: At Most 1 required but received 2" (an option given twice).
+    static const std::string kAtMost = ": At Most 1 required but received ";
+    if (const size_t at = what.find(kAtMost); at != std::string::npos) {
+      what = what.substr(0, at) + " was given " + what.substr(at + kAtMost.size()) + " times; give it once";
+    }
+    // Stray words after `dak generate` are most often an unquoted prompt (`-p The capital of France`);
+    // elsewhere the value of some option was cut at a space, if anything.
     const bool stray = what.find("not expected") != std::string::npos && what.find(": -") == std::string::npos;
     const bool generate = where == "dak generate";
     const std::string quote = !stray ? ""

@@ -118,8 +118,7 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
   // defaulted_sizes): a mismatch then most likely comes from those defaults, so say so.
   std::string defaulted, fix = "check that config.json belongs to this checkpoint";
   if (!c.defaulted_sizes.empty()) {
-    std::string keys;
-    for (const std::string& k : c.defaulted_sizes) keys += (keys.empty() ? "'" : ", '") + k + "'";
+    const std::string keys = c.defaulted_sizes_text();
     const bool one = c.defaulted_sizes.size() == 1;
     defaulted = fmt::format(" (config.json has no {}, so {} the transformers default{} of model_type {})", keys,
                             one ? "it took" : "they took", one ? "" : "s", arch_name(c.arch));

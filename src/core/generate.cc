@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -249,6 +250,8 @@ void ProgressLine::show(std::string line, bool last) {
 
 PrefillProgress::PrefillProgress(std::FILE* out, bool terminal, double after_s, double every_s)
     : line_(std::make_shared<ProgressLine>(out, terminal, after_s, every_s)) {}
+
+PrefillProgress::PrefillProgress(std::shared_ptr<ProgressLine> line) : line_(std::move(line)) {}
 
 void PrefillProgress::operator()(int64_t tokens, int64_t layers_done, int64_t layers) {
   ProgressLine& l = *line_;

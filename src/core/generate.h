@@ -102,6 +102,7 @@ class ProgressLine {
 class PrefillProgress {
  public:
   PrefillProgress(std::FILE* out, bool terminal, double after_s, double every_s);
+  explicit PrefillProgress(std::shared_ptr<ProgressLine> line);  // its timing and destination
   void operator()(int64_t tokens, int64_t layers_done, int64_t layers);
 
  private:

@@ -347,6 +347,12 @@ std::string arch_name(Arch a) {
   return "llama";
 }
 
+std::string ModelConfig::defaulted_sizes_text() const {
+  std::string keys;
+  for (const std::string& k : defaulted_sizes) keys += (keys.empty() ? "'" : ", '") + k + "'";
+  return keys;
+}
+
 ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object())
     fail("config is not a JSON object", where, "point dak at a Hugging Face config.json");

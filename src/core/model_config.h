@@ -75,6 +75,8 @@ struct ModelConfig {
   /// config class's defaults (Llama-2-7B's sizes for llama), as in transformers. Real configs
   /// have them all; the CLI says so when one is missing. Empty for GGUF metadata.
   std::vector<std::string> defaulted_sizes;
+  /// defaulted_sizes as messages quote them: "'hidden_size', 'vocab_size'" (empty when none).
+  std::string defaulted_sizes_text() const;
 
   /// Parses a Hugging Face config.json document. `where` names the file for error messages.
   /// Throws dak::Error for an unsupported model_type, a missing or inconsistent field
