@@ -69,7 +69,10 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-attention.md has
           --max-host-gib, default MemAvailable - 16 GiB) are skipped, with the reason.
   time    GPU time of one attention launch (split + combine kernels), CUDA events, launches queued behind a
           host gate, a 256 MiB HBM read (L2 flush) before each; median [min, max] of --repeats (>= 5)
-          after one warm-up, ms.
+          after one warm-up, ms. Cells with KV < 256 MiB are timed per layer of a CUDA graph of 8 layers'
+          attention (each its own K/V; the kernels chained as in the decode graph; like the 8-layer stack
+          of dak bench gemm): one launch's start and end would dominate their microseconds. Their single
+          launch is the "1 launch" column.
   EB      C / time.   ideal = C / max((1 - x) C / B_g, x C / B_h).   of ideal = EB / ideal EB.
   B_g     best HBM read of this run (TMA bulk stream of --hbm-buffer-gib, best launch).
   B_h     read of pinned host memory of this run (the same TMA bulk stream over 1 GiB of the host tier,
@@ -276,7 +279,8 @@ void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
 
   std::ostringstream csv;
   csv << "model,heads,kv_heads,head_dim,batch,context,kv_bytes,kernel,b_host,ratio,balance_point,time_ms,time_min_ms,"
-         "time_max_ms,eb_gb_s,ideal_ms,ideal_gb_s,of_ideal,target_met,b_g_tb_s,b_h_gb_s,skipped,reason,split,schedule\n";
+         "time_max_ms,eb_gb_s,ideal_ms,ideal_gb_s,of_ideal,target_met,b_g_tb_s,b_h_gb_s,skipped,reason,split,schedule,"
+         "layers,launch_ms\n";
   std::ostringstream txt;
   txt << fmt::format("dak bench attention: {} ({} SMs)\n", r.device, r.sm_count);
   txt << fmt::format("B_g = {:.3f} TB/s (TMA bulk stream of {:.2f} GiB in HBM, best of {} launches x {} configs; its "
@@ -290,8 +294,8 @@ void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
   txt << fmt::format("balance point x* = B_h / (B_g + B_h) = {:.2f} %; host tier {:.2f} GiB pinned in {:.1f} s\n",
                      100 * r.balance_ratio, double(r.host_tier_bytes) / kGiB, r.pin_s);
   if (r.gate_timed_out) txt << "note: the host gate timed out at least once: some times include host launch gaps\n";
-  txt << "\n| model | B | ctx | KV GiB | kernel | b_h | x | time ms [min, max] | EB GB/s | ideal GB/s | of ideal | "
-         "target | split |\n|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|---|\n";
+  txt << "\n| model | B | ctx | KV GiB | kernel | b_h | x | time ms [min, max] | 1 launch ms | EB GB/s | ideal GB/s | "
+         "of ideal | target | split |\n|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---|---|\n";
 
   int points = 0, points_met = 0, cells_run = 0, cells_met = 0;
   std::vector<std::string> skipped;
@@ -302,13 +306,18 @@ void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
                          {"kv_heads", c.shape.num_kv_heads}, {"head_dim", c.shape.head_dim},
                          {"batch", c.batch},             {"context", c.context},
                          {"kv_bytes", c.kv_bytes},       {"skipped", c.skipped},
-                         {"skip_reason", c.skip_reason}, {"split", c.split}};
+                         {"skip_reason", c.skip_reason}, {"split", c.split},
+                         {"layers", c.layers}};
+    // "1 launch" column: the single launch where the time is per layer of a stack, else the time itself.
+    auto launch_col = [&](const gpu::Spread& t) {
+      return c.layers > 1 ? fmt::format("{:.4f}", t.median * ms) : std::string("=");
+    };
     const double kv_gib = double(c.kv_bytes) / kGiB;
     if (c.skipped) {
       skipped.push_back(fmt::format("{} B={} ctx={} ({:.2f} GiB): {}", c.shape.model, c.batch, c.context, kv_gib,
                                     c.skip_reason));
-      csv << fmt::format("{},decode,,,,,,,,,,,,{:.4f},{:.3f},true,\"{}\",,\n", id, r.hbm.best_bytes_per_s * 1e-12,
-                         r.host.best_bytes_per_s * gbs, c.skip_reason);
+      csv << fmt::format("{},decode,,,,,,,,,,,,{:.4f},{:.3f},true,\"{}\",,,{},\n", id, r.hbm.best_bytes_per_s * 1e-12,
+                         r.host.best_bytes_per_s * gbs, c.skip_reason, c.layers);
       j["cells"].push_back(jc);
       continue;
     }
@@ -320,29 +329,33 @@ void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
     jc["baseline"] = {{"split", c.baseline_split},
                       {"time_ms", {{"median", c.baseline_s.median * ms}, {"min", c.baseline_s.min * ms},
                                    {"max", c.baseline_s.max * ms}}},
+                      {"launch_time_ms", {{"median", c.baseline_launch_s.median * ms},
+                                          {"min", c.baseline_launch_s.min * ms},
+                                          {"max", c.baseline_launch_s.max * ms}}},
                       {"eb_gb_s", c.baseline_eb_bytes_per_s * gbs},
                       {"of_ideal", ideal0 / c.baseline_s.median}};
     jc["baseline_target_met"] = has_zero ? nlohmann::json(c.baseline_target_met) : nlohmann::json(nullptr);
-    txt << fmt::format("| {} | {} | {} | {:.2f} | decode | - | 0 | {:.4f} [{:.4f}, {:.4f}] | {:.1f} | {:.1f} | "
+    txt << fmt::format("| {} | {} | {} | {:.2f} | decode | - | 0 | {:.4f} [{:.4f}, {:.4f}] | {} | {:.1f} | {:.1f} | "
                        "{:.1f} % | baseline | {} |\n",
                        c.shape.model, c.batch, c.context, kv_gib, c.baseline_s.median * ms, c.baseline_s.min * ms,
-                       c.baseline_s.max * ms, c.baseline_eb_bytes_per_s * gbs, r.hbm.best_bytes_per_s * gbs,
-                       100 * ideal0 / c.baseline_s.median, c.baseline_split);
-    csv << fmt::format("{},decode,0,0,false,{:.5f},{:.5f},{:.5f},{:.3f},{:.5f},{:.3f},{:.4f},,{:.4f},{:.3f},false,,{},\n",
+                       c.baseline_s.max * ms, launch_col(c.baseline_launch_s), c.baseline_eb_bytes_per_s * gbs,
+                       r.hbm.best_bytes_per_s * gbs, 100 * ideal0 / c.baseline_s.median, c.baseline_split);
+    csv << fmt::format("{},decode,0,0,false,{:.5f},{:.5f},{:.5f},{:.3f},{:.5f},{:.3f},{:.4f},,{:.4f},{:.3f},false,,{},,"
+                       "{},{:.5f}\n",
                        id, c.baseline_s.median * ms, c.baseline_s.min * ms, c.baseline_s.max * ms,
                        c.baseline_eb_bytes_per_s * gbs, ideal0 * ms, r.hbm.best_bytes_per_s * gbs,
                        ideal0 / c.baseline_s.median, r.hbm.best_bytes_per_s * 1e-12, r.host.best_bytes_per_s * gbs,
-                       c.baseline_split);
+                       c.baseline_split, c.layers, c.baseline_launch_s.median * ms);
     for (const gpu::AttentionBenchPoint& p : c.points) {
       nlohmann::json jp = {{"b_host", p.b_host}, {"ratio", p.ratio}, {"balance_point", p.balance_point},
                            {"skipped", p.skipped}, {"skip_reason", p.skip_reason}, {"schedule", p.schedule}};
       const std::string bh = fmt::format("{}{}", p.b_host, p.balance_point ? " (x*)" : "");
       if (p.skipped) {
-        txt << fmt::format("| {} | {} | {} | {:.2f} | tiered | {} | {:.4f} | skipped: {} | | | | | |\n", c.shape.model,
-                           c.batch, c.context, kv_gib, bh, p.ratio, p.skip_reason);
-        csv << fmt::format("{},tiered,{},{:.6f},{},,,,,,,,,{:.4f},{:.3f},true,\"{}\",{},\n", id, p.b_host, p.ratio,
+        txt << fmt::format("| {} | {} | {} | {:.2f} | tiered | {} | {:.4f} | skipped: {} | | | | | | |\n",
+                           c.shape.model, c.batch, c.context, kv_gib, bh, p.ratio, p.skip_reason);
+        csv << fmt::format("{},tiered,{},{:.6f},{},,,,,,,,,{:.4f},{:.3f},true,\"{}\",{},,{},\n", id, p.b_host, p.ratio,
                            p.balance_point, r.hbm.best_bytes_per_s * 1e-12, r.host.best_bytes_per_s * gbs,
-                           p.skip_reason, c.split);
+                           p.skip_reason, c.split, c.layers);
         jc["points"].push_back(jp);
         continue;
       }
@@ -352,23 +365,25 @@ void report(const BenchAttentionArgs& a, const gpu::AttentionBenchResult& r) {
       std::string target = fmt::format(">= 90 % {}", met(p.target_met));
       if (p.b_host == 0) target += fmt::format("; vs decode {}", met(c.baseline_target_met));
       jp["time_ms"] = {{"median", p.time_s.median * ms}, {"min", p.time_s.min * ms}, {"max", p.time_s.max * ms}};
+      jp["launch_time_ms"] = {{"median", p.launch_s.median * ms}, {"min", p.launch_s.min * ms},
+                              {"max", p.launch_s.max * ms}};
       jp["eb_gb_s"] = p.eb_bytes_per_s * gbs;
       jp["ideal_ms"] = p.ideal_s * ms;
       jp["ideal_gb_s"] = ideal_eb * gbs;
       jp["of_ideal"] = p.of_ideal;
       jp["target_met"] = p.target_met;
       jc["points"].push_back(jp);
-      txt << fmt::format("| {} | {} | {} | {:.2f} | tiered | {} | {:.4f} | {:.4f} [{:.4f}, {:.4f}] | {:.1f} | {:.1f} | "
-                         "{:.1f} % | {} | {} |\n",
+      txt << fmt::format("| {} | {} | {} | {:.2f} | tiered | {} | {:.4f} | {:.4f} [{:.4f}, {:.4f}] | {} | {:.1f} | "
+                         "{:.1f} | {:.1f} % | {} | {} |\n",
                          c.shape.model, c.batch, c.context, kv_gib, bh, p.ratio, p.time_s.median * ms,
-                         p.time_s.min * ms, p.time_s.max * ms, p.eb_bytes_per_s * gbs, ideal_eb * gbs,
-                         100 * p.of_ideal, target, c.split);
+                         p.time_s.min * ms, p.time_s.max * ms, launch_col(p.launch_s), p.eb_bytes_per_s * gbs,
+                         ideal_eb * gbs, 100 * p.of_ideal, target, c.split);
       csv << fmt::format("{},tiered,{},{:.6f},{},{:.5f},{:.5f},{:.5f},{:.3f},{:.5f},{:.3f},{:.4f},{},{:.4f},{:.3f},"
-                         "false,,{},\"{}\"\n",
+                         "false,,{},\"{}\",{},{:.5f}\n",
                          id, p.b_host, p.ratio, p.balance_point, p.time_s.median * ms, p.time_s.min * ms,
                          p.time_s.max * ms, p.eb_bytes_per_s * gbs, p.ideal_s * ms, ideal_eb * gbs, p.of_ideal,
                          p.target_met, r.hbm.best_bytes_per_s * 1e-12, r.host.best_bytes_per_s * gbs, c.split,
-                         p.schedule);
+                         p.schedule, c.layers, p.launch_s.median * ms);
     }
     j["cells"].push_back(jc);
   }

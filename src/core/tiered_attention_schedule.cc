@@ -89,6 +89,10 @@ void TieredAttentionSchedule::validate() const {
     fail(fmt::format("stages in flight host {} / HBM {} outside [1, {}]", host_stages, hbm_stages, ta::kMaxStages),
          where, "use 1 to 8 steps in flight per warp");
   }
+  if (cta_combine && (split.num_splits < 2 || ta::kWarps % split.num_splits != 0)) {
+    fail(fmt::format("the splits are merged in the CTA but there are {} of them", split.num_splits), where,
+         fmt::format("merge in the CTA only with 2 or 4 splits (a divisor of the {} warps of a CTA)", ta::kWarps));
+  }
   if (smem_bytes() > ta::kSmemLimitBytes) {
     fail(fmt::format("{} bytes of SMEM per CTA exceed the {} byte limit", smem_bytes(), ta::kSmemLimitBytes), where,
          "use fewer host or HBM stages");
@@ -97,10 +101,11 @@ void TieredAttentionSchedule::validate() const {
 
 std::string TieredAttentionSchedule::to_string() const {
   return fmt::format("B={} H={} Hkv={} D={} max_ctx={} b_host={} split={}x{} host_ctas={}x{} stages "
-                     "hbm_ctas={}x{} stages{}",
+                     "hbm_ctas={}x{} stages{}{}",
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
                      split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages,
-                     hbm_bulk_rows && hbm_ctas > 0 ? " (bulk rows)" : "");
+                     hbm_bulk_rows && hbm_ctas > 0 ? " (bulk rows)" : "",
+                     cta_combine ? " (combine in CTA)" : "");
 }
 
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
@@ -140,6 +145,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   s.b_host = b_host;
   s.split = choose_tiered_attention_split(shape, sm_count);
   s.hbm_bulk_rows = s.split.split_keys >= ta::kBulkRowsMinKeys;
+  s.cta_combine = s.split.num_splits > 1 && ta::kWarps % s.split.num_splits == 0;
 
   s.hbm_stages = 2;
   for (int32_t st = ta::kMaxStages; st > 2; --st) {

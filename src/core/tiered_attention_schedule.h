@@ -134,6 +134,14 @@ struct TieredAttentionSchedule {
   // the copy); true = one TMA bulk copy per live K / V row into the padded step, completing on the
   // slot's mbarrier (the consumer zeroes the rows past len). Same SMEM layout, same output bits.
   bool hbm_bulk_rows = false;
+  // Where the live splits of a sequence are merged: false = a second kernel (one CTA per (head,
+  // sequence)); true = inside the attention kernel by the CTA whose warps ran them, after a CTA
+  // barrier per round of items. Needs num_splits > 1 dividing kWarps (then a CTA's 4 warps hold
+  // whole (sequence, kv head) pairs in every round: items of a pair are consecutive and every
+  // round starts at a multiple of 4). Both merge in split order, with different operation
+  // orders, so the two differ in the last bits; the choice depends only on the split, so every
+  // b_host gives the same bits.
+  bool cta_combine = false;
 
   DAK_HD int64_t host_items() const { return b_host * shape.num_kv_heads * split.num_splits; }
   DAK_HD int64_t hbm_items() const { return (shape.batch - b_host) * shape.num_kv_heads * split.num_splits; }
@@ -195,6 +203,8 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 ///   at least 1, at most the host items' warps (ceil(items / 4)) and sm_count - 1 when HBM
 ///   items exist;
 /// - hbm_ctas: (sm_count - host_ctas) * hbm_ctas_per_sm, at most ceil(HBM items / 4);
+/// - cta_combine: num_splits in {2, 4} (divides kWarps), which saves the combine kernel's launch
+///   and round trips;
 /// - hbm_bulk_rows: split_keys >= kBulkRowsMinKeys. Measured on the H200 (session 16,
 ///   bench/tiered_attention_probe.cu, Llama-2-7B batch 8, b_host = 0): bulk rows stream long
 ///   splits ~5 % faster (4096 keys: 146-148 vs 154-157 us; 32768: 1024-1027 vs 1038-1058 us) and

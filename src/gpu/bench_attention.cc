@@ -139,6 +139,7 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
   const int64_t per_seq = Hkv * ctx * D;  // elements of one sequence's K (or V)
   const double C = double(cell.kv_bytes), Bg = r.hbm.best_bytes_per_s, Bh = r.host.best_bytes_per_s;
 
+  const int layers = cell.layers;
   const TieredAttentionSchedule s0 = tiered_attention_schedule(sh, 0, o.limits);
   cell.split = fmt::format("{}x{}", s0.split.num_splits, s0.split.split_keys);
   DecodeSplit dsplit = choose_decode_split(B, H, Hkv, ctx, r.sm_count);
@@ -168,6 +169,21 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
   DAK_CUDA_CHECK(cudaMemcpyAsync(g_meta, meta.data(), meta.size() * 4, cudaMemcpyHostToDevice, timer.stream));
   DAK_CUDA_CHECK(cudaStreamSynchronize(timer.stream));
 
+  // One launch, and for stacked cells the per-layer time of a graph of `layers` launches, layer l
+  // reading its own K / V (`one(l, stream)` enqueues layer l).
+  auto measure = [&](const std::function<void(int, cudaStream_t)>& one, Spread& launch_s) {
+    launch_s = timer.time([&](cudaStream_t st) { one(0, st); }, o.repeats);
+    if (layers == 1) return launch_s;
+    const Graph graph(timer.stream, [&] {
+      for (int l = 0; l < layers; ++l) one(l, timer.stream);
+    });
+    Spread t = timer.time([&](cudaStream_t st) { graph.launch(st); }, o.repeats);
+    t.median /= layers;
+    t.min /= layers;
+    t.max /= layers;
+    return t;
+  };
+
   // Baseline: the engine's decode attention over the same bytes, all B sequences in the HBM tier.
   DecodeAttentionParams dp;
   dp.attn.g_q = g_q;
@@ -181,14 +197,22 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
   dp.attn.scale = float(1.0 / std::sqrt(double(D)));
   dp.split = dsplit;
   dp.g_partial = g_dpart;
-  cell.baseline_s = timer.time([&](cudaStream_t st) { attention_decode(dp, st); }, o.repeats);
+  cell.baseline_s = measure(
+      [&](int l, cudaStream_t st) {
+        DecodeAttentionParams pl = dp;
+        pl.attn.kv.g_k = kv.g_k + int64_t(l) * B * per_seq;
+        pl.attn.kv.g_v = kv.g_v + int64_t(l) * B * per_seq;
+        attention_decode(pl, st);
+      },
+      cell.baseline_launch_s);
   cell.baseline_eb_bytes_per_s = C / cell.baseline_s.median;
 
   for (AttentionBenchPoint& p : cell.points) {
-    const uint64_t host_each = uint64_t(p.b_host * per_seq) * 2;
+    const uint64_t host_each = uint64_t(layers) * uint64_t(p.b_host * per_seq) * 2;
     if (host_each > kv.host_bytes_each) {
       p.skipped = true;
-      p.skip_reason = fmt::format("host tier {} > pinned {}", gib(2 * host_each), gib(2 * kv.host_bytes_each));
+      p.skip_reason = fmt::format("host tier {}{} > pinned {}", gib(2 * host_each),
+                                  layers > 1 ? fmt::format(" ({} layers)", layers) : "", gib(2 * kv.host_bytes_each));
       continue;
     }
     TieredAttentionSchedule s = tiered_attention_schedule(sh, p.b_host, o.limits);
@@ -207,7 +231,21 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
     a.g_len = g_meta;
     a.g_out = g_out;
     a.scale = float(1.0 / std::sqrt(double(D)));
-    p.time_s = timer.time([&](cudaStream_t st) { tiered_attention(a, s, g_ws, st); }, o.repeats);
+    p.time_s = measure(
+        [&](int l, cudaStream_t st) {
+          TieredAttentionArgs al = a;
+          const int64_t host_off = int64_t(l) * p.b_host * per_seq, hbm_off = int64_t(l) * B * per_seq;
+          if (al.h_k) {
+            al.h_k += host_off;
+            al.h_v += host_off;
+          }
+          if (al.g_k) {
+            al.g_k += hbm_off;
+            al.g_v += hbm_off;
+          }
+          tiered_attention(al, s, g_ws, st);
+        },
+        p.launch_s);
     p.eb_bytes_per_s = C / p.time_s.median;
     p.ideal_s = std::max((1.0 - p.ratio) * C / Bg, p.ratio * C / Bh);
     p.of_ideal = p.ideal_s / p.time_s.median;
@@ -243,6 +281,7 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
         cell.batch = b;
         cell.context = c;
         cell.kv_bytes = 4 * uint64_t(b) * uint64_t(c) * uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
+        cell.layers = cell.kv_bytes < kAttentionStackBelowBytes ? kAttentionStackLayers : 1;
         if (cell.kv_bytes > o.max_kv_bytes) {
           cell.skipped = true;
           cell.skip_reason = fmt::format("KV of the layer {} > {} (--max-kv-gib)", gib(cell.kv_bytes), gib(o.max_kv_bytes));
@@ -264,14 +303,16 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
   const double max_ratio = *std::max_element(o.ratios.begin(), o.ratios.end());
   for (AttentionBenchCell& c : r.cells) {
     if (c.skipped) continue;
-    if (c.kv_bytes > kv_cap) {
+    if (c.kv_bytes * uint64_t(c.layers) > kv_cap) {
       c.skipped = true;
-      c.skip_reason = fmt::format("KV of the layer {} does not fit in free HBM ({})", gib(c.kv_bytes), gib(kv_cap));
+      c.skip_reason = fmt::format("KV of the layer{} {} does not fit in free HBM ({})",
+                                  c.layers > 1 ? fmt::format(" x {} stacked layers", c.layers) : "",
+                                  gib(c.kv_bytes), gib(kv_cap));
       continue;
     }
-    hbm_kv = std::max(hbm_kv, c.kv_bytes);
+    hbm_kv = std::max(hbm_kv, c.kv_bytes * uint64_t(c.layers));
     const int64_t b_max = std::llround(max_ratio * double(c.batch));
-    host_need = std::max(host_need, c.kv_bytes / uint64_t(c.batch) * uint64_t(b_max));
+    host_need = std::max(host_need, c.kv_bytes / uint64_t(c.batch) * uint64_t(b_max) * uint64_t(c.layers));
   }
   if (hbm_kv == 0) {
     fail("no cell of the sweep fits (every one is skipped: see --max-kv-gib and the free HBM)", "dak bench attention",

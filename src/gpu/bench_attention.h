@@ -15,6 +15,11 @@
 //          CUDA events around it, the launches queued behind a host gate so they run back to back,
 //          an HBM read of 256 MiB before each (L2 flush; host memory is not cached in L2). Median
 //          over `repeats` launches after one warm-up; [min, max] is the spread.
+//          Cells with C < 256 MiB (kAttentionStackBelowBytes) finish in microseconds, where one
+//          launch's start and end dominate: as `dak bench gemm` does for small weights, their time is
+//          per layer of a graph-replayed stack of 8 layers' attention (each layer its own K/V and
+//          host tier, the kernels chained by programmatic dependent launch as in the decode graph),
+//          one replay per timed run, divided by 8; the single launch is reported beside it.
 //   EB     C / median time.   ideal = max((1 - x) C / B_g, x C / B_h);   of ideal = ideal / time.
 //   baseline  attention_decode at x = 0 on the same HBM bytes viewed in the engine's cache layout
 //          [B][ctx][Hkv][D] (same byte count; the values differ, the time does not).
@@ -67,7 +72,8 @@ struct AttentionBenchPoint {
   bool balance_point = false;  // the b_host nearest the ideal balance x* = B_h / (B_g + B_h)
   bool skipped = false;
   std::string skip_reason;
-  Spread time_s;
+  Spread time_s;               // per layer: of the stack when the cell has layers > 1, else one launch
+  Spread launch_s;             // one launch
   double eb_bytes_per_s = 0;
   double ideal_s = 0;
   double of_ideal = 0;         // ideal_s / time_s.median
@@ -84,7 +90,9 @@ struct AttentionBenchCell {
   std::string skip_reason;
   std::string split;      // "num_splits x split_keys" of the tiered kernel
   std::string baseline_split;
-  Spread baseline_s;      // attention_decode at x = 0
+  int layers = 1;         // > 1: times are per layer of a graph-replayed stack of this many layers
+  Spread baseline_s;      // attention_decode at x = 0 (per layer, as time_s)
+  Spread baseline_launch_s;  // one launch of it
   double baseline_eb_bytes_per_s = 0;
   bool baseline_target_met = false;  // tiered at b_host = 0 no slower than the baseline
   std::vector<AttentionBenchPoint> points;
@@ -103,6 +111,8 @@ struct AttentionBenchResult {
 };
 
 constexpr double kAttentionTargetOfIdeal = 0.9;
+constexpr uint64_t kAttentionStackBelowBytes = 256ull << 20;  // cells with less KV are timed as a stack
+constexpr int kAttentionStackLayers = 8;
 
 /// Runs the sweep on the current device; `progress` gets one line per step (may be empty).
 /// Throws dak::Error for invalid options (repeats < 5, ratios outside [0, 1], unsupported

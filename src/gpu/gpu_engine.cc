@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <tuple>
 
@@ -65,20 +66,41 @@ struct PassDims {
   bool all_rows = true;
 };
 
-/// The tiered attention's HBM load path for A/B measurements: DAK_ATTN_HBM_COPY=cp.async (0) or
-/// bulk (1) overrides the plan's choice (TieredAttentionSchedule::hbm_bulk_rows) in every layer;
-/// -1 (unset, or another value, with a notice on stderr) keeps the plan's. Read once per process.
+/// An A/B switch from the environment (diagnostics, README): the index of the variable's value
+/// in `choices`, or -1 when it is unset or none of them (then with a notice on stderr).
+int env_choice(const char* name, std::initializer_list<const char*> choices) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return -1;
+  std::string expected;
+  int i = 0;
+  for (const char* c : choices) {
+    if (std::string(env) == c) return i;
+    expected += (i++ > 0 ? " or " : "") + std::string(c);
+  }
+  std::fprintf(stderr, "dak: %s='%s' ignored (expected %s)\n", name, env, expected.c_str());
+  return -1;
+}
+
+/// The tiered attention's HBM load path: DAK_ATTN_HBM_COPY=cp.async (0) or bulk (1) overrides the
+/// plan's choice (TieredAttentionSchedule::hbm_bulk_rows) in every layer; -1 keeps the plan's.
 int attention_hbm_copy_override() {
-  static const int v = [] {
-    const char* env = std::getenv("DAK_ATTN_HBM_COPY");
-    if (env == nullptr) return -1;
-    const std::string s = env;
-    if (s == "cp.async") return 0;
-    if (s == "bulk") return 1;
-    std::fprintf(stderr, "dak: DAK_ATTN_HBM_COPY='%s' ignored (expected cp.async or bulk)\n", env);
-    return -1;
-  }();
+  static const int v = env_choice("DAK_ATTN_HBM_COPY", {"cp.async", "bulk"});
   return v;
+}
+
+/// Where the tiered attention merges split sequences: DAK_ATTN_COMBINE=kernel (0) or cta (1)
+/// overrides the plan's choice (TieredAttentionSchedule::cta_combine; cta only where the split
+/// allows it) in every layer; -1 keeps the plan's.
+int attention_combine_override() {
+  static const int v = env_choice("DAK_ATTN_COMBINE", {"kernel", "cta"});
+  return v;
+}
+
+/// Whether tiered decode steps fold RoPE and the KV append into the attention kernel
+/// (TieredAttentionArgs::g_new): yes unless DAK_ATTN_FUSE_ROPE=0 (the bits are the same either way).
+bool attention_fuse_rope() {
+  static const bool on = env_choice("DAK_ATTN_FUSE_ROPE", {"0", "1"}) != 0;
+  return on;
 }
 
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
@@ -336,11 +358,13 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   uint64_t attn_ws_bytes = 0;
   if (tiered_attn) {
     const TieredAttentionShape shape{b, c.num_heads, c.num_kv_heads, c.head_dim, ctx};
-    const int hbm_copy = attention_hbm_copy_override();
+    const int hbm_copy = attention_hbm_copy_override(), combine = attention_combine_override();
     for (size_t l = 0; l < L; ++l) {
       const bool same = l > 0 && kv_host_seqs[l] == scheds.back().b_host;
       scheds.push_back(same ? scheds.back() : tiered_attention_schedule(shape, kv_host_seqs[l]));
       if (hbm_copy >= 0) scheds.back().hbm_bulk_rows = hbm_copy == 1;
+      const int32_t splits = scheds.back().split.num_splits;
+      if (combine >= 0) scheds.back().cta_combine = combine == 1 && splits > 1 && tiered_attention::kWarps % splits == 0;
       attn_ws_bytes = std::max(attn_ws_bytes, uint64_t(scheds.back().workspace_bytes()));
     }
   }
@@ -611,7 +635,12 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     mark(StepOp::kRopeKvAppend, s);
     const KvCacheLayer& kvl = kv_layers[size_t(l)];
     const KvAppendParams kv{qkv, qkvd, qd, qd + kvd, slots, positions, kvl, T};
-    if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
+    // A tiered decode step folds RoPE and the append into the attention kernel (same bits).
+    const bool fused_append = tiered_step && attention_fuse_rope() &&
+                              (!w.inv_freq || tiered_attention_rope_fusable(c.head_dim));
+    if (fused_append) {
+      // nothing here: tiered_attention below rotates q and writes row len - 1
+    } else if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
       apply_rope_kv_append(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
                                       int32_t(c.num_kv_heads), int32_t(c.head_dim)},
                            kv, s);
@@ -631,7 +660,14 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     ap.scale = scale;
     mark(StepOp::kAttention, s);
     if (tiered_step) {
-      const TieredAttentionArgs ta{qkv, qkvd, kvl.h_k, kvl.h_v, kvl.g_k, kvl.g_v, g_meta + meta_kv_len, attn, scale};
+      TieredAttentionArgs ta{qkv, qkvd, kvl.h_k, kvl.h_v, kvl.g_k, kvl.g_v, g_meta + meta_kv_len, attn, scale};
+      if (fused_append) {
+        ta.g_new = qkv;
+        ta.new_stride = qkvd;
+        ta.new_k_offset = qd;
+        ta.new_v_offset = qd + kvd;
+        ta.g_inv_freq = w.inv_freq;
+      }
       tiered_attention(ta, attn_schedules[size_t(l)], attn_ws, s);
     } else if (d.max_len == 1) {
       attention_decode(DecodeAttentionParams{ap, split, partial}, s);

@@ -98,6 +98,30 @@ TEST(TieredAttentionSchedule, LongSplitsLoadHbmStepsByBulkRows) {
   }
 }
 
+TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
+  // Llama-2-7B batch 8 at 512 and 4096 keys: 4 splits, merged by the CTA whose 4 warps ran them.
+  for (int64_t ctx : {512, 4096}) {
+    const TieredAttentionSchedule s = dak::plan_tiered_attention({8, 32, 32, 128, ctx}, 2, kSms);
+    EXPECT_EQ(s.split.num_splits, 4) << s.to_string();
+    EXPECT_TRUE(s.cta_combine) << s.to_string();
+    EXPECT_NE(s.to_string().find("(combine in CTA)"), std::string::npos) << s.to_string();
+  }
+  for (const TieredAttentionShape& sh : shapes()) {
+    for (int64_t b_host : {int64_t(0), sh.batch / 2, sh.batch}) {
+      const TieredAttentionSchedule s = dak::plan_tiered_attention(sh, b_host, kSms);
+      const int32_t n = s.split.num_splits;
+      EXPECT_EQ(s.cta_combine, n == 2 || n == 4) << s.to_string();
+    }
+  }
+  // Three splits cannot be merged in a CTA of 4 warps: the rounds would cut pairs.
+  TieredAttentionSchedule bad = dak::plan_tiered_attention({2, 8, 8, 128, 48}, 0, kSms);
+  bad.split = {16, 3};
+  bad.cta_combine = true;
+  dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 3"});
+  bad.split = {48, 1};
+  dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 1"});
+}
+
 TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
   for (int64_t ctx : {1, 15, 16, 17, 100, 511, 512, 513, 4096, 32767, 32768, 32769, 131072}) {
     for (int64_t batch : {1, 8, 64, 512}) {

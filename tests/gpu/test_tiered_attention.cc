@@ -1,9 +1,10 @@
 // Tiered decode attention (kernels/tiered_attention.h) vs a float64 host reference on fresh random
 // bf16 q/k/v: ragged lengths (1, the full context, non-multiples of the 16-key step, 0), every
 // b_host from 0 to B, GQA/MQA group sizes 1/4/8/16, head_dim 64/80/96/128/256, long contexts,
-// forced splits and congestion settings, both HBM load paths (cp.async, TMA bulk rows); the output
-// bits must be the same for every b_host, every congestion setting and load path of one split
-// (split invariance).
+// forced splits and congestion settings, both HBM load paths (cp.async, TMA bulk rows), split
+// sequences merged by the combine kernel or inside the CTA; the output bits must be the same for
+// every b_host, every congestion setting and load path of one split and merge method (split
+// invariance).
 // Poisoning: outputs and workspace start as NaN; K/V positions at or past a sequence's length are
 // NaN; each tier holds NaN for the sequences that live in the other tier (so a kernel reading the
 // wrong tier fails); the host tier must be bitwise unchanged after the launch.
@@ -22,6 +23,8 @@
 #include "core/error.h"
 #include "gpu/host_arena.h"
 #include "gpu/kernels/attention_decode.h"
+#include "gpu/kernels/kv_append.h"
+#include "gpu/kernels/rope.h"
 #include "gpu/kernels/tiered_attention.h"
 #include "gpu_test_util.h"
 #include "kernel_test_util.h"
@@ -204,6 +207,16 @@ class Harness {
     g_kv_.upload(g);
   }
 
+  /// The cache after a launch: host K, host V (the whole pinned copies), then the HBM copy (K, V).
+  std::vector<Bf16Bits> tiers() const {
+    const int64_t n = d_.shape.batch * d_.per_seq();
+    std::vector<Bf16Bits> all(h_k_, h_k_ + n);
+    all.insert(all.end(), h_v_, h_v_ + n);
+    const std::vector<Bf16Bits> g = g_kv_.download();
+    all.insert(all.end(), g.begin(), g.end());
+    return all;
+  }
+
   DeviceBuffer<int32_t>& lens() { return len_; }
   DeviceBuffer<Bf16Bits>& out() { return out_; }
 
@@ -353,6 +366,60 @@ TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
   }
 }
 
+/// `splits` splits (2 or 4) of the default schedule, merged in the CTA (cta_combine) or by the
+/// combine kernel; `variant` 1: one CTA per side with one step in flight (many rounds per CTA, the
+/// rings wrapping across rounds), 2: deep()'s congestion settings and the other HBM load path.
+TieredAttentionSchedule merged(const TieredAttentionShape& sh, int64_t b_host, int32_t splits, bool in_cta,
+                               int variant) {
+  TieredAttentionSchedule s = variant == 2 ? deep(sh, b_host) : dak::gpu::tiered_attention_schedule(sh, b_host);
+  const int64_t steps = (sh.max_ctx + dak::tiered_attention::kStepKeys - 1) / dak::tiered_attention::kStepKeys;
+  s.split.split_keys = int32_t((steps + splits - 1) / splits * dak::tiered_attention::kStepKeys);
+  s.split.num_splits = int32_t((sh.max_ctx + s.split.split_keys - 1) / s.split.split_keys);
+  EXPECT_EQ(s.split.num_splits, splits) << "pick max_ctx so that " << splits << " splits cover it";
+  s.cta_combine = in_cta;
+  if (variant == 1) {
+    s.host_ctas = b_host > 0 ? 1 : 0;
+    s.hbm_ctas = b_host < sh.batch ? 1 : 0;
+    s.host_stages = 1;
+    s.hbm_stages = 1;
+  }
+  s.validate();
+  return s;
+}
+
+TEST(TieredAttentionKernel, SplitsMergedInTheCtaMatchTheReferenceWithTheSameBits) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  uint64_t k = 0;
+  // 7 sequences (an odd pair count: with 2 splits a round may end with half a CTA), ragged lengths
+  // with dead splits, a length of 0 and of one step + 1; 250 keys = 4 x 64 or 2 x 128.
+  for (const TieredAttentionShape& sh : {TieredAttentionShape{7, 8, 8, 128, 250}, TieredAttentionShape{7, 16, 1, 64, 250},
+                                         TieredAttentionShape{5, 8, 2, 256, 250}, TieredAttentionShape{7, 12, 3, 80, 250}}) {
+    for (int32_t splits : {2, 4}) {
+      std::mt19937_64 rng(seed + k);
+      std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
+      lens[2] = 17;
+      lens[3] = 0;
+      const Data d = make_data(sh, lens, rng);
+      const std::string what = describe(sh, lens, seed + k) + " splits=" + std::to_string(splits);
+      SCOPED_TRACE(what);
+      Harness hx(d);
+      const TieredAttentionSchedule s0 = merged(sh, 0, splits, true, 0);
+      const std::vector<Bf16Bits> base = hx.run(0, &s0);
+      check_reference(d, base, "merged in the CTA, b_host 0 " + what);
+      const TieredAttentionSchedule kernel = merged(sh, 0, splits, false, 0);
+      check_reference(d, hx.run(0, &kernel), "merged by the combine kernel, b_host 0 " + what);
+      for (int64_t b_host = 0; b_host <= sh.batch; ++b_host) {
+        for (int variant : {0, 1, 2}) {
+          const TieredAttentionSchedule s = merged(sh, b_host, splits, true, variant);
+          expect_same_bits(hx.run(b_host, &s), base, s.to_string() + ", b_host " + std::to_string(b_host) + " " + what);
+        }
+      }
+      ++k;
+    }
+  }
+}
+
 TEST(TieredAttentionKernel, AgreesWithTheHbmDecodeKernelWithoutOffload) {
   DAK_REQUIRE_GPU_OR_SKIP();
   const uint64_t seed = fresh_seed();
@@ -399,6 +466,159 @@ TEST(TieredAttentionKernel, AgreesWithTheHbmDecodeKernelWithoutOffload) {
     // differently), so they may differ by one bf16 ulp where the exact value sits near a rounding
     // boundary: up to 2^-7 relative. atol as in the reference comparison.
     expect_close(tiered, decode, 1e-4 * std::max(1.0, max_abs_v(d)), 2 * kBf16Rtol, "vs attention_decode " + what);
+    ++k;
+  }
+}
+
+TEST(TieredAttentionKernel, ReadsTheKeyAppendedByThePreviousKernel) {
+  // The kernel requests keys [0, len - 1) before its dependency wait (tiered_attention.h); key
+  // len - 1 is the decode step's new key, appended by the kernel just before (kv_append, launched
+  // with PDL as in the engine). The cache holds NaN at len - 1 until the append: reading it early
+  // gives NaN. Lengths cover steps ending at, before and after the new key; splits of 16 keys put
+  // the new key alone in a step at len = 16 k + 1.
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  const TieredAttentionShape sh{6, 8, 2, 128, 200};
+  const std::vector<int32_t> lens = {1, 16, 17, 33, 200, 150};
+  const Data d = make_data(sh, lens, rng);
+  Data stale = d;  // the cache before the append: NaN at key len - 1
+  const int64_t B = sh.batch, Hkv = sh.num_kv_heads, D = sh.head_dim, kvd = Hkv * D;
+  std::vector<Bf16Bits> qkv(size_t(B * 2 * kvd));  // the new keys and values: [B][K heads | V heads]
+  std::vector<int32_t> slots(static_cast<size_t>(B)), positions(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    slots[size_t(b)] = int32_t(b);
+    positions[size_t(b)] = lens[size_t(b)] - 1;
+    for (int64_t hk = 0; hk < Hkv; ++hk) {
+      const size_t row = size_t(((b * Hkv + hk) * sh.max_ctx + lens[size_t(b)] - 1) * D);
+      std::copy_n(d.k.begin() + long(row), D, qkv.begin() + long(b * 2 * kvd + hk * D));
+      std::copy_n(d.v.begin() + long(row), D, qkv.begin() + long(b * 2 * kvd + kvd + hk * D));
+      std::fill_n(stale.k.begin() + long(row), D, kNaN);
+      std::fill_n(stale.v.begin() + long(row), D, kNaN);
+    }
+  }
+  const std::string what = describe(sh, lens, seed);
+  DeviceBuffer<Bf16Bits> g_qkv(qkv);
+  DeviceBuffer<int32_t> g_slots(slots), g_pos(positions);
+  cudaStream_t st;
+  DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int64_t b_host : {int64_t(0), int64_t(3), B}) {
+    for (int32_t splits : {0, 2}) {  // 0: the plan's split; 2: merged in the CTA
+      Harness hx(stale);
+      hx.place(b_host);
+      TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
+      if (splits > 0) s = merged(sh, b_host, splits, true, 0);
+      s.hbm_bulk_rows = splits > 0;
+      const dak::gpu::TieredAttentionArgs a = hx.args(b_host);
+      dak::gpu::KvAppendParams ap;
+      ap.g_qkv = bf(g_qkv.get());
+      ap.row_stride = 2 * kvd;
+      ap.k_offset = 0;
+      ap.v_offset = kvd;
+      ap.g_slots = g_slots.get();
+      ap.g_positions = g_pos.get();
+      ap.kv = dak::gpu::KvCacheLayer{const_cast<__nv_bfloat16*>(a.h_k), const_cast<__nv_bfloat16*>(a.h_v),
+                                     const_cast<__nv_bfloat16*>(a.g_k), const_cast<__nv_bfloat16*>(a.g_v),
+                                     int32_t(B), int32_t(b_host), int32_t(Hkv), int32_t(D), sh.max_ctx};
+      ap.T = B;
+      DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+      ws.poison();
+      hx.out().poison();
+      dak::gpu::kv_append(ap, st);
+      dak::gpu::tiered_attention(a, s, ws.get(), st);
+      DAK_CUDA_CHECK(cudaStreamSynchronize(st));
+      check_reference(d, hx.out().download(), s.to_string() + " " + what);
+    }
+  }
+  DAK_CUDA_CHECK(cudaStreamDestroy(st));
+}
+
+TEST(TieredAttentionKernel, FusedRopeAndAppendGiveTheBitsOfTheSeparateKernel) {
+  // TieredAttentionArgs::g_new: the kernel rotates q in registers and writes the new row len - 1
+  // itself. Against apply_rope_kv_append + the kernel on the same data: the same output bits and
+  // the same cache. Row len - 1 starts as NaN, so a step that missed the new row fails.
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  uint64_t k = 0;
+  for (const TieredAttentionShape& sh : {TieredAttentionShape{5, 8, 2, 128, 300}, TieredAttentionShape{4, 4, 4, 64, 200},
+                                         TieredAttentionShape{3, 16, 1, 256, 100}, TieredAttentionShape{4, 6, 3, 96, 70},
+                                         TieredAttentionShape{3, 6, 3, 80, 150}}) {
+    const bool rope = dak::gpu::tiered_attention_rope_fusable(sh.head_dim);  // D = 80: the append alone
+    std::mt19937_64 rng(seed + k);
+    std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
+    lens[2] = 17;  // the new key alone in its 16-key step
+    Data d = make_data(sh, lens, rng);
+    const int64_t B = sh.batch, H = sh.num_heads, Hkv = sh.num_kv_heads, D = sh.head_dim;
+    const int64_t qd = H * D, kvd = Hkv * D, stride = qd + 2 * kvd;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t hk = 0; hk < Hkv; ++hk) {
+        const long row = long(((b * Hkv + hk) * sh.max_ctx + lens[size_t(b)] - 1) * D);
+        std::fill_n(d.k.begin() + row, D, kNaN);
+        std::fill_n(d.v.begin() + row, D, kNaN);
+      }
+    }
+    const std::vector<Bf16Bits> qkv = random_bf16(size_t(B * stride), rng);
+    std::vector<float> inv_freq(size_t(D / 2));
+    for (int64_t i = 0; i < D / 2; ++i) inv_freq[size_t(i)] = float(std::pow(10000.0, -2.0 * double(i) / double(D)));
+    std::vector<int32_t> slots(static_cast<size_t>(B)), positions(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) {
+      slots[size_t(b)] = int32_t(b);
+      positions[size_t(b)] = lens[size_t(b)] - 1;
+    }
+    DeviceBuffer<float> g_freq(inv_freq);
+    DeviceBuffer<int32_t> g_slots(slots), g_pos(positions);
+    const std::string what = describe(sh, lens, seed + k) + (rope ? " rope" : " append only");
+    SCOPED_TRACE(what);
+    for (int64_t b_host : {int64_t(0), int64_t(2), B}) {
+      for (int32_t splits : {0, 2}) {  // the plan's split; 2 splits merged in the CTA
+        TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
+        if (splits > 0) s = merged(sh, b_host, splits, true, 2);
+        std::vector<Bf16Bits> out[2], cache[2];
+        for (int fused = 0; fused < 2; ++fused) {
+          Harness hx(d);
+          hx.place(b_host);
+          DeviceBuffer<Bf16Bits> g_qkv(qkv);
+          dak::gpu::TieredAttentionArgs a = hx.args(b_host);
+          a.g_q = bf(g_qkv.get());
+          a.q_stride = stride;
+          if (fused) {
+            a.g_new = bf(g_qkv.get());
+            a.new_stride = stride;
+            a.new_k_offset = qd;
+            a.new_v_offset = qd + kvd;
+            a.g_inv_freq = rope ? g_freq.get() : nullptr;
+          } else {
+            dak::gpu::KvAppendParams ap{bf(g_qkv.get()), stride, qd, qd + kvd, g_slots.get(), g_pos.get(),
+                                        dak::gpu::KvCacheLayer{const_cast<__nv_bfloat16*>(a.h_k),
+                                                               const_cast<__nv_bfloat16*>(a.h_v),
+                                                               const_cast<__nv_bfloat16*>(a.g_k),
+                                                               const_cast<__nv_bfloat16*>(a.g_v), int32_t(B),
+                                                               int32_t(b_host), int32_t(Hkv), int32_t(D), sh.max_ctx},
+                                        B};
+            if (rope) {
+              dak::gpu::apply_rope_kv_append({bf(g_qkv.get()), stride, 0, qd, g_pos.get(), g_freq.get(), B,
+                                              int32_t(H), int32_t(Hkv), int32_t(D)},
+                                             ap, nullptr);
+            } else {
+              dak::gpu::kv_append(ap, nullptr);
+            }
+          }
+          DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+          ws.poison();
+          hx.out().poison();
+          dak::gpu::tiered_attention(a, s, ws.get(), nullptr);
+          DAK_CUDA_CHECK(cudaDeviceSynchronize());
+          out[fused] = hx.out().download();
+          cache[fused] = hx.tiers();
+        }
+        const std::string at = s.to_string() + " " + what;
+        size_t nan = 0;
+        for (Bf16Bits x : out[0]) nan += std::isnan(to_f(x));
+        EXPECT_EQ(nan, 0u) << "the separate path left NaN outputs, " << at;
+        expect_same_bits(out[1], out[0], "fused vs separate output, " + at);
+        expect_same_bits(cache[1], cache[0], "fused vs separate cache, " + at);
+      }
+    }
     ++k;
   }
 }

@@ -9,6 +9,7 @@
 #include <cute/arch/mma_sm80.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -30,7 +31,18 @@ struct KernelParams {
   float* g_part_ml = nullptr;    // [B][H][num_splits][2] fp32, HBM: (m in log2 units, l) per split
   float* g_part_o = nullptr;     // [B][H][num_splits][D] fp32, HBM: unnormalized output per split
   float scale_log2 = 0.f;        // scale * log2(e)
+  bool early_kv = true;          // request the steps before key len - 1 before the dependency wait
 };
+
+/// DAK_ATTN_EARLY_KV=0 in the environment: every load after the dependency wait (for A/B
+/// measurements; docs/perf-notes.md session 17). Read once per process.
+bool early_kv_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("DAK_ATTN_EARLY_KV");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
 
 __device__ __forceinline__ uint32_t bf16x2_bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
 
@@ -56,6 +68,16 @@ __device__ __forceinline__ void ldsm_x4_trans(const bf16* row, uint32_t (&r)[4])
   cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
 }
 
+/// RoPE of one pair (x1, x2) = (x[i], x[i + D/2]) at angle pos * inv_freq, with the explicit
+/// roundings of rope.cu's rotate_pair (no FMA contraction), so the fused path gives its bits.
+__device__ __forceinline__ void rope_pair(float x1, float x2, float pos, float inv_freq, bf16& y1, bf16& y2) {
+  const float ang = pos * inv_freq;
+  float sn, cs;
+  sincosf(ang, &sn, &cs);
+  y1 = __float2bfloat16_rn(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
+  y2 = __float2bfloat16_rn(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
+}
+
 /// One worker's view of an item.
 struct Work {
   int64_t seq;
@@ -73,7 +95,8 @@ __device__ unsigned long long g_att_trace[4 * 65536];  // per warp: start, first
 template <int D>
 __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __grid_constant__ KernelParams p) {
   namespace ptx = cuda::ptx;
-  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
+  // launched by launch_dependent (gpu/launch.h); its dependency_wait() comes after the prologue's
+  // loads of keys that no kernel of this pass writes (see the prologue below).
   constexpr int kKSteps = D / 16;                         // k-steps of Q K^T
   constexpr int kNTiles = D / 8;                          // 8-column tiles of O
   constexpr int kRow = D + ta::kRowPad;                   // padded SMEM row, elements
@@ -107,8 +130,13 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     }
   } trace_end{gw, tr0, tr1, tr2, lane};
 #endif
-  if (wid >= n_items) return;  // warps are independent: no CTA-wide barrier anywhere
-  const int64_t my_items = (n_items - wid + workers - 1) / workers;
+  // Warps are independent except with cta_combine, where the CTA's warps meet at one barrier per
+  // round of items (round k: items k * workers + 4 * cta + warp) and merge that round's pairs.
+  const bool cta_combine = s.cta_combine;
+  const int64_t cta_first = wid - warp;  // item of warp 0 in round 0
+  if ((cta_combine ? cta_first : wid) >= n_items) return;  // CTA-uniform with cta_combine
+  const int64_t my_items = wid < n_items ? (n_items - wid + workers - 1) / workers : 0;
+  const int64_t rounds = cta_combine ? (n_items - cta_first + workers - 1) / workers : my_items;
 
   const int stages = host ? s.host_stages : s.hbm_stages;
   // SMEM (core/tiered_attention_schedule.h): HBM CTA [warp][stage] padded steps; host CTA [warp]
@@ -123,6 +151,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const int32_t max_ctx = int32_t(s.shape.max_ctx);
   const int G = int(s.shape.group());
   const int S = s.split.num_splits, split_keys = s.split.split_keys;
+  const bool append = a.g_new != nullptr, rope_q = append && a.g_inv_freq != nullptr;
   const bf16* t_k = host ? a.h_k : a.g_k;  // this side's tier: [slots][Hkv][max_ctx][D]
   const bf16* t_v = host ? a.h_v : a.g_v;
   const int64_t slot0 = host ? 0 : s.b_host;
@@ -217,8 +246,19 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   };
 
   // Prologue: a host ring is filled completely (each slot completes on its own mbarrier); a
-  // cp.async ring keeps one slot free for the copy issued at each step.
-  for (int j = 0; j < (host ? stages : stages - 1); ++j) {
+  // cp.async ring keeps one slot free for the copy issued at each step. The lengths and the keys
+  // [0, len - 1) were written before the previous kernel on the stream began (the contract in
+  // tiered_attention.h: in a decode step only key len - 1 is new, appended by the kernel just
+  // before), so the steps that end before key len - 1 are requested before the dependency wait,
+  // while the previous kernels finish; q, key len - 1 and the outputs wait for it.
+  const int prologue = host ? stages : stages - 1;
+  int j = 0;
+  for (; p.early_kv && j < prologue && lk < my_items && lw.kb + (lc + 1) * ta::kStepKeys < lw.len; ++j) {
+    issue();
+    if (!host) __pipeline_commit();
+  }
+  dependency_wait();
+  for (; j < prologue; ++j) {
     issue();
     if (!host) __pipeline_commit();
   }
@@ -227,10 +267,11 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const int mi = lane >> 3, mr = lane & 7;       // ldmatrix: matrix and row this lane addresses
   ta::PipeState ps{stages, 0, 0};                // consumer's ring position
 
-  for (int64_t k = 0; k < my_items; ++k) {
+  // Runs item k of this worker: its steps, then its output row (the only live split) or partial.
+  auto run_item = [&](int64_t k) {
     const Work w = work_of(k);
     const int n_live = s.live_splits(w.len);
-    if (w.steps == 0 && !(w.split == 0 && w.len == 0)) continue;  // a split past the live keys
+    if (w.steps == 0 && !(w.split == 0 && w.len == 0)) return;  // a split past the live keys
 
     // Q fragments (A operand of S = Q K^T): rows = the G query heads of kv head hk, zero rows >= G.
     uint32_t qa[kKSteps][4];
@@ -245,6 +286,32 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
         }
       }
     }
+    if (rope_q && w.len > 0) {  // fused RoPE: column i of k-step ks pairs with i + D/2 of ks + kKSteps/2
+      if constexpr ((D / 2) % 16 == 0) {
+        const float pos = float(w.len - 1);
+#pragma unroll
+        for (int ks = 0; ks < kKSteps / 2; ++ks) {
+#pragma unroll
+          for (int hc = 0; hc < 2; ++hc) {  // columns j2 (+ 1) and 8 + j2 (+ 1) of the k-step
+            const int col = ks * 16 + hc * 8 + j2;
+            const float f0 = __ldg(a.g_inv_freq + col), f1 = __ldg(a.g_inv_freq + col + 1);
+#pragma unroll
+            for (int rr = 0; rr < 2; ++rr) {  // rows g, g + 8
+              const int r = hc * 2 + rr;
+              uint32_t& lo = qa[ks][r];
+              uint32_t& hi = qa[ks + kKSteps / 2][r];
+              const float2 x1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&lo));
+              const float2 x2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&hi));
+              __nv_bfloat162 y1, y2;
+              rope_pair(x1.x, x2.x, pos, f0, y1.x, y2.x);
+              rope_pair(x1.y, x2.y, pos, f1, y1.y, y2.y);
+              lo = bf16x2_bits(y1);
+              hi = bf16x2_bits(y2);
+            }
+          }
+        }
+      }
+    }
     float o[kNTiles][4];
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
@@ -252,7 +319,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
 
     for (int c = 0; c < w.steps; ++c) {
       const int n = min(ta::kStepKeys, w.ke - (w.kb + c * ta::kStepKeys));  // live keys of the step, >= 1
-      const bf16* pad;
+      bf16* pad;
       if (host) {
         while (!ptx::mbarrier_try_wait_parity(&s_full[ps.stage], ps.phase)) {
         }
@@ -291,6 +358,33 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
 #ifdef DAK_ATT_TRACE
       if (tr1 == 0) tr1 = cuda::ptx::get_sreg_globaltimer();
 #endif
+      if (append) {  // fused append: the step holding key len - 1 takes the new row, as does the cache
+        const int key0 = w.kb + c * ta::kStepKeys, rr = w.len - 1 - key0;
+        if (rr >= 0 && rr < n) {
+          const int64_t crow = (((w.seq - slot0) * Hkv + w.hk) * int64_t(max_ctx) + (w.len - 1)) * D;
+          bf16* c_k = const_cast<bf16*>(t_k) + crow;  // [D] row len - 1 of the tier
+          bf16* c_v = const_cast<bf16*>(t_v) + crow;
+          const bf16* n_k = a.g_new + w.seq * a.new_stride + a.new_k_offset + int64_t(w.hk) * D;
+          const bf16* n_v = a.g_new + w.seq * a.new_stride + a.new_v_offset + int64_t(w.hk) * D;
+          bf16* p_k = pad + rr * kRow;
+          bf16* p_v = pad + (ta::kStepKeys + rr) * kRow;
+          if (a.g_inv_freq) {
+            const float pos = float(w.len - 1);
+            for (int i = lane; i < D / 2; i += 32) {
+              bf16 y1, y2;
+              rope_pair(__bfloat162float(n_k[i]), __bfloat162float(n_k[i + D / 2]), pos, __ldg(a.g_inv_freq + i), y1,
+                        y2);
+              p_k[i] = c_k[i] = y1;
+              p_k[i + D / 2] = c_k[i + D / 2] = y2;
+            }
+          } else {
+            for (int i = lane; i < D; i += 32) p_k[i] = c_k[i] = n_k[i];
+          }
+          for (int i = lane; i < D; i += 32) p_v[i] = c_v[i] = n_v[i];
+          if (bulk) ptx::fence_proxy_async(ptx::space_shared);  // before later TMA writes to the slot
+          __syncwarp();
+        }
+      }
 
       // S = Q K^T for the step's 16 keys: n-tile t holds keys 8t .. 8t + 7.
       float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -385,7 +479,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
               __floats2bfloat162_rn(o[nt][2] * i1, o[nt][3] * i1);
         }
       }
-      continue;
+      return;
     }
     // Several live splits: write this one's partial; the combine kernel merges them.
     const int64_t hb = (w.seq * H + int64_t(w.hk) * G) * S + w.split;  // (sequence, head hk*G, split); + row*S
@@ -401,6 +495,52 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     if ((lane & 3) == 0) {
       if (g < G) *reinterpret_cast<float2*>(p.g_part_ml + (hb + g * S) * 2) = make_float2(m0, l0);
       if (g + 8 < G) *reinterpret_cast<float2*>(p.g_part_ml + (hb + (g + 8) * S) * 2) = make_float2(m1, l1);
+    }
+  };
+
+  for (int64_t k = 0; k < rounds; ++k) {
+    if (k < my_items) run_item(k);
+    if (!cta_combine) continue;
+    // Merge the round's pairs: kWarps / S pairs of G heads x D columns over the CTA's threads.
+    // The partials were written to the workspace by this CTA's warps; the barrier makes them
+    // visible. The next round writes other items' partials, so one barrier per round suffices.
+    __syncthreads();
+    const int64_t u0 = cta_first + k * workers;
+    const int per_pair = G * D;
+    for (int e = int(threadIdx.x); e < (ta::kWarps / S) * per_pair; e += ta::kThreads) {
+      const int64_t u = u0 + int64_t(e / per_pair) * S;  // the pair's split 0
+      if (u >= n_items) break;                           // e only grows: so do the pairs
+      const TieredAttentionSchedule::Item it = s.item(host, u);
+      const int32_t len = min(max(__ldg(a.g_len + it.seq), 0), max_ctx);
+      const int n_live = s.live_splits(len);
+      if (n_live == 1) continue;  // written by its only split
+      const int i = (e % per_pair) / D, d = e % D;
+      const int64_t row = it.seq * H + int64_t(it.kv_head) * G + i;  // (sequence, query head)
+      float m[ta::kWarps], l[ta::kWarps], ov[ta::kWarps];
+#pragma unroll
+      for (int sp = 0; sp < ta::kWarps; ++sp) {
+        if (sp < n_live) {
+          const float2 ml = *reinterpret_cast<const float2*>(p.g_part_ml + (row * S + sp) * 2);
+          m[sp] = ml.x;
+          l[sp] = ml.y;
+          ov[sp] = p.g_part_o[(row * S + sp) * D + d];
+        }
+      }
+      float M = m[0];
+#pragma unroll
+      for (int sp = 1; sp < ta::kWarps; ++sp) {
+        if (sp < n_live) M = fmaxf(M, m[sp]);
+      }
+      float L = 0.f, acc = 0.f;
+#pragma unroll
+      for (int sp = 0; sp < ta::kWarps; ++sp) {
+        if (sp < n_live) {
+          const float wgt = exp2f(m[sp] - M);
+          L = fmaf(wgt, l[sp], L);
+          acc = fmaf(wgt, ov[sp], acc);
+        }
+      }
+      a.g_out[row * D + d] = __float2bfloat16_rn(acc * (L > 0.f ? 1.f / L : 0.f));
     }
   }
 }
@@ -484,7 +624,7 @@ void launch(const KernelParams& kp, cudaStream_t stream) {
   launch_dependent(tiered_attention_kernel<D>, dim3(unsigned(kp.s.host_ctas + kp.s.hbm_ctas)), dim3(ta::kThreads),
                    size_t(smem), stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
-  if (kp.s.split.num_splits == 1) return;  // every row written by the split kernel
+  if (kp.s.split.num_splits == 1 || kp.s.cta_combine) return;  // every row written by the split kernel
   const dim3 grid(unsigned(kp.s.shape.num_heads), unsigned(kp.s.shape.batch));
   launch_dependent(tiered_attention_combine_kernel, grid, dim3(kCombineThreads), 0, stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
@@ -560,6 +700,16 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
          where, "allocate from the HBM / pinned host arenas (256-byte aligned slices)");
   }
   if (!std::isfinite(a.scale)) fail("the softmax scale is not finite", where, "pass 1 / sqrt(head_dim)");
+  if (a.g_new && (a.new_stride < a.new_k_offset + sh.num_kv_heads * sh.head_dim ||
+                  a.new_stride < a.new_v_offset + sh.num_kv_heads * sh.head_dim || a.new_k_offset < 0 ||
+                  a.new_v_offset < 0)) {
+    fail("the new K / V rows do not fit in new_stride", where, "pass the fused QKV row stride and the k / v offsets");
+  }
+  if (a.g_new && a.g_inv_freq && !tiered_attention_rope_fusable(sh.head_dim)) {
+    fail("RoPE cannot be fused for head_dim " + std::to_string(sh.head_dim), where,
+         "apply RoPE before the kernel (apply_rope_kv_append) for head_dim 80");
+  }
+  if (a.g_inv_freq && !a.g_new) fail("g_inv_freq without g_new", where, "pass the new QKV rows to fuse RoPE");
   if (has_host) {
     check_host_tier(a.h_k, "the host tier's K", where);
     check_host_tier(a.h_v, "the host tier's V", where);
@@ -571,6 +721,7 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
   kp.g_part_ml = reinterpret_cast<float*>(ws);
   kp.g_part_o = reinterpret_cast<float*>(ws + s.workspace_o_offset());
   kp.scale_log2 = a.scale * 1.4426950408889634f;
+  kp.early_kv = early_kv_enabled();
   switch (sh.head_dim) {
     case 64: return launch<64>(kp, stream);
     case 80: return launch<80>(kp, stream);

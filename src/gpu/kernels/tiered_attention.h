@@ -27,9 +27,11 @@
 // scale * log2 e, running max and sum per row, exact rescaling), O += P V with P split into
 // bf16 hi + lo parts (two mmas, so P keeps ~16 mantissa bits: fp32-grade accuracy).
 // Splits: an item holding the only live split of its sequence normalizes and writes bf16 out;
-// with several live splits each writes (O unnormalized, m, l) fp32 to the workspace and a second
-// kernel (one CTA per (head, sequence), launched only when num_splits > 1) merges the live splits
-// in split order: out = sum_k 2^(m_k - M) O_k / sum_k 2^(m_k - M) l_k.
+// with several live splits each writes (O unnormalized, m, l) fp32 to the workspace and they are
+// merged in split order, out = sum_k 2^(m_k - M) O_k / sum_k 2^(m_k - M) l_k, either by a second
+// kernel (one CTA per (head, sequence), launched when num_splits > 1 and not cta_combine) or, with
+// schedule.cta_combine (2 or 4 splits), by the CTA that ran them, after a CTA barrier that ends
+// each round of items (its 4 warps then hold whole (sequence, kv head) pairs).
 // Invariants: host memory is only read; every out row of [0, B) is written exactly once; the
 // output bits do not depend on b_host or on the congestion fields (same split, same per-item
 // arithmetic and the same combine order on either side).
@@ -54,7 +56,25 @@ struct TieredAttentionArgs {
   const int32_t* g_len = nullptr;      // [B] int32, HBM: keys of each sequence
   __nv_bfloat16* g_out = nullptr;      // [B, H * D] bf16, HBM (written)
   float scale = 0.f;                   // softmax scale, usually 1 / sqrt(D)
+  // Optional decode-step fusion of RoPE and the KV append (rope.h apply_rope_kv_append, same
+  // arithmetic, same bits): with g_new set, q is read before RoPE and rotated in registers when
+  // g_inv_freq is set, and for every sequence with len >= 1 the kernel itself writes key / value
+  // row len - 1 of each kv head into the sequence's tier (so the tiers are written there, and
+  // only there): k = RoPE(g_new[b, new_k_offset + hk * D + d]) at position len - 1, v =
+  // g_new[b, new_v_offset + hk * D + d]. Null g_new: q is final and row len - 1 is in the cache.
+  const __nv_bfloat16* g_new = nullptr;  // [B, new_stride] bf16, HBM: the step's fused QKV rows
+  int64_t new_stride = 0;                // elements between sequences' rows
+  int64_t new_k_offset = 0;              // column of k head 0
+  int64_t new_v_offset = 0;              // column of v head 0
+  const float* g_inv_freq = nullptr;     // [D / 2] fp32, HBM (cpu::rope_inv_freq); null: no rotation
 };
+
+/// True when the kernel can rotate q in registers for this head_dim (D / 2 a multiple of 16, so
+/// the lane holding column i also holds i + D / 2): 64, 96, 128, 256. The append alone (no
+/// g_inv_freq) works for every supported head_dim.
+constexpr bool tiered_attention_rope_fusable(int64_t head_dim) {
+  return tiered_attention::head_dim_supported(head_dim) && (head_dim / 2) % 16 == 0;
+}
 
 /// Resident CTAs per SM of the kernel for this schedule's head_dim and SMEM size (0: does not fit).
 int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& schedule);
@@ -64,8 +84,13 @@ int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& schedule);
 TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& shape, int64_t b_host,
                                                   const TieredAttentionLinkLimits& limits = {});
 
-/// Enqueues the attention (and, with several splits, the combine kernel) on `stream`;
-/// graph-capturable (no allocation, no synchronization). `g_workspace`: HBM,
+/// Enqueues the attention (and, with several splits not merged in the CTA, the combine kernel) on
+/// `stream`; graph-capturable (no allocation, no synchronization). Ordering: the kernel is
+/// launched with programmatic dependent launch (gpu/launch.h) and reads `len` and the K/V rows
+/// [0, len - 1) of each sequence before it waits for the previous kernel on the stream, so those
+/// must have been written before that kernel began (in a decode step: by earlier passes; only the
+/// new row len - 1 may come from the kernel just before, e.g. kv_append). q, row len - 1 and the
+/// outputs are accessed after the wait. `g_workspace`: HBM,
 /// schedule.workspace_bytes(), 256-byte aligned, needs no initialization, and is not shared with
 /// a concurrently running launch.
 /// Throws dak::Error for an invalid schedule, a missing or misaligned pointer (tier bases 16-byte
