@@ -3,17 +3,17 @@
 # steps (TieredAttentionArgs::g_new). The GPU build, every gpu test, Llama-2-7B decode at batch
 # 1 / 8: the tree's default (fused), DAK_ATTN_FUSE_ROPE=0 (the separate kernel) and
 # DAK_EARLY_W=o_proj=5 (o_proj's whole ring before its dependency, now that the attention's loads
-# start early), interleaved twice; the timeline of one batch-1 layer, fused and not. A short table
+# start early), interleaved (fused and separate twice); the timeline of one batch-1 layer, fused and not. A short table
 # last. Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests dak_timeline
 dak_gpu_tests 60 4
-for r in 1 2; do
-  dak_l7_decode fused$r X=1 auto
-  dak_l7_decode separate$r DAK_ATTN_FUSE_ROPE=0 auto
-  dak_l7_decode oproj5-$r DAK_EARLY_W=o_proj=5 auto
-done
+dak_l7_decode fused1 X=1 auto
+dak_l7_decode separate1 DAK_ATTN_FUSE_ROPE=0 auto
+dak_l7_decode oproj5 DAK_EARLY_W=o_proj=5 auto
+dak_l7_decode fused2 X=1 auto
+dak_l7_decode separate2 DAK_ATTN_FUSE_ROPE=0 auto
 dak_timeline fused X=1 --batch 1
 dak_timeline separate DAK_ATTN_FUSE_ROPE=0 --batch 1
 dak_bundle_decode
