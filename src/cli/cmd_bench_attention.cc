@@ -16,6 +16,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -81,7 +82,8 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-attention.md has
   decode  the engine's HBM decode attention (attention_decode) at x = 0 over the same bytes: the baseline.
   target  issue 5: of ideal >= 90 % at every point, and at x = 0 the tiered kernel no slower than decode (met
           when its median is at most decode's or their [min, max] ranges overlap). Shown as met / MISSED.
---quick: the first model only, batch 8, contexts 512 and 4096, ratios 0, 1/2, 1, a 1 GiB B_g buffer.
+--quick: the first model only, batch 8, contexts 512 and 4096, ratios 0, 1/2, 1, a 1 GiB B_g buffer and at
+          most 5 B_g runs (--batch / --ctx / --ratios cannot be combined with it).
 --dry-run prints the cells, points and default kernel schedules (for 132 SMs) without a GPU.
 --host-ctas / --host-stages / --hbm-stages override the congestion control of every point.
 Needs a Hopper GPU otherwise: without one dak bench attention fails with the reason and exit code 1.)";
@@ -180,7 +182,8 @@ Plan check_args(const BenchAttentionArgs& a) {
   const int max_st = tiered_attention::kMaxStages;
   if (a.host_ctas < 0 || a.host_ctas > 1024) {
     fail(fmt::format("--host-ctas {} is outside [0, 1024]", a.host_ctas), "--host-ctas",
-         "give 0 (the default) or 1 to 1024 host CTAs; the run needs fewer than the GPU has SMs");
+         "give 0 (the default plan's count) or 1 to 1024 host CTAs; the plan uses at most the SM count - 1 (131 "
+         "on an H200), and more than fit at once run in waves");
   }
   if (a.host_stages < 0 || a.host_stages > max_st || a.hbm_stages < 0 || a.hbm_stages > max_st) {
     fail(fmt::format("stages in flight --host-stages {} / --hbm-stages {} outside [0, {}]", a.host_stages,
@@ -193,6 +196,23 @@ Plan check_args(const BenchAttentionArgs& a) {
   p.ratios = parse_ratios(a.ratios);
   p.models = resolve_models(a.models);
   if (a.quick) {
+    // --quick picks the cells (the session-17 trial: --quick --batch 64 ran batch 8 without a word).
+    const BenchAttentionArgs def;
+    std::string given;
+    for (const auto& [flag, value, standard] : {std::tuple{"--batch", a.batch, def.batch},
+                                                std::tuple{"--ctx", a.ctx, def.ctx},
+                                                std::tuple{"--ratios", a.ratios, def.ratios}}) {
+      if (value != standard) given += (given.empty() ? "" : ", ") + std::string(flag) + " " + value;
+    }
+    if (!given.empty()) {
+      fail("--quick measures its own cells (batch 8, contexts 512 and 4096, ratios 0, 1/2, 1), so " + given +
+               " would be ignored",
+           "--quick", "drop --quick to measure the cells you give, or drop " + given);
+    }
+    if (p.models.size() > 1) {
+      std::fprintf(stderr, "dak: notice: --quick measures the first model of --models only (%s)\n",
+                   p.models.front().name.c_str());
+    }
     p.models.resize(1);
     p.batches = {8};
     p.contexts = {512, 4096};

@@ -5,10 +5,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "cli/cli_common.h"
@@ -248,7 +249,10 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
       ->transform(whole_number("0 (all tokens) or a count from 1 to 1073741824", 0, 1 << 30));
   c->add_option("--top-p", a->top_p, "Nucleus sampling threshold in (0, 1] (0 is rejected)")->capture_default_str()
-      ->transform(decimal_number("a threshold above 0 and at most 1 (1 = no nucleus cut)", 0.0, 1.0, true));
+      // From the smallest normal float: a smaller value would round to 0 in the float it is kept in
+      // (the session-17 trial: --top-p 1e-300 passed here and failed later as "got 0").
+      ->transform(decimal_number("a threshold above 0 (from 1.2e-38) and at most 1 (1 = no nucleus cut)",
+                                 double(std::numeric_limits<float>::min()), 1.0));
   c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->transform(unsigned_64());
   c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()

@@ -8,6 +8,7 @@
 //            [--sweep-ratios 0:100:10]
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <iostream>
@@ -68,6 +69,8 @@ std::vector<double> parse_ratio_list(const std::string& s) {
       pos = next + 1;
     }
   }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());  // "0,0,50": one 0 % row
   return out;
 }
 
@@ -141,7 +144,7 @@ void add_plan_command(CLI::App& app) {
     PlanRequest req;
     req.model_name = model.name;
     for (const auto& [value, flag] : {std::pair{a->batch, "--batch"}, std::pair{a->prompt_len, "--prompt-len"},
-                                      std::pair{a->gen_len, "--gen-len"}}) {
+                                      std::pair{a->gen_len, "--gen-len"}, std::pair{a->tile_rows, "--tile-rows"}}) {
       if (value < 1) fail(fmt::format("{} {} is not a positive count", flag, value), flag, "pass 1 or more");
     }
     req.shape.batch = a->batch;
@@ -159,6 +162,13 @@ void add_plan_command(CLI::App& app) {
     req.single_path = single_path_of_mode(a->mode);  // the planner then ignores allow_staged
 
     if (!a->sweep.empty()) {
+      // The sweep compares both allocators over its own ratios (the session-17 trial: --offload-ratio
+      // and --allocator were dropped without a word).
+      if (ratio_opt->count() > 0 || a->allocator != Args{}.allocator || a->verbose || !a->gpu_memory.empty()) {
+        fail("--sweep-ratios prints greedy vs uniform over its own ratios, so --offload-ratio, --allocator, "
+             "--gpu-memory and --verbose do not apply",
+             "--sweep-ratios", "drop them, or drop --sweep-ratios for one plan");
+      }
       const std::vector<RatioSweepRow> rows =
           sweep_offload_ratio(model.config, profile, req, parse_ratio_list(a->sweep));
       if (a->output == "json") {

@@ -67,6 +67,10 @@ int64_t parse_byte_size(const std::string& given, const std::string& where) {
          "write the number in full with a unit, e.g. 20GiB, 1.5TB or 512MiB");
   }
   if (mult == 0) fail(fmt::format("'{}' has an unknown unit '{}'", text, text.substr(j)), where, fix);
+  if (unit.empty() && number.find('.') != std::string::npos) {  // the session-17 trial: --gpu-memory 1.5 gave 1 B
+    fail(fmt::format("'{}' has no unit, so it counts bytes, and is not a whole number of them", text), where,
+         fmt::format("add the unit you mean, e.g. {}GiB or {}GB", number, number));
+  }
   const double bytes = std::strtod(number.c_str(), nullptr) * mult;
   if (!std::isfinite(bytes) || bytes >= 9.2e18) fail(fmt::format("size '{}' is too large", text), where, fix);
   return int64_t(std::floor(bytes));

@@ -49,7 +49,10 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      "activations (workspace {})",
                      format_bytes(double(cap.hbm_budget_bytes)), format_bytes(double(fixed)),
                      format_bytes(double(cap.workspace_bytes))),
-         "--gpu-memory", "raise --gpu-memory, or lower --batch / --prompt-len");
+         "--gpu-memory",
+         std::string(cap.hbm_budget_bytes < (int64_t(1) << 20) ? "a size without a unit counts bytes: write e.g. 20GiB; "
+                                                               : "") +
+             "raise --gpu-memory, or lower --batch / --prompt-len");
   if (!budget_binding && cap.total_bytes - host_bytes > cap.hbm_budget_bytes) {
     // A forced offload ratio: what it leaves in HBM must still fit the budget.
     const int64_t movable_min = std::max<int64_t>(0, cap.total_bytes - cap.hbm_budget_bytes);

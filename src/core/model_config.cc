@@ -258,8 +258,11 @@ void parse_llama_like(const json& j, ModelConfig& c, const std::string& where) {
   if (c.num_heads <= 0)
     fail("num_attention_heads must be positive", field_where(where, "num_attention_heads"),
          "fix config.json");
+  // Missing or null: hidden_size / num_attention_heads (HF). An explicit 0 stays 0 and is refused by
+  // validate() (the session-17 trial: head_dim 0 silently became 128).
+  const bool head_dim_given = find_key(j, "head_dim") != nullptr;
   c.head_dim = get_int(j, "head_dim", 0, where);
-  if (c.head_dim == 0) {
+  if (!head_dim_given) {
     if (c.hidden_size % c.num_heads != 0)
       fail("hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                std::to_string(c.num_heads) + " and no head_dim is given",

@@ -121,11 +121,28 @@ TEST(Cli, UnknownProfileFieldsAreANotice) {
 
 TEST(Cli, PlanCountsNameTheirFlag) {
   // The planner's own check said "step shape"; the CLI names the flag the user typed.
-  for (const char* flag : {"--batch", "--prompt-len", "--gen-len"}) {
+  for (const char* flag : {"--batch", "--prompt-len", "--gen-len", "--tile-rows"}) {
     const RunResult r = run_dak(std::string("plan --model llama-2-7b ") + flag + " 0");
     EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.output;
     EXPECT_NE(r.output.find(std::string("where: ") + flag), std::string::npos) << flag << ": " << r.output;
   }
+}
+
+TEST(Cli, PlanSweepRefusesTheFlagsItIgnoresAndRepeatsNoRatio) {
+  // Session-17 trial: --sweep-ratios ran over --offload-ratio / --allocator without a word, and
+  // "0,0,50" printed the 0 % row twice.
+  for (const char* extra : {"--offload-ratio 0.3", "--allocator uniform", "--verbose", "--gpu-memory 40GiB"}) {
+    const RunResult r = run_dak(std::string("plan --model llama-2-7b --sweep-ratios 0:100:50 ") + extra);
+    EXPECT_EQ(r.exit_code, 1) << extra << "\n" << r.output;
+    EXPECT_NE(r.output.find("--sweep-ratios prints greedy vs uniform over its own ratios"), std::string::npos)
+        << extra << "\n" << r.output;
+  }
+  const RunResult r = run_dak("plan --model llama-2-7b --sweep-ratios 50,0,0 --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.size(), 2u) << r.output;
+  EXPECT_DOUBLE_EQ(j[0]["ratio"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(j[1]["ratio"].get<double>(), 0.5);
 }
 
 TEST(Cli, PlanPredictsEachOffloadMode) {
@@ -431,7 +448,7 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
   // the flag's check and failed later in the sampler.
   const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 ";
   const std::string temperature = "; use a temperature from 0 (greedy) to 100";
-  const std::string top_p = "; use a threshold above 0 and at most 1 (1 = no nucleus cut)";
+  const std::string top_p = "; use a threshold above 0 (from 1.2e-38) and at most 1 (1 = no nucleus cut)";
   const struct {
     std::string args, says;
   } cases[] = {

@@ -55,6 +55,21 @@ TEST(CliBenchAttention, DryRunRefusesReportsAndRingsThatDoNotFit) {
   EXPECT_NE(r.output.find("x6 stages (bulk rows)"), std::string::npos) << r.output;
 }
 
+TEST(CliBenchAttention, QuickRefusesTheCellFlagsItWouldIgnore) {
+  // Session-17 trial: --quick --batch 64 --ctx 100 measured batch 8 at 512 / 4096 without a word.
+  RunResult r = run_dak("bench attention --dry-run --quick --batch 64 --ctx 100");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--quick measures its own cells"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--batch 64, --ctx 100 would be ignored"), std::string::npos) << r.output;
+  r = run_dak("bench attention --dry-run --quick --models opt-30b,llama-3-8b");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--quick measures the first model of --models only (opt-30b)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("llama-3-8b |"), std::string::npos) << r.output;
+  // Two or four splits are merged in the CTA (no combine kernel): the schedule says so.
+  EXPECT_NE(r.output.find("(combine in CTA)"), std::string::npos) << r.output;
+}
+
 TEST(CliBenchAttention, AConfigWithoutSizeKeysGetsTheDefaultsNotice) {
   // Session-16 re-trial: a config.json without hidden_size failed with "head_dim 1024 is not
   // compiled" and no word of the missing key (dak plan and dak bench said it).

@@ -234,10 +234,21 @@ TEST(CliFlags, SeedsAndDecimalsAreDecimal) {
   r = run_dak(gen + "--cpu-offload-gb 0x1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--cpu-offload-gb: '0x1' is not a number"), std::string::npos) << r.output;
-  // A size without its unit counts bytes: 0.5 is 0 bytes, and the fix says so.
+  // A size without its unit counts bytes: 0.5 is not a whole number of them (the session-17 trial:
+  // --gpu-memory 1.5 became 1 B), and a small whole number gets the unit hint in the budget's error.
   r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 0.5");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("a bare number counts bytes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'0.5' has no unit, so it counts bytes, and is not a whole number of them"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("e.g. 0.5GiB"), std::string::npos) << r.output;
+  r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 20");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("a size without a unit counts bytes: write e.g. 20GiB"), std::string::npos) << r.output;
+  // --top-p below the smallest normal float would be 0 once stored: refused while parsing.
+  r = run_dak(gen + "--top-p 1e-300");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--top-p"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1.2e-38"), std::string::npos) << r.output;
   r = run_dak(gen + "--offload-ratio 0x.8");  // a list option, parsed by parse_number
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("0x.8"), std::string::npos) << r.output;

@@ -170,6 +170,12 @@ TEST(ModelConfig, ExplicitHeadDimAndAttentionBias) {
   EXPECT_TRUE(d.qkv_bias);
   EXPECT_TRUE(d.o_bias);
   EXPECT_TRUE(d.mlp_bias);
+  // An explicit head_dim of 0 is refused, not taken as missing (the session-17 trial: it became 16 here).
+  for (const char* hd : {"0", "-4"}) {
+    expect_error(std::string(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "head_dim": )") +
+                     hd + "}",
+                 {"head_dim"});
+  }
 }
 
 TEST(ModelConfig, ParsesMistral7B) {
