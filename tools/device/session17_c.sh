@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 3 of session 17: RoPE and the KV append folded into the tiered attention of decode
 # steps (TieredAttentionArgs::g_new). The GPU build, every gpu test, Llama-2-7B decode at batch
-# 1 / 8: the tree's default (fused), DAK_ATTN_FUSE_ROPE=0 (the separate kernel) and
+# 1 / 8: the tree's default then (fused; off by default since), DAK_ATTN_FUSE_ROPE=0 (the separate kernel) and
 # DAK_EARLY_W=o_proj=5 (o_proj's whole ring before its dependency, now that the attention's loads
 # start early), interleaved (fused and separate twice); the timeline of one batch-1 layer, fused and not. A short table
 # last. Carry: third_party.
