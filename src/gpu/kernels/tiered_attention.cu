@@ -481,7 +481,8 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       }
       return;
     }
-    // Several live splits: write this one's partial; the combine kernel merges them.
+    // Several live splits: write this one's partial; the CTA (cta_combine) or the combine kernel
+    // merges them.
     const int64_t hb = (w.seq * H + int64_t(w.hk) * G) * S + w.split;  // (sequence, head hk*G, split); + row*S
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
@@ -624,7 +625,7 @@ void launch(const KernelParams& kp, cudaStream_t stream) {
   launch_dependent(tiered_attention_kernel<D>, dim3(unsigned(kp.s.host_ctas + kp.s.hbm_ctas)), dim3(ta::kThreads),
                    size_t(smem), stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
-  if (kp.s.split.num_splits == 1 || kp.s.cta_combine) return;  // every row written by the split kernel
+  if (kp.s.split.num_splits == 1 || kp.s.cta_combine) return;  // every row written by the first kernel
   const dim3 grid(unsigned(kp.s.shape.num_heads), unsigned(kp.s.shape.batch));
   launch_dependent(tiered_attention_combine_kernel, grid, dim3(kCombineThreads), 0, stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
