@@ -227,6 +227,10 @@ std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag
   return ids;
 }
 
+std::string bad_item(const std::string& tok) {
+  return tok.empty() ? std::string("an item is empty") : "'" + tok + "' is not one";
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   size_t i = 0;
@@ -308,7 +312,7 @@ std::vector<int64_t> parse_count_list(const std::string& s, const std::string& f
   for (const std::string& tok : split_list(s)) {
     const std::optional<int64_t> v = parse_integer(tok);
     if (!v) {
-      fail(fmt::format("'{}' is not a comma-separated list of {}", s, what), flag,
+      fail(fmt::format("'{}' is not a comma-separated list of {}: {}", s, what, bad_item(tok)), flag,
            "write positive integers separated by commas, e.g. " + example);
     }
     if (*v < 1 || *v > max) {

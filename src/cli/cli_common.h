@@ -81,6 +81,9 @@ std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag
 /// removed. An empty item stays as "" ("8,,64", "8,") for the caller to refuse; "" -> {""}.
 std::vector<std::string> split_list(const std::string& s);
 
+/// How a list error names the item it refused: "'abc' is not one", or "an item is empty".
+std::string bad_item(const std::string& tok);
+
 /// The whole of `tok` as a decimal integer (strtoll: leading white space and a sign allowed);
 /// nullopt when it is empty, has anything after the number, or overflows int64.
 std::optional<int64_t> parse_integer(const std::string& tok);

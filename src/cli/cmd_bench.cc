@@ -439,10 +439,11 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--model,-m", a->model,
                 "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct); with --random-weights a "
                 "config.json, a model folder or a shipped config name (llama-2-7b, llama-2-70b, ...)");
-  c->add_flag("--random-weights", a->random_weights,
+  CLI::Option* random_weights = c->add_flag("--random-weights", a->random_weights,
               "Deterministic random bf16 weights generated on the GPU for the config (no checkpoint needed)");
   c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
-      ->transform(unsigned_64());
+      ->transform(unsigned_64())
+      ->needs(random_weights);  // a seed without random weights would be ignored (the session-17 trial)
   c->add_option("--batch,-b", a->batch, "Sequences per step; a comma list sweeps, e.g. 1,8,64")->capture_default_str();
   c->add_option("--prompt-len,-p", a->prompt_len, "Prompt tokens per sequence (comma list sweeps)")
       ->capture_default_str();

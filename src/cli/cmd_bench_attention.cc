@@ -101,7 +101,7 @@ std::vector<double> parse_ratios(const std::string& s) {
       if (num && den && *den != 0) v = *num / *den;
     }
     if (!v) {
-      fail(fmt::format("'{}' is not a comma-separated list of ratios", s), "--ratios",
+      fail(fmt::format("'{}' is not a comma-separated list of ratios: {}", s, bad_item(tok)), "--ratios",
            "write fractions b_h / B as decimals or a/b, e.g. 0,1/8,1/4,0.5,1");
     }
     if (!(*v >= 0 && *v <= 1)) {

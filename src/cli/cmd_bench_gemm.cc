@@ -101,7 +101,7 @@ std::vector<double> parse_ratios(const std::string& s) {
   for (const std::string& tok : split_list(s)) {
     const std::optional<double> v = parse_number(tok);
     if (!v) {
-      fail(fmt::format("'{}' is not a comma-separated list of percentages", s), "--ratios",
+      fail(fmt::format("'{}' is not a comma-separated list of percentages: {}", s, bad_item(tok)), "--ratios",
            "write offload ratios in percent separated by commas, e.g. 0,0.5,1,10,100");
     }
     if (*v < 0 || *v > 100) {

@@ -230,11 +230,12 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--model,-m", a->model,
                 "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct); with --random-weights a "
                 "config.json, a model folder or a shipped config name (llama-2-7b, ...)");
-  c->add_flag("--random-weights", a->random_weights,
+  CLI::Option* random_weights = c->add_flag("--random-weights", a->random_weights,
               "Run the config with deterministic random bf16 weights generated on the GPU (no checkpoint, no "
               "tokenizer: use --prompt-ids; --device cuda or auto)");
   c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
-      ->transform(unsigned_64());
+      ->transform(unsigned_64())
+      ->needs(random_weights);  // a seed without random weights would be ignored (the session-17 trial)
   // One value per occurrence: `-p The capital of France` is an error (quote the prompt), not five prompts.
   c->add_option("--prompt,-p", a->prompts, "Prompt text, quoted (repeat -p for a batch)")->allow_extra_args(false);
   c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")

@@ -188,7 +188,14 @@ int main(int argc, char** argv) {
     const std::string quote = !stray ? ""
                               : generate ? "quote a prompt that contains spaces (-p \"two words\"; repeat -p for a batch), or "
                                          : "quote a value that contains spaces, or ";
-    const dak::Error err(what, where, quote + "run `" + help + "` for the subcommands, options and their values");
+    // "--weights-seed requires --random-weights": give both or neither.
+    const bool requires_other = dynamic_cast<const CLI::RequiresError*>(&e) != nullptr;
+    const bool has_subcommands =  // get_subcommands(filter) lists the defined ones; it is not const in CLI11
+        !const_cast<CLI::App*>(deepest)->get_subcommands([](CLI::App*) { return true; }).empty();
+    const dak::Error err(what, where,
+                         quote + (requires_other ? "give the option it requires too, or drop it; " : "") + "run `" +
+                             help + "` for " + (has_subcommands ? "the subcommands, options" : "its options") +
+                             " and their values");
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return 2;
   } catch (const dak::Error& e) {

@@ -145,6 +145,30 @@ TEST(Cli, PlanSweepRefusesTheFlagsItIgnoresAndRepeatsNoRatio) {
   EXPECT_DOUBLE_EQ(j[1]["ratio"].get<double>(), 0.5);
 }
 
+TEST(Cli, ListErrorsNameTheItemAndSeedsNeedRandomWeights) {
+  // Session-17 trial: "--ratios 0,0.5,abc" named the whole list; --weights-seed without
+  // --random-weights was ignored; the fix line spoke of subcommands for commands without any.
+  RunResult r = run_dak("bench attention --dry-run --ratios 0,0.5,abc");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'0,0.5,abc' is not a comma-separated list of ratios: 'abc' is not one"), std::string::npos)
+      << r.output;
+  r = run_dak("bench attention --dry-run --batch 8,,64");
+  EXPECT_NE(r.output.find("list of batch sizes: an item is empty"), std::string::npos) << r.output;
+  r = run_dak("bench gemm --dry-run --ratios 1,x");
+  EXPECT_NE(r.output.find("list of percentages: 'x' is not one"), std::string::npos) << r.output;
+  for (const char* args : {"generate --prompt-ids 1,2 --weights-seed 5 -n 1", "bench --model llama-2-7b --weights-seed 5"}) {
+    r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("--weights-seed requires --random-weights"), std::string::npos) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("give the option it requires too, or drop it"), std::string::npos) << args << "\n" << r.output;
+  }
+  // dak generate has no subcommands (dak bench has: gemm, attention).
+  EXPECT_NE(r.output.find("`dak bench --help` for the subcommands, options and their values"), std::string::npos)
+      << r.output;
+  r = run_dak("generate --prompt-ids 1,2 --weights-seed 5 -n 1");
+  EXPECT_NE(r.output.find("`dak generate --help` for its options and their values"), std::string::npos) << r.output;
+}
+
 TEST(Cli, PlanPredictsEachOffloadMode) {
   // dak plan --offload MODE predicts what dak generate/bench --offload MODE runs: the same host
   // bytes, each operator priced on the mode's one path.
