@@ -190,8 +190,7 @@ int main(int argc, char** argv) {
                                          : "quote a value that contains spaces, or ";
     // "--weights-seed requires --random-weights": give both or neither.
     const bool requires_other = dynamic_cast<const CLI::RequiresError*>(&e) != nullptr;
-    const bool has_subcommands =  // get_subcommands(filter) lists the defined ones; it is not const in CLI11
-        !const_cast<CLI::App*>(deepest)->get_subcommands([](CLI::App*) { return true; }).empty();
+    const bool has_subcommands = !deepest->get_subcommands([](const CLI::App*) { return true; }).empty();
     const dak::Error err(what, where,
                          quote + (requires_other ? "give the option it requires too, or drop it; " : "") + "run `" +
                              help + "` for " + (has_subcommands ? "the subcommands, options" : "its options") +

@@ -89,7 +89,7 @@ void TieredAttentionSchedule::validate() const {
     fail(fmt::format("stages in flight host {} / HBM {} outside [1, {}]", host_stages, hbm_stages, ta::kMaxStages),
          where, "use 1 to 8 steps in flight per warp");
   }
-  if (cta_combine && (split.num_splits < 2 || ta::kWarps % split.num_splits != 0)) {
+  if (cta_combine && !ta::cta_combine_possible(split.num_splits)) {
     fail(fmt::format("the splits are merged in the CTA but there are {} of them", split.num_splits), where,
          fmt::format("merge in the CTA only with 2 or 4 splits (a divisor of the {} warps of a CTA)", ta::kWarps));
   }
@@ -145,7 +145,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   s.b_host = b_host;
   s.split = choose_tiered_attention_split(shape, sm_count);
   s.hbm_bulk_rows = s.split.split_keys >= ta::kBulkRowsMinKeys;
-  s.cta_combine = s.split.num_splits > 1 && ta::kWarps % s.split.num_splits == 0;
+  s.cta_combine = ta::cta_combine_possible(s.split.num_splits);
 
   s.hbm_stages = 2;
   for (int32_t st = ta::kMaxStages; st > 2; --st) {

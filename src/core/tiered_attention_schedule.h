@@ -52,6 +52,11 @@ constexpr int32_t kBulkRowsMinKeys = 512;         // default plans load HBM step
 
 DAK_HD constexpr bool head_dim_supported(int64_t d) { return d == 64 || d == 80 || d == 96 || d == 128 || d == 256; }
 
+/// Whether a CTA can merge the splits of a sequence itself (TieredAttentionSchedule::cta_combine):
+/// more than one split, and their count divides the kWarps warps of a CTA (2 or 4), so that every
+/// round of items gives each CTA whole (sequence, kv head) pairs.
+DAK_HD constexpr bool cta_combine_possible(int64_t num_splits) { return num_splits > 1 && kWarps % num_splits == 0; }
+
 /// SMEM bytes of one warp's padded step (16 K rows then 16 V rows of D + 8 bf16): what the
 /// tensor-core loop reads, for both sides.
 DAK_HD constexpr int64_t padded_step_bytes(int64_t d) { return 2 * kStepKeys * (d + kRowPad) * 2; }

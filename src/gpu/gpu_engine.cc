@@ -366,8 +366,9 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       const bool same = l > 0 && kv_host_seqs[l] == scheds.back().b_host;
       scheds.push_back(same ? scheds.back() : tiered_attention_schedule(shape, kv_host_seqs[l]));
       if (hbm_copy >= 0) scheds.back().hbm_bulk_rows = hbm_copy == 1;
-      const int32_t splits = scheds.back().split.num_splits;
-      if (combine >= 0) scheds.back().cta_combine = combine == 1 && splits > 1 && tiered_attention::kWarps % splits == 0;
+      if (combine >= 0) {
+        scheds.back().cta_combine = combine == 1 && tiered_attention::cta_combine_possible(scheds.back().split.num_splits);
+      }
       attn_ws_bytes = std::max(attn_ws_bytes, uint64_t(scheds.back().workspace_bytes()));
     }
   }
