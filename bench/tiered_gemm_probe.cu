@@ -7,7 +7,8 @@
 // the host rows' GB/s, the schedule; for the low-ratio direct path at large N (docs/perf-notes.md,
 // session 5) with and without HBM rows next to it, and under Nsight Compute.
 // `gemm_probe tma` streams W boxes with TMA and no math (probe_tma); `gemm_probe stream` compares
-// the steady-state rate of the GEMM's W access pattern with bulk copies and the GEMM (probe_stream).
+// the steady-state rate of the GEMM's W access pattern with bulk copies and the GEMM (probe_stream);
+// `gemm_probe tiles` times the compute path's two tiles against cuBLASLt (probe_tiles).
 // `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]` records per-CTA timestamps of a graph of
 // decode linears, k-splits forced per op where given (probe_trace).
 // Build: see tools/device/gemm_probe.sh.
@@ -21,6 +22,7 @@
 
 #include "core/tiered_gemm_schedule.h"
 #include "gpu/cuda_check.h"
+#include "gpu/gemm_cublaslt.h"
 #include "gpu/host_arena.h"
 #include "gpu/kernels/hbm_stream.h"
 #include "gpu/kernels/tiered_gemm.h"
@@ -513,6 +515,84 @@ int probe_stream(int sms) {
   return 0;
 }
 
+// `gemm_probe tiles`: the compute path (N > 64, all of W in HBM) on the 128 x 128 tile, the
+// 128 x 256 tile, the 128 x 256 tile in clusters of 2 sharing each W tile by multicast (half the
+// W bytes from L2 per CTA; N >= 512), and cuBLASLt, for the linears of Llama-2-7B, Llama-2-70B and
+// OPT-30B at N = 256, 512 and 1024: 8 back-to-back launches on distinct copies of W (more than L2,
+// as in a layer stack), us per GEMM (median of 5) and TFLOPS, and the tile choose_tiered_gemm_tile
+// takes ("auto"). Inputs are zeros: a tensor-core GEMM's time does not depend on the values.
+// The A/B of the 128 x 256 tile (docs/perf-notes.md, session 18).
+int probe_tiles(int sms) {
+  using namespace dak;
+  const int64_t shapes[][2] = {{12288, 4096}, {4096, 4096},  {22016, 4096}, {4096, 11008},
+                               {57344, 8192}, {8192, 28672}, {21504, 7168}, {7168, 28672}};
+  const int64_t tokens[] = {256, 512, 1024};
+  size_t max_x = 0, max_y = 0;
+  for (const auto& mk : shapes) {
+    max_x = std::max(max_x, size_t(1024 * mk[1]));
+    max_y = std::max(max_y, size_t(1024 * mk[0]));
+  }
+  void *w, *x, *y, *ws, *lt_ws;
+  DAK_CUDA_CHECK(cudaMalloc(&w, kWElems * 2));
+  DAK_CUDA_CHECK(cudaMalloc(&x, max_x * 2));
+  DAK_CUDA_CHECK(cudaMalloc(&y, max_y * 2));
+  DAK_CUDA_CHECK(cudaMalloc(&ws, 256 << 20));
+  DAK_CUDA_CHECK(cudaMalloc(&lt_ws, gpu::CublasLtGemm::kWorkspaceBytes));
+  DAK_CUDA_CHECK(cudaMemset(w, 0, kWElems * 2));
+  DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
+  gpu::CublasLtGemm lt(lt_ws, gpu::CublasLtGemm::kWorkspaceBytes);
+  std::printf("%6s %6s %5s | %16s | %16s | %16s | %16s | %4s | %6s %6s\n", "M", "K", "N", "128x128 us TF",
+              "128x256 us TF", "256 c2 us TF", "cuBLASLt us TF", "auto", "n/w", "cuBLAS/auto");
+  for (const auto& mk : shapes) {
+    const int64_t M = mk[0], K = mk[1];
+    const size_t w_elems = size_t(M * K);
+    const int copies = int(std::min<size_t>(8, kWElems / w_elems));
+    for (int64_t N : tokens) {
+      const double flops = 2.0 * double(M) * double(N) * double(K);
+      double us[4] = {0, 0, 0, 0};
+      for (int t = 0; t < 3; ++t) {
+        const int32_t cluster = t == 2 ? 2 : 1;
+        if (t == 2 && N < 512) continue;  // one n-tile of 256: nothing to share
+        TieredGemmSchedule s = plan_tiered_gemm(M, N, K, 0, sms);
+        s.tile = t == 0 ? TieredGemmTile{128, 128} : TieredGemmTile{128, 256};
+        s.k_splits = 1;
+        s.hbm_stages = s.tile.max_stages();
+        s = with_congestion(s, 0, 1, cluster, sms);  // HBM CTAs (whole clusters) for the tile's units
+        gpu::TieredGemmArgs a;
+        a.g_x = static_cast<const __nv_bfloat16*>(x);
+        a.g_y = y;
+        us[t] = median_us([&] {
+                  for (int i = 0; i < copies; ++i) {
+                    a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
+                    gpu::tiered_gemm(a, s, ws, nullptr);
+                  }
+                }) /
+                copies;
+      }
+      gpu::GemmArgs g;
+      g.g_x = static_cast<const __nv_bfloat16*>(x);
+      g.g_y = y;
+      g.N = N;
+      g.M = M;
+      g.K = K;
+      us[3] = median_us([&] {
+                for (int i = 0; i < copies; ++i) {
+                  g.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
+                  lt.run(g, nullptr);
+                }
+              }) /
+              copies;
+      const int32_t pick = choose_tiered_gemm_tile(M, N, sms).bn;
+      const double auto_us = pick == 256 ? us[1] : us[0];
+      auto tf = [&](double t) { return t > 0 ? flops / t * 1e-6 : 0.0; };
+      std::printf("%6ld %6ld %5ld | %7.1f %8.1f | %7.1f %8.1f | %7.1f %8.1f | %7.1f %8.1f | %4d | %6.3f %6.3f\n",
+                  long(M), long(K), long(N), us[0], tf(us[0]), us[1], tf(us[1]), us[2], tf(us[2]), us[3], tf(us[3]),
+                  pick, us[0] / us[1], us[3] / auto_us);
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   using namespace dak;
   int sms = 0;
@@ -521,6 +601,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "trace") return probe_trace(argc, argv, sms);
   if (argc == 2 && std::string(argv[1]) == "tma") return probe_tma(sms);
   if (argc == 2 && std::string(argv[1]) == "stream") return probe_stream(sms);
+  if (argc == 2 && std::string(argv[1]) == "tiles") return probe_tiles(sms);
   struct Case {
     int64_t M, N, K;
     int32_t splits;  // 0: default

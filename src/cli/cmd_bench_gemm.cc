@@ -683,7 +683,7 @@ void add_bench_gemm_command(CLI::App& bench) {
                 "clusters) and TMA stages in flight per host CTA at every x > 0 (the remaining SMs take the HBM rows)");
   c->add_option("--max-cluster", a->max_cluster,
                 "Largest TMA multicast cluster of CTAs sharing host W tiles: 4 (default), 2, or 1 (multicast off); "
-                "used with host rows at N > 128 (two or more 128-token tiles)")
+                "used with host rows where N spans two or more n-tiles of the compute tile (128 or 256 tokens)")
       ->capture_default_str()
       ->transform(whole_number("4, 2 or 1 (multicast off)", INT32_MIN, INT32_MAX));
   c->add_option("--host-rows", a->host_rows,

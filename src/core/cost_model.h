@@ -29,7 +29,7 @@
 // g < mma_min_rows query rows per KV head at g / mma_min_rows of it). Host CTAs: n_h of the SMs, chosen to minimize T_i; each keeps
 // `stages` TMA stages in flight, as many as fit under the congestion cap; CTAs of a linear that
 // share a host tile form a multicast cluster of the kernel's size for that N
-// (tiered_gemm_multicast_cluster: 2 or 4 from N > 128, capped by max_multicast_cluster; host CTAs
+// (tiered_gemm_multicast_cluster: 2 or 4 from 2 n-tiles of the compute tile, capped by max_multicast_cluster; host CTAs
 // in whole clusters), so one host read feeds them all. f = host bytes in flight GPU-wide;
 // B_h(f) = min(B_h, f / latency); φ(f) = the contention curve (1 up to the cap).
 // Units: seconds, bytes, GB/s = 1e9 B/s.

@@ -82,7 +82,7 @@ OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
   // end to end the staged plan won (Llama-2-7B batch 512 at 10 %: 43.49 ms vs 46.20 ms direct,
   // whose prediction was 40.65; docs/micro-experiments.md section 3, docs/results.md).
   if (request_.allow_staged && !request_.single_path && op.kind == OpKind::kLinear && host_units > 0 &&
-      choose_tiered_gemm_tile(op.n).bm == 128) {
+      op.n > 64) {  // the 128-row tiles of choose_tiered_gemm_tile
     mode = PathMode::kStaged;
   }
   switch (mode) {

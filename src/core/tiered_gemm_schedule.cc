@@ -11,7 +11,7 @@
 namespace dak {
 namespace {
 
-constexpr TieredGemmTile kCompiledTiles[] = {{64, 8}, {64, 16}, {64, 32}, {64, 64}, {128, 128}};
+constexpr TieredGemmTile kCompiledTiles[] = {{64, 8}, {64, 16}, {64, 32}, {64, 64}, {128, 128}, {128, 256}};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -33,7 +33,11 @@ void TieredGemmSchedule::validate() const {
   }
   if (std::find(std::begin(kCompiledTiles), std::end(kCompiledTiles), tile) == std::end(kCompiledTiles)) {
     fail(fmt::format("tile {}x{} is not one the kernel is compiled for", tile.bm, tile.bn), where,
-         "use choose_tiered_gemm_tile() (bm 64 with bn 8/16/32/64, or 128 x 128)");
+         "use choose_tiered_gemm_tile() (bm 64 with bn 8/16/32/64, or bm 128 with bn 128/256)");
+  }
+  if (tile.bn == 256 && k_splits != 1) {
+    fail(fmt::format("k_splits {} on the 128 x 256 tile", k_splits), where,
+         "use k_splits = 1 on the compute tiles (choose_tiered_gemm_k_splits() does)");
   }
   if (k_splits < 1 || k_splits > k_blocks()) {
     fail(fmt::format("k_splits {} outside [1, {} k-blocks]", k_splits, k_blocks()), where,
@@ -58,8 +62,8 @@ void TieredGemmSchedule::validate() const {
   if (cluster != 1 && cluster != 2 && cluster != 4) {
     fail(fmt::format("cluster {} is not 1, 2 or 4", cluster), where, "use plan_tiered_gemm()'s multicast choice");
   }
-  if (cluster > 1 && !(tile == TieredGemmTile{128, 128})) {
-    fail(fmt::format("multicast clusters need the 128 x 128 tile, not {}x{}", tile.bm, tile.bn), where,
+  if (cluster > 1 && tile.bm != 128) {
+    fail(fmt::format("multicast clusters need a 128-row tile (N > 64), not {}x{}", tile.bm, tile.bn), where,
          "use cluster 1 for N <= 64");
   }
   if (host_ctas % cluster != 0 || hbm_ctas % cluster != 0) {
@@ -81,12 +85,28 @@ int64_t tiered_gemm_host_rows(double x, int64_t M, int64_t unit_rows) {
   return std::min(M, std::max<int64_t>(1, std::llround(x * double(M) / double(unit))) * unit);
 }
 
-TieredGemmTile choose_tiered_gemm_tile(int64_t N) {
+TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t sm_count, int32_t compute_bn) {
   if (N <= 8) return {64, 8};
   if (N <= 16) return {64, 16};
   if (N <= 32) return {64, 32};
   if (N <= 64) return {64, 64};
-  return {128, 128};
+  constexpr TieredGemmTile kNarrow{128, 128}, kWide{128, 256};
+  if (compute_bn == 128) return kNarrow;
+  if (compute_bn == 256) return kWide;
+  // The wide tile only where it pads N no further than the narrow one (N rounded up to 128 is a
+  // multiple of 256) ...
+  const int64_t n128 = ceil_div(N, 128) * 128;
+  if (n128 % 256 != 0) return kNarrow;
+  // ... and where its fewer, larger units still fill the GPU: each side runs in waves of one unit
+  // per SM, and a wide unit costs kWideUnitCost narrow ones. Measured on the H200
+  // (`gemm_probe tiles`, all-HBM, docs/perf-notes.md session 18): 801 vs 645 TFLOPS on 57344 x
+  // 8192 at N = 512 (13.6 vs 27.2 waves), so a wide unit is 2 x 645 / 801 = 1.61 narrow ones; with
+  // 64 wide units for 132 SMs (4096 x 4096 at N = 512) the wide tile took 50.6 us against 32.0.
+  constexpr double kWideUnitCost = 1.6;
+  const int64_t m_tiles = ceil_div(std::max<int64_t>(M, 1), 128), sms = std::max<int64_t>(sm_count, 1);
+  const double narrow_waves = double(ceil_div(m_tiles * ceil_div(N, 128), sms));
+  const double wide_waves = double(ceil_div(m_tiles * ceil_div(N, 256), sms));
+  return wide_waves * kWideUnitCost <= narrow_waves ? kWide : kNarrow;
 }
 
 double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_t sm_count) {
@@ -131,9 +151,10 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   return best;
 }
 
-int32_t tiered_gemm_multicast_cluster(int64_t N, int64_t max_cluster) {
-  const TieredGemmTile tile = choose_tiered_gemm_tile(N);
-  if (!(tile == TieredGemmTile{128, 128})) return 1;
+int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t sm_count, int64_t max_cluster,
+                                      int32_t compute_bn) {
+  const TieredGemmTile tile = choose_tiered_gemm_tile(M, N, sm_count, compute_bn);
+  if (tile.bm != 128) return 1;
   const int64_t n_tiles = ceil_div(N, tile.bn);
   const int32_t want = n_tiles >= 4 ? 4 : n_tiles >= 2 ? 2 : 1;
   const int32_t cap = max_cluster >= 4 ? 4 : max_cluster >= 2 ? 2 : 1;
@@ -153,14 +174,15 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   s.N = N;
   s.K = K;
   s.m_host = m_host;
-  s.tile = choose_tiered_gemm_tile(N);
+  s.tile = choose_tiered_gemm_tile(M, N, sm_count, limits.compute_bn);
   s.k_splits = choose_tiered_gemm_k_splits(M, N, K, s.tile, sm_count);
   const int32_t ring = s.tile.max_stages();
   s.host_stages = 1;
   s.hbm_stages = ring;
   int64_t grid = sm_count;
-  if (m_host > 0 && tiered_gemm_multicast_cluster(N, limits.max_cluster) > 1) {
-    s.cluster = tiered_gemm_multicast_cluster(N, limits.max_cluster);
+  const int32_t cluster = tiered_gemm_multicast_cluster(M, N, sm_count, limits.max_cluster, limits.compute_bn);
+  if (m_host > 0 && cluster > 1) {
+    s.cluster = cluster;
     grid = limits.grid_ctas(s.cluster, sm_count);
     if (grid < 2 * s.cluster) {  // too few SMs for two clusters: no multicast
       s.cluster = 1;

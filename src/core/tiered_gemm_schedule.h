@@ -44,10 +44,13 @@
 namespace dak {
 
 /// Tile shapes the kernel is compiled for: (bm, bn) in {(64, 8), (64, 16), (64, 32), (64, 64),
-/// (128, 128)}. K is read in k-blocks of bk() elements, each made of 64-element atoms (one 128-byte
-/// swizzle row of bf16): bk() = 256 (4 atoms, one 3D TMA box per operand and stage) for the 64-row
-/// bandwidth tiles, 64 for 128 x 128. (128, 256) would need more than the 168 registers per thread a
-/// 384-thread CTA gets: its accumulators spill.
+/// (128, 128), (128, 256)}. K is read in k-blocks of bk() elements, each made of 64-element atoms
+/// (one 128-byte swizzle row of bf16): bk() = 256 (4 atoms, one 3D TMA box per operand and stage)
+/// for the 64-row bandwidth tiles, 64 for the 128-row compute tiles. The 128 x 256 tile (two
+/// consumer warpgroups of 64 x 256, cuBLAS's choice for large bf16 GEMMs on Hopper) reads 20 KiB
+/// of SMEM per 128 x 256 x 16 step against 2 x 12 KiB for two 128 x 128 steps; its 128 fp32
+/// accumulators per thread fit because the producer warpgroup gives its registers to the
+/// consumers (setmaxnreg 40 / 232), and it runs without k-splits.
 struct TieredGemmTile {
   int32_t bm = 64;
   int32_t bn = 8;
@@ -60,7 +63,7 @@ struct TieredGemmTile {
   /// SMEM bytes of one pipeline stage: a bm x bk() W tile and a bn x bk() x tile, bf16.
   DAK_HD constexpr int64_t stage_bytes() const { return int64_t(bm + bn) * bk() * 2; }
   /// Stages that fit one CTA's SMEM (the kernel's ring depth): min(24, 200 KiB / stage_bytes):
-  /// 5 for bn 8 and 16, 4 / 3 for bn 32 / 64, 6 for the 128 x 128 tile. A bandwidth-path CTA
+  /// 5 for bn 8 and 16, 4 / 3 for bn 32 / 64, 6 for the 128 x 128 tile, 4 for 128 x 256. A bandwidth-path CTA
   /// streams about (bytes in flight) / (loaded latency): B_g needs ~192 KiB in flight per SM
   /// (hbm_stream's best configuration), so the small-N rings fill the SMEM (docs/perf-notes.md).
   DAK_HD constexpr int32_t max_stages() const {
@@ -82,6 +85,9 @@ struct TieredGemmLinkLimits {
   int64_t cluster4_ctas = 0;
   /// Largest multicast cluster plan_tiered_gemm may choose (1 turns multicast off).
   int32_t max_cluster = 4;
+  /// Compute tile (N > 64) plan_tiered_gemm takes: 0 chooses by padding and waves (the default,
+  /// choose_tiered_gemm_tile); 128 or 256 forces 128 x 128 or 128 x 256 (A/B measurements, tests).
+  int32_t compute_bn = 0;
 
   /// CTAs of a launch in clusters of `cluster` that can run at once on `sm_count` SMs: sm_count
   /// (capped by cluster4_ctas for clusters of 4), rounded down to whole clusters.
@@ -105,7 +111,7 @@ struct TieredGemmSchedule {
   int32_t hbm_ctas = 0;     // CTAs that only read HBM tiles
   int32_t host_stages = 1;  // TMA stages in flight per host CTA (<= tile.max_stages())
   int32_t hbm_stages = 1;   // TMA stages in flight per HBM CTA (<= tile.max_stages())
-  int32_t cluster = 1;      // 1, 2 or 4: CTAs per cluster; > 1 only for the 128 x 128 tile: the CTAs
+  int32_t cluster = 1;      // 1, 2 or 4: CTAs per cluster; > 1 only for the 128-row tiles: the CTAs
                             //   of a cluster share each W tile by TMA multicast
 
   /// k-blocks of tile.bk() elements (the last one may be partial: TMA zero-fills past K).
@@ -162,8 +168,8 @@ struct TieredGemmSchedule {
 
   /// Throws dak::Error (naming the field) for an inconsistent schedule: sizes, a tile the kernel
   /// is not compiled for, k_splits outside [1, k_blocks], a side with units but no CTA, stages
-  /// outside [1, max_stages], a cluster other than 1 / 2 / 4, a cluster > 1 on a tile other than
-  /// 128 x 128, or CTA counts that are not whole clusters.
+  /// outside [1, max_stages], a cluster other than 1 / 2 / 4, a cluster > 1 on a 64-row tile,
+  /// k_splits > 1 on the 128 x 256 tile, or CTA counts that are not whole clusters.
   void validate() const;
 
   std::string to_string() const;
@@ -174,14 +180,22 @@ struct TieredGemmSchedule {
 /// x * M / unit_rows (halves away from zero), at least one unit when x > 0, at most M. Used by
 /// `dak bench gemm` (--host-rows tile) and `dak profile`'s GEMM sweep.
 int64_t tiered_gemm_host_rows(double x, int64_t M, int64_t unit_rows);
-/// Tile for N tokens: N <= 64 -> bm 64 and the smallest bn in {8, 16, 32, 64} >= N (the
-/// bandwidth path: the W tile dominates SMEM traffic); N > 64 -> (128, 128).
-TieredGemmTile choose_tiered_gemm_tile(int64_t N);
+/// Tile of an M x K weight at N tokens on `sm_count` SMs (any m_host: the tile never depends on
+/// it). N <= 64 -> bm 64 and the smallest bn in {8, 16, 32, 64} >= N (the bandwidth path: the W
+/// tile dominates SMEM traffic). N > 64 (the compute path) -> (128, 256) where N rounded up to
+/// 128 is a multiple of 256 (129-256, 385-512, ...: no more padding than bn 128) and its units,
+/// counted in waves of sm_count at 1.6 narrow units each (measured), take no longer than the
+/// (128, 128) ones; else (128, 128). So 57344 x 8192 at N = 512 is wide (448 wide units: 4 waves x
+/// 1.6 against 7), 4096 x 4096 at N = 512 narrow (64 wide units would leave half the SMs idle).
+/// compute_bn 128 or 256 (TieredGemmLinkLimits) forces that tile for every N > 64.
+TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t sm_count, int32_t compute_bn = 0);
 
-/// Multicast cluster of a tiered GEMM with host rows at N tokens: 4 when the 128 x 128 tile of
-/// N > 64 has at least 4 n-tiles (N > 384), 2 for 2 or 3 n-tiles, else 1; never above max_cluster
-/// (rounded down to 1, 2 or 4). plan_tiered_gemm and the planner's cost model both use it.
-int32_t tiered_gemm_multicast_cluster(int64_t N, int64_t max_cluster);
+/// Multicast cluster of a tiered GEMM with host rows (M x K weight, N tokens, sm_count SMs): 4 when
+/// the 128-row tile of N > 64 (choose_tiered_gemm_tile) has at least 4 n-tiles, 2 for 2 or 3
+/// n-tiles, else 1; never above max_cluster (rounded down to 1, 2 or 4). plan_tiered_gemm and the
+/// planner's cost model both use it.
+int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t sm_count, int64_t max_cluster,
+                                      int32_t compute_bn = 0);
 
 /// Estimated time of an all-HBM run of `tiles` output tiles of `k_blocks` k-blocks each, cut into
 /// S k-splits, on a persistent grid of min(tiles * S, sm_count) CTAs, in k-block loads of one
@@ -213,7 +227,7 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 ///   clusters); stages per host CTA = the most that keep
 ///   host_clusters * stages * host_stage_inflight_bytes() <= inflight_cap_bytes (at least 1);
 ///   the remaining SMs are HBM CTAs (no more than the HBM units).
-/// - multicast: with the 128 x 128 tile (N > 64), host rows and at least 2 n-tiles, cluster = 4
+/// - multicast: with a 128-row tile (N > 64), host rows and at least 2 n-tiles, cluster = 4
 ///   when n_tiles >= 4, else 2 (capped by limits.max_cluster); host CTAs are rounded up to whole
 ///   clusters (at most one cluster per host unit), HBM CTAs down to whole clusters, and with
 ///   clusters of 4 the grid is capped at limits.cluster4_ctas (co-residency). Without host rows

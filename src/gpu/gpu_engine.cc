@@ -905,6 +905,12 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
   sm_count = info->sm_count;
   use_device();
   gemm_limits = tiered_gemm_cluster_limits();  // asks the driver once, outside any graph capture
+  // DAK_GEMM_COMPUTE_BN=128|256 forces one compute tile at every N > 64 (A/B of the tile choice).
+  switch (env_choice("DAK_GEMM_COMPUTE_BN", {"128", "256"})) {
+    case 0: gemm_limits.compute_bn = 128; break;
+    case 1: gemm_limits.compute_bn = 256; break;
+    default: break;
+  }
   w = load_weights();
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   // The staged linears (prefetch mode: every one with host rows; direct: those the plan stages), in

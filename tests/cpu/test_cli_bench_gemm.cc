@@ -190,7 +190,7 @@ TEST(CliBenchGemm, BadArgumentsAreRefusedBeforeLookingForAGpu) {
                         Case{"bench gemm --stack-host-gib 0", "--stack-host-gib", 2},
                         Case{"bench gemm --max-cluster 3", "--max-cluster"},
                         Case{"bench gemm --max-cluster 0", "--max-cluster"},
-                        Case{"bench gemm --congestion 119,1 --tokens 512 --ratios 0.5", "whole multicast clusters of 4"},
+                        Case{"bench gemm --congestion 119,1 --tokens 1024 --ratios 0.5", "whole multicast clusters of 4"},
                         Case{"bench gemm --dry-run --json /tmp/dak-dry-run-never-written.json", "--dry-run"}}) {
     const RunResult r = run_dak(c.args, kNoGpu);
     EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.output;

@@ -76,30 +76,39 @@ TEST(TieredGemmSchedule, ExactCoverAndInvariance) {
 }
 
 TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
-  // Host rows at N > 64 (the 128 x 128 tile): CTAs in clusters that share each W tile; 4 with at
+  // Host rows at N > 64 (the 128-row tiles): CTAs in clusters that share each W tile; 4 with at
   // least 4 n-tiles, else 2; never at N <= 64, with one n-tile or without host rows.
+  // n-tiles: 128 tokens, or 256 where N rounded up to 128 is a multiple of 256.
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 0, 132).cluster, 1);
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 64, 4096, 1000, 132).cluster, 1);
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 128, 4096, 1000, 132).cluster, 1);  // one n-tile: nothing to share
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 300, 4096, 1000, 132).cluster, 2);
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132).cluster, 4);
-  // The cluster rule the planner's cost model shares: by 128-token n-tiles, rounded to 1 / 2 / 4.
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(64, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(128, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(129, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(384, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(385, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 3), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 8), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(8192, 1), 1);
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132).cluster, 1);  // one 256-token n-tile
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 300, 4096, 1000, 132).cluster, 2);  // 3 of 128
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132).cluster, 4);  // 4 of 128 (waves)
+  EXPECT_EQ(dak::plan_tiered_gemm(57344, 512, 8192, 1000, 132).cluster, 2);  // 2 of 256
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 1024, 4096, 1000, 132).cluster, 4);  // 4 of 256
+  // The cluster rule the planner's cost model shares: by the tile's n-tiles, rounded to 1 / 2 / 4
+  // (M = 57344: the 128 x 256 tile wherever it pads N no further).
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 64, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 128, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 129, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 257, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 384, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 512, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 513, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 1024, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 3), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 8), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 1), 1);
   dak::TieredGemmLinkLimits off;
   off.max_cluster = 1;
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132, off).cluster, 1);
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 1024, 4096, 1000, 132, off).cluster, 1);
   dak::TieredGemmLinkLimits resident;
   resident.cluster4_ctas = 128;  // what 4 free SMs per GPC leave of 132
   const int64_t shapes[][3] = {{12288, 512, 4096}, {22016, 2048, 4096}, {4096, 1000, 4096}, {12288, 300, 4096},
-                               {333, 200, 264},    {8192, 1024, 28672}, {130, 700, 4104}};
+                               {333, 300, 264},    {8192, 1024, 28672}, {130, 700, 4104}};
   for (const auto& sh : shapes) {
     const int64_t M = sh[0], N = sh[1], K = sh[2];
     for (int64_t m_host : {int64_t(1), int64_t(128), M / 30, M / 2, M - 1, M}) {
@@ -123,7 +132,7 @@ TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
 }
 
 TEST(TieredGemmSchedule, CongestionOverrides) {
-  const TieredGemmSchedule base = dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132);
+  const TieredGemmSchedule base = dak::plan_tiered_gemm(12288, 1024, 4096, 1000, 132);
   // Host CTAs round up to whole clusters; the rest of the grid (whole clusters) serves HBM rows.
   TieredGemmSchedule s = dak::with_congestion(base, 6, 2, 0, 132);
   EXPECT_EQ(s.cluster, 4);
@@ -143,7 +152,7 @@ TEST(TieredGemmSchedule, CongestionOverrides) {
   EXPECT_THROW(dak::with_congestion(base, 8, 1, 3, 132), dak::Error);    // not a cluster size
   EXPECT_THROW(dak::with_congestion(base, 8, 99, 4, 132), dak::Error);   // beyond the SMEM ring
   const TieredGemmSchedule decode = dak::plan_tiered_gemm(12288, 8, 4096, 1000, 132);
-  EXPECT_THROW(dak::with_congestion(decode, 8, 2, 2, 132), dak::Error);  // multicast needs the 128 x 128 tile
+  EXPECT_THROW(dak::with_congestion(decode, 8, 2, 2, 132), dak::Error);  // multicast needs a 128-row tile
   s = base;
   s.cluster = 4;
   s.host_ctas = 6;
@@ -151,15 +160,41 @@ TEST(TieredGemmSchedule, CongestionOverrides) {
 }
 
 TEST(TieredGemmSchedule, TileAndSplitChoices) {
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(1).bn, 8);
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(9).bn, 16);
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(64).bn, 64);
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(65).bm, 128);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 1, 132).bn, 8);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 9, 132).bn, 16);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 64, 132).bn, 64);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 65, 132).bm, 128);
+  // The compute tiles on a large weight (many units): 128 x 256 wherever it pads N no more than
+  // 128 x 128.
+  for (const auto& [N, bn] : {std::pair{65, 128}, {128, 128}, {129, 256}, {256, 256}, {257, 128}, {384, 128},
+                              {385, 256}, {512, 256}, {513, 128}, {1000, 256}, {8192, 256}}) {
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 132).bn, bn) << "N = " << N;
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 132).bm, 128) << "N = " << N;
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 132, 128).bn, 128) << "N = " << N;  // forced
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(64, N, 132, 256).bn, 256) << "N = " << N;      // forced
+  }
+  // Waves: the tile the session-18 A/B measured faster on the H200 (gemm_probe tiles, 132 SMs),
+  // for the shipped linears at N = 256 / 512 / 1024 (M; bn at each N).
+  for (const auto& [M, bn256, bn512, bn1024] : {std::tuple{12288, 256, 128, 256}, {4096, 128, 128, 256},
+                                                {22016, 128, 256, 256}, {57344, 256, 256, 256},
+                                                {8192, 128, 256, 256}, {21504, 128, 256, 256},
+                                                {7168, 128, 256, 256}}) {
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(M, 256, 132).bn, bn256) << "M = " << M;
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(M, 512, 132).bn, bn512) << "M = " << M;
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(M, 1024, 132).bn, bn1024) << "M = " << M;
+  }
+  dak::TieredGemmLinkLimits narrow;
+  narrow.compute_bn = 128;
+  const TieredGemmSchedule s128 = dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132, narrow);
+  EXPECT_EQ(s128.tile.bn, 128);
+  EXPECT_EQ(s128.cluster, 4);  // 4 n-tiles of 128
+  EXPECT_EQ(dak::plan_tiered_gemm(57344, 512, 8192, 1000, 132).cluster, 2);
+  EXPECT_EQ(dak::plan_tiered_gemm(57344, 512, 8192, 1000, 132, narrow).cluster, 4);
   // A CTA streams at ~3 x its share of B_g alone but ~1.5 x with 64 CTAs loading HBM, so the
   // 64-tile decode linears of Llama-2-7B (o_proj, down) split in two over 128 CTAs, while qkv
   // (192 m-tiles), gate_up (344) and the LM head (500) keep whole tiles (measured in session 10:
   // qkv's split was 1.7 us slower in the two-layer trace, down's 5 us faster).
-  const auto t = dak::choose_tiered_gemm_tile(8);
+  const auto t = dak::choose_tiered_gemm_tile(4096, 8, 132);
   EXPECT_EQ(t.bk(), 256);
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 8, 4096, t, 132), 2);
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 1, 11008, t, 132), 2);
@@ -184,15 +219,22 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   // Units keep at least 2 k-blocks: K = 512 (2 k-blocks) never splits.
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(64, 8, 512, t, 132), 1);
   // Compute-bound tiles never split.
-  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 512, 4096, dak::choose_tiered_gemm_tile(512), 132), 1);
-  // Ring depths: 5 / 5 / 4 / 3 stages of 64 x 256 (+ x) for bn 8 / 16 / 32 / 64, 6 of 128 x 64 (+ x).
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 512, 4096, dak::choose_tiered_gemm_tile(4096, 512, 132), 132), 1);
+  // Ring depths: 5 / 5 / 4 / 3 stages of 64 x 256 (+ x) for bn 8 / 16 / 32 / 64, 6 / 4 of 128 x 64
+  // (+ x) for bn 128 / 256.
   const std::pair<dak::TieredGemmTile, int32_t> rings[] = {
-      {{64, 8}, 5}, {{64, 16}, 5}, {{64, 32}, 4}, {{64, 64}, 3}, {{128, 128}, 6}};
+      {{64, 8}, 5}, {{64, 16}, 5}, {{64, 32}, 4}, {{64, 64}, 3}, {{128, 128}, 6}, {{128, 256}, 4}};
   for (const auto& [tile, stages] : rings) {
     EXPECT_EQ(tile.max_stages(), stages) << tile.bm << "x" << tile.bn;
     EXPECT_LE(tile.max_stages() * tile.stage_bytes(), 200 * 1024);
   }
   EXPECT_EQ((dak::TieredGemmTile{128, 128}.bk()), 64);
+  EXPECT_EQ((dak::TieredGemmTile{128, 256}.bk()), 64);
+  // The 128 x 256 tile has no split epilogue.
+  TieredGemmSchedule split = dak::plan_tiered_gemm(57344, 512, 4096, 0, 132);
+  ASSERT_EQ(split.tile.bn, 256);
+  split.k_splits = 2;
+  EXPECT_THROW(split.validate(), dak::Error);
   // k-blocks of a schedule count bk()-wide blocks, the last one partial.
   EXPECT_EQ(dak::plan_tiered_gemm(300, 8, 576, 0, 132).k_blocks(), 3);
   EXPECT_EQ(dak::plan_tiered_gemm(300, 100, 576, 0, 132).k_blocks(), 9);

@@ -210,15 +210,20 @@ std::vector<int64_t> host_rows_for(int64_t M, int32_t bm) {
   return v;
 }
 
-void check_split_invariance(const Problem& p, uint64_t seed) {
+/// `compute_bn` 128 / 256 forces the compute tile (TieredGemmLinkLimits::compute_bn): test shapes
+/// are too small for the wave rule to pick 128 x 256 by itself.
+void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn = 0) {
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   Operands o(p, rng);
   const int sms = sm_count();
-  const auto tile = dak::choose_tiered_gemm_tile(p.N);
+  dak::TieredGemmLinkLimits limits;
+  limits.compute_bn = compute_bn;
+  const auto tile = dak::choose_tiered_gemm_tile(p.M, p.N, sms, compute_bn);
   std::vector<uint8_t> first;
   for (int64_t m_host : host_rows_for(p.M, tile.bm)) {
-    const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms);
+    const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, limits);
+    EXPECT_EQ(s.tile, tile) << s.to_string();
     const std::string what = describe(p) + " " + s.to_string();
     const RunResult r = run_and_check(o, s, what);
     if (first.empty()) {
@@ -236,36 +241,43 @@ TEST(TieredGemm, BandwidthPathAllRatios) {
 
 TEST(TieredGemm, ComputePathAllRatios) {
   DAK_REQUIRE_GPU_OR_SKIP();
+  // The 128 x 128 tile (what the wave rule takes on 3 m-tiles), then 128 x 256: one partial
+  // n-tile (65, 200), whole ones (128, 256), and a partial second one (450).
   for (int64_t N : {65, 128, 200}) check_split_invariance({333, N, 264}, fresh_seed());
+  for (int64_t N : {65, 200, 256, 450}) check_split_invariance({333, N, 264}, fresh_seed(), 256);
 }
 
 TEST(TieredGemm, MulticastClustersGiveTheSameBits) {
   DAK_REQUIRE_GPU_OR_SKIP();
   // N > 64 with several n-tiles: host CTAs in clusters of 2 or 4 share each host W tile by TMA
   // multicast. Against the fp64 reference and bitwise against m_host = 0, for clusters of 1, 2
-  // and 4; n-tile counts that are (512: 4) and are not (300: 3, 700: 6) a multiple of the cluster,
-  // so some ranks compute nothing; one cluster walking many units through a one-stage ring and
-  // through three stages; and a CUDA-graph replay of a multicast launch.
+  // and 4; n-tile counts that are (512: 4 of 128, 2 of 256) and are not (300: 3 of 128, 700: 6 of
+  // 128, 3 of 256) a multiple of the cluster, so some ranks compute nothing; one cluster walking
+  // many units through a one-stage ring and through three stages; and a CUDA-graph replay of a
+  // multicast launch. 128 x 128 (the wave rule's choice for 5 m-tiles) and 128 x 256 (forced).
   const dak::TieredGemmLinkLimits device = dak::gpu::tiered_gemm_cluster_limits();
   const int sms = sm_count();
-  for (int64_t N : {300, 512, 700}) {
+  for (const auto& [N, compute_bn] : {std::pair{300, 0}, {512, 0}, {700, 0}, {512, 256}, {700, 256}}) {
     const uint64_t seed = fresh_seed();
     SCOPED_TRACE("seed=" + std::to_string(seed));
     std::mt19937_64 rng(seed);
     const Problem p{520, N, 1032};
     Operands o(p, rng);
-    const std::vector<uint8_t> first =
-        run_and_check(o, dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sms), describe(p) + " m_host 0").bytes;
+    dak::TieredGemmLinkLimits base = device;
+    base.compute_bn = compute_bn;
+    const TieredGemmSchedule all_hbm = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sms, base);
+    EXPECT_EQ(all_hbm.tile.bn, compute_bn == 256 ? 256 : 128) << all_hbm.to_string();
+    const std::vector<uint8_t> first = run_and_check(o, all_hbm, describe(p) + " m_host 0").bytes;
     for (int64_t m_host : {int64_t(128), int64_t(300), p.M}) {
       for (int32_t max_cluster : {1, 2, 4}) {
-        dak::TieredGemmLinkLimits lim = device;
+        dak::TieredGemmLinkLimits lim = base;
         lim.max_cluster = max_cluster;
         const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, lim);
         EXPECT_EQ(s.cluster, std::min(max_cluster, s.n_tiles() >= 4 ? 4 : 2)) << s.to_string();
         const std::string what = describe(p) + " " + s.to_string();
         EXPECT_TRUE(first == run_and_check(o, s, what).bytes) << what << ": bits differ from m_host = 0";
       }
-      const TieredGemmSchedule planned = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, device);
+      const TieredGemmSchedule planned = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, base);
       const int64_t grid = planned.host_ctas + planned.hbm_ctas;
       for (const auto& [ctas, stages] : {std::pair{4, 1}, std::pair{4, 3}}) {
         const TieredGemmSchedule s = dak::with_congestion(planned, ctas, stages, 4, grid);
@@ -273,7 +285,7 @@ TEST(TieredGemm, MulticastClustersGiveTheSameBits) {
         EXPECT_TRUE(first == run_and_check(o, s, what).bytes) << what << ": bits differ from m_host = 0";
       }
     }
-    const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, 300, sms, device);
+    const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, 300, sms, base);
     const std::string what = describe(p) + " graph " + s.to_string();
     EXPECT_TRUE(first == run_and_check(o, s, what, /*graph=*/true).bytes) << what << ": bits differ from m_host = 0";
   }
@@ -341,13 +353,20 @@ TEST(TieredGemm, BiasReluF32AndStrides) {
       {200, 7, 136, 144, 208, true, false, TieredGemmOut::kBf16},
       {200, 7, 136, 0, 0, true, true, TieredGemmOut::kBf16},
       {190, 70, 72, 80, 200, true, false, TieredGemmOut::kF32},
+      {190, 450, 136, 144, 208, true, true, TieredGemmOut::kBf16},
+      {130, 200, 72, 80, 136, true, false, TieredGemmOut::kF32},
       {64, 1, 64, 0, 0, false, true, TieredGemmOut::kF32},
   };
   for (const Problem& p : problems) {
     Operands o(p, rng);
     for (int64_t m_host : {int64_t(0), p.M / 3, p.M}) {
-      const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sm_count());
-      run_and_check(o, s, describe(p) + " " + s.to_string());
+      for (int32_t compute_bn : {0, 256}) {  // 256: the 128 x 256 tile where N > 64
+        if (compute_bn == 256 && p.N <= 64) continue;
+        dak::TieredGemmLinkLimits limits;
+        limits.compute_bn = compute_bn;
+        const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sm_count(), limits);
+        run_and_check(o, s, describe(p) + " " + s.to_string());
+      }
     }
   }
 }

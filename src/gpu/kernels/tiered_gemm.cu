@@ -1,5 +1,6 @@
 // Tiered GEMM host side: argument checks, workspace initialization and dispatch to the compiled
-// tiles (kernel: tiered_gemm_kernel.cuh; instantiations: tiered_gemm_bm64.cu, tiered_gemm_bm128.cu).
+// tiles (kernel: tiered_gemm_kernel.cuh; instantiations: tiered_gemm_bm64.cu, tiered_gemm_bm128.cu,
+// tiered_gemm_bm128x256.cu).
 #include "gpu/kernels/tiered_gemm.h"
 
 #include <string>
@@ -65,6 +66,7 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
   if (bm == 64 && bn == 32) return launch<64, 32>(a, s, g_workspace, stream);
   if (bm == 64 && bn == 64) return launch<64, 64>(a, s, g_workspace, stream);
   if (bm == 128 && bn == 128) return launch<128, 128>(a, s, g_workspace, stream);
+  if (bm == 128 && bn == 256) return launch<128, 256>(a, s, g_workspace, stream);
   fail("tile " + std::to_string(bm) + "x" + std::to_string(bn) + " is not compiled", where,
        "use choose_tiered_gemm_tile()");
 }

@@ -46,6 +46,7 @@
 #include <cute/atom/copy_atom.hpp>
 #include <cute/atom/mma_atom.hpp>
 #include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/cuda_host_adapter.hpp>
 #include <cutlass/numeric_types.h>
 
@@ -91,6 +92,14 @@ struct Config {
   // 4 (bn <= 16) with one stage of wgmma kept in flight 22.2 us; the full-GPU decode shapes are
   // unchanged (HBM-bound).
   static constexpr int kAccumulators = kAtoms == 1 ? 1 : kBn <= 16 ? 4 : 2;
+  // The 128 x 256 tile: 128 fp32 accumulators per consumer thread do not fit the 168 registers a
+  // 384-thread CTA gives every thread, so the producer warpgroup (one thread issues TMA) drops to
+  // 40 and the consumers rise to 232 (setmaxnreg; 128 * 40 + 256 * 232 <= 64 Ki, as CUTLASS's
+  // warp-specialized kernels do). That tile runs without k-splits (validate()), so its split
+  // epilogue is not compiled.
+  static constexpr bool kRegisterRealloc = kBn > 128;
+  static constexpr bool kSplitEpilogue = kBn <= 128;
+  static_assert(kBn <= 256, "TMA boxes and wgmma take at most 256 tokens");
 
   struct alignas(1024) SharedStorage {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
@@ -245,6 +254,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
 
   if (warpgroup == 0) {
     // ------------------------------------------------------------------ producer
+    if constexpr (Cfg::kRegisterRealloc) cutlass::arch::warpgroup_reg_dealloc<40>();  // all 4 warps
     if (threadIdx.x / 32 != 0 || !cute::elect_one_sync()) return;
     const auto& tma_w = host_side ? p.tma_w_host : p.tma_w_hbm;
     Tensor mW = tma_w.get_tma_tensor(make_shape(int(side_rows > 0 ? side_rows : 1), int(s.K)));
@@ -357,6 +367,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   }
 
   // -------------------------------------------------------------------- consumers
+  if constexpr (Cfg::kRegisterRealloc) cutlass::arch::warpgroup_reg_alloc<232>();
   // y and the workspace (counters, partials) may still be in use by the previous kernel.
   cudaGridDependencySynchronize();
   constexpr int kConsumerThreads = Cfg::kGroupThreads;  // per math group
@@ -452,7 +463,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     // Epilogue.
     const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
     const int64_t tile_n0 = n_tile * kBn;
-    if (s.k_splits > 1) {
+    if (Cfg::kSplitEpilogue && s.k_splits > 1) {
       // The split reduction. The tile's last split (S - 1) is its reducer: the others store their
       // fp32 partial, and thread 0 makes it visible GPU-wide (the CTA barrier orders every thread's
       // partial before its cumulative fence) and counts it with a fire-and-forget atomic; the
