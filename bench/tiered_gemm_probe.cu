@@ -515,13 +515,13 @@ int probe_stream(int sms) {
   return 0;
 }
 
-// `gemm_probe tiles`: the compute path (N > 64, all of W in HBM) on the 128 x 128 tile, the
-// 128 x 256 tile, the 128 x 256 tile in clusters of 2 sharing each W tile by multicast (half the
-// W bytes from L2 per CTA; N >= 512), and cuBLASLt, for the linears of Llama-2-7B, Llama-2-70B and
+// `gemm_probe tiles`: the compute path (N > 64, all of W in HBM) on the 128 x 128 and the 128 x 256
+// tile, each with k_splits 1 to 4, against cuBLASLt, for the linears of Llama-2-7B, Llama-2-70B and
 // OPT-30B at N = 256, 512 and 1024: 8 back-to-back launches on distinct copies of W (more than L2,
-// as in a layer stack), us per GEMM (median of 5) and TFLOPS, and the tile choose_tiered_gemm_tile
-// takes ("auto"). Inputs are zeros: a tensor-core GEMM's time does not depend on the values.
-// The A/B of the 128 x 256 tile (docs/perf-notes.md, session 18).
+// as in a layer stack), us per GEMM (median of 5), with the model's cost
+// (tiered_gemm_compute_cost) beside each and the (tile, k_splits) plan_tiered_gemm takes. Inputs
+// are zeros: a tensor-core GEMM's time does not depend on the values. The A/B of the compute
+// tiles and splits (docs/perf-notes.md, session 18).
 int probe_tiles(int sms) {
   using namespace dak;
   const int64_t shapes[][2] = {{12288, 4096}, {4096, 4096},  {22016, 4096}, {4096, 11008},
@@ -536,58 +536,62 @@ int probe_tiles(int sms) {
   DAK_CUDA_CHECK(cudaMalloc(&w, kWElems * 2));
   DAK_CUDA_CHECK(cudaMalloc(&x, max_x * 2));
   DAK_CUDA_CHECK(cudaMalloc(&y, max_y * 2));
-  DAK_CUDA_CHECK(cudaMalloc(&ws, 256 << 20));
+  const size_t ws_bytes = size_t(512) << 20;
+  DAK_CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+  DAK_CUDA_CHECK(cudaMemset(ws, 0, ws_bytes));  // split counters start at zero (every run resets them)
   DAK_CUDA_CHECK(cudaMalloc(&lt_ws, gpu::CublasLtGemm::kWorkspaceBytes));
   DAK_CUDA_CHECK(cudaMemset(w, 0, kWElems * 2));
   DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
   gpu::CublasLtGemm lt(lt_ws, gpu::CublasLtGemm::kWorkspaceBytes);
-  std::printf("%6s %6s %5s | %16s | %16s | %16s | %16s | %4s | %6s %6s\n", "M", "K", "N", "128x128 us TF",
-              "128x256 us TF", "256 c2 us TF", "cuBLASLt us TF", "auto", "n/w", "cuBLAS/auto");
+  std::printf("us per GEMM (model cost in 128 x 128 k-blocks); '-': more split tiles than the workspace counts\n");
+  std::printf("%6s %6s %5s %4s | %15s %15s %15s %15s | %8s | %s\n", "M", "K", "N", "bn", "S=1", "S=2", "S=3", "S=4",
+              "cuBLASLt", "planned");
   for (const auto& mk : shapes) {
     const int64_t M = mk[0], K = mk[1];
     const size_t w_elems = size_t(M * K);
     const int copies = int(std::min<size_t>(8, kWElems / w_elems));
     for (int64_t N : tokens) {
-      const double flops = 2.0 * double(M) * double(N) * double(K);
-      double us[4] = {0, 0, 0, 0};
-      for (int t = 0; t < 3; ++t) {
-        const int32_t cluster = t == 2 ? 2 : 1;
-        if (t == 2 && N < 512) continue;  // one n-tile of 256: nothing to share
-        TieredGemmSchedule s = plan_tiered_gemm(M, N, K, 0, sms);
-        s.tile = t == 0 ? TieredGemmTile{128, 128} : TieredGemmTile{128, 256};
-        s.k_splits = 1;
-        s.hbm_stages = s.tile.max_stages();
-        s = with_congestion(s, 0, 1, cluster, sms);  // HBM CTAs (whole clusters) for the tile's units
-        gpu::TieredGemmArgs a;
-        a.g_x = static_cast<const __nv_bfloat16*>(x);
-        a.g_y = y;
-        us[t] = median_us([&] {
-                  for (int i = 0; i < copies; ++i) {
-                    a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
-                    gpu::tiered_gemm(a, s, ws, nullptr);
-                  }
-                }) /
-                copies;
-      }
       gpu::GemmArgs g;
       g.g_x = static_cast<const __nv_bfloat16*>(x);
       g.g_y = y;
       g.N = N;
       g.M = M;
       g.K = K;
-      us[3] = median_us([&] {
-                for (int i = 0; i < copies; ++i) {
-                  g.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
-                  lt.run(g, nullptr);
-                }
-              }) /
-              copies;
-      const int32_t pick = choose_tiered_gemm_tile(M, N, sms).bn;
-      const double auto_us = pick == 256 ? us[1] : us[0];
-      auto tf = [&](double t) { return t > 0 ? flops / t * 1e-6 : 0.0; };
-      std::printf("%6ld %6ld %5ld | %7.1f %8.1f | %7.1f %8.1f | %7.1f %8.1f | %7.1f %8.1f | %4d | %6.3f %6.3f\n",
-                  long(M), long(K), long(N), us[0], tf(us[0]), us[1], tf(us[1]), us[2], tf(us[2]), us[3], tf(us[3]),
-                  pick, us[0] / us[1], us[3] / auto_us);
+      const double lt_us = median_us([&] {
+                             for (int i = 0; i < copies; ++i) {
+                               g.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
+                               lt.run(g, nullptr);
+                             }
+                           }) /
+                           copies;
+      const TieredGemmSchedule planned = plan_tiered_gemm(M, N, K, 0, sms);
+      for (const TieredGemmTile tile : {TieredGemmTile{128, 128}, TieredGemmTile{128, 256}}) {
+        std::printf("%6ld %6ld %5ld %4d |", long(M), long(K), long(N), tile.bn);
+        for (int32_t S = 1; S <= 4; ++S) {
+          TieredGemmSchedule s = planned;
+          s.tile = tile;
+          s.k_splits = S;
+          s.hbm_stages = tile.max_stages();
+          if (s.max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles ||
+              size_t(s.workspace_bytes()) > ws_bytes) {
+            std::printf(" %15s", "-");
+            continue;
+          }
+          s = with_congestion(s, 0, 1, 1, sms);  // HBM CTAs for the tile's unit count
+          gpu::TieredGemmArgs a;
+          a.g_x = static_cast<const __nv_bfloat16*>(x);
+          a.g_y = y;
+          const double us = median_us([&] {
+                              for (int i = 0; i < copies; ++i) {
+                                a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
+                                gpu::tiered_gemm(a, s, ws, nullptr);
+                              }
+                            }) /
+                            copies;
+          std::printf(" %7.1f (%5.0f)", us, tiered_gemm_compute_cost(M, N, K, tile, S, sms));
+        }
+        std::printf(" | %8.1f | %dx%d S=%d\n", lt_us, planned.tile.bm, planned.tile.bn, planned.k_splits);
+      }
     }
   }
   return 0;

@@ -5,7 +5,7 @@
 //
 //   dak bench gemm [--models llama-2-7b,llama-2-70b,opt-30b] [--tokens 8,512]
 //                  [--ratios 0,0.5,1,2,5,10,20,40,100] [--runs 7] [--layers 8]
-//                  [--congestion CTAS,STAGES] [--max-cluster 4|2|1] [--host-rows tile|row] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
+//                  [--congestion CTAS,STAGES] [--max-cluster 4|2|1] [--compute-tile auto|128|256] [--host-rows tile|row] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -52,6 +52,7 @@ struct BenchGemmArgs {
   int layers = 8;
   std::string congestion;
   int max_cluster = 4;
+  std::string compute_tile = "auto";
   std::string host_rows = "tile";
   double per_gemm_min_mib = 256;
   double stack_host_gib = 8;
@@ -191,6 +192,7 @@ TieredGemmSchedule schedule_for(const Linear& op, int64_t N, int64_t m_host, int
 TieredGemmLinkLimits dry_limits(const BenchGemmArgs& a) {
   TieredGemmLinkLimits l;
   l.max_cluster = a.max_cluster;
+  l.compute_bn = a.compute_tile == "128" ? 128 : a.compute_tile == "256" ? 256 : 0;
   l.cluster4_ctas = kDryCluster4Ctas;
   return l;
 }
@@ -279,6 +281,8 @@ std::string print_plan(const Plan& plan, int64_t sm_count, const BenchGemmArgs& 
   o << fmt::format("dak bench gemm --dry-run: {} experiment(s), schedules for {} SMs, {} of them co-resident in "
                    "multicast clusters of 4 (an H200; the real run asks the GPU)\n",
                    plan.experiments.size(), sm_count, kDryCluster4Ctas);
+  o << fmt::format("compute tile (N > 64): {}\n", a.compute_tile == "auto" ? "chosen per shape (128 x 128 or 128 x 256)"
+                                                                             : "128 x " + a.compute_tile + " (--compute-tile)");
   o << fmt::format("multicast clusters of up to {} CTAs; host CTAs x stages: {}; host rows: {}\n", a.max_cluster,
                    a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion,
                    a.host_rows == "tile" ? "whole 128-row tiles (--host-rows tile)" : "round(x * M) (--host-rows row)");
@@ -458,7 +462,8 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
               {"configs", link.configs}};
   j["config"] = {{"runs", runs}, {"warmup", warmup}, {"layers", a.layers}, {"per_gemm_min_mib", a.per_gemm_min_mib},
                  {"stack_host_gib", a.stack_host_gib}, {"full", a.full}, {"quick", a.quick}, {"seed", a.seed},
-                 {"congestion", a.congestion}, {"host_rows", a.host_rows}, {"max_cluster", a.max_cluster}};
+                 {"congestion", a.congestion}, {"host_rows", a.host_rows}, {"max_cluster", a.max_cluster},
+                 {"compute_tile", a.compute_tile}};
   j["skipped"] = skipped;
   for (size_t k = 0; k < plan.experiments.size(); ++k) {
     const Experiment& e = plan.experiments[k];
@@ -540,6 +545,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
                      100 * b_h / (b_g + b_h), runs, warmup, a.layers, a.layers);
   if (cong) txt << fmt::format("--congestion: {} host CTAs x {} stages at every x > 0\n", cong->host_ctas,
                                cong->host_stages);
+  if (a.compute_tile != "auto") txt << fmt::format("--compute-tile: 128 x {} at every N > 64\n", a.compute_tile);
   txt << fmt::format("multicast: W tiles shared by clusters of up to {} CTAs at N > 64 ({} CTAs co-resident in "
                      "clusters of 4)\n",
                      a.max_cluster, device_limits(a).cluster4_ctas);
@@ -618,6 +624,10 @@ void run_bench_gemm(const BenchGemmArgs& args) {
     fail(fmt::format("--max-cluster {} is not 1, 2 or 4", a.max_cluster), "--max-cluster",
          "give the largest multicast cluster: 4, 2, or 1 to turn multicast off");
   }
+  if (a.compute_tile != "auto" && a.compute_tile != "128" && a.compute_tile != "256") {
+    fail(fmt::format("--compute-tile '{}' is not auto, 128 or 256", a.compute_tile), "--compute-tile",
+         "pass auto (the tile and k-splits chosen per shape), or 128 / 256 to force the 128 x 128 / 128 x 256 tile");
+  }
   if (a.host_rows != "tile" && a.host_rows != "row") {
     fail(fmt::format("--host-rows '{}' is neither tile nor row", a.host_rows), "--host-rows",
          "pass tile (whole 128-row units, as the planner places them) or row (round(x * M) rows)");
@@ -686,6 +696,10 @@ void add_bench_gemm_command(CLI::App& bench) {
                 "used with host rows where N spans two or more n-tiles of the compute tile (128 or 256 tokens)")
       ->capture_default_str()
       ->transform(whole_number("4, 2 or 1 (multicast off)", INT32_MIN, INT32_MAX));
+  c->add_option("--compute-tile", a->compute_tile,
+                "Tile above 64 tokens: auto (128 x 128 or 128 x 256 and k-splits, chosen per shape by the fitted cost "
+                "model), or 128 / 256 to force 128 x 128 / 128 x 256 (A/B measurements)")
+      ->capture_default_str();
   c->add_option("--host-rows", a->host_rows,
                 "tile: host rows in whole 128-row units, as the planner places them (the nearest count, at least one "
                 "when x > 0); row: m_host = round(x * M) rows (awkward partial tiles)")

@@ -116,7 +116,7 @@ OpCost CostModel::finish(OpCost c, int64_t kernels, int64_t copy_nodes) const {
 OpCost CostModel::direct(const Op& op, const Work& w, bool all_host) const {
   const HardwareProfile& p = profile_;
   // The kernel's multicast cluster for this N (core/tiered_gemm_schedule.h); host CTAs in whole clusters.
-  int64_t cluster = op.kind == OpKind::kLinear ? tiered_gemm_multicast_cluster(op.m, op.n, p.sm_count, p.max_multicast_cluster) : 1;
+  int64_t cluster = op.kind == OpKind::kLinear ? tiered_gemm_multicast_cluster(op.m, op.n, op.k, p.sm_count, p.max_multicast_cluster) : 1;
   if (2 * cluster > p.sm_count) cluster = 1;  // as plan_tiered_gemm: too few SMs for two clusters
   OpCost best;
   best.time_s = INFINITY;

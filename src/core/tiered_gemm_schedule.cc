@@ -35,10 +35,6 @@ void TieredGemmSchedule::validate() const {
     fail(fmt::format("tile {}x{} is not one the kernel is compiled for", tile.bm, tile.bn), where,
          "use choose_tiered_gemm_tile() (bm 64 with bn 8/16/32/64, or bm 128 with bn 128/256)");
   }
-  if (tile.bn == 256 && k_splits != 1) {
-    fail(fmt::format("k_splits {} on the 128 x 256 tile", k_splits), where,
-         "use k_splits = 1 on the compute tiles (choose_tiered_gemm_k_splits() does)");
-  }
   if (k_splits < 1 || k_splits > k_blocks()) {
     fail(fmt::format("k_splits {} outside [1, {} k-blocks]", k_splits, k_blocks()), where,
          "use choose_tiered_gemm_k_splits()");
@@ -79,34 +75,94 @@ std::string TieredGemmSchedule::to_string() const {
       cluster);
 }
 
+int64_t tiered_gemm_workspace_bound(int64_t M, int64_t K, int64_t max_n, int64_t sm_count, int32_t compute_bn) {
+  int64_t most = TieredGemmSchedule::counter_bytes();
+  for (int64_t N = 1; N <= max_n; ++N) {
+    const TieredGemmTile tile = choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn);
+    const int32_t S = choose_tiered_gemm_k_splits(M, N, K, tile, sm_count);
+    if (S < 2) continue;
+    const int64_t max_tiles = (ceil_div(M, tile.bm) + 1) * ceil_div(N, tile.bn);
+    most = std::max(most, TieredGemmSchedule::counter_bytes() + max_tiles * S * int64_t(tile.bm) * tile.bn * 4);
+  }
+  return most;
+}
+
 int64_t tiered_gemm_host_rows(double x, int64_t M, int64_t unit_rows) {
   if (!(x > 0) || M < 1) return 0;
   const int64_t unit = std::max<int64_t>(1, unit_rows);
   return std::min(M, std::max<int64_t>(1, std::llround(x * double(M) / double(unit))) * unit);
 }
 
-TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t sm_count, int32_t compute_bn) {
+namespace {
+
+constexpr TieredGemmTile kNarrow{128, 128}, kWide{128, 256};
+
+/// The compute path's k_splits for one tile: the S in [1, min(8, k_blocks / 8)] of least
+/// tiered_gemm_compute_cost, a split taken only when it saves more than 3 % (it costs workspace
+/// and an epilogue whose constant is the least certain), with at most kComputeSplitUnits units,
+/// and within the workspace's split-tile counters. Writes the cost to *cost.
+int32_t compute_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count, double* cost) {
+  const int64_t k_blocks = ceil_div(K, tile.bk());
+  const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
+  const int64_t max_tiles = (ceil_div(M, tile.bm) + 1) * ceil_div(N, tile.bn);  // max_output_tiles()
+  const double whole = tiered_gemm_compute_cost(M, N, K, tile, 1, sm_count);
+  double best_cost = whole;
+  int32_t best = 1;
+  const int64_t most = std::min<int64_t>(8, k_blocks / 8);
+  for (int64_t S = 2; S <= most; ++S) {
+    if (tiles * S > kComputeSplitUnits * sm_count || max_tiles > TieredGemmSchedule::kMaxSplitTiles) break;
+    const double c = tiered_gemm_compute_cost(M, N, K, tile, S, sm_count);
+    if (c < 0.97 * whole && c < best_cost) {
+      best_cost = c;
+      best = int32_t(S);
+    }
+  }
+  if (cost) *cost = best_cost;
+  return best;
+}
+
+}  // namespace
+
+double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
+                                int64_t sm_count) {
+  // Constants of the H200 (docs/perf-notes.md session 18), in units of one 128 x 128 k-block
+  // (128 x 128 x 64, ~0.42-0.54 us):
+  // - a 128 x 256 k-block costs 1.8 of them: `dak bench gemm` with random inputs, 57344 x 8192 at
+  //   N = 512, 663 us in 7 rounds against 757 in 14 (1.75); zero inputs (`gemm_probe tiles`) flatter
+  //   the wide tile (1.6) and misled the first rule;
+  // - a 128 x 256 launch costs kWideLaunch more (~34 us) inside a chain of GEMMs: in Llama-2-7B's
+  //   8-layer stack (CUDA graph, PDL) its gate_up took 200.5 us against 158.5 alone, and the stack
+  //   ran 401 / 248 us per layer (N = 512 / 256) against 365 / 221 on 128 x 128 (cause not found);
+  // - a split unit adds its epilogue (the fp32 partial written, the reducer's wait and read; not
+  //   overlapped with the math on the 128-row tiles): ~8-11 us on 128 x 128 and ~20 us on 128 x 256
+  //   per round (4096 x 4096 at N = 256: 30.0 us whole, 25.4 in 2 splits).
+  constexpr double kWideBlockCost = 1.8, kWideLaunch = 80;
+  constexpr double kNarrowSplitEpilogue = 20, kWideSplitEpilogue = 45;
+  const bool wide = tile.bn > 128;
+  const int64_t units = ceil_div(M, tile.bm) * ceil_div(N, tile.bn) * S;
+  const int64_t rounds = ceil_div(units, std::max<int64_t>(sm_count, 1));
+  const double block = wide ? kWideBlockCost : 1.0;
+  const double epilogue = S > 1 ? (wide ? kWideSplitEpilogue : kNarrowSplitEpilogue) : 0.0;
+  return double(rounds) * (double(ceil_div(ceil_div(K, tile.bk()), S)) * block + epilogue) + (wide ? kWideLaunch : 0.0);
+}
+
+TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t K, int64_t sm_count, int32_t compute_bn) {
   if (N <= 8) return {64, 8};
   if (N <= 16) return {64, 16};
   if (N <= 32) return {64, 32};
   if (N <= 64) return {64, 64};
-  constexpr TieredGemmTile kNarrow{128, 128}, kWide{128, 256};
   if (compute_bn == 128) return kNarrow;
   if (compute_bn == 256) return kWide;
   // The wide tile only where it pads N no further than the narrow one (N rounded up to 128 is a
-  // multiple of 256) ...
+  // multiple of 256) and where its best split costs no more than the narrow tile's
+  // (tiered_gemm_compute_cost: waves of one unit per SM, so 4096 x 4096 at N = 512 runs 128
+  // narrow units in one wave rather than 64 wide ones on half the SMs).
   const int64_t n128 = ceil_div(N, 128) * 128;
   if (n128 % 256 != 0) return kNarrow;
-  // ... and where its fewer, larger units still fill the GPU: each side runs in waves of one unit
-  // per SM, and a wide unit costs kWideUnitCost narrow ones. Measured on the H200
-  // (`gemm_probe tiles`, all-HBM, docs/perf-notes.md session 18): 801 vs 645 TFLOPS on 57344 x
-  // 8192 at N = 512 (13.6 vs 27.2 waves), so a wide unit is 2 x 645 / 801 = 1.61 narrow ones; with
-  // 64 wide units for 132 SMs (4096 x 4096 at N = 512) the wide tile took 50.6 us against 32.0.
-  constexpr double kWideUnitCost = 1.6;
-  const int64_t m_tiles = ceil_div(std::max<int64_t>(M, 1), 128), sms = std::max<int64_t>(sm_count, 1);
-  const double narrow_waves = double(ceil_div(m_tiles * ceil_div(N, 128), sms));
-  const double wide_waves = double(ceil_div(m_tiles * ceil_div(N, 256), sms));
-  return wide_waves * kWideUnitCost <= narrow_waves ? kWide : kNarrow;
+  double narrow = 0, wide = 0;
+  compute_k_splits(M, N, K, kNarrow, sm_count, &narrow);
+  compute_k_splits(M, N, K, kWide, sm_count, &wide);
+  return wide <= narrow ? kWide : kNarrow;
 }
 
 double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_t sm_count) {
@@ -131,7 +187,7 @@ double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_
 
 int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count) {
   if (M < 1 || N < 1 || K < 1 || sm_count < 1) return 1;
-  if (N > 64) return 1;
+  if (N > 64) return tile.bm == 128 ? compute_k_splits(M, N, K, tile, sm_count, nullptr) : 1;
   const int64_t k_blocks = ceil_div(K, tile.bk());
   const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
   TieredGemmSchedule shape;  // only M, N and the tile: for max_output_tiles(), as validate() counts them
@@ -151,9 +207,9 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   return best;
 }
 
-int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t sm_count, int64_t max_cluster,
+int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t sm_count, int64_t max_cluster,
                                       int32_t compute_bn) {
-  const TieredGemmTile tile = choose_tiered_gemm_tile(M, N, sm_count, compute_bn);
+  const TieredGemmTile tile = choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn);
   if (tile.bm != 128) return 1;
   const int64_t n_tiles = ceil_div(N, tile.bn);
   const int32_t want = n_tiles >= 4 ? 4 : n_tiles >= 2 ? 2 : 1;
@@ -174,13 +230,13 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   s.N = N;
   s.K = K;
   s.m_host = m_host;
-  s.tile = choose_tiered_gemm_tile(M, N, sm_count, limits.compute_bn);
+  s.tile = choose_tiered_gemm_tile(M, N, K, sm_count, limits.compute_bn);
   s.k_splits = choose_tiered_gemm_k_splits(M, N, K, s.tile, sm_count);
   const int32_t ring = s.tile.max_stages();
   s.host_stages = 1;
   s.hbm_stages = ring;
   int64_t grid = sm_count;
-  const int32_t cluster = tiered_gemm_multicast_cluster(M, N, sm_count, limits.max_cluster, limits.compute_bn);
+  const int32_t cluster = tiered_gemm_multicast_cluster(M, N, K, sm_count, limits.max_cluster, limits.compute_bn);
   if (m_host > 0 && cluster > 1) {
     s.cluster = cluster;
     grid = limits.grid_ctas(s.cluster, sm_count);

@@ -85,7 +85,7 @@ struct TieredGemmLinkLimits {
   int64_t cluster4_ctas = 0;
   /// Largest multicast cluster plan_tiered_gemm may choose (1 turns multicast off).
   int32_t max_cluster = 4;
-  /// Compute tile (N > 64) plan_tiered_gemm takes: 0 chooses by padding and waves (the default,
+  /// Compute tile (N > 64) plan_tiered_gemm takes: 0 chooses by padding and cost (the default,
   /// choose_tiered_gemm_tile); 128 or 256 forces 128 x 128 or 128 x 256 (A/B measurements, tests).
   int32_t compute_bn = 0;
 
@@ -169,7 +169,7 @@ struct TieredGemmSchedule {
   /// Throws dak::Error (naming the field) for an inconsistent schedule: sizes, a tile the kernel
   /// is not compiled for, k_splits outside [1, k_blocks], a side with units but no CTA, stages
   /// outside [1, max_stages], a cluster other than 1 / 2 / 4, a cluster > 1 on a 64-row tile,
-  /// k_splits > 1 on the 128 x 256 tile, or CTA counts that are not whole clusters.
+  /// or CTA counts that are not whole clusters.
   void validate() const;
 
   std::string to_string() const;
@@ -183,19 +183,39 @@ int64_t tiered_gemm_host_rows(double x, int64_t M, int64_t unit_rows);
 /// Tile of an M x K weight at N tokens on `sm_count` SMs (any m_host: the tile never depends on
 /// it). N <= 64 -> bm 64 and the smallest bn in {8, 16, 32, 64} >= N (the bandwidth path: the W
 /// tile dominates SMEM traffic). N > 64 (the compute path) -> (128, 256) where N rounded up to
-/// 128 is a multiple of 256 (129-256, 385-512, ...: no more padding than bn 128) and its units,
-/// counted in waves of sm_count at 1.6 narrow units each (measured), take no longer than the
-/// (128, 128) ones; else (128, 128). So 57344 x 8192 at N = 512 is wide (448 wide units: 4 waves x
-/// 1.6 against 7), 4096 x 4096 at N = 512 narrow (64 wide units would leave half the SMs idle).
-/// compute_bn 128 or 256 (TieredGemmLinkLimits) forces that tile for every N > 64.
-TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t sm_count, int32_t compute_bn = 0);
+/// 128 is a multiple of 256 (129-256, 385-512, ...: no more padding than bn 128) and its best
+/// k-split costs no more than (128, 128)'s (tiered_gemm_compute_cost); else (128, 128). On 132
+/// SMs at N = 512: Llama-2-70B's gate_up (57344 x 8192) and down (8192 x 28672) are wide, every
+/// Llama-2-7B linear narrow; at N = 256 4096 x 4096 runs narrow in 2 k-splits. compute_bn 128 or
+/// 256 (TieredGemmLinkLimits) forces that tile for every N > 64.
+TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t K, int64_t sm_count, int32_t compute_bn = 0);
+
+/// Units of a compute-path launch (N > 64) that k-splits may create, per SM: the split's fp32
+/// partials need workspace (up to 128 KiB per unit of the 128 x 256 tile), and past a few waves a
+/// split no longer shortens the last one.
+constexpr int64_t kComputeSplitUnits = 3;
+
+/// Estimated time of an all-HBM compute-path launch (N > 64) of `tile` with S k-splits on
+/// sm_count SMs, in 128 x 128 k-blocks (~0.42-0.54 us each on the H200): rounds of one unit per SM
+/// (ceil(m-tiles x n-tiles x S / sm_count)) times a unit's time: its k-blocks (ceil(K / 64 / S)),
+/// 1.8 each on the 128 x 256 tile, plus, when S > 1, the split epilogue (20 on 128 x 128, 45 on
+/// 128 x 256: the partial's write, the reducer's wait and read); plus 80 per 128 x 256 launch (what
+/// it lost inside a graph of GEMMs). Fitted on the H200 to `dak bench gemm` (random inputs, single
+/// GEMMs and 8-layer stacks) and `gemm_probe tiles` (docs/perf-notes.md session 18).
+double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
+                                int64_t sm_count);
 
 /// Multicast cluster of a tiered GEMM with host rows (M x K weight, N tokens, sm_count SMs): 4 when
 /// the 128-row tile of N > 64 (choose_tiered_gemm_tile) has at least 4 n-tiles, 2 for 2 or 3
 /// n-tiles, else 1; never above max_cluster (rounded down to 1, 2 or 4). plan_tiered_gemm and the
 /// planner's cost model both use it.
-int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t sm_count, int64_t max_cluster,
+int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t sm_count, int64_t max_cluster,
                                       int32_t compute_bn = 0);
+
+/// The most HBM workspace (TieredGemmSchedule::workspace_bytes) a GEMM of an M x K weight needs at
+/// any N in [1, max_n] on sm_count SMs (with compute_bn as in TieredGemmLinkLimits): the engine
+/// allocates one workspace for every token count a pass may have. Bytes.
+int64_t tiered_gemm_workspace_bound(int64_t M, int64_t K, int64_t max_n, int64_t sm_count, int32_t compute_bn = 0);
 
 /// Estimated time of an all-HBM run of `tiles` output tiles of `k_blocks` k-blocks each, cut into
 /// S k-splits, on a persistent grid of min(tiles * S, sm_count) CTAs, in k-block loads of one
@@ -212,7 +232,9 @@ int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t sm_count, in
 double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_t sm_count);
 
 /// k_splits in [1, min(16, k_blocks / 2)] minimizing tiered_gemm_split_cost (ties: the smallest S);
-/// 1 when N > 64 (compute-bound tiles are many). On the Llama-2-7B decode shapes at N = 8 on 132
+/// when N > 64 (the 128-row tiles) the S in [1, min(8, k_blocks / 8)] minimizing
+/// tiered_gemm_compute_cost, taken only if it saves more than 3 % and makes at most
+/// kComputeSplitUnits x sm_count units. On the Llama-2-7B decode shapes at N = 8 on 132
 /// SMs: S = 2 for o_proj and down (64 m-tiles each), 1 for qkv, gate_up and the LM head; no split
 /// for a shape with more than TieredGemmSchedule::kMaxSplitTiles output tiles. Depends only on the
 /// arguments, so it is the same for every m_host (split invariance).

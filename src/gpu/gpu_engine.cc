@@ -769,14 +769,10 @@ bool GpuEngine::Impl::use_tiered(int64_t N, int64_t K) const {
 }
 
 uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
-  // The workspace depends on (M, K, tile class of N); take the largest over the token counts a
-  // pass can have: one per tile class up to the pass size.
-  int64_t most = 0;
+  // The workspace depends on (M, N, K): take the largest over every token count a pass can have.
+  int64_t most = TieredGemmSchedule::counter_bytes();
   for (const auto& [M, K] : linear_shapes()) {
-    for (int64_t N : {int64_t(8), int64_t(16), int64_t(32), int64_t(64), pass}) {
-      if (N > pass || K % 8 != 0) continue;
-      most = std::max(most, plan_tiered_gemm(M, N, K, 0, sm_count).workspace_bytes());
-    }
+    if (K % 8 == 0) most = std::max(most, tiered_gemm_workspace_bound(M, K, pass, sm_count, gemm_limits.compute_bn));
   }
   return uint64_t(most);
 }

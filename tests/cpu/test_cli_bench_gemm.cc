@@ -41,7 +41,7 @@ TEST(CliBenchGemm, HelpDocumentsEveryOptionAndMetric) {
   const RunResult r = run_dak("bench gemm --help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const char* s : {"--models", "--tokens", "--ratios", "--runs", "--layers", "--congestion", "--per-gemm-min-mib",
-                        "--stack-host-gib", "--full", "--quick", "--dry-run", "--json", "--csv", "--seed", "EB",
+                        "--stack-host-gib", "--full", "--quick", "--dry-run", "--json", "--csv", "--seed", "EB", "--compute-tile",
                         "ideal", "B_g", "B_h", "cuBLAS", "prefetch", "128-row units", "target", "bits"}) {
     EXPECT_TRUE(contains(r.output, s)) << s << " missing from:\n" << r.output;
   }
@@ -87,6 +87,21 @@ TEST(CliBenchGemm, DryRunTimesSingleGemmsOnlyForWeightsOfAtLeast256MiB) {
   ASSERT_EQ(all.exit_code, 0) << all.output;
   EXPECT_TRUE(contains(all.output, "llama-2-7b N=8 gemm o: 9 points")) << all.output;
   EXPECT_TRUE(contains(all.output, "dak bench gemm --dry-run: 5 experiment(s)")) << all.output;
+}
+
+TEST(CliBenchGemm, ComputeTileIsChosenPerShapeOrForced) {
+  // N = 512 on 132 SMs: Llama-2-7B's linears run 128 x 128, Llama-2-70B's gate_up 128 x 256 (the
+  // fitted cost model, core/tiered_gemm_schedule.h); --compute-tile forces one.
+  const RunResult r = run_dak("bench gemm --dry-run --models llama-2-7b,llama-2-70b --tokens 512 --ratios 0", kNoGpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "qkv: M=12288 N=512 K=4096 m_host=0 tile=128x128x64")) << r.output;
+  EXPECT_TRUE(contains(r.output, "gate_up: M=22016 N=512 K=4096 m_host=0 tile=128x128x64")) << r.output;
+  EXPECT_TRUE(contains(r.output, "gate_up: M=57344 N=512 K=8192 m_host=0 tile=128x256x64")) << r.output;
+  const RunResult forced =
+      run_dak("bench gemm --dry-run --models llama-2-7b --tokens 512 --ratios 0 --compute-tile 256", kNoGpu);
+  ASSERT_EQ(forced.exit_code, 0) << forced.output;
+  EXPECT_TRUE(contains(forced.output, "qkv: M=12288 N=512 K=4096 m_host=0 tile=128x256x64")) << forced.output;
+  EXPECT_TRUE(contains(forced.output, "compute tile (N > 64): 128 x 256 (--compute-tile)")) << forced.output;
 }
 
 TEST(CliBenchGemm, HostRowsAreWholeTilesAsThePlannerPlacesThem) {
@@ -190,6 +205,7 @@ TEST(CliBenchGemm, BadArgumentsAreRefusedBeforeLookingForAGpu) {
                         Case{"bench gemm --stack-host-gib 0", "--stack-host-gib", 2},
                         Case{"bench gemm --max-cluster 3", "--max-cluster"},
                         Case{"bench gemm --max-cluster 0", "--max-cluster"},
+                        Case{"bench gemm --compute-tile 64", "--compute-tile '64' is not auto, 128 or 256"},
                         Case{"bench gemm --congestion 119,1 --tokens 1024 --ratios 0.5", "whole multicast clusters of 4"},
                         Case{"bench gemm --dry-run --json /tmp/dak-dry-run-never-written.json", "--dry-run"}}) {
     const RunResult r = run_dak(c.args, kNoGpu);

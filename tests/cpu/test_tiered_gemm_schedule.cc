@@ -82,26 +82,30 @@ TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 0, 132).cluster, 1);
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 64, 4096, 1000, 132).cluster, 1);
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 128, 4096, 1000, 132).cluster, 1);  // one n-tile: nothing to share
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132).cluster, 1);  // one 256-token n-tile
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132).cluster, 2);  // 2 of 128
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 300, 4096, 1000, 132).cluster, 2);  // 3 of 128
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132).cluster, 4);  // 4 of 128 (waves)
   EXPECT_EQ(dak::plan_tiered_gemm(57344, 512, 8192, 1000, 132).cluster, 2);  // 2 of 256
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 1024, 4096, 1000, 132).cluster, 4);  // 4 of 256
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 1024, 4096, 1000, 132).cluster, 4);  // 8 of 128
+  dak::TieredGemmLinkLimits wide_only;
+  wide_only.compute_bn = 256;
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132, wide_only).cluster, 1);  // one 256-token n-tile
   // The cluster rule the planner's cost model shares: by the tile's n-tiles, rounded to 1 / 2 / 4
-  // (M = 57344: the 128 x 256 tile wherever it pads N no further).
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 64, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 128, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 129, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 257, 132, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 384, 132, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 512, 132, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 513, 132, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 1024, 132, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 3), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 8), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 132, 1), 1);
+  // (M = 57344, K = 8192: 128 x 128 up to 384 tokens, then 128 x 256 wherever it pads N no further).
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 64, 8192, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 128, 8192, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 129, 8192, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4, 256), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 257, 8192, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 384, 8192, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 512, 8192, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 513, 8192, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 1024, 8192, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 3), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 8), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 1), 1);
   dak::TieredGemmLinkLimits off;
   off.max_cluster = 1;
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 1024, 4096, 1000, 132, off).cluster, 1);
@@ -160,28 +164,52 @@ TEST(TieredGemmSchedule, CongestionOverrides) {
 }
 
 TEST(TieredGemmSchedule, TileAndSplitChoices) {
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 1, 132).bn, 8);
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 9, 132).bn, 16);
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 64, 132).bn, 64);
-  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 65, 132).bm, 128);
-  // The compute tiles on a large weight (many units): 128 x 256 wherever it pads N no more than
-  // 128 x 128.
-  for (const auto& [N, bn] : {std::pair{65, 128}, {128, 128}, {129, 256}, {256, 256}, {257, 128}, {384, 128},
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 1, 4096, 132).bn, 8);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 9, 4096, 132).bn, 16);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 64, 4096, 132).bn, 64);
+  EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 65, 4096, 132).bm, 128);
+  // The compute tiles on a large weight (many units): 128 x 256 from 385 tokens wherever it pads N
+  // no more than 128 x 128 (257-384 and 513-640 are padded less by 128).
+  for (const auto& [N, bn] : {std::pair{65, 128}, {128, 128}, {129, 128}, {256, 128}, {257, 128}, {384, 128},
                               {385, 256}, {512, 256}, {513, 128}, {1000, 256}, {8192, 256}}) {
-    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 132).bn, bn) << "N = " << N;
-    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 132).bm, 128) << "N = " << N;
-    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 132, 128).bn, 128) << "N = " << N;  // forced
-    EXPECT_EQ(dak::choose_tiered_gemm_tile(64, N, 132, 256).bn, 256) << "N = " << N;      // forced
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 8192, 132).bn, bn) << "N = " << N;
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 8192, 132).bm, 128) << "N = " << N;
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 8192, 132, 128).bn, 128) << "N = " << N;  // forced
+    EXPECT_EQ(dak::choose_tiered_gemm_tile(64, N, 8192, 132, 256).bn, 256) << "N = " << N;      // forced
   }
-  // Waves: the tile the session-18 A/B measured faster on the H200 (gemm_probe tiles, 132 SMs),
-  // for the shipped linears at N = 256 / 512 / 1024 (M; bn at each N).
-  for (const auto& [M, bn256, bn512, bn1024] : {std::tuple{12288, 256, 128, 256}, {4096, 128, 128, 256},
-                                                {22016, 128, 256, 256}, {57344, 256, 256, 256},
-                                                {8192, 128, 256, 256}, {21504, 128, 256, 256},
-                                                {7168, 128, 256, 256}}) {
-    EXPECT_EQ(dak::choose_tiered_gemm_tile(M, 256, 132).bn, bn256) << "M = " << M;
-    EXPECT_EQ(dak::choose_tiered_gemm_tile(M, 512, 132).bn, bn512) << "M = " << M;
-    EXPECT_EQ(dak::choose_tiered_gemm_tile(M, 1024, 132).bn, bn1024) << "M = " << M;
+  // The rule's picks for the shipped linears at N = 256 / 512, against the H200 (session 18,
+  // `dak bench gemm` with random inputs, 8-layer stacks and single GEMMs, --compute-tile auto / 128
+  // / 256 in one call): Llama-2-7B's stack ran fastest all 128 x 128 (365 vs 401 us per layer at
+  // N = 512, 221 vs 248 at 256), so did OPT-30B's at 256 (551 vs 574); Llama-2-70B's gate_up and
+  // down at 512 ran 12 % faster on 128 x 256 (663 vs 757 us, 309 vs 350). At N = 256 o and down
+  // of Llama-2-7B split K in two (`gemm_probe tiles`: 30.0 -> 25.4 us, 65.6 -> 46.3).
+  struct Pick {
+    int64_t M, K;
+    int32_t bn[2], splits[2];  // at N = 256, 512
+  };
+  for (const Pick& m : {Pick{12288, 4096, {128, 128}, {1, 1}}, Pick{4096, 4096, {128, 128}, {2, 1}},
+                        Pick{22016, 4096, {128, 128}, {1, 1}}, Pick{4096, 11008, {128, 128}, {2, 1}},
+                        Pick{57344, 8192, {128, 256}, {1, 1}}, Pick{8192, 28672, {128, 256}, {1, 1}},
+                        Pick{21504, 7168, {128, 128}, {1, 1}}, Pick{28672, 7168, {128, 128}, {1, 1}},
+                        Pick{7168, 28672, {128, 256}, {1, 1}}}) {
+    const int64_t tokens[2] = {256, 512};
+    for (int i = 0; i < 2; ++i) {
+      const TieredGemmSchedule s = dak::plan_tiered_gemm(m.M, tokens[i], m.K, 0, 132);
+      EXPECT_EQ(s.tile.bn, m.bn[i]) << s.to_string();
+      EXPECT_EQ(s.k_splits, m.splits[i]) << s.to_string();
+    }
+  }
+  // Splits keep their workspace bounded (kComputeSplitUnits units per SM at most) and the bound
+  // the engine allocates covers every N.
+  for (const auto& [M, K] : {std::pair{4096, 4096}, {8192, 28672}, {4096, 11008}}) {
+    const int64_t bound = dak::tiered_gemm_workspace_bound(M, K, 2048, 132);
+    for (int64_t N = 1; N <= 2048; N += 7) {
+      const TieredGemmSchedule s = dak::plan_tiered_gemm(M, N, K, 0, 132);
+      EXPECT_LE(s.workspace_bytes(), bound) << s.to_string();
+      EXPECT_LE(s.host_units() + s.hbm_units(),
+                std::max<int64_t>(dak::kComputeSplitUnits * 132, (s.hbm_m_tiles()) * s.n_tiles()))
+          << s.to_string();
+    }
   }
   dak::TieredGemmLinkLimits narrow;
   narrow.compute_bn = 128;
@@ -194,7 +222,7 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   // 64-tile decode linears of Llama-2-7B (o_proj, down) split in two over 128 CTAs, while qkv
   // (192 m-tiles), gate_up (344) and the LM head (500) keep whole tiles (measured in session 10:
   // qkv's split was 1.7 us slower in the two-layer trace, down's 5 us faster).
-  const auto t = dak::choose_tiered_gemm_tile(4096, 8, 132);
+  const auto t = dak::choose_tiered_gemm_tile(4096, 8, 4096, 132);
   EXPECT_EQ(t.bk(), 256);
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 8, 4096, t, 132), 2);
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 1, 11008, t, 132), 2);
@@ -219,7 +247,7 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   // Units keep at least 2 k-blocks: K = 512 (2 k-blocks) never splits.
   EXPECT_EQ(dak::choose_tiered_gemm_k_splits(64, 8, 512, t, 132), 1);
   // Compute-bound tiles never split.
-  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 512, 4096, dak::choose_tiered_gemm_tile(4096, 512, 132), 132), 1);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_splits(4096, 512, 4096, dak::choose_tiered_gemm_tile(4096, 512, 4096, 132), 132), 1);
   // Ring depths: 5 / 5 / 4 / 3 stages of 64 x 256 (+ x) for bn 8 / 16 / 32 / 64, 6 / 4 of 128 x 64
   // (+ x) for bn 128 / 256.
   const std::pair<dak::TieredGemmTile, int32_t> rings[] = {
@@ -230,11 +258,6 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   }
   EXPECT_EQ((dak::TieredGemmTile{128, 128}.bk()), 64);
   EXPECT_EQ((dak::TieredGemmTile{128, 256}.bk()), 64);
-  // The 128 x 256 tile has no split epilogue.
-  TieredGemmSchedule split = dak::plan_tiered_gemm(57344, 512, 4096, 0, 132);
-  ASSERT_EQ(split.tile.bn, 256);
-  split.k_splits = 2;
-  EXPECT_THROW(split.validate(), dak::Error);
   // k-blocks of a schedule count bk()-wide blocks, the last one partial.
   EXPECT_EQ(dak::plan_tiered_gemm(300, 8, 576, 0, 132).k_blocks(), 3);
   EXPECT_EQ(dak::plan_tiered_gemm(300, 100, 576, 0, 132).k_blocks(), 9);

@@ -219,7 +219,7 @@ void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn 
   const int sms = sm_count();
   dak::TieredGemmLinkLimits limits;
   limits.compute_bn = compute_bn;
-  const auto tile = dak::choose_tiered_gemm_tile(p.M, p.N, sms, compute_bn);
+  const auto tile = dak::choose_tiered_gemm_tile(p.M, p.N, p.K, sms, compute_bn);
   std::vector<uint8_t> first;
   for (int64_t m_host : host_rows_for(p.M, tile.bm)) {
     const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, limits);
@@ -299,6 +299,42 @@ TEST(TieredGemm, KSplitsWithLongK) {
     const auto s = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sm_count());
     EXPECT_GT(s.k_splits, 1) << s.to_string();
     check_split_invariance(p, fresh_seed());
+  }
+}
+
+TEST(TieredGemm, ComputeTilesSplitK) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  // The compute tiles (N > 64) with k-splits (chosen where a launch has few units,
+  // tiered_gemm_compute_cost): 128 x 128 and 128 x 256 (whose reducer sums 16 fragments at a
+  // time), 2 and 3 splits of a K with a partial last k-block, against the fp64 reference and
+  // bitwise across host rows (split invariance) and multicast clusters, eagerly and in a graph.
+  const dak::TieredGemmLinkLimits device = dak::gpu::tiered_gemm_cluster_limits();
+  const int sms = sm_count();
+  for (int32_t compute_bn : {128, 256}) {
+    for (int32_t S : {2, 3}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE("seed=" + std::to_string(seed) + " compute_bn=" + std::to_string(compute_bn) +
+                   " S=" + std::to_string(S));
+      std::mt19937_64 rng(seed);
+      const Problem p{333, 520, 1224};
+      Operands o(p, rng);
+      dak::TieredGemmLinkLimits limits = device;
+      limits.compute_bn = compute_bn;
+      std::vector<uint8_t> first;
+      for (int64_t m_host : {int64_t(0), int64_t(128), int64_t(200), p.M}) {
+        TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, limits);
+        s.k_splits = S;
+        s = dak::with_congestion(s, s.host_ctas, s.host_stages, 0, s.host_ctas + s.hbm_ctas);
+        ASSERT_EQ(s.tile.bn, compute_bn);
+        const std::string what = describe(p) + " " + s.to_string();
+        const RunResult r = run_and_check(o, s, what, /*graph=*/m_host == 200);
+        if (first.empty()) {
+          first = r.bytes;
+        } else {
+          EXPECT_TRUE(first == r.bytes) << what << ": bits differ from m_host = 0";
+        }
+      }
+    }
   }
 }
 

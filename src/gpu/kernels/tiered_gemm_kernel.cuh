@@ -95,10 +95,8 @@ struct Config {
   // The 128 x 256 tile: 128 fp32 accumulators per consumer thread do not fit the 168 registers a
   // 384-thread CTA gives every thread, so the producer warpgroup (one thread issues TMA) drops to
   // 40 and the consumers rise to 232 (setmaxnreg; 128 * 40 + 256 * 232 <= 64 Ki, as CUTLASS's
-  // warp-specialized kernels do). That tile runs without k-splits (validate()), so its split
-  // epilogue is not compiled.
+  // warp-specialized kernels do).
   static constexpr bool kRegisterRealloc = kBn > 128;
-  static constexpr bool kSplitEpilogue = kBn <= 128;
   static_assert(kBn <= 256, "TMA boxes and wgmma take at most 256 tokens");
 
   struct alignas(1024) SharedStorage {
@@ -463,7 +461,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     // Epilogue.
     const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
     const int64_t tile_n0 = n_tile * kBn;
-    if (Cfg::kSplitEpilogue && s.k_splits > 1) {
+    if (s.k_splits > 1) {
       // The split reduction. The tile's last split (S - 1) is its reducer: the others store their
       // fp32 partial, and thread 0 makes it visible GPU-wide (the CTA barrier orders every thread's
       // partial before its cumulative fence) and counts it with a fire-and-forget atomic; the
@@ -495,29 +493,50 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
         count.store(0, cuda::memory_order_relaxed);  // ready for the next run (ordered by the kernel boundary)
       }
       cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
-      constexpr int kSplitBatch = kFrag >= 16 ? 1 : 16 / kFrag;  // <= 16 partial registers per thread
-      float sum[kFrag];
+      if constexpr (kFrag > 64) {
+        // The 128 x 256 tile (128 accumulators per thread): the same sums, 16 fragments at a time,
+        // so the partial sums need 16 registers, not 128 (the accumulators already take 128).
+        constexpr int kChunk = 16;
 #pragma unroll
-      for (int i = 0; i < kFrag; ++i) sum[i] = 0.0f;
-      for (int64_t sp0 = 0; sp0 < reducer; sp0 += kSplitBatch) {
-        float part[kSplitBatch][kFrag];
+        for (int c = 0; c < kFrag; c += kChunk) {
+          float sum[kChunk];
 #pragma unroll
-        for (int b = 0; b < kSplitBatch; ++b) {
+          for (int j = 0; j < kChunk; ++j) sum[j] = 0.0f;
+          for (int64_t sp = 0; sp < reducer; ++sp) {
+            float part[kChunk];
 #pragma unroll
-          for (int i = 0; i < kFrag; ++i) {
-            part[b][i] = sp0 + b < reducer ? __ldcg(&g_part[((sp0 + b) * kFrag + i) * kConsumerThreads + ctid]) : 0.0f;
+            for (int j = 0; j < kChunk; ++j) part[j] = __ldcg(&g_part[(sp * kFrag + c + j) * kConsumerThreads + ctid]);
+#pragma unroll
+            for (int j = 0; j < kChunk; ++j) sum[j] += part[j];
+          }
+#pragma unroll
+          for (int j = 0; j < kChunk; ++j) acc(c + j) = sum[j] + acc(c + j);
+        }
+      } else {
+        constexpr int kSplitBatch = kFrag >= 16 ? 1 : 16 / kFrag;  // <= 16 partial registers per thread
+        float sum[kFrag];
+#pragma unroll
+        for (int i = 0; i < kFrag; ++i) sum[i] = 0.0f;
+        for (int64_t sp0 = 0; sp0 < reducer; sp0 += kSplitBatch) {
+          float part[kSplitBatch][kFrag];
+#pragma unroll
+          for (int b = 0; b < kSplitBatch; ++b) {
+#pragma unroll
+            for (int i = 0; i < kFrag; ++i) {
+              part[b][i] = sp0 + b < reducer ? __ldcg(&g_part[((sp0 + b) * kFrag + i) * kConsumerThreads + ctid]) : 0.0f;
+            }
+          }
+#pragma unroll
+          for (int b = 0; b < kSplitBatch; ++b) {
+#pragma unroll
+            for (int i = 0; i < kFrag; ++i) {
+              if (sp0 + b < reducer) sum[i] += part[b][i];
+            }
           }
         }
 #pragma unroll
-        for (int b = 0; b < kSplitBatch; ++b) {
-#pragma unroll
-          for (int i = 0; i < kFrag; ++i) {
-            if (sp0 + b < reducer) sum[i] += part[b][i];
-          }
-        }
+        for (int i = 0; i < kFrag; ++i) acc(i) = sum[i] + acc(i);
       }
-#pragma unroll
-      for (int i = 0; i < kFrag; ++i) acc(i) = sum[i] + acc(i);
     }
 #pragma unroll
     for (int i = 0; i < kFrag; ++i) {
