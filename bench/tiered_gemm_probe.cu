@@ -25,6 +25,7 @@
 #include "gpu/gemm_cublaslt.h"
 #include "gpu/host_arena.h"
 #include "gpu/kernels/hbm_stream.h"
+#include "gpu/kernels/random_fill.h"
 #include "gpu/kernels/tiered_gemm.h"
 
 #include <cuda.h>
@@ -519,9 +520,10 @@ int probe_stream(int sms) {
 // tile, each with k_splits 1 to 4, against cuBLASLt, for the linears of Llama-2-7B, Llama-2-70B and
 // OPT-30B at N = 256, 512 and 1024: 8 back-to-back launches on distinct copies of W (more than L2,
 // as in a layer stack), us per GEMM (median of 5), with the model's cost
-// (tiered_gemm_compute_cost) beside each and the (tile, k_splits) plan_tiered_gemm takes. Inputs
-// are zeros: a tensor-core GEMM's time does not depend on the values. The A/B of the compute
-// tiles and splits (docs/perf-notes.md, session 18).
+// (tiered_gemm_compute_cost) beside each and the (tile, k_splits) plan_tiered_gemm takes. Random
+// inputs (random_fill): a tensor-core GEMM's speed depends on its values through power and clocks.
+// The A/B of the compute tiles and splits (docs/perf-notes.md, session 18; its calls 1-4 ran this
+// probe with zeros).
 int probe_tiles(int sms) {
   using namespace dak;
   const int64_t shapes[][2] = {{12288, 4096}, {4096, 4096},  {22016, 4096}, {4096, 11008},
@@ -540,8 +542,20 @@ int probe_tiles(int sms) {
   DAK_CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
   DAK_CUDA_CHECK(cudaMemset(ws, 0, ws_bytes));  // split counters start at zero (every run resets them)
   DAK_CUDA_CHECK(cudaMalloc(&lt_ws, gpu::CublasLtGemm::kWorkspaceBytes));
-  DAK_CUDA_CHECK(cudaMemset(w, 0, kWElems * 2));
-  DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
+  // Random inputs: with zeros the tensor cores draw less power and the GPU keeps higher clocks,
+  // which flattered the 128 x 256 tile (session 18: 1.6 narrow k-blocks per wide one with zeros,
+  // 1.75 in `dak bench gemm` with random values).
+  gpu::RandomFillParams fill;
+  fill.g_out = static_cast<__nv_bfloat16*>(w);
+  fill.n = int64_t(kWElems);
+  fill.half_range = 0.05f;
+  gpu::random_fill_bf16(fill, nullptr);
+  fill.g_out = static_cast<__nv_bfloat16*>(x);
+  fill.n = int64_t(max_x);
+  fill.stream = 1;
+  fill.half_range = 1.0f;
+  gpu::random_fill_bf16(fill, nullptr);
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
   gpu::CublasLtGemm lt(lt_ws, gpu::CublasLtGemm::kWorkspaceBytes);
   std::printf("us per GEMM (model cost in 128 x 128 k-blocks); '-': more split tiles than the workspace counts\n");
   std::printf("%6s %6s %5s %4s | %15s %15s %15s %15s | %8s | %s\n", "M", "K", "N", "bn", "S=1", "S=2", "S=3", "S=4",

@@ -88,7 +88,7 @@ enum class GemmBackend : int32_t {
   kAuto,     // the tiered GEMM for small decode batches (N <= 32 tokens: its wide-stage bandwidth path
              //   beats cuBLASLt on the H200, docs/perf-notes.md sessions 9 and 14), cuBLASLt above
   kCublas,   // cuBLASLt everywhere (the reference)
-  kTiered,   // tiered GEMM everywhere (its 128 x 128 compute tile above 64 tokens)
+  kTiered,   // tiered GEMM everywhere (its 128-row compute tiles above 64 tokens)
 };
 
 /// How the kernels read the host tier of an offload placement (the end-to-end issue's modes).

@@ -12,7 +12,7 @@ namespace dak::gpu {
 namespace tiered_gemm_detail {
 template <int kBm, int kBn>
 void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_workspace, cudaStream_t stream);
-int64_t co_resident_ctas(int32_t cluster);  // the 128 x 128 kernel in clusters of `cluster`
+int64_t co_resident_ctas(int32_t cluster);  // the 128 x 128 kernel in clusters of `cluster` (128 x 256: the same, 1 CTA per SM)
 }  // namespace tiered_gemm_detail
 
 namespace {

@@ -9,7 +9,8 @@
 // Pipeline (per CTA, warp-specialized): a producer warp keeps up to `stages` (schedule's
 // host_stages or hbm_stages) TMA loads in flight into an SMEM ring of tile.max_stages() stages;
 // each stage holds a bm x bk tile of W and a bn x bk tile of x (bk = tile.bk(): 256 for the 64-row
-// tiles, one 3D TMA box per operand; 64 for 128 x 128; 128-byte swizzle, CuTe layouts),
+// tiles, one 3D TMA box per operand; 64 for the 128-row tiles 128 x 128 and 128 x 256; 128-byte
+// swizzle, CuTe layouts),
 // completed on a "full" mbarrier with its byte count; consumer warpgroup(s) (bm / 64 per tile) run
 // wgmma (CuTe SM90 64 x bn x 16, fp32 accumulators), release each stage on an "empty" mbarrier,
 // and run the epilogue: bias, ReLU, bf16/fp32 store with row/column guards, or (k_splits > 1) an
@@ -59,7 +60,7 @@ struct TieredGemmArgs {
   int32_t early_w_stages = -1;            // W stages an HBM CTA requests before waiting for the
                                           //   previous kernel (programmatic dependent launch; capped
                                           //   by its ring); -1: the tuned default (3 for the 64-row
-                                          //   tiles, the whole ring for 128 x 128; kEarlyWideStages)
+                                          //   tiles, the whole ring for the 128-row tiles; kEarlyWideStages)
   uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`): HBM,
                                           //   [host_ctas + hbm_ctas, 8] u64 per CTA: SM id, then
                                           //   %globaltimer ns at entry, after the producer's
