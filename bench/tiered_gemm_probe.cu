@@ -58,6 +58,16 @@ double median_us(Launch&& launch, cudaStream_t stream = nullptr) {
   return double(t[t.size() / 2]) * 1e3;
 }
 
+/// Median time in us of one launch of `run(w_copy)` over `copies` back-to-back launches, each on
+/// its own copy of W (copy i at `w + i * w_elems` bf16 elements: more than L2, as in a layer stack).
+template <class Run>
+double per_copy_us(Run&& run, void* w, size_t w_elems, int copies) {
+  return median_us([&] {
+           for (int i = 0; i < copies; ++i) run(static_cast<const __nv_bfloat16*>(w) + i * w_elems);
+         }) /
+         copies;
+}
+
 /// `s` with k_splits = S and the HBM CTA count re-derived for the new unit count (setting
 /// k_splits alone keeps the CTAs planned for the old one: S = 2 on 64 m-tiles ran on 64 CTAs).
 dak::TieredGemmSchedule with_k_splits(dak::TieredGemmSchedule s, int32_t S, int sms) {
@@ -571,13 +581,12 @@ int probe_tiles(int sms) {
       g.N = N;
       g.M = M;
       g.K = K;
-      const double lt_us = median_us([&] {
-                             for (int i = 0; i < copies; ++i) {
-                               g.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
-                               lt.run(g, nullptr);
-                             }
-                           }) /
-                           copies;
+      const double lt_us = per_copy_us(
+          [&](const __nv_bfloat16* wi) {
+            g.g_w = wi;
+            lt.run(g, nullptr);
+          },
+          w, w_elems, copies);
       const TieredGemmSchedule planned = plan_tiered_gemm(M, N, K, 0, sms);
       for (const TieredGemmTile tile : {TieredGemmTile{128, 128}, TieredGemmTile{128, 256}}) {
         std::printf("%6ld %6ld %5ld %4d |", long(M), long(K), long(N), tile.bn);
@@ -595,13 +604,12 @@ int probe_tiles(int sms) {
           gpu::TieredGemmArgs a;
           a.g_x = static_cast<const __nv_bfloat16*>(x);
           a.g_y = y;
-          const double us = median_us([&] {
-                              for (int i = 0; i < copies; ++i) {
-                                a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
-                                gpu::tiered_gemm(a, s, ws, nullptr);
-                              }
-                            }) /
-                            copies;
+          const double us = per_copy_us(
+              [&](const __nv_bfloat16* wi) {
+                a.g_w = wi;
+                gpu::tiered_gemm(a, s, ws, nullptr);
+              },
+              w, w_elems, copies);
           std::printf(" %7.1f (%5.0f)", us, tiered_gemm_compute_cost(M, N, K, tile, S, sms));
         }
         std::printf(" | %8.1f | %dx%d S=%d\n", lt_us, planned.tile.bm, planned.tile.bn, planned.k_splits);
@@ -659,13 +667,12 @@ int main(int argc, char** argv) {
     // 8 back-to-back launches, each on its own W copy (8 x W > L2), as in a decode graph.
     const size_t w_elems = size_t(c.M * c.K);
     const int copies = int(std::min<size_t>(8, kWElems / w_elems));
-    const double us = median_us([&] {
-                        for (int i = 0; i < copies; ++i) {
-                          a.g_w = static_cast<const __nv_bfloat16*>(w) + i * w_elems;
-                          gpu::tiered_gemm(a, s, ws, nullptr);
-                        }
-                      }) /
-                      copies;
+    const double us = per_copy_us(
+        [&](const __nv_bfloat16* wi) {
+          a.g_w = wi;
+          gpu::tiered_gemm(a, s, ws, nullptr);
+        },
+        w, w_elems, copies);
     std::printf("M=%6ld N=%3ld K=%6ld splits=%2d stages=%2d units=%5ld | %8.1f us  %7.1f GB/s", long(c.M), long(c.N),
                 long(c.K), s.k_splits, s.hbm_stages, long(s.hbm_units()), us, double(c.M * c.K * 2) / us * 1e-3);
     std::printf("\n");

@@ -2,8 +2,9 @@
 // decomposition: core/tiered_gemm_schedule.h). Included only by the tiered_gemm*.cu files, which
 // instantiate it for the compiled tiles.
 //
-// CTA = 1 producer warpgroup (warp 0 issues TMA; the rest idle) + kMathGroups math groups of kBm / 64
-// consumer warpgroups each. With two math groups (the 64-row tiles of the decode path) the groups
+// CTA = 1 producer warpgroup (warp 0 issues TMA; the rest idle; on the 128 x 256 tile it gives its
+// registers to the consumers by setmaxnreg) + kMathGroups math groups of kBm / 64 consumer
+// warpgroups each. With two math groups (the 64-row tiles of the decode path) the groups
 // take the CTA's units in turn ("ping-pong"): their main loops run one after the other in ring
 // order, handed over by the `turn` mbarriers, so one group's epilogue (the split reduction's
 // fence, counter and partial reads, each a round trip through a saturated memory system) overlaps
@@ -11,8 +12,8 @@
 // reducer per tile (its last split), so only it waits, and it reads the partials in batches.
 // SMEM: sW [kBm, kBkStage, kStages] and sX [kBn, kBkStage, kStages] bf16, 128-byte swizzled K-major
 // (the wgmma operand layout: kAtoms blocks of 64 K-columns per stage, each [rows, 64]), one "full"
-// and one "empty" mbarrier per stage, one "turn" mbarrier per math group. The 128 x 128 tile
-// (kAtoms = 1) fills a stage with CuTe's 2D TMA copies; the 64-row tiles (wide stages, kAtoms = 4,
+// and one "empty" mbarrier per stage, one "turn" mbarrier per math group. The 128-row tiles
+// (kAtoms = 1) fill a stage with CuTe's 2D TMA copies; the 64-row tiles (wide stages, kAtoms = 4,
 // TieredGemmTile::bk()) with one 3D TMA box per operand, over a [K / 64, rows, 64] view of the
 // operand (the last stage's atoms past K are zero-filled by TMA, so the math is the same
 // unconditional wgmma sequence for every stage: no branch around wgmma, which ptxas would
@@ -22,7 +23,7 @@
 // Consumers keep one k-block of wgmma in flight while they wait for the next stage (a stage is
 // released once the wgmma after it have been issued and it has completed); a one-stage ring waits
 // for each k-block's wgmma before releasing its stage.
-// Multicast (schedule.cluster = C > 1, 128 x 128 tile): the grid runs in clusters of C CTAs (host
+// Multicast (schedule.cluster = C > 1, 128-row tiles): the grid runs in clusters of C CTAs (host
 // clusters first). In a cluster, CTA rank r loads rows [r * kBm / C, (r + 1) * kBm / C) of each W
 // tile of its side with a multicast TMA into the same stage of all C CTAs (one PCIe or L2 read per
 // tile and n-group) and its own x tile (a slice entirely past the side's last row loads rows of x
@@ -182,7 +183,7 @@ inline TMA::CacheHintSm90 weight_cache_hint(const TieredGemmSchedule& s) {
 // HBM time) queued the loads of the small kernels still running (norm, RoPE, attention) behind it.
 // Measured on the H200 (Llama-2-7B decode, docs/perf-notes.md session 14, same call): ring 3.791 /
 // 3.999 ms at batch 1 / 8, 1 stage 3.821 / 3.927, 2: 3.750 / 3.880, 3: 3.700 / 3.872, 4: 3.724 /
-// 3.897. The 128 x 128 tile (N > 64) keeps its whole ring (unmeasured there). Host CTAs always
+// 3.897. The 128-row tiles (N > 64) keep its whole ring (unmeasured there). Host CTAs always
 // request their whole ring.
 constexpr int kEarlyWideStages = 3;
 
@@ -653,7 +654,7 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   if (s.cluster > 1 && s.m_host < s.M) {
     p.tma_w_hbm_slice = encode_w_slice(a.g_w, s.M - s.m_host, s.K, kBm / s.cluster, 0, kHbmPromotion);
   }
-  // Clusters run only on the 128 x 128 tile (N > 64 >= kBm / cluster), so x has the rows of a slice.
+  // Clusters run only on the 128-row tiles (N > 64 >= kBm / cluster), so x has the rows of a slice.
   if (s.cluster > 1) {
     p.tma_x_filler = encode_w_slice(a.g_x, s.N, s.K, kBm / s.cluster, a.ldx > 0 ? a.ldx : s.K, kHbmPromotion);
   }
