@@ -152,7 +152,18 @@ static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
     std::fprintf(stderr, "dak: notice: --gemm %s is ignored on the CPU path (it picks the GPU's GEMM)\n",
                  offload->gemm.c_str());
   }
-  if (!offload || !offload->args || !offload->args->requested()) return;
+  if (!offload || !offload->args) return;
+  if (!offload->args->requested()) {
+    if (!offload->args->planner_flag_given()) return;
+    // --allocator / --profile alone: they shape the GPU planner's placement, which the CPU path has not.
+    if (!fallback) {
+      fail("--allocator / --profile choose how the GPU planner places bytes between HBM and host memory, but "
+           "--device cpu runs everything from host memory",
+           "--device cpu", "drop --allocator / --profile, or run on the GPU (--device cuda)");
+    }
+    std::fprintf(stderr, "dak: notice: --allocator / --profile are ignored on the CPU path\n");
+    return;
+  }
   if (!fallback) {
     fail("offload flags place bytes between HBM and host memory, but --device cpu runs everything from host memory",
          "--device cpu", "drop the offload flags, or run on the GPU (--device cuda)");

@@ -77,9 +77,10 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
                 "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
                 "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "
                 "comma list sweeps)");
-  c->add_option("--allocator", a->allocator, "how the planner spreads host bytes over operators: greedy or uniform")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"greedy", "uniform"}));
+  a->allocator_opt =
+      c->add_option("--allocator", a->allocator, "how the planner spreads host bytes over operators: greedy or uniform")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"greedy", "uniform"}));
   c->add_option("--plan", a->plan_file, "apply this plan (dak plan --output json) instead of planning");
   c->add_option("--profile", a->profile, "hardware profile JSON for the planner (default: compiled-in h200-default)");
 }

@@ -44,9 +44,12 @@ struct OffloadArgs {
   std::string plan_file;
   std::string profile;
   CLI::Option* cpu_offload_opt = nullptr;
+  CLI::Option* allocator_opt = nullptr;
 
   /// True when --cpu-offload-gb was given.
   bool cpu_offload_given() const { return cpu_offload_opt && cpu_offload_opt->count() > 0; }
+  /// True when a planner-only flag was given (--allocator, --profile): it shapes a GPU placement.
+  bool planner_flag_given() const { return (allocator_opt && allocator_opt->count() > 0) || !profile.empty(); }
   /// True when any flag asks for offloading (a budget, a ratio, a plan or a mode other than auto/none).
   bool requested() const;
   /// --offload-ratio as fractions in [0, 1] (empty when not given). Throws dak::Error for an item

@@ -253,6 +253,14 @@ TEST(Cli, VersionUnquotedPromptsAndNestedHelp) {
   r = run_dak(model + "--prompt-ids 1,2 -n 1 --gemm tiered");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--gemm tiered is ignored on the CPU path"), std::string::npos) << r.output;
+  // --allocator / --profile alone shape only a GPU placement: refused on --device cpu like the
+  // other offload flags (they were ignored in silence).
+  r = run_dak(model + "--prompt-ids 1,2 -n 1 --allocator uniform");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--allocator / --profile choose how the GPU planner places bytes"), std::string::npos)
+      << r.output;
+  r = run_dak(model + "--prompt-ids 1,2 -n 1 --allocator greedy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
 }
 
 TEST(Cli, MalformedPromptIdsAreRejected) {
