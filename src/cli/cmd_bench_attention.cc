@@ -22,6 +22,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "core/bench_attention_policy.h"
 #include "core/config_locator.h"
 #include "core/error.h"
 #include "core/hardware_profile.h"
@@ -245,14 +246,14 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
   out << fmt::format("dak bench attention --dry-run: schedules for {} SMs (2 HBM CTAs per SM), balance point "
                      "x* = {:.2f} % from the H200 default profile\n\n",
                      kDrySmCount, 100 * x_star);
-  out << "| model | B | ctx | KV GiB | b_h | x | schedule |\n|---|---:|---:|---:|---:|---:|---|\n";
+  out << "| model | B | ctx | KV GiB | timed as | b_h | x | schedule |\n|---|---:|---:|---:|---|---:|---:|---|\n";
   for (const ModelShape& m : p.models) {
     for (int64_t b : p.batches) {
       for (int64_t c : p.contexts) {
         const double kv = 4.0 * double(b) * double(c) * double(m.kv_heads) * double(m.head_dim);
         if (kv > a.max_kv_gib * kGiB) {
-          out << fmt::format("| {} | {} | {} | {:.2f} | - | - | skipped: KV > {} GiB (--max-kv-gib) |\n", m.name, b, c,
-                             kv / kGiB, a.max_kv_gib);
+          out << fmt::format("| {} | {} | {} | {:.2f} | - | - | - | skipped: KV > {} GiB (--max-kv-gib) |\n", m.name, b,
+                             c, kv / kGiB, a.max_kv_gib);
           continue;
         }
         std::vector<int64_t> hosts;
@@ -267,7 +268,10 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
           if (a.host_stages > 0) s.host_stages = a.host_stages;
           if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;
           s.validate();
-          out << fmt::format("| {} | {} | {} | {:.2f} | {} | {:.4f} | {} |\n", m.name, b, c, kv / kGiB, bh,
+          const std::string timed = kv < double(kAttentionStackBelowBytes)
+                                        ? fmt::format("{}-layer stack", kAttentionStackLayers)
+                                        : std::string("1 launch");
+          out << fmt::format("| {} | {} | {} | {:.2f} | {} | {} | {:.4f} | {} |\n", m.name, b, c, kv / kGiB, timed, bh,
                              double(bh) / double(b), s.to_string());
         }
       }

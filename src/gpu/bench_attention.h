@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bench_attention_policy.h"  // kAttentionStackBelowBytes, kAttentionStackLayers
 #include "core/tiered_attention_schedule.h"
 #include "gpu/bench.h"
 
@@ -111,8 +112,6 @@ struct AttentionBenchResult {
 };
 
 constexpr double kAttentionTargetOfIdeal = 0.9;
-constexpr uint64_t kAttentionStackBelowBytes = 256ull << 20;  // cells with less KV are timed as a stack
-constexpr int kAttentionStackLayers = 8;
 
 /// Runs the sweep on the current device; `progress` gets one line per step (may be empty).
 /// Throws dak::Error for invalid options (repeats < 5, ratios outside [0, 1], unsupported

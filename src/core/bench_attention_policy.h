@@ -1,0 +1,16 @@
+// How `dak bench attention` times a cell (issue 5's benchmark): shared by the GPU measurement
+// (gpu/bench_attention.cc) and the CLI's --dry-run, which builds without a GPU.
+#pragma once
+
+#include <cstdint>
+
+namespace dak {
+
+/// Cells whose KV cache of one layer (K and V, bf16: 4 * B * ctx * Hkv * D bytes) is smaller than
+/// this finish in microseconds, where one launch is mostly launch latency: they are timed per layer
+/// of a graph-replayed stack of kAttentionStackLayers layers (each its own K / V), as the decode
+/// graph runs them. Bytes.
+constexpr uint64_t kAttentionStackBelowBytes = 256ull << 20;
+constexpr int kAttentionStackLayers = 8;
+
+}  // namespace dak
