@@ -109,7 +109,7 @@ std::vector<double> parse_ratios(const std::string& s) {
       fail(fmt::format("--ratios value {} is outside [0, 100] percent", tok), "--ratios",
            "give offload ratios from 0 (all of W in HBM) to 100 (all of W in host memory)");
     }
-    out.push_back(*v);
+    out.push_back(*v == 0 ? 0.0 : *v);  // -0 is 0
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -168,16 +168,20 @@ TieredGemmSchedule schedule_for(const Linear& op, int64_t N, int64_t m_host, int
   const std::string where = "--congestion";
   // The CTAs that can run at once: clusters of 4 need 4 free SMs of one GPC.
   const int64_t grid = limits.grid_ctas(s.cluster, sm_count);
-  if (cong->host_ctas > grid || (s.hbm_units() > 0 && cong->host_ctas > grid - s.cluster)) {
-    const std::string rounded =
-        s.cluster > 1 ? fmt::format(" (rounded up to whole multicast clusters of {})", s.cluster) : std::string();
+  const std::string rounded =
+      s.cluster > 1 ? fmt::format(" (rounded up to whole multicast clusters of {})", s.cluster) : std::string();
+  const std::string no_multicast = s.cluster > 1 ? ", or --max-cluster 1 (no multicast, every SM usable)" : "";
+  if (s.hbm_units() == 0 && cong->host_ctas > grid) {  // every row on the host: the whole grid may read it
+    fail(fmt::format("{} host CTAs{} are more than the {} that run at once ({} {}x{} at N = {}, every row on the host)",
+                     cong->host_ctas, rounded, grid, op.op, op.M, op.K, N),
+         where, fmt::format("use at most {} host CTAs at N = {}{}", grid, N, no_multicast));
+  }
+  if (s.hbm_units() > 0 && cong->host_ctas > grid - s.cluster) {
     fail(fmt::format("{} host CTAs{} of the {} that run at once leave no {} for the HBM rows of {} {}x{} at N = {} "
                      "(m_host {})",
                      cong->host_ctas, rounded, grid, s.cluster > 1 ? std::string("cluster") : std::string("SM"), op.op,
                      op.M, op.K, N, m_host),
-         where,
-         fmt::format("use at most {} host CTAs at N = {}{}", grid - s.cluster, N,
-                     s.cluster > 1 ? ", or --max-cluster 1 (no multicast, every SM usable)" : ""));
+         where, fmt::format("use at most {} host CTAs at N = {}{}", grid - s.cluster, N, no_multicast));
   }
   if (cong->host_stages > s.tile.max_stages()) {
     fail(fmt::format("{} stages per host CTA exceed the SMEM ring of the {}x{} tile used at N = {} ({} stages)",
@@ -240,6 +244,15 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
   const bool tiles = a.host_rows == "tile";
   for (const LocatedConfig& m : models) {
     const std::vector<Linear> ops = linear_shapes(m.config);
+    for (const Linear& op : ops) {
+      if (op.K % 8 != 0) {  // TMA row pitches are multiples of 16 bytes (plan_tiered_gemm would refuse it)
+        fail(fmt::format("{}'s {} has K = {} input features; the tiered GEMM reads W and x rows with TMA, which "
+                         "needs K to be a multiple of 8",
+                         m.name, op.op, op.K),
+             m.path.string() + " (--models)",
+             "leave this model out of --models (dak generate runs it on cuBLASLt, without host rows)");
+      }
+    }
     plan.models.push_back({m.name, ops});
     for (int64_t N : tokens) {
       auto make = [&](Method method, std::vector<Linear> exp_ops, int layers) {
@@ -284,7 +297,7 @@ std::string print_plan(const Plan& plan, int64_t sm_count, const BenchGemmArgs& 
   o << fmt::format("compute tile (N > 64): {}\n", a.compute_tile == "auto" ? "chosen per shape (128 x 128 or 128 x 256)"
                                                                              : "128 x " + a.compute_tile + " (--compute-tile)");
   o << fmt::format("multicast clusters of up to {} CTAs; host CTAs x stages: {}; host rows: {}\n", a.max_cluster,
-                   a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion,
+                   a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion + " at x > 0",
                    a.host_rows == "tile" ? "whole 128-row tiles (--host-rows tile)" : "round(x * M) (--host-rows row)");
   for (const auto& [name, ops] : plan.models) {
     o << fmt::format("{}: ", name);
@@ -620,6 +633,10 @@ void run_bench_gemm(const BenchGemmArgs& args) {
                  a.ratios.c_str());
   }
   const std::optional<Congestion> cong = parse_congestion(a.congestion);
+  if (cong && std::all_of(ratios.begin(), ratios.end(), [](double x) { return x == 0; })) {
+    std::fprintf(stderr, "dak: notice: --congestion %s has no effect: it sets the host CTAs of points with host rows, "
+                         "and every --ratios is 0\n", a.congestion.c_str());
+  }
   if (a.max_cluster != 1 && a.max_cluster != 2 && a.max_cluster != 4) {
     fail(fmt::format("--max-cluster {} is not 1, 2 or 4", a.max_cluster), "--max-cluster",
          "give the largest multicast cluster: 4, 2, or 1 to turn multicast off");
@@ -642,7 +659,9 @@ void run_bench_gemm(const BenchGemmArgs& args) {
     try {
       c = locate_model_config(name);
     } catch (const Error& e) {
-      fail(e.what_part(), "--models", e.fix_part());
+      // Keep the file the error is about when it names one (a broken config.json of one of several models).
+      const bool names_file = e.where_part().find('/') != std::string::npos;  // a path, not an option
+      fail(e.what_part(), names_file ? e.where_part() + " (--models " + name + ")" : "--models " + name, e.fix_part());
     }
     const bool dup =
         std::any_of(models.begin(), models.end(), [&](const LocatedConfig& m) { return m.path == c.path; });
@@ -699,7 +718,8 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--compute-tile", a->compute_tile,
                 "Tile above 64 tokens: auto (128 x 128 or 128 x 256 and k-splits, chosen per shape by the fitted cost "
                 "model), or 128 / 256 to force 128 x 128 / 128 x 256 (A/B measurements)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("{auto,128,256}");
   c->add_option("--host-rows", a->host_rows,
                 "tile: host rows in whole 128-row units, as the planner places them (the nearest count, at least one "
                 "when x > 0); row: m_host = round(x * M) rows (awkward partial tiles)")

@@ -195,6 +195,17 @@ void add_plan_command(CLI::App& app) {
       std::cout << json_text(plan.to_json()) << std::endl;
     else
       std::cout << format_plan_text(plan, profile, a->verbose);
+    // What `dak generate --offload auto` does with such a plan (offload_options.cc, plan_offload):
+    // it offloads only what the budget forces, so a plan that moves rows to the host for speed
+    // alone is not applied there (the new-user trial of session 18 read this plan as the run's).
+    if (a->output != "json" && a->mode == "auto" && ratio_opt->count() == 0 && plan.capacity.required_host_bytes == 0 &&
+        plan.totals.host_bytes > 0) {
+      std::cout << fmt::format(
+          "note      dak generate --offload auto keeps this run all in HBM: the budget forces nothing to the host, "
+          "and the {} above are placed for the cost model's gain from reading the link beside HBM, which is not "
+          "measured on the engine; --offload direct, or --plan with this plan's JSON, applies it\n",
+          format_bytes(double(plan.totals.host_bytes)));
+    }
   });
 }
 

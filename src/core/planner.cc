@@ -150,7 +150,28 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   }
   const Allocation direct_allocation = run_allocator(allocator, variants_[0].curves, required);
   // One path for every operator: the direct allocation, priced on it.
-  if (request_.single_path) return assemble(direct_allocation, single_mode, allocator, offload_ratio);
+  if (request_.single_path) {
+    Plan p = assemble(direct_allocation, single_mode, allocator, offload_ratio);
+    // The prefetch engine's ring (two slots of the largest staged host part) sits in HBM too, and
+    // depends on the allocation: move what it takes over the budget to the host and allocate again
+    // until the plan fits (a few rounds: each one only grows the host share).
+    int64_t host = required;
+    for (int round = 0; single_mode == PathMode::kStaged && p.totals.hbm_bytes > cap.hbm_budget_bytes; ++round) {
+      const int64_t over = p.totals.hbm_bytes - cap.hbm_budget_bytes;
+      if (offload_ratio || host + over > movable || round == 8) {
+        fail(fmt::format("the prefetch ring ({}, two slots of the largest host part of a linear) does not fit next to "
+                         "what stays in HBM: {} of the {} budget",
+                         format_bytes(double(p.totals.staging_ring_bytes)), format_bytes(double(p.totals.hbm_bytes)),
+                         format_bytes(double(cap.hbm_budget_bytes))),
+             "--offload prefetch",
+             offload_ratio ? "raise --gpu-memory, lower --offload-ratio, or use --offload direct (no ring)"
+                           : "raise --gpu-memory, or use --offload direct or auto (no ring for the direct path)");
+      }
+      host += over;
+      p = assemble(run_allocator(allocator, variants_[0].curves, host), single_mode, allocator, offload_ratio);
+    }
+    return p;
+  }
   Plan best = assemble(direct_allocation, PathMode::kDirect, allocator, offload_ratio);
   // Staged variants need the ring in HBM: when the budget binds, the host takes that much more.
   const int64_t ring = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
@@ -243,7 +264,7 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   if (prefetch_plan) {
     // The prefetch engine's ring: two slots of the largest staged host part (gpu_engine.cc,
     // staging_slot_bytes), not auto's chunked ring. The allocation was made for the direct path,
-    // which reserves no ring: this can exceed a tight --gpu-memory budget (hbm_bytes says by how much).
+    // which reserves no ring; plan() moves what the ring takes over the budget to the host.
     int64_t largest = 0;
     for (const PlanOp& o : p.ops)
       if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);

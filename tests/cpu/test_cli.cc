@@ -145,6 +145,25 @@ TEST(Cli, PlanSweepRefusesTheFlagsItIgnoresAndRepeatsNoRatio) {
   EXPECT_DOUBLE_EQ(j[1]["ratio"].get<double>(), 0.5);
 }
 
+TEST(Cli, PlanSaysWhatGenerateAutoApplies) {
+  // Session-18 trial: with nothing forced to the host, `dak plan` (auto) placed 104 MiB there for
+  // speed, which `dak generate --offload auto` does not apply; the text now says so. A budget that
+  // forces an offload gets no such note, and a prefetch plan stays within its budget.
+  RunResult r = run_dak("plan --model llama-2-7b");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dak generate --offload auto keeps this run all in HBM"), std::string::npos) << r.output;
+  r = run_dak("plan --model llama-2-7b --gpu-memory 5GiB");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("keeps this run all in HBM"), std::string::npos) << r.output;
+  r = run_dak("plan --model llama-2-7b --gpu-memory 5GiB --offload prefetch");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("used of the 5.00 GiB budget"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("5.48 GiB used"), std::string::npos) << r.output;
+  r = run_dak("plan --model llama-2-7b --gpu-memory 5GiB --offload prefetch --offload-ratio 0.6117");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the prefetch ring"), std::string::npos) << r.output;
+}
+
 TEST(Cli, ListErrorsNameTheItemAndSeedsNeedRandomWeights) {
   // Session-17 trial: "--ratios 0,0.5,abc" named the whole list; --weights-seed without
   // --random-weights was ignored; the fix line spoke of subcommands for commands without any.

@@ -5,6 +5,8 @@
 // reason.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "cli_test_util.h"
@@ -207,13 +209,42 @@ TEST(CliBenchGemm, BadArgumentsAreRefusedBeforeLookingForAGpu) {
                         Case{"bench gemm --max-cluster 0", "--max-cluster"},
                         Case{"bench gemm --compute-tile 64", "--compute-tile '64' is not auto, 128 or 256"},
                         Case{"bench gemm --congestion 119,1 --tokens 1024 --ratios 0.5", "whole multicast clusters of 4"},
-                        Case{"bench gemm --dry-run --json /tmp/dak-dry-run-never-written.json", "--dry-run"}}) {
+                        Case{"bench gemm --dry-run --json /tmp/dak-dry-run-never-written.json", "--dry-run"},
+                        // Session-18 trial: every row on the host leaves no HBM rows to keep an SM for.
+                        Case{"bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios 100 --congestion 1000,4",
+                             "more than the 132 that run at once"}}) {
     const RunResult r = run_dak(c.args, kNoGpu);
     EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "dak: error:")) << c.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, c.needle)) << c.args << "\n" << r.output;
     EXPECT_FALSE(contains(r.output, "needs a Hopper GPU")) << c.args << "\n" << r.output;
   }
+}
+
+TEST(CliBenchGemm, ModelErrorsNameTheModelAndTheFile) {
+  // Session-18 trial: a broken config.json among several --models lost its path; a model whose
+  // linear has K % 8 != 0 got the schedule's internal message; --congestion at x = 0 only did nothing.
+  const std::string dir = ::testing::TempDir() + "dak_bench_gemm_models";
+  std::filesystem::create_directories(dir + "/trunc");
+  std::filesystem::create_directories(dir + "/i100");
+  {
+    std::ofstream(dir + "/trunc/config.json") << "{\"model_type\": \"llama\", \"hidden_size\": 4";
+    std::ofstream(dir + "/i100/config.json")
+        << R"({"model_type": "llama", "hidden_size": 256, "intermediate_size": 100, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000})";
+  }
+  RunResult r = run_dak("bench gemm --dry-run --models llama-2-7b," + dir + "/trunc", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, dir + "/trunc/config.json (--models " + dir + "/trunc)")) << r.output;
+  r = run_dak("bench gemm --dry-run --models " + dir + "/i100", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "'s down has K = 100 input features")) << r.output;
+  r = run_dak("bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios 0 --congestion 1000,4", kNoGpu);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "--congestion 1000,4 has no effect")) << r.output;
+  r = run_dak("bench gemm --dry-run --models llama-2-7b --tokens 8 --ratios -0", kNoGpu);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "x -0%")) << r.output;
 }
 
 TEST(CliBenchGemm, WithoutAGpuFailsWithTheReason) {

@@ -267,6 +267,24 @@ TEST(Planner, SinglePathModesPriceTheDirectAllocationOnTheirPath) {
   EXPECT_THROW(make_plan(cfg, h200(), r), Error);
 }
 
+TEST(Planner, PrefetchRingFitsTheBudget) {
+  // The prefetch engine's ring (two slots of the largest staged host part) is HBM too: the plan
+  // moves what it needs to the host instead of going over --gpu-memory (a new-user trial found
+  // 5.48 GiB planned for a 5 GiB budget); a ratio that leaves no room for it is refused.
+  const ModelConfig cfg = locate_model_config("llama-2-7b").config;
+  for (int64_t budget : {5 * kGiB, kGiB, 8 * kGiB}) {
+    PlanRequest r = request(8, budget);
+    r.single_path = DataPath::kStaged;
+    const Plan p = make_plan(cfg, h200(), r);
+    EXPECT_GT(p.totals.staging_ring_bytes, 0) << budget;
+    EXPECT_LE(p.totals.hbm_bytes, budget) << budget;
+  }
+  PlanRequest r = request(8, 5 * kGiB);
+  r.single_path = DataPath::kStaged;
+  r.offload_ratio = 0.6117;  // leaves 4.97 GiB in HBM: no room for the ring
+  EXPECT_THROW(make_plan(cfg, h200(), r), Error);
+}
+
 TEST(Planner, DirectLinearsUseTheKernelsMulticastClusters) {
   // At batch 768 an old model chose clusters of 3 (N / 256 tiles), which the kernel cannot run.
   PlanRequest r = request(768, 30 * kGiB);
