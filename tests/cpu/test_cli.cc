@@ -145,6 +145,20 @@ TEST(Cli, PlanSweepRefusesTheFlagsItIgnoresAndRepeatsNoRatio) {
   EXPECT_DOUBLE_EQ(j[1]["ratio"].get<double>(), 0.5);
 }
 
+TEST(Cli, ExitStatusFollowsTheReadme) {
+  // README "Exit status": 2 when the command line cannot be parsed, 1 for every other error.
+  for (const auto& [args, code] : {std::pair<std::string, int>{"bogus", 2}, {"generate --bogus", 2},
+                                   {"bench gemm --dry-run --max-cluster abc", 2},
+                                   {"plan --model llama-2-7b --offload-ratio nan", 2},
+                                   {"bench gemm --dry-run --max-cluster 3", 1},
+                                   {"plan --model llama-2-7b --offload-ratio 1.5", 1},
+                                   {"plan --model no-such-model", 1}}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, code) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
 TEST(Cli, PlanSaysWhatGenerateAutoApplies) {
   // Session-18 trial: with nothing forced to the host, `dak plan` (auto) placed 104 MiB there for
   // speed, which `dak generate --offload auto` does not apply; the text now says so. A budget that
