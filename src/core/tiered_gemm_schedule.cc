@@ -15,6 +15,27 @@ constexpr TieredGemmTile kCompiledTiles[] = {{64, 8}, {64, 16}, {64, 32}, {64, 6
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// The fields of a schedule that its tile and split counts depend on (max_output_tiles(),
+/// workspace_bytes()), for the choices made before a schedule exists.
+TieredGemmSchedule split_shape(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int32_t k_splits) {
+  TieredGemmSchedule s;
+  s.M = M;
+  s.N = N;
+  s.K = K;
+  s.tile = tile;
+  s.k_splits = k_splits;
+  return s;
+}
+
+/// Multicast cluster of `tile` at N tokens (tiered_gemm_multicast_cluster's rule).
+int32_t cluster_of(const TieredGemmTile& tile, int64_t N, int64_t max_cluster) {
+  if (tile.bm != 128) return 1;
+  const int64_t n_tiles = ceil_div(N, tile.bn);
+  const int32_t want = n_tiles >= 4 ? 4 : n_tiles >= 2 ? 2 : 1;
+  const int32_t cap = max_cluster >= 4 ? 4 : max_cluster >= 2 ? 2 : 1;
+  return std::min(want, cap);
+}
+
 }  // namespace
 
 int64_t TieredGemmSchedule::workspace_bytes() const {
@@ -79,10 +100,8 @@ int64_t tiered_gemm_workspace_bound(int64_t M, int64_t K, int64_t max_n, int64_t
   int64_t most = TieredGemmSchedule::counter_bytes();
   for (int64_t N = 1; N <= max_n; ++N) {
     const TieredGemmTile tile = choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn);
-    const int32_t S = choose_tiered_gemm_k_splits(M, N, K, tile, sm_count);
-    if (S < 2) continue;
-    const int64_t max_tiles = (ceil_div(M, tile.bm) + 1) * ceil_div(N, tile.bn);
-    most = std::max(most, TieredGemmSchedule::counter_bytes() + max_tiles * S * int64_t(tile.bm) * tile.bn * 4);
+    most = std::max(most, split_shape(M, N, K, tile, choose_tiered_gemm_k_splits(M, N, K, tile, sm_count))
+                              .workspace_bytes());
   }
   return most;
 }
@@ -104,13 +123,14 @@ constexpr TieredGemmTile kNarrow{128, 128}, kWide{128, 256};
 int32_t compute_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count, double* cost) {
   const int64_t k_blocks = ceil_div(K, tile.bk());
   const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
-  const int64_t max_tiles = (ceil_div(M, tile.bm) + 1) * ceil_div(N, tile.bn);  // max_output_tiles()
   const double whole = tiered_gemm_compute_cost(M, N, K, tile, 1, sm_count);
   double best_cost = whole;
   int32_t best = 1;
-  const int64_t most = std::min<int64_t>(8, k_blocks / 8);
+  const int64_t most =
+      split_shape(M, N, K, tile, 1).max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles ? 1
+                                                                                            : std::min<int64_t>(8, k_blocks / 8);
   for (int64_t S = 2; S <= most; ++S) {
-    if (tiles * S > kComputeSplitUnits * sm_count || max_tiles > TieredGemmSchedule::kMaxSplitTiles) break;
+    if (tiles * S > kComputeSplitUnits * sm_count) break;
     const double c = tiered_gemm_compute_cost(M, N, K, tile, S, sm_count);
     if (c < 0.97 * whole && c < best_cost) {
       best_cost = c;
@@ -190,11 +210,7 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   if (N > 64) return tile.bm == 128 ? compute_k_splits(M, N, K, tile, sm_count, nullptr) : 1;
   const int64_t k_blocks = ceil_div(K, tile.bk());
   const int64_t tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn);
-  TieredGemmSchedule shape;  // only M, N and the tile: for max_output_tiles(), as validate() counts them
-  shape.M = M;
-  shape.N = N;
-  shape.tile = tile;
-  if (shape.max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles) return 1;
+  if (split_shape(M, N, K, tile, 1).max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles) return 1;
   double best_cost = std::numeric_limits<double>::max();
   int32_t best = 1;
   for (int64_t s = 1; s <= std::min<int64_t>(16, std::max<int64_t>(1, k_blocks / 2)); ++s) {
@@ -209,12 +225,7 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 
 int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t sm_count, int64_t max_cluster,
                                       int32_t compute_bn) {
-  const TieredGemmTile tile = choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn);
-  if (tile.bm != 128) return 1;
-  const int64_t n_tiles = ceil_div(N, tile.bn);
-  const int32_t want = n_tiles >= 4 ? 4 : n_tiles >= 2 ? 2 : 1;
-  const int32_t cap = max_cluster >= 4 ? 4 : max_cluster >= 2 ? 2 : 1;
-  return std::min(want, cap);
+  return cluster_of(choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn), N, max_cluster);
 }
 
 TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
@@ -236,9 +247,8 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   s.host_stages = 1;
   s.hbm_stages = ring;
   int64_t grid = sm_count;
-  const int32_t cluster = tiered_gemm_multicast_cluster(M, N, K, sm_count, limits.max_cluster, limits.compute_bn);
-  if (m_host > 0 && cluster > 1) {
-    s.cluster = cluster;
+  if (m_host > 0 && cluster_of(s.tile, N, limits.max_cluster) > 1) {
+    s.cluster = cluster_of(s.tile, N, limits.max_cluster);
     grid = limits.grid_ctas(s.cluster, sm_count);
     if (grid < 2 * s.cluster) {  // too few SMs for two clusters: no multicast
       s.cluster = 1;
