@@ -195,11 +195,10 @@ void add_plan_command(CLI::App& app) {
       std::cout << json_text(plan.to_json()) << std::endl;
     else
       std::cout << format_plan_text(plan, profile, a->verbose);
-    // What `dak generate --offload auto` does with such a plan (offload_options.cc, plan_offload):
-    // it offloads only what the budget forces, so a plan that moves rows to the host for speed
-    // alone is not applied there (the new-user trial of session 18 read this plan as the run's).
-    if (a->output != "json" && a->mode == "auto" && ratio_opt->count() == 0 && plan.capacity.required_host_bytes == 0 &&
-        plan.totals.host_bytes > 0) {
+    // What `dak generate --offload auto` does with such a plan: a plan that moves rows to the host
+    // for speed alone is not applied there (the new-user trial of session 18 read it as the run's).
+    if (a->output != "json" && plan.totals.host_bytes > 0 &&
+        auto_keeps_all_in_hbm(a->mode, ratio_opt->count() > 0, plan)) {
       std::cout << fmt::format(
           "note      dak generate --offload auto keeps this run all in HBM: the budget forces nothing to the host, "
           "and the {} above are placed for the cost model's gain from reading the link beside HBM, which is not "

@@ -190,11 +190,15 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
     }
   }
   Plan plan = make_plan(config, profile, req);
+  if (auto_keeps_all_in_hbm(a.mode, ratio, plan)) return std::nullopt;  // direct follows the plan
+  return plan;
+}
+
+bool auto_keeps_all_in_hbm(const std::string& mode, bool ratio_forced, const Plan& plan) {
   // auto offloads only what the budget forces: where everything fits, the plan may still move a
   // few rows to the host because the cost model adds the link's bandwidth to HBM's; that gain is
-  // not measured on this engine yet, so auto keeps such runs in HBM (direct follows the plan).
-  if (a.mode == "auto" && !ratio && plan.capacity.required_host_bytes == 0) return std::nullopt;
-  return plan;
+  // not measured on this engine yet, so auto keeps such runs in HBM.
+  return mode == "auto" && !ratio_forced && plan.capacity.required_host_bytes == 0;
 }
 
 std::string describe_plan(const Plan& plan) {

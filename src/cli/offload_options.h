@@ -74,6 +74,12 @@ void add_offload_options(CLI::App* c, OffloadArgs* a);
 /// load. Throws dak::Error naming the flag.
 void check_offload_args(const OffloadArgs& a, bool ratio_list);
 
+/// Whether `dak generate --offload auto` leaves a fresh plan unapplied (all in HBM): nothing was
+/// forced to the host (no --offload-ratio, `ratio_forced` false, and the budget holds everything),
+/// so any host rows in it were placed only for the cost model's gain from the link beside HBM,
+/// which is not measured on the engine. `mode`: the --offload value.
+bool auto_keeps_all_in_hbm(const std::string& mode, bool ratio_forced, const Plan& plan);
+
 /// `ratio`: the forced global ratio of this run (one of a.ratios()), nullopt for none. A --plan's
 /// staged operators are applied as staged only under --offload auto (the other modes apply one path).
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
