@@ -156,13 +156,15 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const bf16* t_v = host ? a.h_v : a.g_v;
   const int64_t slot0 = host ? 0 : s.b_host;
 
+  // Keys of sequence `seq`, clamped to [0, max_ctx] (the item loop and the CTA merge read it).
+  auto len_of = [&](int64_t seq) { return min(max(__ldg(a.g_len + seq), 0), max_ctx); };
   auto work_of = [&](int64_t k) {  // the k-th item of this worker
     const TieredAttentionSchedule::Item it = s.item(host, wid + k * workers);
     Work w;
     w.seq = it.seq;
     w.hk = it.kv_head;
     w.split = it.split;
-    w.len = min(max(__ldg(a.g_len + it.seq), 0), max_ctx);
+    w.len = len_of(it.seq);
     w.kb = it.split * split_keys;
     w.ke = int32_t(min(int64_t(w.len), int64_t(w.kb) + split_keys));
     w.steps = w.ke > w.kb ? (w.ke - w.kb + ta::kStepKeys - 1) / ta::kStepKeys : 0;
@@ -512,8 +514,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       const int64_t u = u0 + int64_t(e / per_pair) * S;  // the pair's split 0
       if (u >= n_items) break;                           // e only grows: so do the pairs
       const TieredAttentionSchedule::Item it = s.item(host, u);
-      const int32_t len = min(max(__ldg(a.g_len + it.seq), 0), max_ctx);
-      const int n_live = s.live_splits(len);
+      const int n_live = s.live_splits(len_of(it.seq));
       if (n_live == 1) continue;  // written by its only split
       const int i = (e % per_pair) / D, d = e % D;
       const int64_t row = it.seq * H + int64_t(it.kv_head) * G + i;  // (sequence, query head)
