@@ -268,9 +268,8 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
           if (a.host_stages > 0) s.host_stages = a.host_stages;
           if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;
           s.validate();
-          const std::string timed = kv < double(kAttentionStackBelowBytes)
-                                        ? fmt::format("{}-layer stack", kAttentionStackLayers)
-                                        : std::string("1 launch");
+          const int layers = attention_bench_layers(uint64_t(kv));
+          const std::string timed = layers > 1 ? fmt::format("{}-layer stack", layers) : std::string("1 launch");
           out << fmt::format("| {} | {} | {} | {:.2f} | {} | {} | {:.4f} | {} |\n", m.name, b, c, kv / kGiB, timed, bh,
                              double(bh) / double(b), s.to_string());
         }

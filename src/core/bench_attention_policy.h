@@ -13,4 +13,10 @@ namespace dak {
 constexpr uint64_t kAttentionStackBelowBytes = 256ull << 20;
 constexpr int kAttentionStackLayers = 8;
 
+/// Layers a cell with `kv_bytes` of KV per layer is timed over: kAttentionStackLayers below
+/// kAttentionStackBelowBytes, else 1 (a single launch).
+constexpr int attention_bench_layers(uint64_t kv_bytes) {
+  return kv_bytes < kAttentionStackBelowBytes ? kAttentionStackLayers : 1;
+}
+
 }  // namespace dak

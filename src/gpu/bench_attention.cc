@@ -281,7 +281,7 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
         cell.batch = b;
         cell.context = c;
         cell.kv_bytes = 4 * uint64_t(b) * uint64_t(c) * uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
-        cell.layers = cell.kv_bytes < kAttentionStackBelowBytes ? kAttentionStackLayers : 1;
+        cell.layers = attention_bench_layers(cell.kv_bytes);
         if (cell.kv_bytes > o.max_kv_bytes) {
           cell.skipped = true;
           cell.skip_reason = fmt::format("KV of the layer {} > {} (--max-kv-gib)", gib(cell.kv_bytes), gib(o.max_kv_bytes));

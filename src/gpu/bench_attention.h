@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "core/bench_attention_policy.h"  // kAttentionStackBelowBytes, kAttentionStackLayers
+#include "core/bench_attention_policy.h"  // attention_bench_layers
 #include "core/tiered_attention_schedule.h"
 #include "gpu/bench.h"
 
