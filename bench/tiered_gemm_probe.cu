@@ -8,13 +8,15 @@
 // session 5) with and without HBM rows next to it, and under Nsight Compute.
 // `gemm_probe tma` streams W boxes with TMA and no math (probe_tma); `gemm_probe stream` compares
 // the steady-state rate of the GEMM's W access pattern with bulk copies and the GEMM (probe_stream);
-// `gemm_probe tiles` times the compute path's two tiles against cuBLASLt (probe_tiles).
+// `gemm_probe tiles [M K N [BN S]]` times the compute path's two tiles against cuBLASLt (probe_tiles;
+// one shape, tile and split with the arguments, for Nsight Compute).
 // `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]` records per-CTA timestamps of a graph of
 // decode linears, k-splits forced per op where given (probe_trace).
 // Build: see tools/device/gemm_probe.sh.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -534,11 +536,19 @@ int probe_stream(int sms) {
 // inputs (random_fill): a tensor-core GEMM's speed depends on its values through power and clocks.
 // The A/B of the compute tiles and splits (docs/perf-notes.md, session 18; its calls 1-4 ran this
 // probe with zeros).
-int probe_tiles(int sms) {
+// `gemm_probe tiles M K N [BN S]` times one shape (and, with BN and S, one tile and split) for Nsight
+// Compute.
+int probe_tiles(int argc, char** argv, int sms) {
   using namespace dak;
-  const int64_t shapes[][2] = {{12288, 4096}, {4096, 4096},  {22016, 4096}, {4096, 11008},
-                               {57344, 8192}, {8192, 28672}, {21504, 7168}, {7168, 28672}};
-  const int64_t tokens[] = {256, 512, 1024};
+  std::vector<std::array<int64_t, 2>> shapes = {{12288, 4096}, {4096, 4096},  {22016, 4096}, {4096, 11008},
+                                                {57344, 8192}, {8192, 28672}, {21504, 7168}, {7168, 28672}};
+  std::vector<int64_t> tokens = {256, 512, 1024};
+  int only_bn = 0, only_split = 0;
+  if (argc >= 5) {
+    shapes = {{std::atoll(argv[2]), std::atoll(argv[3])}};
+    tokens = {std::atoll(argv[4])};
+  }
+  if (argc >= 7) only_bn = std::atoi(argv[5]), only_split = std::atoi(argv[6]);
   size_t max_x = 0, max_y = 0;
   for (const auto& mk : shapes) {
     max_x = std::max(max_x, size_t(1024 * mk[1]));
@@ -573,7 +583,10 @@ int probe_tiles(int sms) {
   for (const auto& mk : shapes) {
     const int64_t M = mk[0], K = mk[1];
     const size_t w_elems = size_t(M * K);
-    const int copies = int(std::min<size_t>(8, kWElems / w_elems));
+    // DAK_PROBE_COPIES=1 re-reads one copy of W: L2-resident where W fits (the main loop without HBM).
+    const char* forced_copies = std::getenv("DAK_PROBE_COPIES");
+    const int copies = forced_copies ? std::max(1, std::atoi(forced_copies))
+                                     : int(std::min<size_t>(8, kWElems / w_elems));
     for (int64_t N : tokens) {
       gpu::GemmArgs g;
       g.g_x = static_cast<const __nv_bfloat16*>(x);
@@ -589,8 +602,10 @@ int probe_tiles(int sms) {
           w, w_elems, copies);
       const TieredGemmSchedule planned = plan_tiered_gemm(M, N, K, 0, sms);
       for (const TieredGemmTile tile : {TieredGemmTile{128, 128}, TieredGemmTile{128, 256}}) {
+        if (only_bn != 0 && tile.bn != only_bn) continue;
         std::printf("%6ld %6ld %5ld %4d |", long(M), long(K), long(N), tile.bn);
         for (int32_t S = 1; S <= 4; ++S) {
+          if (only_split != 0 && S != only_split) continue;
           TieredGemmSchedule s = planned;
           s.tile = tile;
           s.k_splits = S;
@@ -627,7 +642,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "trace") return probe_trace(argc, argv, sms);
   if (argc == 2 && std::string(argv[1]) == "tma") return probe_tma(sms);
   if (argc == 2 && std::string(argv[1]) == "stream") return probe_stream(sms);
-  if (argc == 2 && std::string(argv[1]) == "tiles") return probe_tiles(sms);
+  if (argc >= 2 && std::string(argv[1]) == "tiles") return probe_tiles(argc, argv, sms);
   struct Case {
     int64_t M, N, K;
     int32_t splits;  // 0: default

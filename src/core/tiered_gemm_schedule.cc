@@ -145,25 +145,25 @@ int32_t compute_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& 
 
 double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
                                 int64_t sm_count) {
-  // Constants of the H200 (docs/perf-notes.md session 18), in units of one 128 x 128 k-block
-  // (128 x 128 x 64, ~0.42-0.54 us):
-  // - a 128 x 256 k-block costs 1.8 of them: `dak bench gemm` with random inputs, 57344 x 8192 at
-  //   N = 512, 663 us in 7 rounds against 757 in 14 (1.75); zero inputs (`gemm_probe tiles`) flatter
-  //   the wide tile (1.6) and misled the first rule;
-  // - a 128 x 256 launch costs kWideLaunch more (~34 us) inside a chain of GEMMs: in Llama-2-7B's
-  //   8-layer stack (CUDA graph, PDL) its gate_up took 200.5 us against 158.5 alone, and the stack
-  //   ran 401 / 248 us per layer (N = 512 / 256) against 365 / 221 on 128 x 128 (cause not found);
-  // - a split unit adds its epilogue (the fp32 partial written, the reducer's wait and read; not
-  //   overlapped with the math on the 128-row tiles): ~8-11 us on 128 x 128 and ~20 us on 128 x 256
-  //   per round (4096 x 4096 at N = 256: 30.0 us whole, 25.4 in 2 splits).
-  constexpr double kWideBlockCost = 1.8, kWideLaunch = 80;
-  constexpr double kNarrowSplitEpilogue = 20, kWideSplitEpilogue = 45;
+  // Constants of the H200, in units of one 128 x 128 k-block (128 x 128 x 64, ~0.39 us), fitted
+  // to `gemm_probe tiles` (random inputs, 8 back-to-back launches; docs/perf-notes.md session 19)
+  // on six linears at N = 512, both tiles at 1-4 k-splits (25 points, within 10 %):
+  // - a 128 x 256 k-block costs 1.84 of them;
+  // - every round of units adds its epilogue: ~15 on 128 x 128 and ~4 on 128 x 256 (the wide tile's
+  //   fewer rounds per flop; it lost ~10 % to an epilogue that missed the instruction cache until
+  //   session 19), and a split round the split reduction on top (the fp32 partial written, the
+  //   reducer's wait and read; not overlapped with the math on the 128-row tiles): ~8 and ~37.
+  // Session 18 charged the wide tile ~34 us per launch inside a chain of GEMMs (Llama-2-7B's 8-layer
+  // stack, per-element epilogue); with the new epilogue that term is not measured yet.
+  constexpr double kWideBlockCost = 1.84;
+  constexpr double kNarrowRound = 15, kWideRound = 4;
+  constexpr double kNarrowSplitEpilogue = 8, kWideSplitEpilogue = 37;
   const bool wide = tile.bn > 128;
   const int64_t units = ceil_div(M, tile.bm) * ceil_div(N, tile.bn) * S;
   const int64_t rounds = ceil_div(units, std::max<int64_t>(sm_count, 1));
   const double block = wide ? kWideBlockCost : 1.0;
-  const double epilogue = S > 1 ? (wide ? kWideSplitEpilogue : kNarrowSplitEpilogue) : 0.0;
-  return double(rounds) * (double(ceil_div(ceil_div(K, tile.bk()), S)) * block + epilogue) + (wide ? kWideLaunch : 0.0);
+  const double epilogue = (wide ? kWideRound : kNarrowRound) + (S > 1 ? (wide ? kWideSplitEpilogue : kNarrowSplitEpilogue) : 0.0);
+  return double(rounds) * (double(ceil_div(ceil_div(K, tile.bk()), S)) * block + epilogue);
 }
 
 TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t K, int64_t sm_count, int32_t compute_bn) {

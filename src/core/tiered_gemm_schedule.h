@@ -185,8 +185,9 @@ int64_t tiered_gemm_host_rows(double x, int64_t M, int64_t unit_rows);
 /// tile dominates SMEM traffic). N > 64 (the compute path) -> (128, 256) where N rounded up to
 /// 128 is a multiple of 256 (129-256, 385-512, ...: no more padding than bn 128) and its best
 /// k-split costs no more than (128, 128)'s (tiered_gemm_compute_cost); else (128, 128). On 132
-/// SMs at N = 512: Llama-2-70B's gate_up (57344 x 8192) and down (8192 x 28672) are wide, every
-/// Llama-2-7B linear narrow; at N = 256 4096 x 4096 runs narrow in 2 k-splits. compute_bn 128 or
+/// SMs at N = 512: every Llama-2-70B linear but qkv (10240 x 8192) and Llama-2-7B's gate_up
+/// (22016 x 4096) are wide, Llama-2-7B's qkv, o and down narrow; at N = 256 4096 x 4096 runs narrow
+/// in 2 k-splits, 12288 x 4096 wide (96 units: one round). compute_bn 128 or
 /// 256 (TieredGemmLinkLimits) forces that tile for every N > 64.
 TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t K, int64_t sm_count, int32_t compute_bn = 0);
 
@@ -196,12 +197,12 @@ TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t K, int64_t 
 constexpr int64_t kComputeSplitUnits = 3;
 
 /// Estimated time of an all-HBM compute-path launch (N > 64) of `tile` with S k-splits on
-/// sm_count SMs, in 128 x 128 k-blocks (~0.42-0.54 us each on the H200): rounds of one unit per SM
+/// sm_count SMs, in 128 x 128 k-blocks (~0.39 us each on the H200): rounds of one unit per SM
 /// (ceil(m-tiles x n-tiles x S / sm_count)) times a unit's time: its k-blocks (ceil(K / 64 / S)),
-/// 1.8 each on the 128 x 256 tile, plus, when S > 1, the split epilogue (20 on 128 x 128, 45 on
-/// 128 x 256: the partial's write, the reducer's wait and read); plus 80 per 128 x 256 launch (what
-/// it lost inside a graph of GEMMs). Fitted on the H200 to `dak bench gemm` (random inputs, single
-/// GEMMs and 8-layer stacks) and `gemm_probe tiles` (docs/perf-notes.md session 18).
+/// 1.84 each on the 128 x 256 tile, plus the round's epilogue (15 on 128 x 128, 4 on 128 x 256),
+/// plus, when S > 1, the split reduction (8 / 37: the partial's write, the reducer's wait and
+/// read). Fitted on the H200 to `gemm_probe tiles` (random inputs, 25 points within 10 %) and
+/// checked on `dak bench gemm`'s 8-layer stacks (docs/perf-notes.md session 19).
 double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
                                 int64_t sm_count);
 

@@ -92,12 +92,12 @@ TEST(CliBenchGemm, DryRunTimesSingleGemmsOnlyForWeightsOfAtLeast256MiB) {
 }
 
 TEST(CliBenchGemm, ComputeTileIsChosenPerShapeOrForced) {
-  // N = 512 on 132 SMs: Llama-2-7B's linears run 128 x 128, Llama-2-70B's gate_up 128 x 256 (the
-  // fitted cost model, core/tiered_gemm_schedule.h); --compute-tile forces one.
+  // N = 512 on 132 SMs: Llama-2-7B's qkv runs 128 x 128, its gate_up and Llama-2-70B's 128 x 256
+  // (the fitted cost model, core/tiered_gemm_schedule.h); --compute-tile forces one.
   const RunResult r = run_dak("bench gemm --dry-run --models llama-2-7b,llama-2-70b --tokens 512 --ratios 0", kNoGpu);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "qkv: M=12288 N=512 K=4096 m_host=0 tile=128x128x64")) << r.output;
-  EXPECT_TRUE(contains(r.output, "gate_up: M=22016 N=512 K=4096 m_host=0 tile=128x128x64")) << r.output;
+  EXPECT_TRUE(contains(r.output, "gate_up: M=22016 N=512 K=4096 m_host=0 tile=128x256x64")) << r.output;
   EXPECT_TRUE(contains(r.output, "gate_up: M=57344 N=512 K=8192 m_host=0 tile=128x256x64")) << r.output;
   const RunResult forced =
       run_dak("bench gemm --dry-run --models llama-2-7b --tokens 512 --ratios 0 --compute-tile 256", kNoGpu);

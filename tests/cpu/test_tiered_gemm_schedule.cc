@@ -82,7 +82,7 @@ TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 0, 132).cluster, 1);
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 64, 4096, 1000, 132).cluster, 1);
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 128, 4096, 1000, 132).cluster, 1);  // one n-tile: nothing to share
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132).cluster, 2);  // 2 of 128
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132).cluster, 1);  // one of 256 (96 units, one wave)
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 300, 4096, 1000, 132).cluster, 2);  // 3 of 128
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 1000, 132).cluster, 4);  // 4 of 128 (waves)
   EXPECT_EQ(dak::plan_tiered_gemm(57344, 512, 8192, 1000, 132).cluster, 2);  // 2 of 256
@@ -91,11 +91,12 @@ TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
   wide_only.compute_bn = 256;
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132, wide_only).cluster, 1);  // one 256-token n-tile
   // The cluster rule the planner's cost model shares: by the tile's n-tiles, rounded to 1 / 2 / 4
-  // (M = 57344, K = 8192: 128 x 128 up to 384 tokens, then 128 x 256 wherever it pads N no further).
+  // (M = 57344, K = 8192: 128 x 256 wherever it pads N no further than 128 x 128, else 128 x 128).
   EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 64, 8192, 132, 4), 1);
   EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 128, 8192, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 129, 8192, 132, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 129, 8192, 132, 4), 1);  // one n-tile of 256
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4, 128), 2);  // 2 of 128, forced
   EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4, 256), 1);
   EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 257, 8192, 132, 4), 2);
   EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 384, 8192, 132, 4), 2);
@@ -168,30 +169,32 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 9, 4096, 132).bn, 16);
   EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 64, 4096, 132).bn, 64);
   EXPECT_EQ(dak::choose_tiered_gemm_tile(4096, 65, 4096, 132).bm, 128);
-  // The compute tiles on a large weight (many units): 128 x 256 from 385 tokens wherever it pads N
+  // The compute tiles on a large weight (many units): 128 x 256 from 129 tokens wherever it pads N
   // no more than 128 x 128 (257-384 and 513-640 are padded less by 128).
-  for (const auto& [N, bn] : {std::pair{65, 128}, {128, 128}, {129, 128}, {256, 128}, {257, 128}, {384, 128},
+  for (const auto& [N, bn] : {std::pair{65, 128}, {128, 128}, {129, 256}, {256, 256}, {257, 128}, {384, 128},
                               {385, 256}, {512, 256}, {513, 128}, {1000, 256}, {8192, 256}}) {
     EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 8192, 132).bn, bn) << "N = " << N;
     EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 8192, 132).bm, 128) << "N = " << N;
     EXPECT_EQ(dak::choose_tiered_gemm_tile(57344, N, 8192, 132, 128).bn, 128) << "N = " << N;  // forced
     EXPECT_EQ(dak::choose_tiered_gemm_tile(64, N, 8192, 132, 256).bn, 256) << "N = " << N;      // forced
   }
-  // The rule's picks for the shipped linears at N = 256 / 512, against the H200 (session 18,
+  // The rule's picks for the shipped linears at N = 256 / 512, against the H200 (session 19,
   // `dak bench gemm` with random inputs, 8-layer stacks and single GEMMs, --compute-tile auto / 128
-  // / 256 in one call): Llama-2-7B's stack ran fastest all 128 x 128 (365 vs 401 us per layer at
-  // N = 512, 221 vs 248 at 256), so did OPT-30B's at 256 (551 vs 574); Llama-2-70B's gate_up and
-  // down at 512 ran 12 % faster on 128 x 256 (663 vs 757 us, 309 vs 350). At N = 256 o and down
-  // of Llama-2-7B split K in two (`gemm_probe tiles`: 30.0 -> 25.4 us, 65.6 -> 46.3).
+  // / 256 in one call, us per layer): Llama-2-7B 207.1 / 211.1 / 227.4 at N = 256 and 339.2 / 373.4
+  // / 342.6 at 512; Llama-2-70B 701.4 / 763.1 / 760.7 and 1297.8 / 1625.1 / 1317.1; OPT-30B 546.8 /
+  // 602.4 / 582.6 and 1064.9 / 1220.2 / 1039.6 (within its spread, 930-1087). Single GEMMs: OPT-30B
+  // qkv at 256 148.9 us on 128 x 128 against 186.2 on 128 x 256, at 512 241.2 on 128 x 256 against
+  // 287.1. At N = 256 o and down of Llama-2-7B split K in two (`gemm_probe tiles`: 30.0 -> 25.4 us,
+  // 65.6 -> 46.3), so do the K = 28672 downs on 128 x 256.
   struct Pick {
     int64_t M, K;
     int32_t bn[2], splits[2];  // at N = 256, 512
   };
-  for (const Pick& m : {Pick{12288, 4096, {128, 128}, {1, 1}}, Pick{4096, 4096, {128, 128}, {2, 1}},
-                        Pick{22016, 4096, {128, 128}, {1, 1}}, Pick{4096, 11008, {128, 128}, {2, 1}},
-                        Pick{57344, 8192, {128, 256}, {1, 1}}, Pick{8192, 28672, {128, 256}, {1, 1}},
-                        Pick{21504, 7168, {128, 128}, {1, 1}}, Pick{28672, 7168, {128, 128}, {1, 1}},
-                        Pick{7168, 28672, {128, 256}, {1, 1}}}) {
+  for (const Pick& m : {Pick{12288, 4096, {256, 128}, {1, 1}}, Pick{4096, 4096, {128, 128}, {2, 1}},
+                        Pick{22016, 4096, {128, 256}, {1, 1}}, Pick{4096, 11008, {128, 128}, {2, 1}},
+                        Pick{57344, 8192, {256, 256}, {1, 1}}, Pick{8192, 28672, {256, 256}, {2, 1}},
+                        Pick{21504, 7168, {128, 256}, {1, 1}}, Pick{28672, 7168, {256, 256}, {1, 1}},
+                        Pick{7168, 28672, {256, 256}, {2, 1}}}) {
     const int64_t tokens[2] = {256, 512};
     for (int i = 0; i < 2; ++i) {
       const TieredGemmSchedule s = dak::plan_tiered_gemm(m.M, tokens[i], m.K, 0, 132);

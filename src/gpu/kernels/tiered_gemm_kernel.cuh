@@ -42,6 +42,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 // NOTE: cute/tensor.hpp must come before the other CuTe headers.
 #include <cute/tensor.hpp>
 #include <cute/atom/copy_atom.hpp>
@@ -538,6 +539,40 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) acc(i) = sum[i] + acc(i);
       }
+    }
+    if (tile_row0 + kBm <= side_rows && tile_n0 + kBn <= s.N) {
+      // A whole tile (every tile but the last of a side or of N): no bounds, and the bias / ReLU /
+      // dtype decisions taken once per tile instead of per element. The per-element version (below)
+      // unrolled to ~4200 instructions per warp on the 128 x 256 tile, which missed the instruction
+      // cache at every unit (Nsight Compute, session 19: a third of the consumers' stall samples on
+      // Llama-2-7B's gate_up at N = 512). Same arithmetic, same bits: (acc + bias), ReLU, convert.
+      if (p.g_bias) {
+        const __nv_bfloat16* bias = p.g_bias + side_row0 + tile_row0;
+#pragma unroll
+        for (int i = 0; i < kFrag; ++i) acc(i) += __bfloat162float(bias[get<0>(tCcC(i))]);
+      }
+      if (p.relu) {
+#pragma unroll
+        for (int i = 0; i < kFrag; ++i) acc(i) = fmaxf(acc(i), 0.0f);
+      }
+      auto store_tile = [&](auto* y) {  // y: this tile's (0, 0) element
+#pragma unroll
+        for (int i = 0; i < kFrag; ++i) {
+          const float v = acc(i);
+          if constexpr (std::is_same_v<decltype(y), float*>) {
+            y[get<1>(tCcC(i)) * p.ldy + get<0>(tCcC(i))] = v;
+          } else {
+            y[get<1>(tCcC(i)) * p.ldy + get<0>(tCcC(i))] = __float2bfloat16(v);
+          }
+        }
+      };
+      const int64_t origin = tile_n0 * p.ldy + side_row0 + tile_row0;
+      if (p.out == TieredGemmOut::kF32) {
+        store_tile(static_cast<float*>(p.g_y) + origin);
+      } else {
+        store_tile(static_cast<__nv_bfloat16*>(p.g_y) + origin);
+      }
+      continue;
     }
 #pragma unroll
     for (int i = 0; i < kFrag; ++i) {
