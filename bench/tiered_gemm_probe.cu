@@ -615,7 +615,11 @@ int probe_tiles(int argc, char** argv, int sms) {
             std::printf(" %15s", "-");
             continue;
           }
-          s = with_congestion(s, 0, 1, 1, sms);  // HBM CTAs for the tile's unit count
+          // HBM CTAs for the tile's unit count; DAK_PROBE_CLUSTER=C runs them in multicast clusters
+          // of C sharing each W tile (session 19: is the 128 x 128 tile's L2 -> SMEM traffic its limit?)
+          const char* forced_cluster = std::getenv("DAK_PROBE_CLUSTER");
+          const int32_t C = forced_cluster ? std::atoi(forced_cluster) : 1;
+          s = with_congestion(s, 0, 1, C, gpu::tiered_gemm_cluster_limits().grid_ctas(C, sms));
           gpu::TieredGemmArgs a;
           a.g_x = static_cast<const __nv_bfloat16*>(x);
           a.g_y = y;
