@@ -149,12 +149,13 @@ double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGem
   // to `gemm_probe tiles` (random inputs, 8 back-to-back launches; docs/perf-notes.md session 19)
   // on six linears at N = 512, both tiles at 1-4 k-splits (25 points, within 10 %):
   // - a 128 x 256 k-block costs 1.84 of them;
-  // - every round of units adds its epilogue: ~15 on 128 x 128 and ~4 on 128 x 256 (the wide tile's
-  //   fewer rounds per flop; it lost ~10 % to an epilogue that missed the instruction cache until
-  //   session 19), and a split round the split reduction on top (the fp32 partial written, the
-  //   reducer's wait and read; not overlapped with the math on the 128-row tiles): ~8 and ~37.
-  // Session 18 charged the wide tile ~34 us per launch inside a chain of GEMMs (Llama-2-7B's 8-layer
-  // stack, per-element epilogue); with the new epilogue that term is not measured yet.
+  // - every round of units adds ~15 on 128 x 128 and ~4 on 128 x 256 (its epilogue and whatever
+  //   else a round costs beyond its k-blocks: fitted, not separated), and a split round the split
+  //   reduction on top (the fp32 partial written, the reducer's wait and read; not overlapped with
+  //   the math on the 128-row tiles): ~8 and ~37.
+  // Session 18 charged the wide tile ~34 us per launch for what it lost inside Llama-2-7B's 8-layer
+  // stack; with the whole-tile epilogue the stacks no longer show that loss (session 19: 342.6 us
+  // per layer all-wide against 373.4 all-narrow at N = 512), so there is no launch term.
   constexpr double kWideBlockCost = 1.84;
   constexpr double kNarrowRound = 15, kWideRound = 4;
   constexpr double kNarrowSplitEpilogue = 8, kWideSplitEpilogue = 37;

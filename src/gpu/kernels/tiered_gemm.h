@@ -13,9 +13,10 @@
 // swizzle, CuTe layouts),
 // completed on a "full" mbarrier with its byte count; consumer warpgroup(s) (bm / 64 per tile) run
 // wgmma (CuTe SM90 64 x bn x 16, fp32 accumulators), release each stage on an "empty" mbarrier,
-// and run the epilogue: bias, ReLU, bf16/fp32 store with row/column guards, or (k_splits > 1) an
-// fp32 partial to the workspace, where the tile's last split (its reducer: it waits on an atomic
-// counter of the other splits, and resets it) sums the partials in split order and stores. TMA
+// and run the epilogue: bias, ReLU, bf16/fp32 store (row/column guards on the edge tiles only),
+// or (k_splits > 1) an fp32 partial to the workspace, where the tile's last split (its reducer: it
+// waits on an atomic counter of the other splits, and resets it) sums the partials in split order
+// and stores. TMA
 // zero-fills rows past M or m_host, tokens past N and columns past K, so any M, N and K % 8 == 0
 // work. The W loads carry an L2 eviction hint: EVICT_FIRST when the launch reads each W tile once
 // (one n-tile), so a decode step's weight stream does not push the small kernels' data out of L2.
