@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "core/checkpoint.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device.h"
@@ -66,21 +67,6 @@ struct PassDims {
   bool all_rows = true;
 };
 
-/// An A/B switch from the environment (diagnostics, README): the index of the variable's value
-/// in `choices`, or -1 when it is unset or none of them (then with a notice on stderr).
-int env_choice(const char* name, std::initializer_list<const char*> choices) {
-  const char* env = std::getenv(name);
-  if (env == nullptr) return -1;
-  std::string expected;
-  int i = 0;
-  for (const char* c : choices) {
-    if (std::string(env) == c) return i;
-    expected += (i++ > 0 ? " or " : "") + std::string(c);
-  }
-  std::fprintf(stderr, "dak: %s='%s' ignored (expected %s)\n", name, env, expected.c_str());
-  return -1;
-}
-
 /// The tiered attention's HBM load path: DAK_ATTN_HBM_COPY=cp.async (0) or bulk (1) overrides the
 /// plan's choice (TieredAttentionSchedule::hbm_bulk_rows) in every layer; -1 keeps the plan's.
 int attention_hbm_copy_override() {
@@ -102,7 +88,7 @@ int attention_combine_override() {
 /// 14.0 us per layer against 5.9 + 2.1 us for the attention and the RoPE / append kernel; the
 /// cause is not known yet; docs/perf-notes.md).
 bool attention_fuse_rope() {
-  static const bool on = env_choice("DAK_ATTN_FUSE_ROPE", {"0", "1"}) == 1;
+  static const bool on = env_flag("DAK_ATTN_FUSE_ROPE", false);
   return on;
 }
 

@@ -17,13 +17,14 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/env.h"
 #include "gpu/cuda_check.h"
 
 namespace dak::gpu {
 
-/// True unless DAK_NO_PDL is set in the environment (read once per process).
+/// True unless DAK_NO_PDL=1 in the environment (read once per process; core/env.h).
 inline bool pdl_enabled() {
-  static const bool on = std::getenv("DAK_NO_PDL") == nullptr;
+  static const bool on = !env_flag("DAK_NO_PDL", false);
   return on;
 }
 

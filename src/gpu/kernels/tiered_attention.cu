@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/reduce.cuh"
@@ -37,10 +38,7 @@ struct KernelParams {
 /// DAK_ATTN_EARLY_KV=0 in the environment: every load after the dependency wait (for A/B
 /// measurements; docs/perf-notes.md session 17). Read once per process.
 bool early_kv_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("DAK_ATTN_EARLY_KV");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool on = env_flag("DAK_ATTN_EARLY_KV", true);
   return on;
 }
 

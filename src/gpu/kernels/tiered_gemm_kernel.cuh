@@ -52,6 +52,7 @@
 #include <cutlass/cuda_host_adapter.hpp>
 #include <cutlass/numeric_types.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/tiered_gemm.h"
@@ -174,7 +175,7 @@ __device__ inline void wait_parity(uint64_t* bar, uint32_t parity) {
 // DAK_W_EVICT_NORMAL=1 in the environment keeps the default policy everywhere (for A/B
 // measurements, as DAK_NO_PDL).
 inline TMA::CacheHintSm90 weight_cache_hint(const TieredGemmSchedule& s) {
-  static const bool normal = std::getenv("DAK_W_EVICT_NORMAL") != nullptr;
+  static const bool normal = env_flag("DAK_W_EVICT_NORMAL", false);
   return normal || s.n_tiles() > 1 ? TMA::CacheHintSm90::EVICT_NORMAL : TMA::CacheHintSm90::EVICT_FIRST;
 }
 

@@ -1,0 +1,59 @@
+// core/env.h: the environment's A/B switches are accepted or refused the same way everywhere.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/env.h"
+
+namespace {
+
+struct ScopedEnv {
+  const char* name;
+  ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name); }
+};
+
+TEST(Env, ChoiceIsTheIndexOfAnExactMatch) {
+  ::unsetenv("DAK_TEST_SWITCH");
+  EXPECT_EQ(dak::env_choice("DAK_TEST_SWITCH", {"kernel", "cta"}), -1);  // unset
+  {
+    ScopedEnv e("DAK_TEST_SWITCH", "cta");
+    EXPECT_EQ(dak::env_choice("DAK_TEST_SWITCH", {"kernel", "cta"}), 1);
+  }
+  {
+    ScopedEnv e("DAK_TEST_SWITCH", "");
+    EXPECT_EQ(dak::env_choice("DAK_TEST_SWITCH", {"kernel", "cta"}), -1);  // empty: unset
+  }
+  {
+    ScopedEnv e("DAK_TEST_SWITCH", " cta");
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(dak::env_choice("DAK_TEST_SWITCH", {"kernel", "cta"}), -1);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("DAK_TEST_SWITCH=' cta' ignored (expected kernel or cta)"), std::string::npos) << err;
+  }
+}
+
+TEST(Env, FlagTakesOnlyZeroAndOne) {
+  ::unsetenv("DAK_TEST_FLAG");
+  EXPECT_TRUE(dak::env_flag("DAK_TEST_FLAG", true));
+  EXPECT_FALSE(dak::env_flag("DAK_TEST_FLAG", false));
+  {
+    ScopedEnv e("DAK_TEST_FLAG", "1");
+    EXPECT_TRUE(dak::env_flag("DAK_TEST_FLAG", false));
+  }
+  {
+    ScopedEnv e("DAK_TEST_FLAG", "0");
+    EXPECT_FALSE(dak::env_flag("DAK_TEST_FLAG", true));  // DAK_NO_PDL=0 keeps PDL on
+  }
+  {
+    ScopedEnv e("DAK_TEST_FLAG", "yes");
+    testing::internal::CaptureStderr();
+    EXPECT_FALSE(dak::env_flag("DAK_TEST_FLAG", false));  // not taken as "set"
+    EXPECT_TRUE(dak::env_flag("DAK_TEST_FLAG", true));
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("DAK_TEST_FLAG='yes' ignored (expected 0 or 1)"), std::string::npos) << err;
+  }
+}
+
+}  // namespace
