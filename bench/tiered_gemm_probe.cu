@@ -549,6 +549,12 @@ int probe_tiles(int argc, char** argv, int sms) {
     tokens = {std::atoll(argv[4])};
   }
   if (argc >= 7) only_bn = std::atoi(argv[5]), only_split = std::atoi(argv[6]);
+  // DAK_PROBE_COPIES=1 re-reads one copy of W: L2-resident where W fits (the main loop without HBM).
+  // DAK_PROBE_CLUSTER=C runs the tiles in multicast clusters of C sharing each W tile (session 19:
+  // is the 128 x 128 tile's L2 -> SMEM traffic its limit?).
+  const char* forced_copies = std::getenv("DAK_PROBE_COPIES");
+  const char* forced_cluster = std::getenv("DAK_PROBE_CLUSTER");
+  const int32_t C = forced_cluster ? std::atoi(forced_cluster) : 1;
   size_t max_x = 0, max_y = 0;
   for (const auto& mk : shapes) {
     max_x = std::max(max_x, size_t(1024 * mk[1]));
@@ -583,8 +589,6 @@ int probe_tiles(int argc, char** argv, int sms) {
   for (const auto& mk : shapes) {
     const int64_t M = mk[0], K = mk[1];
     const size_t w_elems = size_t(M * K);
-    // DAK_PROBE_COPIES=1 re-reads one copy of W: L2-resident where W fits (the main loop without HBM).
-    const char* forced_copies = std::getenv("DAK_PROBE_COPIES");
     const int copies = forced_copies ? std::max(1, std::atoi(forced_copies))
                                      : int(std::min<size_t>(8, kWElems / w_elems));
     for (int64_t N : tokens) {
@@ -615,10 +619,7 @@ int probe_tiles(int argc, char** argv, int sms) {
             std::printf(" %15s", "-");
             continue;
           }
-          // HBM CTAs for the tile's unit count; DAK_PROBE_CLUSTER=C runs them in multicast clusters
-          // of C sharing each W tile (session 19: is the 128 x 128 tile's L2 -> SMEM traffic its limit?)
-          const char* forced_cluster = std::getenv("DAK_PROBE_CLUSTER");
-          const int32_t C = forced_cluster ? std::atoi(forced_cluster) : 1;
+          // HBM CTAs for the tile's unit count, in clusters of C (DAK_PROBE_CLUSTER, above)
           s = with_congestion(s, 0, 1, C, gpu::tiered_gemm_cluster_limits().grid_ctas(C, sms));
           gpu::TieredGemmArgs a;
           a.g_x = static_cast<const __nv_bfloat16*>(x);
