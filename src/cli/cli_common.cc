@@ -67,6 +67,10 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model) {
     }
   }
   auto ckpt = Checkpoint::open(p);
+  // A folder with both formats: open() takes the safetensors weights; say so, and how to pick a file.
+  if (const std::string notice = mixed_weights_notice(p); !notice.empty()) {
+    std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
+  }
   notice_defaulted_sizes(ckpt->config(), ckpt->path().string());
   return ckpt;
 }
@@ -172,7 +176,10 @@ static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
 }
 
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device, const EngineOffload* offload) {
-  if (offload && offload->args) check_offload_args(*offload->args, /*ratio_list=*/false);  // on any machine
+  if (offload && offload->args) {  // on any machine, the CPU fallback included
+    check_offload_args(*offload->args, /*ratio_list=*/false);
+    check_plan_file_model(*offload->args, ckpt.config(), ckpt.path().string());
+  }
   if (device == "cuda" || device == "auto") {
     const std::string why = gpu_unavailable_reason();
 #ifdef DAK_HAVE_CUDA
@@ -198,7 +205,10 @@ std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& d
 
 std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
                                            const std::string& device, const EngineOffload* offload) {
-  if (offload && offload->args) check_offload_args(*offload->args, /*ratio_list=*/false);  // on any machine
+  if (offload && offload->args) {  // on any machine
+    check_offload_args(*offload->args, /*ratio_list=*/false);
+    check_plan_file_model(*offload->args, config.config, config.path.string());
+  }
   if (device != "cuda" && device != "auto") {
     fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",
          "use --device cuda (or auto), or pass a real checkpoint with --model to use the CPU");
@@ -223,19 +233,30 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
 
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag) {
   std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i <= s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    const std::optional<int64_t> v = parse_integer(s.substr(i, j - i));
-    if (!v || *v < 0 || *v > INT32_MAX) {
-      fail(fmt::format("'{}' is not a comma-separated list of token ids", s), flag,
-           "write the ids as non-negative integers separated by commas, e.g. 1,2,3");
+  for (const std::string& tok : split_list(s)) {
+    if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos) {
+      fail_usage(fmt::format("'{}' is not a comma-separated list of token ids: {}", s, bad_item(tok)), flag,
+                 "write the ids as non-negative integers separated by commas, e.g. 1,2,3");
+    }
+    const std::optional<int64_t> v = parse_integer(tok);
+    if (!v || *v > INT32_MAX) {
+      fail(fmt::format("token id {} is outside every vocabulary (ids are below 2^31)", tok), flag,
+           "use ids the model's tokenizer gives, from 0 to its vocabulary size - 1");
     }
     ids.push_back(int32_t(*v));
-    i = j + 1;
   }
   return ids;
+}
+
+std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag) {
+  std::vector<std::string> names = split_list(s);
+  for (const std::string& name : names) {
+    if (name.empty()) {
+      fail_usage(fmt::format("'{}' has an empty model name", s), flag,
+                 "separate shipped config names (or config.json paths) with commas, e.g. llama-2-7b,opt-30b");
+    }
+  }
+  return names;
 }
 
 std::string bad_item(const std::string& tok) {
@@ -265,6 +286,11 @@ std::optional<int64_t> parse_integer(const std::string& tok) {
   return int64_t(v);
 }
 
+bool is_integer_text(const std::string& tok) {
+  const size_t first = !tok.empty() && (tok[0] == '-' || tok[0] == '+') ? 1 : 0;
+  return tok.size() > first && tok.find_first_not_of("0123456789", first) == std::string::npos;
+}
+
 std::optional<double> parse_number(const std::string& tok) {
   // Decimal only: strtod alone also reads hexadecimal ("0x.8" = 0.5) and "inf" / "nan".
   if (tok.empty() || tok.find_first_of("xX") != std::string::npos) return std::nullopt;
@@ -281,36 +307,102 @@ namespace {
 std::string shown_value(const std::string& s) {
   return s.size() <= 24 ? "'" + s + "'" : fmt::format("'{}...' ({} characters)", s.substr(0, 20), s.size());
 }
+
+/// The values out of range the validators found while CLI11 parsed (take_out_of_range_value).
+std::vector<OutOfRangeValue>& out_of_range_values() {
+  static std::vector<OutOfRangeValue> values;
+  return values;
+}
+
+/// A name no other validator has, so that main() finds the option of an OutOfRangeValue.
+std::string unique_validator_name() {
+  static int count = 0;
+  return fmt::format("dak-value-{}", ++count);
+}
+
 }  // namespace
 
+std::optional<OutOfRangeValue> take_out_of_range_value() {
+  std::vector<OutOfRangeValue>& v = out_of_range_values();
+  if (v.empty()) return std::nullopt;
+  OutOfRangeValue first = v.front();
+  v.clear();
+  return first;
+}
+
 CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive) {
-  return CLI::Validator(
-      [allowed, min, max, min_exclusive](std::string& s) -> std::string {
+  const std::string name = unique_validator_name();
+  CLI::Validator v(
+      [allowed, min, max, min_exclusive, name](std::string& s) -> std::string {
         const std::optional<double> v = parse_number(s);
         if (!v) return fmt::format("{} is not a number; use {}", shown_value(s), allowed);
-        if (*v < min || (min_exclusive && *v == min)) {
-          return fmt::format("{} is too small; use {}", shown_value(s), allowed);
+        const bool small = *v < min || (min_exclusive && *v == min);
+        if (small || *v > max) {
+          out_of_range_values().push_back(
+              {name, fmt::format("{} is too {}; use {}", shown_value(s), small ? "small" : "large", allowed)});
+          s = fmt::format("{}", small ? min : max);  // converts; refused once the command line has parsed
         }
-        if (*v > max) return fmt::format("{} is too large; use {}", shown_value(s), allowed);
         return "";
       },
       "");
+  v.name(name);
+  return v;
 }
 
 CLI::Validator whole_number(const std::string& allowed, int64_t min, int64_t max) {
-  return CLI::Validator(
-      [allowed, min, max](std::string& s) -> std::string {
+  const std::string name = unique_validator_name();
+  CLI::Validator v(
+      [allowed, min, max, name](std::string& s) -> std::string {
         const std::string shown = shown_value(s);
         // Digits after an optional sign: a whole number, even when it is too large for int64.
-        const size_t first = s.find_first_not_of("+-") == 1 ? 1 : 0;
-        const bool digits = s.size() > first && s.find_first_not_of("0123456789", first) == std::string::npos;
-        if (!digits) return fmt::format("{} is not a whole number; use {}", shown, allowed);
+        if (!is_integer_text(s)) return fmt::format("{} is not a whole number; use {}", shown, allowed);
         const std::optional<int64_t> v = parse_integer(s);
-        const bool negative = s[0] == '-';
         if (!v || *v < min || *v > max) {
-          return fmt::format("{} is too {}; use {}", shown, (v ? *v < min : negative) ? "small" : "large", allowed);
+          const bool small = v ? *v < min : s[0] == '-';
+          out_of_range_values().push_back(
+              {name, fmt::format("{} is too {}; use {}", shown, small ? "small" : "large", allowed)});
+          s = std::to_string(small ? min : max);  // converts; refused once the command line has parsed
+          return "";
         }
         s = std::to_string(*v);
+        return "";
+      },
+      "");
+  v.name(name);
+  return v;
+}
+
+CLI::Validator unsigned_64() {
+  const std::string name = unique_validator_name();
+  CLI::Validator v(
+      [name](std::string& s) -> std::string {
+        const std::string message = "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
+        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits) return message;
+        const std::string canonical = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
+        if (canonical.size() > 20 || (canonical.size() == 20 && canonical > "18446744073709551615")) {
+          out_of_range_values().push_back({name, message});
+          s = "0";  // converts; refused once the command line has parsed
+          return "";
+        }
+        s = canonical;
+        return "";
+      },
+      "UINT64");
+  v.name(name);
+  return v;
+}
+
+CLI::Validator value_syntax(std::function<void(const std::string&)> parse) {
+  return CLI::Validator(
+      [parse](std::string& s) -> std::string {
+        try {
+          parse(s);
+        } catch (const UsageError&) {
+          throw;  // not such a value: a usage error, now
+        } catch (const Error&) {
+          // well-formed, out of range: the command refuses it (exit 1) after the whole command line parsed
+        }
         return "";
       },
       "");
@@ -321,13 +413,13 @@ std::vector<int64_t> parse_count_list(const std::string& s, const std::string& f
                                       const std::string& range_note) {
   std::vector<int64_t> out;
   for (const std::string& tok : split_list(s)) {
-    const std::optional<int64_t> v = parse_integer(tok);
-    if (!v) {
-      fail(fmt::format("'{}' is not a comma-separated list of {}: {}", s, what, bad_item(tok)), flag,
-           "write positive integers separated by commas, e.g. " + example);
+    if (!is_integer_text(tok)) {
+      fail_usage(fmt::format("'{}' is not a comma-separated list of {}: {}", s, what, bad_item(tok)), flag,
+                 "write positive integers separated by commas, e.g. " + example);
     }
-    if (*v < 1 || *v > max) {
-      fail(fmt::format("{} value {} is outside [1, {}]", flag, *v, max), flag,
+    const std::optional<int64_t> v = parse_integer(tok);  // nullopt: beyond int64
+    if (!v || *v < 1 || *v > max) {
+      fail(fmt::format("{} value {} is outside [1, {}]", flag, v ? std::to_string(*v) : tok, max), flag,
            fmt::format("use {} from 1 to {}{}", what, max, range_note));
     }
     out.push_back(*v);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,7 +31,8 @@ namespace dak::cli {
 /// tools/setup.sh or pass --model) if it is missing.
 std::filesystem::path default_model_path();
 
-/// Opens `model` (or the default when empty), printing "loading ..." to stderr.
+/// Opens `model` (or the default when empty). Prints a notice on stderr when a folder holds both
+/// safetensors and GGUF weights (mixed_weights_notice) or its config lacked size keys.
 std::unique_ptr<Checkpoint> open_model(const std::string& model);
 
 struct OffloadArgs;
@@ -74,12 +76,18 @@ std::string gpu_unavailable_reason();
 std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
                                            const std::string& device, const EngineOffload* offload = nullptr);
 
-/// "1,2,3" -> {1, 2, 3}. Throws dak::Error naming `flag` on anything else.
+/// "1,2,3" -> {1, 2, 3} (blanks around an id allowed). Throws dak::UsageError naming `flag` for text
+/// that is not a comma list of unsigned decimal integers ("-5", "1,,2", "a"), dak::Error for an id
+/// above 2^31 - 1 (no vocabulary is that large).
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag);
 
 /// "8, 64,512" -> {"8", "64", "512"}: the items between commas, spaces and tabs around each
 /// removed. An empty item stays as "" ("8,,64", "8,") for the caller to refuse; "" -> {""}.
 std::vector<std::string> split_list(const std::string& s);
+
+/// The model names (shipped config names or paths) of a comma list such as --models, blanks around
+/// each removed. Throws dak::UsageError naming `flag` when an item is empty ("llama-2-7b,").
+std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag);
 
 /// How a list error names the item it refused: "'abc' is not one", or "an item is empty".
 std::string bad_item(const std::string& tok);
@@ -92,10 +100,16 @@ std::optional<int64_t> parse_integer(const std::string& tok);
 /// after the number, is out of range, is inf / nan, or is hexadecimal ("0x.8").
 std::optional<double> parse_number(const std::string& tok);
 
+/// Whether `tok` is written as a decimal integer: an optional sign, then digits only, whatever its
+/// size ("-5", "010", a 300-digit number; not "", "1.5", "0x10"). What a list parser refuses as not
+/// a number (dak::UsageError) rather than as out of range (dak::Error).
+bool is_integer_text(const std::string& tok);
+
 /// "8,64,512" -> {8, 64, 512}: the items of split_list(s) as integers in [1, max], sorted, duplicates
-/// removed. Throws dak::Error naming `flag` for an item that is not an integer ("'<s>' is not a
-/// comma-separated list of <what>", fix: write positive integers ..., e.g. <example>) or is outside
-/// [1, max] ("<flag> value <v> is outside [1, <max>]", fix: use <what> from 1 to <max><range_note>).
+/// removed. Throws dak::UsageError naming `flag` for an item that is not an integer ("'<s>' is not a
+/// comma-separated list of <what>", fix: write positive integers ..., e.g. <example>) and dak::Error
+/// for one outside [1, max] ("<flag> value <v> is outside [1, <max>]", fix: use <what> from 1 to
+/// <max><range_note>).
 std::vector<int64_t> parse_count_list(const std::string& s, const std::string& flag, int64_t max,
                                       const std::string& what, const std::string& example,
                                       const std::string& range_note = "");
@@ -135,35 +149,46 @@ void emit_report(const std::string& text, const nlohmann::json& json, const std:
 /// CLI11 validator (use with ->transform) for a uint64 option (a seed): only decimal digits, at
 /// most 2^64 - 1 (CLI11 alone wraps -1 to 2^64 - 1 and clamps larger values, so different seeds gave
 /// the same run); an accepted value is rewritten without its leading zeros (CLI11 alone reads "010"
-/// as octal 8).
-inline CLI::Validator unsigned_64() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-        const std::string v = digits ? s.substr(std::min(s.find_first_not_of('0'), s.size() - 1)) : s;
-        if (!digits || v.size() > 20 || (v.size() == 20 && v > "18446744073709551615")) {
-          return "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
-        }
-        s = v;
-        return "";
-      },
-      "UINT64");
-}
+/// as octal 8). Text other than digits ("-1", "0x10") is refused at parsing (exit 2); a larger number
+/// is out of range (exit 1, as whole_number's).
+CLI::Validator unsigned_64();
 
 /// CLI11 validator (use with ->transform) for a whole-number option. A value that is not a whole
-/// decimal number ("abc", "1.5", "0x10") is "'abc' is not a whole number", one outside [min, max]
-/// (or beyond int64: a 300-digit number) "'<v>' is too large" (or too small), followed by "; use <allowed>"
-/// (e.g. "a count from 1 to 1000"); CLI11 puts the option's name in front. A long value is shown by
-/// its first characters and its length. An accepted value is rewritten in canonical decimal, since
+/// decimal number ("abc", "1.5", "0x10") is "'abc' is not a whole number", refused at parsing (exit
+/// 2); one outside [min, max] (or beyond int64: a 300-digit number) is "'<v>' is too large" (or too
+/// small), out of range (exit 1: see take_out_of_range_value); each followed by "; use <allowed>"
+/// (e.g. "a count from 1 to 1000"), with the option's name in front. A long value is shown by its
+/// first characters and its length. An accepted value is rewritten in canonical decimal, since
 /// CLI11 alone reads "010" as octal 8 and "0x10" as 16.
 CLI::Validator whole_number(const std::string& allowed, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
 
 /// CLI11 validator (use with ->transform) for a decimal option: a value that is not a finite
-/// decimal number ("abc", "nan", "1e400") is "'abc' is not a number", one below `min` (at or below
-/// it when `min_exclusive`) or above `max` "'<v>' is too small" / "too large", each followed by
-/// "; use <allowed>" (e.g. "a temperature from 0 (greedy) to 100"); CLI11 puts the option's name in
-/// front. A long value is shown by its first characters and its length.
+/// decimal number ("abc", "nan", "1e400") is "'abc' is not a number", refused at parsing (exit 2);
+/// one below `min` (at or below it when `min_exclusive`) or above `max` is "'<v>' is too small" /
+/// "too large", out of range (exit 1: see take_out_of_range_value); each followed by "; use
+/// <allowed>" (e.g. "a temperature from 0 (greedy) to 100"), with the option's name in front. A long
+/// value is shown by its first characters and its length.
 CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive = false);
+
+/// A well-formed value outside its option's range, found by whole_number, decimal_number or
+/// unsigned_64 while CLI11 parses. Such a value is not a usage error (README, "Exit status": exit 1,
+/// not 2), and a usage error anywhere on the command line must still be reported as one: so the
+/// validator lets the parse go on, with the value clamped into range for the conversion, and records
+/// it here; main() refuses it once the whole command line has parsed, before any command runs.
+struct OutOfRangeValue {
+  std::string validator;  // the name of the validator that found it (one per option: names the option)
+  std::string message;    // "'0' is too small; use a count of at least 1 ..."
+};
+
+/// The first value out of range recorded since the last call, if any (and forgets the others).
+std::optional<OutOfRangeValue> take_out_of_range_value();
+
+/// CLI11 validator (use with ->check) for an option whose command parses its text with `parse` (the
+/// same function, called again later: a comma list, a byte size): while CLI11 parses, the
+/// dak::UsageError that `parse` throws for text that is not such a value ends the parse with exit 2,
+/// like whole_number's refusals; a dak::Error for a well-formed value out of range is left to the
+/// command (exit 1), which runs only once every option has parsed.
+CLI::Validator value_syntax(std::function<void(const std::string&)> parse);
 
 /// The JSON text of `j` (indent 2) with invalid UTF-8 inside its strings replaced by U+FFFD:
 /// generated text cut inside a multi-byte character, file names that are not UTF-8 (nlohmann's

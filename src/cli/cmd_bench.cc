@@ -85,17 +85,18 @@ the event and kernel-boundary gaps the graph removes.
 Each (batch, prompt, gen) runs one untimed warm-up generation first; greedy sampling, EOS ignored.
 Needs a Hopper GPU: without one dak bench fails with the reason and exit code 1.)";
 
-/// "1,8,64" -> {1, 8, 64}, every value >= `min`.
+/// "1,8,64" -> {1, 8, 64}, every value in [`min`, 2^31 - 1]. Throws dak::UsageError naming `flag` for
+/// text that is not a comma list of whole numbers, dak::Error for a value out of range.
 std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, int64_t min) {
   std::vector<int64_t> out;
   for (const std::string& tok : split_list(s)) {
-    const std::optional<int64_t> v = parse_integer(tok);
-    if (!v || *v > INT32_MAX) {
-      fail(fmt::format("'{}' is not a comma-separated list of whole numbers", s), flag,
-           fmt::format("write sizes of at least {} separated by commas, e.g. 1,8,64", min));
+    if (!is_integer_text(tok)) {
+      fail_usage(fmt::format("'{}' is not a comma-separated list of whole numbers: {}", s, bad_item(tok)), flag,
+                 fmt::format("write sizes of at least {} separated by commas, e.g. 1,8,64", min));
     }
-    if (*v < min) {
-      fail(fmt::format("{} must be at least {}, got {}", flag, min, *v), flag,
+    const std::optional<int64_t> v = parse_integer(tok);  // nullopt: beyond int64
+    if (!v || *v < min || *v > INT32_MAX) {
+      fail(fmt::format("{} must be from {} to {}, got {}", flag, min, INT32_MAX, tok), flag,
            fmt::format("pass values >= {} (a comma list sweeps them)", min));
     }
     out.push_back(*v);
@@ -134,6 +135,7 @@ void run_bench_command(const BenchArgs& a) {
     located.name = ckpt->path().filename().string();
     located.path = ckpt->path();
   }
+  check_plan_file_model(a.offload, located.config, a.random_weights ? a.model : located.path.string());
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {
     fail("dak bench needs a Hopper GPU: " + why, "dak bench",
@@ -444,12 +446,19 @@ void add_bench_command(CLI::App& app) {
   c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights")->capture_default_str()
       ->transform(unsigned_64())
       ->needs(random_weights);  // a seed without random weights would be ignored (the session-17 trial)
-  c->add_option("--batch,-b", a->batch, "Sequences per step; a comma list sweeps, e.g. 1,8,64")->capture_default_str();
+  // The comma lists' syntax is checked while parsing (exit 2), their ranges by the command (exit 1).
+  const auto sizes = [](const char* flag, int64_t min) {
+    return value_syntax([flag, min](const std::string& s) { parse_sizes(s, flag, min); });
+  };
+  c->add_option("--batch,-b", a->batch, "Sequences per step; a comma list sweeps, e.g. 1,8,64")->capture_default_str()
+      ->check(sizes("--batch", 1));
   c->add_option("--prompt-len,-p", a->prompt_len, "Prompt tokens per sequence (comma list sweeps)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(sizes("--prompt-len", 1));
   c->add_option("--gen-len,-g", a->gen_len,
                 "Tokens generated per sequence: 1 by the prefill + gen-1 decode steps; >= 2 (comma list sweeps)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(sizes("--gen-len", 2));
   c->add_option("--repeats,-r", a->repeats, "Timed generations per run (>= 5), after one warm-up")
       ->capture_default_str()
       ->transform(whole_number("a count from 5 to 1000"));  // the range: check_timed_runs

@@ -90,6 +90,8 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-attention.md has
 Needs a Hopper GPU otherwise: without one dak bench attention fails with the reason and exit code 1.)";
 
 /// "0,1/8,0.25,1" -> {0, 0.125, 0.25, 1}: fractions b_h / B in [0, 1], sorted, duplicates removed.
+/// Throws dak::UsageError for an item that is neither a number nor a/b (b != 0), dak::Error for one
+/// outside [0, 1].
 std::vector<double> parse_ratios(const std::string& s) {
   std::vector<double> out;
   for (const std::string& tok : split_list(s)) {
@@ -102,8 +104,8 @@ std::vector<double> parse_ratios(const std::string& s) {
       if (num && den && *den != 0) v = *num / *den;
     }
     if (!v) {
-      fail(fmt::format("'{}' is not a comma-separated list of ratios: {}", s, bad_item(tok)), "--ratios",
-           "write fractions b_h / B as decimals or a/b, e.g. 0,1/8,1/4,0.5,1");
+      fail_usage(fmt::format("'{}' is not a comma-separated list of ratios: {}", s, bad_item(tok)), "--ratios",
+                 "write fractions b_h / B as decimals or a/b, e.g. 0,1/8,1/4,0.5,1");
     }
     if (!(*v >= 0 && *v <= 1)) {
       fail(fmt::format("--ratios value {} is outside [0, 1]", tok), "--ratios",
@@ -123,8 +125,7 @@ struct ModelShape {
 
 std::vector<ModelShape> resolve_models(const std::string& list) {
   std::vector<ModelShape> out;
-  for (const std::string& name : split_list(list)) {
-    if (name.empty()) fail(fmt::format("'{}' has an empty model name", list), "--models", "e.g. llama-2-7b,opt-30b");
+  for (const std::string& name : parse_name_list(list, "--models")) {
     const LocatedConfig lc = locate_model_config(name, "--models");
     const ModelConfig& c = lc.config;
     notice_defaulted_sizes(c, lc.path.string());  // a head_dim error below may come from these defaults
@@ -464,11 +465,17 @@ void add_bench_attention_command(CLI::App& bench) {
   CLI::App* c = bench.add_subcommand(
       "attention", "One layer's decode attention with the KV cache split between host memory and HBM: EB vs offload "
                    "ratio next to the ideal of this run's B_g and B_h, and the HBM decode kernel as the baseline");
-  c->add_option("--models", a->models, "Comma list of shipped config names or config.json paths")->capture_default_str();
-  c->add_option("--batch,-b", a->batch, "Batches (sequences, one query each), comma list")->capture_default_str();
-  c->add_option("--ctx", a->ctx, "Contexts (keys per sequence), comma list")->capture_default_str();
+  // The comma lists' syntax is checked while parsing (exit 2), their ranges by check_args (exit 1).
+  c->add_option("--models", a->models, "Comma list of shipped config names or config.json paths")->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_name_list(s, "--models"); }));
+  c->add_option("--batch,-b", a->batch, "Batches (sequences, one query each), comma list")->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_count_list(s, "--batch", 1, "batch sizes", "8,64,512"); }));
+  c->add_option("--ctx", a->ctx, "Contexts (keys per sequence), comma list")->capture_default_str()
+      ->check(value_syntax(
+          [](const std::string& s) { parse_count_list(s, "--ctx", 1, "context lengths", "512,4096,32768"); }));
   c->add_option("--ratios", a->ratios, "Offload ratios b_h / B in [0, 1], decimals or fractions (1/8), comma list")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_ratios(s); }));
   c->add_flag("--no-balance-point", a->no_balance_point, "Do not add the point nearest x* = B_h / (B_g + B_h)");
   // whole_number reads the integer flags as decimal (CLI11 alone took 010 as 8 and 0x10 as 16) within int;
   // check_args refuses values outside the ranges their texts give.

@@ -96,14 +96,15 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-gemm.md has the 
 model only, 5 runs, smaller B_g / B_h buffers. Needs a Hopper GPU otherwise: without one dak bench gemm fails
 with the reason and exit code 1.)";
 
-/// "0,0.5,100" -> {0, 0.5, 100} (percent), sorted, duplicates removed.
+/// "0,0.5,100" -> {0, 0.5, 100} (percent), sorted, duplicates removed. Throws dak::UsageError for an
+/// item that is not a number, dak::Error for one outside [0, 100].
 std::vector<double> parse_ratios(const std::string& s) {
   std::vector<double> out;
   for (const std::string& tok : split_list(s)) {
     const std::optional<double> v = parse_number(tok);
     if (!v) {
-      fail(fmt::format("'{}' is not a comma-separated list of percentages: {}", s, bad_item(tok)), "--ratios",
-           "write offload ratios in percent separated by commas, e.g. 0,0.5,1,10,100");
+      fail_usage(fmt::format("'{}' is not a comma-separated list of percentages: {}", s, bad_item(tok)), "--ratios",
+                 "write offload ratios in percent separated by commas, e.g. 0,0.5,1,10,100");
     }
     if (*v < 0 || *v > 100) {
       fail(fmt::format("--ratios value {} is outside [0, 100] percent", tok), "--ratios",
@@ -121,18 +122,22 @@ struct Congestion {
   int32_t host_stages = 0;
 };
 
+/// "4,4" -> host CTAs and stages, each in [1, 1024]. Throws dak::UsageError for text that is not two
+/// whole numbers, dak::Error for a number out of range.
 std::optional<Congestion> parse_congestion(const std::string& s) {
   if (s.empty()) return std::nullopt;
   const std::vector<std::string> parts = split_list(s);
+  const std::string fix = "give two positive integers: host CTAs and TMA stages in flight per host CTA, e.g. 4,4";
+  if (parts.size() != 2 || !is_integer_text(parts[0]) || !is_integer_text(parts[1])) {
+    fail_usage(fmt::format("--congestion '{}' is not HOST_CTAS,HOST_STAGES", s), "--congestion", fix);
+  }
   std::vector<int64_t> v;
   for (const std::string& tok : parts) {
-    const std::optional<int64_t> x = parse_integer(tok);
-    if (!x || *x < 1 || *x > 1024) break;
+    const std::optional<int64_t> x = parse_integer(tok);  // nullopt: beyond int64
+    if (!x || *x < 1 || *x > 1024) {
+      fail(fmt::format("--congestion '{}': {} is outside [1, 1024]", s, tok), "--congestion", fix);
+    }
     v.push_back(*x);
-  }
-  if (parts.size() != 2 || v.size() != 2) {
-    fail(fmt::format("--congestion '{}' is not HOST_CTAS,HOST_STAGES", s), "--congestion",
-         "give two positive integers: host CTAs and TMA stages in flight per host CTA, e.g. 4,4");
   }
   return Congestion{int32_t(v[0]), int32_t(v[1])};
 }
@@ -641,20 +646,8 @@ void run_bench_gemm(const BenchGemmArgs& args) {
     fail(fmt::format("--max-cluster {} is not 1, 2 or 4", a.max_cluster), "--max-cluster",
          "give the largest multicast cluster: 4, 2, or 1 to turn multicast off");
   }
-  if (a.compute_tile != "auto" && a.compute_tile != "128" && a.compute_tile != "256") {
-    fail(fmt::format("--compute-tile '{}' is not auto, 128 or 256", a.compute_tile), "--compute-tile",
-         "pass auto (the tile and k-splits chosen per shape), or 128 / 256 to force the 128 x 128 / 128 x 256 tile");
-  }
-  if (a.host_rows != "tile" && a.host_rows != "row") {
-    fail(fmt::format("--host-rows '{}' is neither tile nor row", a.host_rows), "--host-rows",
-         "pass tile (whole 128-row units, as the planner places them) or row (round(x * M) rows)");
-  }
   std::vector<LocatedConfig> models;
-  for (const std::string& name : split_list(a.models)) {
-    if (name.empty()) {
-      fail(fmt::format("'{}' has an empty model name", a.models), "--models",
-           "separate shipped config names (or config.json paths) with commas, e.g. llama-2-7b,opt-30b");
-    }
+  for (const std::string& name : parse_name_list(a.models, "--models")) {
     LocatedConfig c;
     try {
       c = locate_model_config(name);
@@ -692,13 +685,17 @@ void add_bench_gemm_command(CLI::App& bench) {
   CLI::App* c = bench.add_subcommand(
       "gemm", "EB(x) of the tiered GEMM at offload ratios x next to its ideal from B_g and B_h of the same run, cuBLAS "
               "at x = 0 and the prefetch baseline, for the linear layers of shipped models");
+  // The comma lists' syntax is checked while parsing (exit 2), their ranges by run_bench_gemm (exit 1).
   c->add_option("--models", a->models,
                 "Comma list of shipped config names (llama-2-7b, llama-2-70b, opt-30b, ...), config.json files or "
                 "model folders")
-      ->capture_default_str();
-  c->add_option("--tokens,-n", a->tokens, "Tokens N per GEMM, comma list, each in [1, 8192]")->capture_default_str();
+      ->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_name_list(s, "--models"); }));
+  c->add_option("--tokens,-n", a->tokens, "Tokens N per GEMM, comma list, each in [1, 8192]")->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_count_list(s, "--tokens", 1, "token counts", "8,512"); }));
   c->add_option("--ratios,-x", a->ratios, "Offload ratios x in percent, comma list, each in [0, 100]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_ratios(s); }));
   // whole_number reads the integer flags as decimal (CLI11 alone took 010 as 8 and 0x4 as 4) within int;
   // run_bench_gemm refuses values outside the ranges their texts give.
   c->add_option("--runs,-r", a->runs, "Timed launches / graph replays per figure (>= 5)")
@@ -709,7 +706,8 @@ void add_bench_gemm_command(CLI::App& bench) {
       ->transform(whole_number("a count from 1 to 1024", INT32_MIN, INT32_MAX));
   c->add_option("--congestion", a->congestion,
                 "HOST_CTAS,HOST_STAGES: override the schedule's host CTA count (rounded up to whole multicast "
-                "clusters) and TMA stages in flight per host CTA at every x > 0 (the remaining SMs take the HBM rows)");
+                "clusters) and TMA stages in flight per host CTA at every x > 0 (the remaining SMs take the HBM rows)")
+      ->check(value_syntax([](const std::string& s) { parse_congestion(s); }));
   c->add_option("--max-cluster", a->max_cluster,
                 "Largest TMA multicast cluster of CTAs sharing host W tiles: 4 (default), 2, or 1 (multicast off); "
                 "used with host rows where N spans two or more n-tiles of the compute tile (128 or 256 tokens)")
@@ -719,11 +717,12 @@ void add_bench_gemm_command(CLI::App& bench) {
                 "Tile above 64 tokens: auto (128 x 128 or 128 x 256 and k-splits, chosen per shape by the fitted cost "
                 "model), or 128 / 256 to force 128 x 128 / 128 x 256 (A/B measurements)")
       ->capture_default_str()
-      ->type_name("{auto,128,256}");
+      ->check(CLI::IsMember({"auto", "128", "256"}));
   c->add_option("--host-rows", a->host_rows,
                 "tile: host rows in whole 128-row units, as the planner places them (the nearest count, at least one "
                 "when x > 0); row: m_host = round(x * M) rows (awkward partial tiles)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tile", "row"}));
   c->add_option("--per-gemm-min-mib", a->per_gemm_min_mib,
                 "Time single GEMMs (events per launch) for weights of at least this many MiB; smaller ones stay in "
                 "the stack only (repeated launches of a weight near the L2 size would hit the L2)")

@@ -130,8 +130,16 @@ void run_generate(const GenerateArgs& a) {
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);
-  // A long prompt's prefill on the CPU takes minutes: a progress line (stderr_progress_line).
-  if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) cpu->set_layer_progress(PrefillProgress(stderr_progress_line()));
+  // A long prompt's prefill on the CPU takes minutes: a notice with the estimate up front (the new-user
+  // trial's 8191-token prompt ran ~47 s a layer without a word), and a progress line (stderr_progress_line).
+  if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) {
+    std::vector<int64_t> lens;
+    for (const auto& p : prompts) lens.push_back(int64_t(p.size()));
+    if (const std::string notice = long_cpu_prefill_notice(config, lens); !notice.empty()) {
+      std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
+    }
+    cpu->set_layer_progress(PrefillProgress(stderr_progress_line()));
+  }
 
   GenerateOptions opts;
   opts.max_new_tokens = a.max_new_tokens;
@@ -178,8 +186,12 @@ void run_generate(const GenerateArgs& a) {
   }
   const GenerateResult r = generate(*engine, prompts, opts, on_token);
   const int64_t new_tokens = [&] { int64_t n = 0; for (auto& s : r.sequences) n += int64_t(s.generated_ids.size()); return n; }();
-  const double tpot = r.decode_steps ? r.decode_s / double(r.decode_steps) : 0.0;
-  const double tok_per_s = r.decode_s > 0 ? double(new_tokens - int64_t(prompts.size())) / r.decode_s : 0.0;
+  // TPOT and the decode rate exist only when a decode step ran: -n 1 (or EOS right after the prefill)
+  // has none, and printed 0.0 ms and 0.0 tokens/s. Then "n/a" in the text, null in the JSON.
+  const bool decoded = r.decode_steps > 0 && r.decode_s > 0;
+  const double tpot = decoded ? r.decode_s / double(r.decode_steps) : 0.0;
+  const double tok_per_s = decoded ? double(new_tokens - int64_t(prompts.size())) / r.decode_s : 0.0;
+  const auto json_or_null = [decoded](double v) { return decoded ? nlohmann::json(v) : nlohmann::json(); };
 
   if (a.output == "json") {
     nlohmann::json j;
@@ -197,7 +209,8 @@ void run_generate(const GenerateArgs& a) {
       j["sequences"].push_back(js);
     }
     j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
-                    {"decode_steps", r.decode_steps}, {"tpot_s", tpot}, {"decode_tokens_per_s", tok_per_s}};
+                    {"decode_steps", r.decode_steps}, {"tpot_s", json_or_null(tpot)},
+                    {"decode_tokens_per_s", json_or_null(tok_per_s)}};
     std::cout << json_text(j) << '\n';
     flush_stdout_or_fail();  // here, where the write's errno says why it failed
     return;
@@ -217,9 +230,10 @@ void run_generate(const GenerateArgs& a) {
     }
   }
   flush_stdout_or_fail();  // the text first, then the timings (none after a failed write)
-  std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode steps, TPOT %.1f ms, %.1f tokens/s\n",
-               engine->device_name().c_str(), load_s, r.prefill_s, static_cast<long long>(r.decode_steps),
-               tpot * 1e3, tok_per_s);
+  const std::string decode = decoded ? fmt::format("TPOT {:.1f} ms, {:.1f} tokens/s", tpot * 1e3, tok_per_s)
+                                     : std::string("TPOT n/a, n/a tokens/s (no decode step ran)");
+  std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode steps, %s\n", engine->device_name().c_str(),
+               load_s, r.prefill_s, static_cast<long long>(r.decode_steps), decode.c_str());
 }
 
 }  // namespace
@@ -239,7 +253,8 @@ void add_generate_command(CLI::App& app) {
   // One value per occurrence: `-p The capital of France` is an error (quote the prompt), not five prompts.
   c->add_option("--prompt,-p", a->prompts, "Prompt text, quoted (repeat -p for a batch)")->allow_extra_args(false);
   c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(value_syntax([](const std::string& s) { parse_id_list(s, "--prompt-ids"); }));
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
   c->add_option("--system", a->system, "System message for --chat");
   c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str()

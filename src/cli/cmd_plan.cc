@@ -33,27 +33,26 @@ namespace {
 
 constexpr int kMaxSweepPoints = 1001;
 
-// "0:100:10" (percent, inclusive) or "0,5,50" (percent) -> fractions.
+// "0:100:10" (percent, inclusive) or "0,5,50" (percent) -> fractions. Throws dak::UsageError for text
+// that is not such a list ("0:abc:10", "1,,2", "0:100"), dak::Error for a percentage outside
+// [0, 100], an empty range or more than kMaxSweepPoints points.
 std::vector<double> parse_ratio_list(const std::string& s) {
   const std::string where = "--sweep-ratios";
   const std::string fix = "write start:stop:step or a comma list, in percent, e.g. 0:100:10 or 0,5,50";
   auto number = [&](const std::string& t) {
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
+    const std::optional<double> v = parse_number(t);
+    if (!v) fail_usage(fmt::format("'{}' is not a number", t), where, fix);
+    if (*v < 0 || *v > 100) {
+      fail(fmt::format("'{}' is outside [0, 100] percent", t), where,
+           "give percentages from 0 (nothing on the host) to 100 (every weight and KV byte on the host), e.g. "
+           "0:100:10");
     }
-    if (used == 0 || used != t.size() || !std::isfinite(v) || v < 0 || v > 100) {
-      fail(fmt::format("'{}' is not a percentage", t), where, fix);
-    }
-    return v;
+    return *v == 0 ? 0.0 : *v;  // -0 is 0
   };
   std::vector<double> out;
   if (s.find(':') != std::string::npos) {
     size_t a = s.find(':'), b = s.find(':', a + 1);
-    if (b == std::string::npos) fail(fmt::format("'{}' needs start:stop:step", s), where, fix);
+    if (b == std::string::npos) fail_usage(fmt::format("'{}' needs start:stop:step", s), where, fix);
     double lo = number(s.substr(0, a)), hi = number(s.substr(a + 1, b - a - 1)), step = number(s.substr(b + 1));
     if (step <= 0 || hi < lo) fail(fmt::format("'{}' is an empty range", s), where, fix);
     if ((hi - lo) / step > double(kMaxSweepPoints - 1) + 1e-6) {
@@ -61,13 +60,7 @@ std::vector<double> parse_ratio_list(const std::string& s) {
     }
     for (int i = 0; lo + i * step <= hi + 1e-9; ++i) out.push_back((lo + i * step) / 100.0);
   } else {
-    size_t pos = 0;
-    while (pos <= s.size()) {
-      size_t next = s.find(',', pos);
-      if (next == std::string::npos) next = s.size();
-      out.push_back(number(s.substr(pos, next - pos)) / 100.0);
-      pos = next + 1;
-    }
+    for (const std::string& item : split_list(s)) out.push_back(number(item) / 100.0);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());  // "0,0,50": one 0 % row
@@ -110,7 +103,8 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->transform(whole_number(length));
   c->add_option("--gpu-memory", a->gpu_memory,
-                "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)");
+                "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)")
+      ->check(value_syntax([](const std::string& s) { parse_byte_size(s, "--gpu-memory"); }));
   CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,
                 "force the global fraction R of weight + KV bytes on the host (0..1); with --gpu-memory the budget "
                 "must still hold what R leaves in HBM")
@@ -135,7 +129,8 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "direct", "prefetch", "zero-copy"}));
   c->add_flag("--verbose", a->verbose, "list every operator of every layer");
   c->add_option("--sweep-ratios", a->sweep,
-                "instead of one plan: greedy vs uniform TPOT over global ratios, percent, e.g. 0:100:10");
+                "instead of one plan: greedy vs uniform TPOT over global ratios, percent, e.g. 0:100:10")
+      ->check(value_syntax([](const std::string& s) { parse_ratio_list(s); }));
   c->callback([a, ratio_opt] {
     const LocatedConfig model = locate_model_config(a->model);
     notice_defaulted_sizes(model.config, model.path.string());

@@ -69,26 +69,36 @@ The table prints each value next to the compiled-in h200-default profile and the
 Needs a Hopper GPU: without one dak profile fails with the reason and exit code 1. It never
 overwrites --output unless --force is given, and writes no other file.)";
 
+/// --gemm-tokens: "8,512" -> {8, 512}. Throws dak::UsageError for an item that is not a whole number,
+/// dak::Error for one outside [1, 8192].
 std::vector<int64_t> parse_tokens(const std::string& s) {
   std::vector<int64_t> out;
   for (const std::string& tok : split_list(s)) {
-    const std::optional<int64_t> v = parse_integer(tok);
+    if (!is_integer_text(tok)) {
+      fail_usage(fmt::format("'{}' is not a comma-separated list of token counts in [1, 8192]: {}", s, bad_item(tok)),
+                 "--gemm-tokens", "write e.g. 8,512");
+    }
+    const std::optional<int64_t> v = parse_integer(tok);  // nullopt: beyond int64
     if (!v || *v < 1 || *v > 8192) {
-      fail(fmt::format("'{}' is not a comma-separated list of token counts in [1, 8192]", s), "--gemm-tokens",
-           "write e.g. 8,512");
+      fail(fmt::format("--gemm-tokens value {} is outside [1, 8192]", tok), "--gemm-tokens", "write e.g. 8,512");
     }
     out.push_back(*v);
   }
   return out;
 }
 
+/// --gemm-ratios: "0,0.5" -> {0, 0.5}. Throws dak::UsageError for an item that is not a number,
+/// dak::Error for one outside [0, 1].
 std::vector<double> parse_ratios(const std::string& s) {
   std::vector<double> out;
   for (const std::string& tok : split_list(s)) {
     const std::optional<double> v = parse_number(tok);
-    if (!v || !(*v >= 0 && *v <= 1)) {
-      fail(fmt::format("'{}' is not a comma-separated list of offload ratios in [0, 1]", s), "--gemm-ratios",
-           "write e.g. 0,0.1,0.5,1");
+    if (!v) {
+      fail_usage(fmt::format("'{}' is not a comma-separated list of offload ratios in [0, 1]: {}", s, bad_item(tok)),
+                 "--gemm-ratios", "write e.g. 0,0.1,0.5,1");
+    }
+    if (!(*v >= 0 && *v <= 1)) {
+      fail(fmt::format("--gemm-ratios value {} is outside [0, 1]", tok), "--gemm-ratios", "write e.g. 0,0.1,0.5,1");
     }
     out.push_back(*v);
   }
@@ -103,8 +113,7 @@ struct NamedShape {
 
 std::vector<NamedShape> linear_shapes(const std::string& models) {
   std::vector<NamedShape> out;
-  for (const std::string& name : split_list(models)) {
-    if (name.empty()) fail(fmt::format("'{}' has an empty config name", models), "--gemm-model", "write e.g. llama-2-7b");
+  for (const std::string& name : parse_name_list(models, "--gemm-model")) {
     const LocatedConfig lc = locate_model_config(name, "--gemm-model");
     const OpGraph g = build_op_graph(lc.config, StepShape{});
     for (const Op& op : g.ops) {
@@ -308,12 +317,16 @@ void add_profile_command(CLI::App& app) {
   c->add_option("--gemm-model", a->gemm_models,
                 "Configs whose decoder-layer linear shapes the tiered GEMM sweep tunes: shipped names or config.json "
                 "paths, comma-separated")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_name_list(s, "--gemm-model"); }));
+  // The comma lists' syntax is checked while parsing (exit 2), their ranges by the command (exit 1).
   c->add_option("--gemm-tokens", a->gemm_tokens, "Tokens N of the tuned GEMMs, comma-separated, each in [1, 8192]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_tokens(s); }));
   c->add_option("--gemm-ratios", a->gemm_ratios,
                 "Fractions of each weight's rows in host memory (m_host = round(ratio x M)), comma-separated, in [0, 1]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(value_syntax([](const std::string& s) { parse_ratios(s); }));
   c->add_flag("--quick", a->quick, "Smaller buffers and 3 runs per median (smoke tests; noisier figures)");
   c->add_flag("--skip-gemm", a->skip_gemm, "Skip the tiered GEMM sweep (the profile then has no tiered_gemm entries)");
   c->add_option("--pin-test-gib", a->pin_test_gib,

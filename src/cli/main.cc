@@ -1,6 +1,7 @@
 // dak: command-line entry point. Errors from any command are printed as
-// "dak: error: <what> / where / fix" and give exit code 1; usage errors (unknown option, a value
-// that does not convert or is out of range) exit 2; an internal error (a bug) exits 3.
+// "dak: error: <what> / where / fix" and give exit code 1 (a well-formed value out of its range
+// included); usage errors (unknown option, a value that its option's parser refuses) exit 2; an
+// internal error (a bug) exits 3.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,11 +78,48 @@ std::vector<std::string> in_command_line_order(std::vector<std::string> remainin
   return ordered;
 }
 
+/// A well-formed value out of its option's range (cli_common.h, OutOfRangeValue): reported like a
+/// value the option's parser refuses, but with exit code 1.
+class OutOfRangeError : public CLI::ValidationError {
+ public:
+  OutOfRangeError(const std::string& name, const std::string& msg) : CLI::ValidationError(name, msg) {}
+};
+
+/// The option (of `app` or a subcommand given on the command line) that has the validator `name`.
+std::string option_with_validator(CLI::App& app, const std::string& name) {
+  for (CLI::Option* o : app.get_options()) {
+    try {
+      o->get_validator(name);
+      return o->get_name();
+    } catch (const CLI::OptionNotFound&) {
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands()) {
+    if (std::string found = option_with_validator(*sub, name); !found.empty()) return found;
+  }
+  return "";
+}
+
+/// The `dak` app: once the whole command line has parsed (usage errors first: exit 2), and before
+/// any command runs, a value out of its option's range is refused (exit 1).
+class DakApp : public CLI::App {
+ public:
+  using CLI::App::App;
+
+ protected:
+  void pre_callback() override {
+    if (const std::optional<dak::cli::OutOfRangeValue> v = dak::cli::take_out_of_range_value()) {
+      const std::string option = option_with_validator(*this, v->validator);
+      throw OutOfRangeError(option.empty() ? "a value" : option, v->message);
+    }
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"dak: LLM inference on one Hopper GPU with weights and KV cache read directly "
-               "from host memory"};
+  DakApp app{"dak: LLM inference on one Hopper GPU with weights and KV cache read directly "
+             "from host memory"};
   app.require_subcommand(1);
 #ifdef DAK_HAVE_CUDA
   app.set_version_flag("--version", std::string("dak ") + DAK_VERSION + " (GPU layer built)");
@@ -196,6 +235,9 @@ int main(int argc, char** argv) {
                              help + "` for " + (has_subcommands ? "the subcommands, options" : "its options") +
                              " and their values");
     std::fprintf(stderr, "dak: error: %s\n", err.what());
+    return dynamic_cast<const OutOfRangeError*>(&e) != nullptr ? 1 : 2;
+  } catch (const dak::UsageError& e) {  // text its option cannot parse (a list parser's refusal)
+    std::fprintf(stderr, "dak: error: %s\n", e.what());
     return 2;
   } catch (const dak::Error& e) {
     std::fprintf(stderr, "dak: error: %s\n", e.what());

@@ -44,11 +44,11 @@ std::vector<double> OffloadArgs::ratios(bool list) const {
   if (offload_ratio.empty()) return out;
   for (const std::string& item : split_list(offload_ratio)) {
     const std::optional<double> v = parse_number(item);
-    if (!v || *v < 0 || *v > 1) {
-      fail(fmt::format("'{}' is not a fraction in [0, 1]", item), "--offload-ratio",
-           list ? "give fractions, e.g. --offload-ratio 0,0.1,0.3 (a comma list sweeps)"
-                : "give one fraction, e.g. --offload-ratio 0.3 for 30 % of the weight + KV bytes on the host");
-    }
+    const std::string fix = list ? "give fractions, e.g. --offload-ratio 0,0.1,0.3 (a comma list sweeps)"
+                                 : "give one fraction, e.g. --offload-ratio 0.3 for 30 % of the weight + KV bytes on "
+                                   "the host";
+    if (!v) fail_usage(fmt::format("'{}' is not a number, so not a fraction in [0, 1]", item), "--offload-ratio", fix);
+    if (*v < 0 || *v > 1) fail(fmt::format("'{}' is not a fraction in [0, 1]", item), "--offload-ratio", fix);
     out.push_back(*v);
   }
   if (!list && out.size() > 1) {
@@ -68,7 +68,8 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "direct", "zero-copy", "prefetch", "none"}));
   c->add_option("--gpu-memory", a->gpu_memory,
-                "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)");
+                "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)")
+      ->check(value_syntax([](const std::string& s) { parse_byte_size(s, "--gpu-memory"); }));
   a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
                                      "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory")
                            ->transform(decimal_number("a number of GiB, 0 or more (e.g. 4 or 0.5)", -HUGE_VAL,
@@ -76,7 +77,12 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--offload-ratio", a->offload_ratio,
                 "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
                 "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "
-                "comma list sweeps)");
+                "comma list sweeps)")
+      ->check(value_syntax([](const std::string& s) {
+        OffloadArgs parsed;
+        parsed.offload_ratio = s;
+        parsed.ratios(/*list=*/true);  // the count (one for a generation) is checked with the other flags
+      }));
   a->allocator_opt =
       c->add_option("--allocator", a->allocator, "how the planner spreads host bytes over operators: greedy or uniform")
           ->capture_default_str()
@@ -121,6 +127,11 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
   if (!a.profile.empty()) load_profile(a.profile);
 }
 
+void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model) {
+  if (a.plan_file.empty()) return;
+  check_plan_model(Plan::load(a.plan_file), config, model, a.plan_file);
+}
+
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
                                  const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
                                  int64_t free_hbm_bytes) {
@@ -129,6 +140,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
     Plan plan = Plan::load(a.plan_file);
+    check_plan_model(plan, config, model_name, a.plan_file);  // the model first: its shape is the plan's
     if (plan.inputs.batch != batch || plan.inputs.max_context < prompt_len + gen_len) {
       fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "
                        "positions",

@@ -52,8 +52,9 @@ struct OffloadArgs {
   bool planner_flag_given() const { return (allocator_opt && allocator_opt->count() > 0) || !profile.empty(); }
   /// True when any flag asks for offloading (a budget, a ratio, a plan or a mode other than auto/none).
   bool requested() const;
-  /// --offload-ratio as fractions in [0, 1] (empty when not given). Throws dak::Error for an item
-  /// that is not a number in [0, 1], or for more than one item when `list` is false.
+  /// --offload-ratio as fractions in [0, 1] (empty when not given). Throws dak::UsageError for an
+  /// item that is not a number, dak::Error for one outside [0, 1] or for more than one item when
+  /// `list` is false.
   std::vector<double> ratios(bool list) const;
 };
 
@@ -73,6 +74,12 @@ void add_offload_options(CLI::App* c, OffloadArgs* a);
 /// any of them; --plan with --profile or --allocator), and that the --plan and --profile files
 /// load. Throws dak::Error naming the flag.
 void check_offload_args(const OffloadArgs& a, bool ratio_list);
+
+/// Refuses a --plan file made for another model than `config` (check_plan_model: the layer count,
+/// operator shapes and tensor names it records), on any device and before an engine is built;
+/// `model` names the loaded model as `dak plan --model` takes it (for the fix). Nothing without
+/// --plan. Throws dak::Error naming the plan file.
+void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model);
 
 /// Whether `dak generate --offload auto` leaves a fresh plan unapplied (all in HBM): nothing was
 /// forced to the host (no --offload-ratio, `ratio_forced` false, and the budget holds everything),

@@ -59,16 +59,16 @@ int64_t parse_byte_size(const std::string& given, const std::string& where) {
   while (j < text.size() && text[j] == ' ') ++j;
   const std::string unit = lower(text.substr(j));
   if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
-    fail(fmt::format("'{}' is not a size", text), where, fix);
+    fail_usage(fmt::format("'{}' is not a size", text), where, fix);
   const double mult = unit_multiplier(unit);
   if (mult == 0 && unit.size() > 1 && unit[0] == 'e' && (std::isdigit(static_cast<unsigned char>(unit[1])) ||
                                                           unit[1] == '-' || unit[1] == '+')) {
-    fail(fmt::format("'{}' has an exponent ('{}'), which sizes do not take", text, text.substr(j)), where,
+    fail_usage(fmt::format("'{}' has an exponent ('{}'), which sizes do not take", text, text.substr(j)), where,
          "write the number in full with a unit, e.g. 20GiB, 1.5TB or 512MiB");
   }
-  if (mult == 0) fail(fmt::format("'{}' has an unknown unit '{}'", text, text.substr(j)), where, fix);
+  if (mult == 0) fail_usage(fmt::format("'{}' has an unknown unit '{}'", text, text.substr(j)), where, fix);
   if (unit.empty() && number.find('.') != std::string::npos) {  // the session-17 trial: --gpu-memory 1.5 gave 1 B
-    fail(fmt::format("'{}' has no unit, so it counts bytes, and is not a whole number of them", text), where,
+    fail_usage(fmt::format("'{}' has no unit, so it counts bytes, and is not a whole number of them", text), where,
          fmt::format("add the unit you mean, e.g. {}GiB or {}GB", number, number));
   }
   const double bytes = std::strtod(number.c_str(), nullptr) * mult;

@@ -10,8 +10,8 @@ namespace dak {
 /// Parses a non-negative size: a decimal number with an optional unit, case-insensitive, with or
 /// without a space: B; KB, MB, GB, TB (powers of 1000); KiB, MiB, GiB, TiB and the single
 /// letters K, M, G, T (powers of 1024). Fractions are rounded down to whole bytes.
-/// Throws dak::Error naming `where` (e.g. "--gpu-memory") for anything else, for negative
-/// values and for sizes of 2^63 bytes or more.
+/// Throws dak::UsageError naming `where` (e.g. "--gpu-memory") for anything else (negative values
+/// included: a sign is not part of a size), and dak::Error for sizes of 2^63 bytes or more.
 int64_t parse_byte_size(const std::string& text, const std::string& where);
 
 /// "512 B", "1.50 KiB", "20.00 GiB" (binary units, two decimals).

@@ -326,6 +326,27 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   fail("unrecognized checkpoint file (neither .gguf nor .safetensors)", path.string(), kFixOpen);
 }
 
+std::string mixed_weights_notice(const fs::path& path) {
+  if (examine(path) != fs::file_type::directory) return "";
+  const bool sharded = examine(path / "model.safetensors.index.json") != fs::file_type::not_found;
+  if (!sharded && examine(path / "model.safetensors") == fs::file_type::not_found) return "";
+  std::vector<fs::path> ggufs;
+  std::error_code ec;
+  for (const auto& ent : fs::directory_iterator(path, ec)) {
+    if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
+  }
+  if (ggufs.empty()) return "";
+  std::sort(ggufs.begin(), ggufs.end());
+  std::string ignored;
+  for (size_t i = 0; i < ggufs.size() && i < 4; ++i) ignored += (i ? ", " : "") + ggufs[i].filename().string();
+  if (ggufs.size() > 4) ignored += fmt::format(" and {} more", ggufs.size() - 4);
+  const fs::path used = path / (sharded ? "model.safetensors.index.json" : "model.safetensors");
+  return fmt::format("{} holds safetensors and GGUF weights: using {}{}, ignoring {}; to run a GGUF file, give its "
+                     "path as the model (e.g. --model {}), or give {} to choose the safetensors weights",
+                     path.string(), used.filename().string(), sharded ? " and its shards" : "", ignored,
+                     ggufs[0].string(), used.string());
+}
+
 uint64_t Checkpoint::total_bytes() const {
   uint64_t n = 0;
   for (const TensorInfo& t : tensors_) n += t.bytes;

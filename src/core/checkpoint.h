@@ -70,4 +70,10 @@ class Checkpoint {
   std::vector<TensorInfo> tensors_;
 };
 
+/// When `path` is a model folder with safetensors weights (model.safetensors, or the shards of
+/// model.safetensors.index.json), which Checkpoint::open uses, and .gguf files beside them, which
+/// it ignores: a notice (one line, without "dak: notice: ") naming the weights used and the files
+/// ignored, and how to choose (a file's own path as the model picks it). "" otherwise.
+std::string mixed_weights_notice(const std::filesystem::path& path);
+
 }  // namespace dak

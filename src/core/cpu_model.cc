@@ -21,12 +21,15 @@
 #include <new>
 #include <utility>
 
+#include <omp.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/checkpoint.h"
 #include "core/cpu_ops.h"
 #include "core/error.h"
+#include "core/op_graph.h"
 #include "core/tensor_names.h"
 
 namespace dak {
@@ -465,6 +468,35 @@ std::vector<float> CpuModel::Impl::head(const std::vector<float>& x, const std::
   std::vector<float> logits(size_t(n * c.vocab_size));
   cpu::linear(f.data(), n, e, lm_weight(), nullptr, c.vocab_size, logits.data());
   return logits;
+}
+
+double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int threads) {
+  constexpr double kLinearFlopsPerCoreS = 60e9, kAttentionFlopsPerCoreS = 6e9;
+  const double cores = double(threads > 0 ? threads : std::max(1, omp_get_max_threads()));
+  StepShape shape;
+  shape.phase = Phase::kPrefill;
+  shape.prompt_len = std::max<int64_t>(1, prompt_len);
+  double linear = 0, attention = 0;
+  for (const Op& op : build_op_graph(config, shape).ops) {
+    (op.kind == OpKind::kAttention ? attention : linear) += op.flops;
+  }
+  return linear / (kLinearFlopsPerCoreS * cores) + attention / (kAttentionFlopsPerCoreS * cores);
+}
+
+std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads) {
+  double seconds = 0;
+  int64_t tokens = 0;
+  for (int64_t n : prompt_lens) {
+    seconds += estimate_cpu_prefill_s(config, n, threads);
+    tokens += n;
+  }
+  if (!(seconds > kLongCpuPrefillS)) return "";
+  const int cores = threads > 0 ? threads : std::max(1, omp_get_max_threads());
+  const std::string time =
+      seconds < 3600 ? fmt::format("{:.0f} min", std::ceil(seconds / 60)) : fmt::format("{:.1f} h", seconds / 3600);
+  return fmt::format("the prefill of {} prompt tokens x {} layers on the CPU reference path will take about {} or "
+                     "more (estimated for {} core{}); run it on a GPU (--device cuda) or give a shorter prompt",
+                     tokens, config.num_layers, time, cores, cores == 1 ? "" : "s");
 }
 
 }  // namespace dak

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/engine.h"
@@ -16,6 +17,24 @@
 namespace dak {
 
 class Checkpoint;
+
+/// Seconds the CPU reference path is expected to take for the prefill of one prompt of `prompt_len`
+/// tokens on `threads` cores (0: this process's OpenMP threads): the flops of its linear layers
+/// (op_graph.h) at 60 GFLOP/s per core and of its attention (quadratic in the prompt, within a
+/// sliding window) at 6 GFLOP/s per core. The rates were fitted to SmolLM2-135M on the 2-core dev
+/// machine (prompts of 1024 / 2048 / 4096 tokens took 4.9 / 16.0 / 55.8 s, estimated 4.8 / 15.7 /
+/// 55.6 s; 8191 tokens: 208 s); a slower or busier machine takes longer (the new-user trial's took
+/// about 6 x longer).
+double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int threads = 0);
+
+/// A prefill estimate above which the CLI warns before a CPU prefill starts, seconds.
+inline constexpr double kLongCpuPrefillS = 60;
+
+/// The notice (one line, without "dak: notice: ") before a CPU-path prefill of `prompt_lens` (one
+/// per sequence) whose estimate_cpu_prefill_s sum exceeds kLongCpuPrefillS: the estimate, the
+/// prompt's tokens x layers, and the hint to run on a GPU (--device cuda) or to shorten the prompt.
+/// "" when the prefill is expected to be shorter.
+std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads = 0);
 
 class CpuModel : public Engine {
  public:

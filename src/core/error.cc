@@ -56,6 +56,10 @@ void fail(std::string what, std::string where, std::string fix) {
   throw Error(std::move(what), std::move(where), std::move(fix));
 }
 
+void fail_usage(std::string what, std::string where, std::string fix) {
+  throw UsageError(std::move(what), std::move(where), std::move(fix));
+}
+
 Error path_error(const std::string& path, const std::error_code& ec) {
   return Error("cannot examine the path: " + ec.message(), path,
                "check that it exists, is not a symbolic link loop and that you may read its folders");

@@ -31,8 +31,20 @@ class Error : public std::runtime_error {
   std::string what_, where_, fix_;
 };
 
+/// Text given on the command line that is not the kind of value its option takes: not a number,
+/// a malformed list ("1,,2"), a size with an unknown unit. The CLI exits with 2 for it (a usage
+/// error, README "Exit status"); every other dak::Error, a well-formed value out of range
+/// included, exits with 1.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Throws dak::Error(what, where, fix).
 [[noreturn]] void fail(std::string what, std::string where, std::string fix);
+
+/// Throws dak::UsageError(what, where, fix): for text its option cannot parse.
+[[noreturn]] void fail_usage(std::string what, std::string where, std::string fix);
 
 /// The error for a path the file system cannot examine (`ec` from std::filesystem: a symbolic link
 /// loop, a folder without search permission), naming the path and the reason.

@@ -136,7 +136,9 @@ class GraphBuilder {
     const int64_t window = c_.sliding_window > 0 ? c_.sliding_window : INT64_MAX;
     double attended = 0;  // Σ over the q_len new positions of the positions each attends to
     if (prefill) {
-      for (int64_t t = 1; t <= s_.prompt_len; ++t) attended += double(std::min(t, window));
+      // Σ_{t=1..P} min(t, W) in closed form (a loop took 30 s for 4096 layers of 8 M positions).
+      const double p = double(s_.prompt_len), w = double(std::min(window, s_.prompt_len));
+      attended = w * (w + 1.0) / 2.0 + (p - w) * w;
       op.step_bytes = double(s_.batch) * double(s_.prompt_len) * double(kv_token_bytes);  // KV written
       op.act_bytes = op.step_bytes;  // flash attention re-reads the fresh K/V from HBM
     } else {
@@ -283,6 +285,16 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
          where, "pass a --prompt-len and --gen-len within the model's context");
   }
   config.validate("model config");
+  // Byte counts are int64: the KV cache of the largest shapes accepted (4096 layers x batch 65536 x
+  // 2^25 positions x 2^24 bytes each) reaches 2^77. Refused before an operator's bytes could wrap.
+  const long double kv_bytes = (long double)config.num_layers * (long double)shape.batch *
+                               (long double)shape.max_context() * 4.0L * (long double)config.kv_dim();
+  if (kv_bytes > (long double)(int64_t(1) << 62)) {
+    fail(fmt::format("the KV cache of {} layers at batch {} and {} positions ({:.3g} bytes) is beyond what the "
+                     "planner can count (2^62 bytes, 4 EiB)",
+                     config.num_layers, shape.batch, shape.max_context(), double(kv_bytes)),
+         where, "pass a smaller --batch, --prompt-len or --gen-len");
+  }
   OpGraph g;
   g.config = config;
   g.shape = shape;

@@ -132,7 +132,8 @@ struct OpGraph {
 
 /// Builds the operator list of one step. Throws dak::Error if the shape is invalid
 /// (batch, lengths or tile sizes < 1; prompt + gen beyond max_position_embeddings is allowed but
-/// must be positive) or the config fails validate().
+/// must be positive), its KV cache exceeds 2^62 bytes (byte counts are int64), or the config fails
+/// validate().
 OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape);
 
 }  // namespace dak

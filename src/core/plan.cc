@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -351,6 +352,83 @@ Plan Plan::from_json(const json& j, const std::string& where) {
 Plan Plan::load(const std::string& path) {
   const json j = read_json_file(path, "plan file", "check the path; regenerate it with `dak plan --output json`");
   return from_json(j, path);
+}
+
+namespace {
+
+/// The first difference between the operators `plan` records and those of `config` at the plan's
+/// shape, as a phrase ("22 layers in the plan, 2 in the loaded model"); "" when they agree.
+std::string first_model_difference(const Plan& plan, const ModelConfig& config) {
+  const std::string arch = arch_name(config.arch);
+  if (plan.inputs.arch != arch) {
+    return fmt::format("architecture {} in the plan, {} in the loaded model", plan.inputs.arch, arch);
+  }
+  const auto layers = [](const auto& ops) {
+    return std::count_if(ops.begin(), ops.end(), [](const auto& op) { return op.kind == OpKind::kAttention; });
+  };
+  StepShape shape;
+  shape.batch = plan.inputs.batch;
+  shape.prompt_len = plan.inputs.prompt_len;
+  shape.gen_len = plan.inputs.gen_len;
+  shape.phase = plan.inputs.phase;
+  shape.tile_rows = plan.inputs.tile_rows;
+  shape.tile_n = plan.inputs.tile_n;
+  const OpGraph g = build_op_graph(config, shape);
+  if (layers(plan.ops) != layers(g.ops)) {
+    return fmt::format("{} layers in the plan, {} in the loaded model", layers(plan.ops), layers(g.ops));
+  }
+  for (size_t i = 0; i < std::max(plan.ops.size(), g.ops.size()); ++i) {
+    if (i >= plan.ops.size() || i >= g.ops.size()) {
+      return fmt::format("{} operators in the plan, {} in the loaded model", plan.ops.size(), g.ops.size());
+    }
+    const PlanOp& p = plan.ops[i];
+    const Op& o = g.ops[i];
+    if (p.name != o.name || p.kind != o.kind) {
+      return fmt::format("operator {} is '{}' ({}) in the plan, '{}' ({}) in the loaded model", i, p.name,
+                         op_kind_name(p.kind), o.name, op_kind_name(o.kind));
+    }
+    if (o.kind == OpKind::kAttention) {
+      if (p.heads != o.heads || p.kv_heads != o.kv_heads || p.head_dim != o.head_dim) {
+        return fmt::format("'{}' has {} heads ({} kv heads) of dimension {} in the plan, {} ({}) of {} in the loaded "
+                           "model",
+                           p.name, p.heads, p.kv_heads, p.head_dim, o.heads, o.kv_heads, o.head_dim);
+      }
+      continue;
+    }
+    if (p.tied_to != o.tied_to) {
+      const auto table = [](const std::string& to) {
+        return to.empty() ? std::string("holds its own table") : "shares " + to + "'s table (tied embeddings)";
+      };
+      return fmt::format("'{}' {} in the plan, {} in the loaded model", p.name, table(p.tied_to), table(o.tied_to));
+    }
+    if (p.split_rows != o.split_rows || (o.splittable && p.k != o.k)) {
+      return fmt::format("'{}' is {} x {} in the plan, {} x {} in the loaded model", p.name, p.split_rows, p.k,
+                         o.split_rows, o.k);
+    }
+    if (p.tensors != o.tensors) {
+      const auto names = [](const std::vector<TensorPart>& ts) {
+        std::string s;
+        for (const TensorPart& t : ts) s += fmt::format("{}{} ({} rows)", s.empty() ? "" : ", ", t.name, t.rows);
+        return s.empty() ? std::string("no tensor") : s;
+      };
+      return fmt::format("'{}' reads {} in the plan, {} in the loaded model", p.name, names(p.tensors),
+                         names(o.tensors));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where) {
+  const std::string difference = first_model_difference(plan, config);
+  if (difference.empty()) return;
+  fail(fmt::format("the plan was made for the model '{}', but the loaded model is '{}' ({} layers, hidden size {}): {}",
+                   plan.inputs.model, model, config.num_layers, config.hidden_size, difference),
+       where,
+       fmt::format("make a plan for this model: dak plan --model {} --batch {} --prompt-len {} --gen-len {} --output "
+                   "json > plan.json (add the --gpu-memory / --offload-ratio you planned with)",
+                   model, plan.inputs.batch, plan.inputs.prompt_len, plan.inputs.gen_len));
 }
 
 }  // namespace dak

@@ -131,4 +131,14 @@ struct Plan {
   static Plan load(const std::string& path);
 };
 
+/// Refuses `plan` for a model it was not made for. A plan names its model only by a config's file
+/// stem or shipped name (a checkpoint of the same model has another), so this compares what the
+/// plan records of the model's shapes: it rebuilds the operators of `config` at the plan's step
+/// shape and checks the architecture, the layer count, and per operator its name and kind, a
+/// weight's rows, width and tensor names, an attention's heads, kv heads and head_dim. Throws
+/// dak::Error (where = `where`, the plan file) saying which model the plan was made for and which
+/// is loaded (`model`, as the user gave it), the first difference, and how to make a plan for this
+/// model (`dak plan --model <model> ... --output json > plan.json`).
+void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where);
+
 }  // namespace dak

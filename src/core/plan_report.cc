@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "core/byte_size.h"
@@ -116,13 +119,23 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
   return s;
 }
 
+std::string format_percent(double fraction) {
+  const double pct = 100.0 * fraction;
+  std::string text;
+  for (int decimals = 0; decimals <= 9; ++decimals) {
+    text = fmt::format("{:.{}f}", pct, decimals);
+    if (std::fabs(std::strtod(text.c_str(), nullptr) - pct) <= 1e-9 * std::max(1.0, std::fabs(pct))) break;
+  }
+  return text == "-0" ? "0" : text;
+}
+
 std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows) {
   std::string s =
       "| global ratio R | greedy TPOT (ms) | uniform TPOT (ms) | uniform / greedy |\n"
       "|---:|---:|---:|---:|\n";
   for (const RatioSweepRow& r : rows)
-    s += !r.refused.empty() ? fmt::format("| {:.0f} % | refused: {} | | |\n", 100.0 * r.ratio, r.refused)
-                            : fmt::format("| {:.0f} % | {:.2f} | {:.2f} | {:.2f}x |\n", 100.0 * r.ratio,
+    s += !r.refused.empty() ? fmt::format("| {} % | refused: {} | | |\n", format_percent(r.ratio), r.refused)
+                            : fmt::format("| {} % | {:.2f} | {:.2f} | {:.2f}x |\n", format_percent(r.ratio),
                                           r.greedy_tpot_s * 1e3, r.uniform_tpot_s * 1e3, r.speedup);
   return s;
 }

@@ -15,7 +15,12 @@ namespace dak {
 /// TPOT (or prefill step time), EB and host bytes per path.
 std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, bool verbose);
 
-/// A Markdown table of a greedy-vs-uniform sweep (global ratio, both TPOTs, speedup).
+/// A fraction as a percentage with the fewest decimals (up to 9) that give it back: 0.005 -> "0.5",
+/// 0.9999 -> "99.99", 0.29 -> "29" (not 28.999999999999996).
+std::string format_percent(double fraction);
+
+/// A Markdown table of a greedy-vs-uniform sweep (global ratio, both TPOTs, speedup); each ratio is
+/// printed by format_percent, so rows of ratios that differ by less than a percent stay apart.
 std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows);
 
 }  // namespace dak

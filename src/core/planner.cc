@@ -56,8 +56,33 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
   }
   graph_ = build_op_graph(config, request_.shape);
   capacity_ = compute_capacity(graph_, request_.gpu_memory_bytes.value_or(profile_.default_hbm_budget_bytes()));
-  for (size_t i = 0; i < graph_.ops.size(); ++i)
-    if (graph_.ops[i].splittable && graph_.ops[i].units() > 0) splittable_.push_back(i);
+  // Every plan, at any forced ratio, keeps at least required_host_bytes on the host (a ratio that
+  // leaves more in HBM exceeds the budget): when the profile cannot pin that much, no plan fits.
+  // Refused here, before the cost curves (layers × batch points) are built: the new-user trial's
+  // 4096 layers at batch 65536 ran out of memory building them, and only then met this check.
+  if (capacity_.required_host_bytes > profile_.pinnable_host_bytes) {
+    if (request_.offload_ratio) {  // plan()'s own check of this ratio first: its message names the ratio
+      const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;
+      check_capacity(capacity_, std::min(movable, int64_t(std::ceil(*request_.offload_ratio * double(movable)))),
+                     false, profile_);
+    }
+    check_capacity(capacity_, capacity_.required_host_bytes, !request_.offload_ratio, profile_);
+  }
+  int64_t points = 0;
+  for (size_t i = 0; i < graph_.ops.size(); ++i) {
+    if (graph_.ops[i].splittable && graph_.ops[i].units() > 0) {
+      splittable_.push_back(i);
+      points += graph_.ops[i].units() + 1;
+    }
+  }
+  if (points > kMaxPlanCurvePoints) {
+    fail(fmt::format("planning {} layers at batch {} with {}-row tiles weighs {} placements (weight tiles and KV "
+                     "sequences of every operator), more than the planner supports ({})",
+                     config.num_layers, request_.shape.batch, request_.shape.tile_rows, points, kMaxPlanCurvePoints),
+         "--batch / --tile-rows",
+         "lower --batch (the KV cache is placed per sequence and layer), or raise --tile-rows (weight rows per "
+         "placement unit, default 128)");
+  }
   if (request_.single_path && *request_.single_path == DataPath::kNone)
     fail("a single-path plan needs the direct, staged or zero_copy path", "planner request",
          "pass single_path = kDirect, kStaged or kZeroCopy, or leave it unset");

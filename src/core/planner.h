@@ -36,6 +36,14 @@
 
 namespace dak {
 
+/// Most cost-curve points one Planner builds: Σ over splittable operators of (units + 1), where a
+/// linear's units are its tiles of tile_rows weight rows and an attention's its batch's sequences
+/// (KV is placed in whole sequences), so layers × batch for the KV alone. Each point is kept once per
+/// path variant and again by the allocator: 2^24 points peaked at 0.8 GiB (1.0 GiB in a sweep;
+/// 4096 layers at batch 4000), well above Llama-2-70B at batch 65536 (5.3 M points) or at
+/// --tile-rows 1 (6.8 M).
+constexpr int64_t kMaxPlanCurvePoints = int64_t(1) << 24;
+
 struct PlanRequest {
   std::string model_name;                   // recorded in the plan
   StepShape shape;                          // batch, lengths, phase, tile sizes
@@ -58,7 +66,9 @@ struct PlanRequest {
 /// allocators and ratios (sweeps) without recomputing them.
 class Planner {
  public:
-  /// Throws dak::Error for an invalid shape, budget or ratio.
+  /// Throws dak::Error for an invalid shape, budget or ratio, when no plan can fit (the host must
+  /// hold more than the profile can pin at any ratio: checked before the cost curves are built,
+  /// whose size grows with layers × batch), or when the curves would exceed kMaxPlanCurvePoints.
   Planner(const ModelConfig& config, const HardwareProfile& profile, PlanRequest request);
 
   /// The plan for `allocator` with the request's ratio, or `offload_ratio` if given.

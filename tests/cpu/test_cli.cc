@@ -46,13 +46,14 @@ TEST(Cli, UsageErrorsAreDakErrorsWithExitCode2) {
   EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("run `dak generate --help`"), std::string::npos) << r.output;
   // A negative or too large seed was wrapped or clamped silently, so different seeds gave one run.
-  for (const char* seed : {"-1", "18446744073709551616", "1.5"}) {
+  // A seed is digits only: "-1" and "1.5" are not seeds (exit 2); 2^64 is one out of range (exit 1).
+  for (const auto& [seed, code] : {std::pair{"-1", 2}, std::pair{"18446744073709551616", 1}, std::pair{"1.5", 2}}) {
     r = run_dak(std::string("generate --device cpu --prompt-ids 1 --seed ") + seed);
-    EXPECT_EQ(r.exit_code, 2) << seed << ": " << r.output;
+    EXPECT_EQ(r.exit_code, code) << seed << ": " << r.output;
     EXPECT_NE(r.output.find("--seed"), std::string::npos) << r.output;
   }
   r = run_dak("generate --device cpu --prompt-ids 1 --top-k -1");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // a whole number out of range (README: exit 1)
   EXPECT_LT(r.output.size(), size_t(400)) << r.output;  // no 300-digit range bound
 }
 
@@ -182,7 +183,7 @@ TEST(Cli, ListErrorsNameTheItemAndSeedsNeedRandomWeights) {
   // Session-17 trial: "--ratios 0,0.5,abc" named the whole list; --weights-seed without
   // --random-weights was ignored; the fix line spoke of subcommands for commands without any.
   RunResult r = run_dak("bench attention --dry-run --ratios 0,0.5,abc");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // not a list of numbers: the option's parser refuses it
   EXPECT_NE(r.output.find("'0,0.5,abc' is not a comma-separated list of ratios: 'abc' is not one"), std::string::npos)
       << r.output;
   r = run_dak("bench attention --dry-run --batch 8,,64");
@@ -238,6 +239,100 @@ TEST(Cli, PlanPredictsEachOffloadMode) {
   r = run_dak("plan --model llama-2-7b --offload sideways", true);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--offload"), std::string::npos) << r.output;
+}
+
+TEST(Cli, APlanForAnotherModelIsRefusedOnEveryPath) {
+  // New-user trial: `dak generate --plan plan.json` with a plan made for another model ran on the CPU
+  // path with only "the offload flags are ignored". Now every path refuses it before any engine.
+  const std::string dir = ::testing::TempDir();
+  const std::string gqa_plan = dir + "/dak_gqa_plan.json", l7b_plan = dir + "/dak_7b_plan.json";
+  ASSERT_EQ(run_dak("plan --model " + kData + "/hf_parity/llama_gqa --batch 1 --prompt-len 2 --gen-len 2 --output json > " +
+                        gqa_plan,
+                    false)
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      run_dak("plan --model llama-2-7b --batch 1 --prompt-len 3 --gen-len 2 --output json > " + l7b_plan, false).exit_code,
+      0);
+  const std::string fix = "fix:   make a plan for this model: dak plan --model ";
+  const struct {
+    std::string args, plan, difference, loaded;
+  } cases[] = {
+      {"generate --prompt-ids 1,2 -n 2 --model " + kData + "/hf_parity/llama_mqa_tied", gqa_plan,
+       "'embed_tokens' holds its own table in the plan, shares lm_head's table (tied embeddings) in the loaded model",
+       kData + "/hf_parity/llama_mqa_tied"},
+      {"generate --prompt-ids 1,2 -n 2 --device cpu --model " + kData + "/hf_parity/opt", gqa_plan,
+       "architecture llama in the plan, opt in the loaded model", kData + "/hf_parity/opt"},
+      {"generate --prompt-ids 1,2 -n 2 --device cuda --model " + kData + "/hf_parity/qwen2", gqa_plan,
+       "architecture llama in the plan, qwen2 in the loaded model", kData + "/hf_parity/qwen2"},
+      {"generate --prompt-ids 1,2 -n 2 --random-weights --model llama-3-8b", l7b_plan,
+       "'embed_tokens' is 32000 x 4096 in the plan, 128256 x 4096 in the loaded model", "configs/llama-3-8b.json"},
+      {"bench --random-weights --model llama-3-8b --batch 1 --prompt-len 3 --gen-len 2", l7b_plan,
+       "'embed_tokens' is 32000 x 4096 in the plan, 128256 x 4096 in the loaded model", "llama-3-8b"},
+      {"generate --prompt-ids 1,2 -n 2", l7b_plan, "32 layers in the plan, 30 in the loaded model",
+       "SmolLM2-135M-Instruct.Q4_1.gguf"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args + " --plan " + c.plan);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("dak: error: the plan was made for the model '"), std::string::npos) << c.args << "\n"
+                                                                                               << r.output;
+    EXPECT_NE(r.output.find("but the loaded model is '"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.loaded), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.difference), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("where: " + c.plan), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(fix), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("--output json > plan.json"), std::string::npos) << c.args << "\n" << r.output;
+    // Refused before the engine: no CPU fallback notice, no GPU lookup.
+    EXPECT_EQ(r.output.find("offload flags are ignored"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("Hopper"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  // The plan's own model runs (on the CPU, where the offload flags are only a notice).
+  const RunResult same = run_dak("generate --prompt-ids 1,2 -n 2 --model " + kData + "/hf_parity/llama_gqa --plan " +
+                                 gqa_plan);
+  if (same.output.find("no usable GPU") != std::string::npos) {
+    EXPECT_EQ(same.exit_code, 0) << same.output;
+    EXPECT_NE(same.output.find("the offload flags are ignored on the CPU path"), std::string::npos) << same.output;
+  }
+  std::remove(gqa_plan.c_str());
+  std::remove(l7b_plan.c_str());
+}
+
+TEST(Cli, AFolderWithSafetensorsAndGgufSaysWhichItUses) {
+  // New-user trial: a model folder holding *.safetensors and a *.gguf silently ran the safetensors.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_mixed_weights";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy(fs::path(kData) / "hf_parity/llama_gqa" / f, dir / f);
+  const std::string notice = "dak: notice: " + dir.string() +
+                             " holds safetensors and GGUF weights: using model.safetensors, ignoring tiny_llama.gguf; to "
+                             "run a GGUF file, give its path as the model (e.g. --model " +
+                             (dir / "tiny_llama.gguf").string() + "), or give " + (dir / "model.safetensors").string() +
+                             " to choose the safetensors weights";
+  const std::string gen = "generate --device cpu --prompt-ids 1,2 -n 1 --model ";
+  RunResult r = run_dak(gen + dir.string());  // safetensors alone: no notice
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("notice"), std::string::npos) << r.output;
+  fs::copy(fs::path(kData) / "gguf/tiny_llama.gguf", dir / "tiny_llama.gguf");
+  for (const std::string cmd : {gen, std::string("inspect ")}) {
+    r = run_dak(cmd + dir.string());
+    EXPECT_EQ(r.exit_code, 0) << cmd << r.output;
+    EXPECT_NE(r.output.find(notice), std::string::npos) << cmd << r.output;
+  }
+  const std::string safetensors_ids = run_dak(gen + dir.string(), false).output;
+  // Each file chosen by its path: no notice, and the GGUF is what runs then.
+  r = run_dak(gen + (dir / "model.safetensors").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("notice"), std::string::npos) << r.output;
+  r = run_dak("inspect " + (dir / "tiny_llama.gguf").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("notice"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tiny_llama.gguf (gguf v3)"), std::string::npos) << r.output;
+  r = run_dak("inspect " + dir.string());
+  EXPECT_NE(r.output.find("(safetensors)"), std::string::npos) << r.output;
+  EXPECT_EQ(safetensors_ids, run_dak(gen + (dir / "model.safetensors").string(), false).output);
+  fs::remove_all(dir);
 }
 
 TEST(Cli, ShippedConfigNameWithoutWeightsHintsAtRandomWeights) {
@@ -298,7 +393,7 @@ TEST(Cli, VersionUnquotedPromptsAndNestedHelp) {
 
 TEST(Cli, MalformedPromptIdsAreRejected) {
   const RunResult r = run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,x,3 --device cpu");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // the option's parser refuses it (README: exit 2)
   EXPECT_NE(r.output.find("--prompt-ids"), std::string::npos) << r.output;
 }
 
@@ -333,10 +428,11 @@ TEST(Cli, OffloadFlagsAreCheckedOnAnyMachine) {
   const struct {
     const char* flags;
     const char* says;
+    int exit_code = 1;  // 2: text the option's parser refuses
   } cases[] = {
       {"--offload-ratio 1.5", "--offload-ratio"},
       {"--offload-ratio 0.1,0.2", "one"},
-      {"--gpu-memory 40XB", "--gpu-memory"},
+      {"--gpu-memory 40XB", "--gpu-memory", 2},
       {"--cpu-offload-gb -1", "--cpu-offload-gb"},
       {"--plan /nonexistent/plan.json", "/nonexistent/plan.json"},
       {"--gpu-memory 4GiB --cpu-offload-gb 2", "only one"},
@@ -345,7 +441,7 @@ TEST(Cli, OffloadFlagsAreCheckedOnAnyMachine) {
   };
   for (const auto& c : cases) {
     const RunResult r = run_dak(base + c.flags);
-    EXPECT_EQ(r.exit_code, 1) << c.flags << ": " << r.output;
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.flags << ": " << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.flags << ": " << r.output;
   }
 }
@@ -404,6 +500,35 @@ TEST(Cli, GreedyGenerationMatchesHuggingFace) {
   }
 }
 
+TEST(Cli, WithoutADecodeStepTpotIsNotAvailable) {
+  // New-user trial: `-n 1` (the prefill's token only, no decode step) reported TPOT 0.0 ms and 0.0
+  // tokens/s. Now n/a in the text and null in the JSON, under the same field names.
+  const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 ";
+  RunResult r = run_dak(gen + "-n 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 decode steps, TPOT n/a, n/a tokens/s (no decode step ran)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("TPOT 0.0 ms"), std::string::npos) << r.output;
+  r = run_dak(gen + "-n 1 --output json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json t = nlohmann::json::parse(r.output).at("timings");
+  EXPECT_EQ(t.at("decode_steps"), 0);
+  ASSERT_TRUE(t.contains("tpot_s") && t.contains("decode_tokens_per_s")) << t.dump();
+  EXPECT_TRUE(t["tpot_s"].is_null()) << t.dump();
+  EXPECT_TRUE(t["decode_tokens_per_s"].is_null()) << t.dump();
+  // With decode steps: numbers, as before.
+  r = run_dak(gen + "-n 3 --ignore-eos --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  t = nlohmann::json::parse(r.output).at("timings");
+  EXPECT_EQ(t.at("decode_steps"), 2);
+  EXPECT_TRUE(t["tpot_s"].is_number() && t["tpot_s"].get<double>() > 0) << t.dump();
+  EXPECT_TRUE(t["decode_tokens_per_s"].is_number() && t["decode_tokens_per_s"].get<double>() > 0) << t.dump();
+  r = run_dak(gen + "-n 3 --ignore-eos");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 decode steps, TPOT "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("n/a"), std::string::npos) << r.output;
+}
+
 TEST(Cli, InspectListsTensorsAndTotals) {
   const RunResult r = run_dak("inspect " + kData + "/hf_parity/opt");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -457,13 +582,13 @@ TEST(Cli, IntegerFlagsSayNotANumberOrTheAllowedRange) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--context: 'abc' is not a whole number; " + allowed), std::string::npos) << r.output;
   r = run_dak(ppl + " --context " + big);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // a whole number, out of range (README: exit 1)
   EXPECT_NE(r.output.find("--context: '99999999999999999999...' (300 characters) is too large; " + allowed),
             std::string::npos)
       << r.output;
   EXPECT_LT(r.output.size(), size_t(500)) << r.output;  // the value is abbreviated
   r = run_dak(ppl + " --context -5");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--context: '-5' is too small; " + allowed), std::string::npos) << r.output;
   // Whole numbers outside [2, context] once the model is known (llama_gqa: 128 positions), before it is run.
   for (const char* v : {"1", "129", "9223372036854775807"}) {
@@ -483,27 +608,31 @@ TEST(Cli, IntegerFlagsSayNotANumberOrTheAllowedRange) {
   EXPECT_NE(r.output.find("--context 200 is outside"), std::string::npos) << r.output;
   // The other integer flags of generate and bench: "Could not convert", "Value abc not in range".
   const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 ";
+  // Not a whole number: exit 2; a whole number out of range: exit 1 (README, "Exit status").
   const struct {
     std::string args, says;
+    int exit_code;
   } cases[] = {
-      {gen + "--max-new-tokens abc", "--max-new-tokens: 'abc' is not a whole number; use a count of at least 1"},
-      {gen + "-n 1.5", "--max-new-tokens: '1.5' is not a whole number"},
-      {gen + "-n 0", "--max-new-tokens: '0' is too small; use a count of at least 1"},
-      {gen + "-n " + big, "--max-new-tokens: '99999999999999999999...' (300 characters) is too large"},
-      {gen + "--top-k abc", "--top-k: 'abc' is not a whole number; use 0 (all tokens) or a count from 1 to 1073741824"},
-      {gen + "--top-k 0x10", "--top-k: '0x10' is not a whole number"},
-      {gen + "--top-k " + big, "--top-k: '99999999999999999999...' (300 characters) is too large; use 0 (all tokens)"},
+      {gen + "--max-new-tokens abc", "--max-new-tokens: 'abc' is not a whole number; use a count of at least 1", 2},
+      {gen + "-n 1.5", "--max-new-tokens: '1.5' is not a whole number", 2},
+      {gen + "-n 0", "--max-new-tokens: '0' is too small; use a count of at least 1", 1},
+      {gen + "-n " + big, "--max-new-tokens: '99999999999999999999...' (300 characters) is too large", 1},
+      {gen + "--top-k abc", "--top-k: 'abc' is not a whole number; use 0 (all tokens) or a count from 1 to 1073741824",
+       2},
+      {gen + "--top-k 0x10", "--top-k: '0x10' is not a whole number", 2},
+      {gen + "--top-k " + big, "--top-k: '99999999999999999999...' (300 characters) is too large; use 0 (all tokens)",
+       1},
       {"bench --model llama-2-7b --random-weights --repeats abc",
-       "--repeats: 'abc' is not a whole number; use a count from 5 to 1000"},
-      {"bench --model llama-2-7b --random-weights --repeats " + big, "--repeats: '99999999999999999999...'"},
-      {"bench --model llama-2-7b --random-weights --hbm-runs x", "--hbm-runs: 'x' is not a whole number"},
+       "--repeats: 'abc' is not a whole number; use a count from 5 to 1000", 2},
+      {"bench --model llama-2-7b --random-weights --repeats " + big, "--repeats: '99999999999999999999...'", 1},
+      {"bench --model llama-2-7b --random-weights --hbm-runs x", "--hbm-runs: 'x' is not a whole number", 2},
       {"bench --model llama-2-7b --random-weights --hbm-runs 3000000000",
-       "--hbm-runs: '3000000000' is too large; use a count from 1 to 1000"},
-      {"bench --model llama-2-7b --random-weights --weights-seed -1", "--weights-seed: must be a whole number"},
+       "--hbm-runs: '3000000000' is too large; use a count from 1 to 1000", 1},
+      {"bench --model llama-2-7b --random-weights --weights-seed -1", "--weights-seed: must be a whole number", 2},
   };
   for (const auto& c : cases) {
     r = run_dak(c.args);
-    EXPECT_EQ(r.exit_code, 2) << c.args.substr(0, 120) << ": " << r.output;
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args.substr(0, 120) << ": " << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args.substr(0, 120) << ": " << r.output;
   }
 }
@@ -514,21 +643,23 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
   const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 ";
   const std::string temperature = "; use a temperature from 0 (greedy) to 100";
   const std::string top_p = "; use a threshold above 0 (from 1.2e-38) and at most 1 (1 = no nucleus cut)";
+  // Not a number: exit 2; a number out of range: exit 1 (README, "Exit status").
   const struct {
     std::string args, says;
+    int exit_code;
   } cases[] = {
-      {"--temperature abc", "--temperature: 'abc' is not a number" + temperature},
-      {"-t nan", "--temperature: 'nan' is not a number"},
-      {"-t -0.5", "--temperature: '-0.5' is too small" + temperature},
-      {"-t 1e9", "--temperature: '1e9' is too large" + temperature},
-      {"--top-p x", "--top-p: 'x' is not a number" + top_p},
-      {"--top-p 0", "--top-p: '0' is too small" + top_p},
-      {"--top-p 1.01", "--top-p: '1.01' is too large" + top_p},
-      {"--top-p " + std::string(300, '5'), "--top-p: '55555555555555555555...' (300 characters) is too large"},
+      {"--temperature abc", "--temperature: 'abc' is not a number" + temperature, 2},
+      {"-t nan", "--temperature: 'nan' is not a number", 2},
+      {"-t -0.5", "--temperature: '-0.5' is too small" + temperature, 1},
+      {"-t 1e9", "--temperature: '1e9' is too large" + temperature, 1},
+      {"--top-p x", "--top-p: 'x' is not a number" + top_p, 2},
+      {"--top-p 0", "--top-p: '0' is too small" + top_p, 1},
+      {"--top-p 1.01", "--top-p: '1.01' is too large" + top_p, 1},
+      {"--top-p " + std::string(300, '5'), "--top-p: '55555555555555555555...' (300 characters) is too large", 1},
   };
   for (const auto& c : cases) {
     const RunResult r = run_dak(gen + c.args);
-    EXPECT_EQ(r.exit_code, 2) << c.args.substr(0, 120) << ": " << r.output;
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args.substr(0, 120) << ": " << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args.substr(0, 120) << ": " << r.output;
   }
   // In range: accepted (one greedy-equivalent and one sampled token).
@@ -644,23 +775,29 @@ TEST(Cli, PerplexityReadsStandardInputAndRefusesAFolder) {
 TEST(Cli, BenchmarkSizeFlagsSayNotANumberOrTheAllowedRange) {
   // The benchmarks' GiB / MiB sizes went through CLI11's float parsing: 'abc' was "Could not
   // convert", and inf or 1e999 passed --max-kv-gib into a float-to-uint64 conversion (undefined).
+  // Not a number: exit 2; a number out of range: exit 1 (README, "Exit status").
   const struct {
     std::string args, says;
+    int exit_code;
   } cases[] = {
-      {"bench attention --dry-run --max-kv-gib abc", "--max-kv-gib: 'abc' is not a number; use a size in GiB above 0"},
-      {"bench attention --dry-run --max-kv-gib inf", "--max-kv-gib: 'inf' is not a number"},
-      {"bench attention --dry-run --max-kv-gib 0", "--max-kv-gib: '0' is too small"},
-      {"bench attention --dry-run --max-kv-gib 2e6", "--max-kv-gib: '2e6' is too large"},
-      {"bench attention --dry-run --max-host-gib -1", "--max-host-gib: '-1' is too small; use 0 (MemAvailable - 16 GiB)"},
-      {"bench attention --dry-run --hbm-buffer-gib 65", "--hbm-buffer-gib: '65' is too large; use a size in GiB above 0 and at most 64"},
-      {"bench --random-weights --hbm-buffer-gib 1e999", "--hbm-buffer-gib: '1e999' is not a number"},
-      {"bench gemm --dry-run --stack-host-gib nan", "--stack-host-gib: 'nan' is not a number"},
-      {"bench gemm --dry-run --per-gemm-min-mib -5", "--per-gemm-min-mib: '-5' is too small"},
-      {"profile --pin-test-gib 2000", "--pin-test-gib: '2000' is too large; use 0 (the default) or a size in GiB"},
+      {"bench attention --dry-run --max-kv-gib abc", "--max-kv-gib: 'abc' is not a number; use a size in GiB above 0",
+       2},
+      {"bench attention --dry-run --max-kv-gib inf", "--max-kv-gib: 'inf' is not a number", 2},
+      {"bench attention --dry-run --max-kv-gib 0", "--max-kv-gib: '0' is too small", 1},
+      {"bench attention --dry-run --max-kv-gib 2e6", "--max-kv-gib: '2e6' is too large", 1},
+      {"bench attention --dry-run --max-host-gib -1", "--max-host-gib: '-1' is too small; use 0 (MemAvailable - 16 GiB)",
+       1},
+      {"bench attention --dry-run --hbm-buffer-gib 65",
+       "--hbm-buffer-gib: '65' is too large; use a size in GiB above 0 and at most 64", 1},
+      {"bench --random-weights --hbm-buffer-gib 1e999", "--hbm-buffer-gib: '1e999' is not a number", 2},
+      {"bench gemm --dry-run --stack-host-gib nan", "--stack-host-gib: 'nan' is not a number", 2},
+      {"bench gemm --dry-run --per-gemm-min-mib -5", "--per-gemm-min-mib: '-5' is too small", 1},
+      {"profile --output /nonexistent-dak-dir/p.json --pin-test-gib 2000",
+       "--pin-test-gib: '2000' is too large; use 0 (the default) or a size in GiB", 1},
   };
   for (const auto& c : cases) {
     const RunResult r = run_dak(c.args);
-    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args << ": " << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << ": " << r.output;
   }
   // The where line names the flag and its command (it named only the command).

@@ -91,22 +91,22 @@ TEST(CliBenchAttention, BadArgumentsAreRefusedBeforeLookingForAGpu) {
   struct Case {
     const char* args;
     const char* needle;
-    int exit_code = 1;  // 2: refused by the flag's own parser (a usage error)
+    int exit_code = 1;  // 2: refused by the flag's own parser (a usage error); 1: out of range, or a conflict
   };
   for (const Case& c : {Case{"bench attention --repeats 4", "--repeats"},
                         Case{"bench attention --repeats 5000", "--repeats"},
                         Case{"bench attention --hbm-buffer-gib nan", "--hbm-buffer-gib", 2},
                         Case{"bench attention --batch 0", "--batch"},
-                        Case{"bench attention --batch 8,x", "--batch"},
-                        Case{"bench attention --ctx 512,", "--ctx"},
+                        Case{"bench attention --batch 8,x", "--batch", 2},
+                        Case{"bench attention --ctx 512,", "--ctx", 2},
                         Case{"bench attention --ratios 0,1.5", "--ratios"},
-                        Case{"bench attention --ratios 1/0", "--ratios"},
-                        Case{"bench attention --ratios a", "--ratios"},
-                        Case{"bench attention --max-kv-gib 0", "--max-kv-gib", 2},
+                        Case{"bench attention --ratios 1/0", "--ratios", 2},
+                        Case{"bench attention --ratios a", "--ratios", 2},
+                        Case{"bench attention --max-kv-gib 0", "--max-kv-gib"},
                         Case{"bench attention --host-stages 9", "--host-stages"},
                         Case{"bench attention --hbm-stages -1", "--hbm-stages"},
                         Case{"bench attention --models no-such-model", "shipped config"},
-                        Case{"bench attention --models llama-2-7b,", "--models"}}) {
+                        Case{"bench attention --models llama-2-7b,", "--models", 2}}) {
     const RunResult r = run_dak(c.args, kNoGpu);
     EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << c.args << "\n" << r.output;

@@ -1,10 +1,11 @@
 // Integer flags of `dak plan`, `dak bench attention`, `dak bench gemm` and `dak profile` are read
 // as decimal numbers, on any machine. CLI11 alone read a leading 0 as octal (--batch 010 planned
 // batch 8) and 0x as hex (--batch 0x10 planned 16), and clamped 10^22 to 2^63 - 1. Now 010 is ten,
-// 0x10 / abc / 1.5 are "not a whole number" and a value beyond the option's integer type is "too
-// large", each naming the allowed values, with exit code 2 at argument parsing (before any GPU is
-// looked for). The comma-list flags (--batch / --ctx of bench attention, --tokens, --congestion,
-// --gemm-tokens) keep their own decimal parsing: 010 is ten there too, 0x10 and huge values exit 1.
+// 0x10 / abc / 1.5 are "not a whole number" (exit 2: the option's parser refuses them) and a value
+// beyond the option's integer type is "too large" (exit 1: a whole number out of range), each naming
+// the allowed values, before any GPU is looked for. The comma-list flags (--batch / --ctx of bench
+// attention, --tokens, --congestion, --gemm-tokens) keep their own decimal parsing: 010 is ten there
+// too, 0x10 exits 2 and huge values exit 1.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -34,21 +35,22 @@ struct Flag {
   std::string allowed;  // the text after "; use "
 };
 
-/// hex, non-numeric, fractional and huge values of `f` exit 2 naming the flag, the value and the
-/// allowed values.
+/// hex, non-numeric and fractional values of `f` exit 2, huge ones 1 (out of range), each naming the
+/// flag, the value and the allowed values.
 void expect_refused_at_parsing(const Flag& f) {
   const struct {
     std::string value, says;
+    int exit_code;
   } cases[] = {
-      {"0x10", "'0x10' is not a whole number"},
-      {"abc", "'abc' is not a whole number"},
-      {"1.5", "'1.5' is not a whole number"},
-      {kHuge, "'" + kHuge + "' is too large"},
+      {"0x10", "'0x10' is not a whole number", 2},
+      {"abc", "'abc' is not a whole number", 2},
+      {"1.5", "'1.5' is not a whole number", 2},
+      {kHuge, "'" + kHuge + "' is too large", 1},
   };
   for (const auto& c : cases) {
     const std::string args = f.command + " " + f.flag + " " + c.value;
     const RunResult r = run_dak(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(r.exit_code, c.exit_code) << args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, f.flag + ": " + c.says + "; use " + f.allowed)) << args << "\n" << r.output;
     EXPECT_FALSE(contains(r.output, "needs a Hopper GPU")) << args << "\n" << r.output;
   }
@@ -102,7 +104,7 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
   // int options: 3000000000 fits int64 but not the option's int, "too large" too (not CLI11's
   // "Could not convert").
   RunResult r = run_dak(bench + " --host-ctas 3000000000");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--host-ctas: '3000000000' is too large; use 0 (the default schedule's)")) << r.output;
   // A leading 0 is ten: --host-stages 010 is refused as 10 (octal 8 passed the [0, 8] check).
   r = run_dak(bench + " --host-stages 010");
@@ -120,12 +122,15 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "| llama-2-7b | 10 | 512 |")) << r.output;
   EXPECT_TRUE(contains(r.output, "host_ctas=10x6 stages hbm_ctas=120x3 stages")) << r.output;
-  // Comma lists: hex and huge entries are refused (exit 1, by the list parser).
+  // Comma lists: hex entries are refused by the list parser (exit 2), huge ones as out of range (exit 1).
   for (const std::string& bad : {std::string("0x10"), std::string("8,0x10"), kHuge}) {
     for (const std::string flag : {"--batch", "--ctx"}) {
       r = run_dak(bench + " " + flag + " " + bad);
-      EXPECT_EQ(r.exit_code, 1) << flag << " " << bad << "\n" << r.output;
-      EXPECT_TRUE(contains(r.output, "is not a comma-separated list of")) << flag << " " << bad << "\n" << r.output;
+      const bool huge = bad == kHuge;
+      EXPECT_EQ(r.exit_code, huge ? 1 : 2) << flag << " " << bad << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, huge ? flag + " value " + kHuge + " is outside [1, "
+                                          : std::string("is not a comma-separated list of")))
+          << flag << " " << bad << "\n" << r.output;
       EXPECT_TRUE(contains(r.output, "where: " + flag)) << flag << " " << bad << "\n" << r.output;
     }
   }
@@ -174,19 +179,20 @@ TEST(CliFlags, BenchGemmIntegersAreDecimal) {
   EXPECT_TRUE(contains(r.output, "llama-2-7b N=10 stack10 layer")) << r.output;
   EXPECT_TRUE(contains(r.output, "host_ctas=10x3 stages")) << r.output;
   EXPECT_TRUE(contains(r.output, "multicast clusters of up to 1 CTAs")) << r.output;
-  // --seed (uint64): hex, negative and huge values are refused at parsing.
+  // --seed (uint64, digits only): hex and negative values are refused at parsing (exit 2), 2^64 is out
+  // of range (exit 1).
   for (const std::string& bad : {std::string("0x10"), std::string("-1"), std::string("18446744073709551616")}) {
     r = run_dak(bench + " --seed " + bad);
-    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
+    EXPECT_EQ(r.exit_code, bad[0] == '1' ? 1 : 2) << bad << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "--seed: must be a whole number from 0 to 18446744073709551615")) << bad << "\n"
                                                                                                        << r.output;
   }
   EXPECT_EQ(run_dak(bench + " --models llama-2-7b --tokens 8 --ratios 10 --seed 010").exit_code, 0);
-  // Comma lists: hex and huge entries are refused (exit 1).
+  // Comma lists: hex entries are refused by the list parser (exit 2), huge ones as out of range (exit 1).
   for (const std::string& args : {std::string("--tokens 0x10"), "--tokens 8," + kHuge,
                                   std::string("--congestion 0x4,4"), "--congestion 4," + kHuge}) {
     r = run_dak(bench + " " + args);
-    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_EQ(r.exit_code, contains(args, kHuge) ? 1 : 2) << args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, args.substr(0, args.find(' ')))) << args << "\n" << r.output;
   }
 }
@@ -202,13 +208,18 @@ TEST(CliFlags, ProfileIntegersAreDecimal) {
   r = run_dak(profile + " --runs 02");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--runs 2 is too few")) << r.output;
-  // --gemm-tokens (a comma list): 010000 is ten thousand, above 8192 (octal 4096 was accepted); hex and huge refused.
-  for (const std::string& bad : {std::string("010000"), std::string("0x10"), kHuge}) {
+  // --gemm-tokens (a comma list): 010000 is ten thousand, above 8192 (octal 4096 was accepted), and huge
+  // values are out of range (exit 1); hex is refused by the list parser (exit 2).
+  for (const std::string& bad : {std::string("010000"), kHuge}) {
     r = run_dak(profile + " --gemm-tokens " + bad);
     EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, "is not a comma-separated list of token counts in [1, 8192]")) << bad << "\n"
-                                                                                                 << r.output;
+    EXPECT_TRUE(contains(r.output, "--gemm-tokens value " + bad + " is outside [1, 8192]")) << bad << "\n"
+                                                                                           << r.output;
   }
+  r = run_dak(profile + " --gemm-tokens 0x10");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "is not a comma-separated list of token counts in [1, 8192]: '0x10' is not one"))
+      << r.output;
 }
 
 TEST(CliFlags, SeedsAndDecimalsAreDecimal) {
@@ -237,16 +248,16 @@ TEST(CliFlags, SeedsAndDecimalsAreDecimal) {
   // A size without its unit counts bytes: 0.5 is not a whole number of them (the session-17 trial:
   // --gpu-memory 1.5 became 1 B), and a small whole number gets the unit hint in the budget's error.
   r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 0.5");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // not a size: the option's parser refuses it
   EXPECT_NE(r.output.find("'0.5' has no unit, so it counts bytes, and is not a whole number of them"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("e.g. 0.5GiB"), std::string::npos) << r.output;
   r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 20");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("a size without a unit counts bytes: write e.g. 20GiB"), std::string::npos) << r.output;
-  // --top-p below the smallest normal float would be 0 once stored: refused while parsing.
+  // --top-p below the smallest normal float would be 0 once stored: refused as out of range.
   r = run_dak(gen + "--top-p 1e-300");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--top-p"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1.2e-38"), std::string::npos) << r.output;
   r = run_dak(gen + "--offload-ratio 0x.8");  // a list option, parsed by parse_number

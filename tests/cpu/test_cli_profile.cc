@@ -110,17 +110,17 @@ TEST(CliProfile, BadArgumentsAreRefusedBeforeLookingForAGpu) {
   struct Case {
     std::string args;
     const char* needle;
-    int exit_code = 1;  // 2: refused by the flag's own parser (a usage error)
+    int exit_code = 1;  // 2: refused by the flag's own parser (a usage error); 1: out of range, or a conflict
   };
   for (const Case& c : {Case{"profile --gemm-tokens 0" + out, "--gemm-tokens"},
-                        Case{"profile --gemm-tokens 8,x" + out, "--gemm-tokens"},
+                        Case{"profile --gemm-tokens 8,x" + out, "--gemm-tokens", 2},
                         Case{"profile --gemm-tokens 9000" + out, "[1, 8192]"},
                         Case{"profile --gemm-ratios 0,1.5" + out, "--gemm-ratios"},
                         Case{"profile --gemm-ratios=-0.1" + out, "[0, 1]"},
-                        Case{"profile --gemm-ratios 0,,1" + out, "--gemm-ratios"},
+                        Case{"profile --gemm-ratios 0,,1" + out, "--gemm-ratios", 2},
                         Case{"profile --gemm-model no-such-model" + out, "shipped config"},
                         Case{"profile --runs 2" + out, "--runs"},
-                        Case{"profile --pin-test-gib=-1" + out, "--pin-test-gib", 2},
+                        Case{"profile --pin-test-gib=-1" + out, "--pin-test-gib"},
                         Case{"profile --output " + (dir.path() / "no" / "such" / "p.json").string(), "does not exist"},
                         Case{"profile --output " + dir.path().string(), "is a folder"}}) {
     const RunResult r = run_dak(c.args);

@@ -7,9 +7,11 @@
 #include <string>
 
 #include "cli_test_util.h"
+#include "error_test_util.h"
 #include "core/byte_size.h"
 #include "core/config_locator.h"
 #include "core/error.h"
+#include "core/plan_report.h"
 #include "core/planner.h"
 
 namespace dak {
@@ -47,6 +49,25 @@ TEST(PlanJson, CarriesTpotAndOperatorRows) {
     EXPECT_TRUE(row.contains(key)) << key;
   EXPECT_EQ(j.at("inputs").at("gpu_memory_bytes"), 6 * kGiB);
   EXPECT_EQ(j.at("inputs").at("profile_version"), 1);
+}
+
+TEST(PlanJson, APlanMatchesOnlyTheModelItWasMadeFor) {
+  const Plan plan = sample_plan("llama-2-7b", 8, 40 * kGiB);
+  const ModelConfig own = locate_model_config("llama-2-7b").config;
+  check_plan_model(plan, own, "llama-2-7b", "plan.json");  // no throw
+  ModelConfig fewer = own;
+  fewer.num_layers = 30;
+  testing::expect_error([&] { check_plan_model(plan, fewer, "my-model", "plan.json"); },
+                        {"the plan was made for the model 'llama-2-7b', but the loaded model is 'my-model' (30 layers",
+                         "32 layers in the plan, 30 in the loaded model", "plan.json",
+                         "dak plan --model my-model --batch 8 --prompt-len 32 --gen-len 32 --output json > plan.json"});
+  ModelConfig gqa = own;
+  gqa.num_kv_heads = 8;  // the same names and layer count: the shapes tell them apart
+  testing::expect_error([&] { check_plan_model(plan, gqa, "gqa", "plan.json"); },
+                        {"'layers.0.qkv_proj' is 12288 x 4096 in the plan, 6144 x 4096 in the loaded model"});
+  ModelConfig other = locate_model_config("llama-3-8b").config;
+  testing::expect_error([&] { check_plan_model(plan, other, "llama-3-8b", "plan.json"); },
+                        {"'embed_tokens' is 32000 x 4096 in the plan, 128256 x 4096 in the loaded model"});
 }
 
 TEST(PlanJson, MalformedPlansNameTheField) {
@@ -293,7 +314,7 @@ TEST(PlanCli, AcceptsConfigPathsAndFolders) {
 
 TEST(PlanCli, BadInputGivesClearErrors) {
   RunResult r = dak_plan("--model llama-2-7b --gpu-memory 20XB");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // not a size: the option's parser refuses it
   EXPECT_NE(r.output.find("unknown unit"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--gpu-memory"), std::string::npos) << r.output;
   r = dak_plan("--model no-such-model");
@@ -340,6 +361,44 @@ TEST(PlanCli, SweepPrintsGreedyAndUniform) {
   const nlohmann::json t = nlohmann::json::parse(tall.output);
   EXPECT_NE(t[0].at("refused").get<std::string>().find("more than the HBM budget"), std::string::npos);
   EXPECT_FALSE(t[1].contains("refused"));
+}
+
+TEST(PlanCli, SweepRowsTellTheGivenRatiosApart) {
+  // New-user trial: --sweep-ratios 0,0.5,99.99,100 printed whole percent (two rows read "0 %"), and
+  // 0:1000:500 said "'1000' is not a percentage".
+  RunResult r = dak_plan("--model llama-2-7b --sweep-ratios 0,0.5,99.99,100", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* row : {"\n| 0 % | ", "\n| 0.5 % | ", "\n| 99.99 % | ", "\n| 100 % | "}) {
+    EXPECT_NE(r.output.find(row), std::string::npos) << row << "\n" << r.output;
+  }
+  r = dak_plan("--model llama-2-7b --sweep-ratios 0:0.3:0.1", false);  // 0.1 steps: no 0.30000000000000004
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* row : {"\n| 0.1 % | ", "\n| 0.2 % | ", "\n| 0.3 % | "}) {
+    EXPECT_NE(r.output.find(row), std::string::npos) << row << "\n" << r.output;
+  }
+  // A number outside [0, 100] is out of range (exit 1); text that is not a number a usage error (exit 2).
+  r = dak_plan("--model llama-2-7b --sweep-ratios 0:1000:500");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'1000' is outside [0, 100] percent"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("not a percentage"), std::string::npos) << r.output;
+  r = dak_plan("--model llama-2-7b --sweep-ratios=-5,50");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'-5' is outside [0, 100] percent"), std::string::npos) << r.output;
+  r = dak_plan("--model llama-2-7b --sweep-ratios 0:abc:10");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'abc' is not a number"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("where: --sweep-ratios"), std::string::npos) << r.output;
+}
+
+TEST(PlanReport, PercentagesHaveTheDecimalsThatTellThemApart) {
+  EXPECT_EQ(format_percent(0.0), "0");
+  EXPECT_EQ(format_percent(-0.0), "0");
+  EXPECT_EQ(format_percent(0.005), "0.5");
+  EXPECT_EQ(format_percent(0.9999), "99.99");
+  EXPECT_EQ(format_percent(1.0), "100");
+  EXPECT_EQ(format_percent(0.29), "29");  // 28.999999999999996 in binary
+  EXPECT_EQ(format_percent(0.123456), "12.3456");
+  EXPECT_EQ(format_percent(1e-7), "0.00001");
 }
 
 TEST(PlanCli, ForcedRatiosAndBudgetsMustFitTheGpu) {

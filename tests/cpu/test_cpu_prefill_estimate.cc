@@ -1,0 +1,69 @@
+// The notice before a long CPU-path prefill (new-user trial: an 8191-token prompt ran ~47 s a layer
+// on the CPU reference path without a word): the estimate and when the notice fires, without
+// running a long prefill.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cpu_model.h"
+#include "core/model_config.h"
+
+namespace dak {
+namespace {
+
+/// SmolLM2-135M's sizes (the default model): the rates were fitted to its prefill on 2 cores.
+ModelConfig smollm2() {
+  const nlohmann::json j = {{"model_type", "llama"},     {"hidden_size", 576},          {"intermediate_size", 1536},
+                            {"num_hidden_layers", 30},   {"num_attention_heads", 9},    {"num_key_value_heads", 3},
+                            {"vocab_size", 49152},       {"max_position_embeddings", 8192},
+                            {"tie_word_embeddings", true}, {"rope_theta", 100000}};
+  return ModelConfig::from_hf_json(j, "config.json");
+}
+
+TEST(CpuPrefillEstimate, FollowsTheMeasuredPrefillTimes) {
+  // Measured on the 2-core dev machine: 1024 / 2048 / 4096 tokens took 4.9 / 16.0 / 55.8 s.
+  const ModelConfig c = smollm2();
+  const struct {
+    int64_t tokens;
+    double measured_s;
+  } points[] = {{1024, 4.9}, {2048, 16.0}, {4096, 55.8}};
+  for (const auto& p : points) {
+    const double est = estimate_cpu_prefill_s(c, p.tokens, /*threads=*/2);
+    EXPECT_NEAR(est, p.measured_s, 0.15 * p.measured_s) << p.tokens << " tokens";
+  }
+  // Quadratic attention: twice the prompt, more than twice the time; twice the cores, half of it.
+  EXPECT_GT(estimate_cpu_prefill_s(c, 8192, 2), 3.0 * estimate_cpu_prefill_s(c, 4096, 2));
+  EXPECT_DOUBLE_EQ(estimate_cpu_prefill_s(c, 8192, 4), estimate_cpu_prefill_s(c, 8192, 2) / 2);
+  // A sliding window bounds the attention: the same prompt costs less.
+  ModelConfig windowed = c;
+  windowed.sliding_window = 512;
+  EXPECT_LT(estimate_cpu_prefill_s(windowed, 8192, 2), 0.5 * estimate_cpu_prefill_s(c, 8192, 2));
+}
+
+TEST(CpuPrefillEstimate, NoticeFiresOnlyForAClearlyLongPrefill) {
+  const ModelConfig c = smollm2();
+  // The trial's prompt: 8191 tokens, 208 s at the fitted rates on 2 cores.
+  const std::vector<int64_t> trial = {8191};
+  const std::string notice = long_cpu_prefill_notice(c, trial, 2);
+  EXPECT_NE(notice.find("the prefill of 8191 prompt tokens x 30 layers on the CPU reference path will take about 4 min "
+                        "or more (estimated for 2 cores)"),
+            std::string::npos)
+      << notice;
+  EXPECT_NE(notice.find("run it on a GPU (--device cuda) or give a shorter prompt"), std::string::npos) << notice;
+  // Short prompts, or a long one on many cores: no notice.
+  for (const std::vector<int64_t>& lens : {std::vector<int64_t>{7}, std::vector<int64_t>{2048},
+                                           std::vector<int64_t>{2048, 2048}}) {
+    EXPECT_EQ(long_cpu_prefill_notice(c, lens, 2), "") << lens.size() << " x " << lens[0];
+  }
+  EXPECT_EQ(long_cpu_prefill_notice(c, trial, 64), "");
+  // A batch adds up: six prompts of 4096 tokens (one takes ~56 s) are over the threshold.
+  const std::string batch = long_cpu_prefill_notice(c, std::vector<int64_t>(6, 4096), 2);
+  EXPECT_NE(batch.find("the prefill of 24576 prompt tokens x 30 layers"), std::string::npos) << batch;
+  EXPECT_NE(long_cpu_prefill_notice(c, std::vector<int64_t>{1 << 20}, 2).find(" h or more"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dak
