@@ -2,8 +2,9 @@
 // Llama-2-7B decode linears at N = 1 and 8 for k_splits in {default, 1, 2, 3, 4}, and fixed-cost shapes; 8 back-to-back
 // launches on distinct copies of W (more than L2), as in a decode graph, medians of 5.
 // `gemm_probe M N K splits stages` runs one case (for Nsight Compute). Prints one line per case.
-// `gemm_probe host M N K m_host max_cluster host_ctas host_stages` runs one GEMM with rows
-// [0, m_host) of W in pinned host memory (host_ctas / host_stages 0: the planned schedule): its time,
+// `gemm_probe host M N K m_host max_cluster host_ctas host_stages [cluster]` runs one GEMM with rows
+// [0, m_host) of W in pinned host memory (host_ctas / host_stages 0: the planned schedule; cluster
+// forces the multicast cluster with them): its time,
 // the host rows' GB/s, the schedule; for the low-ratio direct path at large N (docs/perf-notes.md,
 // session 5) with and without HBM rows next to it, and under Nsight Compute.
 // `gemm_probe tma` streams W boxes with TMA and no math (probe_tma); `gemm_probe stream` compares
@@ -86,8 +87,10 @@ int probe_host_rows(int argc, char** argv, int sms) {
   limits.max_cluster = std::atoi(argv[6]);
   TieredGemmSchedule s = plan_tiered_gemm(M, N, K, m_host, sms, limits);
   const int host_ctas = std::atoi(argv[7]), host_stages = std::atoi(argv[8]);
+  const int32_t force_cluster = argc > 9 ? std::atoi(argv[9]) : 0;  // 0: the planned cluster
   if (host_ctas > 0 && host_stages > 0) {
-    s = with_congestion(s, host_ctas, host_stages, 0, limits.grid_ctas(s.cluster, sms));
+    const int64_t c = force_cluster > 0 ? force_cluster : s.cluster;
+    s = with_congestion(s, host_ctas, host_stages, force_cluster, limits.grid_ctas(c, sms));
   }
   gpu::PinnedHostArena host(uint64_t(std::max<int64_t>(m_host, 1) * K * 2), "probe host rows");
   auto* h_w = host.allocate_array<uint16_t>(uint64_t(std::max<int64_t>(m_host, 1) * K), "W host rows");
@@ -643,7 +646,7 @@ int main(int argc, char** argv) {
   using namespace dak;
   int sms = 0;
   DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  if (argc == 9 && std::string(argv[1]) == "host") return probe_host_rows(argc, argv, sms);
+  if ((argc == 9 || argc == 10) && std::string(argv[1]) == "host") return probe_host_rows(argc, argv, sms);
   if (argc >= 2 && std::string(argv[1]) == "trace") return probe_trace(argc, argv, sms);
   if (argc == 2 && std::string(argv[1]) == "tma") return probe_tma(sms);
   if (argc == 2 && std::string(argv[1]) == "stream") return probe_stream(sms);

@@ -113,10 +113,14 @@ OpCost CostModel::finish(OpCost c, int64_t kernels, int64_t copy_nodes) const {
   return c;
 }
 
-OpCost CostModel::direct(const Op& op, const Work& w, bool all_host) const {
+OpCost CostModel::direct(const Op& op, const Work& w, int64_t host_units, bool all_host) const {
   const HardwareProfile& p = profile_;
-  // The kernel's multicast cluster for this N (core/tiered_gemm_schedule.h); host CTAs in whole clusters.
-  int64_t cluster = op.kind == OpKind::kLinear ? tiered_gemm_multicast_cluster(op.m, op.n, op.k, p.sm_count, p.max_multicast_cluster) : 1;
+  // The kernel's multicast cluster for this N and these host rows (core/tiered_gemm_schedule.h);
+  // host CTAs in whole clusters.
+  int64_t cluster = op.kind == OpKind::kLinear
+                        ? tiered_gemm_multicast_cluster(op.m, op.n, op.k, op.host_rows(host_units), p.sm_count,
+                                                        p.max_multicast_cluster)
+                        : 1;
   if (2 * cluster > p.sm_count) cluster = 1;  // as plan_tiered_gemm: too few SMs for two clusters
   OpCost best;
   best.time_s = INFINITY;
@@ -202,7 +206,7 @@ OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
   }
   if (path == DataPath::kStaged) return staged(op, w);
   if (path == DataPath::kZeroCopy) return zero_copy(op, w, host_units);
-  return direct(op, w, host_units == units);
+  return direct(op, w, host_units, host_units == units);
 }
 
 OpCost CostModel::best(const Op& op, int64_t host_units, bool allow_staged) const {

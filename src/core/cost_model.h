@@ -29,7 +29,8 @@
 // g < mma_min_rows query rows per KV head at g / mma_min_rows of it). Host CTAs: n_h of the SMs, chosen to minimize T_i; each keeps
 // `stages` TMA stages in flight, as many as fit under the congestion cap; CTAs of a linear that
 // share a host tile form a multicast cluster of the kernel's size for that N
-// (tiered_gemm_multicast_cluster: 2 or 4 from 2 n-tiles of the compute tile, capped by max_multicast_cluster; host CTAs
+// (tiered_gemm_multicast_cluster: 2 or 4 from 2 n-tiles of the compute tile, 2 where few host m-tiles leave the link
+// idle, capped by max_multicast_cluster; host CTAs
 // in whole clusters), so one host read feeds them all. f = host bytes in flight GPU-wide;
 // B_h(f) = min(B_h, f / latency); φ(f) = the contention curve (1 up to the cap).
 // Units: seconds, bytes, GB/s = 1e9 B/s.
@@ -103,7 +104,7 @@ class CostModel {
     double hbm_fraction = 1;               // η: the profile's linear_hbm_fraction for linears, else 1
   };
   Work work(const Op& op, int64_t host_units) const;
-  OpCost direct(const Op& op, const Work& w, bool all_host) const;
+  OpCost direct(const Op& op, const Work& w, int64_t host_units, bool all_host) const;
   OpCost staged(const Op& op, const Work& w) const;
   OpCost zero_copy(const Op& op, const Work& w, int64_t host_units) const;
   OpCost finish(OpCost c, int64_t kernels, int64_t copy_nodes = 0) const;

@@ -27,13 +27,23 @@ TieredGemmSchedule split_shape(int64_t M, int64_t N, int64_t K, const TieredGemm
   return s;
 }
 
-/// Multicast cluster of `tile` at N tokens (tiered_gemm_multicast_cluster's rule).
-int32_t cluster_of(const TieredGemmTile& tile, int64_t N, int64_t max_cluster) {
+/// Multicast cluster of `tile` at N tokens with m_host host rows (tiered_gemm_multicast_cluster's rule).
+int32_t cluster_of(const TieredGemmTile& tile, int64_t N, int64_t m_host, int64_t max_cluster) {
   if (tile.bm != 128) return 1;
   const int64_t n_tiles = ceil_div(N, tile.bn);
   const int32_t want = n_tiles >= 4 ? 4 : n_tiles >= 2 ? 2 : 1;
   const int32_t cap = max_cluster >= 4 ? 4 : max_cluster >= 2 ? 2 : 1;
-  return std::min(want, cap);
+  int32_t c = std::min(want, cap);
+  if (c == 4) {
+    // Clusters of 2 read each host W tile twice where clusters of 4 read it once, but they fit every
+    // SM (clusters of 4: 120 of the 132). While the host side is bound by its bytes in flight (one
+    // read stream per cluster and host m-tile, at most a ring of W tiles) rather than by the link,
+    // the second read costs it no time and the HBM side keeps its 12 SMs.
+    const int64_t streams = ceil_div(m_host, tile.bm) * ceil_div(n_tiles, 2);
+    const int64_t inflight = streams * tile.max_stages() * int64_t(tile.bm) * tile.bk() * 2;
+    if (inflight <= kLoadedHostInflightBytes) c = 2;
+  }
+  return c;
 }
 
 }  // namespace
@@ -224,9 +234,9 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   return best;
 }
 
-int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t sm_count, int64_t max_cluster,
-                                      int32_t compute_bn) {
-  return cluster_of(choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn), N, max_cluster);
+int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
+                                      int64_t max_cluster, int32_t compute_bn) {
+  return cluster_of(choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn), N, m_host, max_cluster);
 }
 
 TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
@@ -248,8 +258,8 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   s.host_stages = 1;
   s.hbm_stages = ring;
   int64_t grid = sm_count;
-  if (m_host > 0 && cluster_of(s.tile, N, limits.max_cluster) > 1) {
-    s.cluster = cluster_of(s.tile, N, limits.max_cluster);
+  if (m_host > 0 && cluster_of(s.tile, N, m_host, limits.max_cluster) > 1) {
+    s.cluster = cluster_of(s.tile, N, m_host, limits.max_cluster);
     grid = limits.grid_ctas(s.cluster, sm_count);
     if (grid < 2 * s.cluster) {  // too few SMs for two clusters: no multicast
       s.cluster = 1;

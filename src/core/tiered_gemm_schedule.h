@@ -206,12 +206,26 @@ constexpr int64_t kComputeSplitUnits = 3;
 double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
                                 int64_t sm_count);
 
-/// Multicast cluster of a tiered GEMM with host rows (M x K weight, N tokens, sm_count SMs): 4 when
-/// the 128-row tile of N > 64 (choose_tiered_gemm_tile) has at least 4 n-tiles, 2 for 2 or 3
-/// n-tiles, else 1; never above max_cluster (rounded down to 1, 2 or 4). plan_tiered_gemm and the
-/// planner's cost model both use it.
-int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t sm_count, int64_t max_cluster,
-                                      int32_t compute_bn = 0);
+/// Host bytes in flight the link needs to run at B_h while the HBM side of a tiered GEMM runs
+/// compute-bound tiles. Under that load a host read takes ~12-14 us (measured on the H200,
+/// Llama-2-7B's linears at N = 512 with one host m-tile each, docs/perf-notes.md session 20: one
+/// multicast cluster with 96 KiB of W in flight moved 6.7 GB/s, two with 192 KiB 15.7 GB/s), so
+/// B_h (51 GB/s) needs ~600 KB in flight; the probe's best host-read configuration holds 512 KiB.
+/// Below it the host side's time is its bytes in flight over that latency, not its bytes over B_h.
+inline constexpr int64_t kLoadedHostInflightBytes = 512 << 10;
+
+/// Multicast cluster of a tiered GEMM with m_host host rows (M x K weight, N tokens, sm_count SMs):
+/// 4 when the 128-row tile of N > 64 (choose_tiered_gemm_tile) has at least 4 n-tiles, 2 for 2 or
+/// 3 n-tiles, else 1; never above max_cluster (rounded down to 1, 2 or 4). A 4 becomes 2 when
+/// the host read streams of clusters of 2 (one per host m-tile and pair of n-tiles, a ring of W
+/// tiles each) keep at most kLoadedHostInflightBytes in flight: there the host side is bound by
+/// its bytes in flight, so reading each host tile twice costs it nothing, and clusters of 2 fit
+/// every SM where clusters of 4 fit 120 of 132 (measured: Llama-2-7B's 8-layer stack at N = 512,
+/// 0.5 % host rows, 455-489 us per layer with clusters of 2 against 515-519 with 4; at 10 %, 16
+/// host m-tiles, 1294-1304 against 821-824). plan_tiered_gemm and the planner's cost model both
+/// use it.
+int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
+                                      int64_t max_cluster, int32_t compute_bn = 0);
 
 /// The most HBM workspace (TieredGemmSchedule::workspace_bytes) a GEMM of an M x K weight needs at
 /// any N in [1, max_n] on sm_count SMs (with compute_bn as in TieredGemmLinkLimits): the engine

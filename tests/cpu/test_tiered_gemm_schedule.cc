@@ -92,21 +92,21 @@ TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 200, 4096, 1000, 132, wide_only).cluster, 1);  // one 256-token n-tile
   // The cluster rule the planner's cost model shares: by the tile's n-tiles, rounded to 1 / 2 / 4
   // (M = 57344, K = 8192: 128 x 256 wherever it pads N no further than 128 x 128, else 128 x 128).
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 64, 8192, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 128, 8192, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 129, 8192, 132, 4), 1);  // one n-tile of 256
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4, 128), 2);  // 2 of 128, forced
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 132, 4, 256), 1);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 257, 8192, 132, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 384, 8192, 132, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 512, 8192, 132, 4), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 513, 8192, 132, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 1024, 8192, 132, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 4), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 3), 2);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 8), 4);
-  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 132, 1), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 64, 8192, 1000, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 128, 8192, 1000, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 129, 8192, 1000, 132, 4), 1);  // one n-tile of 256
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 1000, 132, 4), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 1000, 132, 4, 128), 2);  // 2 of 128, forced
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 256, 8192, 1000, 132, 4, 256), 1);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 257, 8192, 1000, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 384, 8192, 1000, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 512, 8192, 1000, 132, 4), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 513, 8192, 1000, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 1024, 8192, 1000, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 1000, 132, 4), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 1000, 132, 3), 2);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 1000, 132, 8), 4);
+  EXPECT_EQ(dak::tiered_gemm_multicast_cluster(57344, 8192, 8192, 1000, 132, 1), 1);
   dak::TieredGemmLinkLimits off;
   off.max_cluster = 1;
   EXPECT_EQ(dak::plan_tiered_gemm(12288, 1024, 4096, 1000, 132, off).cluster, 1);
@@ -134,6 +134,36 @@ TEST(TieredGemmSchedule, MulticastClustersForLargeN) {
       expect_exact_cover(plain);
     }
   }
+}
+
+TEST(TieredGemmSchedule, ClustersOfTwoWhileFewHostTilesLeaveTheLinkIdle) {
+  // N = 512 on the 128 x 128 tile: 4 n-tiles, so clusters of 4 by n-tiles. Clusters of 2 keep two
+  // read streams per host m-tile, 6 stages of a 16 KiB W tile each (192 KiB): up to 2 host m-tiles
+  // stay within kLoadedHostInflightBytes (512 KiB), so those take clusters of 2 on every SM.
+  dak::TieredGemmLinkLimits h200;
+  h200.cluster4_ctas = 120;
+  for (int64_t m_host : {1, 128, 129, 256}) {
+    const dak::TieredGemmSchedule s = dak::plan_tiered_gemm(12288, 512, 4096, m_host, 132, h200);
+    EXPECT_EQ(s.cluster, 2) << s.to_string();
+    EXPECT_EQ(s.host_ctas + s.hbm_ctas, 132) << s.to_string();
+    EXPECT_EQ(dak::tiered_gemm_multicast_cluster(12288, 512, 4096, m_host, 132, 4), 2) << m_host;
+  }
+  for (int64_t m_host : {257, 1280, 12288}) {  // 3 or more host m-tiles: the link saturates, read once
+    const dak::TieredGemmSchedule s = dak::plan_tiered_gemm(12288, 512, 4096, m_host, 132, h200);
+    EXPECT_EQ(s.cluster, 4) << s.to_string();
+    EXPECT_LE(s.host_ctas + s.hbm_ctas, 120) << s.to_string();
+    EXPECT_EQ(dak::tiered_gemm_multicast_cluster(12288, 512, 4096, m_host, 132, 4), 4) << m_host;
+  }
+  // More n-tiles, more streams per host m-tile: N = 2048 on 128 x 128 (16 n-tiles, 8 pairs) at one
+  // host m-tile already fills the link with clusters of 2 (8 x 96 KiB).
+  dak::TieredGemmLinkLimits narrow = h200;
+  narrow.compute_bn = 128;
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 2048, 4096, 128, 132, narrow).cluster, 4);
+  // Never above max_cluster, never without host rows.
+  dak::TieredGemmLinkLimits one = h200;
+  one.max_cluster = 1;
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 128, 132, one).cluster, 1);
+  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 0, 132, h200).cluster, 1);
 }
 
 TEST(TieredGemmSchedule, CongestionOverrides) {

@@ -13,7 +13,8 @@
 // swizzle, CuTe layouts),
 // completed on a "full" mbarrier with its byte count; consumer warpgroup(s) (bm / 64 per tile) run
 // wgmma (CuTe SM90 64 x bn x 16, fp32 accumulators), release each stage on an "empty" mbarrier,
-// and run the epilogue: bias, ReLU, bf16/fp32 store (row/column guards on the edge tiles only),
+// and run the epilogue: bias, ReLU, bf16/fp32 store (row/column guards on the edge tiles only; the
+// 128-row tiles' whole bf16 tiles go through SMEM and out in 16-byte vectors),
 // or (k_splits > 1) an fp32 partial to the workspace, where the tile's last split (its reducer: it
 // waits on an atomic counter of the other splits, and resets it) sums the partials in split order
 // and stores. TMA

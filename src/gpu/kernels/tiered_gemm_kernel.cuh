@@ -40,6 +40,7 @@
 #include <cuda/atomic>
 #include <cuda/ptx>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -102,9 +103,19 @@ struct Config {
   static constexpr bool kRegisterRealloc = kBn > 128;
   static_assert(kBn <= 256, "TMA boxes and wgmma take at most 256 tokens");
 
+  // The 128-row tiles' bf16 epilogue stages each consumer warp's 16 x kBn slab of y through SMEM
+  // (128 columns at a time) so that y is written in 16-byte vectors, a whole 32-byte sector per
+  // token: a thread's accumulators are adjacent tokens (rows of y), never adjacent W rows (columns
+  // of y), so the direct stores wrote 16-byte pieces of 4 rows per warp instruction. Measured on the
+  // H200 with those stores predicated off (docs/perf-notes.md session 20): 2-10 % of the GEMM.
+  static constexpr int kStagedCols = 128;                     // tokens per staging pass
+  static constexpr int kWarpStageElems = 16 * kStagedCols;    // one warp's slab: [128 tokens][16 rows]
+  static constexpr int kStageYElems = kMathGroups == 1 ? kConsumerWarpgroups * 4 * kWarpStageElems : 8;
+
   struct alignas(1024) SharedStorage {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutX>> x;
+    alignas(128) __nv_bfloat16 y_stage[kStageYElems];
     uint64_t full[kStages];
     uint64_t empty[kStages];
     uint64_t turn[kMathGroups];  // group g may start its next main loop (kMathGroups > 1)
@@ -560,6 +571,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) {
           const float v = acc(i);
+#ifdef DAK_TIERED_GEMM_DIAG_NO_STORE
+          if (v != -1.2345e-30f) continue;  // diagnostic builds only: the whole tiles' stores predicated off
+#endif
           if constexpr (std::is_same_v<decltype(y), float*>) {
             y[get<1>(tCcC(i)) * p.ldy + get<0>(tCcC(i))] = v;
           } else {
@@ -570,9 +584,42 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       const int64_t origin = tile_n0 * p.ldy + side_row0 + tile_row0;
       if (p.out == TieredGemmOut::kF32) {
         store_tile(static_cast<float*>(p.g_y) + origin);
-      } else {
-        store_tile(static_cast<__nv_bfloat16*>(p.g_y) + origin);
+        continue;
       }
+      __nv_bfloat16* const y_tile = static_cast<__nv_bfloat16*>(p.g_y) + origin;
+#ifndef DAK_TIERED_GEMM_DIAG_DIRECT_STORE  // diagnostic builds only: the direct stores everywhere
+      if constexpr (Cfg::kMathGroups == 1) {
+        // Through SMEM in 16-byte vectors where y's rows allow them (see Config::kStagedCols).
+        if (p.ldy % 8 == 0 && (reinterpret_cast<uintptr_t>(y_tile) & 15) == 0) {
+          const int warp = ctid / 32, lane = ctid % 32;
+          __nv_bfloat16* const slab = smem.y_stage + warp * Cfg::kWarpStageElems;  // [token][16 rows]
+          constexpr int kPasses = kBn / Cfg::kStagedCols;
+#pragma unroll
+          for (int pass = 0; pass < kPasses; ++pass) {
+            if (pass > 0) __syncwarp();  // the previous pass's reads are done
+#pragma unroll
+            for (int i = 0; i < kFrag; ++i) {
+              // The token of value i is the thread's first token (0..7 within each 8) plus a constant
+              // of i, so the pass a value belongs to is known at compile time.
+              if (kPasses > 1 && (get<1>(tCcC(i)) - get<1>(tCcC(0))) / Cfg::kStagedCols != pass) continue;
+              const int n = get<1>(tCcC(i)) - pass * Cfg::kStagedCols;
+              slab[n * 16 + get<0>(tCcC(i)) % 16] = __float2bfloat16(acc(i));
+            }
+            __syncwarp();
+            // 16-byte vectors: token v / 2, rows (v % 2) * 8 .. + 7 of the warp's 16.
+            __nv_bfloat16* const y_warp = y_tile + int64_t(pass) * Cfg::kStagedCols * p.ldy + warp * 16;
+#pragma unroll
+            for (int v = lane; v < Cfg::kStagedCols * 2; v += 32) {
+              const uint4 val = *reinterpret_cast<const uint4*>(slab + v * 8);
+              *reinterpret_cast<uint4*>(y_warp + int64_t(v / 2) * p.ldy + (v % 2) * 8) = val;
+            }
+          }
+          __syncwarp();  // the next unit's epilogue writes the slab again
+          continue;
+        }
+      }
+#endif
+      store_tile(y_tile);
       continue;
     }
 #pragma unroll
@@ -695,6 +742,12 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
     p.tma_x_filler = encode_w_slice(a.g_x, s.N, s.K, kBm / s.cluster, a.ldx > 0 ? a.ldx : s.K, kHbmPromotion);
   }
   p.sched = s;
+  {
+    // DAK_GEMM_HBM_STAGES=1..6: at most that many W stages in flight per HBM CTA (an A/B switch for
+    // measuring how the HBM side's bytes in flight slow the host reads; README's list).
+    static const int hbm_stages = env_choice("DAK_GEMM_HBM_STAGES", {"1", "2", "3", "4", "5", "6"});
+    if (hbm_stages >= 0) p.sched.hbm_stages = std::min(p.sched.hbm_stages, int32_t(hbm_stages + 1));
+  }
   p.g_bias = a.g_bias;
   p.g_y = a.g_y;
   p.ldy = a.ldy > 0 ? a.ldy : s.M;
