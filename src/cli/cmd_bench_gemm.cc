@@ -296,12 +296,17 @@ Plan build_plan(const BenchGemmArgs& a, const std::vector<LocatedConfig>& models
 
 std::string print_plan(const Plan& plan, int64_t sm_count, const BenchGemmArgs& a) {
   std::ostringstream o;
-  o << fmt::format("dak bench gemm --dry-run: {} experiment(s), schedules for {} SMs, {} of them co-resident in "
-                   "multicast clusters of 4 (an H200; the real run asks the GPU)\n",
-                   plan.experiments.size(), sm_count, kDryCluster4Ctas);
+  o << fmt::format("dak bench gemm --dry-run: {} experiment(s), schedules for {} SMs{}\n", plan.experiments.size(),
+                   sm_count,
+                   a.max_cluster >= 4 ? fmt::format(", {} of them co-resident in multicast clusters of 4 (an H200; the "
+                                                    "real run asks the GPU)",
+                                                    kDryCluster4Ctas)
+                                      : std::string());
   o << fmt::format("compute tile (N > 64): {}\n", a.compute_tile == "auto" ? "chosen per shape (128 x 128 or 128 x 256)"
                                                                              : "128 x " + a.compute_tile + " (--compute-tile)");
-  o << fmt::format("multicast clusters of up to {} CTAs; host CTAs x stages: {}; host rows: {}\n", a.max_cluster,
+  o << fmt::format("{}; host CTAs x stages: {}; host rows: {}\n",
+                   a.max_cluster > 1 ? fmt::format("multicast clusters of up to {} CTAs", a.max_cluster)
+                                     : std::string("multicast off (--max-cluster 1)"),
                    a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion + " at x > 0",
                    a.host_rows == "tile" ? "whole 128-row tiles (--host-rows tile)" : "round(x * M) (--host-rows row)");
   for (const auto& [name, ops] : plan.models) {

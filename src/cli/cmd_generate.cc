@@ -135,7 +135,9 @@ void run_generate(const GenerateArgs& a) {
   if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) {
     std::vector<int64_t> lens;
     for (const auto& p : prompts) lens.push_back(int64_t(p.size()));
-    if (const std::string notice = long_cpu_prefill_notice(config, lens); !notice.empty()) {
+    // Only for a request that fits the context: a longer one is refused by generate() right away.
+    const bool fits = a.max_new_tokens <= config.max_position_embeddings - longest;
+    if (const std::string notice = fits ? long_cpu_prefill_notice(config, lens) : std::string(); !notice.empty()) {
       std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
     }
     cpu->set_layer_progress(PrefillProgress(stderr_progress_line()));

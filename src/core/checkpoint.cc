@@ -344,7 +344,7 @@ std::string mixed_weights_notice(const fs::path& path) {
   return fmt::format("{} holds safetensors and GGUF weights: using {}{}, ignoring {}; to run a GGUF file, give its "
                      "path as the model (e.g. --model {}), or give {} to choose the safetensors weights",
                      path.string(), used.filename().string(), sharded ? " and its shards" : "", ignored,
-                     ggufs[0].string(), used.string());
+                     shell_word(ggufs[0].string()), shell_word(used.string()));
 }
 
 uint64_t Checkpoint::total_bytes() const {

@@ -33,7 +33,10 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
   LocatedConfig out;
   if (model.empty()) fail("no model given", option, "pass a config.json, a model folder or a shipped config name");
   if (fs::exists(model, ec)) {
-    const fs::path p = fs::absolute(model, ec);
+    fs::path p = fs::absolute(model, ec);
+    // A checkpoint's weights file (model.safetensors, or a shard) stands for its folder, whose
+    // config.json holds the hyper-parameters (README: --model takes the file too).
+    if (p.extension() == ".safetensors" && fs::is_regular_file(p, ec)) p = p.parent_path();
     const bool dir = fs::is_directory(p, ec);
     out.path = dir ? p / "config.json" : p;
     out.name =

@@ -1,6 +1,8 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 
 namespace dak {
 
@@ -63,6 +65,16 @@ void fail_usage(std::string what, std::string where, std::string fix) {
 Error path_error(const std::string& path, const std::error_code& ec) {
   return Error("cannot examine the path: " + ec.message(), path,
                "check that it exists, is not a symbolic link loop and that you may read its folders");
+}
+
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::strchr("_-./:=,+@%", c) != nullptr;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 }  // namespace dak

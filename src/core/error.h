@@ -43,6 +43,10 @@ class UsageError : public Error {
 /// Throws dak::Error(what, where, fix).
 [[noreturn]] void fail(std::string what, std::string where, std::string fix);
 
+/// `word` as one shell word for a command a fix suggests: unchanged when it holds only letters,
+/// digits and `_-./:=,+@%`, else in single quotes (a path with spaces stays one argument).
+std::string shell_word(const std::string& word);
+
 /// Throws dak::UsageError(what, where, fix): for text its option cannot parse.
 [[noreturn]] void fail_usage(std::string what, std::string where, std::string fix);
 

@@ -428,7 +428,7 @@ void check_plan_model(const Plan& plan, const ModelConfig& config, const std::st
        where,
        fmt::format("make a plan for this model: dak plan --model {} --batch {} --prompt-len {} --gen-len {} --output "
                    "json > plan.json (add the --gpu-memory / --offload-ratio you planned with)",
-                   model, plan.inputs.batch, plan.inputs.prompt_len, plan.inputs.gen_len));
+                   shell_word(model), plan.inputs.batch, plan.inputs.prompt_len, plan.inputs.gen_len));
 }
 
 }  // namespace dak

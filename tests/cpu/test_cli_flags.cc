@@ -178,7 +178,7 @@ TEST(CliFlags, BenchGemmIntegersAreDecimal) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "llama-2-7b N=10 stack10 layer")) << r.output;
   EXPECT_TRUE(contains(r.output, "host_ctas=10x3 stages")) << r.output;
-  EXPECT_TRUE(contains(r.output, "multicast clusters of up to 1 CTAs")) << r.output;
+  EXPECT_TRUE(contains(r.output, "multicast off (--max-cluster 1)")) << r.output;
   // --seed (uint64, digits only): hex and negative values are refused at parsing (exit 2), 2^64 is out
   // of range (exit 1).
   for (const std::string& bad : {std::string("0x10"), std::string("-1"), std::string("18446744073709551616")}) {

@@ -150,11 +150,26 @@ TEST(OpGraph, LocatorResolvesNamesPathsAndFolders) {
   EXPECT_EQ(gguf.name, "tiny_llama");
   EXPECT_EQ(gguf.config.arch, Arch::kLlama);
   EXPECT_GT(gguf.config.hidden_size, 0);
+  // A checkpoint's model.safetensors stands for its folder (README: --model takes the file; the
+  // session-20 trial's `dak plan --model DIR/model.safetensors` read the weights as JSON).
+  const std::string folder = std::string(DAK_TEST_DATA_DIR) + "/hf_parity/llama_gqa";
+  const LocatedConfig weights = locate_model_config(folder + "/model.safetensors");
+  EXPECT_EQ(weights.name, "llama_gqa");
+  EXPECT_EQ(weights.config.hidden_size, locate_model_config(folder).config.hidden_size);
   for (const char* n : {"opt-6.7b", "opt-30b", "llama-2-7b", "llama-2-70b", "llama-3-8b", "qwen2-7b"}) {
     bool found = false;
     for (const std::string& s : shipped_config_names()) found |= s == n;
     EXPECT_TRUE(found) << n;
   }
+}
+
+TEST(ShellWord, QuotesOnlyWhatAShellWouldSplit) {
+  EXPECT_EQ(shell_word("/tmp/models/llama-2-7b"), "/tmp/models/llama-2-7b");
+  EXPECT_EQ(shell_word("a_b.c:d=e,f+g@h%i"), "a_b.c:d=e,f+g@h%i");
+  EXPECT_EQ(shell_word("/tmp/my model/x.gguf"), "'/tmp/my model/x.gguf'");
+  EXPECT_EQ(shell_word("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_word(""), "''");
+  EXPECT_EQ(shell_word("$HOME"), "'$HOME'");
 }
 
 }  // namespace
