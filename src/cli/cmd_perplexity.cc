@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -57,8 +59,15 @@ void add_perplexity_command(CLI::App& app) {
         fail(fs::is_directory(st) ? "is a folder, not a text file" : "not a regular file", a->file,
              "pass a UTF-8 text file to --file, or - to read standard input");
       }
+      errno = 0;
       std::ifstream in(a->file, std::ios::binary);
-      if (!in) fail("cannot read the text file", a->file, "check the path passed to --file");
+      if (!in) {
+        const int err = errno;  // set by the open(2) under the stream (e.g. EACCES)
+        fail(err ? fmt::format("cannot read the text file: {}", std::strerror(err)) : std::string("cannot read the text file"),
+             a->file,
+             err == EACCES ? "give yourself read permission on the file (chmod u+r), or pass another file"
+                           : "check the path passed to --file");
+      }
       ss << in.rdbuf();
     }
     const std::string text = ss.str();
