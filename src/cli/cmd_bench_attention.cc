@@ -64,7 +64,8 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-attention.md has
           full context (--ctx), bf16 K/V, fp32 softmax.
   x       offload ratio b_h / B: sequences [0, b_h) keep K/V in pinned host memory (read over PCIe by TMA
           straight into SMEM), the others in HBM; b_h = round(ratio * B). --ratios takes fractions (1/8)
-          or decimals. The balance point x* = B_h / (B_g + B_h) is added (nearest b_h >= 1) unless
+          or decimals. The balance point x* = B_h / (B_g + B_h) is added as b_h = round(x* * B) where
+          that is at least 1 and not already a point (e.g. not at batch 8: x* ~ 1 % rounds to 0), unless
           --no-balance-point.
   KV      C = B * ctx * Hkv * D * 2 (K and V) * 2 bytes, one layer. Cells with C > --max-kv-gib, or that
           do not fit in free HBM, are skipped; points whose host part exceeds the pinned host tier (at most
