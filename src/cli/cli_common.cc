@@ -446,6 +446,19 @@ void add_gemm_option(CLI::App* c, std::string* gemm) {
       ->check(CLI::IsMember({"auto", "cublas", "tiered"}));
 }
 
+CLI::Option* add_weights_seed_option(CLI::App* c, uint64_t* seed) {
+  return c->add_option("--weights-seed", *seed, "Seed of --random-weights (needs --random-weights)")
+      ->capture_default_str()
+      ->transform(unsigned_64());
+}
+
+void check_weights_seed(const CLI::Option& seed, bool random_weights) {
+  if (seed.count() > 0 && !random_weights) {
+    fail("--weights-seed is the seed of --random-weights, which is not given", "--weights-seed",
+         "add --random-weights, or drop --weights-seed");
+  }
+}
+
 HardwareProfile load_profile(const std::string& path) {
   HardwareProfile p = HardwareProfile::load(path);
   static std::vector<std::string> noted;

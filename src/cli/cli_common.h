@@ -58,6 +58,14 @@ gpu::GemmBackend gemm_backend_of(const std::string& gemm);
 /// Registers --gemm auto|cublas|tiered (the GPU engine's GEMM for the linear layers) on `c`.
 void add_gemm_option(CLI::App* c, std::string* gemm);
 
+/// Registers --weights-seed (uint64, unsigned_64()) on `c`, the seed of --random-weights.
+CLI::Option* add_weights_seed_option(CLI::App* c, uint64_t* seed);
+
+/// Throws dak::Error (exit 1: a conflict between options, README) when --weights-seed (`seed`, from
+/// add_weights_seed_option) was given without --random-weights: the seed would be ignored (the
+/// session-17 trial).
+void check_weights_seed(const CLI::Option& seed, bool random_weights);
+
 /// Engine for --device cpu|cuda|auto. cuda: the GPU engine (requires a Hopper GPU; throws
 /// dak::Error explaining what is missing otherwise). auto: cuda when usable, else the CPU
 /// reference with a notice on stderr. `offload` (optional): plan and apply an offload on the GPU

@@ -34,7 +34,6 @@ struct BenchArgs {
   std::string model;
   bool random_weights = false;
   uint64_t weights_seed = 0;
-  bool weights_seed_given = false;  // --weights-seed on the command line
   std::string batch = "1";
   std::string prompt_len = "32";
   std::string gen_len = "32";
@@ -117,12 +116,6 @@ std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, 
 }
 
 void run_bench_command(const BenchArgs& a) {
-  // A seed without random weights would be ignored (the session-17 trial); a conflict between
-  // options, so exit 1 (README), not a parse error.
-  if (a.weights_seed_given && !a.random_weights) {
-    fail("--weights-seed is the seed of --random-weights, which is not given", "--weights-seed",
-         "add --random-weights, or drop --weights-seed");
-  }
   check_report_files(a.json_file, a.csv_file);
   check_timed_runs(a.repeats, "--repeats");
   const std::vector<int64_t> batches = parse_sizes(a.batch, "--batch", 1);
@@ -450,10 +443,7 @@ void add_bench_command(CLI::App& app) {
                 "config.json, a model folder or a shipped config name (llama-2-7b, llama-2-70b, ...)");
   c->add_flag("--random-weights", a->random_weights,
               "Deterministic random bf16 weights generated on the GPU for the config (no checkpoint needed)");
-  CLI::Option* weights_seed =
-      c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights (needs --random-weights)")
-          ->capture_default_str()
-          ->transform(unsigned_64());
+  CLI::Option* weights_seed = add_weights_seed_option(c, &a->weights_seed);
   // The comma lists' syntax is checked while parsing (exit 2), their ranges by the command (exit 1).
   const auto sizes = [](const char* flag, int64_t min) {
     return value_syntax([flag, min](const std::string& s) { parse_sizes(s, flag, min); });
@@ -485,8 +475,10 @@ void add_bench_command(CLI::App& app) {
   c->footer(kFooter);
   // CLI11 runs this callback after a subcommand's (dak bench gemm / attention): nothing to do then.
   c->callback([a, c, weights_seed] {
-    a->weights_seed_given = weights_seed->count() > 0;
-    if (c->get_subcommands().empty()) run_bench_command(*a);
+    if (c->get_subcommands().empty()) {
+      check_weights_seed(*weights_seed, a->random_weights);
+      run_bench_command(*a);
+    }
   });
   c->require_subcommand(0, 1);
   add_bench_gemm_command(*c);

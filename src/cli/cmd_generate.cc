@@ -42,19 +42,12 @@ struct GenerateArgs {
   std::string gemm = "auto";
   bool random_weights = false;
   uint64_t weights_seed = 0;
-  bool weights_seed_given = false;  // --weights-seed on the command line
   OffloadArgs offload;
 };
 
 void run_generate(const GenerateArgs& a) {
   if (a.prompts.empty() && a.prompt_ids.empty()) {
     fail("no prompt given", "dak generate", "pass --prompt TEXT or --prompt-ids 1,2,3 (repeat either for a batch)");
-  }
-  // A seed without random weights would be ignored (the session-17 trial); a conflict between
-  // options, so exit 1 (README), not a parse error.
-  if (a.weights_seed_given && !a.random_weights) {
-    fail("--weights-seed is the seed of --random-weights, which is not given", "--weights-seed",
-         "add --random-weights, or drop --weights-seed");
   }
   if (!a.chat && !a.system.empty()) {
     fail("--system is a chat message, but --chat is not given", "--system", "add --chat, or drop --system");
@@ -256,10 +249,7 @@ void add_generate_command(CLI::App& app) {
   c->add_flag("--random-weights", a->random_weights,
               "Run the config with deterministic random bf16 weights generated on the GPU (no checkpoint, no "
               "tokenizer: use --prompt-ids; --device cuda or auto)");
-  CLI::Option* weights_seed =
-      c->add_option("--weights-seed", a->weights_seed, "Seed of --random-weights (needs --random-weights)")
-          ->capture_default_str()
-          ->transform(unsigned_64());
+  CLI::Option* weights_seed = add_weights_seed_option(c, &a->weights_seed);
   // One value per occurrence: `-p The capital of France` is an error (quote the prompt), not five prompts.
   c->add_option("--prompt,-p", a->prompts, "Prompt text, quoted (repeat -p for a batch)")->allow_extra_args(false);
   c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
@@ -287,7 +277,7 @@ void add_generate_command(CLI::App& app) {
   add_gemm_option(c, &a->gemm);
   add_offload_options(c, &a->offload);
   c->callback([a, weights_seed] {
-    a->weights_seed_given = weights_seed->count() > 0;
+    check_weights_seed(*weights_seed, a->random_weights);
     run_generate(*a);
   });
 }

@@ -258,8 +258,8 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   s.host_stages = 1;
   s.hbm_stages = ring;
   int64_t grid = sm_count;
-  if (m_host > 0 && cluster_of(s.tile, N, m_host, limits.max_cluster) > 1) {
-    s.cluster = cluster_of(s.tile, N, m_host, limits.max_cluster);
+  if (const int32_t c = m_host > 0 ? cluster_of(s.tile, N, m_host, limits.max_cluster) : 1; c > 1) {
+    s.cluster = c;
     grid = limits.grid_ctas(s.cluster, sm_count);
     if (grid < 2 * s.cluster) {  // too few SMs for two clusters: no multicast
       s.cluster = 1;
