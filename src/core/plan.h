@@ -99,7 +99,7 @@ struct PlanTotals {
   double overhead_s = 0;                // Σ launch overheads and ring fills
   double link_floor_s = 0;              // host bytes / shared-link rate when both paths are used; zero-copy
                                         //   plans: zero-copy host bytes / B_h; else 0
-  double prefetch_pipeline_s = 0;       // single-path prefetch plans: the copy pipeline's length, else 0
+  double prefetch_pipeline_s = 0;       // plans with staged linears (auto, prefetch): the copy pipeline's length, else 0
                                         //   (optional in the JSON: absent = 0)
   double step_bytes = 0;                // weight + KV bytes read per step (EB's numerator)
   double effective_bandwidth_gbps = 0;  // step_bytes / predicted_tpot_s

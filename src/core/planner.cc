@@ -173,43 +173,62 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     return assemble(evaluate_allocation(curves, std::vector<int64_t>(curves.size(), 0)), single_mode, allocator,
                     std::nullopt);
   }
-  const Allocation direct_allocation = run_allocator(allocator, variants_[0].curves, required);
+  // The staged linears' ring (two HBM slots of the largest staged host part) must fit next to what
+  // stays in HBM; a plan whose ring cannot is refused, naming the ring.
+  const auto ring_does_not_fit = [&](const std::vector<AllocCurve>& curves, PathMode mode, const std::string& where,
+                                     const std::string& fix) {
+    const Plan over = assemble(run_allocator(allocator, curves, required), mode, allocator, offload_ratio);
+    fail(fmt::format("the staging ring ({}, two slots of the largest host part of a staged linear) does not fit next "
+                     "to what stays in HBM: {} of the {} budget",
+                     format_bytes(double(over.totals.staging_ring_bytes)), format_bytes(double(over.totals.hbm_bytes)),
+                     format_bytes(double(cap.hbm_budget_bytes))),
+         where, fix);
+  };
   // One path for every operator: the direct allocation, priced on it.
   if (request_.single_path) {
-    Plan p = assemble(direct_allocation, single_mode, allocator, offload_ratio);
-    // The prefetch engine's ring (two slots of the largest staged host part) sits in HBM too, and
-    // depends on the allocation: move what it takes over the budget to the host and allocate again
-    // until the plan fits (a few rounds: each one only grows the host share).
-    int64_t host = required;
-    for (int round = 0; single_mode == PathMode::kStaged && p.totals.hbm_bytes > cap.hbm_budget_bytes; ++round) {
-      const int64_t over = p.totals.hbm_bytes - cap.hbm_budget_bytes;
-      if (offload_ratio || host + over > movable || round == 8) {
-        fail(fmt::format("the prefetch ring ({}, two slots of the largest host part of a linear) does not fit next to "
-                         "what stays in HBM: {} of the {} budget",
-                         format_bytes(double(p.totals.staging_ring_bytes)), format_bytes(double(p.totals.hbm_bytes)),
-                         format_bytes(double(cap.hbm_budget_bytes))),
-             "--offload prefetch",
-             offload_ratio ? "raise --gpu-memory, lower --offload-ratio, or use --offload direct (no ring)"
-                           : "raise --gpu-memory, or use --offload direct or auto (no ring for the direct path)");
-      }
-      host += over;
-      p = assemble(run_allocator(allocator, variants_[0].curves, host), single_mode, allocator, offload_ratio);
+    if (single_mode != PathMode::kStaged)
+      return assemble(run_allocator(allocator, variants_[0].curves, required), single_mode, allocator, offload_ratio);
+    std::optional<Plan> p = fit_staging_ring(variants_[0].curves, single_mode, allocator, offload_ratio, required);
+    if (!p) {
+      ring_does_not_fit(variants_[0].curves, single_mode, "--offload prefetch",
+                        offload_ratio ? "raise --gpu-memory, lower --offload-ratio, or use --offload direct (no ring)"
+                                      : "raise --gpu-memory, or use --offload direct (no ring)");
     }
-    return p;
+    return std::move(*p);
   }
-  Plan best = assemble(direct_allocation, PathMode::kDirect, allocator, offload_ratio);
-  // Staged variants need the ring in HBM: when the budget binds, the host takes that much more.
-  const int64_t ring = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
-  const int64_t required_staged =
-      offload_ratio ? required : std::max(required, cap.total_bytes + ring - cap.hbm_budget_bytes);
-  if (required_staged <= movable && required_staged <= profile_.pinnable_host_bytes) {
-    for (size_t v = 1; v < variants_.size(); ++v) {
-      Plan s = assemble(run_allocator(allocator, variants_[v].curves, required_staged), variants_[v].mode, allocator,
-                        offload_ratio);
-      if (s.predicted_tpot_s < best.predicted_tpot_s) best = std::move(s);
-    }
+  // auto: every variant, the direct one included (it stages the compute-path linears, op_cost), with
+  // its ring in HBM; the fastest that fits becomes the plan.
+  std::optional<Plan> best;
+  for (const Variant& v : variants_) {
+    std::optional<Plan> s = fit_staging_ring(v.curves, v.mode, allocator, offload_ratio, required);
+    if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) best = std::move(s);
   }
-  return best;
+  if (!best) {
+    ring_does_not_fit(variants_[0].curves, variants_[0].mode, "--offload auto",
+                      offload_ratio ? "raise --gpu-memory or lower --offload-ratio"
+                                    : "raise --gpu-memory, or use --offload direct (no ring)");
+  }
+  return std::move(*best);
+}
+
+std::optional<Plan> Planner::fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode,
+                                              AllocatorKind allocator, std::optional<double> ratio,
+                                              int64_t required) const {
+  // The engine's ring (two slots of the largest staged host part, gpu_engine.cc staging_slot_bytes)
+  // depends on the allocation: move what it takes over the budget to the host and allocate again
+  // until the plan fits (a few rounds: each one only grows the host share). A forced ratio fixes
+  // the host share, so there the plan fits as it is or not at all.
+  const Capacity& cap = capacity_;
+  const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
+  int64_t host = required;
+  Plan p = assemble(run_allocator(allocator, curves, host), mode, allocator, ratio);
+  for (int round = 0; p.totals.hbm_bytes > cap.hbm_budget_bytes; ++round) {
+    const int64_t over = p.totals.hbm_bytes - cap.hbm_budget_bytes;
+    if (ratio || host + over > movable || host + over > profile_.pinnable_host_bytes || round == 8) return std::nullopt;
+    host += over;
+    p = assemble(run_allocator(allocator, curves, host), mode, allocator, ratio);
+  }
+  return p;
 }
 
 Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocator, std::optional<double> ratio) const {
@@ -269,11 +288,12 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   // Zero-copy reads cross the link as SM loads: never faster than the SM path's B_h in all.
   if (zero_copy_step > 0) t.link_floor_s = zero_copy_step / (profile_.host_sm_read_gbps * 1e9);
   p.predicted_tpot_s = std::max(t.sum_op_time_s, t.link_floor_s);
-  // --offload prefetch stages every linear with host rows through a two-slot ring one linear ahead:
-  // the copies pipeline behind the kernels, so its step is the pipeline's length, not the sum of
-  // per-operator staged costs (each of which pays its own ring fill).
-  const bool prefetch_plan = request_.single_path == DataPath::kStaged && t.staged_host_bytes > 0;
-  if (prefetch_plan) {
+  // Staged linears (--offload prefetch: every linear with host rows; auto: those the plan stages) go
+  // through the engine's two-slot ring one linear ahead: the copies pipeline behind the kernels, so
+  // the step is the pipeline's length, not the sum of per-operator staged costs (each of which pays
+  // its own ring fill).
+  const bool staged_plan = t.staged_host_bytes > 0;
+  if (staged_plan) {
     t.prefetch_pipeline_s = prefetch_pipeline_s(p.ops);
     p.predicted_tpot_s = std::max(t.prefetch_pipeline_s, t.link_floor_s);
   }
@@ -285,11 +305,10 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   t.effective_bandwidth_gbps = t.step_bytes / p.predicted_tpot_s / 1e9;
   const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;
   t.host_ratio = movable > 0 ? double(t.host_bytes) / double(movable) : 0.0;
-  t.staging_ring_bytes = t.staged_host_bytes > 0 ? in.staging_ring_bytes : 0;
-  if (prefetch_plan) {
-    // The prefetch engine's ring: two slots of the largest staged host part (gpu_engine.cc,
-    // staging_slot_bytes), not auto's chunked ring. The allocation was made for the direct path,
-    // which reserves no ring; plan() moves what the ring takes over the budget to the host.
+  if (staged_plan) {
+    // The engine's ring: two slots of the largest staged host part (gpu_engine.cc,
+    // staging_slot_bytes), in every mode that stages. plan() moves what it takes over the budget to
+    // the host (fit_staging_ring).
     int64_t largest = 0;
     for (const PlanOp& o : p.ops)
       if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);

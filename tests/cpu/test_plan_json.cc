@@ -300,7 +300,7 @@ TEST(PlanCli, TextOutputShowsTableTpotAndEb) {
     EXPECT_NE(z.output.find(s), std::string::npos) << s << "\n" << z.output;
   const RunResult f = dak_plan("--model opt-6.7b --gpu-memory 10GiB --offload prefetch");
   EXPECT_NE(f.output.find("offload prefetch (every host linear staged)"), std::string::npos) << f.output;
-  EXPECT_NE(f.output.find("prefetch pipeline"), std::string::npos) << f.output;
+  EXPECT_NE(f.output.find("copy pipeline"), std::string::npos) << f.output;
 }
 
 TEST(PlanCli, AcceptsConfigPathsAndFolders) {

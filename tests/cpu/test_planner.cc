@@ -285,6 +285,37 @@ TEST(Planner, PrefetchRingFitsTheBudget) {
   EXPECT_THROW(make_plan(cfg, h200(), r), Error);
 }
 
+TEST(Planner, AutoPlansPriceTheEngineRingAndItsCopyPipeline) {
+  // Under auto the engine stages the plan's staged linears exactly as --offload prefetch does (two
+  // HBM slots of the largest staged host part, the copy of linear k + 1 overlapping linear k), so
+  // the plan's ring is those two slots (it was 2 x 2 MiB, less than the engine allocates) and its
+  // TPOT is the copy pipeline's length, at least the shared-link floor, not the sum of per-operator
+  // costs that each pay a ring fill (45.5 ms predicted for Llama-2-7B batch 512 at 10 %, where the
+  // H200 ran 41.2).
+  const ModelConfig cfg = locate_model_config("llama-2-7b").config;
+  for (int64_t batch : {8, 512}) {
+    PlanRequest r = request(batch, std::nullopt);
+    r.shape.gen_len = 8;
+    r.offload_ratio = 0.1;
+    const Plan p = make_plan(cfg, h200(), r);
+    ASSERT_GT(p.totals.staged_host_bytes, 0) << batch;
+    int64_t largest = 0;
+    for (const PlanOp& o : p.ops)
+      if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
+    EXPECT_EQ(p.totals.staging_ring_bytes, 2 * largest) << batch;
+    EXPECT_EQ(p.totals.hbm_bytes, p.capacity.total_bytes - p.totals.host_bytes + 2 * largest) << batch;
+    EXPECT_GT(p.totals.prefetch_pipeline_s, 0) << batch;
+    EXPECT_DOUBLE_EQ(p.predicted_tpot_s, std::max(p.totals.prefetch_pipeline_s, p.totals.link_floor_s)) << batch;
+    EXPECT_LT(p.predicted_tpot_s, p.totals.sum_op_time_s) << batch;
+  }
+  // A budget that binds: the ring is HBM too, so the staged plan still fits --gpu-memory.
+  for (int64_t budget : {5 * kGiB, 8 * kGiB, 12 * kGiB}) {
+    const Plan p = make_plan(cfg, h200(), request(8, budget));
+    EXPECT_LE(p.totals.hbm_bytes, budget) << budget;
+    if (p.totals.staged_host_bytes > 0) EXPECT_GT(p.totals.staging_ring_bytes, 4 << 20) << budget;
+  }
+}
+
 TEST(Planner, DirectLinearsUseTheKernelsMulticastClusters) {
   // At batch 768 an old model chose clusters of 3 (N / 256 tiles), which the kernel cannot run.
   PlanRequest r = request(768, 30 * kGiB);
