@@ -19,6 +19,7 @@
 #include "core/config_locator.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
+#include "core/op_graph.h"
 #include "core/placement.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/device.h"
@@ -476,6 +477,20 @@ void check_timed_runs(int64_t runs, const char* flag) {
   if (runs < 5 || runs > 1000) {
     fail(fmt::format("{} {} is outside [5, 1000]", flag, runs), flag,
          "pass 5 or more (medians of >= 5), at most 1000");
+  }
+}
+
+std::string batch_range_text() {
+  return fmt::format("a count from 1 to {} (the sequences the planner supports)", kMaxPlanBatch);
+}
+
+void check_batch_size(int64_t batch, const std::string& flag, const std::string& text) {
+  const std::string shown = text.empty() ? std::to_string(batch) : text;
+  const std::string fix = fmt::format("pass {}", batch_range_text());
+  if (batch < 1) fail(fmt::format("{} {} is not a positive count", flag, shown), flag, fix);
+  if (batch > kMaxPlanBatch) {
+    fail(fmt::format("{} {} is larger than the planner supports ({} sequences)", flag, shown, kMaxPlanBatch), flag,
+         fix);
   }
 }
 

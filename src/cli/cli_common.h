@@ -141,6 +141,17 @@ HardwareProfile load_profile(const std::string& path);
 /// at least 5, and more than 1000 would run for hours. Throws dak::Error naming the flag.
 void check_timed_runs(int64_t runs, const char* flag);
 
+/// What --batch of dak plan and dak bench takes: "a count from 1 to 65536 (the sequences the planner
+/// supports)" (kMaxPlanBatch, core/op_graph.h).
+std::string batch_range_text();
+
+/// Refuses a --batch value (`flag`) of dak plan or dak bench outside [1, kMaxPlanBatch] (65536
+/// sequences: the most the planner, and so an offload plan, supports). `text`, when not empty, is the
+/// value as written, shown instead of `batch` (a value beyond int64 comes as INT64_MIN or INT64_MAX).
+/// Throws dak::Error (exit 1: a value out of range, README) naming `flag`: "--batch 0 is not a
+/// positive count", "--batch 65537 is larger than the planner supports (65536 sequences)".
+void check_batch_size(int64_t batch, const std::string& flag, const std::string& text = "");
+
 /// Refuses a B_g measurement (dak bench's --hbm-buffer-gib / --hbm-runs) whose buffer is not a
 /// finite size in (0, 64] GiB (NaN, inf or 1e300 reached an undefined float-to-integer conversion)
 /// or whose launches per configuration are outside [1, 1000]. Throws dak::Error naming the flags.

@@ -85,9 +85,10 @@ the event and kernel-boundary gaps the graph removes.
 Each (batch, prompt, gen) runs one untimed warm-up generation first; greedy sampling, EOS ignored.
 Needs a Hopper GPU: without one dak bench fails with the reason and exit code 1.)";
 
-/// "1,8,64" -> {1, 8, 64}, every value in [`min`, 2^31 - 1]. Throws dak::UsageError naming `flag` for
-/// text that is not a comma list of whole numbers, dak::Error for a value out of range.
-std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, int64_t min) {
+/// "1,8,64" -> {1, 8, 64}, every value in [`min`, 2^31 - 1], or with `batch` in the range
+/// check_batch_size allows (1 to 65536, as dak plan --batch: `min` unused). Throws dak::UsageError
+/// naming `flag` for text that is not a comma list of whole numbers, dak::Error for a value out of range.
+std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, int64_t min, bool batch = false) {
   std::vector<int64_t> out;
   for (const std::string& tok : split_list(s)) {
     if (!is_integer_text(tok)) {
@@ -95,7 +96,9 @@ std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, 
                  fmt::format("write sizes of at least {} separated by commas, e.g. 1,8,64", min));
     }
     const std::optional<int64_t> v = parse_integer(tok);  // nullopt: beyond int64
-    if (!v || *v < min || *v > INT32_MAX) {
+    if (batch) {  // dak plan's cap, and message: a batch the planner refuses could not be planned or offloaded
+      check_batch_size(v ? *v : (tok.find('-') != std::string::npos ? INT64_MIN : INT64_MAX), flag, tok);
+    } else if (!v || *v < min || *v > INT32_MAX) {
       fail(fmt::format("{} must be from {} to {}, got {}", flag, min, INT32_MAX, tok), flag,
            fmt::format("pass values >= {} (a comma list sweeps them)", min));
     }
@@ -118,7 +121,7 @@ std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, 
 void run_bench_command(const BenchArgs& a) {
   check_report_files(a.json_file, a.csv_file);
   check_timed_runs(a.repeats, "--repeats");
-  const std::vector<int64_t> batches = parse_sizes(a.batch, "--batch", 1);
+  const std::vector<int64_t> batches = parse_sizes(a.batch, "--batch", 1, /*batch=*/true);
   const std::vector<int64_t> prompts = parse_sizes(a.prompt_len, "--prompt-len", 1);
   const std::vector<int64_t> gens = parse_sizes(a.gen_len, "--gen-len", 2);
   check_offload_args(a.offload, /*ratio_list=*/true);  // before the model and the GPU
@@ -448,7 +451,9 @@ void add_bench_command(CLI::App& app) {
   const auto sizes = [](const char* flag, int64_t min) {
     return value_syntax([flag, min](const std::string& s) { parse_sizes(s, flag, min); });
   };
-  c->add_option("--batch,-b", a->batch, "Sequences per step; a comma list sweeps, e.g. 1,8,64")->capture_default_str()
+  c->add_option("--batch,-b", a->batch,
+                fmt::format("Sequences per step, {}; a comma list sweeps, e.g. 1,8,64", batch_range_text()))
+      ->capture_default_str()
       ->check(sizes("--batch", 1));
   c->add_option("--prompt-len,-p", a->prompt_len, "Prompt tokens per sequence (comma list sweeps)")
       ->capture_default_str()

@@ -93,13 +93,14 @@ void add_plan_command(CLI::App& app) {
   // clamped 10^22 to 2^63 - 1); the ranges are checked below and by the planner (build_op_graph).
   c->add_option("--batch", a->batch, "sequences per step")
       ->capture_default_str()
-      ->transform(
-          whole_number(fmt::format("a count from 1 to {} (the sequences the planner supports)", kMaxPlanBatch)));
+      ->transform(whole_number(batch_range_text()));  // the range: check_batch_size (shared with dak bench)
   const std::string length = "a count of at least 1; --prompt-len + --gen-len must fit in the model's context";
   c->add_option("--prompt-len", a->prompt_len, "prompt tokens per sequence")
       ->capture_default_str()
       ->transform(whole_number(length));
-  c->add_option("--gen-len", a->gen_len, "generated tokens per sequence")
+  c->add_option("--gen-len", a->gen_len,
+                "generated tokens per sequence: the first comes from the prefill, each other from a decode step "
+                "(--phase decode needs 2 or more)")
       ->capture_default_str()
       ->transform(whole_number(length));
   c->add_option("--gpu-memory", a->gpu_memory,
@@ -138,9 +139,20 @@ void add_plan_command(CLI::App& app) {
         a->profile.empty() ? HardwareProfile::h200_default() : load_profile(a->profile);
     PlanRequest req;
     req.model_name = model.name;
-    for (const auto& [value, flag] : {std::pair{a->batch, "--batch"}, std::pair{a->prompt_len, "--prompt-len"},
-                                      std::pair{a->gen_len, "--gen-len"}, std::pair{a->tile_rows, "--tile-rows"}}) {
+    check_batch_size(a->batch, "--batch");
+    for (const auto& [value, flag] : {std::pair{a->prompt_len, "--prompt-len"}, std::pair{a->gen_len, "--gen-len"},
+                                      std::pair{a->tile_rows, "--tile-rows"}}) {
       if (value < 1) fail(fmt::format("{} {} is not a positive count", flag, value), flag, "pass 1 or more");
+    }
+    // One generated token comes from the prefill: no decode step runs, so a decode plan would predict
+    // the TPOT of a step that never happens (the new-user trial read it as the run's; dak generate -n 1
+    // prints TPOT n/a, dak bench refuses --gen-len 1). The prefill plan is the one such a run has.
+    if (a->gen_len == 1 && a->phase == "decode") {
+      fail("--gen-len 1 has no decode step: the one token of each sequence comes from the prefill, so there is "
+           "no TPOT to predict (--phase decode is the default)",
+           "--gen-len",
+           "add --phase prefill to plan the prefill that makes the token (its time is the TTFT), or pass --gen-len "
+           "2 or more to plan the decode steps");
     }
     req.shape.batch = a->batch;
     req.shape.prompt_len = a->prompt_len;

@@ -263,13 +263,38 @@ std::unique_ptr<Checkpoint> open_sharded(const fs::path& shown, const fs::path& 
   const SafetensorsIndex index = SafetensorsIndex::read(index_file);
   const fs::path dir = index_file.parent_path();
   std::vector<fs::path> files;
+  std::vector<std::string> missing;
   for (const std::string& s : index.shard_files()) {
     const fs::path f = dir / s;
-    if (examine(f) == fs::file_type::not_found) {
-      fail(fmt::format("shard '{}' listed in {} does not exist", s, index_file.filename().string()),
-           f.string(), "download every shard of the checkpoint");
+    const fs::file_type type = examine(f);  // a folder on the way this user may not enter: named there
+    if (type == fs::file_type::not_found) {
+      missing.push_back(s);
+    } else if (type != fs::file_type::regular) {
+      fail(fmt::format("shard '{}' listed in {} is not a regular file (a folder, device, FIFO or socket?)", s,
+                       index_file.filename().string()),
+           f.string(), fmt::format("put the shard file {} there, or re-download the checkpoint", s));
     }
     files.push_back(f);
+  }
+  // Every missing shard at once (a download cut short lacks several), each by name: the fault is
+  // theirs, not the index's.
+  if (missing.size() == 1) {
+    fail(fmt::format("shard '{}' listed in {} does not exist", missing[0], index_file.filename().string()),
+         (dir / missing[0]).string(),
+         fmt::format("download {} into {} (the index lists every shard the model needs), or re-download the "
+                     "checkpoint",
+                     missing[0], dir.string()));
+  }
+  if (!missing.empty()) {
+    std::string names;
+    for (size_t i = 0; i < missing.size() && i < 4; ++i) names += (i ? ", " : "") + missing[i];
+    if (missing.size() > 4) names += fmt::format(" and {} more", missing.size() - 4);
+    fail(fmt::format("{} of the {} shards listed in {} do not exist: {}", missing.size(), index.shard_files().size(),
+                     index_file.filename().string(), names),
+         dir.string(),
+         fmt::format("download the missing shards into {} (the index lists every shard the model needs), or "
+                     "re-download the checkpoint",
+                     dir.string()));
   }
   return std::make_unique<SafetensorsCheckpoint>(shown, dir, std::move(files), &index);
 }
@@ -300,6 +325,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
     for (const auto& ent : fs::directory_iterator(path, ec)) {
       if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
     }
+    // A folder this user may not list may hold a .gguf: say so, not "folder has no ... .gguf".
+    if (ec) throw path_error(path.string(), ec);
     if (ggufs.size() == 1) return std::make_unique<GgufCheckpoint>(ggufs[0]);
     if (ggufs.empty()) {
       fail("folder has no model.safetensors, model.safetensors.index.json or .gguf", path.string(), kFixOpen);

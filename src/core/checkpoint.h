@@ -42,7 +42,9 @@ struct TensorInfo {
 class Checkpoint {
  public:
   /// Opens a HF folder, a .safetensors file or a .gguf file. Throws dak::Error on anything
-  /// malformed (names the file and the tensor/field) or unsupported.
+  /// malformed (names the file and the tensor/field) or unsupported, naming what is at fault when a
+  /// file cannot be reached: every shard the index lists but the folder lacks, or the folder or file
+  /// this user may not enter or read (path_error).
   static std::unique_ptr<Checkpoint> open(const std::filesystem::path& path);
   virtual ~Checkpoint();
 

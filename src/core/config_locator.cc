@@ -32,7 +32,11 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
   std::error_code ec;
   LocatedConfig out;
   if (model.empty()) fail("no model given", option, "pass a config.json, a model folder or a shipped config name");
-  if (fs::exists(model, ec)) {
+  const bool present = fs::exists(model, ec);
+  // A path that cannot be examined (a folder on the way without search permission): say which
+  // folder, rather than "neither a config.json, a model folder, nor a shipped config".
+  if (ec == std::errc::permission_denied) throw path_error(model, ec);
+  if (present) {
     fs::path p = fs::absolute(model, ec);
     // A checkpoint's weights file (model.safetensors, or a shard) stands for its folder, whose
     // config.json holds the hyper-parameters (README: --model takes the file too).

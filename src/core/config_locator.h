@@ -26,8 +26,8 @@ std::filesystem::path shipped_configs_dir();
 /// Names of the shipped configs (file stems, sorted).
 std::vector<std::string> shipped_config_names();
 
-/// Resolves and parses `model`. Throws dak::Error if nothing matches (listing the shipped names)
-/// or the config is invalid.
+/// Resolves and parses `model`. Throws dak::Error if nothing matches (listing the shipped names),
+/// the config is invalid, or a folder on the way may not be entered (path_error names it).
 LocatedConfig locate_model_config(const std::string& model, const std::string& option = "--model");
 
 }  // namespace dak

@@ -1,8 +1,13 @@
 #include "core/error.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 namespace dak {
 
@@ -62,7 +67,68 @@ void fail_usage(std::string what, std::string where, std::string fix) {
   throw UsageError(std::move(what), std::move(where), std::move(fix));
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxLinkHops = 16;  // symbolic links followed while looking for a blocked folder
+
+/// The first folder on the way to `p` that this user may not enter (no search permission), or ""
+/// when it may enter every one. `p` itself is checked too when `include_last` (a folder to enter).
+/// Symbolic links on the way are followed (a Hugging Face cache links each shard into ../blobs), at
+/// most `hops` of them.
+fs::path blocked_folder(const fs::path& p, bool include_last, int hops) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(p, ec);
+  if (ec || abs.empty()) return {};
+  fs::path prefix;
+  for (auto it = abs.begin(); it != abs.end(); ++it) {
+    prefix /= *it;
+    const bool last = std::next(it) == abs.end();
+    if (last && !include_last) break;
+    // A link on the way: the folders on the way to its target, and the target, must be entered too.
+    if (hops > 0 && fs::is_symlink(fs::symlink_status(prefix, ec))) {
+      const fs::path target = fs::read_symlink(prefix, ec);
+      if (!ec) {
+        const fs::path blocked =
+            blocked_folder(target.is_absolute() ? target : prefix.parent_path() / target, true, hops - 1);
+        if (!blocked.empty()) return blocked;
+      }
+    }
+    errno = 0;
+    if (::access(prefix.c_str(), X_OK) != 0 && (errno == EACCES || errno == EPERM)) return prefix;
+  }
+  // The last part a link: the folders on the way to its target.
+  if (!include_last && hops > 0 && fs::is_symlink(fs::symlink_status(abs, ec))) {
+    const fs::path target = fs::read_symlink(abs, ec);
+    if (!ec) return blocked_folder(target.is_absolute() ? target : abs.parent_path() / target, false, hops - 1);
+  }
+  return {};
+}
+
+}  // namespace
+
 Error path_error(const std::string& path, const std::error_code& ec) {
+  if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted) {
+    if (fs::path dir = blocked_folder(path, false, kMaxLinkHops); !dir.empty()) {
+      std::error_code cec;
+      if (fs::path c = fs::canonical(dir, cec); !cec) dir = c;  // a link's "snap/../blobs" as ".../blobs"
+      return Error(fmt::format("this user may not enter the folder '{}' ({}), so dak cannot reach {}", dir.string(),
+                               ec.message(), path),
+                   dir.string(),
+                   fmt::format("give the user search and read permission on the folder (e.g. chmod a+rx {}, as its "
+                               "owner or root), or run dak as a user who may read it",
+                               shell_word(dir.string())));
+    }
+    std::error_code sec;
+    const bool folder = fs::is_directory(path, sec);
+    return Error(fmt::format("this user may not {} '{}' ({})", folder ? "list the folder" : "read the file", path,
+                             ec.message()),
+                 path,
+                 fmt::format("give the user read permission on the {} (e.g. chmod {} {}, as its owner or root), or "
+                             "run dak as a user who may read it",
+                             folder ? "folder" : "file", folder ? "a+rx" : "a+r", shell_word(path)));
+  }
   return Error("cannot examine the path: " + ec.message(), path,
                "check that it exists, is not a symbolic link loop and that you may read its folders");
 }

@@ -50,8 +50,12 @@ std::string shell_word(const std::string& word);
 /// Throws dak::UsageError(what, where, fix): for text its option cannot parse.
 [[noreturn]] void fail_usage(std::string what, std::string where, std::string fix);
 
-/// The error for a path the file system cannot examine (`ec` from std::filesystem: a symbolic link
-/// loop, a folder without search permission), naming the path and the reason.
+/// The error for a path the file system cannot examine or open (`ec` from std::filesystem or errno:
+/// a symbolic link loop, a folder without search permission, a file without read permission),
+/// naming what is at fault. A permission error names the first folder on the way to `path`
+/// (symbolic links on the way followed) that this user may not enter, else `path` itself (a file it
+/// may not read, a folder it may not list), and says how to grant access; any other error is
+/// "cannot examine the path: <reason>" naming `path`.
 Error path_error(const std::string& path, const std::error_code& ec);
 
 }  // namespace dak

@@ -93,9 +93,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what, const std::string& fix) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) {
+  if (status.type() == std::filesystem::file_type::not_found) {
     fail(fmt::format("cannot read {} '{}': no such file", what, path.string()), path.string(), fix);
   }
+  // A folder on the way this user may not enter, a link loop: say what is at fault, not "no such file".
+  if (ec) throw path_error(path.string(), ec);
   if (std::filesystem::is_directory(status)) {
     fail(fmt::format("{} '{}' is a directory, not a JSON file", what, path.string()), path.string(), fix);
   }
@@ -111,6 +113,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
+    if (errno == EACCES || errno == EPERM) throw path_error(path.string(), std::error_code(errno, std::generic_category()));
     const std::string why = errno != 0 ? ": " + std::error_code(errno, std::generic_category()).message() : "";
     fail(fmt::format("cannot read {} '{}'{}", what, path.string(), why), path.string(), fix);
   }

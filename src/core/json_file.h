@@ -28,7 +28,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
 
 /// Reads the regular file `path` (at most kMaxJsonFileBytes) and parses it with parse_json_text.
 /// Throws dak::Error for a missing or unreadable file, a directory or other non-regular file, a
-/// file above the size limit, and everything parse_json_text refuses.
+/// file above the size limit, and everything parse_json_text refuses; a path this user may not
+/// reach or read is path_error's (the folder or file at fault, not "no such file").
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what, const std::string& fix);
 
 }  // namespace dak

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "core/error.h"
 
@@ -17,7 +18,10 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   // file, the only kind mapped below, is not affected).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    fail(std::string("cannot open file: ") + std::strerror(errno), path.string(),
+    const int err = errno;
+    // No permission: name what is at fault (a folder on the way, or the file) and how to grant it.
+    if (err == EACCES || err == EPERM) throw path_error(path.string(), std::error_code(err, std::generic_category()));
+    fail(std::string("cannot open file: ") + std::strerror(err), path.string(),
          "check that the path exists and is readable");
   }
   struct stat st {};

@@ -9,7 +9,8 @@ namespace dak {
 
 class MappedFile {
  public:
-  /// Maps `path` read-only. Throws dak::Error if it cannot be opened or mapped.
+  /// Maps `path` read-only. Throws dak::Error if it cannot be opened or mapped (path_error when this
+  /// user may not read it: the folder or file at fault, and how to grant access).
   explicit MappedFile(const std::filesystem::path& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

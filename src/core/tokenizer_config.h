@@ -34,7 +34,8 @@ void parse_generation_config(std::string_view text, const std::string& source, H
 /// tokenizer_config.json has no chat_template) in `dir` when they exist.
 HfTokenizerConfig read_tokenizer_config(const std::filesystem::path& dir);
 
-/// Reads a whole file. Throws dak::Error naming the file when it cannot be read.
+/// Reads a whole file. Throws dak::Error naming the file when it cannot be read (path_error when
+/// this user may not read it: the folder or file at fault, and how to grant access).
 std::string read_text_file(const std::filesystem::path& path);
 
 /// End-of-generation ids: `eos` (when >= 0), the extra ids (when in range), and the

@@ -414,6 +414,42 @@ TEST(CheckpointSafetensors, RejectsBrokenShardSets) {
   expect_error([&] { Checkpoint::open(dir.path()); }, {"appears in two shards"});
 }
 
+TEST(CheckpointSafetensors, MissingShardsAreNamedNotTheIndex) {
+  // New-user trial: a folder whose index lists shards that are not there must name the shards at
+  // fault (every one of them: a cut download lacks several) and say where to put them.
+  ScratchDir dir;
+  const fs::path src = st_dir() / "tiny_llama_sharded";
+  for (const char* f : {"config.json", "model.safetensors.index.json"}) fs::copy_file(src / f, dir / f);
+  expect_error([&] { Checkpoint::open(dir.path()); },
+               {"2 of the 2 shards listed in model.safetensors.index.json do not exist: "
+                "model-00001-of-00002.safetensors, model-00002-of-00002.safetensors",
+                "where: " + dir.path().string() + "\n",
+                "fix:   download the missing shards into " + dir.path().string()});
+  // The index passed itself: the same.
+  expect_error([&] { Checkpoint::open(dir / "model.safetensors.index.json"); },
+               {"2 of the 2 shards", "model-00001-of-00002.safetensors, model-00002-of-00002.safetensors"});
+  // One missing: the shard's own path is where, the fix names it and its folder.
+  fs::copy_file(src / "model-00001-of-00002.safetensors", dir / "model-00001-of-00002.safetensors");
+  expect_error([&] { Checkpoint::open(dir.path()); },
+               {"shard 'model-00002-of-00002.safetensors' listed in model.safetensors.index.json does not exist",
+                "where: " + (dir / "model-00002-of-00002.safetensors").string(),
+                "fix:   download model-00002-of-00002.safetensors into " + dir.path().string()});
+  // A shard that is a folder: named, not "not a regular file" for a path the user never gave.
+  fs::create_directory(dir / "model-00002-of-00002.safetensors");
+  expect_error([&] { Checkpoint::open(dir.path()); },
+               {"shard 'model-00002-of-00002.safetensors' listed in model.safetensors.index.json is not a regular "
+                "file",
+                "where: " + (dir / "model-00002-of-00002.safetensors").string()});
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  // A dangling link (a Hugging Face cache whose blob is gone): the link is named.
+  fs::create_symlink(dir / "blobs" / "gone", dir / "model-00002-of-00002.safetensors");
+  expect_error([&] { Checkpoint::open(dir.path()); },
+               {"symbolic link to a file that does not exist", (dir / "model-00002-of-00002.safetensors").string()});
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  fs::copy_file(src / "model-00002-of-00002.safetensors", dir / "model-00002-of-00002.safetensors");
+  EXPECT_EQ(Checkpoint::open(dir.path())->format(), "safetensors");
+}
+
 TEST(CheckpointSafetensors, RejectsMissingOrUnsupportedConfig) {
   ScratchDir dir;
   fs::copy_file(st_dir() / "tiny_llama_single" / "model.safetensors", dir / "w.safetensors");

@@ -2,13 +2,16 @@
 // generation through the CLI that must equal the Hugging Face oracle's ids.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli_test_util.h"
 #include "core/hardware_profile.h"
@@ -100,7 +103,7 @@ TEST(Cli, FailedStdoutWriteIsAnError) {
 }
 
 TEST(Cli, PlanShapeOverflowIsRefused) {
-  const RunResult r = run_dak("plan --model llama-2-7b --prompt-len 9223372036854775807 --gen-len 1");
+  const RunResult r = run_dak("plan --model llama-2-7b --prompt-len 9223372036854775807 --gen-len 2");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("more than the planner supports"), std::string::npos) << r.output;
 }
@@ -176,7 +179,7 @@ TEST(Cli, PlanSaysWhatGenerateAutoApplies) {
   EXPECT_EQ(r.output.find("5.48 GiB used"), std::string::npos) << r.output;
   r = run_dak("plan --model llama-2-7b --gpu-memory 5GiB --offload prefetch --offload-ratio 0.6117");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("the prefetch ring"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the staging ring"), std::string::npos) << r.output;
 }
 
 TEST(Cli, ListErrorsNameTheItemAndSeedsNeedRandomWeights) {
@@ -534,6 +537,117 @@ TEST(Cli, WithoutADecodeStepTpotIsNotAvailable) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("2 decode steps, TPOT "), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("n/a"), std::string::npos) << r.output;
+}
+
+TEST(Cli, PlanWithoutADecodeStepIsRefusedAndThePrefillPlanned) {
+  // New-user trial: `dak plan --gen-len 1` printed a decode TPOT although such a run has no decode
+  // step (its one token comes from the prefill; dak generate -n 1 says TPOT n/a). The decode plan is
+  // refused with exit 1 (a conflict of well-formed values), pointing at --phase prefill.
+  const std::string plan = "plan --model llama-2-7b --gen-len 1 ";
+  for (const std::string extra : {"", "--phase decode", "--output json", "--sweep-ratios 0:100:50"}) {
+    const RunResult r = run_dak(plan + extra);
+    EXPECT_EQ(r.exit_code, 1) << extra << ": " << r.output;
+    EXPECT_NE(r.output.find("--gen-len 1 has no decode step: the one token of each sequence comes from the prefill, "
+                            "so there is no TPOT to predict"),
+              std::string::npos)
+        << extra << ": " << r.output;
+    EXPECT_NE(r.output.find("where: --gen-len"), std::string::npos) << extra << ": " << r.output;
+    EXPECT_NE(r.output.find("add --phase prefill"), std::string::npos) << extra << ": " << r.output;
+    EXPECT_EQ(r.output.find("predicted TPOT"), std::string::npos) << extra << ": " << r.output;
+  }
+  // A usage error elsewhere on the line is still one (exit 2).
+  EXPECT_EQ(run_dak(plan + "--batch abc").exit_code, 2);
+  // The prefill that makes the token is planned, in text and JSON, and so is a sweep of it.
+  RunResult r = run_dak(plan + "--phase prefill");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("predicted prefill step"), std::string::npos) << r.output;
+  r = run_dak(plan + "--phase prefill --output json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json inputs = nlohmann::json::parse(r.output).at("inputs");
+  EXPECT_EQ(inputs.at("phase"), "prefill");
+  EXPECT_EQ(inputs.at("gen_len"), 1);
+  EXPECT_EQ(run_dak(plan + "--phase prefill --sweep-ratios 0:100:50").exit_code, 0);
+  // Two tokens: one decode step, planned as before.
+  r = run_dak("plan --model llama-2-7b --gen-len 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("predicted TPOT"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnreadableModelFoldersAndFilesNameWhatIsAtFault) {
+  // New-user trial: a model folder this user may not enter was reported as "cannot examine the
+  // path" under its model.safetensors.index.json (and by dak plan as "no such file"); now the folder
+  // or file at fault is named with how to grant access. Root may read anything, so as root the
+  // commands run as nobody (runuser); as another user they run as that user.
+  namespace fs = std::filesystem;
+  std::string as = "";
+  if (::geteuid() == 0) {
+    if (std::system("command -v runuser >/dev/null 2>&1 && id nobody >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "running as root without runuser or a 'nobody' user: no one to lack a permission";
+    as = "runuser -u nobody -- ";
+  }
+  if (dak::testing::run_shell(as + DAK_BINARY + " --version >/dev/null 2>&1").exit_code != 0)
+    GTEST_SKIP() << "the dak binary cannot be run as " << (as.empty() ? "this user" : "nobody");
+  const fs::path root = fs::path(::testing::TempDir()) / ("dak_unreadable_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const fs::perms open = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                         fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(root, open);
+  const fs::path sharded = kData + "/safetensors/tiny_llama_sharded";
+  const auto model = [&](const std::string& name) {
+    const fs::path d = root / name;
+    fs::create_directory(d);
+    fs::permissions(d, open);
+    for (const auto& e : fs::directory_iterator(sharded)) fs::copy_file(e.path(), d / e.path().filename());
+    return d;
+  };
+  const fs::path blocked = model("blocked"), shard = model("shard"), index = model("index"), unlisted = root / "unlisted";
+  fs::create_directory(unlisted);
+  fs::copy_file(sharded / "config.json", unlisted / "config.json");
+  fs::permissions(blocked, fs::perms::none);
+  fs::permissions(shard / "model-00002-of-00002.safetensors", fs::perms::none);
+  fs::permissions(index / "model.safetensors.index.json", fs::perms::none);
+  fs::permissions(unlisted, fs::perms::owner_write | fs::perms::owner_exec | fs::perms::group_exec |
+                                fs::perms::others_exec);  // may be entered, not listed
+  const auto dak = [&](const std::string& args) {
+    return dak::testing::run_shell(as + DAK_BINARY + " " + args + " 2>&1");
+  };
+  struct Case {
+    std::string args;
+    std::vector<std::string> says;
+  };
+  const std::string enter = "this user may not enter the folder '" + blocked.string() + "' (Permission denied)";
+  const Case cases[] = {
+      {"inspect --model " + blocked.string(),
+       {enter, "so dak cannot reach " + (blocked / "model.safetensors.index.json").string(),
+        "where: " + blocked.string() + "\n", "fix:   give the user search and read permission on the folder (e.g. "
+        "chmod a+rx " + blocked.string()}},
+      {"plan --model " + blocked.string(), {enter, "where: " + blocked.string() + "\n"}},
+      {"plan --model " + (blocked / "config.json").string(), {enter, "where: " + blocked.string() + "\n"}},
+      {"generate --device cpu --prompt-ids 1,2 -n 2 --model " + blocked.string(), {enter}},
+      {"inspect --model " + (blocked / "sub" / "x").string(), {enter}},
+      {"inspect --model " + shard.string(),
+       {"this user may not read the file '" + (shard / "model-00002-of-00002.safetensors").string() + "'",
+        "where: " + (shard / "model-00002-of-00002.safetensors").string(),
+        "chmod a+r " + (shard / "model-00002-of-00002.safetensors").string()}},
+      {"inspect --model " + index.string(),
+       {"this user may not read the file '" + (index / "model.safetensors.index.json").string() + "'",
+        "where: " + (index / "model.safetensors.index.json").string()}},
+      {"inspect --model " + unlisted.string(),
+       {"this user may not list the folder '" + unlisted.string() + "'", "where: " + unlisted.string(),
+        "chmod a+rx " + unlisted.string()}},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = dak(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    for (const std::string& s : c.says) EXPECT_NE(r.output.find(s), std::string::npos) << s << "\n" << r.output;
+    EXPECT_EQ(r.output.find("no such file"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("cannot examine the path"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  // dak plan needs only config.json: an unreadable shard or index does not stop it.
+  EXPECT_EQ(dak("plan --model " + shard.string()).exit_code, 0);
+  for (const fs::path& p : {blocked, unlisted}) fs::permissions(p, open);
+  fs::remove_all(root);
 }
 
 TEST(Cli, InspectListsTensorsAndTotals) {

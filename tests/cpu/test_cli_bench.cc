@@ -67,6 +67,42 @@ TEST(CliBench, BadArgumentsAreRefusedBeforeLookingForAGpu) {
   EXPECT_NE(bad_output.exit_code, 0) << bad_output.output;
 }
 
+TEST(CliBench, BatchHasThePlanCapAndItsMessage) {
+  // New-user trial: dak bench --batch took values up to 2^31 - 1 while dak plan --batch stops at
+  // 65536 (the sequences the planner supports). Both now refuse a larger batch with one message, exit
+  // 1 (a well-formed value out of range), before a GPU is looked for; any item of a list counts.
+  const std::string plan = run_dak("plan --model llama-2-7b --batch 65537").output;
+  const std::string says = "--batch 65537 is larger than the planner supports (65536 sequences)";
+  EXPECT_NE(plan.find(says), std::string::npos) << plan;
+  for (const char* list : {"65537", "1,8,65537", "65537,512"}) {
+    const RunResult r = run_dak(std::string("bench --model llama-2-7b --random-weights --batch ") + list, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << list << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << list << ": " << r.output;
+    EXPECT_NE(r.output.find("where: --batch"), std::string::npos) << list << ": " << r.output;
+    EXPECT_NE(r.output.find("fix:   pass a count from 1 to 65536"), std::string::npos) << list << ": " << r.output;
+    EXPECT_EQ(r.output.find("needs a Hopper GPU"), std::string::npos) << list << ": " << r.output;
+    // The fix is the same as dak plan's.
+    EXPECT_NE(plan.find(r.output.substr(r.output.find("fix:"))), std::string::npos) << r.output << "\n" << plan;
+  }
+  // Beyond int64, and below 1: refused as out of range too (exit 1), as written.
+  RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 1,99999999999999999999", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--batch 99999999999999999999 is larger than the planner supports"), std::string::npos)
+      << r.output;
+  r = run_dak("bench --model llama-2-7b --random-weights --batch 8,0", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--batch 0 is not a positive count"), std::string::npos) << r.output;
+  // The cap itself is accepted: refused only for the missing GPU.
+  r = run_dak("bench --model llama-2-7b --random-weights --batch 1,65536", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find("--batch"), std::string::npos) << r.output;
+  // A list that is not one is still a usage error (exit 2), whatever its numbers.
+  EXPECT_EQ(run_dak("bench --model llama-2-7b --random-weights --batch 65537,x", kNoGpu).exit_code, 2);
+  // --help says the range.
+  const RunResult help = run_dak("bench --help");
+  EXPECT_NE(help.output.find("Sequences per step, a count from 1 to 65536"), std::string::npos) << help.output;
+}
+
 TEST(CliRandomWeights, GenerateRefusesTheCpuTextPromptsAndAMissingGpu) {
   const RunResult cpu = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2,3 --device cpu");
   EXPECT_EQ(cpu.exit_code, 1) << cpu.output;

@@ -78,7 +78,10 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       // dak plan.
       {kPlan + "--batch abc", 2, "--batch: 'abc' is not a whole number"},
       {kPlan + "--batch 0", 1, "--batch 0 is not a positive count"},
-      {kPlan + "--batch 65537", 1, "batch 65537 is larger than the planner supports"},
+      {kPlan + "--batch 65537", 1, "--batch 65537 is larger than the planner supports (65536 sequences)"},
+      {kPlan + "--gen-len 1", 1, "--gen-len 1 has no decode step"},
+      {kPlan + "--gen-len 1 --phase prefill", 0, ""},
+      {kPlan + "--gen-len 1 --bogus", 2, "dak plan has no option --bogus"},
       {kPlan + "--tile-rows 0", 1, "--tile-rows 0 is not a positive count"},
       {kPlan + "--offload-ratio 2", 1, "[0, 1]"},
       {kPlan + "--offload-ratio x", 2, "--offload-ratio: 'x' is not a number"},
@@ -92,7 +95,8 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {"plan --batch 8", 2, "--model is required"},
       // dak bench.
       {kBench + "--batch abc", 2, "'abc' is not a comma-separated list of whole numbers"},
-      {kBench + "--batch 0", 1, "--batch must be from 1 to 2147483647, got 0"},
+      {kBench + "--batch 0", 1, "--batch 0 is not a positive count"},
+      {kBench + "--batch 1,65537", 1, "--batch 65537 is larger than the planner supports (65536 sequences)"},
       {kBench + "--gen-len 1", 1, "--gen-len must be from 2 to 2147483647, got 1"},
       {kBench + "--repeats 3", 1, "--repeats 3 is outside [5, 1000]"},
       {kBench + "--repeats x", 2, "--repeats: 'x' is not a whole number"},
