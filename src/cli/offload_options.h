@@ -89,6 +89,9 @@ bool auto_keeps_all_in_hbm(const std::string& mode, bool ratio_forced, const Pla
 
 /// `ratio`: the forced global ratio of this run (one of a.ratios()), nullopt for none. A --plan's
 /// staged operators are applied as staged only under --offload auto (the other modes apply one path).
+/// --cpu-offload-gb X (vLLM's host amount) plans X GiB on the host as a forced share of the movable
+/// weight + KV bytes under the GPU's own HBM budget (not an HBM budget of total - X, which the
+/// staging ring would then have to share).
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
                                  const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
                                  int64_t free_hbm_bytes);
