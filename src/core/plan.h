@@ -36,6 +36,15 @@
 
 namespace dak {
 
+/// Slots of the HBM staging ring through which the GPU engine copies staged linears' host rows
+/// (gpu_engine.cc; --offload prefetch, and auto's staged operators): each slot holds the largest
+/// staged host part, and the copy of staged linear k waits for the GEMM of linear k - slots, so the
+/// copy engine runs up to two linears ahead. Three, not two: with two the copy of the next linear
+/// waited for the GEMM before the current one and the link idled ~70 us per Llama-2-7B layer at
+/// batch 512 (docs/perf-notes.md, session 21). The planner counts kStagingRingSlots x the largest
+/// staged host part of HBM and replays the copy pipeline with them (planner.cc).
+inline constexpr int kStagingRingSlots = 3;
+
 enum class AllocatorKind : uint8_t { kGreedy, kUniform, kBruteForce };
 
 /// "greedy", "uniform", "brute_force".

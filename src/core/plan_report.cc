@@ -98,7 +98,7 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
       "\npredicted {} {:.3f} ms  (sum of operators {:.3f} ms, launch overheads and ring fills {:.3f} ms{}{})\n",
       decode ? "TPOT" : "prefill step", plan.predicted_tpot_s * 1e3, t.sum_op_time_s * 1e3, t.overhead_s * 1e3,
       t.prefetch_pipeline_s > 0
-          ? fmt::format(", copy pipeline (staged linears, one ahead) {:.3f} ms", t.prefetch_pipeline_s * 1e3)
+          ? fmt::format(", copy pipeline (staged linears copied ahead) {:.3f} ms", t.prefetch_pipeline_s * 1e3)
           : "",
       t.link_floor_s > 0 ? fmt::format(", {} floor {:.3f} ms", t.zero_copy_host_bytes > 0 ? "link" : "shared-link",
                                        t.link_floor_s * 1e3)

@@ -178,9 +178,9 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   const auto ring_does_not_fit = [&](const std::vector<AllocCurve>& curves, PathMode mode, const std::string& where,
                                      const std::string& fix) {
     const Plan over = assemble(run_allocator(allocator, curves, required), mode, allocator, offload_ratio);
-    fail(fmt::format("the staging ring ({}, two slots of the largest host part of a staged linear) does not fit next "
+    fail(fmt::format("the staging ring ({}, {} slots of the largest host part of a staged linear) does not fit next "
                      "to what stays in HBM: {} of the {} budget",
-                     format_bytes(double(over.totals.staging_ring_bytes)), format_bytes(double(over.totals.hbm_bytes)),
+                     format_bytes(double(over.totals.staging_ring_bytes)), kStagingRingSlots, format_bytes(double(over.totals.hbm_bytes)),
                      format_bytes(double(cap.hbm_budget_bytes))),
          where, fix);
   };
@@ -214,7 +214,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
 std::optional<Plan> Planner::fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode,
                                               AllocatorKind allocator, std::optional<double> ratio,
                                               int64_t required) const {
-  // The engine's ring (two slots of the largest staged host part, gpu_engine.cc staging_slot_bytes)
+  // The engine's ring (kStagingRingSlots slots of the largest staged host part, gpu_engine.cc)
   // depends on the allocation: move what it takes over the budget to the host and allocate again
   // until the plan fits (a few rounds: each one only grows the host share). A forced ratio fixes
   // the host share, so there the plan fits as it is or not at all.
@@ -306,13 +306,13 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;
   t.host_ratio = movable > 0 ? double(t.host_bytes) / double(movable) : 0.0;
   if (staged_plan) {
-    // The engine's ring: two slots of the largest staged host part (gpu_engine.cc,
+    // The engine's ring: kStagingRingSlots slots of the largest staged host part (gpu_engine.cc,
     // staging_slot_bytes), in every mode that stages. plan() moves what it takes over the budget to
     // the host (fit_staging_ring).
     int64_t largest = 0;
     for (const PlanOp& o : p.ops)
       if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
-    t.staging_ring_bytes = 2 * largest;
+    t.staging_ring_bytes = kStagingRingSlots * largest;
   }
   t.hbm_bytes = capacity_.total_bytes - t.host_bytes + t.staging_ring_bytes;
   t.pin_time_s = double(t.host_bytes) / (profile_.pin_gib_per_s * 1073741824.0);
@@ -320,35 +320,29 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
 }
 
 double Planner::prefetch_pipeline_s(const std::vector<PlanOp>& ops) const {
-  // The engine (gpu_engine.cc, prefetch mode): staged linears S_0..S_{n-1} in forward order; the
-  // copy of S_0 is issued at the start of the step, the copy of S_{k+1} when S_k is enqueued, on
-  // the copy stream (one copy at a time) and after S_{k-1} has released its slot (two slots); S_k
-  // waits for its copy. A copy moves host bytes at B_ce plus one copy node; a staged linear runs
-  // its HBM part (its compute, and HBM reads that include the staged bytes) and its kernels;
-  // every other operator runs its predicted time on the compute stream.
+  // The engine (gpu_engine.cc): staged linears S_0..S_{n-1} in forward order through a ring of
+  // kStagingRingSlots slots; the copy of S_k runs on the copy stream (one copy at a time) once the
+  // copy of S_{k-1} is done and S_{k-slots} has released its slot; S_k waits for its copy (a CUDA
+  // graph: only these dependencies order the nodes). A copy moves host bytes at B_ce plus one copy
+  // node; a staged linear runs its HBM part (its compute, and HBM reads that include the staged
+  // bytes) and its kernels; every other operator runs its predicted time on the compute stream.
   const HardwareProfile& pr = profile_;
   const double t_step = pr.step_overhead_us() * 1e-6, t_copy_node = pr.kernel_overhead_us * 1e-6;
-  std::vector<double> copy_s;
-  for (const PlanOp& o : ops) {
-    if (o.path == DataPath::kStaged && o.host_bytes > 0) copy_s.push_back(o.host_s + t_copy_node);
-  }
-  double t = 0;                              // compute stream
-  double copy_end = copy_s.empty() ? 0 : copy_s[0];  // the pending copy (of S_k)
-  double prev_gemm_end = 0;                  // end of S_{k-1}: its slot is free then
-  size_t k = 0;
+  const size_t slots = size_t(kStagingRingSlots);
+  std::vector<double> copy_end, gemm_end;  // per staged linear, seconds from the step's start
+  double t = 0;                            // compute stream
   for (size_t i = 0; i < ops.size(); ++i) {
     const PlanOp& o = ops[i];
     if (!(o.path == DataPath::kStaged && o.host_bytes > 0)) {
       t += o.predicted_time_s;
       continue;
     }
+    const size_t k = copy_end.size();
+    const double copy_start = std::max(k > 0 ? copy_end[k - 1] : 0.0, k >= slots ? gemm_end[k - slots] : 0.0);
+    copy_end.push_back(copy_start + o.host_s + t_copy_node);
     const double kernels = double(graph_.ops[i].kernels);
-    const double gemm_s = std::max(o.compute_s, o.hbm_s) + kernels * t_step;
-    const double start = std::max(t, copy_end);
-    const double next_copy_start = std::max(copy_end, prev_gemm_end);  // S_{k+1}'s copy, issued now
-    t = start + gemm_s;
-    prev_gemm_end = t;
-    if (++k < copy_s.size()) copy_end = next_copy_start + copy_s[k];
+    t = std::max(t, copy_end[k]) + std::max(o.compute_s, o.hbm_s) + kernels * t_step;
+    gemm_end.push_back(t);
   }
   return t;
 }

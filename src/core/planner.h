@@ -7,7 +7,7 @@
 //      twice: direct path only, and the cheaper of direct/staged per point
 //   4. allocation over the curves (allocator.h): greedy, uniform or brute force
 //   5. three variants: every host byte direct; every host byte staged; each operator the cheaper
-//      path. Variants with staged operators must also fit the staging ring in HBM (two slots of
+//      path. Variants with staged operators must also fit the staging ring in HBM (kStagingRingSlots slots of
 //      the largest staged host part, as the engine allocates it; the host takes that much more
 //      when the budget binds). The fastest variant becomes the plan.
 //   6. predicted step time = max(Σ T_i, link floor), where the link floor is
@@ -16,7 +16,7 @@
 //      one after another and a staged operator's copy runs in its own window, so the floor only
 //      bites where mixing would otherwise promise more than the link can carry. A plan with staged
 //      operators (auto or prefetch) takes the length of the engine's copy pipeline instead of Σ T_i
-//      (prefetch_pipeline_s: copies one linear ahead through two slots, overlapped with the
+//      (prefetch_pipeline_s: copies up to two linears ahead through three slots, overlapped with the
 //      kernels), again at least the link floor.
 //   7. single-path modes (PlanRequest::single_path: --offload direct / prefetch / zero-copy): the
 //      direct allocation of step 4, every operator priced on that one path; prefetch's step is
@@ -95,13 +95,13 @@ class Planner {
   Variant build_variant(PathMode mode) const;
   Plan assemble(const Allocation& a, PathMode mode, AllocatorKind allocator, std::optional<double> ratio) const;
   /// The plan of `curves` under `mode` with at least `required` host bytes, grown until the
-  /// staging ring (two slots of the largest staged host part) fits the HBM budget next to what
+  /// staging ring (kStagingRingSlots slots of the largest staged host part) fits the HBM budget next to what
   /// stays in HBM; nullopt when it cannot (a forced ratio, nothing left to move, the pinnable
   /// limit, or 8 rounds).
   std::optional<Plan> fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode, AllocatorKind allocator,
                                        std::optional<double> ratio, int64_t required) const;
   /// Step time of `ops` (a single-path staged plan, in graph order) as the engine's prefetch ring
-  /// runs it: copies one linear ahead on their own stream, two slots.
+  /// runs it: copies ahead on their own stream through kStagingRingSlots slots.
   double prefetch_pipeline_s(const std::vector<PlanOp>& ops) const;
 
   PlanRequest request_;

@@ -17,6 +17,7 @@
 #include "core/checkpoint.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/plan.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device.h"
 #include "gpu/gemm_cublaslt.h"
@@ -139,13 +140,17 @@ struct GpuEngine::Impl {
   GpuWeights w;
   cudaStream_t stream = nullptr;
 
-  // ---- prefetch offload mode: the host rows of each linear are copied by the copy engine into a
-  // two-slot HBM staging ring on copy_stream, one linear ahead of the GEMM that reads them.
+  // ---- staged linears (prefetch mode; auto: the plan's staged ones): the host rows of each are
+  // copied by the copy engine into an HBM staging ring of `slots` slots (kStagingRingSlots, or
+  // DAK_STAGING_SLOTS=2 / 3 for A/B measurements) on copy_stream; the copy of staged linear k waits
+  // for the GEMM that last read its slot (k - slots), so copies run up to slots - 1 linears ahead.
+  static constexpr int kMaxSlots = 3;
+  int slots = kStagingRingSlots;
   cudaStream_t copy_stream = nullptr;
-  cudaEvent_t ev_fork = nullptr, ev_join = nullptr;                  // main <-> copy stream
-  cudaEvent_t ev_copied[2] = {nullptr, nullptr};                     // slot filled (copy stream)
-  cudaEvent_t ev_consumed[2] = {nullptr, nullptr};                   // slot read (main stream)
-  bf16* staging[2] = {nullptr, nullptr};                             // [max host rows x K] bf16, HBM
+  cudaEvent_t ev_fork = nullptr, ev_join = nullptr;  // main <-> copy stream
+  cudaEvent_t ev_copied[kMaxSlots] = {};             // slot filled (copy stream)
+  cudaEvent_t ev_consumed[kMaxSlots] = {};           // slot read (main stream)
+  bf16* staging[kMaxSlots] = {};                     // [max host rows x K] bf16, HBM
   std::vector<const GpuLinear*> staged_order;  // linears with host rows, in forward() order
   size_t staged_next = 0;                      // the next of them forward() reaches
 
@@ -212,8 +217,12 @@ struct GpuEngine::Impl {
     if (ev_step_begin) cudaEventDestroy(ev_step_begin);
     if (ev_step_end) cudaEventDestroy(ev_step_end);
     if (stream) cudaStreamDestroy(stream);
-    for (cudaEvent_t e : {ev_fork, ev_join, ev_copied[0], ev_copied[1], ev_consumed[0], ev_consumed[1]}) {
+    for (cudaEvent_t e : {ev_fork, ev_join}) {
       if (e) cudaEventDestroy(e);
+    }
+    for (int i = 0; i < kMaxSlots; ++i) {
+      if (ev_copied[i]) cudaEventDestroy(ev_copied[i]);
+      if (ev_consumed[i]) cudaEventDestroy(ev_consumed[i]);
     }
     if (copy_stream) cudaStreamDestroy(copy_stream);
   }
@@ -259,8 +268,8 @@ struct GpuEngine::Impl {
     for (const GpuLinear* l : staged_order) most = std::max(most, uint64_t(l->m_host * l->in) * sizeof(bf16));
     return most;
   }
-  /// Prefetch mode: enqueues the copy of staged_order[k]'s host rows into slot k % 2 on
-  /// copy_stream, after the GEMM that read that slot last (k - 2).
+  /// Enqueues the copy of staged_order[k]'s host rows into slot k % slots on copy_stream, after the
+  /// GEMM that read that slot last (k - slots).
   void issue_staging_copy(size_t k);
   /// y[N, M] = x[N, K] W^T (+ bias) (ReLU) for W = l ([M, K], rows [0, l.m_host) in the host
   /// tier): the tiered GEMM or cuBLASLt per use_tiered. `op`: the step operator it computes
@@ -379,8 +388,9 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       uint64_t(pass) * sizeof(int32_t),                          // sampled
       CublasLtGemm::kWorkspaceBytes,                             // cuBLASLt workspace
       tiered_workspace_bytes(pass),                              // tiered GEMM workspace
-      staging_slot_bytes(),                                      // prefetch staging slot 0
-      staging_slot_bytes(),                                      // prefetch staging slot 1
+      staging_slot_bytes(),                                      // staging slot 0
+      slots > 1 ? staging_slot_bytes() : 0,                      // staging slot 1
+      slots > 2 ? staging_slot_bytes() : 0,                      // staging slot 2
   };
   uint64_t total = 0;
   for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
@@ -432,8 +442,9 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   gemm = std::make_unique<CublasLtGemm>(ws, CublasLtGemm::kWorkspaceBytes);
   tiered_ws = take("tiered GEMM workspace");
   const size_t ws_index = i - 1;
-  staging[0] = static_cast<bf16*>(take("prefetch staging slot 0"));
-  staging[1] = static_cast<bf16*>(take("prefetch staging slot 1"));
+  staging[0] = static_cast<bf16*>(take("staging slot 0"));
+  staging[1] = static_cast<bf16*>(take("staging slot 1"));
+  staging[2] = static_cast<bf16*>(take("staging slot 2"));
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
@@ -765,8 +776,8 @@ uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
 
 void GpuEngine::Impl::issue_staging_copy(size_t k) {
   const GpuLinear& l = *staged_order[k];
-  const size_t slot = k % 2;
-  if (k >= 2) DAK_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, ev_consumed[slot], 0));
+  const size_t slot = k % size_t(slots);
+  if (k >= size_t(slots)) DAK_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, ev_consumed[slot], 0));
   DAK_CUDA_CHECK(cudaMemcpyAsync(staging[slot], l.h_w, size_t(l.m_host * l.in) * sizeof(bf16), cudaMemcpyHostToDevice,
                                  copy_stream));
   DAK_CUDA_CHECK(cudaEventRecord(ev_copied[slot], copy_stream));
@@ -795,7 +806,7 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     if (staged) {  // `staged` means l is staged_order[staged_next]; forward() checks that all were reached
       const size_t k = staged_next++;
       if (k + 1 < staged_order.size()) issue_staging_copy(k + 1);  // overlaps this GEMM
-      slot = k % 2;
+      slot = k % size_t(slots);
       DAK_CUDA_CHECK(cudaStreamWaitEvent(s, ev_copied[slot], 0));
     }
     TieredGemmArgs a;
@@ -911,9 +922,14 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
     if (is_staged(*l)) staged_order.push_back(l);
   }
   if (!staged_order.empty()) {
+    // DAK_STAGING_SLOTS=2 / 3: the ring's slot count (an A/B switch; the plan counts kStagingRingSlots).
+    const int forced_slots = env_choice("DAK_STAGING_SLOTS", {"2", "3"});
+    slots = forced_slots < 0 ? kStagingRingSlots : forced_slots + 2;
     DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
-    for (cudaEvent_t* e : {&ev_fork, &ev_join, &ev_copied[0], &ev_copied[1], &ev_consumed[0], &ev_consumed[1]}) {
-      DAK_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+    for (cudaEvent_t* e : {&ev_fork, &ev_join}) DAK_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+    for (int i = 0; i < slots; ++i) {
+      DAK_CUDA_CHECK(cudaEventCreateWithFlags(&ev_copied[i], cudaEventDisableTiming));
+      DAK_CUDA_CHECK(cudaEventCreateWithFlags(&ev_consumed[i], cudaEventDisableTiming));
     }
   }
   DAK_CUDA_CHECK(cudaEventCreate(&ev_step_begin));

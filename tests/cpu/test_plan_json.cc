@@ -208,13 +208,13 @@ TEST(PlanJson, ImpossibleTimesAndPathsAreRefused) {
   j = zc;
   j["totals"]["pin_time_s"] = -1.0;
   expect_error(j, "pin_time_s");
-  // The prefetch engine's ring is two slots of the largest staged host part.
+  // The prefetch engine's ring is kStagingRingSlots slots of the largest staged host part.
   const Plan p = single_path_plan(DataPath::kStaged);
   int64_t largest = 0;
   for (const PlanOp& o : p.ops)
     if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
-  EXPECT_EQ(p.totals.staging_ring_bytes, 2 * largest);
-  EXPECT_EQ(p.totals.hbm_bytes, p.capacity.total_bytes - p.totals.host_bytes + 2 * largest);
+  EXPECT_EQ(p.totals.staging_ring_bytes, kStagingRingSlots * largest);
+  EXPECT_EQ(p.totals.hbm_bytes, p.capacity.total_bytes - p.totals.host_bytes + kStagingRingSlots * largest);
 }
 
 TEST(Planner, PrefetchAndZeroCopyMoveNothingWithoutPressure) {

@@ -268,7 +268,7 @@ TEST(Planner, SinglePathModesPriceTheDirectAllocationOnTheirPath) {
 }
 
 TEST(Planner, PrefetchRingFitsTheBudget) {
-  // The prefetch engine's ring (two slots of the largest staged host part) is HBM too: the plan
+  // The prefetch engine's ring (kStagingRingSlots slots of the largest staged host part) is HBM too: the plan
   // moves what it needs to the host instead of going over --gpu-memory (a new-user trial found
   // 5.48 GiB planned for a 5 GiB budget); a ratio that leaves no room for it is refused.
   const ModelConfig cfg = locate_model_config("llama-2-7b").config;
@@ -286,9 +286,9 @@ TEST(Planner, PrefetchRingFitsTheBudget) {
 }
 
 TEST(Planner, AutoPlansPriceTheEngineRingAndItsCopyPipeline) {
-  // Under auto the engine stages the plan's staged linears exactly as --offload prefetch does (two
-  // HBM slots of the largest staged host part, the copy of linear k + 1 overlapping linear k), so
-  // the plan's ring is those two slots (it was 2 x 2 MiB, less than the engine allocates) and its
+  // Under auto the engine stages the plan's staged linears exactly as --offload prefetch does
+  // (kStagingRingSlots HBM slots of the largest staged host part, copies running ahead), so
+  // the plan's ring is those slots (it was 2 x 2 MiB, less than the engine allocates) and its
   // TPOT is the copy pipeline's length, at least the shared-link floor, not the sum of per-operator
   // costs that each pay a ring fill (45.5 ms predicted for Llama-2-7B batch 512 at 10 %, where the
   // H200 ran 41.2).
@@ -302,11 +302,25 @@ TEST(Planner, AutoPlansPriceTheEngineRingAndItsCopyPipeline) {
     int64_t largest = 0;
     for (const PlanOp& o : p.ops)
       if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
-    EXPECT_EQ(p.totals.staging_ring_bytes, 2 * largest) << batch;
-    EXPECT_EQ(p.totals.hbm_bytes, p.capacity.total_bytes - p.totals.host_bytes + 2 * largest) << batch;
+    EXPECT_EQ(p.totals.staging_ring_bytes, kStagingRingSlots * largest) << batch;
+    EXPECT_EQ(p.totals.hbm_bytes, p.capacity.total_bytes - p.totals.host_bytes + kStagingRingSlots * largest) << batch;
     EXPECT_GT(p.totals.prefetch_pipeline_s, 0) << batch;
     EXPECT_DOUBLE_EQ(p.predicted_tpot_s, std::max(p.totals.prefetch_pipeline_s, p.totals.link_floor_s)) << batch;
     EXPECT_LT(p.predicted_tpot_s, p.totals.sum_op_time_s) << batch;
+    // The pipeline is never shorter than its copy stream (one copy at a time, each at B_ce plus a
+    // node) nor than its compute stream (every operator's kernels in order).
+    double copies = 0, compute = 0;
+    for (const PlanOp& o : p.ops) {
+      if (o.path == DataPath::kStaged && o.host_bytes > 0) {
+        copies += o.host_s;
+        compute += std::max(o.compute_s, o.hbm_s);
+      } else {
+        compute += o.predicted_time_s;
+      }
+    }
+    EXPECT_GE(p.totals.prefetch_pipeline_s, copies) << batch;
+    EXPECT_GE(p.totals.prefetch_pipeline_s, compute) << batch;
+    EXPECT_LT(p.totals.prefetch_pipeline_s, copies + compute) << batch;  // they overlap
   }
   // A budget that binds: the ring is HBM too, so the staged plan still fits --gpu-memory.
   for (int64_t budget : {5 * kGiB, 8 * kGiB, 12 * kGiB}) {
