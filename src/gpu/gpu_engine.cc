@@ -142,9 +142,9 @@ struct GpuEngine::Impl {
 
   // ---- staged linears (prefetch mode; auto: the plan's staged ones): the host rows of each are
   // copied by the copy engine into an HBM staging ring of `slots` slots (kStagingRingSlots, or
-  // DAK_STAGING_SLOTS=2 / 3 for A/B measurements) on copy_stream; the copy of staged linear k waits
+  // DAK_STAGING_SLOTS=2..4 for A/B measurements) on copy_stream; the copy of staged linear k waits
   // for the GEMM that last read its slot (k - slots), so copies run up to slots - 1 linears ahead.
-  static constexpr int kMaxSlots = 3;
+  static constexpr int kMaxSlots = 4;
   int slots = kStagingRingSlots;
   cudaStream_t copy_stream = nullptr;
   cudaEvent_t ev_fork = nullptr, ev_join = nullptr;  // main <-> copy stream
@@ -391,6 +391,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       staging_slot_bytes(),                                      // staging slot 0
       slots > 1 ? staging_slot_bytes() : 0,                      // staging slot 1
       slots > 2 ? staging_slot_bytes() : 0,                      // staging slot 2
+      slots > 3 ? staging_slot_bytes() : 0,                      // staging slot 3
   };
   uint64_t total = 0;
   for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
@@ -445,6 +446,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   staging[0] = static_cast<bf16*>(take("staging slot 0"));
   staging[1] = static_cast<bf16*>(take("staging slot 1"));
   staging[2] = static_cast<bf16*>(take("staging slot 2"));
+  staging[3] = static_cast<bf16*>(take("staging slot 3"));
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
@@ -922,8 +924,8 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
     if (is_staged(*l)) staged_order.push_back(l);
   }
   if (!staged_order.empty()) {
-    // DAK_STAGING_SLOTS=2 / 3: the ring's slot count (an A/B switch; the plan counts kStagingRingSlots).
-    const int forced_slots = env_choice("DAK_STAGING_SLOTS", {"2", "3"});
+    // DAK_STAGING_SLOTS=2..4: the ring's slot count (an A/B switch; the plan counts kStagingRingSlots).
+    const int forced_slots = env_choice("DAK_STAGING_SLOTS", {"2", "3", "4"});
     slots = forced_slots < 0 ? kStagingRingSlots : forced_slots + 2;
     DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
     for (cudaEvent_t* e : {&ev_fork, &ev_join}) DAK_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
