@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 4 of session 21: the staging ring at 3 slots (default) against 4 (DAK_STAGING_SLOTS=4,
 # same binary) at Llama-2-7B / OPT-6.7B batch 512, 10 %; Llama-2-70B bf16 on one H200 with the rest
-# in host memory (batch 8, the default budget, auto); decode without offload (batch 1 / 8, issue
+# in host memory (batch 8, gen 4, --gpu-memory 100GiB, auto); decode without offload (batch 1 / 8, issue
 # 3's points). `dak bench`, random weights, prompt 32. Usage: bash tools/device/session21_c.sh.
 # Carry: third_party.
 set -uo pipefail
@@ -25,7 +25,7 @@ for slots in 3 4; do
 done
 dak_l7_decode base X=1 auto
 dak_bundle_decode
-run l70-b8 X=1 200 --model llama-2-70b --batch 8 --prompt-len 32 --gen-len 8 --offload auto
+run l70-b8 X=1 200 --model llama-2-70b --batch 8 --prompt-len 32 --gen-len 4 --gpu-memory 100GiB
 python3 - "$OUT/offload.json" /tmp/s21-*.json <<'PY'
 import json, os, sys
 out = {}
@@ -39,5 +39,5 @@ PY
 echo "--- summary (host GB/step, staged GB/step, TPOT ms, predicted, TPOT/pred, floor, TPOT/floor)"
 awk '/^=== /{label=$2} /^\| [0-9]+ \| ([0-9.]+|-) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|/{n=split($0,c,"|"); print label, "host", c[6], "staged", c[7], "TPOT", c[8], "pred", c[9], "t/p", c[10], "floor", c[11], "t/f", c[12]}' "$OUT/offload.txt"
 grep -E "^\| [0-9]+ \| 32 \| 32" "$OUT/decode.txt"
-grep -E "^\| 8 \| 32 \| 8" /tmp/s21-l70-b8.txt
+grep -E "^\| 8 \| 32 \| 4" /tmp/s21-l70-b8.txt
 echo "total $(( $(date +%s) - t0 )) s"
