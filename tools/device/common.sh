@@ -24,6 +24,12 @@
 #                           the object overrides the library's copy); needs dak_build's libraries
 #   dak_cpu_tests_and_generate  every cpu test on this machine (its CLI11 / JSON versions differ from the
 #                           CI machine's), then `dak generate --random-weights` on Llama-2-7B
+#   dak_bench_point LABEL ENV SECONDS FLAGS...  `dak bench --random-weights --repeats 5 FLAGS` under the
+#                           environment assignment ENV (X=1 for none); JSON in /tmp/s-LABEL.json, the text
+#                           appended to $OUT/offload.txt
+#   dak_merge_points        every /tmp/s-*.json of this call into $OUT/offload.json, then the offload rows
+#                           of $OUT/offload.txt, one line each
+
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
 
@@ -113,4 +119,28 @@ dak_cpu_tests_and_generate() {
   echo "cpu tests rc=$?"; grep -E "tests passed|\*\*\*Failed" "$OUT/cpu-tests.log" | tail -n 8
   build-gpu/dak generate --model llama-2-7b --random-weights --prompt-ids 1,2,3 -n 4 --seed 010 --output json \
     > "$OUT/gen.json" 2> "$OUT/gen.err"; echo "generate --random-weights rc=$?"; tail -n 2 "$OUT/gen.err"
+}
+
+dak_bench_point() {
+  local label=$1 envs=$2 limit=$3; shift 3
+  env $envs timeout "$limit" build-gpu/dak bench --random-weights --repeats 5 --json "/tmp/s-$label.json" "$@" \
+    > "/tmp/s-$label.txt" 2> "/tmp/s-$label.log"
+  echo "bench $label rc=$? ($(( $(date +%s) - t0 )) s)"
+  grep -E "error|fix" "/tmp/s-$label.log" | head -3
+  { echo "=== $label: $envs $*"; cat "/tmp/s-$label.txt"; } >> "$OUT/offload.txt"
+}
+
+dak_merge_points() {
+  python3 - "$OUT/offload.json" /tmp/s-*.json <<'PY'
+import json, os, sys
+out = {}
+for f in sys.argv[2:]:
+    try:
+        out[os.path.basename(f)[2:-5]] = json.load(open(f))
+    except Exception as e:
+        out[os.path.basename(f)] = {"error": str(e)}
+json.dump(out, open(sys.argv[1], "w"), indent=1)
+PY
+  echo "--- offload rows (host GB/step, staged GB/step, TPOT ms, predicted, TPOT/pred, floor, TPOT/floor)"
+  awk '/^=== /{label=$2} /^\| [0-9]+ \| ([0-9.]+|-) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|/{n=split($0,c,"|"); print label, "ratio", c[3], "host", c[6], "staged", c[7], "TPOT", c[8], "pred", c[9], "t/p", c[10], "floor", c[11], "t/f", c[12]}' "$OUT/offload.txt"
 }
