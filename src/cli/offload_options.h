@@ -8,8 +8,8 @@
 //                                host byte read in place by the tiered kernels; zero-copy: the same
 //                                placement read by the ordinary kernels (cuBLASLt, flash-decoding)
 //                                through host-mapped pointers, the vLLM UVA baseline; prefetch: the
-//                                copy engine stages each linear's host rows into a two-slot HBM ring
-//                                one linear ahead (FlexGen; weights only, KV read in place); none:
+//                                copy engine stages each linear's host rows into a three-slot HBM ring
+//                                ahead of its GEMM (FlexGen; weights only, KV read in place); none:
 //                                all in HBM
 //   --gpu-memory SIZE            HBM budget for weights + KV cache + workspaces (e.g. 40GiB)
 //   --cpu-offload-gb GIB         host amount instead (as vLLM's --cpu-offload-gb); not with --gpu-memory

@@ -289,7 +289,7 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   if (zero_copy_step > 0) t.link_floor_s = zero_copy_step / (profile_.host_sm_read_gbps * 1e9);
   p.predicted_tpot_s = std::max(t.sum_op_time_s, t.link_floor_s);
   // Staged linears (--offload prefetch: every linear with host rows; auto: those the plan stages) go
-  // through the engine's two-slot ring one linear ahead: the copies pipeline behind the kernels, so
+  // through the engine's staging ring (kStagingRingSlots slots): the copies pipeline ahead of the kernels, so
   // the step is the pipeline's length, not the sum of per-operator staged costs (each of which pays
   // its own ring fill).
   const bool staged_plan = t.staged_host_bytes > 0;

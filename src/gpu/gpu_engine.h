@@ -97,7 +97,7 @@ enum class OffloadMode : int32_t {
   kZeroCopy,  // the vLLM UVA approach: the ordinary kernels (cuBLASLt, flash-decoding attention)
               // dereference the host-mapped pointers; logits within bf16 tolerance of direct
   kPrefetch,  // the FlexGen / vLLM-prefetch approach for weights: the copy engine stages each
-              // linear's host rows into a two-slot HBM ring on a second stream, one linear ahead
+              // linear's host rows into a three-slot HBM ring (kStagingRingSlots) on a second stream, ahead of its GEMM
               // (captured in the decode graph), and the tiered GEMM reads them from HBM; the KV
               // host tier is still read in place by the tiered attention. Bitwise equal to direct.
 };
