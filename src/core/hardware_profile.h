@@ -38,7 +38,7 @@
 //   ],                                      // host_ctas 0 rows are the baseline per stages_per_cta
 //   "compute": {
 //     "kernel_overhead_us": 1.97,           // fixed cost per kernel replayed in a CUDA graph
-//     "step_kernel_overhead_us": 2.5,       // optional (absent: kernel_overhead_us), (0, 1000]: fixed
+//     "step_kernel_overhead_us": 4.3,       // optional (absent: kernel_overhead_us), (0, 1000]: fixed
 //                                           //   cost per kernel of a step (decode or prefill), each
 //                                           //   kernel waiting for the one before (the cost model's
 //                                           //   charge per kernel); kernel_overhead_us <= 1000 too

@@ -51,7 +51,7 @@ const char* HardwareProfile::h200_default_json() {
   ],
   "compute": {
     "kernel_overhead_us": 1.966,
-    "step_kernel_overhead_us": 2.5,
+    "step_kernel_overhead_us": 4.3,
     "linear_hbm_fraction": 0.917,
     "mma_min_rows": 64,
     "tensor_tflops": [
@@ -219,7 +219,7 @@ const char* HardwareProfile::h200_default_json() {
     "host_link.hbm_slowdown_during_copy": "shared/tools/h200_probe/results-2026-11-29.log: [copy-contention] HBM read alone 4568 GB/s, with concurrent H2D copy 4258 GB/s (7.3% slower)",
     "contention": "shared/tools/h200_probe/results-2026-11-29.log: the 16 [contention] lines (stages=2 and 4, hbmCTAs=100, hostCTAs 0..32)",
     "compute.kernel_overhead_us": "tools/planner_probe/results-2026-11-29.log: [stream] fit t = 1.966 us + S / 4524.4 GB/s (graph-replayed HBM reads, 256 KiB..1 GiB); empty kernels: [graph] 0.55 us",
-    "compute.step_kernel_overhead_us": "refitted, session 21 (docs/perf-notes.md): the all-HBM decode TPOT of the current engine (tiered GEMM up to 32 tokens, PDL, the CTA-merged attention): Llama-2-7B batch 1 / 8 3.674 / 3.818 ms (gen 32), OPT-6.7B batch 8 3.851-3.865, OPT-30B batch 8 15.460 (gen 8; docs/results/2026-12-04/session21/call2, call4, call5) against the planner at this value: 0.95-1.02 of each (4.3, session 7's fit on cuBLASLt linears, predicted 12-16 % high)",
+    "compute.step_kernel_overhead_us": "fitted, session 7 (docs/perf-notes.md): Llama-2-7B decode TPOT with cuBLASLt linears, batch 1 and 8 (4.315-4.319 and 4.492-4.504 ms, docs/results/2026-12-02/session7/call1, call3) less the linears at linear_hbm_fraction, over the step's kernels",
     "compute.linear_hbm_fraction": "fitted, session 7: cuBLASLt at x = 0 in dak bench gemm's graph-replayed 8-layer stacks at N = 8 (docs/results/2026-12-02/session7/sweeps/gemm.json): Llama-2-7B 113.2 us per layer (404.8 MB), Llama-2-70B 420.6 (1711.3 MB), OPT-30B 311.8 (1233.1 MB); least squares t = 4 a + bytes / (f x 4623 GB/s): f = 0.917, a = 4.65 us",
     "compute.mma_min_rows": "PTX ISA: wgmma.mma_async has M = 64 rows per warpgroup instruction",
     "compute.tensor_tflops": "tools/planner_probe/results-2026-11-29.log: [gemm] cuBLAS bf16 M=K=8192, random data: N=256 717.2, N=512 787.3, N=1024..8192 min 798.6, N=16384 720.7 TFLOP/s (N<=128 is HBM-bound there, so the N=256 rate bounds it)",

@@ -256,7 +256,7 @@ TEST(CostModel, StagedPathWinsOnlyWhereTheLinkDominates) {
 TEST(CostModel, LinearsStreamAtTheirFractionAndKernelsCostTheStepOverhead) {
   const HardwareProfile& p = h200();
   EXPECT_DOUBLE_EQ(p.linear_hbm_fraction, 0.917);
-  EXPECT_DOUBLE_EQ(p.step_overhead_us(), 2.5);
+  EXPECT_DOUBLE_EQ(p.step_overhead_us(), 4.3);
   const CostModel cm(p);
   Op op = bare_linear(128 * 100, 4096, 8);
   const double t_hbm = op.step_bytes / (p.hbm_read_gbps * 1e9 * p.linear_hbm_fraction);
@@ -268,11 +268,11 @@ TEST(CostModel, LinearsStreamAtTheirFractionAndKernelsCostTheStepOverhead) {
   EXPECT_NEAR(cm.cost(op, h, DataPath::kDirect).time_s, oracle, 1e-9 * oracle);
   // Each kernel of the operator adds the step overhead; the staged path's copy node the launch one.
   op.kernels = 2;
-  EXPECT_NEAR(cm.cost(op, 0, DataPath::kNone).time_s, t_hbm + 2 * 2.5e-6, 1e-9);
+  EXPECT_NEAR(cm.cost(op, 0, DataPath::kNone).time_s, t_hbm + 2 * 4.3e-6, 1e-9);
   const OpCost staged = cm.cost(op, op.units(), DataPath::kStaged);
   EXPECT_NEAR(staged.overhead_s - std::min(staged.host_step_bytes, double(CostParams{}.staging_chunk_bytes)) /
                                       (p.host_copy_engine_gbps * 1e9),
-              2 * 2.5e-6 + p.kernel_overhead_us * 1e-6, 1e-12);
+              2 * 4.3e-6 + p.kernel_overhead_us * 1e-6, 1e-12);
   // Other operators (norms, attention) stream at B_g.
   op.kind = OpKind::kNorm;
   op.kernels = 0;
@@ -282,7 +282,7 @@ TEST(CostModel, LinearsStreamAtTheirFractionAndKernelsCostTheStepOverhead) {
 
 TEST(HardwareProfile, StepOverheadAndLinearFractionAreOptional) {
   nlohmann::json j = h200().to_json();
-  EXPECT_DOUBLE_EQ(j["compute"]["step_kernel_overhead_us"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(j["compute"]["step_kernel_overhead_us"].get<double>(), 4.3);
   j["compute"].erase("step_kernel_overhead_us");
   j["compute"].erase("linear_hbm_fraction");
   const HardwareProfile old = HardwareProfile::from_json(j, "a profile from before session 7");

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device call 6 of session 21: the planner's step-overhead term refitted (4.3 -> 2.5 us per kernel
+# Device call 6 of session 21 (the refit was then reverted: docs/perf-notes.md session 21): the
+# planner's step-overhead term refitted (4.3 -> 2.5 us per kernel
 # of a decode step) changes the Llama-2-7B batch-8 10 % placement (410 MiB direct + 892 MiB staged
 # instead of 679 + 623; same predicted TPOT, a tie at the link floor); measure it, and the all-HBM
 # predictions against the decode (`dak bench`, random weights, prompt 32). Carry: third_party.
