@@ -216,17 +216,34 @@ std::optional<Plan> Planner::fit_staging_ring(const std::vector<AllocCurve>& cur
                                               int64_t required) const {
   // The engine's ring (kStagingRingSlots slots of the largest staged host part, gpu_engine.cc)
   // depends on the allocation: move what it takes over the budget to the host and allocate again
-  // until the plan fits (a few rounds: each one only grows the host share). A forced ratio fixes
-  // the host share, so there the plan fits as it is or not at all.
+  // until the plan fits. Moving bytes can grow the largest staged part, and the ring with it, so
+  // each round moves at least twice the previous one (a trial found budgets where adding just the
+  // excess never converged); then a bisection finds the least host share that fits. A forced
+  // ratio fixes the host share, so there the plan fits as it is or not at all.
   const Capacity& cap = capacity_;
   const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
-  int64_t host = required;
-  Plan p = assemble(run_allocator(allocator, curves, host), mode, allocator, ratio);
+  const int64_t most = std::min(movable, profile_.pinnable_host_bytes);
+  const auto at = [&](int64_t host) { return assemble(run_allocator(allocator, curves, host), mode, allocator, ratio); };
+  Plan p = at(required);
+  if (p.totals.hbm_bytes <= cap.hbm_budget_bytes) return p;
+  if (ratio) return std::nullopt;
+  int64_t lo = required, hi = required, step = 0;  // lo: does not fit; hi: the next candidate
   for (int round = 0; p.totals.hbm_bytes > cap.hbm_budget_bytes; ++round) {
-    const int64_t over = p.totals.hbm_bytes - cap.hbm_budget_bytes;
-    if (ratio || host + over > movable || host + over > profile_.pinnable_host_bytes || round == 8) return std::nullopt;
-    host += over;
-    p = assemble(run_allocator(allocator, curves, host), mode, allocator, ratio);
+    if (hi >= most || round == 16) return std::nullopt;
+    lo = hi;
+    step = std::max(p.totals.hbm_bytes - cap.hbm_budget_bytes, 2 * step);
+    hi = std::min(most, hi + step);
+    p = at(hi);
+  }
+  for (int round = 0; round < 12 && hi - lo > (int64_t(1) << 20); ++round) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    Plan q = at(mid);
+    if (q.totals.hbm_bytes <= cap.hbm_budget_bytes) {
+      hi = mid;
+      p = std::move(q);
+    } else {
+      lo = mid;
+    }
   }
   return p;
 }

@@ -279,6 +279,14 @@ TEST(Planner, PrefetchRingFitsTheBudget) {
     EXPECT_GT(p.totals.staging_ring_bytes, 0) << budget;
     EXPECT_LE(p.totals.hbm_bytes, budget) << budget;
   }
+  // Budgets where adding only the excess each round did not converge (session-21 trial: batch 1 at
+  // 6 GiB was refused while 5.5 and 6.5 GiB planned).
+  for (int64_t budget : {6 * kGiB, 5 * kGiB + kGiB / 2, 6 * kGiB + kGiB / 2, 5 * kGiB + kGiB / 4}) {
+    PlanRequest r = request(1, budget);
+    r.single_path = DataPath::kStaged;
+    const Plan p = make_plan(cfg, h200(), r);
+    EXPECT_LE(p.totals.hbm_bytes, budget) << budget;
+  }
   PlanRequest r = request(8, 5 * kGiB);
   r.single_path = DataPath::kStaged;
   r.offload_ratio = 0.6117;  // leaves 4.97 GiB in HBM: no room for the ring
