@@ -141,7 +141,6 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
                                  int64_t free_hbm_bytes) {
   const bool cpu_gb = a.cpu_offload_given();
   const bool ratio = forced_ratio.has_value();
-  bool cpu_gb_forced = false;  // --cpu-offload-gb became the plan's forced host share
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
     Plan plan = Plan::load(a.plan_file);
@@ -207,14 +206,12 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
       // Those bytes, as a forced share of what can move, under the GPU's own budget: HBM is not
       // capped at (total - host), so a staged plan's ring needs no further host bytes (session 21:
       // as a budget, the ring pushed OPT-6.7B's 1 GiB point off the staged path, 19.9 -> 21.7 ms).
-      if (host > 0) {
-        req.offload_ratio = double(host) / double(movable);
-        cpu_gb_forced = true;
-      }
+      if (host > 0) req.offload_ratio = double(host) / double(movable);
     }
   }
   Plan plan = make_plan(config, profile, req);
-  if (auto_keeps_all_in_hbm(a.mode, ratio || cpu_gb_forced, plan)) return std::nullopt;  // direct follows the plan
+  // A forced share (--offload-ratio, or --cpu-offload-gb as one) is applied even where all fits.
+  if (auto_keeps_all_in_hbm(a.mode, req.offload_ratio.has_value(), plan)) return std::nullopt;
   return plan;
 }
 

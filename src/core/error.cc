@@ -143,4 +143,8 @@ std::string shell_word(const std::string& word) {
   return out + "'";
 }
 
+void throw_if_no_permission(const std::string& path, int err) {
+  if (err == EACCES || err == EPERM) throw path_error(path, std::error_code(err, std::generic_category()));
+}
+
 }  // namespace dak

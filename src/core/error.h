@@ -58,4 +58,8 @@ std::string shell_word(const std::string& word);
 /// "cannot examine the path: <reason>" naming `path`.
 Error path_error(const std::string& path, const std::error_code& ec);
 
+/// Throws path_error(path, errno `err`) when `err` is EACCES or EPERM (a file or a folder on the
+/// way this user may not read or enter); returns otherwise, leaving other errors to the caller.
+void throw_if_no_permission(const std::string& path, int err);
+
 }  // namespace dak

@@ -113,7 +113,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    if (errno == EACCES || errno == EPERM) throw path_error(path.string(), std::error_code(errno, std::generic_category()));
+    throw_if_no_permission(path.string(), errno);
     const std::string why = errno != 0 ? ": " + std::error_code(errno, std::generic_category()).message() : "";
     fail(fmt::format("cannot read {} '{}'{}", what, path.string(), why), path.string(), fix);
   }

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
 #include "core/error.h"
 
@@ -20,7 +19,7 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   if (fd < 0) {
     const int err = errno;
     // No permission: name what is at fault (a folder on the way, or the file) and how to grant it.
-    if (err == EACCES || err == EPERM) throw path_error(path.string(), std::error_code(err, std::generic_category()));
+    throw_if_no_permission(path.string(), err);
     fail(std::string("cannot open file: ") + std::strerror(err), path.string(),
          "check that the path exists and is readable");
   }

@@ -173,7 +173,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     return assemble(evaluate_allocation(curves, std::vector<int64_t>(curves.size(), 0)), single_mode, allocator,
                     std::nullopt);
   }
-  // The staged linears' ring (two HBM slots of the largest staged host part) must fit next to what
+  // The staged linears' ring (kStagingRingSlots HBM slots of the largest staged host part) must fit next to what
   // stays in HBM; a plan whose ring cannot is refused, naming the ring.
   const auto ring_does_not_fit = [&](const std::vector<AllocCurve>& curves, PathMode mode, const std::string& where,
                                      const std::string& fix) {

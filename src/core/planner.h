@@ -96,8 +96,9 @@ class Planner {
   Plan assemble(const Allocation& a, PathMode mode, AllocatorKind allocator, std::optional<double> ratio) const;
   /// The plan of `curves` under `mode` with at least `required` host bytes, grown until the
   /// staging ring (kStagingRingSlots slots of the largest staged host part) fits the HBM budget next to what
-  /// stays in HBM; nullopt when it cannot (a forced ratio, nothing left to move, the pinnable
-  /// limit, or 8 rounds).
+  /// stays in HBM (the host share grown geometrically, then bisected down to the least that fits,
+  /// within 1 MiB); nullopt when it cannot (a forced ratio, nothing left to move, the pinnable
+  /// limit, or 16 rounds of growth).
   std::optional<Plan> fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode, AllocatorKind allocator,
                                        std::optional<double> ratio, int64_t required) const;
   /// Step time of `ops` (a single-path staged plan, in graph order) as the engine's prefetch ring

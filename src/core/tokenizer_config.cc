@@ -5,7 +5,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <system_error>
 
 #include "core/error.h"
 
@@ -79,9 +78,7 @@ void parse_generation_config(std::string_view text, const std::string& source, H
 std::string read_text_file(const std::filesystem::path& path) {
   errno = 0;
   std::ifstream f(path, std::ios::binary);
-  if (!f && (errno == EACCES || errno == EPERM)) {  // say what may not be read, and how to allow it
-    throw path_error(path.string(), std::error_code(errno, std::generic_category()));
-  }
+  if (!f) throw_if_no_permission(path.string(), errno);  // say what may not be read, and how to allow it
   if (!f) fail("cannot open file", path.string(), "check that it exists and is readable");
   std::ostringstream ss;
   ss << f.rdbuf();
