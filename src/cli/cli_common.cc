@@ -502,6 +502,31 @@ void check_hbm_measurement(double buffer_gib, int64_t runs) {
   }
 }
 
+namespace {
+
+/// Whether `a` and `b` name one file: std::filesystem::equivalent when both exist, else the same
+/// absolute path once symbolic links of existing folders are resolved and "." / ".." removed
+/// ("X", "./X" and "$PWD/X" are one file).
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  if (fs::exists(a, ea) && fs::exists(b, eb)) {
+    std::error_code ec;
+    const bool same = fs::equivalent(a, b, ec);
+    if (!ec) return same;
+  }
+  // weakly_canonical: symbolic links of the folders that exist resolved, then "." and ".." removed.
+  auto normal = [](const fs::path& p) {
+    std::error_code ec;
+    fs::path n = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    if (ec) n = fs::absolute(p, ec).lexically_normal();
+    return n;
+  };
+  return normal(a) == normal(b);
+}
+
+}  // namespace
+
 void check_report_files(const std::string& json_file, const std::string& csv_file) {
   namespace fs = std::filesystem;
   for (const auto& [path, flag] : {std::pair{json_file, "--json"}, std::pair{csv_file, "--csv"}}) {
@@ -521,8 +546,10 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
            "create the folder first or write somewhere else");
     }
   }
-  if (!json_file.empty() && json_file == csv_file) {
-    fail(fmt::format("--json and --csv both name '{}'", json_file), "--json / --csv", "give two different files");
+  if (!json_file.empty() && !csv_file.empty() && same_file(json_file, csv_file)) {
+    fail(json_file == csv_file ? fmt::format("--json and --csv both name '{}'", json_file)
+                               : fmt::format("--json '{}' and --csv '{}' name the same file", json_file, csv_file),
+         "--json / --csv", "give two different files (the CSV would overwrite the JSON)");
   }
 }
 

@@ -127,9 +127,10 @@ std::vector<int64_t> parse_count_list(const std::string& s, const std::string& f
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag);
 
 /// Refuses, before any work, report files the run could not write or would overwrite: an
-/// existing path (a file or a folder: dak never overwrites what the user has), a missing or
-/// unwritable parent folder, or the same path for --json and --csv. Empty names are skipped.
-/// Throws dak::Error naming the option.
+/// existing path (a file or a folder: dak never overwrites what the user has, so no input of the
+/// run either: a config.json, a --plan file), a missing or unwritable parent folder, or one file
+/// for --json and --csv however spelt (same_file: "X" and "./X"). Empty names are skipped. Throws
+/// dak::Error naming the option.
 void check_report_files(const std::string& json_file, const std::string& csv_file);
 
 /// HardwareProfile::load(path) for --profile, printing a notice on stderr (once per path and

@@ -118,6 +118,28 @@ std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, 
   return 0;
 }
 
+/// Refuses, before a GPU is looked for (as dak plan does without one), runs of the sweep the model
+/// cannot hold: a --prompt-len + --gen-len beyond its context (max_position_embeddings), and with
+/// --plan a batch or context the plan was not made for (a plan fixes one shape). Throws dak::Error.
+void check_shapes_fit(const OffloadArgs& offload, const LocatedConfig& located, const std::vector<int64_t>& batches,
+                      const std::vector<int64_t>& prompts, const std::vector<int64_t>& gens) {
+  const int64_t context = located.config.max_position_embeddings;
+  const int64_t prompt = *std::max_element(prompts.begin(), prompts.end());
+  const int64_t gen = *std::max_element(gens.begin(), gens.end());
+  if (prompt + gen > context) {  // each at most 2^31 - 1 (parse_sizes): the sum fits
+    fail(fmt::format("prompt {} + gen {} = {} positions exceed the context of {} ({} tokens)", prompt, gen,
+                     prompt + gen, located.name, context),
+         "--prompt-len / --gen-len",
+         fmt::format("pass a --prompt-len + --gen-len of at most {} (the model's context)", context));
+  }
+  if (offload.mode == "none" || offload.plan_file.empty()) return;
+  for (int64_t b : batches) {
+    for (int64_t p : prompts) {
+      for (int64_t g : gens) plan_offload(offload, std::nullopt, located.config, located.name, b, p, g, 0);
+    }
+  }
+}
+
 void run_bench_command(const BenchArgs& a) {
   check_report_files(a.json_file, a.csv_file);
   check_timed_runs(a.repeats, "--repeats");
@@ -139,6 +161,7 @@ void run_bench_command(const BenchArgs& a) {
     located.path = ckpt->path();
   }
   check_plan_file_model(a.offload, located.config, a.random_weights ? a.model : located.path.string());
+  check_shapes_fit(a.offload, located, batches, prompts, gens);
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {
     fail("dak bench needs a Hopper GPU: " + why, "dak bench",
@@ -165,11 +188,6 @@ void run_bench_command(const BenchArgs& a) {
   if (!offloading) gpu::require_free_hbm(weight_bytes + kv_max,
                         fmt::format("{}: bf16 weights ({}) plus the KV cache of the largest run ({})", located.name,
                                     gpu::format_gib(weight_bytes), gpu::format_gib(kv_max)));
-  if (offloading && !a.offload.plan_file.empty()) {  // a plan fixes one shape: check every run's first
-    for (const gpu::BenchShape& s : shapes) {
-      plan_offload(a.offload, std::nullopt, mc, located.name, s.batch, s.prompt_len, s.gen_len, 0);
-    }
-  }
   std::fprintf(stderr, "dak: measuring HBM read bandwidth (TMA bulk stream of %.2f GiB)\n", a.hbm_buffer_gib);
   const gpu::HbmBandwidth hbm =
       gpu::measure_hbm_bandwidth(uint64_t(a.hbm_buffer_gib * double(1ull << 30)), a.hbm_runs);

@@ -86,8 +86,11 @@ void add_plan_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand(
-      "plan", "Plan per-operator offload ratios and predict TPOT for a model config (no GPU needed)");
-  c->add_option("--model", a->model, "config.json, HF model folder, or a shipped config name (e.g. llama-2-7b)")
+      "plan", "Plan per-operator offload ratios and predict TPOT (--phase prefill: the prefill time, TTFT) for a "
+              "model config (no GPU needed)");
+  c->add_option("--model", a->model,
+                "config.json, HF model folder, .gguf file (or a folder holding one, as dak generate takes it), or a "
+                "shipped config name (e.g. llama-2-7b)")
       ->required();
   // whole_number only reads the values as decimal (CLI11 alone took 010 as 8 and 0x10 as 16, and
   // clamped 10^22 to 2^63 - 1); the ranges are checked below and by the planner (build_op_graph).
@@ -115,7 +118,9 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"greedy", "uniform"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   c->add_option("--profile", a->profile, "hardware profile JSON (default: the compiled-in h200-default)");
-  c->add_option("--phase", a->phase, "decode or prefill")
+  c->add_option("--phase", a->phase,
+                "decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x prompt "
+                "tokens: the TTFT)")
       ->capture_default_str()
       ->check(CLI::IsMember({"decode", "prefill"}));
   c->add_option("--tile-rows", a->tile_rows, "weight rows per split unit (tiered GEMM tile height)")
@@ -130,7 +135,8 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "direct", "prefetch", "zero-copy"}));
   c->add_flag("--verbose", a->verbose, "list every operator of every layer");
   c->add_option("--sweep-ratios", a->sweep,
-                "instead of one plan: greedy vs uniform TPOT over global ratios, percent, e.g. 0:100:10")
+                "instead of one plan: greedy vs uniform TPOT (--phase prefill: prefill time) over global ratios, "
+                "percent, e.g. 0:100:10")
       ->check(value_syntax([](const std::string& s) { parse_ratio_list(s); }));
   c->callback([a, ratio_opt] {
     const LocatedConfig model = locate_model_config(a->model);
@@ -178,30 +184,39 @@ void add_plan_command(CLI::App& app) {
       }
       const std::vector<RatioSweepRow> rows =
           sweep_offload_ratio(model.config, profile, req, parse_ratio_list(a->sweep));
+      // A prefill step is the prefill time (the TTFT), not a TPOT: its columns and keys say so.
+      const bool prefill = req.shape.phase == Phase::kPrefill;
       if (a->output == "json") {
         nlohmann::json j = nlohmann::json::array();
         for (const RatioSweepRow& r : rows)
-          j.push_back(r.refused.empty() ? nlohmann::json{{"ratio", r.ratio},
-                                                         {"greedy_tpot_s", r.greedy_tpot_s},
-                                                         {"uniform_tpot_s", r.uniform_tpot_s},
-                                                         {"speedup", r.speedup}}
-                                        : nlohmann::json{{"ratio", r.ratio}, {"refused", r.refused}});
+          j.push_back(r.refused.empty()
+                          ? nlohmann::json{{"ratio", r.ratio},
+                                           {prefill ? "greedy_prefill_s" : "greedy_tpot_s", r.greedy_tpot_s},
+                                           {prefill ? "uniform_prefill_s" : "uniform_tpot_s", r.uniform_tpot_s},
+                                           {"speedup", r.speedup}}
+                          : nlohmann::json{{"ratio", r.ratio}, {"refused", r.refused}});
         std::cout << json_text(j) << std::endl;
       } else {
+        const std::string table = format_ratio_sweep(rows, req.shape.phase);
         std::cout << fmt::format("{} {} batch {} prompt {} gen {}, profile {}, --offload {}{}\n\n", model.name,
                                  a->phase, a->batch, a->prompt_len, a->gen_len, profile.name, a->mode,
                                  req.single_path && *req.single_path != DataPath::kDirect
                                      ? " (allocations made for the direct path, priced on this mode's path)"
                                      : "")
-                  << format_ratio_sweep(rows);
+                  << table;
       }
       return;
     }
     const Plan plan = make_plan(model.config, profile, req);
-    if (a->output == "json")
-      std::cout << json_text(plan.to_json()) << std::endl;
-    else
+    if (a->output == "json") {
+      nlohmann::json j = plan.to_json();
+      // The plan file's key is predicted_tpot_s in both phases (Plan::from_json reads it); a prefill
+      // plan also names its prediction by what it is: the prefill time of batch x prompt tokens (TTFT).
+      if (plan.inputs.phase == Phase::kPrefill) j["predicted_prefill_s"] = plan.predicted_tpot_s;
+      std::cout << json_text(j) << std::endl;
+    } else {
       std::cout << format_plan_text(plan, profile, a->verbose);
+    }
     // What `dak generate --offload auto` does with such a plan: a plan that moves rows to the host
     // for speed alone is not applied there (the new-user trial of session 18 read it as the run's).
     if (a->output != "json" && plan.totals.host_bytes > 0 &&

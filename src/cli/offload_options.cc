@@ -28,6 +28,9 @@ void check_plan_mode(const Plan& plan, const OffloadArgs& a) {
 }
 
 constexpr int64_t kGiB = int64_t(1) << 30;
+// The most --cpu-offload-gb takes: far beyond any host memory, small enough to count in bytes.
+constexpr double kMaxCpuOffloadGib = 1e6;
+constexpr const char* kMaxCpuOffloadGibText = "1e6";
 // HBM left free under the default budget for what the plan does not count: the engine's pass
 // buffers (logits of a 1024-token prefill chunk), cuBLASLt plans, the CUDA graph.
 constexpr int64_t kDefaultHeadroomBytes = 2 * kGiB;
@@ -67,8 +70,8 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
                 "auto: offload only what the budget forces (default); direct: apply the plan, every host byte "
                 "streamed into SMEM by the tiered kernels (TMA); zero-copy: the same placement read by the ordinary "
                 "kernels through host-mapped pointers (the vLLM UVA baseline); prefetch: the copy engine stages "
-                "each linear's host rows into an HBM ring one linear ahead (the FlexGen approach); none: everything "
-                "in HBM")
+                "each linear's host rows into a 3-slot HBM ring, the copy of staged linear k waiting for the GEMM of "
+                "linear k-3 (the FlexGen approach); none: everything in HBM")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "direct", "zero-copy", "prefetch", "none"}));
   c->add_option("--gpu-memory", a->gpu_memory,
@@ -76,8 +79,9 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
       ->check(value_syntax([](const std::string& s) { parse_byte_size(s, "--gpu-memory"); }));
   a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
                                      "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory")
-                           ->transform(decimal_number("a number of GiB, 0 or more (e.g. 4 or 0.5)", -HUGE_VAL,
-                                                      HUGE_VAL));  // the range: checked after parsing
+                           ->transform(decimal_number(fmt::format("a number of GiB from 0 to {} (e.g. 4 or 0.5)",
+                                                                  kMaxCpuOffloadGibText),
+                                                      -HUGE_VAL, HUGE_VAL));  // the range: checked after parsing
   c->add_option("--offload-ratio", a->offload_ratio,
                 "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
                 "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "
@@ -123,9 +127,11 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
          "drop --profile / --allocator, or drop --plan to plan here");
   }
   if (!a.gpu_memory.empty()) parse_byte_size(a.gpu_memory, "--gpu-memory");
-  if (cpu_gb && !(a.cpu_offload_gib >= 0 && a.cpu_offload_gib <= 1e6)) {
-    fail(fmt::format("--cpu-offload-gb {} is not a size in GiB", a.cpu_offload_gib), "--cpu-offload-gb",
-         "give a non-negative number of GiB, e.g. --cpu-offload-gb 4");
+  if (cpu_gb && !(a.cpu_offload_gib >= 0 && a.cpu_offload_gib <= kMaxCpuOffloadGib)) {
+    const double v = a.cpu_offload_gib;
+    fail(fmt::format("--cpu-offload-gb {} {}: it must be between 0 and {} GiB", v,
+                     std::isnan(v) ? "is not a number" : v < 0 ? "is negative" : "is too large", kMaxCpuOffloadGibText),
+         "--cpu-offload-gb", "give the GiB of weights + KV cache to keep in host memory, e.g. --cpu-offload-gb 4");
   }
   if (!a.plan_file.empty()) check_plan_mode(Plan::load(a.plan_file), a);  // missing, malformed, another mode
   if (!a.profile.empty()) load_profile(a.profile);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 
 #include "core/error.h"
 #include "core/gguf.h"
@@ -28,6 +29,34 @@ std::vector<std::string> shipped_config_names() {
   return names;
 }
 
+namespace {
+
+/// The .gguf file of a model folder `dir` that has no safetensors weights (model.safetensors or
+/// model.safetensors.index.json) and exactly one .gguf; nullopt when it has none or has safetensors
+/// weights. Throws dak::Error when it has several (naming them: which one is meant is the user's
+/// choice, as for Checkpoint::open), path_error when it cannot be listed.
+std::optional<fs::path> sole_gguf_of(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / "model.safetensors", ec) || fs::exists(dir / "model.safetensors.index.json", ec)) {
+    return std::nullopt;
+  }
+  std::vector<fs::path> ggufs;
+  for (const auto& ent : fs::directory_iterator(dir, ec)) {
+    if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
+  }
+  if (ec) throw path_error(dir.string(), ec);
+  if (ggufs.empty()) return std::nullopt;
+  if (ggufs.size() == 1) return ggufs[0];
+  std::sort(ggufs.begin(), ggufs.end());
+  std::string names;
+  for (size_t i = 0; i < ggufs.size() && i < 4; ++i) names += (i ? ", " : "") + ggufs[i].filename().string();
+  if (ggufs.size() > 4) names += fmt::format(" and {} more", ggufs.size() - 4);
+  fail(fmt::format("folder has {} .gguf files ({}) and no config.json", ggufs.size(), names), dir.string(),
+       fmt::format("pass one of them, e.g. {}", ggufs[0].string()));
+}
+
+}  // namespace
+
 LocatedConfig locate_model_config(const std::string& model, const std::string& option) {
   std::error_code ec;
   LocatedConfig out;
@@ -45,8 +74,14 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
     out.path = dir ? p / "config.json" : p;
     out.name =
         dir ? p.filename().string() : (p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string());
-    if (!dir && p.extension() == ".gguf") {  // the hyper-parameters a GGUF file carries in its metadata
-      out.config = model_config_from_gguf(*GgufFile::open(p));
+    // A folder without config.json (nor safetensors weights, which need one) whose weights are one
+    // .gguf file: that file, as Checkpoint::open takes it (dak generate runs such a folder). A
+    // config.json that cannot be examined (a folder this user may not enter) is reported as such.
+    if (dir && !fs::exists(out.path, ec) && !ec) {
+      if (const std::optional<fs::path> gguf = sole_gguf_of(p)) out.path = *gguf;
+    }
+    if (out.path.extension() == ".gguf") {  // the hyper-parameters a GGUF file carries in its metadata
+      out.config = model_config_from_gguf(*GgufFile::open(out.path));
       return out;
     }
     out.config = ModelConfig::from_hf_file(out.path);

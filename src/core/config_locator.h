@@ -1,6 +1,7 @@
 // Finding a model's config.json from what a user types after --model: a config.json path, a
-// Hugging Face model folder, a .gguf file (its metadata's hyper-parameters), or the bare name of a
-// config shipped in configs/ ("llama-2-7b").
+// Hugging Face model folder, a .gguf file (its metadata's hyper-parameters) or a folder whose
+// weights are one .gguf file and which has no config.json (as Checkpoint::open takes it), or the
+// bare name of a config shipped in configs/ ("llama-2-7b").
 // Shipped configs hold hyper-parameters only (no weights) and are found through the source
 // tree (compile definition DAK_SOURCE_DIR), or $DAK_CONFIGS_DIR when set, so any working
 // directory works.
@@ -27,7 +28,8 @@ std::filesystem::path shipped_configs_dir();
 std::vector<std::string> shipped_config_names();
 
 /// Resolves and parses `model`. Throws dak::Error if nothing matches (listing the shipped names),
-/// the config is invalid, or a folder on the way may not be entered (path_error names it).
+/// the config is invalid, a folder without config.json holds several .gguf files (naming them), or
+/// a folder on the way may not be entered (path_error names it).
 LocatedConfig locate_model_config(const std::string& model, const std::string& option = "--model");
 
 }  // namespace dak

@@ -162,12 +162,15 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   // dependent chain, and the rate of memory-bound linears relative to B_g.
   if (comp.contains("step_kernel_overhead_us"))
     p.step_kernel_overhead_us = positive_number(comp, "step_kernel_overhead_us", wk);
+  if (comp.contains("tiered_step_kernel_overhead_us"))
+    p.tiered_step_kernel_overhead_us = positive_number(comp, "tiered_step_kernel_overhead_us", wk);
   p.linear_hbm_fraction = comp.contains("linear_hbm_fraction") ? positive_number(comp, "linear_hbm_fraction", wk) : 1.0;
   // Plausible ranges: values outside them are typos or unit mistakes, and the planner would turn
   // them into infinite or absurd predictions.
   constexpr double kMaxOverheadUs = 1000;  // a millisecond per kernel
   for (const auto& [key, v] : {std::pair<const char*, double>{"kernel_overhead_us", p.kernel_overhead_us},
-                               {"step_kernel_overhead_us", p.step_kernel_overhead_us}}) {
+                               {"step_kernel_overhead_us", p.step_kernel_overhead_us},
+                               {"tiered_step_kernel_overhead_us", p.tiered_step_kernel_overhead_us}}) {
     if (v > kMaxOverheadUs)
       fail(fmt::format("compute.{} {} us is more than {} us per kernel", key, v, kMaxOverheadUs), wk,
            "give microseconds per kernel (the H200 measures 2-5 us)");
@@ -355,6 +358,8 @@ json HardwareProfile::to_json() const {
       {"host_memory", {{"pinnable_bytes", pinnable_host_bytes}, {"pin_gib_per_s", pin_gib_per_s}}},
   };
   if (step_kernel_overhead_us > 0) j["compute"]["step_kernel_overhead_us"] = step_kernel_overhead_us;
+  if (tiered_step_kernel_overhead_us > 0)
+    j["compute"]["tiered_step_kernel_overhead_us"] = tiered_step_kernel_overhead_us;
   j["tiered_gemm"] = gemms;
   if (!zero_copy_gemm.empty() || zero_copy_attention_gbps > 0) {
     json zg = json::array();
@@ -440,6 +445,13 @@ double HardwareProfile::host_direct_gbps(int64_t inflight_bytes) const {
   // bytes / microseconds = 1e6 B/s = 1e-3 GB/s.
   double latency_bound_gbps = double(inflight_bytes) / host_latency_us * 1e-3;
   return std::min(host_sm_read_gbps, latency_bound_gbps);
+}
+
+HardwareProfile HardwareProfile::for_step(bool decode, int64_t tokens) const {
+  HardwareProfile p = *this;
+  if (decode && tokens <= kTieredDecodeMaxTokens && tiered_step_kernel_overhead_us > 0)
+    p.step_kernel_overhead_us = tiered_step_kernel_overhead_us;
+  return p;
 }
 
 }  // namespace dak

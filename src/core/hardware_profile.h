@@ -42,6 +42,11 @@
 //                                           //   cost per kernel of a step (decode or prefill), each
 //                                           //   kernel waiting for the one before (the cost model's
 //                                           //   charge per kernel); kernel_overhead_us <= 1000 too
+//     "tiered_step_kernel_overhead_us": 2.5, // optional (absent: step_kernel_overhead_us), (0, 1000]:
+//                                           //   the same charge in a decode step of at most
+//                                           //   kTieredDecodeMaxTokens tokens, whose linears run on the
+//                                           //   tiered GEMM and every kernel overlaps its predecessor's
+//                                           //   tail (programmatic dependent launch)
 //     "linear_hbm_fraction": 0.917,         // optional (absent: 1), [0.05, 1]: fraction of read_gbps
 //                                           //   at which a memory-bound linear streams its HBM bytes
 //     "mma_min_rows": 64,                   // tensor-core tile rows: attention with g < 64 query rows
@@ -81,6 +86,11 @@
 #include <vector>
 
 namespace dak {
+
+/// Decode steps of at most this many tokens run their linears on the tiered GEMM under --gemm auto
+/// (gpu_engine.h, kAutoTieredMaxTokens, which must equal it), so every kernel of the step takes part
+/// in programmatic dependent launch; above it cuBLASLt's kernels break that chain.
+inline constexpr int64_t kTieredDecodeMaxTokens = 32;
 
 /// HBM read bandwidth measured while `host_ctas` CTAs each keep `stages_per_cta` stages of
 /// `stage_bytes` in flight from host memory and `hbm_ctas` CTAs stream HBM.
@@ -154,6 +164,7 @@ struct HardwareProfile {
 
   double kernel_overhead_us = 0;
   double step_kernel_overhead_us = 0;  // per kernel of a decode step's dependent chain; 0: not given
+  double tiered_step_kernel_overhead_us = 0;  // the same in a decode step of <= kTieredDecodeMaxTokens; 0: not given
   double linear_hbm_fraction = 1.0;    // (0, 1]: linear layers' HBM streaming rate / hbm_read_gbps
   int64_t mma_min_rows = 1;
   std::vector<TensorRateClass> tensor_tflops;  // sorted by max_tokens, the unlimited class last
@@ -193,6 +204,10 @@ struct HardwareProfile {
   /// The cost model's charge per kernel of a step, in us: step_kernel_overhead_us, or
   /// kernel_overhead_us where the profile does not give it (profiles before session 7).
   double step_overhead_us() const { return step_kernel_overhead_us > 0 ? step_kernel_overhead_us : kernel_overhead_us; }
+  /// The profile a step of `tokens` tokens is priced with: a decode step of at most
+  /// kTieredDecodeMaxTokens takes tiered_step_kernel_overhead_us (when given) as its per-kernel
+  /// charge; anything else this profile as it is.
+  HardwareProfile for_step(bool decode, int64_t tokens) const;
   /// Fraction of B_g left while `inflight_bytes` of host reads are in flight GPU-wide: 1 up to the
   /// congestion cap, then linear interpolation over the contention points beyond the cap (the
   /// lowest measurement where several share an in-flight size, made non-increasing).

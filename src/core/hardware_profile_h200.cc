@@ -52,6 +52,7 @@ const char* HardwareProfile::h200_default_json() {
   "compute": {
     "kernel_overhead_us": 1.966,
     "step_kernel_overhead_us": 4.3,
+    "tiered_step_kernel_overhead_us": 2.5,
     "linear_hbm_fraction": 0.917,
     "mma_min_rows": 64,
     "tensor_tflops": [
@@ -219,6 +220,7 @@ const char* HardwareProfile::h200_default_json() {
     "host_link.hbm_slowdown_during_copy": "shared/tools/h200_probe/results-2026-11-29.log: [copy-contention] HBM read alone 4568 GB/s, with concurrent H2D copy 4258 GB/s (7.3% slower)",
     "contention": "shared/tools/h200_probe/results-2026-11-29.log: the 16 [contention] lines (stages=2 and 4, hbmCTAs=100, hostCTAs 0..32)",
     "compute.kernel_overhead_us": "tools/planner_probe/results-2026-11-29.log: [stream] fit t = 1.966 us + S / 4524.4 GB/s (graph-replayed HBM reads, 256 KiB..1 GiB); empty kernels: [graph] 0.55 us",
+    "compute.tiered_step_kernel_overhead_us": "fitted, session 21 call 6 (docs/perf-notes.md, sessions 21-22): all-HBM decode TPOT on the tiered GEMM (--gemm auto, prompt 32, gen 8): Llama-2-7B batch 1 / 8 3.723 / 3.869 ms, OPT-6.7B and OPT-30B batch 8 3.865 / 15.460 ms, predicted 3.869 / 3.914 / 3.832 / 15.221 at 2.5 us",
     "compute.step_kernel_overhead_us": "fitted, session 7 (docs/perf-notes.md): Llama-2-7B decode TPOT with cuBLASLt linears, batch 1 and 8 (4.315-4.319 and 4.492-4.504 ms, docs/results/2026-12-02/session7/call1, call3) less the linears at linear_hbm_fraction, over the step's kernels",
     "compute.linear_hbm_fraction": "fitted, session 7: cuBLASLt at x = 0 in dak bench gemm's graph-replayed 8-layer stacks at N = 8 (docs/results/2026-12-02/session7/sweeps/gemm.json): Llama-2-7B 113.2 us per layer (404.8 MB), Llama-2-70B 420.6 (1711.3 MB), OPT-30B 311.8 (1233.1 MB); least squares t = 4 a + bytes / (f x 4623 GB/s): f = 0.917, a = 4.65 us",
     "compute.mma_min_rows": "PTX ISA: wgmma.mma_async has M = 64 rows per warpgroup instruction",

@@ -129,10 +129,13 @@ std::string format_percent(double fraction) {
   return text == "-0" ? "0" : text;
 }
 
-std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows) {
-  std::string s =
-      "| global ratio R | greedy TPOT (ms) | uniform TPOT (ms) | uniform / greedy |\n"
-      "|---:|---:|---:|---:|\n";
+std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows, Phase phase) {
+  // A prefill step's time is the prefill time (the TTFT), not a TPOT.
+  const char* step = phase == Phase::kPrefill ? "prefill time" : "TPOT";
+  std::string s = fmt::format(
+      "| global ratio R | greedy {0} (ms) | uniform {0} (ms) | uniform / greedy |\n"
+      "|---:|---:|---:|---:|\n",
+      step);
   for (const RatioSweepRow& r : rows)
     s += !r.refused.empty() ? fmt::format("| {} % | refused: {} | | |\n", format_percent(r.ratio), r.refused)
                             : fmt::format("| {} % | {:.2f} | {:.2f} | {:.2f}x |\n", format_percent(r.ratio),

@@ -19,8 +19,9 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
 /// 0.9999 -> "99.99", 0.29 -> "29" (not 28.999999999999996).
 std::string format_percent(double fraction);
 
-/// A Markdown table of a greedy-vs-uniform sweep (global ratio, both TPOTs, speedup); each ratio is
+/// A Markdown table of a greedy-vs-uniform sweep (global ratio, both step times, speedup; the step
+/// time is the TPOT in decode and the prefill time in prefill); each ratio is
 /// printed by format_percent, so rows of ratios that differ by less than a percent stay apart.
-std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows);
+std::string format_ratio_sweep(const std::vector<RatioSweepRow>& rows, Phase phase = Phase::kDecode);
 
 }  // namespace dak

@@ -101,9 +101,11 @@ class Planner {
   /// limit, or 16 rounds of growth).
   std::optional<Plan> fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode, AllocatorKind allocator,
                                        std::optional<double> ratio, int64_t required) const;
-  /// Step time of `ops` (a single-path staged plan, in graph order) as the engine's prefetch ring
-  /// runs it: copies ahead on their own stream through kStagingRingSlots slots.
-  double prefetch_pipeline_s(const std::vector<PlanOp>& ops) const;
+  /// Step time (seconds) of `ops` (a plan with staged linears, in graph order) as the engine's
+  /// staging ring runs it: copies ahead on their own stream through kStagingRingSlots slots, the
+  /// other operators on the compute stream, the copies and the direct reads sharing the host link
+  /// (a fluid simulation). `host_step_bytes[i]`: bytes operator i moves over the link per step.
+  double prefetch_pipeline_s(const std::vector<PlanOp>& ops, const std::vector<double>& host_step_bytes) const;
 
   PlanRequest request_;
   HardwareProfile profile_;

@@ -224,6 +224,11 @@ HardwareProfile build_measured_profile(const ProfileMeasurements& m, const std::
                        m.launch_overhead_us < 0 ? "; the negative intercept is stored as 0" : "");
   // Not measured by dak profile yet (fitted from the engine's decode steps and dak bench gemm).
   p.step_kernel_overhead_us = defaults.step_kernel_overhead_us;
+  p.tiered_step_kernel_overhead_us = defaults.tiered_step_kernel_overhead_us;
+  if (p.tiered_step_kernel_overhead_us > 0) {
+    p.sources["compute.tiered_step_kernel_overhead_us"] =
+        copied_source(defaults, "compute.tiered_step_kernel_overhead_us", "not measured by dak profile");
+  }
   p.linear_hbm_fraction = defaults.linear_hbm_fraction;
   if (p.step_kernel_overhead_us > 0) {
     p.sources["compute.step_kernel_overhead_us"] =

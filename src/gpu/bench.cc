@@ -209,7 +209,9 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
   ss.phase = Phase::kDecode;
   const OpGraph graph = build_op_graph(c, ss);
   r.step_bytes = graph.step_model_bytes();
-  HardwareProfile profile = HardwareProfile::h200_default();
+  // Priced as the planner prices this step (decode steps of <= kTieredDecodeMaxTokens take the tiered
+  // GEMM's per-kernel overhead, as under --gemm auto), at the B_g measured in this run.
+  HardwareProfile profile = HardwareProfile::h200_default().for_step(true, shape.batch);
   profile.hbm_read_gbps = hbm_bytes_per_s * 1e-9;
   const CostModel model(profile);
   std::vector<double> op_bytes(size_t(StepOp::kCount), 0.0);

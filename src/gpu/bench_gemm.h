@@ -23,7 +23,9 @@
 //               all-HBM GEMM (the faster at x = 0 of cuBLAS and the tiered GEMM, named in
 //               `prefetch_gemm`). Per launch: copy then GEMM, serial. Stack: layer-wise double
 //               buffered: layer l+1's copies (copy stream) overlap layer l's GEMMs, and layer
-//               l's copies wait for layer l-2's GEMMs (a two-slot ring).
+//               l's copies wait for layer l-2's GEMMs (this baseline's own per-layer schedule; the
+//               engine's --offload prefetch stages per linear through a ring of kStagingRingSlots
+//               = 3 slots, core/plan.h: the copy of staged linear k waits for the GEMM of linear k-3).
 // Every buffer is much larger than the L2 (per-launch weights >= the CLI's 256 MiB threshold,
 // stacks several GB), so no L2 flush is needed between runs.
 #pragma once

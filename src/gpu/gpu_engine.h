@@ -32,6 +32,7 @@
 
 #include "core/engine.h"
 #include "core/generate.h"
+#include "core/hardware_profile.h"
 #include "core/placement.h"
 
 namespace dak {
@@ -82,6 +83,8 @@ struct StepProfile {
 /// Llama-2-7B only: per GEMM, OPT-30B's gate_up at N = 8 is 9.6 % slower on the tiered GEMM (its
 /// 8-layer stack 1.3 %; session 9).
 inline constexpr int64_t kAutoTieredMaxTokens = 32;
+static_assert(kAutoTieredMaxTokens == kTieredDecodeMaxTokens,
+              "the planner prices decode steps of up to kTieredDecodeMaxTokens (core/hardware_profile.h) as tiered");
 
 /// Which GEMM runs the linear layers (all weights in HBM in this engine).
 enum class GemmBackend : int32_t {

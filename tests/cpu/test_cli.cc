@@ -345,6 +345,98 @@ TEST(Cli, AFolderWithSafetensorsAndGgufSaysWhichItUses) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, PlanTakesTheModelFoldersGenerateTakes) {
+  // New-user trial: `dak plan --model FOLDER` of a folder holding only a .gguf asked for config.json,
+  // while `dak generate --model FOLDER` ran the GGUF. Both take it now, with the GGUF's metadata as
+  // the config (the plan is the one of the .gguf file itself); several .gguf files are named.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_gguf_only";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(fs::path(kData) / "gguf/tiny_llama.gguf", dir / "tiny_llama.gguf");
+  const std::string shape = " --batch 1 --prompt-len 4 --gen-len 4";
+  RunResult r = run_dak("generate --device cpu --prompt-ids 1,2 -n 2 --model " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_dak("plan --model " + dir.string() + shape);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("model     dak_gguf_only (llama)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("config.json"), std::string::npos) << r.output;
+  const auto plan_json = [&](const std::string& model) {
+    const RunResult p = run_dak("plan --output json --model " + model + shape, false);
+    EXPECT_EQ(p.exit_code, 0) << model << "\n" << p.output;
+    nlohmann::json j = nlohmann::json::parse(p.output);
+    j["inputs"].erase("model");  // the folder's name or the file's stem
+    return j;
+  };
+  EXPECT_EQ(plan_json(dir.string()), plan_json((dir / "tiny_llama.gguf").string()));
+  // The same folder for --random-weights (config only) reaches the GPU check, not a config error.
+  r = dak::testing::run_shell("CUDA_VISIBLE_DEVICES= " + std::string(DAK_BINARY) + " bench --random-weights --model " +
+                              dir.string() + " --prompt-len 2 --gen-len 2 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("needs a Hopper GPU"), std::string::npos) << r.output;
+  // Two .gguf files: which one is the user's choice, for plan as for generate.
+  fs::copy(fs::path(kData) / "gguf/tiny_llama.gguf", dir / "other.gguf");
+  for (const std::string cmd : {"plan" + shape + " --model ", std::string("generate --device cpu --prompt-ids 1 --model ")}) {
+    r = run_dak(cmd + dir.string());
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("folder has 2 .gguf files (other.gguf, tiny_llama.gguf)"), std::string::npos)
+        << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("fix:   pass one of them, e.g. " + (dir / "other.gguf").string()), std::string::npos)
+        << cmd << "\n" << r.output;
+  }
+  // A folder with neither still asks for config.json.
+  fs::remove(dir / "other.gguf");
+  fs::remove(dir / "tiny_llama.gguf");
+  r = run_dak("plan --model " + dir.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find((dir / "config.json").string()), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, PrefillPlansNameThePrefillTimeNotTpot) {
+  // New-user trial: `dak plan --phase prefill` labelled its prediction TPOT (the sweep's columns, the
+  // JSON keys); a prefill step is the prefill time of batch x prompt tokens (the TTFT).
+  const std::string plan = "plan --model llama-2-7b --phase prefill ";
+  RunResult r = run_dak(plan + "--sweep-ratios 0:100:50");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("TPOT"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| global ratio R | greedy prefill time (ms) | uniform prefill time (ms) | uniform / greedy |"),
+            std::string::npos)
+      << r.output;
+  r = run_dak(plan + "--sweep-ratios 0:100:50 --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("tpot"), std::string::npos) << r.output;
+  for (const nlohmann::json& row : nlohmann::json::parse(r.output)) {
+    EXPECT_GT(row.at("greedy_prefill_s").get<double>(), 0) << row;
+    EXPECT_GT(row.at("uniform_prefill_s").get<double>(), 0) << row;
+  }
+  r = run_dak(plan);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("TPOT"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("predicted prefill step"), std::string::npos) << r.output;
+  // The plan file keeps predicted_tpot_s (what --plan reads) and names the prediction as well.
+  r = run_dak(plan + "--output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_GT(j.at("predicted_prefill_s").get<double>(), 0) << r.output;
+  EXPECT_EQ(j.at("predicted_prefill_s"), j.at("predicted_tpot_s"));
+  // Decode keeps its TPOT labels, and no prefill key.
+  r = run_dak("plan --model llama-2-7b --sweep-ratios 0:100:50");
+  EXPECT_NE(r.output.find("| global ratio R | greedy TPOT (ms) | uniform TPOT (ms) | uniform / greedy |"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(run_dak("plan --model llama-2-7b --sweep-ratios 0:100:50 --output json").output.find("greedy_tpot_s"),
+            std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(run_dak("plan --model llama-2-7b --output json", false).output)
+                   .contains("predicted_prefill_s"));
+  // The help says what each phase predicts.
+  r = run_dak("plan --help");
+  EXPECT_NE(r.output.find("decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x "
+                          "prompt tokens: the TTFT)"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, ShippedConfigNameWithoutWeightsHintsAtRandomWeights) {
   // A shipped config holds hyper-parameters only: naming it where a checkpoint is needed says so.
   for (const char* cmd : {"generate --model llama-2-7b --prompt hi", "bench --model llama-2-7b"}) {

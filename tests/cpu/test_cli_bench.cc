@@ -4,6 +4,7 @@
 // with exit code 1 and a message saying why.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "cli_test_util.h"
@@ -101,6 +102,103 @@ TEST(CliBench, BatchHasThePlanCapAndItsMessage) {
   // --help says the range.
   const RunResult help = run_dak("bench --help");
   EXPECT_NE(help.output.find("Sequences per step, a count from 1 to 65536"), std::string::npos) << help.output;
+}
+
+TEST(CliBench, ArgumentsAreCheckedAgainstTheModelBeforeLookingForAGpu) {
+  // New-user trial: dak bench checked prompt + gen against the model's context only on the GPU
+  // (this machine said "needs a Hopper GPU"), while dak plan refuses it without one. Any pair of
+  // the sweep counts; the longest that fits is refused only for the missing GPU.
+  for (const char* lens : {"--prompt-len 4000 --gen-len 97", "--prompt-len 8,4000 --gen-len 2,97",
+                           "--prompt-len 4096 --gen-len 2", "--prompt-len 2147483647 --gen-len 2147483647"}) {
+    const RunResult r = run_dak(std::string("bench --model llama-2-7b --random-weights --batch 1,8 ") + lens, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << lens << "\n" << r.output;
+    EXPECT_NE(r.output.find("dak: error: prompt "), std::string::npos) << lens << "\n" << r.output;
+    EXPECT_NE(r.output.find("positions exceed the context of llama-2-7b (4096 tokens)"), std::string::npos)
+        << lens << "\n" << r.output;
+    EXPECT_NE(r.output.find("where: --prompt-len / --gen-len"), std::string::npos) << lens << "\n" << r.output;
+    EXPECT_NE(r.output.find("fix:   pass a --prompt-len + --gen-len of at most 4096"), std::string::npos)
+        << lens << "\n" << r.output;
+    EXPECT_EQ(r.output.find("Hopper"), std::string::npos) << lens << "\n" << r.output;
+  }
+  const RunResult over = run_dak("bench --model llama-2-7b --random-weights --prompt-len 4000 --gen-len 97", kNoGpu);
+  EXPECT_NE(over.output.find("prompt 4000 + gen 97 = 4097 positions"), std::string::npos) << over.output;
+  // dak plan says the same overflow (its own words) without a GPU.
+  const RunResult plan = run_dak("plan --model llama-2-7b --prompt-len 4000 --gen-len 97");
+  EXPECT_EQ(plan.exit_code, 1) << plan.output;
+  EXPECT_NE(plan.output.find("4097"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("context of 4096"), std::string::npos) << plan.output;
+  const RunResult fits = run_dak("bench --model llama-2-7b --random-weights --prompt-len 8,4000 --gen-len 96", kNoGpu);
+  EXPECT_EQ(fits.exit_code, 1) << fits.output;
+  EXPECT_NE(fits.output.find("needs a Hopper GPU"), std::string::npos) << fits.output;
+
+  // A --plan fixes one batch and context: a sweep point it was not made for is refused before the GPU too.
+  const std::string plan_file = ::testing::TempDir() + "dak_bench_batch8_plan.json";
+  ASSERT_EQ(dak::testing::run_shell(std::string(DAK_BINARY) + " plan --model llama-2-7b --batch 8 --prompt-len 32 "
+                                    "--gen-len 32 --output json > " + plan_file)
+                .exit_code,
+            0);
+  RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 8,1 --plan " + plan_file, kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the plan is for batch 8 with 64 positions per sequence; this run has batch 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Hopper"), std::string::npos) << r.output;
+  r = run_dak("bench --model llama-2-7b --random-weights --batch 8 --plan " + plan_file, kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("needs a Hopper GPU"), std::string::npos) << r.output;
+  std::remove(plan_file.c_str());
+}
+
+TEST(CliBench, CpuOffloadGbSaysItsRange) {
+  // New-user trial: --cpu-offload-gb 1e9 said "not a size in GiB" without the limit (1e6 GiB).
+  const struct {
+    const char* value;
+    int exit_code;
+    const char* says;
+  } cases[] = {
+      {"1e9", 1, "dak: error: --cpu-offload-gb 1000000000 is too large: it must be between 0 and 1e6 GiB"},
+      {"1000001", 1, "dak: error: --cpu-offload-gb 1000001 is too large: it must be between 0 and 1e6 GiB"},
+      {"-1", 1, "dak: error: --cpu-offload-gb -1 is negative: it must be between 0 and 1e6 GiB"},
+      {"-0.5", 1, "dak: error: --cpu-offload-gb -0.5 is negative: it must be between 0 and 1e6 GiB"},
+      {"nan", 2, "--cpu-offload-gb: 'nan' is not a number; use a number of GiB from 0 to 1e6"},
+      {"inf", 2, "--cpu-offload-gb: 'inf' is not a number; use a number of GiB from 0 to 1e6"},
+  };
+  const std::string gen =
+      std::string("generate --device cpu --model ") + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa --prompt-ids 1,2 ";
+  for (const std::string cmd : {std::string("bench --model llama-2-7b --random-weights"), gen}) {
+    for (const auto& c : cases) {
+      const RunResult r = run_dak(cmd + " --cpu-offload-gb " + c.value, kNoGpu);
+      EXPECT_EQ(r.exit_code, c.exit_code) << cmd << " " << c.value << "\n" << r.output;
+      EXPECT_NE(r.output.find(c.says), std::string::npos) << cmd << " " << c.value << "\n" << r.output;
+      if (c.exit_code == 1) {
+        EXPECT_NE(r.output.find("where: --cpu-offload-gb"), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("fix:   give the GiB of weights + KV cache to keep in host memory"), std::string::npos)
+            << r.output;
+      }
+    }
+  }
+  // The limit itself is accepted (refused for the missing GPU only).
+  const RunResult r = run_dak("bench --model llama-2-7b --random-weights --cpu-offload-gb 1e6", kNoGpu);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("needs a Hopper GPU"), std::string::npos) << r.output;
+}
+
+TEST(CliBench, HelpDescribesTheEnginesStagingRing) {
+  // The prefetch mode's staging ring has kStagingRingSlots = 3 slots (core/plan.h): the help of
+  // dak bench and dak generate said "one linear ahead" (the old two-slot ring).
+  for (const char* cmd : {"bench --help", "generate --help", "plan --help"}) {
+    const RunResult r = run_dak(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+    for (const char* stale : {"one linear ahead", "two-slot", "two slots", "2-slot"}) {
+      EXPECT_EQ(r.output.find(stale), std::string::npos) << cmd << ": " << stale << "\n" << r.output;
+    }
+    if (std::string(cmd) != "plan --help") {
+      EXPECT_NE(r.output.find("into a 3-slot HBM ring, the copy of staged linear k waiting for the GEMM of linear "
+                              "k-3"),
+                std::string::npos)
+          << cmd << "\n" << r.output;
+    }
+  }
 }
 
 TEST(CliRandomWeights, GenerateRefusesTheCpuTextPromptsAndAMissingGpu) {

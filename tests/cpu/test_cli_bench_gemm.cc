@@ -285,4 +285,38 @@ TEST(CliBenchReports, RefusesReportFilesItCouldNotWriteOrWouldOverwrite) {
   EXPECT_NE(dak::testing::run_shell("ls " + dir + "/same 2>&1").exit_code, 0) << "a refused run created a file";
 }
 
+// New-user trial: `--json X --csv ./X` passed the check (it compared the names), so the CSV would
+// have overwritten the JSON. One file however spelt (relative, ./, absolute, through a ".." or a
+// link to its folder) is refused before any work and before a GPU is looked for; two files are
+// not. An input of the run (the config, a --plan file) exists, so it is refused as existing.
+TEST(CliBenchReports, OneFileSpeltTwoWaysIsRefused) {
+  const std::string dir = ::testing::TempDir() + "dak_report_same_file";
+  dak::testing::run_shell("rm -rf " + dir + " && mkdir -p " + dir + "/sub && ln -s " + dir + " " + dir + "/link");
+  const std::string in_dir = "cd " + dir + " && " + kNoGpu;  // run_dak's env prefix: relative names are in dir
+  const std::string config = std::string(DAK_TEST_DATA_DIR) + "/../../configs/llama-2-7b.json";
+  for (const std::string cmd : {"bench --model llama-2-7b --random-weights", "bench gemm", "bench attention"}) {
+    for (const std::string csv : {std::string("./X"), dir + "/X", std::string("sub/../X"), std::string("link/X"),
+                                  dir + "/link/./X"}) {
+      const RunResult r = run_dak(cmd + " --json X --csv " + csv, in_dir);
+      EXPECT_EQ(r.exit_code, 1) << cmd << " --csv " << csv << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "dak: error: --json 'X' and --csv '" + csv + "' name the same file"))
+          << cmd << " --csv " << csv << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "where: --json / --csv")) << cmd << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "fix:   give two different files")) << cmd << "\n" << r.output;
+      EXPECT_FALSE(contains(r.output, "Hopper")) << cmd << "\n" << r.output;
+    }
+    // Two files: refused only for the missing GPU (and nothing written).
+    RunResult r = run_dak(cmd + " --json X --csv sub/X", in_dir);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "needs a Hopper GPU")) << cmd << "\n" << r.output;
+    // The model's config as a report file: it exists, so it is never written.
+    r = run_dak(cmd + " --csv " + config, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "already exists")) << cmd << "\n" << r.output;
+  }
+  EXPECT_NE(dak::testing::run_shell("ls " + dir + "/X " + dir + "/sub/X 2>&1").exit_code, 0)
+      << "a refused run created a file";
+  dak::testing::run_shell("rm -rf " + dir);
+}
+
 }  // namespace

@@ -62,7 +62,8 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--offload-ratio 2", 1, "'2' is not a fraction in [0, 1]"},
       {kGen + "--gpu-memory 4XB", 2, "'4XB' has an unknown unit 'XB'"},
       {kGen + "--cpu-offload-gb x", 2, "--cpu-offload-gb: 'x' is not a number"},
-      {kGen + "--cpu-offload-gb -1", 1, "--cpu-offload-gb -1 is not a size in GiB"},
+      {kGen + "--cpu-offload-gb -1", 1, "--cpu-offload-gb -1 is negative: it must be between 0 and 1e6 GiB"},
+      {kGen + "--cpu-offload-gb 1e9", 1, "--cpu-offload-gb 1000000000 is too large: it must be between 0 and 1e6 GiB"},
       {kGen + "--bogus", 2, "dak generate has no option --bogus"},
       {kGen + "-p two words", 2, "The following argument was not expected: words"},
       // Usage errors anywhere on the line come before a value out of range.
@@ -98,6 +99,8 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kBench + "--batch 0", 1, "--batch 0 is not a positive count"},
       {kBench + "--batch 1,65537", 1, "--batch 65537 is larger than the planner supports (65536 sequences)"},
       {kBench + "--gen-len 1", 1, "--gen-len must be from 2 to 2147483647, got 1"},
+      {kBench + "--prompt-len 4000 --gen-len 97", 1, "prompt 4000 + gen 97 = 4097 positions exceed the context"},
+      {kBench + "--cpu-offload-gb 1e9", 1, "--cpu-offload-gb 1000000000 is too large"},
       {kBench + "--repeats 3", 1, "--repeats 3 is outside [5, 1000]"},
       {kBench + "--repeats x", 2, "--repeats: 'x' is not a whole number"},
       {kBench + "--offload-ratio 0,x", 2, "'x' is not a number, so not a fraction in [0, 1]"},

@@ -459,5 +459,24 @@ TEST(CostModel, HostUnitsOutOfRangeIsAnError) {
   EXPECT_THROW(cm.cost(op, -1, DataPath::kDirect), Error);
 }
 
+TEST(HardwareProfile, TieredDecodeStepsTakeTheirOwnKernelOverhead) {
+  // Decode steps of up to kTieredDecodeMaxTokens run every kernel under programmatic dependent
+  // launch (the tiered GEMM): their per-kernel charge is tiered_step_kernel_overhead_us; prefill
+  // and larger batches (cuBLASLt linears) keep step_kernel_overhead_us.
+  const HardwareProfile& hw = HardwareProfile::h200_default();
+  ASSERT_GT(hw.tiered_step_kernel_overhead_us, 0);
+  ASSERT_NE(hw.tiered_step_kernel_overhead_us, hw.step_kernel_overhead_us);
+  EXPECT_EQ(hw.for_step(true, 1).step_overhead_us(), hw.tiered_step_kernel_overhead_us);
+  EXPECT_EQ(hw.for_step(true, kTieredDecodeMaxTokens).step_overhead_us(), hw.tiered_step_kernel_overhead_us);
+  EXPECT_EQ(hw.for_step(true, kTieredDecodeMaxTokens + 1).step_overhead_us(), hw.step_kernel_overhead_us);
+  EXPECT_EQ(hw.for_step(false, 8).step_overhead_us(), hw.step_kernel_overhead_us);
+  HardwareProfile old = hw;  // a profile written before the field: the step charge everywhere
+  old.tiered_step_kernel_overhead_us = 0;
+  EXPECT_EQ(old.for_step(true, 1).step_overhead_us(), hw.step_kernel_overhead_us);
+  // It round-trips through the JSON format and is range-checked like the other overheads.
+  const nlohmann::json j = hw.to_json();
+  EXPECT_EQ(j.at("compute").at("tiered_step_kernel_overhead_us").get<double>(), hw.tiered_step_kernel_overhead_us);
+}
+
 }  // namespace
 }  // namespace dak

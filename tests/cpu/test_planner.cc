@@ -291,6 +291,28 @@ TEST(Planner, PrefetchRingFitsTheBudget) {
   r.single_path = DataPath::kStaged;
   r.offload_ratio = 0.6117;  // leaves 4.97 GiB in HBM: no room for the ring
   EXPECT_THROW(make_plan(cfg, h200(), r), Error);
+  // The refusal names a larger ratio that fits (the session-21 trial's message said "lower
+  // --offload-ratio", which keeps more in HBM), and that ratio plans within the budget.
+  for (std::optional<DataPath> path : {std::optional<DataPath>(DataPath::kStaged), std::optional<DataPath>()}) {
+    r.single_path = path;
+    r.offload_ratio = 0.6117;
+    std::string fix;
+    try {
+      (void)make_plan(cfg, h200(), r);
+    } catch (const Error& e) {
+      fix = e.fix_part();
+    }
+    if (!path && fix.empty()) continue;  // auto may fit this ratio with a direct-only variant
+    const std::string key = "force at least --offload-ratio ";
+    const size_t at = fix.find(key);
+    ASSERT_NE(at, std::string::npos) << fix;
+    EXPECT_EQ(fix.find("lower --offload-ratio"), std::string::npos) << fix;
+    const double least = std::stod(fix.substr(at + key.size()));
+    EXPECT_GT(least, 0.6117) << fix;
+    r.offload_ratio = least;
+    const Plan p = make_plan(cfg, h200(), r);
+    EXPECT_LE(p.totals.hbm_bytes, 5 * kGiB) << least;
+  }
 }
 
 TEST(Planner, AutoPlansPriceTheEngineRingAndItsCopyPipeline) {
@@ -313,7 +335,7 @@ TEST(Planner, AutoPlansPriceTheEngineRingAndItsCopyPipeline) {
     EXPECT_EQ(p.totals.staging_ring_bytes, kStagingRingSlots * largest) << batch;
     EXPECT_EQ(p.totals.hbm_bytes, p.capacity.total_bytes - p.totals.host_bytes + kStagingRingSlots * largest) << batch;
     EXPECT_GT(p.totals.prefetch_pipeline_s, 0) << batch;
-    EXPECT_DOUBLE_EQ(p.predicted_tpot_s, std::max(p.totals.prefetch_pipeline_s, p.totals.link_floor_s)) << batch;
+    EXPECT_DOUBLE_EQ(p.predicted_tpot_s, p.totals.prefetch_pipeline_s) << batch;
     EXPECT_LT(p.predicted_tpot_s, p.totals.sum_op_time_s) << batch;
     // The pipeline is never shorter than its copy stream (one copy at a time, each at B_ce plus a
     // node) nor than its compute stream (every operator's kernels in order).
@@ -392,6 +414,50 @@ TEST(Planner, ImpossibleBudgetsAreRefused) {
   PlanRequest bad = request(1, std::nullopt);
   bad.offload_ratio = 1.5;
   EXPECT_THROW(make_plan(cfg, h200(), bad), Error);
+}
+
+TEST(Planner, CopyPipelineSharesTheHostLinkWithDirectReads) {
+  // While a staged linear's copy and an operator's direct host reads are in flight together they
+  // share the link (host_shared_total_gbps in all, the probe's [hybrid] line); the replay that ran
+  // both at full rate tied Llama-2-7B batch-8 placements that ran 20.865 and 21.961 ms on the H200
+  // (docs/perf-notes.md, session 22).
+  const ModelConfig cfg = locate_model_config("llama-2-7b").config;
+  PlanRequest r = request(8, std::nullopt);
+  r.shape.gen_len = 8;
+  r.offload_ratio = 0.1;
+  const Plan shared = make_plan(cfg, h200(), r);
+  ASSERT_GT(shared.totals.staged_host_bytes, 0);
+  ASSERT_GT(shared.totals.direct_host_bytes, 0);
+  EXPECT_DOUBLE_EQ(shared.predicted_tpot_s, shared.totals.prefetch_pipeline_s);
+  // Never faster than either path alone could move its own bytes.
+  const HardwareProfile& hw = h200();
+  EXPECT_GE(shared.predicted_tpot_s, double(shared.totals.staged_host_bytes) / (hw.host_copy_engine_gbps * 1e9));
+  HardwareProfile unshared = hw;
+  unshared.host_shared_total_gbps = hw.host_copy_engine_gbps + hw.host_sm_read_gbps;  // no sharing
+  const Plan free_link = make_plan(cfg, unshared, r);
+  EXPECT_LT(free_link.predicted_tpot_s, shared.predicted_tpot_s * 0.99);
+}
+
+TEST(Planner, PredictionsStayNearWhatTheH200Measured) {
+  // Calibration against measured TPOT (dak bench on the H200, random weights, prompt 32, gen 8,
+  // --offload auto, medians of 5; docs/results/2026-12-04/session21/call5): the issue's bound is 10 %,
+  // this test holds the model to 5 % so that drift shows before the bound is at risk.
+  struct Point {
+    const char* model;
+    int64_t batch;
+    double ratio, measured_ms;
+  };
+  for (const Point& pt : {Point{"llama-2-7b", 8, 0.0, 3.823}, Point{"llama-2-7b", 8, 0.1, 20.865},
+                          Point{"llama-2-7b", 512, 0.0, 16.214}, Point{"llama-2-7b", 512, 0.1, 41.212},
+                          Point{"llama-2-7b", 512, 0.6, 262.346}, Point{"opt-6.7b", 8, 0.3, 73.149},
+                          Point{"opt-6.7b", 512, 0.1, 44.296}}) {
+    PlanRequest r = request(pt.batch, std::nullopt);
+    r.shape.gen_len = 8;
+    r.offload_ratio = pt.ratio;
+    const Plan p = make_plan(locate_model_config(pt.model).config, h200(), r);
+    EXPECT_NEAR(pt.measured_ms / (p.predicted_tpot_s * 1e3), 1.0, 0.05)
+        << pt.model << " batch " << pt.batch << " at " << pt.ratio << ": predicted " << p.predicted_tpot_s * 1e3;
+  }
 }
 
 }  // namespace
