@@ -21,6 +21,7 @@
 #include "core/generate.h"
 #include "core/pretokenizer.h"
 #include "core/tokenizer.h"
+#include "core/utf8_text.h"
 
 namespace dak::cli {
 namespace {
@@ -92,6 +93,13 @@ void run_generate(const GenerateArgs& a) {
     }
   }
   const ModelConfig& config = located ? located->config : ckpt->config();
+  // A tokenizer with more ids than the model has embedding rows: refused here, naming its file, rather
+  // than when a prompt happens to hit such an id. With --prompt-ids alone it only decodes the model's
+  // ids, which it has.
+  if (tok && !a.prompts.empty()) {
+    check_tokenizer_fits_model(*tok, config.vocab_size,
+                               fmt::format("pass the prompt as token ids below {} with --prompt-ids", config.vocab_size));
+  }
 
   // Prompts first: an offload plan is made for the run's batch and lengths.
   std::vector<std::vector<int32_t>> prompts;
@@ -108,11 +116,15 @@ void run_generate(const GenerateArgs& a) {
     prompt_texts.push_back(text);
   }
   const int32_t vocab = int32_t(config.vocab_size);
+  const size_t count = a.prompts.size() + a.prompt_ids.size();
   for (const auto& ids : a.prompt_ids) {
     prompts.push_back(parse_id_list(ids, "--prompt-ids"));
     for (int32_t id : prompts.back()) {  // before the tokenizer decodes them (it names its own file)
-      if (id >= vocab) {
-        fail(fmt::format("token id {} is outside the vocabulary (size {})", id, vocab), "--prompt-ids",
+      if (id < 0 || id >= vocab) {
+        // where: the flag, and in a batch which prompt (text prompts come first).
+        fail(fmt::format("token id {} is outside the vocabulary (size {})", id, vocab),
+             count == 1 ? std::string("--prompt-ids")
+                        : fmt::format("--prompt-ids ({})", prompt_label(prompts.size() - 1, count)),
              fmt::format("use ids from 0 to {} (the model's tokenizer gives them for a text)", vocab - 1));
       }
     }
@@ -156,7 +168,10 @@ void run_generate(const GenerateArgs& a) {
 
   const bool stream = a.output == "text" && prompts.size() == 1 && tok;
   std::vector<int32_t> streamed;
-  std::string printed;
+  // stdout carries valid UTF-8 only: a character the generation has not finished is held back until
+  // it completes, and printed as U+FFFD if the generation ends first (a pipe into iconv failed on the
+  // trial's "héllo 🙂 世界" -n 5, which stopped inside 界's bytes).
+  Utf8Stream out;
   // Plain completion echoes the prompt and continues it; --chat prints only the reply. The echo
   // waits for the first token, so an input error prints nothing on stdout.
   bool echoed = a.chat;
@@ -164,25 +179,13 @@ void run_generate(const GenerateArgs& a) {
   if (stream) {
     on_token = [&](int64_t, int32_t id) {
       if (!echoed) {
-        std::fputs(prompt_texts[0].c_str(), stdout);
+        std::fputs(valid_utf8(prompt_texts[0]).c_str(), stdout);
         echoed = true;
       }
       streamed.push_back(id);
-      const std::string text = tok->decode(streamed, /*skip_special=*/true);
-      // Print only complete UTF-8: hold back a trailing partial character.
-      size_t keep = text.size();
-      size_t k = text.size();
-      int back = 0;
-      while (k > 0 && back < 4 && (static_cast<unsigned char>(text[k - 1]) & 0xC0) == 0x80) { --k; ++back; }
-      if (k > 0) {
-        const unsigned char lead = static_cast<unsigned char>(text[k - 1]);
-        const int need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
-        if (need > back) keep = k - 1;
-      }
-      if (keep > printed.size() && text.compare(0, printed.size(), printed) == 0) {
-        std::fwrite(text.data() + printed.size(), 1, keep - printed.size(), stdout);
+      if (const std::string fresh = out.next(tok->decode(streamed, /*skip_special=*/true)); !fresh.empty()) {
+        std::fwrite(fresh.data(), 1, fresh.size(), stdout);
         flush_stdout_or_fail();  // a full disk stops the run at once
-        printed = text.substr(0, keep);
       }
     };
   }
@@ -203,10 +206,11 @@ void run_generate(const GenerateArgs& a) {
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const auto& s = r.sequences[i];
       nlohmann::json js;
-      js["prompt"] = prompt_texts[i];
+      // Without a tokenizer (--prompt-ids on a model that has none) there is no text: null, not "".
+      js["prompt"] = tok ? nlohmann::json(prompt_texts[i]) : nlohmann::json();
       js["prompt_ids"] = s.prompt_ids;
       js["generated_ids"] = s.generated_ids;
-      js["text"] = tok ? tok->decode(s.generated_ids, true) : std::string();
+      js["text"] = tok ? nlohmann::json(tok->decode(s.generated_ids, true)) : nlohmann::json();
       js["stopped_at_eos"] = s.stopped_at_eos;
       j["sequences"].push_back(js);
     }
@@ -218,14 +222,14 @@ void run_generate(const GenerateArgs& a) {
     return;
   }
   if (stream) {
-    const std::string text = tok->decode(streamed, true);
-    if (text.size() > printed.size()) std::fputs(text.c_str() + printed.size(), stdout);
+    std::fputs(out.finish(tok->decode(streamed, true)).c_str(), stdout);
     std::fputs("\n", stdout);
   } else {
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const auto& s = r.sequences[i];
       if (tok) {
-        std::printf("[%zu] %s%s\n", i, prompt_texts[i].c_str(), tok->decode(s.generated_ids, true).c_str());
+        std::printf("[%zu] %s%s\n", i, valid_utf8(prompt_texts[i]).c_str(),
+                    valid_utf8(tok->decode(s.generated_ids, true)).c_str());
       } else {
         std::printf("[%zu] %s\n", i, fmt::format("{}", fmt::join(s.generated_ids, ",")).c_str());
       }

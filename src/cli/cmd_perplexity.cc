@@ -1,18 +1,24 @@
 // `dak perplexity --model M --file TEXT`: teacher-forced perplexity of a text file (`--file -`:
-// standard input), with a progress line on stderr once it takes more than 2 s.
+// standard input; at most kMaxPerplexityTextBytes of either), with a notice up front when the CPU path
+// is expected to take over a minute and a progress line on stderr once it takes more than 2 s.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "core/byte_size.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
 #include "core/generate.h"
@@ -20,6 +26,34 @@
 #include "core/tokenizer.h"
 
 namespace dak::cli {
+namespace {
+
+/// All of file descriptor `fd` (standard input, a file, a pipe), read in chunks and no further than
+/// kMaxPerplexityTextBytes: past it, an error naming the cap (`what`: "standard input" or "the text
+/// file", `where` and `part_fix` for it). A failed read (a closed standard input, a folder) is "cannot
+/// read <what>: <strerror>" with `read_fix`.
+std::string read_capped(int fd, const std::string& what, const std::string& where, const std::string& read_fix,
+                        const std::string& part_fix) {
+  std::string text;
+  std::vector<char> chunk(size_t(1) << 20);
+  while (true) {
+    const ssize_t got = ::read(fd, chunk.data(), chunk.size());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      fail(fmt::format("cannot read {}: {}", what, std::strerror(err)), where, read_fix);
+    }
+    if (got == 0) return text;
+    if (int64_t(text.size()) + int64_t(got) > kMaxPerplexityTextBytes) {
+      fail(fmt::format("{} holds more than {} of text, the most dak perplexity reads", what,
+                       format_bytes(double(kMaxPerplexityTextBytes))),
+           where, part_fix);
+    }
+    text.append(chunk.data(), size_t(got));
+  }
+}
+
+}  // namespace
 
 void add_perplexity_command(CLI::App& app) {
   struct Args {
@@ -33,7 +67,7 @@ void add_perplexity_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("perplexity", "Perplexity of a text file under a model");
   c->add_option("--model,-m", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
-  c->add_option("--file,-f", a->file, "UTF-8 text file to score; - reads standard input")->required();
+  c->add_option("--file,-f", a->file, "UTF-8 text file to score (at most 64 MiB); - reads standard input")->required();
   c->add_option("--context", a->context, "Window length in tokens: 0 = the model context, else 2 to the model context")
       ->capture_default_str()
       ->transform(whole_number("0 (the model's context length) or a window from 2 tokens up to the model's context "
@@ -45,10 +79,15 @@ void add_perplexity_command(CLI::App& app) {
   c->callback([a] {
     const bool from_stdin = a->file == "-";
     const std::string source = from_stdin ? "standard input (--file -)" : a->file;
-    std::stringstream ss;
+    std::string text;
     if (from_stdin) {
-      ss << std::cin.rdbuf();
-      if (std::cin.bad()) fail("cannot read standard input", source, "pipe a UTF-8 text into dak, or pass a file");
+      // A terminal waits for the user to type: say so, and how to end it.
+      if (isatty(STDIN_FILENO) == 1) {
+        std::fputs("dak: notice: reading the text to score from standard input (end it with Ctrl-D)\n", stderr);
+      }
+      text = read_capped(STDIN_FILENO, "standard input", source,
+                         "pipe a UTF-8 text into dak (e.g. dak perplexity --file - < text.txt), or pass a file to --file",
+                         "pipe a part of the text, e.g. its first lines: ... | head -n 100000 | dak perplexity --file -");
     } else {
       namespace fs = std::filesystem;
       std::error_code ec;
@@ -59,18 +98,34 @@ void add_perplexity_command(CLI::App& app) {
         fail(fs::is_directory(st) ? "is a folder, not a text file" : "not a regular file", a->file,
              "pass a UTF-8 text file to --file, or - to read standard input");
       }
-      errno = 0;
-      std::ifstream in(a->file, std::ios::binary);
-      if (!in) {
-        const int err = errno;  // set by the open(2) under the stream (e.g. EACCES)
-        fail(err ? fmt::format("cannot read the text file: {}", std::strerror(err)) : std::string("cannot read the text file"),
-             a->file,
+      const int fd = ::open(a->file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        const int err = errno;  // e.g. EACCES
+        fail(fmt::format("cannot read the text file: {}", std::strerror(err)), a->file,
              err == EACCES ? "give yourself read permission on the file (chmod u+r), or pass another file"
                            : "check the path passed to --file");
       }
-      ss << in.rdbuf();
+      const std::string part_fix = fmt::format(
+          "score a part of it, e.g. its first lines: head -n 100000 {} | dak perplexity --file - (or split it with "
+          "split -C 32M and score each part)",
+          shell_word(a->file));
+      struct stat fst {};
+      // A regular file's size is known up front: refused before reading any of it.
+      if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && int64_t(fst.st_size) > kMaxPerplexityTextBytes) {
+        ::close(fd);
+        fail(fmt::format("the text file is {}, more than the {} dak perplexity reads",
+                         format_bytes(double(fst.st_size)), format_bytes(double(kMaxPerplexityTextBytes))),
+             a->file, part_fix);
+      }
+      try {
+        text = read_capped(fd, "the text file", a->file, "check the file (a disk error, or a file that is not one)",
+                           part_fix);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      ::close(fd);
     }
-    const std::string text = ss.str();
     check_utf8(text, from_stdin ? "standard input" : "the text file", source,
                from_stdin ? "convert the text to UTF-8 (e.g. pipe it through iconv -f LATIN1 -t UTF-8)"
                           : "convert the file to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8 in.txt > out.txt) and pass that "
@@ -86,12 +141,21 @@ void add_perplexity_command(CLI::App& app) {
            "perplexity tokenizes the text with the model's tokenizer: use a checkpoint that has one (tokenizer.json "
            "or tokenizer.model next to config.json, or a GGUF with its tokenizer metadata)");
     }
+    check_tokenizer_fits_model(*tok, ckpt->config().vocab_size);  // before a text hits an id past the embedding
     EngineOffload gemm_only;  // no offload flags on this command: only the GEMM backend
     gemm_only.gemm = a->gemm;
     auto engine = make_engine(*ckpt, a->device, &gemm_only);
     const double load_s = seconds_since(t0);
     const std::vector<int32_t> ids = tok->encode(text, /*allow_bos=*/true);
     if (ids.size() < 2) fail("the text has fewer than two tokens", source, "give a longer text");
+    // A long text on the CPU takes hours: the estimate up front, as dak generate's before a long prefill.
+    if (dynamic_cast<CpuModel*>(engine.get())) {
+      const int64_t window = perplexity_window(a->context, engine->config().max_position_embeddings);
+      if (const std::string notice = long_cpu_perplexity_notice(engine->config(), int64_t(ids.size()), window);
+          !notice.empty()) {
+        std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
+      }
+    }
     // A long text on the CPU takes minutes: a progress line (stderr_progress_line).
     const std::shared_ptr<ProgressLine> line = stderr_progress_line();
     struct Window {

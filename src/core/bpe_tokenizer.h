@@ -83,6 +83,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool allow_bos = true) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(tokens_.size()); }
+  const std::string& source() const override { return source_; }
 
   /// Id of a token given by its vocabulary text (byte-level text for normal tokens,
   /// content for added ones); nullopt when absent.

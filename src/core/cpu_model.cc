@@ -470,9 +470,22 @@ std::vector<float> CpuModel::Impl::head(const std::vector<float>& x, const std::
   return logits;
 }
 
+namespace {
+
+// The CPU reference path's rates, fitted to SmolLM2-135M on the 2-core dev machine (cpu_model.h).
+constexpr double kLinearFlopsPerCoreS = 60e9, kAttentionFlopsPerCoreS = 6e9;
+
+int cores_for(int threads) { return threads > 0 ? threads : std::max(1, omp_get_max_threads()); }
+
+// "4 min" (rounded up) below an hour, else "2.5 h".
+std::string about(double seconds) {
+  return seconds < 3600 ? fmt::format("{:.0f} min", std::ceil(seconds / 60)) : fmt::format("{:.1f} h", seconds / 3600);
+}
+
+}  // namespace
+
 double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int threads) {
-  constexpr double kLinearFlopsPerCoreS = 60e9, kAttentionFlopsPerCoreS = 6e9;
-  const double cores = double(threads > 0 ? threads : std::max(1, omp_get_max_threads()));
+  const double cores = double(cores_for(threads));
   StepShape shape;
   shape.phase = Phase::kPrefill;
   shape.prompt_len = std::max<int64_t>(1, prompt_len);
@@ -491,12 +504,52 @@ std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const i
     tokens += n;
   }
   if (!(seconds > kLongCpuPrefillS)) return "";
-  const int cores = threads > 0 ? threads : std::max(1, omp_get_max_threads());
-  const std::string time =
-      seconds < 3600 ? fmt::format("{:.0f} min", std::ceil(seconds / 60)) : fmt::format("{:.1f} h", seconds / 3600);
+  const int cores = cores_for(threads);
   return fmt::format("the prefill of {} prompt tokens x {} layers on the CPU reference path will take about {} or "
                      "more (estimated for {} core{}); run it on a GPU (--device cuda) or give a shorter prompt",
-                     tokens, config.num_layers, time, cores, cores == 1 ? "" : "s");
+                     tokens, config.num_layers, about(seconds), cores, cores == 1 ? "" : "s");
+}
+
+namespace {
+
+// perplexity()'s windows for `tokens` ids in windows of `window`: `full` windows of `window` tokens,
+// then one of `last` tokens (0: none). Each window scores all its tokens but the first.
+struct PerplexityWindows {
+  int64_t full = 0, last = 0;
+};
+
+PerplexityWindows perplexity_windows(int64_t tokens, int64_t window) {
+  window = std::max<int64_t>(2, window);
+  if (tokens < 2) return {};
+  const int64_t scored = tokens - 1;
+  const int64_t rest = scored % (window - 1);
+  return {scored / (window - 1), rest > 0 ? rest + 1 : 0};
+}
+
+}  // namespace
+
+double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int64_t window, int threads) {
+  const PerplexityWindows w = perplexity_windows(tokens, window);
+  double seconds = 0;
+  if (w.full > 0) seconds += double(w.full) * estimate_cpu_prefill_s(config, std::max<int64_t>(2, window), threads);
+  if (w.last > 0) seconds += estimate_cpu_prefill_s(config, w.last, threads);
+  // The logits of every position but the last of each window (the prefill estimate has that one).
+  const double rows = double(w.full) * double(std::max<int64_t>(2, window) - 1) + double(std::max<int64_t>(0, w.last - 1));
+  const double head_flops = 2.0 * rows * double(config.embed_dim()) * double(config.vocab_size);
+  return seconds + head_flops / (kLinearFlopsPerCoreS * double(cores_for(threads)));
+}
+
+std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads) {
+  const double seconds = estimate_cpu_perplexity_s(config, tokens, window, threads);
+  if (!(seconds > kLongCpuPrefillS)) return "";
+  const PerplexityWindows w = perplexity_windows(tokens, window);
+  const int64_t windows = w.full + (w.last > 0 ? 1 : 0);
+  const int cores = cores_for(threads);
+  return fmt::format("scoring {} tokens on the CPU reference path will take about {} or more ({} window{} of up to "
+                     "{} tokens x {} layers, estimated for {} core{}); run it on a GPU (--device cuda), or score a "
+                     "shorter text (e.g. its first lines: head -n 100 FILE | dak perplexity --file -)",
+                     tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),
+                     config.num_layers, cores, cores == 1 ? "" : "s");
 }
 
 }  // namespace dak

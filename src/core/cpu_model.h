@@ -36,6 +36,18 @@ inline constexpr double kLongCpuPrefillS = 60;
 /// "" when the prefill is expected to be shorter.
 std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads = 0);
 
+/// Seconds perplexity() is expected to take on the CPU reference path for `tokens` ids scored in
+/// windows of `window` tokens (perplexity_window(), at least 2): estimate_cpu_prefill_s of each window
+/// (perplexity() scores them one after the other, each window starting at the last token of the one
+/// before) plus the head's logits at every position of it (a prefill computes the last one only).
+double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0);
+
+/// The notice (one line, without "dak: notice: ") before perplexity() on the CPU path when
+/// estimate_cpu_perplexity_s exceeds kLongCpuPrefillS, as long_cpu_prefill_notice's for a prompt:
+/// "scoring N tokens on the CPU reference path will take about T or more (...)" with the hint to run
+/// on a GPU (--device cuda) or to score a shorter text. "" when it is expected to be shorter.
+std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0);
+
 class CpuModel : public Engine {
  public:
   /// Decodes every weight of `ckpt` to fp32 (OpenMP-parallel). Throws dak::Error naming the

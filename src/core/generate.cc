@@ -156,6 +156,21 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     }
     longest = std::max(longest, n);
   }
+  // Ids the model has no embedding row for: named by the prompt here, before the engine sees them
+  // (its own check can only name itself).
+  const int64_t model_vocab = engine.config().vocab_size;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    for (size_t k = 0; k < prompts[i].size(); ++k) {
+      const int32_t id = prompts[i][k];
+      if (id < 0 || id >= model_vocab) {
+        fail(fmt::format("token id {} (token {} of {}) is outside the model's vocabulary of {}", id, k + 1,
+                         prompt_label(i, prompts.size()), model_vocab),
+             prompt_label(i, prompts.size()),
+             fmt::format("give ids from 0 to {}: tokenize the prompt with the model's own tokenizer",
+                         model_vocab - 1));
+      }
+    }
+  }
 
   GenerateResult res;
   const int64_t batch = int64_t(prompts.size());
@@ -289,6 +304,12 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
          "give a longer text");
   context = perplexity_window(context, engine.config().max_position_embeddings);
   const int64_t vocab = engine.config().vocab_size;
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab)
+      fail(fmt::format("token id {} (token {} of the text) is outside the model's vocabulary of {}", ids[i], i + 1,
+                       vocab),
+           "the text's tokens", "tokenize the text with the model's own tokenizer");
+  }
 
   PerplexityResult res;
   const auto t0 = Clock::now();

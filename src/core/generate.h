@@ -116,6 +116,12 @@ struct PerplexityResult {
   double seconds = 0;
 };
 
+/// The most text `dak perplexity` reads, from a file or standard input alike, bytes: 64 MiB is some 16
+/// million tokens, weeks of scoring on the CPU reference path and hours on a GPU. A larger input (`yes |`,
+/// a disk image passed by mistake) is refused naming this cap, with how to score a part of it, rather
+/// than read into memory without end; standard input is read in chunks and no further than the cap.
+inline constexpr int64_t kMaxPerplexityTextBytes = int64_t(64) << 20;
+
 /// The window perplexity() scores in for --context `context` on a model of `model_ctx` positions:
 /// `model_ctx` for 0, `context` when it is in [2, model_ctx]. Throws dak::Error naming --context,
 /// with the allowed values, for anything else.

@@ -119,6 +119,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
   int32_t vocab_size() const override { return static_cast<int32_t>(surface_.size()); }
+  const std::string& source() const override { return source_; }
 
   /// Id of a piece, or nullopt (PieceToId answers unk for unknown pieces).
   std::optional<int32_t> piece_id(std::string_view piece) const {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/bpe_tokenizer.h"
 #include "core/checkpoint.h"
 #include "core/error.h"
@@ -13,6 +15,19 @@ namespace dak {
 
 bool Tokenizer::is_eos(int32_t id) const {
   return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
+}
+
+void check_tokenizer_fits_model(const Tokenizer& tok, int64_t model_vocab, const std::string& alternative) {
+  const int64_t n = tok.vocab_size();
+  if (n <= model_vocab) return;
+  fail(fmt::format("the tokenizer has {} tokens (ids 0 to {}, added and special tokens included), more than the "
+                   "model's vocabulary of {} (its vocab_size, the rows of its embedding): ids from {} up have no "
+                   "embedding",
+                   n, n - 1, model_vocab, model_vocab),
+       tok.source(),
+       "use the tokenizer that belongs to these weights (tokenizer.json or tokenizer.model from the same model "
+       "repository)" +
+           (alternative.empty() ? std::string() : ", or " + alternative));
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt) {

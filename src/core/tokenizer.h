@@ -42,7 +42,12 @@ class Tokenizer {
   /// dak::Error for an id outside [0, vocab_size()).
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
 
+  /// Ids 0 to vocab_size() - 1, added and special tokens included: one more than the largest id
+  /// encode() can give.
   virtual int32_t vocab_size() const = 0;
+
+  /// The file it was read from (named in errors): a tokenizer.json, tokenizer.model or GGUF file.
+  virtual const std::string& source() const = 0;
 
   int32_t bos_id() const { return bos_id_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
@@ -72,6 +77,13 @@ class Tokenizer {
 /// tokenizer_config.json for BOS/EOS and the chat template) next to a HF checkpoint.
 /// Throws dak::Error when none is found or the vocabulary type is unsupported.
 std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt);
+
+/// Throws dak::Error (where: the tokenizer's file) when `tok` can give ids the model has no embedding
+/// row for: its vocabulary (added and special tokens included) is larger than `model_vocab`, the
+/// model's vocab_size (the rows of its embedding). A smaller tokenizer is fine: many models pad the
+/// embedding past the tokenizer's ids. `alternative`, when not empty, ends the fix ("pass the prompt
+/// as token ids below N with --prompt-ids").
+void check_tokenizer_fits_model(const Tokenizer& tok, int64_t model_vocab, const std::string& alternative = "");
 
 /// Byte-level BPE from GGUF metadata (tokenizer.ggml.model == "gpt2").
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf);

@@ -65,5 +65,35 @@ TEST(CpuPrefillEstimate, NoticeFiresOnlyForAClearlyLongPrefill) {
   EXPECT_NE(long_cpu_prefill_notice(c, std::vector<int64_t>{1 << 20}, 2).find(" h or more"), std::string::npos);
 }
 
+TEST(CpuPrefillEstimate, PerplexityIsTheSumOfItsWindows) {
+  // New-user trial: a 100 MB text (99,999,999 tokens) was scored at ~10 tokens/s on the CPU path with
+  // no word of how long it would take; dak perplexity now prints this estimate first, with the same rates.
+  const ModelConfig c = smollm2();
+  // One window: the prefill of the text plus the head's logits at each scored position.
+  const double one = estimate_cpu_perplexity_s(c, 4096, 8192, 2);
+  EXPECT_GT(one, estimate_cpu_prefill_s(c, 4096, 2));
+  EXPECT_LT(one, 1.2 * estimate_cpu_prefill_s(c, 4096, 2));
+  // Windows of 8192 overlap by one token: 3 * 8191 + 1 tokens are three full windows.
+  const double three = estimate_cpu_perplexity_s(c, 3 * 8191 + 1, 8192, 2);
+  EXPECT_NEAR(three, 3 * estimate_cpu_perplexity_s(c, 8192, 8192, 2), 1e-6 * three);
+  // A shorter window makes the quadratic attention cheaper.
+  EXPECT_LT(estimate_cpu_perplexity_s(c, 64119, 512, 2), estimate_cpu_perplexity_s(c, 64119, 8192, 2));
+
+  const std::string notice = long_cpu_perplexity_notice(c, 64119, 8192, 2);
+  EXPECT_NE(notice.find("scoring 64119 tokens on the CPU reference path will take about "), std::string::npos)
+      << notice;
+  EXPECT_NE(notice.find(" min or more (8 windows of up to 8192 tokens x 30 layers, estimated for 2 cores); run it on "
+                        "a GPU (--device cuda), or score a shorter text"),
+            std::string::npos)
+      << notice;
+  // The trial's 100 MB: hours, said in hours.
+  EXPECT_NE(long_cpu_perplexity_notice(c, 99999999, 8192, 2).find(" h or more (12209 windows"), std::string::npos)
+      << long_cpu_perplexity_notice(c, 99999999, 8192, 2);
+  // A short text (the paragraph's 175 tokens, or 2048): no notice.
+  EXPECT_EQ(long_cpu_perplexity_notice(c, 175, 8192, 2), "");
+  EXPECT_EQ(long_cpu_perplexity_notice(c, 2048, 8192, 2), "");
+  EXPECT_EQ(long_cpu_perplexity_notice(c, 1, 8192, 2), "");
+}
+
 }  // namespace
 }  // namespace dak

@@ -243,6 +243,29 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   EXPECT_TRUE(engine.steps.empty());
 }
 
+TEST(Generate, IdsOutsideTheVocabularyNameThePrompt) {
+  // New-user trial: such an id was reported from the engine, `where: CpuModel::step`. generate() names
+  // the prompt, before the engine sees any of them.
+  ScriptedEngine engine(10, 64, 1.0f);
+  GenerateOptions opts;
+  opts.max_new_tokens = 2;
+  try {
+    generate(engine, {{1, 2}, {3, 10, 4}}, opts);
+    ADD_FAILURE() << "no dak::Error for id 10 in a vocabulary of 10";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(), "token id 10 (token 2 of prompt 2 of 2) is outside the model's vocabulary of 10");
+    EXPECT_EQ(e.where_part(), "prompt 2 of 2");
+    EXPECT_NE(e.fix_part().find("give ids from 0 to 9"), std::string::npos) << e.fix_part();
+  }
+  expect_error([&] { generate(engine, {{-1}}, opts); }, {"token id -1 (token 1 of the prompt)", "where: the prompt"});
+  EXPECT_TRUE(engine.starts.empty());
+  EXPECT_TRUE(engine.steps.empty());
+  // The same for perplexity(): the text's tokens.
+  expect_error([&] { perplexity(engine, std::vector<int32_t>{1, 2, 12}); },
+               {"token id 12 (token 3 of the text) is outside the model's vocabulary of 10", "where: the text's tokens"});
+  EXPECT_TRUE(engine.steps.empty());
+}
+
 TEST(Perplexity, MatchesTheClosedFormOverWindows) {
   // Every next token is the predicted one, with p = e^a / (e^a + V - 1).
   const int64_t v = 10;

@@ -51,6 +51,29 @@ TEST(TokenizerErrors, MinimalJsonWorks) {
   EXPECT_EQ(tok->encode("abc", false), (std::vector<int32_t>{256, 0x63}));
 }
 
+TEST(TokenizerErrors, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
+  // New-user trial: such a tokenizer was caught only when a prompt hit an id past the embedding
+  // (where: CpuModel::step). Its size counts added tokens; smaller than the model is fine (padding rows).
+  auto j = minimal_json();  // ids 0..256
+  j["added_tokens"] = {{{"id", 300}, {"content", "<|extra|>"}, {"special", true}}};
+  const auto tok = parse_hf_tokenizer_json(j.dump(), "m/tokenizer.json");
+  EXPECT_EQ(tok->vocab_size(), 301);
+  EXPECT_EQ(tok->source(), "m/tokenizer.json");
+  EXPECT_NO_THROW(check_tokenizer_fits_model(*tok, 301));
+  EXPECT_NO_THROW(check_tokenizer_fits_model(*tok, 49152));
+  try {
+    check_tokenizer_fits_model(*tok, 257, "pass token ids with --prompt-ids");
+    ADD_FAILURE() << "no dak::Error for 301 tokens and a model of 257";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(),
+              "the tokenizer has 301 tokens (ids 0 to 300, added and special tokens included), more than the model's "
+              "vocabulary of 257 (its vocab_size, the rows of its embedding): ids from 257 up have no embedding");
+    EXPECT_EQ(e.where_part(), "m/tokenizer.json");
+    EXPECT_NE(e.fix_part().find("use the tokenizer that belongs to these weights"), std::string::npos);
+    EXPECT_NE(e.fix_part().find(", or pass token ids with --prompt-ids"), std::string::npos);
+  }
+}
+
 TEST(TokenizerErrors, InvalidJson) {
   const Error e = parse_error("{\"model\": {\"vocab\": ");
   EXPECT_NE(e.where_part().find("bad/tokenizer.json"), std::string::npos);

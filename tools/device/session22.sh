@@ -5,7 +5,8 @@
 # batch 8 at 60 %): each is measured against its session-21 plan (`--plan`, same call), the tie the
 # old replay could not break (call 6 of session 21) against today's plan, and the predictions at
 # 0 / 10 % (`dak bench`, random weights, prompt 32, gen 8, 5 repeats). PARTS: tests l7 opt67 (call 1),
-# opt30 (call 2: the capacity run after the ring bisection, batch 512 at 60 %).
+# opt30 hbm (call 2: the capacity run after the ring bisection, batch 512 at 60 %; the bench's
+# all-HBM prediction).
 # Usage from the repo root: PARTS="tests l7 opt67" bash tools/device/session22.sh. Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
@@ -28,6 +29,9 @@ if [[ $parts == *opt30* ]]; then
   dak_bench_point opt30-capacity X=1 150 --model opt-30b --batch 96 --prompt-len 512 --gen-len 8 --gpu-memory 100GiB
   dak_bench_point opt30-b512-60 X=1 240 --model opt-30b --batch 512 --prompt-len 32 --gen-len 8 --offload-ratio 0.6
   dak_bench_point opt30-b8 X=1 120 --model opt-30b --batch 8 --prompt-len 32 --gen-len 8 --offload-ratio 0,0.1
+fi
+if [[ $parts == *hbm* ]]; then  # the bench's own all-HBM prediction (call 2: the tiered step overhead)
+  dak_bench_point l7-b1-hbm X=1 40 --model llama-2-7b --batch 1,8 --prompt-len 32 --gen-len 8
 fi
 if [[ $parts == *cli* ]]; then  # the bench argument checks a GPU reaches (new-user trial, session 21)
   build-gpu/dak bench --random-weights --model llama-2-7b --batch 1 --gen-len 2 --json /tmp/x.json --csv /tmp/../tmp/x.json; echo "same report file rc=$?"
