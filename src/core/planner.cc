@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <map>
 
@@ -218,16 +219,122 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // auto: every variant, the direct one included (it stages the compute-path linears, op_cost), with
   // its ring in HBM; the fastest that fits becomes the plan.
   std::optional<Plan> best;
+  const Variant* best_variant = nullptr;
   for (const Variant& v : variants_) {
     std::optional<Plan> s = fit_staging_ring(v.curves, v.mode, allocator, offload_ratio, required);
-    if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) best = std::move(s);
+    if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) best = std::move(s), best_variant = &v;
   }
+  // The greedy's plan, refined on the copy pipeline (--allocator uniform is a baseline: kept as it is).
+  if (best && best->totals.staged_host_bytes > 0 && allocator == AllocatorKind::kGreedy &&
+      !std::getenv("DAK_PLAN_NO_REFINE"))
+    best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio);
   if (!best) {
     std::vector<Candidate> all;
     for (const Variant& v : variants_) all.emplace_back(&v.curves, v.mode);
     ring_does_not_fit(all, "--offload auto", "use --offload direct (no ring)");
   }
   return std::move(*best);
+}
+
+Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio) const {
+  // The allocators minimise the sum of per-operator times; a plan with staged linears runs as a
+  // copy pipeline whose length that sum does not see: where attention reads host KV at the link
+  // rate the copy engine idles, where the GEMMs outlast their copies the link does (Llama-2-7B batch
+  // 512 at 10 %: the greedy put 99 % of layers 0-2's KV on the host; the step ran 41.1 ms, 1.054 x
+  // the floor; docs/perf-notes.md, session 22). A local search on the replay: take a quarter or a
+  // sixteenth of the host bytes of one of the four operators holding the most, give them to another
+  // operator, keep the best such move while it shortens the predicted step by 0.1 %, and stop after
+  // kRounds rounds. The host total never drops below the allocator's (the budget or the forced ratio
+  // stays met), the ring (kStagingRingSlots slots of the largest staged part) stays inside the budget.
+  constexpr int kRounds = 24;
+  constexpr int kSources = 4;
+  const Capacity& cap = capacity_;
+  const size_t n_split = splittable_.size();
+  std::vector<int64_t> h(n_split);
+  for (size_t k = 0; k < n_split; ++k) h[k] = plan.ops[splittable_[k]].host_units;
+  // Per operator, its cost at each host-unit count tried (op_cost is deterministic).
+  std::vector<std::map<int64_t, OpCost>> costs(n_split);
+  const auto cost_at = [&](size_t k, int64_t units) -> const OpCost& {
+    auto [it, fresh] = costs[k].try_emplace(units);
+    if (fresh) it->second = op_cost(graph_.ops[splittable_[k]], units, v.mode);
+    return it->second;
+  };
+  std::vector<double> host_step(plan.ops.size(), 0.0);
+  for (size_t k = 0; k < n_split; ++k) host_step[splittable_[k]] = cost_at(k, h[k]).host_step_bytes;
+  // Patch operator k of `ops` to `units` host units (the fields the replay and the budget read).
+  std::vector<PlanOp>& ops = plan.ops;
+  const auto patch = [&](size_t k, int64_t units) {
+    PlanOp& o = ops[splittable_[k]];
+    const OpCost& c = cost_at(k, units);
+    o.host_units = units;
+    o.host_bytes = v.curves[k].host_bytes[size_t(units)];
+    o.path = c.path;
+    o.predicted_time_s = c.time_s, o.compute_s = c.compute_s, o.hbm_s = c.hbm_s, o.host_s = c.host_s;
+    o.overhead_s = c.overhead_s;
+    host_step[splittable_[k]] = c.host_step_bytes;
+  };
+  int64_t host_total = plan.totals.host_bytes;
+  const int64_t host_least = host_total;
+  const auto fits = [&](int64_t host) {
+    int64_t largest = 0;
+    for (const PlanOp& o : ops)
+      if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
+    return host >= host_least && host <= profile_.pinnable_host_bytes &&
+           cap.total_bytes - host + kStagingRingSlots * largest <= cap.hbm_budget_bytes;
+  };
+  double best_t = plan.predicted_tpot_s;
+  bool moved = false;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<size_t> src;
+    for (size_t k = 0; k < n_split; ++k)
+      if (h[k] > 0) src.push_back(k);
+    std::stable_sort(src.begin(), src.end(), [&](size_t a, size_t b) {
+      return v.curves[a].host_bytes[size_t(h[a])] > v.curves[b].host_bytes[size_t(h[b])];
+    });
+    if (src.size() > size_t(kSources)) src.resize(size_t(kSources));
+    double round_t = best_t * (1.0 - 1e-3);
+    std::optional<std::pair<std::pair<size_t, int64_t>, std::pair<size_t, int64_t>>> round_move;
+    for (size_t a : src) {
+      const AllocCurve& ca = v.curves[a];
+      const int64_t have = ca.host_bytes[size_t(h[a])];
+      for (int64_t part : {4, 16}) {
+        int64_t ha = h[a];
+        while (ha > 0 && have - ca.host_bytes[size_t(ha)] < have / part) --ha;
+        const int64_t taken = have - ca.host_bytes[size_t(ha)];
+        if (taken <= 0) continue;
+        for (size_t b = 0; b < n_split; ++b) {
+          if (b == a) continue;
+          const AllocCurve& cb = v.curves[b];
+          const int64_t base = cb.host_bytes[size_t(h[b])];
+          int64_t hb = h[b];
+          while (hb + 1 < int64_t(cb.host_bytes.size()) && cb.host_bytes[size_t(hb)] - base < taken) ++hb;
+          const int64_t given = cb.host_bytes[size_t(hb)] - base;
+          if (given < taken) continue;
+          const int64_t a0 = h[a], b0 = h[b];
+          patch(a, ha), patch(b, hb);
+          const int64_t host = host_total - taken + given;
+          if (fits(host)) {
+            const double t = prefetch_pipeline_s(ops, host_step);
+            if (t < round_t) round_t = t, round_move = {{a, ha}, {b, hb}};
+          }
+          patch(a, a0), patch(b, b0);
+        }
+      }
+    }
+    if (!round_move) break;
+    const auto [ma, mb] = *round_move;
+    host_total += v.curves[ma.first].host_bytes[size_t(ma.second)] - v.curves[ma.first].host_bytes[size_t(h[ma.first])];
+    host_total += v.curves[mb.first].host_bytes[size_t(mb.second)] - v.curves[mb.first].host_bytes[size_t(h[mb.first])];
+    patch(ma.first, ma.second), patch(mb.first, mb.second);
+    h[ma.first] = ma.second, h[mb.first] = mb.second;
+    best_t = round_t;
+    moved = true;
+  }
+  if (!moved) return plan;
+  Plan refined = assemble(evaluate_allocation(v.curves, h), v.mode, allocator, ratio);
+  return refined.predicted_tpot_s < plan.predicted_tpot_s && refined.totals.hbm_bytes <= cap.hbm_budget_bytes
+             ? refined
+             : plan;
 }
 
 std::optional<Plan> Planner::fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode,

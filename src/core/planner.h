@@ -99,6 +99,10 @@ class Planner {
   /// stays in HBM (the host share grown geometrically, then bisected down to the least that fits,
   /// within 1 MiB); nullopt when it cannot (a forced ratio, nothing left to move, the pinnable
   /// limit, or 16 rounds of growth).
+  /// `plan` (an auto plan of variant `v` with staged linears) with host bytes moved between
+  /// operators while the copy-pipeline replay predicts a shorter step (a local search; the host total
+  /// stays at least the plan's, the ring inside the budget); `plan` itself when no move helps.
+  Plan refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio) const;
   std::optional<Plan> fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode, AllocatorKind allocator,
                                        std::optional<double> ratio, int64_t required) const;
   /// Step time (seconds) of `ops` (a plan with staged linears, in graph order) as the engine's
