@@ -22,7 +22,8 @@
 //
 // with F the HBM-only weight bytes (norms, biases), A the activation bytes, k the operator's kernel
 // count, t_step the profile's step_kernel_overhead_us (a kernel of the decode step's dependent
-// chain), t_launch its kernel_overhead_us (the staged path's copy node, off that chain), η the
+// chain; the Planner passes a profile whose value is tiered_step_kernel_overhead_us for decode steps
+// of at most kTieredDecodeMaxTokens, HardwareProfile::for_step), t_launch its kernel_overhead_us (the staged path's copy node, off that chain), η the
 // profile's linear_hbm_fraction for linear layers (1 for the other operators). Compute: I work
 // items (tile rows × N tiles for a linear, sequences × kv heads for attention), t_item = FLOPs per
 // item / r, r the per-SM bf16 rate of the profile's shape class (tokens N; attention with

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <map>
 
 #include "core/byte_size.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/tiered_gemm_schedule.h"
 
@@ -226,7 +226,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   }
   // The greedy's plan, refined on the copy pipeline (--allocator uniform is a baseline: kept as it is).
   if (best && best->totals.staged_host_bytes > 0 && allocator == AllocatorKind::kGreedy &&
-      !std::getenv("DAK_PLAN_NO_REFINE"))
+      !env_flag("DAK_PLAN_NO_REFINE", false))
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio);
   if (!best) {
     std::vector<Candidate> all;

@@ -12,12 +12,12 @@
 //      when the budget binds). The fastest variant becomes the plan.
 //   6. predicted step time = max(Σ T_i, link floor), where the link floor is
 //      (direct + staged host step bytes) / shared-link rate when a step uses both paths: the
-//      link delivers about 53 GB/s to both together, not the sum (DESIGN.md §1). Operators run
-//      one after another and a staged operator's copy runs in its own window, so the floor only
-//      bites where mixing would otherwise promise more than the link can carry. A plan with staged
-//      operators (auto or prefetch) takes the length of the engine's copy pipeline instead of Σ T_i
-//      (prefetch_pipeline_s: copies up to two linears ahead through three slots, overlapped with the
-//      kernels), again at least the link floor.
+//      link delivers about 53 GB/s to both together, not the sum (DESIGN.md §1). A plan with staged
+//      operators (auto or prefetch) takes the length of the engine's copy pipeline instead
+//      (prefetch_pipeline_s: copies up to three linears ahead through three slots, overlapped with
+//      the kernels, the copies and the direct reads sharing the link: a fluid simulation). A greedy
+//      auto plan with staged operators is then refined on that replay (refine_pipeline: host bytes
+//      moved between operators while the predicted step shortens).
 //   7. single-path modes (PlanRequest::single_path: --offload direct / prefetch / zero-copy): the
 //      direct allocation of step 4, every operator priced on that one path; prefetch's step is
 //      the length of its copy pipeline (prefetch_pipeline_s), zero-copy's the sum of its

@@ -3,6 +3,7 @@
 // the staged path is taken where the link dominates, impossible budgets are refused.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <random>
 
@@ -440,23 +441,53 @@ TEST(Planner, CopyPipelineSharesTheHostLinkWithDirectReads) {
 
 TEST(Planner, PredictionsStayNearWhatTheH200Measured) {
   // Calibration against measured TPOT (dak bench on the H200, random weights, prompt 32, gen 8,
-  // --offload auto, medians of 5; docs/results/2026-12-04/session21/call5): the bound is 10 %,
-  // this test holds the model to 5 % so that drift shows before the bound is at risk.
+  // --offload auto, medians of 5; docs/results/2026-12-04/session21/call5, and session22/call4 for
+  // the placements the refinement changed): the bound is 10 %, this test holds the model to
+  // 5 % so that drift shows before the bound is at risk.
   struct Point {
     const char* model;
     int64_t batch;
     double ratio, measured_ms;
   };
   for (const Point& pt : {Point{"llama-2-7b", 8, 0.0, 3.823}, Point{"llama-2-7b", 8, 0.1, 20.865},
-                          Point{"llama-2-7b", 512, 0.0, 16.214}, Point{"llama-2-7b", 512, 0.1, 41.212},
+                          Point{"llama-2-7b", 512, 0.0, 16.214}, Point{"llama-2-7b", 512, 0.1, 39.744},
                           Point{"llama-2-7b", 512, 0.6, 262.346}, Point{"opt-6.7b", 8, 0.3, 73.149},
-                          Point{"opt-6.7b", 512, 0.1, 44.296}}) {
+                          Point{"opt-6.7b", 512, 0.1, 43.713}, Point{"opt-30b", 512, 0.1, 159.317}}) {
     PlanRequest r = request(pt.batch, std::nullopt);
     r.shape.gen_len = 8;
     r.offload_ratio = pt.ratio;
     const Plan p = make_plan(locate_model_config(pt.model).config, h200(), r);
     EXPECT_NEAR(pt.measured_ms / (p.predicted_tpot_s * 1e3), 1.0, 0.05)
         << pt.model << " batch " << pt.batch << " at " << pt.ratio << ": predicted " << p.predicted_tpot_s * 1e3;
+  }
+}
+
+TEST(Planner, AutoPlansAreRefinedOnTheCopyPipeline) {
+  // The greedy minimises the sum of operator times; the refinement moves host bytes between
+  // operators while the copy-pipeline replay predicts a shorter step (Llama-2-7B batch 512 at 10 %:
+  // the greedy's plan ran 41.1 ms on the H200, the refined one 39.9; docs/perf-notes.md, session 22).
+  const ModelConfig cfg = locate_model_config("llama-2-7b").config;
+  for (std::optional<int64_t> budget : {std::optional<int64_t>(), std::optional<int64_t>(20 * kGiB)}) {
+    PlanRequest r = request(512, budget);
+    r.shape.gen_len = 8;
+    if (!budget) r.offload_ratio = 0.1;
+    ASSERT_EQ(setenv("DAK_PLAN_NO_REFINE", "1", 1), 0);
+    const Plan greedy = make_plan(cfg, h200(), r);
+    ASSERT_EQ(unsetenv("DAK_PLAN_NO_REFINE"), 0);
+    const Plan refined = make_plan(cfg, h200(), r);
+    ASSERT_GT(greedy.totals.staged_host_bytes, 0);
+    if (budget)  // it may find nothing to gain, never something slower
+      EXPECT_LE(refined.predicted_tpot_s, greedy.predicted_tpot_s);
+    else
+      EXPECT_LT(refined.predicted_tpot_s, greedy.predicted_tpot_s * 0.97);  // 41.26 -> 39.77 ms
+    EXPECT_GE(refined.totals.host_bytes, greedy.totals.host_bytes);  // the ratio / the budget stays met
+    EXPECT_LE(refined.totals.hbm_bytes, refined.capacity.hbm_budget_bytes);
+    EXPECT_DOUBLE_EQ(refined.predicted_tpot_s, refined.totals.prefetch_pipeline_s);
+    // The plan is a placement like any other: every operator's host units within its range.
+    for (const PlanOp& o : refined.ops) {
+      EXPECT_GE(o.host_units, 0) << o.name;
+      EXPECT_LE(o.host_rows, o.split_rows) << o.name;
+    }
   }
 }
 
