@@ -309,6 +309,23 @@ int64_t TensorInfo::num_elements() const {
 
 Checkpoint::~Checkpoint() = default;
 
+std::optional<fs::path> sole_gguf_in(const fs::path& dir, const std::string& lacking) {
+  std::error_code ec;
+  std::vector<fs::path> ggufs;
+  for (const auto& ent : fs::directory_iterator(dir, ec)) {
+    if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
+  }
+  if (ec) throw path_error(dir.string(), ec);
+  if (ggufs.empty()) return std::nullopt;
+  if (ggufs.size() == 1) return ggufs[0];
+  std::sort(ggufs.begin(), ggufs.end());
+  std::string names;
+  for (size_t i = 0; i < ggufs.size() && i < 4; ++i) names += (i ? ", " : "") + ggufs[i].filename().string();
+  if (ggufs.size() > 4) names += fmt::format(" and {} more", ggufs.size() - 4);
+  fail(fmt::format("folder has {} .gguf files ({}) and {}", ggufs.size(), names, lacking), dir.string(),
+       fmt::format("pass one of them, e.g. {}", ggufs[0].string()));
+}
+
 std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   std::error_code ec;
   const fs::file_type type = examine(path);
@@ -321,22 +338,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       return std::make_unique<SafetensorsCheckpoint>(
           path, path, std::vector<fs::path>{path / "model.safetensors"}, nullptr);
     }
-    std::vector<fs::path> ggufs;
-    for (const auto& ent : fs::directory_iterator(path, ec)) {
-      if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
-    }
-    // A folder this user may not list may hold a .gguf: say so, not "folder has no ... .gguf".
-    if (ec) throw path_error(path.string(), ec);
-    if (ggufs.size() == 1) return std::make_unique<GgufCheckpoint>(ggufs[0]);
-    if (ggufs.empty()) {
-      fail("folder has no model.safetensors, model.safetensors.index.json or .gguf", path.string(), kFixOpen);
-    }
-    std::sort(ggufs.begin(), ggufs.end());
-    std::string names;
-    for (size_t i = 0; i < ggufs.size() && i < 4; ++i) names += (i ? ", " : "") + ggufs[i].filename().string();
-    if (ggufs.size() > 4) names += fmt::format(" and {} more", ggufs.size() - 4);
-    fail(fmt::format("folder has {} .gguf files ({}) and no safetensors weights", ggufs.size(), names), path.string(),
-         fmt::format("pass one of them, e.g. {}", ggufs[0].string()));
+    // A folder this user may not list may hold a .gguf: sole_gguf_in says so, not "folder has no ... .gguf".
+    if (std::optional<fs::path> gguf = sole_gguf_in(path, "no safetensors weights"))
+      return std::make_unique<GgufCheckpoint>(*gguf);
+    fail("folder has no model.safetensors, model.safetensors.index.json or .gguf", path.string(), kFixOpen);
   }
   if (type != fs::file_type::regular) {
     fail("not a regular file (a device, FIFO or socket?)", path.string(), kFixOpen);

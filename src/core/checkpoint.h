@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +72,11 @@ class Checkpoint {
   std::filesystem::path path_;
   std::vector<TensorInfo> tensors_;
 };
+
+/// The one .gguf file directly inside folder `dir`, nullopt when there is none. Throws dak::Error
+/// when there are several, naming them (which one is meant is the user's choice; `lacking` ends the
+/// message, e.g. "no safetensors weights"), and path_error when `dir` cannot be listed.
+std::optional<std::filesystem::path> sole_gguf_in(const std::filesystem::path& dir, const std::string& lacking);
 
 /// When `path` is a model folder with safetensors weights (model.safetensors, or the shards of
 /// model.safetensors.index.json), which Checkpoint::open uses, and .gguf files beside them, which

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/gguf.h"
 #include "core/gguf_config.h"
@@ -40,19 +41,7 @@ std::optional<fs::path> sole_gguf_of(const fs::path& dir) {
   if (fs::exists(dir / "model.safetensors", ec) || fs::exists(dir / "model.safetensors.index.json", ec)) {
     return std::nullopt;
   }
-  std::vector<fs::path> ggufs;
-  for (const auto& ent : fs::directory_iterator(dir, ec)) {
-    if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
-  }
-  if (ec) throw path_error(dir.string(), ec);
-  if (ggufs.empty()) return std::nullopt;
-  if (ggufs.size() == 1) return ggufs[0];
-  std::sort(ggufs.begin(), ggufs.end());
-  std::string names;
-  for (size_t i = 0; i < ggufs.size() && i < 4; ++i) names += (i ? ", " : "") + ggufs[i].filename().string();
-  if (ggufs.size() > 4) names += fmt::format(" and {} more", ggufs.size() - 4);
-  fail(fmt::format("folder has {} .gguf files ({}) and no config.json", ggufs.size(), names), dir.string(),
-       fmt::format("pass one of them, e.g. {}", ggufs[0].string()));
+  return sole_gguf_in(dir, "no config.json");
 }
 
 }  // namespace
