@@ -536,7 +536,9 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
       fail(fmt::format("'{}' is a folder, not a file name", path), flag,
            "give the path of a new file, e.g. " + (fs::path(path) / "bench.json").string());
     }
-    if (fs::exists(fs::path(path), ec)) {
+    // symlink_status: a link counts as existing even when it dangles (writing through it would
+    // create or truncate its target, which may be the other report: a session-22 trial finding).
+    if (fs::exists(fs::symlink_status(fs::path(path), ec))) {
       fail(fmt::format("'{}' already exists", path), flag,
            "give a new file name or remove the old one (dak does not overwrite files)");
     }

@@ -87,7 +87,7 @@ void add_perplexity_command(CLI::App& app) {
       }
       text = read_capped(STDIN_FILENO, "standard input", source,
                          "pipe a UTF-8 text into dak (e.g. dak perplexity --file - < text.txt), or pass a file to --file",
-                         "pipe a part of the text, e.g. its first lines: ... | head -n 100000 | dak perplexity --file -");
+                         "pipe a part of the text, e.g. its first 32 MiB (iconv -c drops a character cut at the end): ... | head -c 32M | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -");
     } else {
       namespace fs = std::filesystem;
       std::error_code ec;
@@ -106,7 +106,7 @@ void add_perplexity_command(CLI::App& app) {
                            : "check the path passed to --file");
       }
       const std::string part_fix = fmt::format(
-          "score a part of it, e.g. its first lines: head -n 100000 {} | dak perplexity --file - (or split it with "
+          "score a part of it, e.g. its first 32 MiB (iconv -c drops a character cut at the end): head -c 32M {} | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - (or split it with "
           "split -C 32M and score each part)",
           shell_word(a->file));
       struct stat fst {};

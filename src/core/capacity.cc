@@ -44,6 +44,13 @@ Capacity compute_capacity(const OpGraph& graph, int64_t hbm_budget_bytes) {
 void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding, const HardwareProfile& profile) {
   const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
   const int64_t fixed = cap.total_bytes - movable;
+  // A size the user is told to give "at least": rounded up in the unit it is printed in (0.01 GiB), so
+  // that passing it back works (format_bytes rounds to nearest: 55.655 GiB read "55.66" and failed).
+  const auto at_least = [](int64_t bytes) {
+    const bool gib = bytes >= (int64_t(1) << 30);
+    return fmt::format("{:.2f} {}", std::ceil(double(bytes) / (gib ? 1073741824.0 : 1048576.0) * 100.0) / 100.0,
+                       gib ? "GiB" : "MiB");
+  };
   if (budget_binding && fixed > cap.hbm_budget_bytes)
     fail(fmt::format("an HBM budget of {} cannot hold what must stay on the GPU: {} of norms, biases and "
                      "activations (workspace {})",
@@ -53,6 +60,18 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
          std::string(cap.hbm_budget_bytes < (int64_t(1) << 20) ? "a size without a unit counts bytes: write e.g. 20GiB; "
                                                                : "") +
              "raise --gpu-memory, or lower --batch / --prompt-len");
+  // A shape larger than the GPU's free HBM and the pinnable host memory together fits no plan: say
+  // so first, rather than a budget or a ratio that cannot help (a session-22 trial followed such fixes).
+  const int64_t hbm_most = profile.hbm_free_after_context_bytes;
+  if (cap.total_bytes - std::min(movable, profile.pinnable_host_bytes) > hbm_most)
+    fail(fmt::format("model + KV + workspace {} fit no plan on '{}': at most {} can move to the host (the weights and KV "
+                     "cache, up to the {} the profile can pin) and the GPU has {} free",
+                     format_bytes(double(cap.total_bytes)), profile.name,
+                     format_bytes(double(std::min(movable, profile.pinnable_host_bytes))),
+                     format_bytes(double(profile.pinnable_host_bytes)), format_bytes(double(hbm_most))),
+         "--batch / --prompt-len / --gen-len",
+         "lower --batch, --prompt-len or --gen-len (the KV cache grows with their product), or use a profile whose "
+         "host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N`)");
   if (!budget_binding && cap.total_bytes - host_bytes > cap.hbm_budget_bytes) {
     // A forced offload ratio: what it leaves in HBM must still fit the budget.
     const int64_t movable_min = std::max<int64_t>(0, cap.total_bytes - cap.hbm_budget_bytes);
@@ -64,7 +83,7 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
          movable <= 0 || movable_min > movable
              ? fmt::format("raise --gpu-memory to at least {} at this ratio ({} with --offload-ratio 1: what cannot "
                            "move to the host), or lower --batch / --prompt-len / --gen-len",
-                           format_bytes(double(cap.total_bytes - host_bytes)), format_bytes(double(fixed)))
+                           at_least(cap.total_bytes - host_bytes), at_least(fixed))
              : fmt::format("force at least {:.4f} (or drop --offload-ratio and let the budget decide), raise "
                            "--gpu-memory, or lower --batch / --prompt-len / --gen-len",
                            std::ceil(double(movable_min) / double(movable) * 1e4) / 1e4));

@@ -547,7 +547,7 @@ std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens
   const int cores = cores_for(threads);
   return fmt::format("scoring {} tokens on the CPU reference path will take about {} or more ({} window{} of up to "
                      "{} tokens x {} layers, estimated for {} core{}); run it on a GPU (--device cuda), or score a "
-                     "shorter text (e.g. its first lines: head -n 100 FILE | dak perplexity --file -)",
+                     "shorter text (e.g. its first 4 KiB: head -c 4K FILE | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -)",
                      tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),
                      config.num_layers, cores, cores == 1 ? "" : "s");
 }

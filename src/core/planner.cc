@@ -109,12 +109,13 @@ OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
   // after the session-6 fix of out-of-bounds TMA boxes; 3.6-15 GB/s of host reads before it), and
   // end to end the staged plan won (Llama-2-7B batch 512 at 10 %: 43.49 ms vs 46.20 ms direct,
   // whose prediction was 40.65; docs/micro-experiments.md section 3, docs/results.md).
-  if (request_.allow_staged && !request_.single_path && op.kind == OpKind::kLinear && host_units > 0 &&
-      op.n > 64) {  // the 128-row tiles of choose_tiered_gemm_tile
+  if (request_.allow_staged && !request_.single_path && mode != PathMode::kDirectOnly &&
+      op.kind == OpKind::kLinear && host_units > 0 && op.n > 64) {  // the 128-row tiles of choose_tiered_gemm_tile
     mode = PathMode::kStaged;
   }
   switch (mode) {
     case PathMode::kDirect:
+    case PathMode::kDirectOnly:
       return cost_.cost(op, host_units, DataPath::kDirect);
     case PathMode::kStaged:
       return cost_.cost(op, host_units, DataPath::kStaged);
@@ -227,8 +228,15 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // The greedy's plan, refined on the copy pipeline (--allocator uniform is a baseline: kept as it is).
   if (best && best->totals.staged_host_bytes > 0 && allocator == AllocatorKind::kGreedy &&
       !env_flag("DAK_PLAN_NO_REFINE", false))
-    best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio);
+    best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
   if (!best) {
+    // No variant's ring fits: every host byte direct, as --offload direct would plan it (a trial
+    // found shapes that direct planned and auto refused, e.g. Qwen2-7B batch 128 at 4 GiB). A
+    // forced ratio that direct cannot meet either is refused, naming the ring as before.
+    const Variant direct_only = build_variant(PathMode::kDirectOnly);
+    Plan p = assemble(run_allocator(allocator, direct_only.curves, required), PathMode::kDirectOnly, allocator,
+                      offload_ratio);
+    if (p.totals.hbm_bytes <= cap.hbm_budget_bytes) return p;
     std::vector<Candidate> all;
     for (const Variant& v : variants_) all.emplace_back(&v.curves, v.mode);
     ring_does_not_fit(all, "--offload auto", "use --offload direct (no ring)");
@@ -236,7 +244,8 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   return std::move(*best);
 }
 
-Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio) const {
+Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio,
+                              int64_t required) const {
   // The allocators minimise the sum of per-operator times; a plan with staged linears runs as a
   // copy pipeline whose length that sum does not see: where attention reads host KV at the link
   // rate the copy engine idles, where the GEMMs outlast their copies the link does (Llama-2-7B batch
@@ -244,8 +253,9 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
   // the floor; docs/perf-notes.md, session 22). A local search on the replay: take a quarter or a
   // sixteenth of the host bytes of one of the four operators holding the most, give them to another
   // operator, keep the best such move while it shortens the predicted step by 0.1 %, and stop after
-  // kRounds rounds. The host total never drops below the allocator's (the budget or the forced ratio
-  // stays met), the ring (kStagingRingSlots slots of the largest staged part) stays inside the budget.
+  // kRounds rounds; bytes may also go back to HBM where a smaller ring leaves room (a budget-bound
+  // plan's ring had pushed them out). The host keeps at least `required` (the budget or the forced
+  // ratio stays met), the ring (kStagingRingSlots slots of the largest staged part) inside the budget.
   constexpr int kRounds = 24;
   constexpr int kSources = 4;
   const Capacity& cap = capacity_;
@@ -274,7 +284,7 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
     host_step[splittable_[k]] = c.host_step_bytes;
   };
   int64_t host_total = plan.totals.host_bytes;
-  const int64_t host_least = host_total;
+  const int64_t host_least = required;  // the forced ratio's bytes, or what the budget forces
   const auto fits = [&](int64_t host) {
     int64_t largest = 0;
     for (const PlanOp& o : ops)
@@ -302,6 +312,16 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
         while (ha > 0 && have - ca.host_bytes[size_t(ha)] < have / part) --ha;
         const int64_t taken = have - ca.host_bytes[size_t(ha)];
         if (taken <= 0) continue;
+        // Back to HBM (where a smaller ring leaves room: the host keeps at least `required`).
+        if (host_total - taken >= host_least) {
+          const int64_t a0 = h[a];
+          patch(a, ha);
+          if (fits(host_total - taken)) {
+            const double t = prefetch_pipeline_s(ops, host_step);
+            if (t < round_t) round_t = t, round_move = {{a, ha}, {a, ha}};
+          }
+          patch(a, a0);
+        }
         for (size_t b = 0; b < n_split; ++b) {
           if (b == a) continue;
           const AllocCurve& cb = v.curves[b];
@@ -322,11 +342,15 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
       }
     }
     if (!round_move) break;
-    const auto [ma, mb] = *round_move;
+    const auto [ma, mb] = *round_move;  // mb == ma: bytes back to HBM
     host_total += v.curves[ma.first].host_bytes[size_t(ma.second)] - v.curves[ma.first].host_bytes[size_t(h[ma.first])];
-    host_total += v.curves[mb.first].host_bytes[size_t(mb.second)] - v.curves[mb.first].host_bytes[size_t(h[mb.first])];
-    patch(ma.first, ma.second), patch(mb.first, mb.second);
-    h[ma.first] = ma.second, h[mb.first] = mb.second;
+    patch(ma.first, ma.second);
+    h[ma.first] = ma.second;
+    if (mb.first != ma.first) {
+      host_total += v.curves[mb.first].host_bytes[size_t(mb.second)] - v.curves[mb.first].host_bytes[size_t(h[mb.first])];
+      patch(mb.first, mb.second);
+      h[mb.first] = mb.second;
+    }
     best_t = round_t;
     moved = true;
   }

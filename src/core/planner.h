@@ -86,7 +86,9 @@ class Planner {
   const CostModel& cost_model() const { return cost_; }
 
  private:
-  enum class PathMode : uint8_t { kDirect, kStaged, kCheaper, kZeroCopy };
+  // kDirectOnly: every host byte direct, the compute-path linears too (auto's fallback when no
+  // variant's staging ring fits the budget).
+  enum class PathMode : uint8_t { kDirect, kStaged, kCheaper, kZeroCopy, kDirectOnly };
   struct Variant {
     PathMode mode = PathMode::kDirect;
     std::vector<AllocCurve> curves;  // one per splittable op, in op order
@@ -100,9 +102,11 @@ class Planner {
   /// within 1 MiB); nullopt when it cannot (a forced ratio, nothing left to move, the pinnable
   /// limit, or 16 rounds of growth).
   /// `plan` (an auto plan of variant `v` with staged linears) with host bytes moved between
-  /// operators while the copy-pipeline replay predicts a shorter step (a local search; the host total
-  /// stays at least the plan's, the ring inside the budget); `plan` itself when no move helps.
-  Plan refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio) const;
+  /// operators, or back to HBM, while the copy-pipeline replay predicts a shorter step (a local
+  /// search; the host keeps at least `required` bytes, the ring stays inside the budget); `plan`
+  /// itself when no move helps.
+  Plan refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio,
+                       int64_t required) const;
   std::optional<Plan> fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode, AllocatorKind allocator,
                                        std::optional<double> ratio, int64_t required) const;
   /// Step time (seconds) of `ops` (a plan with staged linears, in graph order) as the engine's

@@ -53,7 +53,8 @@ TEST(CliTextIo, PerplexityRefusesTextOverItsCapAndStopsReadingThere) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("dak: error: standard input holds more than 64.00 MiB of text, the most dak perplexity "
                           "reads\n  where: standard input (--file -)\n  fix:   pipe a part of the text, e.g. its first "
-                          "lines: ... | head -n 100000 | dak perplexity --file -"),
+                          "32 MiB (iconv -c drops a character cut at the end): ... | head -c 32M | iconv -c -f UTF-8 "
+                          "-t UTF-8 | dak perplexity --file -"),
             std::string::npos)
       << r.output;
   // Exactly the cap is read (the next error is the tiny model's missing tokenizer); one byte more is not.
@@ -74,8 +75,9 @@ TEST(CliTextIo, PerplexityRefusesTextOverItsCapAndStopsReadingThere) {
   r = run_dak("perplexity --device cpu --model " + kTiny + " --file " + big.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("dak: error: the text file is 65.00 MiB, more than the 64.00 MiB dak perplexity reads\n"
-                          "  where: " + big.string() + "\n  fix:   score a part of it, e.g. its first lines: head -n "
-                          "100000 " + big.string() + " | dak perplexity --file -"),
+                          "  where: " + big.string() + "\n  fix:   score a part of it, e.g. its first 32 MiB (iconv -c "
+                          "drops a character cut at the end): head -c 32M " + big.string() +
+                          " | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -"),
             std::string::npos)
       << r.output;
   fs::remove_all(dir);

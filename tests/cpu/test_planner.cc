@@ -491,5 +491,39 @@ TEST(Planner, AutoPlansAreRefinedOnTheCopyPipeline) {
   }
 }
 
+TEST(Planner, AutoFallsBackToDirectWhereNoRingFits) {
+  // Every auto variant stages the compute-path linears and needs its ring in HBM; where none fits, the
+  // plan is the direct one --offload direct would make, not a refusal (session-22 trial: Qwen2-7B
+  // batch 128, prompt 512, gen 128 at 4 GiB was refused by auto and planned by direct).
+  const ModelConfig cfg = locate_model_config("qwen2-7b").config;
+  PlanRequest r = request(128, 4 * kGiB);
+  r.shape.prompt_len = 512;
+  r.shape.gen_len = 128;
+  const Plan p = make_plan(cfg, h200(), r);
+  EXPECT_EQ(p.totals.staged_host_bytes, 0);
+  EXPECT_EQ(p.totals.staging_ring_bytes, 0);
+  EXPECT_LE(p.totals.hbm_bytes, 4 * kGiB);
+  EXPECT_GE(p.totals.host_bytes, p.capacity.required_host_bytes);
+  r.single_path = DataPath::kDirect;
+  EXPECT_DOUBLE_EQ(make_plan(cfg, h200(), r).predicted_tpot_s, p.predicted_tpot_s);
+}
+
+TEST(Planner, RefinementGivesBackWhatTheRingPushedOut) {
+  // Under a binding budget the ring (3 slots of the largest staged part) pushes bytes to the host;
+  // the refinement may move them back where a smaller ring leaves room (session-22 trial: Qwen2-7B
+  // batch 512 at 8 GiB used 7.21 GiB with 13.76 GiB on the host).
+  const ModelConfig cfg = locate_model_config("qwen2-7b").config;
+  PlanRequest r = request(512, 8 * kGiB);
+  r.shape.prompt_len = 128;
+  ASSERT_EQ(setenv("DAK_PLAN_NO_REFINE", "1", 1), 0);
+  const Plan greedy = make_plan(cfg, h200(), r);
+  ASSERT_EQ(unsetenv("DAK_PLAN_NO_REFINE"), 0);
+  const Plan refined = make_plan(cfg, h200(), r);
+  EXPECT_LT(refined.totals.host_bytes, greedy.totals.host_bytes);
+  EXPECT_LT(refined.predicted_tpot_s, greedy.predicted_tpot_s);
+  EXPECT_GE(refined.totals.host_bytes, refined.capacity.required_host_bytes);
+  EXPECT_LE(refined.totals.hbm_bytes, 8 * kGiB);
+}
+
 }  // namespace
 }  // namespace dak
