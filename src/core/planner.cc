@@ -229,14 +229,20 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   if (best && best->totals.staged_host_bytes > 0 && allocator == AllocatorKind::kGreedy &&
       !env_flag("DAK_PLAN_NO_REFINE", false))
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
+  // No variant's ring fits: every host byte direct, the compute-path linears too, as --offload direct
+  // plans it (the session-22 trial: Qwen2-7B batch 128, prompt 512 at 4 GiB was refused by auto and
+  // planned by direct). Only as a fallback: taking it wherever it is predicted faster picked slower
+  // plans, since the model is optimistic about direct compute-path linears (session 22, call 6:
+  // Llama-2-7B batch 512 at 30 % 133.274 ms direct against 129.430 staged, predicted 128.603 /
+  // 130.088; OPT-30B 488.240 against 485.599, predicted 481.406 / 490.812).
   if (!best) {
-    // No variant's ring fits: every host byte direct, as --offload direct would plan it (a trial
-    // found shapes that direct planned and auto refused, e.g. Qwen2-7B batch 128 at 4 GiB). A
-    // forced ratio that direct cannot meet either is refused, naming the ring as before.
     const Variant direct_only = build_variant(PathMode::kDirectOnly);
     Plan p = assemble(run_allocator(allocator, direct_only.curves, required), PathMode::kDirectOnly, allocator,
                       offload_ratio);
-    if (p.totals.hbm_bytes <= cap.hbm_budget_bytes) return p;
+    if (p.totals.hbm_bytes <= cap.hbm_budget_bytes) best = std::move(p);
+  }
+  if (!best) {
+    // A forced ratio that direct cannot meet either is refused, naming the ring as before.
     std::vector<Candidate> all;
     for (const Variant& v : variants_) all.emplace_back(&v.curves, v.mode);
     ring_does_not_fit(all, "--offload auto", "use --offload direct (no ring)");
