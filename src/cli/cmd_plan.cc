@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include <iostream>
 #include <memory>
@@ -182,8 +184,19 @@ void add_plan_command(CLI::App& app) {
              "--gpu-memory and --verbose do not apply",
              "--sweep-ratios", "drop them, or drop --sweep-ratios for one plan");
       }
+      // A long sweep (up to 1001 ratios, each planned twice) says how far it is on stderr, every 2 s
+      // once it has run for 2 s (a trial waited 2 min on a silent one).
+      const auto t0 = std::chrono::steady_clock::now();
+      auto last = t0;
+      const auto progress = [&](size_t done, size_t total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (done == total || now - t0 < std::chrono::seconds(2) || now - last < std::chrono::seconds(2)) return;
+        last = now;
+        std::fprintf(stderr, "dak plan: %zu of %zu ratios planned (%.0f s)\n", done, total,
+                     std::chrono::duration<double>(now - t0).count());
+      };
       const std::vector<RatioSweepRow> rows =
-          sweep_offload_ratio(model.config, profile, req, parse_ratio_list(a->sweep));
+          sweep_offload_ratio(model.config, profile, req, parse_ratio_list(a->sweep), progress);
       // A prefill step is the prefill time (the TTFT), not a TPOT: its columns and keys say so.
       const bool prefill = req.shape.phase == Phase::kPrefill;
       if (a->output == "json") {

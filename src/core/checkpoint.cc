@@ -313,7 +313,8 @@ std::optional<fs::path> sole_gguf_in(const fs::path& dir, const std::string& lac
   std::error_code ec;
   std::vector<fs::path> ggufs;
   for (const auto& ent : fs::directory_iterator(dir, ec)) {
-    if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
+    std::error_code fe;  // a folder named x.gguf or a dangling link is not a candidate (a trial finding)
+    if (ent.path().extension() == ".gguf" && ent.is_regular_file(fe)) ggufs.push_back(ent.path());
   }
   if (ec) throw path_error(dir.string(), ec);
   if (ggufs.empty()) return std::nullopt;

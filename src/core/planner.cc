@@ -618,7 +618,8 @@ Plan make_plan(const ModelConfig& config, const HardwareProfile& profile, const 
 }
 
 std::vector<RatioSweepRow> sweep_offload_ratio(const ModelConfig& config, const HardwareProfile& profile,
-                                               const PlanRequest& request, const std::vector<double>& ratios) {
+                                               const PlanRequest& request, const std::vector<double>& ratios,
+                                               const std::function<void(size_t, size_t)>& progress) {
   Planner planner(config, profile, request);
   std::vector<RatioSweepRow> rows;
   for (double r : ratios) {
@@ -632,6 +633,7 @@ std::vector<RatioSweepRow> sweep_offload_ratio(const ModelConfig& config, const 
       row.refused = e.what_part();
     }
     rows.push_back(row);
+    if (progress) progress(rows.size(), ratios.size());
   }
   return rows;
 }

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -138,7 +139,9 @@ struct RatioSweepRow {
 
 /// Plans `request` at each ratio with both allocators; a ratio the planner refuses (e.g. more host
 /// bytes than the profile can pin) becomes a row with `refused` set instead of ending the sweep.
+/// `progress` (optional) is called after each ratio with (ratios done, ratios in all).
 std::vector<RatioSweepRow> sweep_offload_ratio(const ModelConfig& config, const HardwareProfile& profile,
-                                               const PlanRequest& request, const std::vector<double>& ratios);
+                                               const PlanRequest& request, const std::vector<double>& ratios,
+                                               const std::function<void(size_t, size_t)>& progress = {});
 
 }  // namespace dak

@@ -202,6 +202,18 @@ TEST(CheckpointGguf, OpensFolderWithOneGguf) {
   EXPECT_EQ(ck->path().string(), (dir / "m.gguf").string());
 }
 
+TEST(CheckpointGguf, OnlyFilesCountAsTheFoldersGguf) {
+  // A folder named x.gguf and a dangling x.gguf link are not GGUF files (a session-22 trial finding):
+  // next to one real file they do not make it ambiguous, alone they are no model.
+  ScratchDir dir;
+  fs::create_directory(dir / "sub.gguf");
+  fs::create_symlink(dir / "missing", dir / "dangling.gguf");
+  EXPECT_EQ(sole_gguf_in(dir.path(), "no config.json"), std::nullopt);
+  fs::copy_file(tiny_gguf(), dir / "m.gguf");
+  EXPECT_EQ(sole_gguf_in(dir.path(), "no config.json"), dir / "m.gguf");
+  EXPECT_EQ(Checkpoint::open(dir.path())->path().string(), (dir / "m.gguf").string());
+}
+
 TEST(CheckpointGguf, Qwen2KeepsHfRowOrder) {
   // llama.cpp converts qwen2 without LlamaModel.permute (NEOX rope): no rows to undo.
   ScratchDir dir;

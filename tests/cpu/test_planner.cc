@@ -525,5 +525,17 @@ TEST(Planner, RefinementGivesBackWhatTheRingPushedOut) {
   EXPECT_LE(refined.totals.hbm_bytes, 8 * kGiB);
 }
 
+TEST(Planner, RatioSweepReportsItsProgress) {
+  // dak plan --sweep-ratios prints how far a long sweep is from this callback (a trial waited two
+  // minutes on a silent 1001-point sweep): once per ratio, in order, refused ratios included.
+  std::vector<std::pair<size_t, size_t>> calls;
+  const std::vector<double> ratios = {0.0, 0.5, 1.0};
+  const auto rows = sweep_offload_ratio(locate_model_config("llama-2-7b").config, h200(), request(8, std::nullopt),
+                                        ratios, [&](size_t done, size_t total) { calls.emplace_back(done, total); });
+  ASSERT_EQ(rows.size(), ratios.size());
+  ASSERT_EQ(calls.size(), ratios.size());
+  for (size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i], std::make_pair(i + 1, ratios.size()));
+}
+
 }  // namespace
 }  // namespace dak
