@@ -72,38 +72,6 @@ std::string pcre2_message(int code) {
 
 }  // namespace
 
-std::optional<size_t> find_invalid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t min_cp, cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2; min_cp = 0x80; cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3; min_cp = 0x800; cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4; min_cp = 0x10000; cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return std::nullopt;
-}
-
 void check_utf8(std::string_view text, const std::string& what, const std::string& where, const std::string& fix) {
   if (auto bad = find_invalid_utf8(text)) {
     fail(what + " is not valid UTF-8 (byte " + std::to_string(*bad) + ")", where, fix);

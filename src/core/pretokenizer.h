@@ -26,11 +26,9 @@
 #include <utility>
 #include <vector>
 
-namespace dak {
+#include "core/utf8_text.h"  // find_invalid_utf8
 
-/// Byte offset of the first invalid UTF-8 sequence in `s`, or nullopt when `s` is valid
-/// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
-std::optional<size_t> find_invalid_utf8(std::string_view s);
+namespace dak {
 
 /// Throws dak::Error "<what> is not valid UTF-8 (byte N)" (N: offset of the first invalid byte,
 /// from 0) naming `where`, with `fix`, when `text` is not valid UTF-8. Every Tokenizer::encode checks

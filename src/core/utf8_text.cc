@@ -46,6 +46,15 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 
 }  // namespace
 
+std::optional<size_t> find_invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const Part part = part_at(s, i);
+    if (!part.valid) return i;
+    i += part.len;
+  }
+  return std::nullopt;
+}
+
 std::string valid_utf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

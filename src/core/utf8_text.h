@@ -4,10 +4,15 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace dak {
+
+/// Byte offset of the first invalid UTF-8 sequence in `s`, or nullopt when `s` is valid
+/// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
+std::optional<size_t> find_invalid_utf8(std::string_view s);
 
 /// `bytes` with each ill-formed part replaced by U+FFFD (EF BF BD), one per maximal subpart (the
 /// Unicode "substitution of maximal subparts" practice: "\xE4\xB8" -> one U+FFFD, "\xFF\xFF" -> two);
