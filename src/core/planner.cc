@@ -291,6 +291,12 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
   };
   int64_t host_total = plan.totals.host_bytes;
   const int64_t host_least = required;  // the forced ratio's bytes, or what the budget forces
+  // Operator k to `units` host units: the allocation, its host total and the patched operator together.
+  const auto set_units = [&](size_t k, int64_t units) {
+    host_total += v.curves[k].host_bytes[size_t(units)] - v.curves[k].host_bytes[size_t(h[k])];
+    h[k] = units;
+    patch(k, units);
+  };
   const auto fits = [&](int64_t host) {
     int64_t largest = 0;
     for (const PlanOp& o : ops)
@@ -319,14 +325,11 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
         const int64_t taken = have - ca.host_bytes[size_t(ha)];
         if (taken <= 0) continue;
         // Back to HBM (where a smaller ring leaves room: the host keeps at least `required`).
-        if (host_total - taken >= host_least) {
-          const int64_t a0 = h[a];
-          patch(a, ha);
-          if (fits(host_total - taken)) {
-            const double t = prefetch_pipeline_s(ops, host_step);
-            if (t < round_t) round_t = t, round_move = {{a, ha}, {a, ha}};
-          }
-          patch(a, a0);
+        const int64_t a0 = h[a];
+        set_units(a, ha);
+        if (fits(host_total)) {
+          const double t = prefetch_pipeline_s(ops, host_step);
+          if (t < round_t) round_t = t, round_move = {{a, ha}, {a, ha}};
         }
         for (size_t b = 0; b < n_split; ++b) {
           if (b == a) continue;
@@ -336,27 +339,21 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
           while (hb + 1 < int64_t(cb.host_bytes.size()) && cb.host_bytes[size_t(hb)] - base < taken) ++hb;
           const int64_t given = cb.host_bytes[size_t(hb)] - base;
           if (given < taken) continue;
-          const int64_t a0 = h[a], b0 = h[b];
-          patch(a, ha), patch(b, hb);
-          const int64_t host = host_total - taken + given;
-          if (fits(host)) {
+          const int64_t b0 = h[b];
+          set_units(b, hb);
+          if (fits(host_total)) {
             const double t = prefetch_pipeline_s(ops, host_step);
             if (t < round_t) round_t = t, round_move = {{a, ha}, {b, hb}};
           }
-          patch(a, a0), patch(b, b0);
+          set_units(b, b0);
         }
+        set_units(a, a0);
       }
     }
     if (!round_move) break;
     const auto [ma, mb] = *round_move;  // mb == ma: bytes back to HBM
-    host_total += v.curves[ma.first].host_bytes[size_t(ma.second)] - v.curves[ma.first].host_bytes[size_t(h[ma.first])];
-    patch(ma.first, ma.second);
-    h[ma.first] = ma.second;
-    if (mb.first != ma.first) {
-      host_total += v.curves[mb.first].host_bytes[size_t(mb.second)] - v.curves[mb.first].host_bytes[size_t(h[mb.first])];
-      patch(mb.first, mb.second);
-      h[mb.first] = mb.second;
-    }
+    set_units(ma.first, ma.second);
+    set_units(mb.first, mb.second);
     best_t = round_t;
     moved = true;
   }
@@ -517,16 +514,12 @@ double Planner::prefetch_pipeline_s(const std::vector<PlanOp>& ops, const std::v
   const double direct_share = pr.host_sm_read_gbps / (pr.host_sm_read_gbps + pr.host_copy_engine_gbps);
   const size_t slots = size_t(kStagingRingSlots);
 
-  struct Copy {
-    double bytes;
-    size_t op;  // index into ops of the staged linear it feeds
-  };
-  std::vector<Copy> copies;
-  std::vector<size_t> copy_of(ops.size(), SIZE_MAX);
+  std::vector<double> copies;                          // bytes of each copy, in order
+  std::vector<size_t> copy_of(ops.size(), SIZE_MAX);  // per operator: the copy feeding it
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].path == DataPath::kStaged && ops[i].host_bytes > 0) {
       copy_of[i] = copies.size();
-      copies.push_back({host_step_bytes[i], i});
+      copies.push_back(host_step_bytes[i]);
     }
   }
   std::vector<double> copy_end(copies.size(), -1), gemm_end(copies.size(), -1);
@@ -569,7 +562,7 @@ double Planner::prefetch_pipeline_s(const std::vector<PlanOp>& ops, const std::v
     if (cphase == CopyPhase::kIdle && pk < copies.size() && (pk == 0 || copy_end[pk - 1] >= 0) &&
         (pk < slots || gemm_end[pk - slots] >= 0)) {
       cphase = CopyPhase::kMoving;
-      copy_left = copies[pk].bytes;
+      copy_left = copies[pk];
     }
     // Rates until the next event.
     const bool reading = phase == Phase::kRunning && link_left > 0;
@@ -588,11 +581,7 @@ double Planner::prefetch_pipeline_s(const std::vector<PlanOp>& ops, const std::v
     t += dt;
     if (reading) link_left = std::max(0.0, link_left - rc * dt);
     if (moving) copy_left = std::max(0.0, copy_left - rp * dt);
-    // Events.
-    if (phase == Phase::kRunning && link_left <= 0 && reading) {
-      // The direct read is done: the operator ends when its body is too, then pays its overhead.
-      link_left = 0;
-    }
+    // Events. An operator ends once its direct read and its body are done, then its overhead.
     if (phase == Phase::kRunning && link_left <= 0 && t + kEps >= body_end + overhead) {
       if (copy_of[ci] != SIZE_MAX) gemm_end[copy_of[ci]] = t;
       ++ci;
