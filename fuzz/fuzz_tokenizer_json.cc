@@ -2,7 +2,7 @@
 // load_hf_tokenizer_json) on arbitrary bytes, then, when a tokenizer comes out, encode and
 // decode a few fixed strings and the input itself through it. Only dak::Error may escape.
 // dak-fuzz-sources: core/bpe_tokenizer.cc core/pretokenizer.cc core/tokenizer_config.cc
-// dak-fuzz-sources: core/sentencepiece_tokenizer.cc core/gguf.cc
+// dak-fuzz-sources: core/sentencepiece_tokenizer.cc core/gguf.cc core/utf8_text.cc
 // dak-fuzz-libs: pcre2-8 sentencepiece
 #include <cstddef>
 #include <cstdint>
