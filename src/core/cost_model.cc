@@ -115,6 +115,8 @@ OpCost CostModel::finish(OpCost c, int64_t kernels, int64_t copy_nodes) const {
 
 OpCost CostModel::direct(const Op& op, const Work& w, int64_t host_units, bool all_host) const {
   const HardwareProfile& p = profile_;
+  if (op.kind == OpKind::kLinear && op.n > 64 && op.k % 8 == 0 && p.host_loaded_latency_us > 0)
+    return direct_compute_tiles(op, w, host_units);
   // The kernel's multicast cluster for this N and these host rows (core/tiered_gemm_schedule.h);
   // host CTAs in whole clusters.
   int64_t cluster = op.kind == OpKind::kLinear
@@ -146,6 +148,47 @@ OpCost CostModel::direct(const Op& op, const Work& w, int64_t host_units, bool a
     }
   }
   return finish(best, op.kernels);
+}
+
+OpCost CostModel::direct_compute_tiles(const Op& op, const Work& w, int64_t host_units) const {
+  const HardwareProfile& p = profile_;
+  // The launch the engine makes for these rows (gpu_engine.cc, linear()).
+  TieredGemmLinkLimits limits;
+  limits.inflight_cap_bytes = p.host_inflight_cap_bytes;
+  limits.cluster4_ctas = p.cluster4_ctas;
+  limits.max_cluster = int32_t(p.max_multicast_cluster);
+  const TieredGemmSchedule s = plan_tiered_gemm(op.m, op.n, op.k, op.host_rows(host_units), p.sm_count, limits);
+  // One round (a unit per CTA: a bm x bn output tile over K / S) in 128 x 128 k-blocks of the
+  // kernel's fitted cost, each 2 * 128 * 128 * 64 FLOPs at this N's per-SM rate; a launch in
+  // multicast clusters runs its rounds multicast_round_factor slower (its CTAs wait for each other).
+  const double r_sm = p.tensor_tflops_for(op.n) * 1e12 / double(p.sm_count);
+  const double t_round = tiered_gemm_round_cost(op.k, s.tile, s.k_splits) * (2.0 * 128 * 128 * 64 / r_sm) *
+                         (s.cluster > 1 ? p.multicast_round_factor : 1.0);
+  // Never below the all-HBM operator's compute (cost(op, 0)): host rows do not make it faster.
+  const double t_all = ceil_div(w.items_host + w.items_hbm, double(p.sm_count)) * w.t_item;
+  OpCost c;
+  c.path = DataPath::kDirect;
+  c.host_ctas = s.host_ctas;
+  c.stages_per_cta = s.host_stages;
+  c.cluster = s.cluster;
+  c.host_inflight_bytes = int64_t(s.host_clusters()) * s.host_stages * s.host_stage_inflight_bytes();
+  // Host memory is not cached in L2: every n-group (cluster of n-tiles) reads its host tiles again.
+  c.host_step_bytes = w.host_bytes * double(s.n_groups());
+  const double hbm_rounds = s.hbm_units() > 0 ? ceil_div(double(s.hbm_units()), double(s.hbm_clusters())) : 0.0;
+  c.compute_s = std::max(t_all, hbm_rounds * t_round);
+  c.hbm_s = w.hbm_bytes / (p.hbm_read_gbps * p.hbm_factor(c.host_inflight_bytes) * w.hbm_fraction * 1e9);
+  // Host side: one read stream per host cluster, a unit at a time, each with its ring of W tiles in
+  // flight over the loaded latency, all of them sharing B_h; a unit takes at least a round.
+  const int64_t units = s.host_units(), streams = s.host_clusters();
+  const double unit_bytes = c.host_step_bytes / double(units);
+  const double stream_bps =
+      double(s.host_stages) * double(s.tile.bm) * double(s.tile.bk()) * 2.0 / (p.host_loaded_latency_us * 1e-6);
+  auto round_s = [&](int64_t active) {
+    return std::max(t_round, unit_bytes / std::min(stream_bps, p.host_sm_read_gbps * 1e9 / double(active)));
+  };
+  c.host_s = p.host_loaded_start_us * 1e-6 + double(units / streams) * round_s(streams) +
+             (units % streams > 0 ? round_s(units % streams) : 0.0);
+  return finish(c, op.kernels);
 }
 
 OpCost CostModel::staged(const Op& op, const Work& w) const {

@@ -5,6 +5,16 @@
 //   direct path (SMs read host tiles by TMA):
 //     T_i = max(T_comp, ((1 − x)·C + F + A) / (η·B_g·φ(f)), x·C / B_h(f)) + k·t_step
 //     T_comp = max(ceil(I_h / n_h)·t_item, ceil(I_g / n_g)·t_item)      (host rows only on host CTAs)
+//     compute-path linears (N > 64: the 128-row tiles) where the profile has the loaded-link terms
+//     (host_link.loaded_latency_us): priced as the engine launches them (plan_tiered_gemm with the
+//     profile's in-flight cap, multicast cluster limit and cluster4_ctas):
+//       T_i = max(T_all, R_g·t_r, t_0 + Σ_rounds max(t_r, U / min(f_s / L, B_h / a))) + k·t_step
+//     R_g = ceil(HBM units / HBM clusters) rounds of t_r = tiered_gemm_round_cost(K, tile, S) 128 x 128
+//     k-blocks at this N's per-SM rate (x multicast_round_factor in clusters), T_all the all-HBM
+//     compute above; the host units go to the host clusters a round at a time, a of them at once,
+//     each a stream of U = n_groups·x·C / units bytes (host memory is not cached in L2: each
+//     n-group reads its tiles again) with f_s bytes of W in flight over the loaded latency L, the
+//     streams sharing B_h; t_0 = loaded_start_us (docs/planner.md §2, fitted on the H200).
 //   staged path (copy engine streams host bytes through a small HBM ring while the op runs):
 //     T_i = max(T_comp(all SMs), (C + x·C + F + A) / (η·B_g·(1 − s_copy)), x·C / B_ce)
 //           + min(x·C, chunk) / B_ce + k·t_step + t_launch
@@ -106,6 +116,7 @@ class CostModel {
   };
   Work work(const Op& op, int64_t host_units) const;
   OpCost direct(const Op& op, const Work& w, int64_t host_units, bool all_host) const;
+  OpCost direct_compute_tiles(const Op& op, const Work& w, int64_t host_units) const;
   OpCost staged(const Op& op, const Work& w) const;
   OpCost zero_copy(const Op& op, const Work& w, int64_t host_units) const;
   OpCost finish(OpCost c, int64_t kernels, int64_t copy_nodes = 0) const;

@@ -130,6 +130,18 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
     fail(fmt::format("host_link.max_multicast_cluster {} is not 1, 2 or 4", p.max_multicast_cluster), wl,
          "give the largest TMA multicast cluster the tiered GEMM may use: 4 on Hopper (1 turns multicast off)");
   }
+  if (link.contains("cluster4_ctas")) {
+    p.cluster4_ctas = positive_int(link, "cluster4_ctas", wl, false, 1024);
+    if (p.cluster4_ctas > p.sm_count)
+      fail(fmt::format("host_link.cluster4_ctas {} is more than the {} SMs", p.cluster4_ctas, p.sm_count), wl,
+           "give the CTAs co-resident in clusters of 4 (cudaOccupancyMaxActiveClusters x 4; 120 on the H200)");
+  }
+  // Both or neither: the loaded-link model of the compute tiles needs its rate and its start.
+  if (link.contains("loaded_latency_us") || link.contains("loaded_start_us")) {
+    // Microseconds: past a millisecond they are a unit mistake.
+    p.host_loaded_latency_us = positive_number(link, "loaded_latency_us", wl, false, 1000);
+    p.host_loaded_start_us = positive_number(link, "loaded_start_us", wl, true, 1000);
+  }
   p.hbm_slowdown_during_copy = positive_number(link, "hbm_slowdown_during_copy", wl, true);
   if (p.hbm_slowdown_during_copy >= 1) fail("host_link.hbm_slowdown_during_copy must be < 1", wl, "it is a fraction");
 
@@ -178,6 +190,12 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   if (p.linear_hbm_fraction < 0.05 || p.linear_hbm_fraction > 1)
     fail(fmt::format("compute.linear_hbm_fraction {} is outside [0.05, 1]", p.linear_hbm_fraction), wk,
          "give the fraction of hbm.read_gbps a memory-bound linear layer reaches (0.917 on the H200)");
+  if (comp.contains("multicast_round_factor")) {
+    p.multicast_round_factor = positive_number(comp, "multicast_round_factor", wk, false, 4);
+    if (p.multicast_round_factor < 1)
+      fail(fmt::format("compute.multicast_round_factor {} is below 1", p.multicast_round_factor), wk,
+           "give how much slower a round of the clustered launch runs (>= 1; 1.25 on the H200)");
+  }
   p.mma_min_rows = positive_int(comp, "mma_min_rows", wk, false, 1024);
   const json& rates = member(comp, "tensor_tflops", wk);
   if (!rates.is_array() || rates.empty()) fail("compute.tensor_tflops must be a non-empty array", wk, "list classes");
@@ -360,6 +378,12 @@ json HardwareProfile::to_json() const {
   if (step_kernel_overhead_us > 0) j["compute"]["step_kernel_overhead_us"] = step_kernel_overhead_us;
   if (tiered_step_kernel_overhead_us > 0)
     j["compute"]["tiered_step_kernel_overhead_us"] = tiered_step_kernel_overhead_us;
+  if (cluster4_ctas > 0) j["host_link"]["cluster4_ctas"] = cluster4_ctas;
+  if (multicast_round_factor != 1.0) j["compute"]["multicast_round_factor"] = multicast_round_factor;
+  if (host_loaded_latency_us > 0) {
+    j["host_link"]["loaded_latency_us"] = host_loaded_latency_us;
+    j["host_link"]["loaded_start_us"] = host_loaded_start_us;
+  }
   j["tiered_gemm"] = gemms;
   if (!zero_copy_gemm.empty() || zero_copy_attention_gbps > 0) {
     json zg = json::array();

@@ -31,6 +31,13 @@
 //     "stage_bytes": 32768,                 // bytes per TMA stage of a host CTA
 //     "max_stages_per_cta": 6,              // SMEM ring depth limit of a host CTA
 //     "max_multicast_cluster": 4,           // CTAs fed by one multicast host read
+//     "cluster4_ctas": 120,                 // optional (absent: sm_count): CTAs of a launch in clusters of
+//                                           //   4 that can be resident at once (a cluster needs 4 free SMs of a GPC)
+//     "loaded_latency_us": 3.9,             // optional (absent: latency_us, the model of the 64-row tiles):
+//                                           //   on the compute path (N > 64) a host read stream (one per
+//                                           //   multicast cluster) with f bytes of W in flight moves f / this,
+//                                           //   while the HBM side runs compute-bound tiles
+//     "loaded_start_us": 15,                // optional (absent: 0): what such a launch's host reads lose at its start
 //     "hbm_slowdown_during_copy": 0.073     // fraction of HBM read bandwidth lost while the copy engine streams H2D
 //   },
 //   "contention": [                         // HBM read bandwidth while host CTAs stream (probe points)
@@ -49,6 +56,9 @@
 //                                           //   tail (programmatic dependent launch)
 //     "linear_hbm_fraction": 0.917,         // optional (absent: 1), [0.05, 1]: fraction of read_gbps
 //                                           //   at which a memory-bound linear streams its HBM bytes
+//     "multicast_round_factor": 1.25,       // optional (absent: 1), [1, 4]: a compute-path tiered GEMM
+//                                           //   launched in multicast clusters (host rows, N > 64) runs
+//                                           //   each round of units this much slower than unclustered
 //     "mma_min_rows": 64,                   // tensor-core tile rows: attention with g < 64 query rows
 //                                           //   per KV head runs at g/64 of the rate
 //     "tensor_tflops": [                    // dense bf16 rate by tokens N of the GEMM (shape class);
@@ -159,6 +169,13 @@ struct HardwareProfile {
   int64_t max_stages_per_cta = 0;
   int64_t max_multicast_cluster = 1;
   double hbm_slowdown_during_copy = 0;
+  // Optional (0: not given). The host side of a compute-path tiered GEMM (N > 64, 128-row tiles)
+  // while its HBM side runs compute-bound tiles: one read stream (a multicast cluster, or a CTA)
+  // with f bytes of W in flight moves f / host_loaded_latency_us, and the launch's host reads start
+  // host_loaded_start_us late. 0 prices those reads like the bandwidth path's (host_latency_us).
+  double host_loaded_latency_us = 0;
+  double host_loaded_start_us = 0;
+  int64_t cluster4_ctas = 0;  // optional: CTAs co-resident in clusters of 4 (0: every SM)
 
   std::vector<ContentionPoint> contention;
 
@@ -166,6 +183,7 @@ struct HardwareProfile {
   double step_kernel_overhead_us = 0;  // per kernel of a decode step's dependent chain; 0: not given
   double tiered_step_kernel_overhead_us = 0;  // the same in a decode step of <= kTieredDecodeMaxTokens; 0: not given
   double linear_hbm_fraction = 1.0;    // (0, 1]: linear layers' HBM streaming rate / hbm_read_gbps
+  double multicast_round_factor = 1.0;  // [1, 4]: a compute-path launch in multicast clusters runs its rounds this much slower
   int64_t mma_min_rows = 1;
   std::vector<TensorRateClass> tensor_tflops;  // sorted by max_tokens, the unlimited class last
 

@@ -29,6 +29,9 @@ const char* HardwareProfile::h200_default_json() {
     "stage_bytes": 32768,
     "max_stages_per_cta": 6,
     "max_multicast_cluster": 4,
+    "cluster4_ctas": 120,
+    "loaded_latency_us": 3.9,
+    "loaded_start_us": 15,
     "hbm_slowdown_during_copy": 0.073
   },
   "contention": [
@@ -54,6 +57,7 @@ const char* HardwareProfile::h200_default_json() {
     "step_kernel_overhead_us": 4.3,
     "tiered_step_kernel_overhead_us": 2.5,
     "linear_hbm_fraction": 0.917,
+    "multicast_round_factor": 1.25,
     "mma_min_rows": 64,
     "tensor_tflops": [
       {"max_tokens": 256, "tflops": 717.2},
@@ -217,11 +221,15 @@ const char* HardwareProfile::h200_default_json() {
     "host_link.stage_bytes": "shared/tools/h200_probe/tma_host_probe.cu: tile_bytes = 32768 in every [tma-host] and [contention] run",
     "host_link.max_stages_per_cta": "shared/tools/h200_probe/results-2026-11-29.log: deepest ring probed, [tma-host] stages=6 (6 x 32 KiB fits the 227 KB SMEM)",
     "host_link.max_multicast_cluster": "shared/tools/h200_probe/results-2026-11-29.log: [multicast] cluster=4 mc=1 clusters=16 consumed 205.6 GB/s unique-tile 51.4 GB/s mismatches=0",
+    "host_link.cluster4_ctas": "the tiered GEMM's co-residency query on the H200 (tiered_gemm_cluster_limits: cudaOccupancyMaxActiveClusters of the 128 x 128 kernel in clusters of 4, 30 clusters): 120 of the 132 SMs (docs/perf-notes.md, session 20)",
+    "host_link.loaded_latency_us": "fitted, session 23 (docs/perf-notes.md): --offload direct, Llama-2-7B batch 512 at 10 %, eager per-operator times per layer (docs/results/2026-12-04/session21/call5/offload.txt): qkv 141.2, o_proj 78.5, gate_up 199.4, down 182.8 us with 5 / 3 / 7 / 3 host m-tiles on 2 / 3 / 3 / 3 read streams of 96 / 96 / 64 / 96 KiB; predicted with 3.9 and 15 us: 139.8 / 76.2 / 202.2 / 179.5",
+    "host_link.loaded_start_us": "fitted with host_link.loaded_latency_us (same points)",
     "host_link.hbm_slowdown_during_copy": "shared/tools/h200_probe/results-2026-11-29.log: [copy-contention] HBM read alone 4568 GB/s, with concurrent H2D copy 4258 GB/s (7.3% slower)",
     "contention": "shared/tools/h200_probe/results-2026-11-29.log: the 16 [contention] lines (stages=2 and 4, hbmCTAs=100, hostCTAs 0..32)",
     "compute.kernel_overhead_us": "tools/planner_probe/results-2026-11-29.log: [stream] fit t = 1.966 us + S / 4524.4 GB/s (graph-replayed HBM reads, 256 KiB..1 GiB); empty kernels: [graph] 0.55 us",
     "compute.tiered_step_kernel_overhead_us": "fitted, session 21 call 6 (docs/perf-notes.md, sessions 21-22): all-HBM decode TPOT on the tiered GEMM (--gemm auto, prompt 32, gen 8): Llama-2-7B batch 1 / 8 3.723 / 3.869 ms, OPT-6.7B and OPT-30B batch 8 3.865 / 15.460 ms, predicted 3.869 / 3.914 / 3.832 / 15.221 at 2.5 us",
     "compute.step_kernel_overhead_us": "fitted, session 7 (docs/perf-notes.md): Llama-2-7B decode TPOT with cuBLASLt linears, batch 1 and 8 (4.315-4.319 and 4.492-4.504 ms, docs/results/2026-12-02/session7/call1, call3) less the linears at linear_hbm_fraction, over the step's kernels",
+    "compute.multicast_round_factor": "fitted, session 23 (docs/perf-notes.md): --offload direct, Llama-2-7B batch 512 at 10 %, eager per layer (docs/results/2026-12-04/session23/call1/offload.txt): qkv_proj with 4 host m-tiles 141.7 us, gate_up_proj with 6 153.0 us, whose host sides (3.9 / 15 us) would take 98 / 140 us; the HBM sides' rounds (4 of 128 x 128 in clusters of 4, 3 of 128 x 256 in clusters of 2) at tiered_gemm_round_cost 111 / 129 us unclustered",
     "compute.linear_hbm_fraction": "fitted, session 7: cuBLASLt at x = 0 in dak bench gemm's graph-replayed 8-layer stacks at N = 8 (docs/results/2026-12-02/session7/sweeps/gemm.json): Llama-2-7B 113.2 us per layer (404.8 MB), Llama-2-70B 420.6 (1711.3 MB), OPT-30B 311.8 (1233.1 MB); least squares t = 4 a + bytes / (f x 4623 GB/s): f = 0.917, a = 4.65 us",
     "compute.mma_min_rows": "PTX ISA: wgmma.mma_async has M = 64 rows per warpgroup instruction",
     "compute.tensor_tflops": "tools/planner_probe/results-2026-11-29.log: [gemm] cuBLAS bf16 M=K=8192, random data: N=256 717.2, N=512 787.3, N=1024..8192 min 798.6, N=16384 720.7 TFLOP/s (N<=128 is HBM-bound there, so the N=256 rate bounds it)",

@@ -229,17 +229,23 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   if (best && best->totals.staged_host_bytes > 0 && allocator == AllocatorKind::kGreedy &&
       !env_flag("DAK_PLAN_NO_REFINE", false))
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
-  // No variant's ring fits: every host byte direct, the compute-path linears too, as --offload direct
-  // plans it (the session-22 trial: Qwen2-7B batch 128, prompt 512 at 4 GiB was refused by auto and
-  // planned by direct). Only as a fallback: taking it wherever it is predicted faster picked slower
-  // plans, since the model is optimistic about direct compute-path linears (session 22, call 6:
-  // Llama-2-7B batch 512 at 30 % 133.274 ms direct against 129.430 staged, predicted 128.603 /
-  // 130.088; OPT-30B 488.240 against 485.599, predicted 481.406 / 490.812).
-  if (!best) {
+  // Every host byte direct, the compute-path linears too, as --offload direct plans it: taken where
+  // it is predicted faster, or where no variant's ring fits (the session-22 trial: Qwen2-7B batch
+  // 128, prompt 512 at 4 GiB was refused by auto and planned by direct). Since the cost model prices
+  // the compute-path linears as the engine launches them (session 23) it ranks the two as measured:
+  // Qwen2-7B batch 512, prompt 128 at 8 GiB 218.044 ms direct against 222.551 staged (predicted
+  // 216.014 / 220.778); Llama-2-7B batch 512 at 30 % 133.255 against 129.430 (130.719 / 130.088);
+  // OPT-30B batch 512 at 30 % 486.682 against 487.111 (485.310 / 490.812). With the old model it
+  // picked direct at both 30 % points (predicted 128.603 and 481.406).
+  {
     const Variant direct_only = build_variant(PathMode::kDirectOnly);
     Plan p = assemble(run_allocator(allocator, direct_only.curves, required), PathMode::kDirectOnly, allocator,
                       offload_ratio);
-    if (p.totals.hbm_bytes <= cap.hbm_budget_bytes) best = std::move(p);
+    // DAK_PLAN_DIRECT_FALLBACK_ONLY=1: only where no ring fits (A/B measurements, tests of the staged plans).
+    const bool fallback_only = env_flag("DAK_PLAN_DIRECT_FALLBACK_ONLY", false);
+    if (p.totals.hbm_bytes <= cap.hbm_budget_bytes &&
+        (!best || (!fallback_only && p.predicted_tpot_s < best->predicted_tpot_s)))
+      best = std::move(p);
   }
   if (!best) {
     // A forced ratio that direct cannot meet either is refused, naming the ring as before.

@@ -193,6 +193,22 @@ HardwareProfile build_measured_profile(const ProfileMeasurements& m, const std::
   p.max_multicast_cluster = defaults.max_multicast_cluster;
   p.sources["host_link.max_multicast_cluster"] = copied_source(
       defaults, "host_link.max_multicast_cluster", "not measured by dak profile (shared/tools/h200_probe measures it)");
+  if (m.cluster4_ctas > 0 && m.cluster4_ctas <= m.sm_count) {
+    p.cluster4_ctas = m.cluster4_ctas;
+    p.sources["host_link.cluster4_ctas"] =
+        dp + fmt::format("cudaOccupancyMaxActiveClusters of the tiered GEMM's 128 x 128 kernel in clusters of 4: {} "
+                         "CTAs of the {} SMs",
+                         m.cluster4_ctas, m.sm_count);
+  }
+  // Not measured by dak profile: fitted on the engine's direct-mode operators (docs/profile.md).
+  p.host_loaded_latency_us = defaults.host_loaded_latency_us;
+  p.host_loaded_start_us = defaults.host_loaded_start_us;
+  if (p.host_loaded_latency_us > 0) {
+    p.sources["host_link.loaded_latency_us"] =
+        copied_source(defaults, "host_link.loaded_latency_us", "not measured by dak profile");
+    p.sources["host_link.loaded_start_us"] =
+        copied_source(defaults, "host_link.loaded_start_us", "not measured by dak profile");
+  }
   if (!(m.hbm_alone_gbps > 0)) fail("no HBM baseline for the copy slowdown", where, "report this as a bug");
   p.hbm_slowdown_during_copy = std::clamp(1.0 - m.hbm_during_copy_gbps / m.hbm_alone_gbps, 0.0, 0.99);
   p.sources["host_link.hbm_slowdown_during_copy"] =
@@ -236,6 +252,11 @@ HardwareProfile build_measured_profile(const ProfileMeasurements& m, const std::
   }
   p.sources["compute.linear_hbm_fraction"] =
       copied_source(defaults, "compute.linear_hbm_fraction", "not measured by dak profile");
+  p.multicast_round_factor = defaults.multicast_round_factor;
+  if (p.multicast_round_factor != 1.0) {
+    p.sources["compute.multicast_round_factor"] =
+        copied_source(defaults, "compute.multicast_round_factor", "not measured by dak profile");
+  }
   p.mma_min_rows = defaults.mma_min_rows;
   p.sources["compute.mma_min_rows"] = copied_source(defaults, "compute.mma_min_rows", "an ISA constant");
   p.tensor_tflops = tensor_rate_classes(m.tensor);

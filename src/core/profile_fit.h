@@ -78,6 +78,7 @@ struct ProfileMeasurements {
   int64_t hbm_capacity_bytes = 0;
   int64_t hbm_free_after_context_bytes = 0;
   int64_t smem_optin_bytes = 0;
+  int64_t cluster4_ctas = 0;  // CTAs of the tiered GEMM co-resident in clusters of 4 (0: not queried)
   // B_g: best single launch of the TMA bulk HBM stream (gpu/bench.h measure_hbm_bandwidth).
   double hbm_read_gbps = 0;
   double hbm_read_median_gbps = 0;

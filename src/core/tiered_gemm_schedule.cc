@@ -153,8 +153,7 @@ int32_t compute_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& 
 
 }  // namespace
 
-double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
-                                int64_t sm_count) {
+double tiered_gemm_round_cost(int64_t K, const TieredGemmTile& tile, int64_t S) {
   // Constants of the H200, in units of one 128 x 128 k-block (128 x 128 x 64, ~0.39 us), fitted
   // to `gemm_probe tiles` (random inputs, 8 back-to-back launches; docs/perf-notes.md session 19)
   // on six linears at N = 512, both tiles at 1-4 k-splits (25 points, within 10 %):
@@ -170,11 +169,18 @@ double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGem
   constexpr double kNarrowRound = 15, kWideRound = 4;
   constexpr double kNarrowSplitEpilogue = 8, kWideSplitEpilogue = 37;
   const bool wide = tile.bn > 128;
+  const int64_t splits = std::max<int64_t>(S, 1);
+  const double block = wide ? kWideBlockCost : 1.0;
+  const double epilogue =
+      (wide ? kWideRound : kNarrowRound) + (splits > 1 ? (wide ? kWideSplitEpilogue : kNarrowSplitEpilogue) : 0.0);
+  return double(ceil_div(ceil_div(K, tile.bk()), splits)) * block + epilogue;
+}
+
+double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
+                                int64_t sm_count) {
   const int64_t units = ceil_div(M, tile.bm) * ceil_div(N, tile.bn) * S;
   const int64_t rounds = ceil_div(units, std::max<int64_t>(sm_count, 1));
-  const double block = wide ? kWideBlockCost : 1.0;
-  const double epilogue = (wide ? kWideRound : kNarrowRound) + (S > 1 ? (wide ? kWideSplitEpilogue : kNarrowSplitEpilogue) : 0.0);
-  return double(rounds) * (double(ceil_div(ceil_div(K, tile.bk()), S)) * block + epilogue);
+  return double(rounds) * tiered_gemm_round_cost(K, tile, S);
 }
 
 TieredGemmTile choose_tiered_gemm_tile(int64_t M, int64_t N, int64_t K, int64_t sm_count, int32_t compute_bn) {

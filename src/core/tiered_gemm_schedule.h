@@ -206,6 +206,11 @@ constexpr int64_t kComputeSplitUnits = 3;
 double tiered_gemm_compute_cost(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t S,
                                 int64_t sm_count);
 
+/// Cost of one round of a compute-path launch (N > 64): one unit of `tile` (bm x bn output tile over
+/// K / S) per CTA, in 128 x 128 k-blocks (tiered_gemm_compute_cost's unit): its k-blocks, the
+/// round's epilogue, and the split reduction when S > 1.
+double tiered_gemm_round_cost(int64_t K, const TieredGemmTile& tile, int64_t S);
+
 /// Host bytes in flight the link needs to run at B_h while the HBM side of a tiered GEMM runs
 /// compute-bound tiles. Under that load a host read takes ~12-14 us (measured on the H200,
 /// Llama-2-7B's linears at N = 512 with one host m-tile each, docs/perf-notes.md session 20: one

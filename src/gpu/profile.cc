@@ -737,6 +737,7 @@ ProfileMeasurements measure_profile(const ProfileOptions& o) {
   m.hbm_capacity_bytes = int64_t(total_b);
   m.hbm_free_after_context_bytes = int64_t(free_b);
   m.smem_optin_bytes = int64_t(prop.sharedMemPerBlockOptin);
+  m.cluster4_ctas = tiered_gemm_cluster_limits().cluster4_ctas;
   const int sms = prop.multiProcessorCount;
 
   {

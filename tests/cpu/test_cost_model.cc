@@ -208,8 +208,13 @@ TEST(CostModel, MemoryBoundOperatorPeaksAtBalancePoint) {
   EXPECT_GT(eb_gbps, bg);  // offloading made it faster than HBM alone
 }
 
+// The paper's closed form, which the cost model keeps for profiles without the loaded-link terms
+// (host_link.loaded_latency_us absent): host CTAs chosen freely, each host byte read once.
 TEST(CostModel, ComputeBoundOperatorIsFlatUpToItsFreeZone) {
-  const CostModel cm(h200());
+  HardwareProfile free_choice = h200();
+  free_choice.host_loaded_latency_us = 0;
+  free_choice.host_loaded_start_us = 0;
+  const CostModel cm(free_choice);
   // 264 tile rows x 32 token tiles = 8448 items = 64 full waves on 132 SMs.
   const Op op = bare_linear(264 * 128, 4096, 8192);
   const double t0 = cm.cost(op, 0, DataPath::kNone).time_s;
@@ -229,6 +234,66 @@ TEST(CostModel, ComputeBoundOperatorIsFlatUpToItsFreeZone) {
     if (x <= 0.95 * x_free) EXPECT_LE(t, t0 * (1 + wave + 1e-9)) << "x=" << x;
     if (x >= 1.05 * x_free) EXPECT_GT(t, t0 * 1.04) << "x=" << x;
   }
+}
+
+// With the loaded-link terms (the default profile) a compute-path linear (N > 64) is priced as the
+// engine launches it (plan_tiered_gemm): its host units on the host clusters, one read stream per
+// cluster with its ring of W tiles in flight, its HBM units in rounds on the CTAs left.
+TEST(CostModel, ComputeTilesArePricedAsTheEngineLaunchesThem) {
+  const CostModel cm(h200());
+  // Llama-2-7B's linears at N = 512 with session 21's --offload direct placement (Llama-2-7B batch
+  // 512 at 10 %): 5 / 3 / 7 / 3 host m-tiles. Measured on the H200, eager, per layer
+  // (docs/results/2026-12-04/session21/call5/offload.txt): 141.2 / 78.5 / 199.4 / 182.8 us.
+  struct Case {
+    int64_t m, k, host_units;
+    double measured_us;
+  };
+  for (const Case& c : {Case{12288, 4096, 5, 141.2}, Case{4096, 4096, 3, 78.5}, Case{22016, 4096, 7, 199.4},
+                        Case{4096, 11008, 3, 182.8}}) {
+    const Op op = bare_linear(c.m, c.k, 512);
+    const OpCost d = cm.cost(op, c.host_units, DataPath::kDirect);
+    EXPECT_NEAR(d.time_s * 1e6 / c.measured_us, 1.0, 0.05) << c.m << " x " << c.k;
+    EXPECT_EQ(d.bound, Bound::kHostLink) << c.m;
+    // The launch the engine makes for these rows.
+    TieredGemmLinkLimits limits;
+    limits.inflight_cap_bytes = h200().host_inflight_cap_bytes;
+    limits.cluster4_ctas = h200().cluster4_ctas;
+    const TieredGemmSchedule s = plan_tiered_gemm(c.m, 512, c.k, op.host_rows(c.host_units), 132, limits);
+    EXPECT_EQ(d.host_ctas, s.host_ctas);
+    EXPECT_EQ(d.stages_per_cta, s.host_stages);
+    EXPECT_EQ(d.cluster, s.cluster);
+  }
+  // The old free choice of host CTAs put them at the link rate: 102 us for qkv's 5 MiB.
+  HardwareProfile free_choice = h200();
+  free_choice.host_loaded_latency_us = 0;
+  EXPECT_LT(CostModel(free_choice).cost(bare_linear(12288, 4096, 512), 5, DataPath::kDirect).time_s * 1e6, 110.0);
+}
+
+TEST(CostModel, ComputeTilesReadEachHostTileOncePerClusterOfNTiles) {
+  // Host memory is not cached in L2: each n-group (the n-tiles of one multicast cluster) reads its
+  // host W tiles over the link again (docs/micro-experiments.md §1). Llama-2-7B gate_up, all rows
+  // on the host: N = 512 is 2 n-tiles of 256 in one cluster of 2 (read once); N = 8192 is 32
+  // n-tiles in 8 clusters of 4 (read 8 times).
+  const CostModel cm(h200());
+  const double b_h = h200().host_sm_read_gbps * 1e9;
+  for (auto [n, reads] : {std::pair<int64_t, double>{512, 1.0}, {8192, 8.0}}) {
+    const Op op = bare_linear(22016, 4096, n);
+    const OpCost d = cm.cost(op, op.units(), DataPath::kDirect);
+    EXPECT_DOUBLE_EQ(d.host_step_bytes, reads * op.step_bytes) << n;
+    EXPECT_GE(d.time_s, reads * op.step_bytes / b_h) << n;
+    EXPECT_LE(d.time_s, 1.1 * reads * op.step_bytes / b_h) << n;  // the link saturated by the host clusters
+    // The staged path brings each byte across once, where L2 serves every n-tile.
+    EXPECT_EQ(cm.best(op, op.units(), true).path, DataPath::kStaged) << n;
+  }
+  // A few host rows hide under the compute of the HBM side, which has lost the SMs of the host
+  // clusters and the 12 that clusters of 4 leave empty, and runs its rounds in clusters:
+  // compute-bound, above the all-HBM time.
+  const Op op = bare_linear(264 * 128, 4096, 8192);
+  const OpCost none = cm.cost(op, 0, DataPath::kNone);
+  const OpCost few = cm.cost(op, 2, DataPath::kDirect);
+  EXPECT_EQ(few.bound, Bound::kCompute);
+  EXPECT_GT(few.time_s, 1.05 * none.time_s);
+  EXPECT_LT(few.time_s, none.time_s * 132.0 / (120.0 - 8.0) * h200().multicast_round_factor * 1.05);
 }
 
 TEST(CostModel, StagedPathWinsOnlyWhereTheLinkDominates) {

@@ -462,6 +462,36 @@ TEST(Planner, PredictionsStayNearWhatTheH200Measured) {
   }
 }
 
+TEST(Planner, DirectPlansStayNearWhatTheH200Measured) {
+  // --offload direct at batch 512, where the compute-path linears read their host rows in place:
+  // the cost model prices them as the engine launches them (CostModel.ComputeTilesArePricedAsThe-
+  // EngineLaunchesThem). Measured on the H200 (dak bench, random weights, gen 8, medians of 5;
+  // docs/results/2026-12-04/session23/call1). Session 22's model was 13 % optimistic at the first
+  // point (41.457 ms predicted); Llama-2-7B at 10 % is still the worst (1.065: its small kernels run
+  // slower next to the direct reads than the eager per-operator times show), so the bound is 8 %.
+  struct Point {
+    const char* model;
+    int64_t prompt;
+    std::optional<double> ratio;
+    std::optional<int64_t> budget;
+    double measured_ms;
+  };
+  for (const Point& pt : {Point{"llama-2-7b", 32, 0.1, std::nullopt, 46.414},
+                          Point{"llama-2-7b", 32, 0.3, std::nullopt, 133.255},
+                          Point{"opt-6.7b", 32, 0.1, std::nullopt, 49.115},
+                          Point{"opt-30b", 32, 0.3, std::nullopt, 486.682},
+                          Point{"qwen2-7b", 128, std::nullopt, 8 * kGiB, 218.044}}) {
+    PlanRequest r = request(512, pt.budget);
+    r.shape.prompt_len = pt.prompt;
+    r.shape.gen_len = 8;
+    r.offload_ratio = pt.ratio;
+    r.single_path = DataPath::kDirect;
+    const Plan p = make_plan(locate_model_config(pt.model).config, h200(), r);
+    EXPECT_NEAR(pt.measured_ms / (p.predicted_tpot_s * 1e3), 1.0, 0.08)
+        << pt.model << " at " << pt.ratio.value_or(-1) << ": predicted " << p.predicted_tpot_s * 1e3;
+  }
+}
+
 TEST(Planner, AutoPlansAreRefinedOnTheCopyPipeline) {
   // The greedy minimises the sum of operator times; the refinement moves host bytes between
   // operators while the copy-pipeline replay predicts a shorter step (Llama-2-7B batch 512 at 10 %:
@@ -511,14 +541,21 @@ TEST(Planner, AutoFallsBackToDirectWhereNoRingFits) {
 TEST(Planner, RefinementGivesBackWhatTheRingPushedOut) {
   // Under a binding budget the ring (3 slots of the largest staged part) pushes bytes to the host;
   // the refinement may move them back where a smaller ring leaves room (session-22 trial: Qwen2-7B
-  // batch 512 at 8 GiB used 7.21 GiB with 13.76 GiB on the host).
+  // batch 512 at 8 GiB used 7.21 GiB with 13.76 GiB on the host). Auto now takes the all-direct plan
+  // there (predicted faster, and measured so); the staged plans are compared without it.
   const ModelConfig cfg = locate_model_config("qwen2-7b").config;
   PlanRequest r = request(512, 8 * kGiB);
   r.shape.prompt_len = 128;
+  ASSERT_EQ(setenv("DAK_PLAN_DIRECT_FALLBACK_ONLY", "1", 1), 0);
   ASSERT_EQ(setenv("DAK_PLAN_NO_REFINE", "1", 1), 0);
   const Plan greedy = make_plan(cfg, h200(), r);
   ASSERT_EQ(unsetenv("DAK_PLAN_NO_REFINE"), 0);
   const Plan refined = make_plan(cfg, h200(), r);
+  ASSERT_EQ(unsetenv("DAK_PLAN_DIRECT_FALLBACK_ONLY"), 0);
+  EXPECT_GT(refined.totals.staged_host_bytes, 0);
+  const Plan chosen = make_plan(cfg, h200(), r);
+  EXPECT_EQ(chosen.totals.staged_host_bytes, 0);
+  EXPECT_LT(chosen.predicted_tpot_s, refined.predicted_tpot_s);
   EXPECT_LT(refined.totals.host_bytes, greedy.totals.host_bytes);
   EXPECT_LT(refined.predicted_tpot_s, greedy.predicted_tpot_s);
   EXPECT_GE(refined.totals.host_bytes, refined.capacity.required_host_bytes);

@@ -41,6 +41,7 @@ ProfileMeasurements probe_measurements() {
   m.hbm_capacity_bytes = 150109880320;
   m.hbm_free_after_context_bytes = 149557477376;
   m.smem_optin_bytes = 232448;
+  m.cluster4_ctas = 120;  // the co-residency query of session 20
   m.hbm_read_gbps = 4623;
   m.hbm_read_median_gbps = 4610;
   m.hbm_buffer_bytes = int64_t(4) << 30;
@@ -196,6 +197,11 @@ TEST(ProfileFit, ProbeMeasurementsBuildAValidProfileThatAgreesWithTheShippedOne)
   EXPECT_NEAR(p.kernel_overhead_us, d.kernel_overhead_us, 0.001);
   EXPECT_EQ(p.mma_min_rows, d.mma_min_rows);
   EXPECT_EQ(p.max_multicast_cluster, d.max_multicast_cluster);
+  EXPECT_EQ(p.cluster4_ctas, d.cluster4_ctas);
+  // Not measured by dak profile: the compute tiles' loaded host reads come from the defaults.
+  EXPECT_EQ(p.host_loaded_latency_us, d.host_loaded_latency_us);
+  EXPECT_EQ(p.host_loaded_start_us, d.host_loaded_start_us);
+  EXPECT_EQ(p.multicast_round_factor, d.multicast_round_factor);
   for (int64_t n : {8, 256, 512, 8192, 20000}) EXPECT_DOUBLE_EQ(p.tensor_tflops_for(n), d.tensor_tflops_for(n)) << n;
   EXPECT_NEAR(p.pin_gib_per_s, 4 / 1.4, 1e-12);
   // Where the rule differs from the hand-picked value, by design: the knee (768 KiB) rather than the
