@@ -179,7 +179,8 @@ static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device, const EngineOffload* offload) {
   if (offload && offload->args) {  // on any machine, the CPU fallback included
     check_offload_args(*offload->args, /*ratio_list=*/false);
-    check_plan_file_model(*offload->args, ckpt.config(), ckpt.path().string());
+    check_plan_file_model(*offload->args, ckpt.config(), ckpt.path().string(),
+                          {offload->batch, offload->prompt_len, offload->gen_len});
   }
   if (device == "cuda" || device == "auto") {
     const std::string why = gpu_unavailable_reason();
@@ -208,7 +209,8 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
                                            const std::string& device, const EngineOffload* offload) {
   if (offload && offload->args) {  // on any machine
     check_offload_args(*offload->args, /*ratio_list=*/false);
-    check_plan_file_model(*offload->args, config.config, config.path.string());
+    check_plan_file_model(*offload->args, config.config, config.path.string(),
+                          {offload->batch, offload->prompt_len, offload->gen_len});
   }
   if (device != "cuda" && device != "auto") {
     fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",

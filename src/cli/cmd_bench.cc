@@ -160,7 +160,10 @@ void run_bench_command(const BenchArgs& a) {
     located.name = ckpt->path().filename().string();
     located.path = ckpt->path();
   }
-  check_plan_file_model(a.offload, located.config, a.random_weights ? a.model : located.path.string());
+  // A plan fixes one batch and context: the fix suggests the sweep's first batch at its longest lengths.
+  check_plan_file_model(a.offload, located.config, a.random_weights ? a.model : located.path.string(),
+                        {batches.front(), *std::max_element(prompts.begin(), prompts.end()),
+                         *std::max_element(gens.begin(), gens.end())});
   check_shapes_fit(a.offload, located, batches, prompts, gens);
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {

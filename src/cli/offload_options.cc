@@ -137,9 +137,10 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
   if (!a.profile.empty()) load_profile(a.profile);
 }
 
-void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model) {
+void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model,
+                           const RequestedShape& shape) {
   if (a.plan_file.empty()) return;
-  check_plan_model(Plan::load(a.plan_file), config, model, a.plan_file);
+  check_plan_model(Plan::load(a.plan_file), config, model, a.plan_file, shape);
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
@@ -150,7 +151,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
     Plan plan = Plan::load(a.plan_file);
-    check_plan_model(plan, config, model_name, a.plan_file);  // the model first: its shape is the plan's
+    check_plan_model(plan, config, model_name, a.plan_file, {batch, prompt_len, gen_len});  // the model first
     if (plan.inputs.batch != batch || plan.inputs.max_context < prompt_len + gen_len) {
       fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "
                        "positions",

@@ -77,9 +77,11 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list);
 
 /// Refuses a --plan file made for another model than `config` (check_plan_model: the layer count,
 /// operator shapes and tensor names it records), on any device and before an engine is built;
-/// `model` names the loaded model as `dak plan --model` takes it (for the fix). Nothing without
-/// --plan. Throws dak::Error naming the plan file.
-void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model);
+/// `model` names the loaded model as `dak plan --model` takes it and `shape` is the run's own batch
+/// and lengths (the fix suggests a plan of them). Nothing without --plan. Throws dak::Error naming
+/// the plan file.
+void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model,
+                           const RequestedShape& shape);
 
 /// Whether `dak generate --offload auto` leaves a fresh plan unapplied (all in HBM): nothing was
 /// forced to the host (no --offload-ratio, `ratio_forced` false, and the budget holds everything),

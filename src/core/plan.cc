@@ -420,15 +420,23 @@ std::string first_model_difference(const Plan& plan, const ModelConfig& config) 
 
 }  // namespace
 
-void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where) {
+std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode) {
+  return fmt::format("dak plan --model {} --batch {} --prompt-len {} --gen-len {}{} --output json > plan.json",
+                     shell_word(model), shape.batch, shape.prompt_len, std::max<int64_t>(2, shape.gen_len),
+                     offload_mode.empty() || offload_mode == "auto" ? std::string() : " --offload " + offload_mode);
+}
+
+void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
+                      const RequestedShape& shape) {
   const std::string difference = first_model_difference(plan, config);
   if (difference.empty()) return;
+  // The fix makes the plan this run asks for: its model and shape (the new-user trial was told the
+  // refused plan's batch and lengths), in the plan's mode (the run's: check_plan_mode came first).
   fail(fmt::format("the plan was made for the model '{}', but the loaded model is '{}' ({} layers, hidden size {}): {}",
                    plan.inputs.model, model, config.num_layers, config.hidden_size, difference),
        where,
-       fmt::format("make a plan for this model: dak plan --model {} --batch {} --prompt-len {} --gen-len {} --output "
-                   "json > plan.json (add the --gpu-memory / --offload-ratio you planned with)",
-                   shell_word(model), plan.inputs.batch, plan.inputs.prompt_len, plan.inputs.gen_len));
+       fmt::format("make a plan for this model: {} (add the --gpu-memory / --offload-ratio you planned with)",
+                   plan_command_for(model, shape, plan.inputs.offload_mode)));
 }
 
 }  // namespace dak

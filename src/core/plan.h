@@ -140,6 +140,20 @@ struct Plan {
   static Plan load(const std::string& path);
 };
 
+/// The shape a run asks a plan for (what `dak generate` / `dak bench` were given): the fix of a plan
+/// it cannot use suggests a plan of this shape, not the refused plan's own.
+struct RequestedShape {
+  int64_t batch = 1;       // sequences (dak generate: its prompts; dak bench: the first --batch)
+  int64_t prompt_len = 1;  // the longest prompt, tokens
+  int64_t gen_len = 2;     // new tokens per sequence
+};
+
+/// The command that makes a plan file for `model` (as `dak plan --model` takes it) at `shape`, in
+/// `offload_mode` ("" or auto: none added): "dak plan --model M --batch B --prompt-len P --gen-len G
+/// [--offload MODE] --output json > plan.json". A gen_len below 2 is suggested as 2 (dak plan's
+/// decode phase needs a decode step; the plan's context then still holds the run).
+std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode);
+
 /// Refuses `plan` for a model it was not made for. A plan names its model only by a config's file
 /// stem or shipped name (a checkpoint of the same model has another), so this compares what the
 /// plan records of the model's shapes: it rebuilds the operators of `config` at the plan's step
@@ -147,7 +161,8 @@ struct Plan {
 /// weight's rows, width and tensor names, an attention's heads, kv heads and head_dim. Throws
 /// dak::Error (where = `where`, the plan file) saying which model the plan was made for and which
 /// is loaded (`model`, as the user gave it), the first difference, and how to make a plan for this
-/// model (`dak plan --model <model> ... --output json > plan.json`).
-void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where);
+/// model at the run's own `shape` (plan_command_for).
+void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
+                      const RequestedShape& shape);
 
 }  // namespace dak

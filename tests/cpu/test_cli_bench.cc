@@ -149,6 +149,54 @@ TEST(CliBench, ArgumentsAreCheckedAgainstTheModelBeforeLookingForAGpu) {
   std::remove(plan_file.c_str());
 }
 
+TEST(CliBench, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
+  // New-user trial: bench / generate --plan with a plan made for another model said "fix: make a plan
+  // for this model: dak plan ... --batch 8 --prompt-len 32 --gen-len 32", the plan's shape, not the
+  // run's. The fix now makes the plan the run asks for: its model, batch and lengths.
+  const std::string dir = ::testing::TempDir();
+  const std::string plan_file = dir + "dak_bench_other_model_plan.json";
+  const std::string direct_plan = dir + "dak_bench_other_model_direct_plan.json";
+  ASSERT_EQ(dak::testing::run_shell(std::string(DAK_BINARY) + " plan --model llama-2-7b --batch 8 --prompt-len 32 "
+                                    "--gen-len 32 --output json > " + plan_file)
+                .exit_code,
+            0);
+  ASSERT_EQ(dak::testing::run_shell(std::string(DAK_BINARY) + " plan --model llama-2-7b --batch 8 --prompt-len 32 "
+                                    "--gen-len 32 --offload direct --offload-ratio 0.1 --output json > " + direct_plan)
+                .exit_code,
+            0);
+  const std::string llama3 = std::string(DAK_TEST_DATA_DIR) + "/../../configs/llama-3-8b.json";
+  const struct {
+    std::string args, plan, command;
+  } cases[] = {
+      {"bench --random-weights --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8", plan_file,
+       "dak plan --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8 --output json > plan.json"},
+      // A sweep: its first batch, at the longest lengths (a plan's context holds the shorter ones).
+      {"bench --random-weights --model llama-3-8b --batch 4,2 --prompt-len 8,16 --gen-len 4", plan_file,
+       "dak plan --model llama-3-8b --batch 4 --prompt-len 16 --gen-len 4 --output json > plan.json"},
+      // The plan's mode, which the run shares.
+      {"bench --random-weights --model llama-3-8b --batch 1 --offload direct", direct_plan,
+       "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --output json > "
+       "plan.json"},
+      // generate: its prompts are the batch, the longest the prompt length, -n the generation.
+      {"generate --random-weights --model " + llama3 + " --prompt-ids 1,2,3 --prompt-ids 4 -n 5", plan_file,
+       "dak plan --model " + llama3 + " --batch 2 --prompt-len 3 --gen-len 5 --output json > plan.json"},
+      // The default model on the CPU path: refused all the same, with its own shape.
+      {"generate --prompt-ids 1,2,3,4 -n 6", plan_file, "--batch 1 --prompt-len 4 --gen-len 6 --output json > plan.json"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args + " --plan " + c.plan, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("dak: error: the plan was made for the model 'llama-2-7b'"), std::string::npos)
+        << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("where: " + c.plan), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("fix:   make a plan for this model: "), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.command), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("--batch 8 --prompt-len 32"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  std::remove(plan_file.c_str());
+  std::remove(direct_plan.c_str());
+}
+
 TEST(CliBench, CpuOffloadGbSaysItsRange) {
   // New-user trial: --cpu-offload-gb 1e9 said "not a size in GiB" without the limit (1e6 GiB).
   const struct {

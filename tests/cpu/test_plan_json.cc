@@ -54,20 +54,44 @@ TEST(PlanJson, CarriesTpotAndOperatorRows) {
 TEST(PlanJson, APlanMatchesOnlyTheModelItWasMadeFor) {
   const Plan plan = sample_plan("llama-2-7b", 8, 40 * kGiB);
   const ModelConfig own = locate_model_config("llama-2-7b").config;
-  check_plan_model(plan, own, "llama-2-7b", "plan.json");  // no throw
+  const RequestedShape run{8, 32, 32};
+  check_plan_model(plan, own, "llama-2-7b", "plan.json", run);  // no throw
   ModelConfig fewer = own;
   fewer.num_layers = 30;
-  testing::expect_error([&] { check_plan_model(plan, fewer, "my-model", "plan.json"); },
+  testing::expect_error([&] { check_plan_model(plan, fewer, "my-model", "plan.json", run); },
                         {"the plan was made for the model 'llama-2-7b', but the loaded model is 'my-model' (30 layers",
                          "32 layers in the plan, 30 in the loaded model", "plan.json",
                          "dak plan --model my-model --batch 8 --prompt-len 32 --gen-len 32 --output json > plan.json"});
   ModelConfig gqa = own;
   gqa.num_kv_heads = 8;  // the same names and layer count: the shapes tell them apart
-  testing::expect_error([&] { check_plan_model(plan, gqa, "gqa", "plan.json"); },
+  testing::expect_error([&] { check_plan_model(plan, gqa, "gqa", "plan.json", run); },
                         {"'layers.0.qkv_proj' is 12288 x 4096 in the plan, 6144 x 4096 in the loaded model"});
   ModelConfig other = locate_model_config("llama-3-8b").config;
-  testing::expect_error([&] { check_plan_model(plan, other, "llama-3-8b", "plan.json"); },
+  testing::expect_error([&] { check_plan_model(plan, other, "llama-3-8b", "plan.json", run); },
                         {"'embed_tokens' is 32000 x 4096 in the plan, 128256 x 4096 in the loaded model"});
+}
+
+TEST(PlanJson, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
+  // New-user trial: the fix of a plan made for another model suggested the refused plan's batch and
+  // lengths (batch 8, 32 + 32), not the batch and lengths the run asked for.
+  const Plan plan = sample_plan("llama-2-7b", 8, 40 * kGiB);
+  const ModelConfig other = locate_model_config("llama-3-8b").config;
+  try {
+    check_plan_model(plan, other, "llama-3-8b", "plan.json", RequestedShape{2, 100, 20});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.fix_part(),
+              "make a plan for this model: dak plan --model llama-3-8b --batch 2 --prompt-len 100 --gen-len 20 "
+              "--output json > plan.json (add the --gpu-memory / --offload-ratio you planned with)");
+  }
+  // The command itself: the model as a shell word, a mode other than auto, and a decode step to plan.
+  EXPECT_EQ(plan_command_for("my model/config.json", RequestedShape{1, 7, 1}, "direct"),
+            "dak plan --model 'my model/config.json' --batch 1 --prompt-len 7 --gen-len 2 --offload direct --output "
+            "json > plan.json");
+  EXPECT_EQ(plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, "auto"),
+            "dak plan --model llama-2-7b --batch 64 --prompt-len 512 --gen-len 128 --output json > plan.json");
+  EXPECT_EQ(plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, ""),
+            plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, "auto"));
 }
 
 TEST(PlanJson, MalformedPlansNameTheField) {
