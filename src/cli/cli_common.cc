@@ -216,6 +216,11 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
     fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",
          "use --device cuda (or auto), or pass a real checkpoint with --model to use the CPU");
   }
+  if (offload && offload->args) {  // a budget or ratio dak plan refuses: before the GPU is looked for
+    const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
+    check_plan_without_gpu(*offload->args, ratios.empty() ? std::nullopt : std::optional<double>(ratios.front()),
+                           config.config, config.name, offload->batch, offload->prompt_len, offload->gen_len);
+  }
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {
     fail("cannot run --random-weights: " + why, "--device " + device,

@@ -119,8 +119,10 @@ std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, 
 }
 
 /// Refuses, before a GPU is looked for (as dak plan does without one), runs of the sweep the model
-/// cannot hold: a --prompt-len + --gen-len beyond its context (max_position_embeddings), and with
-/// --plan a batch or context the plan was not made for (a plan fixes one shape). Throws dak::Error.
+/// cannot hold: a --prompt-len + --gen-len beyond its context (max_position_embeddings), with
+/// --plan a batch or context the plan was not made for (a plan fixes one shape), and with
+/// --gpu-memory a point whose plan dak plan refuses (check_plan_without_gpu: e.g. an --offload-ratio
+/// that leaves more in HBM than the budget holds). Throws dak::Error.
 void check_shapes_fit(const OffloadArgs& offload, const LocatedConfig& located, const std::vector<int64_t>& batches,
                       const std::vector<int64_t>& prompts, const std::vector<int64_t>& gens) {
   const int64_t context = located.config.max_position_embeddings;
@@ -132,10 +134,15 @@ void check_shapes_fit(const OffloadArgs& offload, const LocatedConfig& located, 
          "--prompt-len / --gen-len",
          fmt::format("pass a --prompt-len + --gen-len of at most {} (the model's context)", context));
   }
-  if (offload.mode == "none" || offload.plan_file.empty()) return;
-  for (int64_t b : batches) {
-    for (int64_t p : prompts) {
-      for (int64_t g : gens) plan_offload(offload, std::nullopt, located.config, located.name, b, p, g, 0);
+  // Every point in the order the sweep runs them: each forced ratio (or none) for each shape.
+  std::vector<std::optional<double>> ratios;
+  for (double r : offload.ratios(/*list=*/true)) ratios.push_back(r);
+  if (ratios.empty()) ratios.push_back(std::nullopt);
+  for (const std::optional<double>& ratio : ratios) {
+    for (int64_t b : batches) {
+      for (int64_t p : prompts) {
+        for (int64_t g : gens) check_plan_without_gpu(offload, ratio, located.config, located.name, b, p, g);
+      }
     }
   }
 }

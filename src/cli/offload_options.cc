@@ -222,6 +222,12 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   return plan;
 }
 
+void check_plan_without_gpu(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
+                            const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len) {
+  if (a.mode == "none" || (a.plan_file.empty() && a.gpu_memory.empty())) return;
+  plan_offload(a, ratio, config, model_name, batch, prompt_len, gen_len, /*free_hbm_bytes=*/0);
+}
+
 bool auto_keeps_all_in_hbm(const std::string& mode, bool ratio_forced, const Plan& plan) {
   // auto offloads only what the budget forces: where everything fits, the plan may still move a
   // few rows to the host because the cost model adds the link's bandwidth to HBM's; that gain is

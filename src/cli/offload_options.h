@@ -83,6 +83,16 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list);
 void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model,
                            const RequestedShape& shape);
 
+/// Plans, without a GPU, what the flags alone fix, as plan_offload will on the GPU: a --plan file is
+/// checked against this shape (a plan fixes one batch and context), and with --gpu-memory (the HBM
+/// budget is then the user's, not the GPU's free memory) the plan of forced ratio `ratio` (nullopt:
+/// none) at this shape is made. So a budget or ratio that `dak plan` refuses for the same arguments
+/// (e.g. --offload-ratio 0.3 leaving more in HBM than --gpu-memory holds) is refused in its words
+/// before a GPU is looked for. Nothing for --offload none, nor without --plan or --gpu-memory (the
+/// budget then depends on the GPU's free HBM). Throws dak::Error.
+void check_plan_without_gpu(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
+                            const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len);
+
 /// Whether `dak generate --offload auto` leaves a fresh plan unapplied (all in HBM): nothing was
 /// forced to the host (no --offload-ratio, `ratio_forced` false, and the budget holds everything),
 /// so any host rows in it were placed only for the cost model's gain from the link beside HBM,

@@ -197,6 +197,54 @@ TEST(CliBench, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
   std::remove(direct_plan.c_str());
 }
 
+TEST(CliBench, ABudgetTheRatioOverfillsIsRefusedAsDakPlanRefusesItBeforeLookingForAGpu) {
+  // New-user trial: dak bench --offload-ratio 0.3 --gpu-memory 4GiB said "needs a Hopper GPU" on a
+  // machine without one, while dak plan with the same arguments refuses the budget: 0.3 leaves more in
+  // HBM than 4 GiB. The budget is the user's, so the plan is made (and refused) before the GPU, in dak
+  // plan's words; any point of a sweep counts, and generate --random-weights does the same.
+  const RunResult plan = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --offload-ratio 0.3 "
+                                 "--gpu-memory 4GiB");
+  ASSERT_EQ(plan.exit_code, 1) << plan.output;
+  ASSERT_NE(plan.output.find("dak: error: this offload ratio leaves "), std::string::npos) << plan.output;
+  ASSERT_NE(plan.output.find("more than the HBM budget of 4.00 GiB"), std::string::npos) << plan.output;
+  ASSERT_NE(plan.output.find("where: --offload-ratio"), std::string::npos) << plan.output;
+  // The first point the sweep would run refuses: at batch 1, dak plan's message for batch 1.
+  const RunResult plan_b1 = run_dak("plan --model llama-2-7b --batch 1 --offload-ratio 0.3 --gpu-memory 4GiB");
+  ASSERT_EQ(plan_b1.exit_code, 1) << plan_b1.output;
+  // A budget too small for what must stay on the GPU (no ratio): refused the same way.
+  const RunResult tiny_plan = run_dak("plan --model llama-2-7b --batch 1 --gpu-memory 2MiB");
+  ASSERT_EQ(tiny_plan.exit_code, 1) << tiny_plan.output;
+  ASSERT_NE(tiny_plan.output.find("cannot hold what must stay on the GPU"), std::string::npos) << tiny_plan.output;
+  const struct {
+    std::string args;
+    const RunResult& plan;
+  } cases[] = {
+      {"bench --model llama-2-7b --random-weights --batch 8 --offload-ratio 0.3 --gpu-memory 4GiB", plan},
+      {"bench --model llama-2-7b --random-weights --batch 8 --offload-ratio 0.9,0.3 --gpu-memory 4GiB", plan},
+      {"bench --model llama-2-7b --random-weights --batch 1,8 --offload-ratio 0.3 --gpu-memory 4GiB", plan_b1},
+      {"bench --model llama-2-7b --random-weights --batch 1 --gpu-memory 2MiB", tiny_plan},
+      // 8 prompts of at most 32 ids, 32 new tokens: dak plan's batch 8, prompt 32, gen 32.
+      {"generate --model llama-2-7b --random-weights --prompt-ids "
+       "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32 --prompt-ids 1 "
+       "--prompt-ids 1 --prompt-ids 1 --prompt-ids 1 --prompt-ids 1 --prompt-ids 1 --prompt-ids 1 -n 32 "
+       "--offload-ratio 0.3 --gpu-memory 4GiB",
+       plan},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args, kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("Hopper"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("GPU layer"), std::string::npos) << c.args << "\n" << r.output;
+    // dak plan's message, its where and its fix, word for word.
+    EXPECT_EQ(r.output, c.plan.output) << c.args;
+  }
+  // A budget that holds what the ratio leaves: refused only for the missing GPU.
+  const RunResult fits =
+      run_dak("bench --model llama-2-7b --random-weights --batch 8 --offload-ratio 0.3 --gpu-memory 20GiB", kNoGpu);
+  EXPECT_EQ(fits.exit_code, 1) << fits.output;
+  EXPECT_NE(fits.output.find("needs a Hopper GPU"), std::string::npos) << fits.output;
+}
+
 TEST(CliBench, CpuOffloadGbSaysItsRange) {
   // New-user trial: --cpu-offload-gb 1e9 said "not a size in GiB" without the limit (1e6 GiB).
   const struct {
