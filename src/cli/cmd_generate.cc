@@ -149,7 +149,9 @@ void run_generate(const GenerateArgs& a) {
     for (const auto& p : prompts) lens.push_back(int64_t(p.size()));
     // Only for a request that fits the context: a longer one is refused by generate() right away.
     const bool fits = a.max_new_tokens <= config.max_position_embeddings - longest;
-    if (const std::string notice = fits ? long_cpu_prefill_notice(config, lens) : std::string(); !notice.empty()) {
+    const std::string notice =
+        fits ? long_cpu_prefill_notice(config, lens, /*threads=*/0, current_cpu_contention()) : std::string();
+    if (!notice.empty()) {
       std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
     }
     cpu->set_layer_progress(PrefillProgress(stderr_progress_line()));

@@ -151,7 +151,10 @@ void add_perplexity_command(CLI::App& app) {
     // A long text on the CPU takes hours: the estimate up front, as dak generate's before a long prefill.
     if (dynamic_cast<CpuModel*>(engine.get())) {
       const int64_t window = perplexity_window(a->context, engine->config().max_position_embeddings);
-      if (const std::string notice = long_cpu_perplexity_notice(engine->config(), int64_t(ids.size()), window);
+      // At the machine's load now: another build on the same cores made a ~20k-token text take 2.4 x the
+      // estimate for idle cores (cpu_model.h).
+      if (const std::string notice = long_cpu_perplexity_notice(engine->config(), int64_t(ids.size()), window,
+                                                                /*threads=*/0, current_cpu_contention());
           !notice.empty()) {
         std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
       }

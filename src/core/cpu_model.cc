@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <utility>
@@ -472,7 +473,24 @@ std::vector<float> CpuModel::Impl::head(const std::vector<float>& x, const std::
 
 namespace {
 
-// The CPU reference path's rates, fitted to SmolLM2-135M on the 2-core dev machine (cpu_model.h).
+// The CPU reference path's rates on idle cores, fitted to SmolLM2-135M on the 2-core dev machine
+// (cpu_model.h). Re-measured there (AMD EPYC, 2 cores, 2 MiB L2 each, 32 MiB L3) for the new-user
+// trial whose ~20k-token perplexity took 2.4 x the notice's estimate: dak perplexity with the default
+// model (SmolLM2-135M-Instruct Q4_1, fp32 on the CPU) and window (8192), while another agent's build
+// kept a 1-minute load of 4.4-5.1 on the two cores:
+//   tokens scored      measured   estimate on idle cores   ratio
+//   1053                 15.3 s          5.9 s              2.6
+//   2112                 50.5 s         18.2 s              2.8
+//   4969                196.9 s         83.8 s              2.35
+//   9869 (2 windows)    389.8 s        226.5 s              1.7  (the load fell to 2.2 during it)
+//   25374 (--context 2048, 13 windows)
+//                       390.3 s        211.4 s              1.85
+// The ratio stays flat with the length (the 8191-token window's layers took 18.5 s each at a load of
+// about 4.5, and 7.2 s once the load fell, against 6.9 s estimated on idle cores): the flop rates and
+// the quadratic attention hold; the difference is the load. The fair share max(1, (load + threads) /
+// cores) of cpu_contention_factor() puts it at 3.2-3.6 x from the figures at the start of the first
+// four runs, which still held part of the run before (without it, about 2.9-3.1 x): at a steady load
+// it overstates by some 10-15 %, and a load that falls during a long run makes it shorter still.
 constexpr double kLinearFlopsPerCoreS = 60e9, kAttentionFlopsPerCoreS = 6e9;
 
 int cores_for(int threads) { return threads > 0 ? threads : std::max(1, omp_get_max_threads()); }
@@ -482,9 +500,36 @@ std::string about(double seconds) {
   return seconds < 3600 ? fmt::format("{:.0f} min", std::ceil(seconds / 60)) : fmt::format("{:.1f} h", seconds / 3600);
 }
 
+// The notice's "estimated for 2 cores", and where the load makes the run longer ", shared with a
+// load of 4.4 from other processes".
+std::string estimated_for(int threads, const CpuContention& contention) {
+  const int cores = cores_for(threads);
+  std::string s = fmt::format("estimated for {} core{}", cores, cores == 1 ? "" : "s");
+  if (cpu_contention_factor(contention, threads) > 1.0) {
+    s += fmt::format(", shared with a load of {:.1f} from other processes", contention.load);
+  }
+  return s;
+}
+
 }  // namespace
 
-double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int threads) {
+CpuContention current_cpu_contention() {
+  CpuContention c;
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1 && std::isfinite(load[0]) && load[0] > 0) c.load = load[0];
+  c.cores = std::max(1, omp_get_num_procs());
+  return c;
+}
+
+double cpu_contention_factor(const CpuContention& contention, int threads) {
+  const double t = double(cores_for(threads));
+  const double cores = contention.cores > 0 ? double(contention.cores) : t;
+  const double load = std::isfinite(contention.load) ? std::max(0.0, contention.load) : 0.0;
+  return std::max(1.0, (load + t) / cores);
+}
+
+double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int threads,
+                              const CpuContention& contention) {
   const double cores = double(cores_for(threads));
   StepShape shape;
   shape.phase = Phase::kPrefill;
@@ -493,21 +538,22 @@ double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int
   for (const Op& op : build_op_graph(config, shape).ops) {
     (op.kind == OpKind::kAttention ? attention : linear) += op.flops;
   }
-  return linear / (kLinearFlopsPerCoreS * cores) + attention / (kAttentionFlopsPerCoreS * cores);
+  return (linear / (kLinearFlopsPerCoreS * cores) + attention / (kAttentionFlopsPerCoreS * cores)) *
+         cpu_contention_factor(contention, threads);
 }
 
-std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads) {
+std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads,
+                                    const CpuContention& contention) {
   double seconds = 0;
   int64_t tokens = 0;
   for (int64_t n : prompt_lens) {
-    seconds += estimate_cpu_prefill_s(config, n, threads);
+    seconds += estimate_cpu_prefill_s(config, n, threads, contention);
     tokens += n;
   }
   if (!(seconds > kLongCpuPrefillS)) return "";
-  const int cores = cores_for(threads);
   return fmt::format("the prefill of {} prompt tokens x {} layers on the CPU reference path will take about {} or "
-                     "more (estimated for {} core{}); run it on a GPU (--device cuda) or give a shorter prompt",
-                     tokens, config.num_layers, about(seconds), cores, cores == 1 ? "" : "s");
+                     "more ({}); run it on a GPU (--device cuda) or give a shorter prompt",
+                     tokens, config.num_layers, about(seconds), estimated_for(threads, contention));
 }
 
 namespace {
@@ -528,28 +574,33 @@ PerplexityWindows perplexity_windows(int64_t tokens, int64_t window) {
 
 }  // namespace
 
-double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int64_t window, int threads) {
+double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int64_t window, int threads,
+                                 const CpuContention& contention) {
   const PerplexityWindows w = perplexity_windows(tokens, window);
-  double seconds = 0;
+  double seconds = 0;  // on idle cores
   if (w.full > 0) seconds += double(w.full) * estimate_cpu_prefill_s(config, std::max<int64_t>(2, window), threads);
   if (w.last > 0) seconds += estimate_cpu_prefill_s(config, w.last, threads);
   // The logits of every position but the last of each window (the prefill estimate has that one).
   const double rows = double(w.full) * double(std::max<int64_t>(2, window) - 1) + double(std::max<int64_t>(0, w.last - 1));
   const double head_flops = 2.0 * rows * double(config.embed_dim()) * double(config.vocab_size);
-  return seconds + head_flops / (kLinearFlopsPerCoreS * double(cores_for(threads)));
+  seconds += head_flops / (kLinearFlopsPerCoreS * double(cores_for(threads)));
+  // The log-softmax of each scored token's row (those same rows: a window scores all its tokens but
+  // the first), on one thread whatever the cores.
+  seconds += rows * double(config.vocab_size) * kCpuLogSoftmaxSPerLogit;
+  return seconds * cpu_contention_factor(contention, threads);
 }
 
-std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads) {
-  const double seconds = estimate_cpu_perplexity_s(config, tokens, window, threads);
+std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads,
+                                       const CpuContention& contention) {
+  const double seconds = estimate_cpu_perplexity_s(config, tokens, window, threads, contention);
   if (!(seconds > kLongCpuPrefillS)) return "";
   const PerplexityWindows w = perplexity_windows(tokens, window);
   const int64_t windows = w.full + (w.last > 0 ? 1 : 0);
-  const int cores = cores_for(threads);
   return fmt::format("scoring {} tokens on the CPU reference path will take about {} or more ({} window{} of up to "
-                     "{} tokens x {} layers, estimated for {} core{}); run it on a GPU (--device cuda), or score a "
+                     "{} tokens x {} layers, {}); run it on a GPU (--device cuda), or score a "
                      "shorter text (e.g. its first 4 KiB: head -c 4K FILE | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -)",
                      tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),
-                     config.num_layers, cores, cores == 1 ? "" : "s");
+                     config.num_layers, estimated_for(threads, contention));
 }
 
 }  // namespace dak

@@ -18,35 +18,65 @@ namespace dak {
 
 class Checkpoint;
 
+/// What else runs on the machine while a CPU-path run would: the estimates below are for idle cores,
+/// and a busy machine (another build on the same cores) gives the run only its share of them.
+struct CpuContention {
+  double load = 0;  // runnable threads of other processes (the 1-minute load average): 0 on an idle machine
+  int cores = 0;    // the machine's cores; 0: as many as the run's threads
+};
+
+/// The contention now: getloadavg()'s 1-minute figure and omp_get_num_procs(). The figure lags (a
+/// minute's average) and counts this process too, which is idle up to the estimate (it is made after
+/// the model loads, before the forward pass starts).
+CpuContention current_cpu_contention();
+
+/// How many times longer a run of `threads` threads (0: this process's OpenMP threads) takes than on
+/// idle cores under `contention`, by the scheduler's fair share: its threads and the `load` others
+/// share `cores`, max(1, (load + threads) / cores). 1 on an idle machine.
+double cpu_contention_factor(const CpuContention& contention, int threads = 0);
+
 /// Seconds the CPU reference path is expected to take for the prefill of one prompt of `prompt_len`
-/// tokens on `threads` cores (0: this process's OpenMP threads): the flops of its linear layers
-/// (op_graph.h) at 60 GFLOP/s per core and of its attention (quadratic in the prompt, within a
-/// sliding window) at 6 GFLOP/s per core. The rates were fitted to SmolLM2-135M on the 2-core dev
-/// machine (prompts of 1024 / 2048 / 4096 tokens took 4.9 / 16.0 / 55.8 s, estimated 4.8 / 15.7 /
-/// 55.6 s; 8191 tokens: 208 s); a slower or busier machine takes longer (the new-user trial's took
-/// about 6 x longer).
-double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int threads = 0);
+/// tokens on `threads` idle cores (0: this process's OpenMP threads), times cpu_contention_factor():
+/// the flops of its linear layers (op_graph.h) at 60 GFLOP/s per core and of its attention
+/// (quadratic in the prompt, within a sliding window) at 6 GFLOP/s per core. The rates were fitted
+/// to SmolLM2-135M on the 2-core dev machine when idle (prompts of 1024 / 2048 / 4096 tokens took
+/// 4.9 / 16.0 / 55.8 s, estimated 4.8 / 15.7 / 55.6 s; 8191 tokens: 208 s) and still hold for
+/// 8192-token windows (a layer of an 8191-token perplexity window took 7.2 s on idle cores, estimated
+/// 6.9 s). What the new-user trials saw as 2.4 x (a ~20k-token perplexity) to 6 x longer was the
+/// machine's load: cpu_contention_factor(). The measurements: cpu_model.cc, at the rates.
+double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int threads = 0,
+                              const CpuContention& contention = {});
 
 /// A prefill estimate above which the CLI warns before a CPU prefill starts, seconds.
 inline constexpr double kLongCpuPrefillS = 60;
 
 /// The notice (one line, without "dak: notice: ") before a CPU-path prefill of `prompt_lens` (one
 /// per sequence) whose estimate_cpu_prefill_s sum exceeds kLongCpuPrefillS: the estimate, the
-/// prompt's tokens x layers, and the hint to run on a GPU (--device cuda) or to shorten the prompt.
-/// "" when the prefill is expected to be shorter.
-std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads = 0);
+/// prompt's tokens x layers, the cores (and the load, where it makes the run longer), and the hint to
+/// run on a GPU (--device cuda) or to shorten the prompt. "" when the prefill is expected to be shorter.
+std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads = 0,
+                                    const CpuContention& contention = {});
 
 /// Seconds perplexity() is expected to take on the CPU reference path for `tokens` ids scored in
 /// windows of `window` tokens (perplexity_window(), at least 2): estimate_cpu_prefill_s of each window
 /// (perplexity() scores them one after the other, each window starting at the last token of the one
-/// before) plus the head's logits at every position of it (a prefill computes the last one only).
-double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0);
+/// before) plus the head's logits at every position of it (a prefill computes the last one only) plus
+/// the log-softmax of every scored token over the vocabulary (perplexity() runs it on one thread:
+/// kCpuLogSoftmaxSPerLogit a logit), all times cpu_contention_factor().
+double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0,
+                                 const CpuContention& contention = {});
+
+/// Seconds perplexity()'s log-softmax takes per logit on one idle core of the dev machine (two passes
+/// over a row in double, one std::exp a logit): 0.43-0.78 ms a 49152-logit row of SmolLM2-135M at a
+/// load of 4.4-4.8 on its 2 cores, about 0.3 ms idle by the fair share of cpu_contention_factor().
+inline constexpr double kCpuLogSoftmaxSPerLogit = 0.3e-3 / 49152;
 
 /// The notice (one line, without "dak: notice: ") before perplexity() on the CPU path when
 /// estimate_cpu_perplexity_s exceeds kLongCpuPrefillS, as long_cpu_prefill_notice's for a prompt:
 /// "scoring N tokens on the CPU reference path will take about T or more (...)" with the hint to run
 /// on a GPU (--device cuda) or to score a shorter text. "" when it is expected to be shorter.
-std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0);
+std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0,
+                                       const CpuContention& contention = {});
 
 class CpuModel : public Engine {
  public:

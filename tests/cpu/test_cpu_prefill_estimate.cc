@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -93,6 +94,62 @@ TEST(CpuPrefillEstimate, PerplexityIsTheSumOfItsWindows) {
   EXPECT_EQ(long_cpu_perplexity_notice(c, 175, 8192, 2), "");
   EXPECT_EQ(long_cpu_perplexity_notice(c, 2048, 8192, 2), "");
   EXPECT_EQ(long_cpu_perplexity_notice(c, 1, 8192, 2), "");
+}
+
+TEST(CpuPrefillEstimate, PerplexityCountsTheLogSoftmaxOfEveryScoredToken) {
+  // perplexity() takes a log-softmax over the vocabulary for every scored token, on one thread: a cost
+  // per token that more cores do not shrink. est(2 cores) = A / 2 + S and est(4 cores) = A / 4 + S.
+  const ModelConfig c = smollm2();
+  for (const int64_t tokens : {int64_t(4096), int64_t(20000)}) {
+    const double two = estimate_cpu_perplexity_s(c, tokens, 8192, 2), four = estimate_cpu_perplexity_s(c, tokens, 8192, 4);
+    const double softmax = 2 * four - two;
+    EXPECT_NEAR(softmax, double(tokens - 1) * 49152 * kCpuLogSoftmaxSPerLogit, 1e-9 * two) << tokens;
+    EXPECT_GT(softmax, 0.0);
+  }
+  // Within a window the time grows faster than the tokens (the attention is quadratic); across
+  // windows it adds up.
+  EXPECT_GT(estimate_cpu_perplexity_s(c, 8192, 8192, 2), 2.5 * estimate_cpu_perplexity_s(c, 4096, 8192, 2));
+  EXPECT_LT(estimate_cpu_perplexity_s(c, 4 * 8191 + 1, 8192, 2), 4.0001 * estimate_cpu_perplexity_s(c, 8192, 8192, 2));
+}
+
+TEST(CpuPrefillEstimate, ALoadedMachineGivesTheRunItsShareOfTheCores) {
+  // New-user trial: the notice before a ~20k-token perplexity read 2.4 x lower than the run took on
+  // the 2-core dev machine, which another build was using. Measured there (SmolLM2-135M): the shape
+  // held (an 8191-token window's layer took 7.2 s on idle cores, estimated 6.9 s), the load made the
+  // difference. The estimate now takes the machine's load: the run's threads and the others share the
+  // cores, max(1, (load + threads) / cores).
+  EXPECT_DOUBLE_EQ(cpu_contention_factor({}, 2), 1.0);                    // idle
+  EXPECT_DOUBLE_EQ(cpu_contention_factor({0.0, 2}, 2), 1.0);
+  EXPECT_DOUBLE_EQ(cpu_contention_factor({1.0, 4}, 2), 1.0);              // spare cores: no slower
+  EXPECT_DOUBLE_EQ(cpu_contention_factor({2.8, 2}, 2), 2.4);              // the trial's 2.4 x
+  EXPECT_DOUBLE_EQ(cpu_contention_factor({4.0, 2}, 1), 2.5);              // OMP_NUM_THREADS=1 on 2 cores
+  EXPECT_DOUBLE_EQ(cpu_contention_factor({-1.0, 2}, 2), 1.0);             // not a load: idle
+  EXPECT_DOUBLE_EQ(cpu_contention_factor({std::nan(""), 2}, 2), 1.0);
+
+  const ModelConfig c = smollm2();
+  const CpuContention busy{2.8, 2};
+  for (const int64_t tokens : {int64_t(1024), int64_t(20000), int64_t(99999)}) {
+    EXPECT_NEAR(estimate_cpu_perplexity_s(c, tokens, 8192, 2, busy), 2.4 * estimate_cpu_perplexity_s(c, tokens, 8192, 2),
+                1e-9 * estimate_cpu_perplexity_s(c, tokens, 8192, 2, busy))
+        << tokens;
+  }
+  EXPECT_DOUBLE_EQ(estimate_cpu_prefill_s(c, 4096, 2, busy), 2.4 * estimate_cpu_prefill_s(c, 4096, 2));
+
+  // The trial's ~20k tokens: the notice says the load it counted; on an idle machine it says nothing of it.
+  const std::string idle = long_cpu_perplexity_notice(c, 20000, 8192, 2, {0.0, 2});
+  const std::string loaded = long_cpu_perplexity_notice(c, 20000, 8192, 2, busy);
+  EXPECT_NE(idle.find("(3 windows of up to 8192 tokens x 30 layers, estimated for 2 cores); run it"), std::string::npos)
+      << idle;
+  EXPECT_NE(loaded.find("(3 windows of up to 8192 tokens x 30 layers, estimated for 2 cores, shared with a load of "
+                        "2.8 from other processes); run it"),
+            std::string::npos)
+      << loaded;
+  EXPECT_NE(long_cpu_prefill_notice(c, std::vector<int64_t>{8191}, 2, busy)
+                .find("(estimated for 2 cores, shared with a load of 2.8 from other processes)"),
+            std::string::npos);
+  // A prompt too short to warn about on idle cores can be long enough on busy ones.
+  EXPECT_EQ(long_cpu_prefill_notice(c, std::vector<int64_t>{2048}, 2), "");
+  EXPECT_NE(long_cpu_prefill_notice(c, std::vector<int64_t>{2048}, 2, {8.0, 2}), "");
 }
 
 }  // namespace
