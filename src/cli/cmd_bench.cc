@@ -510,6 +510,7 @@ void add_bench_command(CLI::App& app) {
   c->callback([a, c, weights_seed] {
     if (c->get_subcommands().empty()) {
       check_weights_seed(*weights_seed, a->random_weights);
+      adopt_plan_mode(a->offload);
       run_bench_command(*a);
     }
   });

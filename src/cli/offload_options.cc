@@ -66,7 +66,7 @@ std::vector<double> OffloadArgs::ratios(bool list) const {
 }
 
 void add_offload_options(CLI::App* c, OffloadArgs* a) {
-  c->add_option("--offload", a->mode,
+  a->mode_opt = c->add_option("--offload", a->mode,
                 "auto: offload only what the budget forces (default); direct: apply the plan, every host byte "
                 "streamed into SMEM by the tiered kernels (TMA); zero-copy: the same placement read by the ordinary "
                 "kernels through host-mapped pointers (the vLLM UVA baseline); prefetch: the copy engine stages "
@@ -97,6 +97,17 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
           ->check(CLI::IsMember({"greedy", "uniform"}));
   c->add_option("--plan", a->plan_file, "apply this plan (dak plan --output json) instead of planning");
   c->add_option("--profile", a->profile, "hardware profile JSON for the planner (default: compiled-in h200-default)");
+}
+
+void adopt_plan_mode(OffloadArgs& a) {
+  if (a.plan_file.empty() || (a.mode_opt && a.mode_opt->count() > 0)) return;
+  // Flags that conflict with --plan are check_offload_args' to refuse, before the file is read.
+  if (!a.gpu_memory.empty() || a.cpu_offload_given() || !a.offload_ratio.empty()) return;
+  const Plan plan = Plan::load(a.plan_file);
+  if (plan.inputs.offload_mode.empty() || plan.inputs.offload_mode == a.mode) return;
+  std::fprintf(stderr, "dak: notice: %s was made for --offload %s; running in that mode\n", a.plan_file.c_str(),
+               plan.inputs.offload_mode.c_str());
+  a.mode = plan.inputs.offload_mode;
 }
 
 void check_offload_args(const OffloadArgs& a, bool ratio_list) {

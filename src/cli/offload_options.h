@@ -45,6 +45,7 @@ struct OffloadArgs {
   std::string profile;
   CLI::Option* cpu_offload_opt = nullptr;
   CLI::Option* allocator_opt = nullptr;
+  CLI::Option* mode_opt = nullptr;
 
   /// True when --cpu-offload-gb was given.
   bool cpu_offload_given() const { return cpu_offload_opt && cpu_offload_opt->count() > 0; }
@@ -57,6 +58,12 @@ struct OffloadArgs {
   /// `list` is false.
   std::vector<double> ratios(bool list) const;
 };
+
+/// --plan without --offload: the run takes the mode the plan was made for (`dak plan --offload
+/// direct` makes a plan for --offload direct; the default mode, auto, would refuse it), with a notice
+/// on stderr. Nothing happens with --offload given (check_offload_args then refuses another mode),
+/// without --plan, or for a plan that records no mode. Throws dak::Error for an unreadable plan.
+void adopt_plan_mode(OffloadArgs& a);
 
 /// Adds the flags above to `c`, writing into `a` (which must outlive the parse).
 void add_offload_options(CLI::App* c, OffloadArgs* a);

@@ -234,16 +234,22 @@ TEST(Cli, PlanPredictsEachOffloadMode) {
   RunResult r = run_dak("plan --model llama-2-7b --offload prefetch --no-staged", true);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--no-staged"), std::string::npos) << r.output;
-  // A plan file carries its mode: a run in another mode is refused before any GPU is looked for.
+  // A plan file carries its mode: a run that asks for another mode is refused before any GPU is
+  // looked for; a run that does not name one takes the plan's (session 23: a plan made with
+  // `dak plan --offload direct` was refused by `dak bench --plan` for the default mode).
   const std::string file = ::testing::TempDir() + "/dak_zero_copy_plan.json";
   r = run_dak("plan --model llama-2-7b --batch 1 --offload-ratio 0.1 --offload zero-copy --output json > " + file, false);
   ASSERT_EQ(r.exit_code, 0);
   for (const char* cmd : {"generate --model llama-2-7b --random-weights --prompt-ids 1,2 --max-new-tokens 2",
                           "bench --model llama-2-7b --random-weights --batch 1"}) {
-    r = run_dak(std::string(cmd) + " --plan " + file, true);
+    r = run_dak(std::string(cmd) + " --plan " + file + " --offload auto", true);
     EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
     EXPECT_NE(r.output.find("the plan was made for --offload zero-copy"), std::string::npos) << cmd << ": " << r.output;
     EXPECT_NE(r.output.find(file), std::string::npos) << cmd << ": " << r.output;
+    r = run_dak(std::string(cmd) + " --plan " + file, true);
+    EXPECT_NE(r.output.find(file + " was made for --offload zero-copy; running in that mode"), std::string::npos)
+        << cmd << ": " << r.output;
+    EXPECT_EQ(r.output.find("the plan was made for"), std::string::npos) << cmd << ": " << r.output;
   }
   std::remove(file.c_str());
   r = run_dak("plan --model llama-2-7b --offload sideways", true);
