@@ -462,6 +462,33 @@ TEST(Planner, PredictionsStayNearWhatTheH200Measured) {
   }
 }
 
+TEST(Planner, TheCopyPipelineReplayEndsForAnyLinkRate) {
+  // Session-23 trial: with the measured profile (B_h 51.441445750623956 GB/s) the fluid replay ran
+  // out of events on half its plans ("report this plan request as a bug"): a stream's remainder of
+  // one ulp took an event per step. Every plan of these shapes must now come out, and the shipped
+  // measured profile plans the trial's case.
+  const HardwareProfile measured = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h200-measured.json");
+  PlanRequest trial = request(8, std::nullopt);
+  trial.offload_ratio = 0.1;
+  EXPECT_GT(make_plan(locate_model_config("llama-2-7b").config, measured, trial).predicted_tpot_s, 0);
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> rate(20.0, 60.0);
+  for (int i = 0; i < 24; ++i) {
+    HardwareProfile p = h200();
+    p.host_sm_read_gbps = rate(rng);
+    p.host_copy_engine_gbps = rate(rng);
+    p.host_shared_total_gbps = std::max(p.host_sm_read_gbps, p.host_copy_engine_gbps) * 1.03;
+    for (const char* model : {"llama-2-7b", "opt-6.7b"}) {
+      for (int64_t batch : {8, 512}) {
+        PlanRequest r = request(batch, std::nullopt);
+        r.offload_ratio = 0.05 + 0.1 * (i % 3);
+        const Plan plan = make_plan(locate_model_config(model).config, p, r);
+        EXPECT_GT(plan.predicted_tpot_s, 0) << model << " " << batch << " B_h " << p.host_sm_read_gbps;
+      }
+    }
+  }
+}
+
 TEST(Planner, DirectPlansStayNearWhatTheH200Measured) {
   // --offload direct at batch 512, where the compute-path linears read their host rows in place:
   // the cost model prices them as the engine launches them (CostModel.ComputeTilesArePricedAsThe-
