@@ -49,11 +49,16 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
                    format_bytes(double(cap.weight_bytes)), format_bytes(double(cap.kv_bytes)),
                    format_bytes(double(cap.workspace_bytes)), format_bytes(double(cap.total_bytes)),
                    format_bytes(double(cap.hbm_budget_bytes)), in.gpu_memory_default ? " (profile default)" : "");
-  if (in.offload_ratio)
-    s += fmt::format("          offload ratio forced to {:.2f} % of weights + KV\n", 100.0 * *in.offload_ratio);
-  else
+  if (in.offload_ratio) {
+    // At least the ratio: a positive one below the balance points (~0.8 % of Llama-2-7B) keeps them,
+    // since there a few host rows make the memory-bound linears faster (allocator.h, phase 1).
+    const double r = *in.offload_ratio;
+    const std::string pct = r > 0 && format_percent(r) == "0" ? fmt::format("{:.3g}", 100.0 * r) : format_percent(r);
+    s += fmt::format("          offload ratio forced to {} {} % of weights + KV\n", r > 0 ? "at least" : "exactly", pct);
+  } else {
     s += fmt::format("          host must hold {} (global ratio R = {:.2f} %)\n",
                      format_bytes(double(cap.required_host_bytes)), 100.0 * cap.global_ratio);
+  }
 
   s += fmt::format("\n{:<24} {:<9} {:>12} {:>7} {:>12} {:<9} {:>10}  {}\n", "operator", "kind", "bytes", "host %",
                    "host bytes", "path", "time us", "bound");

@@ -425,6 +425,19 @@ TEST(PlanReport, PercentagesHaveTheDecimalsThatTellThemApart) {
   EXPECT_EQ(format_percent(1e-7), "0.00001");
 }
 
+TEST(PlanCli, APositiveForcedRatioIsALowerBound) {
+  // Session-23 trial: --offload-ratio 1e-300 said "forced to 0.00 %" over a plan with 0.79 % on the
+  // host (the balance points of the memory-bound linears, allocator.h phase 1, stay).
+  RunResult r = dak_plan("--model llama-2-7b --offload-ratio 1e-300");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("offload ratio forced to at least 1e-298 %"), std::string::npos) << r.output;
+  r = dak_plan("--model llama-2-7b --offload-ratio 0.1");
+  EXPECT_NE(r.output.find("offload ratio forced to at least 10 %"), std::string::npos) << r.output;
+  r = dak_plan("--model llama-2-7b --offload-ratio 0");
+  EXPECT_NE(r.output.find("offload ratio forced to exactly 0 %"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("host      0 B"), std::string::npos) << r.output;
+}
+
 TEST(PlanCli, ForcedRatiosAndBudgetsMustFitTheGpu) {
   RunResult r = dak_plan("--model llama-2-70b --batch 8 --gpu-memory 4GiB --offload-ratio 0");
   EXPECT_EQ(r.exit_code, 1) << r.output;
