@@ -240,8 +240,9 @@ void run_generate(const GenerateArgs& a) {
   flush_stdout_or_fail();  // the text first, then the timings (none after a failed write)
   const std::string decode = decoded ? fmt::format("TPOT {:.1f} ms, {:.1f} tokens/s", tpot * 1e3, tok_per_s)
                                      : std::string("TPOT n/a, n/a tokens/s (no decode step ran)");
-  std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode steps, %s\n", engine->device_name().c_str(),
-               load_s, r.prefill_s, static_cast<long long>(r.decode_steps), decode.c_str());
+  std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s, %s\n", engine->device_name().c_str(),
+               load_s, r.prefill_s, static_cast<long long>(r.decode_steps), r.decode_steps == 1 ? "" : "s",
+               decode.c_str());
 }
 
 }  // namespace

@@ -188,8 +188,9 @@ void add_perplexity_command(CLI::App& app) {
                           {"load_s", load_s}, {"seconds", r.seconds}};
       std::cout << json_text(j) << std::endl;
     } else {
-      std::cout << fmt::format("perplexity {:.4f} over {} tokens ({}; {:.2f} s, load {:.2f} s)\n", r.perplexity,
-                               r.tokens_scored, engine->device_name(), r.seconds, load_s);
+      std::cout << fmt::format("perplexity {:.4f} over {} token{} ({}; {:.2f} s, load {:.2f} s)\n", r.perplexity,
+                               r.tokens_scored, r.tokens_scored == 1 ? "" : "s", engine->device_name(), r.seconds,
+                               load_s);
     }
   });
 }

@@ -161,7 +161,16 @@ int main(int argc, char** argv) {
     // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).
     dak::cli::flush_stdout_or_fail();
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) {  // --help, --version: their text must reach stdout too
+      const int rc = app.exit(e);
+      try {
+        dak::cli::flush_stdout_or_fail();
+      } catch (const dak::Error& err) {
+        std::fprintf(stderr, "dak: error: %s\n", err.what());
+        return 1;
+      }
+      return rc;
+    }
     // A usage error, in dak's format (CLI11's own text had no where / fix and exit codes 104-114).
     std::string where = "the command line";
     std::string help = "dak --help";

@@ -100,6 +100,12 @@ TEST(Cli, FailedStdoutWriteIsAnError) {
         << output << ": " << g.output;
     EXPECT_EQ(g.output.find("tokens/s"), std::string::npos) << output << ": " << g.output;
   }
+  // --help and --version too (session-23 trial: exit code 0 with nothing written).
+  for (const char* args : {"--help", "plan --help", "--version"}) {
+    const RunResult h = dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1 >/dev/full");
+    EXPECT_EQ(h.exit_code, 1) << args << ": " << h.output;
+    EXPECT_NE(h.output.find("cannot write the output to standard output"), std::string::npos) << args << ": " << h.output;
+  }
 }
 
 TEST(Cli, PlanShapeOverflowIsRefused) {
