@@ -106,6 +106,15 @@ std::string copied_source(const HardwareProfile& defaults, const std::string& ke
                      it == defaults.sources.end() ? std::string() : " (" + it->second + ")");
 }
 
+/// A value `dak profile` does not measure: the default profile's, with a source saying so where the
+/// default gives one (`given`: the field is present there; absent optional fields stay absent).
+template <typename T>
+void copy_unmeasured(HardwareProfile& p, const HardwareProfile& defaults, T HardwareProfile::*field, const char* key,
+                     bool given) {
+  p.*field = defaults.*field;
+  if (given) p.sources[key] = copied_source(defaults, key, "not measured by dak profile");
+}
+
 std::string join_rates(const std::vector<TensorRatePoint>& pts) {
   std::string out;
   for (const TensorRatePoint& t : pts) out += fmt::format("{}N={} {:.1f}", out.empty() ? "" : ", ", t.tokens, t.tflops);
@@ -201,14 +210,10 @@ HardwareProfile build_measured_profile(const ProfileMeasurements& m, const std::
                          m.cluster4_ctas, m.sm_count);
   }
   // Not measured by dak profile: fitted on the engine's direct-mode operators (docs/profile.md).
-  p.host_loaded_latency_us = defaults.host_loaded_latency_us;
-  p.host_loaded_start_us = defaults.host_loaded_start_us;
-  if (p.host_loaded_latency_us > 0) {
-    p.sources["host_link.loaded_latency_us"] =
-        copied_source(defaults, "host_link.loaded_latency_us", "not measured by dak profile");
-    p.sources["host_link.loaded_start_us"] =
-        copied_source(defaults, "host_link.loaded_start_us", "not measured by dak profile");
-  }
+  copy_unmeasured(p, defaults, &HardwareProfile::host_loaded_latency_us, "host_link.loaded_latency_us",
+                  defaults.host_loaded_latency_us > 0);
+  copy_unmeasured(p, defaults, &HardwareProfile::host_loaded_start_us, "host_link.loaded_start_us",
+                  defaults.host_loaded_latency_us > 0);
   if (!(m.hbm_alone_gbps > 0)) fail("no HBM baseline for the copy slowdown", where, "report this as a bug");
   p.hbm_slowdown_during_copy = std::clamp(1.0 - m.hbm_during_copy_gbps / m.hbm_alone_gbps, 0.0, 0.99);
   p.sources["host_link.hbm_slowdown_during_copy"] =
@@ -239,24 +244,13 @@ HardwareProfile build_measured_profile(const ProfileMeasurements& m, const std::
                        m.launch_overhead_us, m.launch_fit_gbps, m.runs, sizes,
                        m.launch_overhead_us < 0 ? "; the negative intercept is stored as 0" : "");
   // Not measured by dak profile yet (fitted from the engine's decode steps and dak bench gemm).
-  p.step_kernel_overhead_us = defaults.step_kernel_overhead_us;
-  p.tiered_step_kernel_overhead_us = defaults.tiered_step_kernel_overhead_us;
-  if (p.tiered_step_kernel_overhead_us > 0) {
-    p.sources["compute.tiered_step_kernel_overhead_us"] =
-        copied_source(defaults, "compute.tiered_step_kernel_overhead_us", "not measured by dak profile");
-  }
-  p.linear_hbm_fraction = defaults.linear_hbm_fraction;
-  if (p.step_kernel_overhead_us > 0) {
-    p.sources["compute.step_kernel_overhead_us"] =
-        copied_source(defaults, "compute.step_kernel_overhead_us", "not measured by dak profile");
-  }
-  p.sources["compute.linear_hbm_fraction"] =
-      copied_source(defaults, "compute.linear_hbm_fraction", "not measured by dak profile");
-  p.multicast_round_factor = defaults.multicast_round_factor;
-  if (p.multicast_round_factor != 1.0) {
-    p.sources["compute.multicast_round_factor"] =
-        copied_source(defaults, "compute.multicast_round_factor", "not measured by dak profile");
-  }
+  copy_unmeasured(p, defaults, &HardwareProfile::step_kernel_overhead_us, "compute.step_kernel_overhead_us",
+                  defaults.step_kernel_overhead_us > 0);
+  copy_unmeasured(p, defaults, &HardwareProfile::tiered_step_kernel_overhead_us,
+                  "compute.tiered_step_kernel_overhead_us", defaults.tiered_step_kernel_overhead_us > 0);
+  copy_unmeasured(p, defaults, &HardwareProfile::linear_hbm_fraction, "compute.linear_hbm_fraction", true);
+  copy_unmeasured(p, defaults, &HardwareProfile::multicast_round_factor, "compute.multicast_round_factor",
+                  defaults.multicast_round_factor != 1.0);
   p.mma_min_rows = defaults.mma_min_rows;
   p.sources["compute.mma_min_rows"] = copied_source(defaults, "compute.mma_min_rows", "an ISA constant");
   p.tensor_tflops = tensor_rate_classes(m.tensor);

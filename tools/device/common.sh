@@ -144,3 +144,18 @@ PY
   echo "--- offload rows (host GB/step, staged GB/step, TPOT ms, predicted, TPOT/pred, floor, TPOT/floor)"
   awk '/^=== /{label=$2} /^\| [0-9]+ \| ([0-9.]+|-) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|/{n=split($0,c,"|"); print label, "ratio", c[3], "host", c[6], "staged", c[7], "TPOT", c[8], "pred", c[9], "t/p", c[10], "floor", c[11], "t/f", c[12]}' "$OUT/offload.txt"
 }
+
+# A short table of the offload rows of "$OUT/offload.txt" (dak_bench_point's output): per point
+# TPOT, the prediction and the floor of the same run.
+dak_point_table() {
+  python3 - "$OUT/offload.txt" <<'PY'
+import re, sys
+label = None
+print("| point | TPOT ms | predicted ms | TPOT / pred | floor ms | TPOT / floor |")
+for line in open(sys.argv[1]):
+    if line.startswith("=== "): label = line[4:].split(":")[0]
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if label and len(cells) == 11 and re.match(r"^[0-9.]+$", cells[6] or "x") and re.match(r"^[0-9]+$", cells[0]):
+        print(f"| {label} | {cells[6]} | {cells[7]} | {cells[8]} | {cells[9]} | {cells[10]} |")
+PY
+}

@@ -21,14 +21,5 @@ dak_bench_point qwen2-b512-8g-auto X=1 120 --model qwen2-7b --batch 512 --prompt
 dak_bench_point opt30-b512-30-direct X=1 100 --model opt-30b --batch 512 --prompt-len 32 --gen-len 8 --offload-ratio 0.3 --offload direct
 dak_bench_point opt30-b512-30-staged X=1 100 --model opt-30b --batch 512 --prompt-len 32 --gen-len 8 --plan $s22/opt30-b512-30-staged.json
 dak_merge_points
-python3 - "$OUT/offload.txt" <<'PY'
-import re, sys
-label = None
-print("| point | TPOT ms | predicted ms | TPOT / pred | floor ms | TPOT / floor |")
-for line in open(sys.argv[1]):
-    if line.startswith("=== "): label = line[4:].split(":")[0]
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if label and len(cells) == 11 and re.match(r"^[0-9.]+$", cells[6] or "x") and cells[0] == "512":
-        print(f"| {label} | {cells[6]} | {cells[7]} | {cells[8]} | {cells[9]} | {cells[10]} |")
-PY
+dak_point_table
 echo "total $(( $(date +%s) - t0 )) s"

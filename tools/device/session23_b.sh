@@ -17,15 +17,6 @@ dak_bench_point l70-b512-10-auto X=1 150 --model llama-2-70b --batch 512 --promp
 dak_bench_point l70-b512-10-staged DAK_PLAN_DIRECT_FALLBACK_ONLY=1 150 --model llama-2-70b --batch 512 --prompt-len 32 --gen-len 8 --offload-ratio 0.1
 dak_merge_points
 dak_gpu_tests 60 4
-python3 - "$OUT/offload.txt" <<'PY'
-import re, sys
-label = None
-print("| point | TPOT ms | predicted ms | TPOT / pred | floor ms | TPOT / floor |")
-for line in open(sys.argv[1]):
-    if line.startswith("=== "): label = line[4:].split(":")[0]
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if label and len(cells) == 11 and re.match(r"^[0-9.]+$", cells[6] or "x") and cells[0] == "512":
-        print(f"| {label} | {cells[6]} | {cells[7]} | {cells[8]} | {cells[9]} | {cells[10]} |")
-PY
+dak_point_table
 grep -E "tests passed|tests failed" "$OUT/gpu-tests.log" | tail -1
 echo "total $(( $(date +%s) - t0 )) s"
