@@ -104,11 +104,11 @@ OpCost Planner::op_cost(const Op& op, int64_t host_units, PathMode mode) const {
   // priced on the direct path whatever the mode.
   if (op.kind != OpKind::kLinear) mode = PathMode::kDirect;
   // Where staging is allowed, linears on the tiered GEMM's compute path (N > 64, 128 x 128 tiles)
-  // take it in every variant: next to compute-bound HBM tiles the direct path stays below what the
-  // cost model assumes (gate_up at N = 512 on the H200: 0.56-0.65 of ideal at 0.5-2 %, 0.91 at 10 %,
-  // after the session-6 fix of out-of-bounds TMA boxes; 3.6-15 GB/s of host reads before it), and
-  // end to end the staged plan won (Llama-2-7B batch 512 at 10 %: 43.49 ms vs 46.20 ms direct,
-  // whose prediction was 40.65; docs/micro-experiments.md section 3, docs/results.md).
+  // take it in every variant: next to compute-bound HBM tiles their few host m-tiles are read by a
+  // few latency-bound streams (gate_up at N = 512 on the H200: 0.56-0.65 of ideal at 0.5-2 %, 0.91 at
+  // 10 %; docs/micro-experiments.md section 3). The all-direct plan (kDirectOnly), priced as the
+  // engine launches those linears (CostModel, since session 23), competes with the variants as a
+  // whole in plan().
   if (request_.allow_staged && !request_.single_path && mode != PathMode::kDirectOnly &&
       op.kind == OpKind::kLinear && host_units > 0 && op.n > 64) {  // the 128-row tiles of choose_tiered_gemm_tile
     mode = PathMode::kStaged;
