@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include "cli/offload_options.h"
 #include "core/byte_size.h"
@@ -338,6 +339,24 @@ std::optional<OutOfRangeValue> take_out_of_range_value() {
   return first;
 }
 
+namespace {
+/// The checks add_required_input_check registered, with their subcommand.
+std::vector<std::pair<CLI::App*, std::function<void()>>>& required_input_checks() {
+  static std::vector<std::pair<CLI::App*, std::function<void()>>> checks;
+  return checks;
+}
+}  // namespace
+
+void add_required_input_check(CLI::App* c, std::function<void()> check) {
+  required_input_checks().emplace_back(c, std::move(check));
+}
+
+void run_required_input_checks() {
+  for (const auto& [app, check] : required_input_checks()) {
+    if (app->parsed()) check();
+  }
+}
+
 CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive) {
   const std::string name = unique_validator_name();
   CLI::Validator v(
@@ -385,10 +404,15 @@ CLI::Validator unsigned_64() {
   CLI::Validator v(
       [name](std::string& s) -> std::string {
         const std::string message = "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
-        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits) return message;
-        const std::string canonical = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
-        if (canonical.size() > 20 || (canonical.size() == 20 && canonical > "18446744073709551615")) {
+        // Digits after an optional sign are a whole number, as whole_number reads them: one below 0
+        // ("-1") or above 2^64 - 1 is out of range (exit 1, as `-n -1`), not a usage error.
+        if (!is_integer_text(s)) return message;
+        const bool negative = s[0] == '-';
+        const std::string digits = s.substr(s[0] == '-' || s[0] == '+' ? 1 : 0);
+        const std::string canonical = digits.substr(std::min(digits.find_first_not_of('0'), digits.size() - 1));
+        const bool too_large =
+            canonical.size() > 20 || (canonical.size() == 20 && canonical > "18446744073709551615");
+        if ((negative && canonical != "0") || too_large) {
           out_of_range_values().push_back({name, message});
           s = "0";  // converts; refused once the command line has parsed
           return "";

@@ -166,11 +166,12 @@ inline constexpr const char* kHbmBufferGibText = "a size in GiB above 0 and at m
 void emit_report(const std::string& text, const nlohmann::json& json, const std::string& csv,
                  const std::string& output, const std::string& json_file, const std::string& csv_file);
 
-/// CLI11 validator (use with ->transform) for a uint64 option (a seed): only decimal digits, at
-/// most 2^64 - 1 (CLI11 alone wraps -1 to 2^64 - 1 and clamps larger values, so different seeds gave
-/// the same run); an accepted value is rewritten without its leading zeros (CLI11 alone reads "010"
-/// as octal 8). Text other than digits ("-1", "0x10") is refused at parsing (exit 2); a larger number
-/// is out of range (exit 1, as whole_number's).
+/// CLI11 validator (use with ->transform) for a uint64 option (a seed): a whole decimal number from 0
+/// to 2^64 - 1 (CLI11 alone wraps -1 to 2^64 - 1 and clamps larger values, so different seeds gave
+/// the same run); an accepted value is rewritten without its sign and leading zeros (CLI11 alone
+/// reads "010" as octal 8). Text that is not a whole number ("abc", "1.5", "0x10") is refused at
+/// parsing (exit 2); a whole number below 0 ("-1") or above 2^64 - 1 is out of range (exit 1, as
+/// whole_number's), both "must be a whole number from 0 to 18446744073709551615, got '<v>'".
 CLI::Validator unsigned_64();
 
 /// CLI11 validator (use with ->transform) for a whole-number option. A value that is not a whole
@@ -202,6 +203,16 @@ struct OutOfRangeValue {
 
 /// The first value out of range recorded since the last call, if any (and forgets the others).
 std::optional<OutOfRangeValue> take_out_of_range_value();
+
+/// Registers `check` for subcommand `c`: a test of an input the command line must give that CLI11's
+/// ->required() cannot express (one of two options, as dak generate's --prompt / --prompt-ids).
+/// `check` throws dak::UsageError (exit 2, as a missing required option) when the input is missing.
+void add_required_input_check(CLI::App* c, std::function<void()> check);
+
+/// Runs the checks of add_required_input_check for the subcommands given on the command line. main()
+/// calls it once the whole command line has parsed (CLI11's own usage errors first) and before it
+/// refuses a value out of range, so a missing input exits 2 whatever else is on the line.
+void run_required_input_checks();
 
 /// CLI11 validator (use with ->check) for an option whose command parses its text with `parse` (the
 /// same function, called again later: a comma list, a byte size): while CLI11 parses, the

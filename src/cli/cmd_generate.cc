@@ -47,9 +47,6 @@ struct GenerateArgs {
 };
 
 void run_generate(const GenerateArgs& a) {
-  if (a.prompts.empty() && a.prompt_ids.empty()) {
-    fail("no prompt given", "dak generate", "pass --prompt TEXT or --prompt-ids 1,2,3 (repeat either for a batch)");
-  }
   if (!a.chat && !a.system.empty()) {
     fail("--system is a chat message, but --chat is not given", "--system", "add --chat, or drop --system");
   }
@@ -258,10 +255,19 @@ void add_generate_command(CLI::App& app) {
               "tokenizer: use --prompt-ids; --device cuda or auto)");
   CLI::Option* weights_seed = add_weights_seed_option(c, &a->weights_seed);
   // One value per occurrence: `-p The capital of France` is an error (quote the prompt), not five prompts.
-  c->add_option("--prompt,-p", a->prompts, "Prompt text, quoted (repeat -p for a batch)")->allow_extra_args(false);
-  c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
-      ->allow_extra_args(false)
-      ->check(value_syntax([](const std::string& s) { parse_id_list(s, "--prompt-ids"); }));
+  CLI::Option* prompt =
+      c->add_option("--prompt,-p", a->prompts, "Prompt text, quoted (repeat -p for a batch)")->allow_extra_args(false);
+  CLI::Option* prompt_ids =
+      c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
+          ->allow_extra_args(false)
+          ->check(value_syntax([](const std::string& s) { parse_id_list(s, "--prompt-ids"); }));
+  // A required input missing from the command line, as `dak perplexity` without --file: exit 2.
+  add_required_input_check(c, [prompt, prompt_ids] {
+    if (prompt->count() == 0 && prompt_ids->count() == 0) {
+      fail_usage("no prompt given: dak generate needs --prompt or --prompt-ids", "dak generate",
+                 "pass --prompt TEXT or --prompt-ids 1,2,3 (repeat either for a batch)");
+    }
+  });
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
   c->add_option("--system", a->system, "System message for --chat");
   c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str()

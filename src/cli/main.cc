@@ -100,14 +100,16 @@ std::string option_with_validator(CLI::App& app, const std::string& name) {
   return "";
 }
 
-/// The `dak` app: once the whole command line has parsed (usage errors first: exit 2), and before
-/// any command runs, a value out of its option's range is refused (exit 1).
+/// The `dak` app: once the whole command line has parsed (usage errors first: exit 2, a missing
+/// input of run_required_input_checks included), and before any command runs, a value out of its
+/// option's range is refused (exit 1).
 class DakApp : public CLI::App {
  public:
   using CLI::App::App;
 
  protected:
   void pre_callback() override {
+    dak::cli::run_required_input_checks();  // a missing input is a usage error (exit 2), refused first
     if (const std::optional<dak::cli::OutOfRangeValue> v = dak::cli::take_out_of_range_value()) {
       const std::string option = option_with_validator(*this, v->validator);
       throw OutOfRangeError(option.empty() ? "a value" : option, v->message);

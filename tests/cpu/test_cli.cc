@@ -49,8 +49,8 @@ TEST(Cli, UsageErrorsAreDakErrorsWithExitCode2) {
   EXPECT_NE(r.output.find("dak: error:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("run `dak generate --help`"), std::string::npos) << r.output;
   // A negative or too large seed was wrapped or clamped silently, so different seeds gave one run.
-  // A seed is digits only: "-1" and "1.5" are not seeds (exit 2); 2^64 is one out of range (exit 1).
-  for (const auto& [seed, code] : {std::pair{"-1", 2}, std::pair{"18446744073709551616", 1}, std::pair{"1.5", 2}}) {
+  // A seed is a whole number: "1.5" is not one (exit 2); -1 and 2^64 are ones out of range (exit 1).
+  for (const auto& [seed, code] : {std::pair{"-1", 1}, std::pair{"18446744073709551616", 1}, std::pair{"1.5", 2}}) {
     r = run_dak(std::string("generate --device cpu --prompt-ids 1 --seed ") + seed);
     EXPECT_EQ(r.exit_code, code) << seed << ": " << r.output;
     EXPECT_NE(r.output.find("--seed"), std::string::npos) << r.output;
@@ -853,7 +853,8 @@ TEST(Cli, IntegerFlagsSayNotANumberOrTheAllowedRange) {
       {"bench --model llama-2-7b --random-weights --hbm-runs x", "--hbm-runs: 'x' is not a whole number", 2},
       {"bench --model llama-2-7b --random-weights --hbm-runs 3000000000",
        "--hbm-runs: '3000000000' is too large; use a count from 1 to 1000", 1},
-      {"bench --model llama-2-7b --random-weights --weights-seed -1", "--weights-seed: must be a whole number", 2},
+      {"bench --model llama-2-7b --random-weights --weights-seed -1", "--weights-seed: must be a whole number", 1},
+      {"bench --model llama-2-7b --random-weights --weights-seed x", "--weights-seed: must be a whole number", 2},
   };
   for (const auto& c : cases) {
     r = run_dak(c.args);

@@ -18,8 +18,9 @@ RunResult run_dak(const std::string& args) {
   return dak::testing::run_shell("CUDA_VISIBLE_DEVICES= " + std::string(DAK_BINARY) + " " + args + " 2>&1");
 }
 
-const std::string kGen = std::string("generate --device cpu --model ") + DAK_TEST_DATA_DIR +
-                         "/hf_parity/llama_gqa --prompt-ids 1,2 ";
+const std::string kGenNoPrompt = std::string("generate --device cpu --model ") + DAK_TEST_DATA_DIR +
+                                 "/hf_parity/llama_gqa ";
+const std::string kGen = kGenNoPrompt + "--prompt-ids 1,2 ";
 const std::string kPpl = std::string("perplexity --device cpu --model ") + DAK_TEST_DATA_DIR +
                          "/hf_parity/llama_gqa --file " + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa/config.json ";
 const std::string kPlan = "plan --model llama-2-7b ";
@@ -52,7 +53,13 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--top-k -1", 1, "--top-k: '-1' is too small"},
       {kGen + "--top-k 1.5", 2, "--top-k: '1.5' is not a whole number"},
       {kGen + "--seed 18446744073709551616", 1, "--seed: must be a whole number from 0 to 18446744073709551615"},
-      {kGen + "--seed -1", 2, "--seed: must be a whole number"},
+      // A negative seed is a whole number out of range, as `-n -1` and `--top-k -3` (the session-24 trial
+      // found --seed -1 exiting 2); text that is not a whole number is a usage error.
+      {kGen + "--seed -1", 1, "--seed: must be a whole number from 0 to 18446744073709551615, got '-1'"},
+      {kGen + "-n -1", 1, "--max-new-tokens: '-1' is too small"},
+      {kGen + "--top-k -3", 1, "--top-k: '-3' is too small"},
+      {kGen + "--seed 1.5", 2, "--seed: must be a whole number"},
+      {kGen + "--seed x", 2, "--seed: must be a whole number"},
       {kGen + "--prompt-ids -5", 2, "'-5' is not a comma-separated list of token ids: '-5' is not one"},
       {kGen + "--prompt-ids 1,,2", 2, "'1,,2' is not a comma-separated list of token ids: an item is empty"},
       {kGen + "--prompt-ids 99999999999", 1, "token id 99999999999 is outside every vocabulary"},
@@ -65,6 +72,11 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--cpu-offload-gb -1", 1, "--cpu-offload-gb -1 is negative: it must be between 0 and 1e6 GiB"},
       {kGen + "--cpu-offload-gb 1e9", 1, "--cpu-offload-gb 1000000000 is too large: it must be between 0 and 1e6 GiB"},
       {kGen + "--bogus", 2, "dak generate has no option --bogus"},
+      // A required input missing is a usage error, as `dak perplexity` without --file (the session-24
+      // trial: no prompt exited 1), also before a value out of range.
+      {kGenNoPrompt, 2, "no prompt given: dak generate needs --prompt or --prompt-ids"},
+      {kGenNoPrompt + "-n 0", 2, "no prompt given"},
+      {kGenNoPrompt + "--promt Hi", 2, "did you mean --prompt?"},
       {kGen + "-p two words", 2, "The following argument was not expected: words"},
       // Usage errors anywhere on the line come before a value out of range.
       {kGen + "-n 0 --bogus", 2, "dak generate has no option --bogus"},
@@ -94,6 +106,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kPlan + "--sweep-ratios 50:10:5", 1, "'50:10:5' is an empty range"},
       {kPlan + "--phase middle", 2, "--phase: middle not in {decode,prefill}"},
       {"plan --batch 8", 2, "--model is required"},
+      {"perplexity --device cpu", 2, "--file is required"},
       // dak bench.
       {kBench + "--batch abc", 2, "'abc' is not a comma-separated list of whole numbers"},
       {kBench + "--batch 0", 1, "--batch 0 is not a positive count"},
