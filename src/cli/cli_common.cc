@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <fstream>
 #include <iostream>
+#include <streambuf>
 #include <utility>
 
 #include "cli/offload_options.h"
@@ -591,12 +592,60 @@ std::shared_ptr<ProgressLine> stderr_progress_line() {
   return std::make_shared<ProgressLine>(stderr, terminal, 2.0, terminal ? 0.25 : 10.0);
 }
 
+namespace {
+
+/// The errno of the first write to stdout that failed (0: none, or none with a reason).
+int& first_stdout_errno() {
+  static int err = 0;
+  return err;
+}
+
+/// Keeps errno as the reason of a failed write to stdout, unless an earlier failure left one.
+void note_stdout_error() {
+  if (first_stdout_errno() == 0) first_stdout_errno() = errno;
+}
+
+/// std::cout's buffer after capture_stdout_errors(): each write goes on to C's stdout at once (the
+/// order of C and C++ writes stays, as with sync_with_stdio) and the errno of the first that fails is
+/// noted. Without it the reason was lost: C's stdout drops its buffer after a failed write, so a
+/// later fflush succeeds with errno 0 and only the error flag says that something failed (a `dak
+/// plan --output json` ending in std::endl, or a text longer than the buffer, said no reason).
+class ErrnoKeepingStdoutBuf final : public std::streambuf {
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    errno = 0;
+    const size_t written = std::fwrite(s, 1, size_t(n), stdout);
+    if (written < size_t(n) || std::ferror(stdout)) note_stdout_error();
+    return std::streamsize(written);
+  }
+  int sync() override {
+    errno = 0;
+    if (std::fflush(stdout) == 0) return 0;
+    note_stdout_error();
+    return -1;
+  }
+};
+
+}  // namespace
+
+void capture_stdout_errors() {
+  static ErrnoKeepingStdoutBuf buf;
+  std::cout.rdbuf(&buf);
+}
+
 void flush_stdout_or_fail() {
   errno = 0;
   std::cout.flush();
-  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
-  if (!failed) return;
-  const int err = errno;
+  if (!std::cout) note_stdout_error();  // the flush's own reason when std::cout writes to stdout directly
+  errno = 0;
+  if (std::fflush(stdout) != 0) note_stdout_error();
+  if (std::cout && !std::ferror(stdout)) return;
+  const int err = first_stdout_errno();
   fail("cannot write the output to standard output" + (err ? std::string(": ") + std::strerror(err) : std::string()),
        "standard output", "check the disk space or the file / pipe stdout goes to");
 }

@@ -230,9 +230,15 @@ std::string json_text(const nlohmann::json& j);
 /// defaults (ModelConfig::defaulted_sizes): "config.json has no 'hidden_size': ...". Nothing otherwise.
 void notice_defaulted_sizes(const ModelConfig& config, const std::string& where);
 
+/// Makes std::cout write through C's stdout and note the errno of the first write that fails, so
+/// that flush_stdout_or_fail can say why, however long ago the write failed. main() calls it before
+/// anything is written; the commands write their results with std::cout.
+void capture_stdout_errors();
+
 /// Flushes stdout (C++ and C streams); throws dak::Error "cannot write the output to standard
 /// output: <reason>" (a full disk, a closed pipe) when that or an earlier write failed, so a run
-/// never ends with a truncated output and exit code 0.
+/// never ends with a truncated output and exit code 0. The reason is that of the first failed write
+/// (capture_stdout_errors), left out only when the system gave none.
 void flush_stdout_or_fail();
 
 /// The CLI's progress line for work that may take minutes (a long CPU prefill, perplexity): on

@@ -178,12 +178,12 @@ void run_generate(const GenerateArgs& a) {
   if (stream) {
     on_token = [&](int64_t, int32_t id) {
       if (!echoed) {
-        std::fputs(valid_utf8(prompt_texts[0]).c_str(), stdout);
+        std::cout << valid_utf8(prompt_texts[0]);
         echoed = true;
       }
       streamed.push_back(id);
       if (const std::string fresh = out.next(tok->decode(streamed, /*skip_special=*/true)); !fresh.empty()) {
-        std::fwrite(fresh.data(), 1, fresh.size(), stdout);
+        std::cout << fresh;
         flush_stdout_or_fail();  // a full disk stops the run at once
       }
     };
@@ -221,16 +221,15 @@ void run_generate(const GenerateArgs& a) {
     return;
   }
   if (stream) {
-    std::fputs(out.finish(tok->decode(streamed, true)).c_str(), stdout);
-    std::fputs("\n", stdout);
+    std::cout << out.finish(tok->decode(streamed, true)) << '\n';
   } else {
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const auto& s = r.sequences[i];
       if (tok) {
-        std::printf("[%zu] %s%s\n", i, valid_utf8(prompt_texts[i]).c_str(),
-                    valid_utf8(tok->decode(s.generated_ids, true)).c_str());
+        std::cout << fmt::format("[{}] {}{}\n", i, valid_utf8(prompt_texts[i]),
+                                 valid_utf8(tok->decode(s.generated_ids, true)));
       } else {
-        std::printf("[%zu] %s\n", i, fmt::format("{}", fmt::join(s.generated_ids, ",")).c_str());
+        std::cout << fmt::format("[{}] {}\n", i, fmt::join(s.generated_ids, ","));
       }
     }
   }

@@ -120,6 +120,7 @@ class DakApp : public CLI::App {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dak::cli::capture_stdout_errors();  // before anything is written: a failed write keeps its reason
   DakApp app{"dak: LLM inference on one Hopper GPU with weights and KV cache read directly "
              "from host memory"};
   app.require_subcommand(1);

@@ -108,6 +108,24 @@ TEST(Cli, FailedStdoutWriteIsAnError) {
   }
 }
 
+TEST(Cli, FailedStdoutWriteSaysWhyOnEveryPath) {
+  // Session-24 trial: `dak plan --output json` and `dak inspect` said no reason (std::endl's flush
+  // failed first, and C's stdout dropped its buffer, so the last flush found errno 0), while generate
+  // and perplexity added ": No space left on device".
+  const std::string single = kData + "/safetensors/tiny_llama_single";
+  const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu -n 2 ";
+  for (const std::string args : {std::string("plan --model llama-2-7b --output json"), std::string("plan --model llama-2-7b"),
+                                 std::string("plan --model llama-2-7b --sweep-ratios 0:100:50"),
+                                 "inspect " + single, "inspect " + single + " --output json",
+                                 std::string("bench attention --dry-run --quick"), std::string("bench gemm --dry-run --quick"),
+                                 gen + "--prompt-ids 1,2 --prompt-ids 3,4", std::string("--help"), std::string("--version")}) {
+    const RunResult r = dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1 >/dev/full");
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("cannot write the output to standard output: No space left on device"), std::string::npos)
+        << args << ": " << r.output;
+  }
+}
+
 TEST(Cli, PlanShapeOverflowIsRefused) {
   const RunResult r = run_dak("plan --model llama-2-7b --prompt-len 9223372036854775807 --gen-len 2");
   EXPECT_EQ(r.exit_code, 1) << r.output;
