@@ -152,6 +152,13 @@ void add_plan_command(CLI::App& app) {
                                       std::pair{a->tile_rows, "--tile-rows"}}) {
       if (value < 1) fail(fmt::format("{} {} is not a positive count", flag, value), flag, "pass 1 or more");
     }
+    // The planner's own check says "step shape"; the user typed --tile-rows (the session-24 trial).
+    if (a->tile_rows > kMaxTileRows) {
+      fail(fmt::format("--tile-rows {} is more than the planner supports ({} rows)", a->tile_rows, kMaxTileRows),
+           "--tile-rows",
+           fmt::format("pass --tile-rows between 1 and {} (default 128: the rows of one tiered GEMM tile)",
+                       kMaxTileRows));
+    }
     // One generated token comes from the prefill: no decode step runs, so a decode plan would predict
     // the TPOT of a step that never happens (the new-user trial read it as the run's; dak generate -n 1
     // prints TPOT n/a, dak bench refuses --gen-len 1). The prefill plan is the one such a run has.

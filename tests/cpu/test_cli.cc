@@ -154,6 +154,12 @@ TEST(Cli, PlanCountsNameTheirFlag) {
     EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.output;
     EXPECT_NE(r.output.find(std::string("where: ") + flag), std::string::npos) << flag << ": " << r.output;
   }
+  // Above the planner's 16384 rows too (session-24 trial: "where: step shape").
+  const RunResult r = run_dak("plan --model llama-2-7b --tile-rows 32000");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--tile-rows 32000 is more than the planner supports (16384 rows)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("where: --tile-rows\n"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PlanSweepRefusesTheFlagsItIgnoresAndRepeatsNoRatio) {

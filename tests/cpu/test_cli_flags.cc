@@ -76,7 +76,7 @@ TEST(CliFlags, PlanIntegersAreDecimal) {
   // Decimal 20000 is above the planner's 16384 rows (octal 020000 = 8192 was accepted).
   r = run_dak(plan + " --tile-rows 020000");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "tile rows 20000 is more than the planner supports")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--tile-rows 20000 is more than the planner supports (16384 rows)")) << r.output;
   // The later range checks stay: zero is a whole number, refused by the command (exit 1).
   r = run_dak(plan + " --batch 0");
   EXPECT_EQ(r.exit_code, 1) << r.output;
