@@ -57,16 +57,19 @@ void notice_defaulted_sizes(const ModelConfig& config, const std::string& where)
                static_cast<long long>(config.hidden_size));
 }
 
-std::unique_ptr<Checkpoint> open_model(const std::string& model) {
+std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::string& where,
+                                       const std::string& shipped_config_fix) {
   const std::filesystem::path p = model.empty() ? default_model_path() : std::filesystem::path(model);
   std::error_code ec;
   if (!model.empty() && !std::filesystem::exists(p, ec)) {
     // A shipped config name (hyper-parameters only) given where weights are needed.
     const std::vector<std::string> names = shipped_config_names();
     if (std::find(names.begin(), names.end(), model) != names.end()) {
-      fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", model), "--model",
-           "add --random-weights to run it with deterministic random weights (dak generate / dak bench), or pass a "
-           "checkpoint folder or .gguf file");
+      fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", model), where,
+           !shipped_config_fix.empty()
+               ? shipped_config_fix
+               : "add --random-weights to run it with deterministic random weights (dak generate / dak bench), or "
+                 "pass a checkpoint folder or .gguf file");
     }
   }
   auto ckpt = Checkpoint::open(p);

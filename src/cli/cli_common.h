@@ -32,8 +32,12 @@ namespace dak::cli {
 std::filesystem::path default_model_path();
 
 /// Opens `model` (or the default when empty). Prints a notice on stderr when a folder holds both
-/// safetensors and GGUF weights (mixed_weights_notice) or its config lacked size keys.
-std::unique_ptr<Checkpoint> open_model(const std::string& model);
+/// safetensors and GGUF weights (mixed_weights_notice) or its config lacked size keys. A shipped
+/// config name (no weights) is refused naming `where` (how the command took the model: --model, or
+/// MODEL for dak inspect's positional), with `shipped_config_fix` as the fix when not empty (else:
+/// add --random-weights, which dak generate and dak bench have).
+std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::string& where = "--model",
+                                       const std::string& shipped_config_fix = "");
 
 struct OffloadArgs;
 

@@ -1,4 +1,6 @@
 // `dak inspect MODEL`: architecture, every tensor (name, dtype, shape, bytes), totals.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -31,7 +33,12 @@ void add_inspect_command(CLI::App& app) {
       fail("the model path is empty", "dak inspect",
            "pass a model folder, .safetensors or .gguf file, or nothing for the default model");
     }
-    auto ckpt = open_model(model);
+    // A shipped config has no tensors to list: inspect has no --random-weights (the session-24 trial
+    // read that fix, and `where: --model` for a positional MODEL); dak plan takes the config.
+    auto ckpt = open_model(model, flag->count() > 0 ? "--model (dak inspect)" : "MODEL (dak inspect)",
+                           fmt::format("dak inspect lists the tensors of a checkpoint: pass a model folder, "
+                                       ".safetensors or .gguf file (`dak plan --model {}` plans a shipped config)",
+                                       shell_word(model)));
     if (a->output == "json") {
       std::cout << json_text(inspect_json(*ckpt)) << std::endl;
     } else {

@@ -1103,6 +1103,19 @@ TEST(Cli, MessagesNameWhatTheUserGave) {
   r = run_dak("inspect " + llama + " -m " + llama);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("given twice"), std::string::npos) << r.output;
+  // A shipped config given to inspect (session-24 trial): the place is how it was given, and the fix
+  // is one inspect has (it has no --random-weights).
+  for (const std::string& given : {std::string("llama-2-7b"), std::string("--model llama-2-7b")}) {
+    r = run_dak("inspect " + given);
+    EXPECT_EQ(r.exit_code, 1) << given << ": " << r.output;
+    EXPECT_NE(r.output.find("'llama-2-7b' is a shipped config"), std::string::npos) << given << ": " << r.output;
+    EXPECT_NE(r.output.find(given[0] == '-' ? "where: --model (dak inspect)\n" : "where: MODEL (dak inspect)\n"),
+              std::string::npos)
+        << given << ": " << r.output;
+    EXPECT_NE(r.output.find("`dak plan --model llama-2-7b` plans a shipped config"), std::string::npos)
+        << given << ": " << r.output;
+    EXPECT_EQ(r.output.find("--random-weights"), std::string::npos) << given << ": " << r.output;
+  }
   // A missing --file is "no such file", not "not a regular file".
   r = run_dak("perplexity --model " + llama + " --file /nonexistent/dak-text.txt");
   EXPECT_EQ(r.exit_code, 1) << r.output;
