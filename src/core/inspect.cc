@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -76,6 +78,57 @@ Totals totals_of(const Checkpoint& ckpt) {
   return t;
 }
 
+/// Whether `a` sorts before `b` with runs of digits compared as numbers ("layers.2." before
+/// "layers.10.").
+bool natural_less(const std::string& a, const std::string& b) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      // Compare the numbers without their leading zeros: the longer is larger, else by their digits.
+      size_t ia = i, jb = j;
+      while (ia + 1 < ie && a[ia] == '0') ++ia;
+      while (jb + 1 < je && b[jb] == '0') ++jb;
+      if (ie - ia != je - jb) return ie - ia < je - jb;
+      if (const int c = a.compare(ia, ie - ia, b, jb, je - jb); c != 0) return c < 0;
+      if (ie - i != je - j) return ie - i < je - j;  // "01" after "1": an order for equal numbers
+      i = ie, j = je;
+    } else {
+      if (a[i] != b[j]) return (unsigned char)a[i] < (unsigned char)b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+/// Where a tensor goes in the listing: 0 the embeddings (no layer number), 1 the layers (a name part
+/// that is a number), 2 the rest (final norm, LM head).
+int listing_group(const std::string& name) {
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    if (end > start && name.find_first_not_of("0123456789", start) >= end) return 1;
+    start = end + 1;
+  }
+  return name.find("embed") != std::string::npos ? 0 : 2;
+}
+
+/// The tensors of `ckpt` in the order inspect lists them (listing_group, then natural_less of the
+/// names: by layer number, then name), whatever their order in the files.
+std::vector<const TensorInfo*> listing_order(const Checkpoint& ckpt) {
+  std::vector<const TensorInfo*> ts;
+  for (const TensorInfo& t : ckpt.tensors()) ts.push_back(&t);
+  std::stable_sort(ts.begin(), ts.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    const int ga = listing_group(a->name), gb = listing_group(b->name);
+    return ga != gb ? ga < gb : natural_less(a->name, b->name);
+  });
+  return ts;
+}
+
 bool several_files(const Checkpoint& ckpt) {
   std::set<std::string_view> files;
   for (const TensorInfo& t : ckpt.tensors()) files.insert(t.file);
@@ -107,12 +160,13 @@ std::string inspect_text(const Checkpoint& ckpt) {
   line(fmt::format("bos {}, eos [{}]", c.bos_token_id, fmt::join(c.eos_token_ids, ", ")));
   line("");
 
-  const auto& ts = ckpt.tensors();
+  const std::vector<const TensorInfo*> ts = listing_order(ckpt);
   const bool show_file_name = std::any_of(ts.begin(), ts.end(),
-                                          [](const TensorInfo& t) { return t.file_name != t.name; });
+                                          [](const TensorInfo* t) { return t->file_name != t->name; });
   const bool show_file = several_files(ckpt);
   size_t w_name = 4, w_fname = 9, w_file = 4, w_shape = 5;
-  for (const TensorInfo& t : ts) {
+  for (const TensorInfo* tp : ts) {
+    const TensorInfo& t = *tp;
     w_name = std::max(w_name, t.name.size());
     w_fname = std::max(w_fname, t.file_name.size());
     w_file = std::max(w_file, std::filesystem::path(t.file).filename().string().size());
@@ -123,7 +177,8 @@ std::string inspect_text(const Checkpoint& ckpt) {
   if (show_file) head += fmt::format("  {:<{}}", "file", w_file);
   head += fmt::format("  {:<5}  {:<{}}  {:>14}", "dtype", "shape", w_shape, "bytes");
   line(head);
-  for (const TensorInfo& t : ts) {
+  for (const TensorInfo* tp : ts) {
+    const TensorInfo& t = *tp;
     std::string row = fmt::format("{:<{}}", t.name, w_name);
     if (show_file_name) row += fmt::format("  {:<{}}", t.file_name != t.name ? t.file_name : "", w_fname);
     if (show_file) {
@@ -152,7 +207,8 @@ nlohmann::json inspect_json(const Checkpoint& ckpt) {
   j["format"] = std::string(ckpt.format());
   j["config"] = ckpt.config().to_json();
   json tensors = json::array();
-  for (const TensorInfo& t : ckpt.tensors()) {
+  for (const TensorInfo* tp : listing_order(ckpt)) {
+    const TensorInfo& t = *tp;
     tensors.push_back({{"name", utf8_safe(t.name)},
                        {"file_name", utf8_safe(t.file_name)},
                        {"file", utf8_safe(t.file)},

@@ -557,5 +557,38 @@ TEST(Inspect, ListsEveryTensorAndTotals) {
   (void)j.dump();  // must serialize (valid UTF-8 everywhere)
 }
 
+TEST(Inspect, ListsTensorsByLayerWhateverTheFileOrder) {
+  // Session-24 trial: the single-file fixture listed layer 1 before layer 0 (its file order), the
+  // sharded one was in order. Both now list the embeddings, then each layer by number and name, then
+  // the rest, and the text rows follow the JSON's order.
+  std::vector<std::vector<std::string>> orders;
+  for (const char* fixture : {"tiny_llama_single", "tiny_llama_sharded"}) {
+    const auto ck = Checkpoint::open(st_dir() / fixture);
+    std::vector<std::string> names;
+    const json j = inspect_json(*ck);
+    for (const json& t : j["tensors"]) names.push_back(t["name"].get<std::string>());
+    ASSERT_EQ(names.size(), ck->tensors().size()) << fixture;
+    EXPECT_EQ(names.front(), "model.embed_tokens.weight") << fixture;
+    EXPECT_EQ(names.back(), "model.norm.weight") << fixture;
+    EXPECT_EQ(names[1], "model.layers.0.input_layernorm.weight") << fixture;
+    // Between them: layer 0's tensors by name, then layer 1's.
+    const auto layer_of = [](const std::string& n) { return n.rfind("model.layers.1.", 0) == 0 ? 1 : 0; };
+    for (size_t i = 2; i + 1 < names.size(); ++i) {
+      EXPECT_TRUE(layer_of(names[i - 1]) < layer_of(names[i]) ||
+                  (layer_of(names[i - 1]) == layer_of(names[i]) && names[i - 1] < names[i]))
+          << fixture << ": " << names[i - 1] << " before " << names[i];
+    }
+    const std::string text = inspect_text(*ck);
+    size_t at = 0;
+    for (const std::string& n : names) {
+      const size_t found = text.find("\n" + n + " ", at);
+      ASSERT_NE(found, std::string::npos) << fixture << ": " << n << " out of order\n" << text;
+      at = found + 1;
+    }
+    orders.push_back(names);
+  }
+  EXPECT_EQ(orders[0], orders[1]);
+}
+
 }  // namespace
 }  // namespace dak
