@@ -4,12 +4,14 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,77 @@ TEST(Cli, FailedStdoutWriteSaysWhyOnEveryPath) {
     EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
     EXPECT_NE(r.output.find("cannot write the output to standard output: No space left on device"), std::string::npos)
         << args << ": " << r.output;
+  }
+}
+
+/// The README's synopsis of `dak <command>`: its line and the following ones that go on with an
+/// option in brackets.
+std::string readme_synopsis(const std::string& command) {
+  std::ifstream f(std::string(DAK_TEST_DATA_DIR) + "/../../README.md");
+  std::string line, out;
+  bool in = false;
+  while (std::getline(f, line)) {
+    const size_t first = line.find_first_not_of(' ');
+    if (line.rfind("    dak " + command + " ", 0) == 0) {
+      in = true;
+    } else if (!in || first == std::string::npos || (line[first] != '[' && line[first] != '(')) {
+      if (in) break;
+      continue;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+TEST(Cli, ReadmeSynopsisMatchesHelp) {
+  // Session-24 trial: the README showed `dak plan --batch B --prompt-len P --gen-len G` as if required;
+  // they default to 8 / 32 / 32. An option outside brackets must be required (REQUIRED in --help), and
+  // an optional one shown with a number must show its default.
+  for (const std::string command : {"plan", "perplexity"}) {
+    const std::string synopsis = readme_synopsis(command);
+    ASSERT_FALSE(synopsis.empty()) << command;
+    const RunResult help = run_dak(command + " --help");
+    ASSERT_EQ(help.exit_code, 0) << help.output;
+    // The --help line of `option` ("  -f,--file TEXT REQUIRED ...").
+    const auto help_line = [&](const std::string& option) {
+      std::istringstream lines(help.output);
+      std::string l;
+      while (std::getline(lines, l)) {
+        std::istringstream words(l);
+        std::string names;
+        words >> names;
+        std::istringstream parts(names);
+        for (std::string part; std::getline(parts, part, ',');) {
+          if (part == option) return l;
+        }
+      }
+      return std::string();
+    };
+    int depth = 0;
+    std::istringstream words(synopsis);
+    std::vector<std::string> tokens;
+    for (std::string w; words >> w;) tokens.push_back(w);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      std::string w = tokens[i];
+      depth += int(std::count(w.begin(), w.end(), '['));
+      w.erase(0, w.find_first_not_of("[("));
+      if (w.rfind("--", 0) == 0) {
+        const std::string option = w.substr(0, w.find_first_of("])"));
+        const std::string line = help_line(option);
+        ASSERT_FALSE(line.empty()) << command << ": " << option << " is not in --help";
+        const bool required = line.find(" REQUIRED") != std::string::npos;
+        EXPECT_EQ(depth == 0, required) << command << ": " << option << (required ? " is required but shown in brackets"
+                                                                                  : " is optional but shown without brackets");
+        if (depth > 0 && w.find(']') == std::string::npos && i + 1 < tokens.size()) {
+          const std::string value = tokens[i + 1].substr(0, tokens[i + 1].find(']'));
+          if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+            EXPECT_NE(line.find("INT=" + value + " "), std::string::npos)
+                << command << ": the README shows " << option << " " << value << ", --help: " << line;
+          }
+        }
+      }
+      depth -= int(std::count(tokens[i].begin(), tokens[i].end(), ']'));
+    }
   }
 }
 
