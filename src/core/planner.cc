@@ -226,9 +226,30 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) best = std::move(s), best_variant = &v;
   }
   // The greedy's plan, refined on the copy pipeline (--allocator uniform is a baseline: kept as it is).
-  if (best && best->totals.staged_host_bytes > 0 && allocator == AllocatorKind::kGreedy &&
-      !env_flag("DAK_PLAN_NO_REFINE", false))
+  const bool refine = allocator == AllocatorKind::kGreedy && !env_flag("DAK_PLAN_NO_REFINE", false);
+  if (best && best->totals.staged_host_bytes > 0 && refine)
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
+  // The prefetch mode's plan (the all-direct allocation, every host linear staged) is within auto's
+  // reach too: the engine stages auto's staged linears through the same ring. The staged variant
+  // allocates on per-operator staged costs, each paying its own ring fill, so it can miss the
+  // placement whose copies the pipeline hides (session-23 trial: OPT-6.7B batch 1, prompt 128 at
+  // 2 %: auto 5.853 ms predicted, all direct; --offload prefetch 5.055). Refined as the staged
+  // variant (the refinement reads only the variant's mode and host bytes, the same for both), and
+  // compared after both refinements (before them the order can differ: OPT-6.7B batch 512 at 30 %).
+  // DAK_PLAN_NO_PREFETCH_CANDIDATE=1 leaves it out (A/B measurements).
+  const Variant direct_only = build_variant(PathMode::kDirectOnly);  // --offload direct's and prefetch's
+  if (variants_.size() > 1 && variants_[1].mode == PathMode::kStaged &&
+      !env_flag("DAK_PLAN_NO_PREFETCH_CANDIDATE", false)) {
+    std::optional<Plan> s = fit_staging_ring(direct_only.curves, PathMode::kStaged, allocator, offload_ratio, required);
+    if (s && s->totals.staged_host_bytes > 0 && refine)
+      s = refine_pipeline(std::move(*s), variants_[1], allocator, offload_ratio, required);
+    // Taken when predicted at least 0.5 % faster: closer than that the replay does not rank two
+    // placements of the same bytes (call 4 of session 23, same call: Llama-2-7B batch 8 at 10 %
+    // 21.026 ms for this candidate, predicted 20.446, against 20.915 for the staged variant's,
+    // predicted 20.511; Llama-2-7B batch 512 at 60 %, 1.0 % predicted, ran 257.667 against 260.750).
+    constexpr double kMargin = 0.005;
+    if (s && (!best || s->predicted_tpot_s < (1 - kMargin) * best->predicted_tpot_s)) best = std::move(s);
+  }
   // Every host byte direct, the compute-path linears too, as --offload direct plans it: taken where
   // it is predicted faster, or where no variant's ring fits (the session-22 trial: Qwen2-7B batch
   // 128, prompt 512 at 4 GiB was refused by auto and planned by direct). Since the cost model prices
@@ -238,7 +259,6 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // OPT-30B batch 512 at 30 % 486.682 against 487.111 (485.310 / 490.812). With the old model it
   // picked direct at both 30 % points (predicted 128.603 and 481.406).
   {
-    const Variant direct_only = build_variant(PathMode::kDirectOnly);
     Plan p = assemble(run_allocator(allocator, direct_only.curves, required), PathMode::kDirectOnly, allocator,
                       offload_ratio);
     // DAK_PLAN_DIRECT_FALLBACK_ONLY=1: only where no ring fits (A/B measurements, tests of the staged plans).
