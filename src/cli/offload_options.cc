@@ -235,7 +235,12 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
 
 void check_plan_without_gpu(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
                             const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len) {
-  if (a.mode == "none" || (a.plan_file.empty() && a.gpu_memory.empty())) return;
+  // Without --gpu-memory the planner takes the profile's default budget, the most any run gets (the
+  // GPU's free memory only lowers it), so what it refuses here the GPU run refuses too (e.g. a ratio
+  // whose host bytes exceed the pinnable memory: the session-23 trial's opt-30b at 80 %).
+  if (a.mode == "none" ||
+      (a.plan_file.empty() && a.gpu_memory.empty() && !ratio && !a.cpu_offload_given()))
+    return;
   plan_offload(a, ratio, config, model_name, batch, prompt_len, gen_len, /*free_hbm_bytes=*/0);
 }
 

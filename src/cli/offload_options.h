@@ -95,8 +95,10 @@ void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, cons
 /// budget is then the user's, not the GPU's free memory) the plan of forced ratio `ratio` (nullopt:
 /// none) at this shape is made. So a budget or ratio that `dak plan` refuses for the same arguments
 /// (e.g. --offload-ratio 0.3 leaving more in HBM than --gpu-memory holds) is refused in its words
-/// before a GPU is looked for. Nothing for --offload none, nor without --plan or --gpu-memory (the
-/// budget then depends on the GPU's free HBM). Throws dak::Error.
+/// before a GPU is looked for. Without --gpu-memory, a forced ratio or --cpu-offload-gb is planned
+/// at the profile's default budget, the most a GPU run gets, so its refusals (e.g. more host bytes
+/// than the pinnable memory) hold on any GPU. Nothing for --offload none, nor with none of --plan,
+/// --gpu-memory, a ratio or --cpu-offload-gb. Throws dak::Error.
 void check_plan_without_gpu(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
                             const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len);
 

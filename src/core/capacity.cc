@@ -93,10 +93,16 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      "only {} (model + KV + workspace {}, HBM budget {})",
                      format_bytes(double(host_bytes)), profile.name, format_bytes(double(profile.pinnable_host_bytes)),
                      format_bytes(double(cap.total_bytes)), format_bytes(double(cap.hbm_budget_bytes))),
-         "--gpu-memory / --offload-ratio",
-         "raise --gpu-memory, lower --batch / --prompt-len / --gen-len or the offload ratio, or use a profile "
-         "whose host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N` measures up to N GiB; the "
-         "compiled-in h200-default allows 120 GiB)");
+         budget_binding ? "--gpu-memory" : "--offload-ratio",
+         // A forced ratio fixes the host bytes whatever the budget: raising it cannot help there.
+         fmt::format("{}lower --batch / --prompt-len / --gen-len{}, or use a profile whose host_memory.pinnable_bytes "
+                     "is larger (`dak profile --pin-test-gib N` measures up to N GiB; the compiled-in h200-default "
+                     "allows 120 GiB)",
+                     budget_binding ? "raise --gpu-memory, " : "",
+                     budget_binding || movable <= 0
+                         ? std::string()
+                         : fmt::format(" or the offload ratio (at most {:.4f} fits)",
+                                       std::floor(double(profile.pinnable_host_bytes) / double(movable) * 1e4) / 1e4)));
 }
 
 }  // namespace dak

@@ -31,6 +31,7 @@ const json& member(const json& j, const std::string& key, const std::string& whe
 constexpr double kMaxNumber = 1e7;   // GB/s, TFLOP/s, us, GiB/s ... (H200: 4490 GB/s, 717 TFLOP/s)
 constexpr double kMinNumber = 1e-6;  // a positive quantity below this is a typo (1e-300 GB/s)
 constexpr int64_t kMaxInt = int64_t(1) << 50;  // bytes (1 PiB), counts
+constexpr double kMinGbps = 0.1;  // a bandwidth below 100 MB/s is a unit mistake (B/s, MB/s) or a broken run
 
 double positive_number(const json& j, const std::string& key, const std::string& where, bool allow_zero = false,
                        double max = kMaxNumber) {
@@ -113,6 +114,10 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   p.hbm_free_after_context_bytes = positive_int(hbm, "free_after_context_bytes", wh);
   p.hbm_reserve_bytes = positive_int(hbm, "reserve_bytes", wh, true);
   p.hbm_read_gbps = positive_number(hbm, "read_gbps", wh);
+  if (p.hbm_read_gbps < kMinGbps)
+    fail(fmt::format("hbm.read_gbps {:g} GB/s is implausible (a GPU's HBM reads at least {:g} GB/s)", p.hbm_read_gbps,
+                     kMinGbps),
+         wh, "give GB/s (1e9 bytes per second): 4623 on the H200; re-measure it with `dak profile`");
   if (p.hbm_free_after_context_bytes > p.hbm_capacity_bytes || p.hbm_reserve_bytes >= p.hbm_free_after_context_bytes)
     fail("hbm: need reserve_bytes < free_after_context_bytes <= capacity_bytes", wh, "fix the byte counts");
 
@@ -121,6 +126,14 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   p.host_sm_read_gbps = positive_number(link, "sm_read_gbps", wl);
   p.host_copy_engine_gbps = positive_number(link, "copy_engine_gbps", wl);
   p.host_shared_total_gbps = positive_number(link, "shared_total_gbps", wl);
+  for (const auto& [key, v] : {std::pair<const char*, double>{"sm_read_gbps", p.host_sm_read_gbps},
+                               {"copy_engine_gbps", p.host_copy_engine_gbps},
+                               {"shared_total_gbps", p.host_shared_total_gbps}}) {
+    if (v < kMinGbps)
+      fail(fmt::format("host_link.{} {:g} GB/s is implausible (below {:g} GB/s)", key, v, kMinGbps), wl,
+           "give GB/s (1e9 bytes per second): 51.4 / 55.5 / 53.2 on the H200's PCIe Gen5 link; re-measure it with "
+           "`dak profile`");
+  }
   p.host_latency_us = positive_number(link, "latency_us", wl);
   p.host_inflight_cap_bytes = positive_int(link, "inflight_cap_bytes", wl, false, int64_t(1) << 30);
   p.host_stage_bytes = positive_int(link, "stage_bytes", wl, false, int64_t(16) << 20);
@@ -132,12 +145,17 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   }
   if (link.contains("cluster4_ctas")) {
     p.cluster4_ctas = positive_int(link, "cluster4_ctas", wl, false, 1024);
-    if (p.cluster4_ctas > p.sm_count)
-      fail(fmt::format("host_link.cluster4_ctas {} is more than the {} SMs", p.cluster4_ctas, p.sm_count), wl,
-           "give the CTAs co-resident in clusters of 4 (cudaOccupancyMaxActiveClusters x 4; 120 on the H200)");
+    if (p.cluster4_ctas > p.sm_count || p.cluster4_ctas % 4 != 0)
+      fail(fmt::format("host_link.cluster4_ctas {} is not a multiple of 4 up to the {} SMs", p.cluster4_ctas,
+                       p.sm_count),
+           wl, "give the CTAs co-resident in clusters of 4 (cudaOccupancyMaxActiveClusters x 4; 120 on the H200)");
   }
   // Both or neither: the loaded-link model of the compute tiles needs its rate and its start.
-  if (link.contains("loaded_latency_us") || link.contains("loaded_start_us")) {
+  if (link.contains("loaded_latency_us") != link.contains("loaded_start_us"))
+    fail("host_link.loaded_latency_us and loaded_start_us go together: the profile gives only one", wl,
+         "give both (3.9 and 15 on the H200, profiles/h200-default.json) or neither (the compute tiles' host reads "
+         "are then priced at latency_us)");
+  if (link.contains("loaded_latency_us")) {
     // Microseconds: past a millisecond they are a unit mistake.
     p.host_loaded_latency_us = positive_number(link, "loaded_latency_us", wl, false, 1000);
     p.host_loaded_start_us = positive_number(link, "loaded_start_us", wl, true, 1000);
@@ -379,7 +397,7 @@ json HardwareProfile::to_json() const {
   if (tiered_step_kernel_overhead_us > 0)
     j["compute"]["tiered_step_kernel_overhead_us"] = tiered_step_kernel_overhead_us;
   if (cluster4_ctas > 0) j["host_link"]["cluster4_ctas"] = cluster4_ctas;
-  if (multicast_round_factor != 1.0) j["compute"]["multicast_round_factor"] = multicast_round_factor;
+  j["compute"]["multicast_round_factor"] = multicast_round_factor;  // 1 (the absent default) too: a known field
   if (host_loaded_latency_us > 0) {
     j["host_link"]["loaded_latency_us"] = host_loaded_latency_us;
     j["host_link"]["loaded_start_us"] = host_loaded_start_us;

@@ -31,13 +31,14 @@
 //     "stage_bytes": 32768,                 // bytes per TMA stage of a host CTA
 //     "max_stages_per_cta": 6,              // SMEM ring depth limit of a host CTA
 //     "max_multicast_cluster": 4,           // CTAs fed by one multicast host read
-//     "cluster4_ctas": 120,                 // optional (absent: sm_count): CTAs of a launch in clusters of
-//                                           //   4 that can be resident at once (a cluster needs 4 free SMs of a GPC)
+//     "cluster4_ctas": 120,                 // optional (absent: sm_count), a multiple of 4: CTAs of a launch in
+//                                           //   clusters of 4 that can be resident at once (a cluster needs 4 free SMs of a GPC)
 //     "loaded_latency_us": 3.9,             // optional (absent: latency_us, the model of the 64-row tiles):
 //                                           //   on the compute path (N > 64) a host read stream (one per
 //                                           //   multicast cluster) with f bytes of W in flight moves f / this,
 //                                           //   while the HBM side runs compute-bound tiles
-//     "loaded_start_us": 15,                // optional (absent: 0): what such a launch's host reads lose at its start
+//     "loaded_start_us": 15,                // with loaded_latency_us (both or neither): what such a launch's
+//                                           //   host reads lose at its start
 //     "hbm_slowdown_during_copy": 0.073     // fraction of HBM read bandwidth lost while the copy engine streams H2D
 //   },
 //   "contention": [                         // HBM read bandwidth while host CTAs stream (probe points)

@@ -327,7 +327,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
     if (o.host_bytes > 0 && o.path == DataPath::kNone)
       fail(fmt::format("data_path 'none' with {} host bytes", o.host_bytes), at, fix);
     if (o.path == DataPath::kStaged && o.kind != OpKind::kLinear)
-      fail(fmt::format("data_path 'staged' on a {} operator (only linear weights are staged)", op_kind_name(o.kind)), at,
+      fail(fmt::format("data_path 'staged' for an operator of kind {} (only linear weights are staged)", op_kind_name(o.kind)), at,
            fix);
     if (!std::isfinite(o.predicted_time_s) || o.predicted_time_s < 0 || o.predicted_time_s > kMaxStepSeconds)
       fail(fmt::format("predicted_time_s {} is not a time in [0, 86400] s", o.predicted_time_s), at, fix);

@@ -273,10 +273,27 @@ TEST(CliBench, CpuOffloadGbSaysItsRange) {
       }
     }
   }
-  // The limit itself is accepted (refused for the missing GPU only).
+  // The limit itself passes the range check; the plan, made before any GPU is looked for, refuses
+  // more host bytes than the model has (session 23: it reached the GPU check first).
   const RunResult r = run_dak("bench --model llama-2-7b --random-weights --cpu-offload-gb 1e6", kNoGpu);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("needs a Hopper GPU"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("it must be between"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("asks for 976.56 TiB in host memory"), std::string::npos) << r.output;
+}
+
+TEST(CliBench, AForcedRatioBeyondThePinnableMemoryIsRefusedBeforeLookingForAGpu) {
+  // Session-23 trial: without --gpu-memory this reached "needs a Hopper GPU", and dak plan's fix said
+  // "raise --gpu-memory", which a forced ratio ignores.
+  for (const char* cmd : {"bench --model opt-30b --random-weights --batch 512 --prompt-len 128 --gen-len 32",
+                          "plan --model opt-30b --batch 512 --prompt-len 128 --gen-len 32"}) {
+    const RunResult r = run_dak(std::string(cmd) + " --offload-ratio 0.8", kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("can pin only 120.00 GiB"), std::string::npos) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("where: --offload-ratio"), std::string::npos) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("or the offload ratio (at most 0.7461 fits)"), std::string::npos) << cmd << ": " << r.output;
+    EXPECT_EQ(r.output.find("raise --gpu-memory"), std::string::npos) << cmd << ": " << r.output;
+    EXPECT_EQ(r.output.find("Hopper"), std::string::npos) << cmd << ": " << r.output;
+  }
 }
 
 TEST(CliBench, HelpDescribesTheEnginesStagingRing) {

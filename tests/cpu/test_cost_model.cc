@@ -146,6 +146,54 @@ TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
   }
 }
 
+TEST(HardwareProfile, TheLoadedLinkTermsAreCheckedAndOptional) {
+  // Session-23 trial: one of the two loaded-link terms alone read "lacks field 'loaded_start_us'";
+  // cluster4_ctas took 3; read_gbps 1e-5 planned a 321546 s step that --plan then refused;
+  // multicast_round_factor 1 was listed as an unknown field.
+  const auto error_of = [](const nlohmann::json& j) -> std::string {
+    try {
+      HardwareProfile::from_json(j, "test");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const char* key : {"loaded_latency_us", "loaded_start_us"}) {
+    nlohmann::json j = h200().to_json();
+    j["host_link"].erase(key);
+    EXPECT_NE(error_of(j).find("go together: the profile gives only one"), std::string::npos) << key;
+  }
+  nlohmann::json j = h200().to_json();
+  j["host_link"].erase("loaded_latency_us");
+  j["host_link"].erase("loaded_start_us");
+  j["host_link"].erase("cluster4_ctas");
+  j["compute"].erase("multicast_round_factor");
+  const HardwareProfile without = HardwareProfile::from_json(j, "test");  // all four optional
+  EXPECT_EQ(without.host_loaded_latency_us, 0);
+  EXPECT_EQ(without.multicast_round_factor, 1.0);
+  EXPECT_TRUE(HardwareProfile::from_json(without.to_json(), "round trip").unknown_fields.empty());
+  j = h200().to_json();
+  j["compute"]["multicast_round_factor"] = 1;
+  EXPECT_TRUE(HardwareProfile::from_json(j, "test").unknown_fields.empty());
+  for (int64_t ctas : {1, 3, 7, 136}) {
+    j = h200().to_json();
+    j["host_link"]["cluster4_ctas"] = ctas;
+    EXPECT_NE(error_of(j).find("is not a multiple of 4 up to the 132 SMs"), std::string::npos) << ctas;
+  }
+  j = h200().to_json();
+  j["compute"]["multicast_round_factor"] = 0.5;
+  EXPECT_NE(error_of(j).find("is below 1"), std::string::npos);
+  for (const char* key : {"sm_read_gbps", "copy_engine_gbps", "shared_total_gbps"}) {
+    j = h200().to_json();
+    j["host_link"][key] = 0.01;
+    EXPECT_NE(error_of(j).find(std::string("host_link.") + key + " 0.01 GB/s is implausible"), std::string::npos)
+        << key;
+  }
+  j = h200().to_json();
+  j["hbm"]["read_gbps"] = 1e-5;
+  EXPECT_NE(error_of(j).find("hbm.read_gbps 1e-05 GB/s is implausible"), std::string::npos) << error_of(j);
+}
+
 TEST(HardwareProfile, UnknownFieldsAreListed) {
   // Ignored (later versions may add fields) but listed, so the CLI can point at a typo.
   EXPECT_TRUE(h200().unknown_fields.empty());
