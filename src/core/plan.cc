@@ -252,6 +252,11 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   pi.arch = in.str("arch");
   pi.phase = parse_phase(in.str("phase"), in.where());
   pi.batch = in.i64("batch"), pi.prompt_len = in.i64("prompt_len"), pi.gen_len = in.i64("gen_len");
+  // The shape a planner accepts (build_op_graph): a file's own fault is named here, not later as a
+  // "step shape" the user did not give (session-23 trial: batch 0 in a plan read as --batch's).
+  if (pi.batch < 1 || pi.batch > kMaxPlanBatch) in.bad("batch", fmt::format("must be in [1, {}]", kMaxPlanBatch));
+  if (pi.prompt_len < 1) in.bad("prompt_len", "must be at least 1");
+  if (pi.gen_len < 1) in.bad("gen_len", "must be at least 1");
   pi.context_len = in.i64("context_len"), pi.max_context = in.i64("max_context");
   pi.gpu_memory_bytes = in.i64("gpu_memory_bytes");
   pi.gpu_memory_default = in.boolean("gpu_memory_default");

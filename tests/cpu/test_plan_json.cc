@@ -128,6 +128,19 @@ TEST(PlanJson, MalformedPlansNameTheField) {
   j = good;
   j["operators"][3]["tensors"][0]["rows"] = int64_t(1) << 50;
   EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
+  // The shape in inputs, named as the file's (session-23 trial: batch 0 read "where: step shape").
+  for (const auto& [field, value] : std::vector<std::pair<std::string, int64_t>>{
+           {"batch", 0}, {"batch", 65537}, {"prompt_len", 0}, {"gen_len", -3}}) {
+    j = good;
+    j["inputs"][field] = value;
+    try {
+      Plan::from_json(j, "plan.json");
+      FAIL() << "no error for " << field << " = " << value;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("plan field '" + field + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("plan.json: inputs"), std::string::npos) << e.what();
+    }
+  }
 }
 
 Plan single_path_plan(DataPath path) {
