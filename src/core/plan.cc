@@ -132,6 +132,14 @@ PlanOp op_from_json(const json& j, const std::string& where) {
   o.tied_to = r.str("tied_to");
   if (o.host_rows < 0 || o.host_rows > o.split_rows || o.host_bytes < 0 || o.host_bytes > o.bytes)
     r.bad("host_rows", "is outside [0, split_rows] or host_bytes outside [0, bytes]");
+  // What the planner writes and the engine reads (session-23 trial: unit_rows 0, cluster 3, host_rows
+  // 1 with no host bytes were accepted).
+  if (o.unit_rows < 1) r.bad("unit_rows", "must be at least 1");
+  if ((o.host_rows > 0) != (o.host_bytes > 0))
+    r.bad("host_bytes", fmt::format("{} with {} host rows (both zero or both positive)", o.host_bytes, o.host_rows));
+  if (o.cluster != 1 && o.cluster != 2 && o.cluster != 4) r.bad("cluster", "must be 1, 2 or 4");
+  if (o.host_ctas < 0 || o.host_ctas > 1024 || o.stages_per_cta < 0 || o.stages_per_cta > 1024)
+    r.bad("host_ctas", "and stages_per_cta must be in [0, 1024]");
   // An edited plan must stay self-consistent (the session-8 trial passed host_fraction 1.5 and
   // negative unit counts through).
   if (!(o.host_fraction >= 0.0 && o.host_fraction <= 1.0)) r.bad("host_fraction", "is outside [0, 1]");

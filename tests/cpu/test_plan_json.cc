@@ -128,6 +128,25 @@ TEST(PlanJson, MalformedPlansNameTheField) {
   j = good;
   j["operators"][3]["tensors"][0]["rows"] = int64_t(1) << 50;
   EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
+  // Operator rows the engine reads (session-23 trial: these were accepted).
+  const auto host_op = [&]() {
+    for (size_t i = 0; i < good["operators"].size(); ++i)
+      if (good["operators"][i]["host_rows"].get<int64_t>() > 0) return i;
+    return size_t(0);
+  };
+  const size_t h = host_op();
+  ASSERT_GT(good["operators"][h]["host_rows"].get<int64_t>(), 0);
+  for (const auto& [field, value] : std::vector<std::pair<std::string, int64_t>>{
+           {"unit_rows", 0}, {"cluster", 3}, {"host_bytes", 0}, {"host_ctas", 100000}, {"stages_per_cta", -1}}) {
+    j = good;
+    j["operators"][h][field] = value;
+    try {
+      Plan::from_json(j, "plan.json");
+      FAIL() << "no error for " << field << " = " << value;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("plan field '"), std::string::npos) << e.what();
+    }
+  }
   // The shape in inputs, named as the file's (session-23 trial: batch 0 read "where: step shape").
   for (const auto& [field, value] : std::vector<std::pair<std::string, int64_t>>{
            {"batch", 0}, {"batch", 65537}, {"prompt_len", 0}, {"gen_len", -3}}) {
