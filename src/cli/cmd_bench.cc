@@ -141,7 +141,18 @@ void check_shapes_fit(const OffloadArgs& offload, const LocatedConfig& located, 
   for (const std::optional<double>& ratio : ratios) {
     for (int64_t b : batches) {
       for (int64_t p : prompts) {
-        for (int64_t g : gens) check_plan_without_gpu(offload, ratio, located.config, located.name, b, p, g);
+        for (int64_t g : gens) {
+          try {
+            check_plan_without_gpu(offload, ratio, located.config, located.name, b, p, g);
+          } catch (const Error& e) {
+            // A sweep's point: say which one (the session-23 trial could not tell from a ratio list).
+            const bool sweep = ratios.size() * batches.size() * prompts.size() * gens.size() > 1;
+            if (!sweep) throw;
+            fail(fmt::format("{} (the sweep's point{}: batch {}, prompt {}, gen {})", e.what_part(),
+                             ratio ? fmt::format(" at --offload-ratio {:g}", *ratio) : std::string(), b, p, g),
+                 e.where_part(), e.fix_part());
+          }
+        }
       }
     }
   }

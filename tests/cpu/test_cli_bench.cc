@@ -215,13 +215,17 @@ TEST(CliBench, ABudgetTheRatioOverfillsIsRefusedAsDakPlanRefusesItBeforeLookingF
   const RunResult tiny_plan = run_dak("plan --model llama-2-7b --batch 1 --gpu-memory 2MiB");
   ASSERT_EQ(tiny_plan.exit_code, 1) << tiny_plan.output;
   ASSERT_NE(tiny_plan.output.find("cannot hold what must stay on the GPU"), std::string::npos) << tiny_plan.output;
+  // A sweep names the point that refuses at the end of dak plan's first line (session 23).
   const struct {
     std::string args;
     const RunResult& plan;
+    std::string point = "";
   } cases[] = {
       {"bench --model llama-2-7b --random-weights --batch 8 --offload-ratio 0.3 --gpu-memory 4GiB", plan},
-      {"bench --model llama-2-7b --random-weights --batch 8 --offload-ratio 0.9,0.3 --gpu-memory 4GiB", plan},
-      {"bench --model llama-2-7b --random-weights --batch 1,8 --offload-ratio 0.3 --gpu-memory 4GiB", plan_b1},
+      {"bench --model llama-2-7b --random-weights --batch 8 --offload-ratio 0.9,0.3 --gpu-memory 4GiB", plan,
+       " (the sweep's point at --offload-ratio 0.3: batch 8, prompt 32, gen 32)"},
+      {"bench --model llama-2-7b --random-weights --batch 1,8 --offload-ratio 0.3 --gpu-memory 4GiB", plan_b1,
+       " (the sweep's point at --offload-ratio 0.3: batch 1, prompt 32, gen 32)"},
       {"bench --model llama-2-7b --random-weights --batch 1 --gpu-memory 2MiB", tiny_plan},
       // 8 prompts of at most 32 ids, 32 new tokens: dak plan's batch 8, prompt 32, gen 32.
       {"generate --model llama-2-7b --random-weights --prompt-ids "
@@ -236,7 +240,9 @@ TEST(CliBench, ABudgetTheRatioOverfillsIsRefusedAsDakPlanRefusesItBeforeLookingF
     EXPECT_EQ(r.output.find("Hopper"), std::string::npos) << c.args << "\n" << r.output;
     EXPECT_EQ(r.output.find("GPU layer"), std::string::npos) << c.args << "\n" << r.output;
     // dak plan's message, its where and its fix, word for word.
-    EXPECT_EQ(r.output, c.plan.output) << c.args;
+    std::string expected = c.plan.output;
+    expected.insert(expected.find('\n'), c.point);
+    EXPECT_EQ(r.output, expected) << c.args;
   }
   // A budget that holds what the ratio leaves: refused only for the missing GPU.
   const RunResult fits =
