@@ -93,6 +93,7 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
   if (request_.allow_staged && !request_.single_path) {
     variants_.push_back(build_variant(PathMode::kStaged));
     variants_.push_back(build_variant(PathMode::kCheaper));
+    direct_only_ = build_variant(PathMode::kDirectOnly);  // once: plan() runs per ratio of a sweep
   }
 }
 
@@ -237,7 +238,9 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // variant (the refinement reads only the variant's mode and host bytes, the same for both), and
   // compared after both refinements (before them the order can differ: OPT-6.7B batch 512 at 30 %).
   // DAK_PLAN_NO_PREFETCH_CANDIDATE=1 leaves it out (A/B measurements).
-  const Variant direct_only = build_variant(PathMode::kDirectOnly);  // --offload direct's and prefetch's
+  // The all-direct allocation, --offload direct's and prefetch's (without staging the direct
+  // variant's curves are those already).
+  const Variant& direct_only = variants_.size() > 1 ? direct_only_ : variants_[0];
   if (variants_.size() > 1 && variants_[1].mode == PathMode::kStaged &&
       !env_flag("DAK_PLAN_NO_PREFETCH_CANDIDATE", false)) {
     std::optional<Plan> s = fit_staging_ring(direct_only.curves, PathMode::kStaged, allocator, offload_ratio, required);

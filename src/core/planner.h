@@ -9,7 +9,9 @@
 //   5. three variants: every host byte direct; every host byte staged; each operator the cheaper
 //      path. Variants with staged operators must also fit the staging ring in HBM (kStagingRingSlots slots of
 //      the largest staged host part, as the engine allocates it; the host takes that much more
-//      when the budget binds). The fastest variant becomes the plan.
+//      when the budget binds). Auto also weighs the all-direct allocation twice: as it is (every
+//      host byte direct, the compute-path linears too) and with every host linear staged (the
+//      prefetch placement, taken where predicted >= 0.5 % faster). The fastest becomes the plan.
 //   6. predicted step time = max(Σ T_i, link floor), where the link floor is
 //      (direct + staged host step bytes) / shared-link rate when a step uses both paths: the
 //      link delivers about 53 GB/s to both together, not the sum (DESIGN.md §1). A plan with staged
@@ -87,8 +89,8 @@ class Planner {
   const CostModel& cost_model() const { return cost_; }
 
  private:
-  // kDirectOnly: every host byte direct, the compute-path linears too (auto's fallback when no
-  // variant's staging ring fits the budget).
+  // kDirectOnly: every host byte direct, the compute-path linears too (the all-direct allocation
+  // auto weighs as a plan of its own, and with every host linear staged as the prefetch placement).
   enum class PathMode : uint8_t { kDirect, kStaged, kCheaper, kZeroCopy, kDirectOnly };
   struct Variant {
     PathMode mode = PathMode::kDirect;
@@ -102,14 +104,14 @@ class Planner {
   /// stays in HBM (the host share grown geometrically, then bisected down to the least that fits,
   /// within 1 MiB); nullopt when it cannot (a forced ratio, nothing left to move, the pinnable
   /// limit, or 16 rounds of growth).
+  std::optional<Plan> fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode, AllocatorKind allocator,
+                                       std::optional<double> ratio, int64_t required) const;
   /// `plan` (an auto plan of variant `v` with staged linears) with host bytes moved between
   /// operators, or back to HBM, while the copy-pipeline replay predicts a shorter step (a local
   /// search; the host keeps at least `required` bytes, the ring stays inside the budget); `plan`
   /// itself when no move helps.
   Plan refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio,
                        int64_t required) const;
-  std::optional<Plan> fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode, AllocatorKind allocator,
-                                       std::optional<double> ratio, int64_t required) const;
   /// Step time (seconds) of `ops` (a plan with staged linears, in graph order) as the engine's
   /// staging ring runs it: copies ahead on their own stream through kStagingRingSlots slots, the
   /// other operators on the compute stream, the copies and the direct reads sharing the host link
@@ -123,6 +125,7 @@ class Planner {
   CostModel cost_;
   std::vector<size_t> splittable_;  // op indices with a curve
   std::vector<Variant> variants_;   // kDirect first
+  Variant direct_only_;             // kDirectOnly, with the staged variants (auto with staging)
 };
 
 /// Planner(config, profile, request).plan().
