@@ -121,8 +121,9 @@ std::vector<int64_t> parse_sizes(const std::string& s, const std::string& flag, 
 /// Refuses, before a GPU is looked for (as dak plan does without one), runs of the sweep the model
 /// cannot hold: a --prompt-len + --gen-len beyond its context (max_position_embeddings), with
 /// --plan a batch or context the plan was not made for (a plan fixes one shape), and with
-/// --gpu-memory a point whose plan dak plan refuses (check_plan_without_gpu: e.g. an --offload-ratio
-/// that leaves more in HBM than the budget holds). Throws dak::Error.
+/// --gpu-memory, a forced ratio or --cpu-offload-gb a point whose plan dak plan refuses
+/// (check_plan_without_gpu: e.g. an --offload-ratio that leaves more in HBM than the budget holds);
+/// a sweep names the point. Throws dak::Error.
 void check_shapes_fit(const OffloadArgs& offload, const LocatedConfig& located, const std::vector<int64_t>& batches,
                       const std::vector<int64_t>& prompts, const std::vector<int64_t>& gens) {
   const int64_t context = located.config.max_position_embeddings;

@@ -49,6 +49,16 @@ double positive_number(const json& j, const std::string& key, const std::string&
   return d;
 }
 
+/// A bandwidth field `section`.`key` in GB/s: positive_number, and at least kMinGbps.
+double bandwidth_gbps(const json& j, const std::string& section, const std::string& key, const std::string& where,
+                      const std::string& typical) {
+  const double v = positive_number(j, key, where);
+  if (v < kMinGbps)
+    fail(fmt::format("{}.{} {:g} GB/s is implausible (below {:g} GB/s)", section, key, v, kMinGbps), where,
+         fmt::format("give GB/s (1e9 bytes per second): {}; re-measure it with `dak profile`", typical));
+  return v;
+}
+
 int64_t positive_int(const json& j, const std::string& key, const std::string& where, bool allow_zero = false,
                      int64_t max = kMaxInt) {
   const json& v = member(j, key, where);
@@ -113,27 +123,15 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   p.hbm_capacity_bytes = positive_int(hbm, "capacity_bytes", wh);
   p.hbm_free_after_context_bytes = positive_int(hbm, "free_after_context_bytes", wh);
   p.hbm_reserve_bytes = positive_int(hbm, "reserve_bytes", wh, true);
-  p.hbm_read_gbps = positive_number(hbm, "read_gbps", wh);
-  if (p.hbm_read_gbps < kMinGbps)
-    fail(fmt::format("hbm.read_gbps {:g} GB/s is implausible (a GPU's HBM reads at least {:g} GB/s)", p.hbm_read_gbps,
-                     kMinGbps),
-         wh, "give GB/s (1e9 bytes per second): 4623 on the H200; re-measure it with `dak profile`");
+  p.hbm_read_gbps = bandwidth_gbps(hbm, "hbm", "read_gbps", wh, "4623 on the H200");
   if (p.hbm_free_after_context_bytes > p.hbm_capacity_bytes || p.hbm_reserve_bytes >= p.hbm_free_after_context_bytes)
     fail("hbm: need reserve_bytes < free_after_context_bytes <= capacity_bytes", wh, "fix the byte counts");
 
   const std::string wl = where + ": host_link";
   const json& link = member(j, "host_link", where);
-  p.host_sm_read_gbps = positive_number(link, "sm_read_gbps", wl);
-  p.host_copy_engine_gbps = positive_number(link, "copy_engine_gbps", wl);
-  p.host_shared_total_gbps = positive_number(link, "shared_total_gbps", wl);
-  for (const auto& [key, v] : {std::pair<const char*, double>{"sm_read_gbps", p.host_sm_read_gbps},
-                               {"copy_engine_gbps", p.host_copy_engine_gbps},
-                               {"shared_total_gbps", p.host_shared_total_gbps}}) {
-    if (v < kMinGbps)
-      fail(fmt::format("host_link.{} {:g} GB/s is implausible (below {:g} GB/s)", key, v, kMinGbps), wl,
-           "give GB/s (1e9 bytes per second): 51.4 / 55.5 / 53.2 on the H200's PCIe Gen5 link; re-measure it with "
-           "`dak profile`");
-  }
+  p.host_sm_read_gbps = bandwidth_gbps(link, "host_link", "sm_read_gbps", wl, "51.4 on the H200's PCIe Gen5 link");
+  p.host_copy_engine_gbps = bandwidth_gbps(link, "host_link", "copy_engine_gbps", wl, "55.5 on the H200");
+  p.host_shared_total_gbps = bandwidth_gbps(link, "host_link", "shared_total_gbps", wl, "53.2 on the H200");
   p.host_latency_us = positive_number(link, "latency_us", wl);
   p.host_inflight_cap_bytes = positive_int(link, "inflight_cap_bytes", wl, false, int64_t(1) << 30);
   p.host_stage_bytes = positive_int(link, "stage_bytes", wl, false, int64_t(16) << 20);
