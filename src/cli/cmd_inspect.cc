@@ -33,7 +33,7 @@ void add_inspect_command(CLI::App& app) {
       fail("the model path is empty", "dak inspect",
            "pass a model folder, .safetensors or .gguf file, or nothing for the default model");
     }
-    // A shipped config has no tensors to list: inspect has no --random-weights (the session-24 trial
+    // A shipped config has no tensors to list: inspect has no --random-weights (the session-23 trial
     // read that fix, and `where: --model` for a positional MODEL); dak plan takes the config.
     auto ckpt = open_model(model, flag->count() > 0 ? "--model (dak inspect)" : "MODEL (dak inspect)",
                            fmt::format("dak inspect lists the tensors of a checkpoint: pass a model folder, "

@@ -152,7 +152,7 @@ void add_plan_command(CLI::App& app) {
                                       std::pair{a->tile_rows, "--tile-rows"}}) {
       if (value < 1) fail(fmt::format("{} {} is not a positive count", flag, value), flag, "pass 1 or more");
     }
-    // The planner's own check says "step shape"; the user typed --tile-rows (the session-24 trial).
+    // The planner's own check says "step shape"; the user typed --tile-rows (the session-23 trial).
     if (a->tile_rows > kMaxTileRows) {
       fail(fmt::format("--tile-rows {} is more than the planner supports ({} rows)", a->tile_rows, kMaxTileRows),
            "--tile-rows",

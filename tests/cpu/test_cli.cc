@@ -227,7 +227,7 @@ TEST(Cli, PlanCountsNameTheirFlag) {
     EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.output;
     EXPECT_NE(r.output.find(std::string("where: ") + flag), std::string::npos) << flag << ": " << r.output;
   }
-  // Above the planner's 16384 rows too (session-24 trial: "where: step shape").
+  // Above the planner's 16384 rows too (session-23 trial: "where: step shape").
   const RunResult r = run_dak("plan --model llama-2-7b --tile-rows 32000");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--tile-rows 32000 is more than the planner supports (16384 rows)"), std::string::npos)
@@ -1176,7 +1176,7 @@ TEST(Cli, MessagesNameWhatTheUserGave) {
   r = run_dak("inspect " + llama + " -m " + llama);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("given twice"), std::string::npos) << r.output;
-  // A shipped config given to inspect (session-24 trial): the place is how it was given, and the fix
+  // A shipped config given to inspect (session-23 trial): the place is how it was given, and the fix
   // is one inspect has (it has no --random-weights).
   for (const std::string& given : {std::string("llama-2-7b"), std::string("--model llama-2-7b")}) {
     r = run_dak("inspect " + given);

@@ -53,7 +53,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--top-k -1", 1, "--top-k: '-1' is too small"},
       {kGen + "--top-k 1.5", 2, "--top-k: '1.5' is not a whole number"},
       {kGen + "--seed 18446744073709551616", 1, "--seed: must be a whole number from 0 to 18446744073709551615"},
-      // A negative seed is a whole number out of range, as `-n -1` and `--top-k -3` (the session-24 trial
+      // A negative seed is a whole number out of range, as `-n -1` and `--top-k -3` (the session-23 trial
       // found --seed -1 exiting 2); text that is not a whole number is a usage error.
       {kGen + "--seed -1", 1, "--seed: must be a whole number from 0 to 18446744073709551615, got '-1'"},
       {kGen + "-n -1", 1, "--max-new-tokens: '-1' is too small"},
@@ -72,7 +72,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--cpu-offload-gb -1", 1, "--cpu-offload-gb -1 is negative: it must be between 0 and 1e6 GiB"},
       {kGen + "--cpu-offload-gb 1e9", 1, "--cpu-offload-gb 1000000000 is too large: it must be between 0 and 1e6 GiB"},
       {kGen + "--bogus", 2, "dak generate has no option --bogus"},
-      // A required input missing is a usage error, as `dak perplexity` without --file (the session-24
+      // A required input missing is a usage error, as `dak perplexity` without --file (the session-23
       // trial: no prompt exited 1), also before a value out of range.
       {kGenNoPrompt, 2, "no prompt given: dak generate needs --prompt or --prompt-ids"},
       {kGenNoPrompt + "-n 0", 2, "no prompt given"},
