@@ -186,6 +186,8 @@ struct GpuEngine::Impl {
   bf16* fin_e = nullptr;                        // [tc, E] OPT project_out output
   float* logits = nullptr;                      // [tc, V] fp32
   float* partial = nullptr;                     // decode attention workspace
+  float* norm_sumsq[2] = {nullptr, nullptr};    // [hidden / 64, T] fp32 each: fused-norm block sums
+                                                //   (TieredGemmNormOut), o_proj's and down's
   int32_t* g_meta = nullptr;                    // packed per-pass metadata (layout: meta_* offsets)
   int32_t* h_meta = nullptr;                    // pinned host mirror
   int32_t* h_sampled = nullptr;                 // [tc] pinned host copy of g_sampled
@@ -261,6 +263,12 @@ struct GpuEngine::Impl {
   /// Linear layers that may run on the tiered GEMM: (M = out, K = in) of every weight matrix.
   std::vector<std::pair<int64_t, int64_t>> linear_shapes() const;
   bool use_tiered(int64_t N, int64_t K) const;
+  /// The model's norms can run inside the tiered GEMMs of short passes (TieredGemmNormOut / NormIn):
+  /// pre-LN RMSNorm, hidden a multiple of 64, not zero-copy, not switched off (DAK_NO_FUSED_NORM=1).
+  bool fused_norm_possible() const;
+  /// A pass of T tokens runs its in-layer norms fused: fused_norm_possible, T <= kFusedNormMaxTokens,
+  /// and every qkv / o / gate_up / down runs on the tiered GEMM's 64-row tiles.
+  bool fused_norm(int64_t T) const;
   uint64_t tiered_workspace_bytes(int64_t pass) const;
   /// Bytes of one prefetch staging slot: the largest host part of a staged linear (0 otherwise).
   uint64_t staging_slot_bytes() const {
@@ -274,8 +282,10 @@ struct GpuEngine::Impl {
   /// y[N, M] = x[N, K] W^T (+ bias) (ReLU) for W = l ([M, K], rows [0, l.m_host) in the host
   /// tier): the tiered GEMM or cuBLASLt per use_tiered. `op`: the step operator it computes
   /// (names the GEMM for DAK_EARLY_W).
+  /// `norm_out` / `norm_in` (fused-norm passes only): the tiered GEMM's RMSNorm epilogues.
   void linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s,
-              StepOp op = StepOp::kLogits);
+              StepOp op = StepOp::kLogits, const TieredGemmNormOut* norm_out = nullptr,
+              const TieredGemmNormIn* norm_in = nullptr);
   void run_pass(const Pass& p, bool eager = false);
 };
 
@@ -392,6 +402,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       slots > 1 ? staging_slot_bytes() : 0,                      // staging slot 1
       slots > 2 ? staging_slot_bytes() : 0,                      // staging slot 2
       slots > 3 ? staging_slot_bytes() : 0,                      // staging slot 3
+      fused_norm_possible() ? uint64_t(2 * (hd / 64) * kFusedNormMaxTokens) * sizeof(float) : 0,  // norm block sums
   };
   uint64_t total = 0;
   for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
@@ -447,6 +458,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   staging[1] = static_cast<bf16*>(take("staging slot 1"));
   staging[2] = static_cast<bf16*>(take("staging slot 2"));
   staging[3] = static_cast<bf16*>(take("staging slot 3"));
+  norm_sumsq[0] = static_cast<float*>(take("fused norm block sums"));
+  norm_sumsq[1] = norm_sumsq[0] ? norm_sumsq[0] + (hd / 64) * kFusedNormMaxTokens : nullptr;
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
@@ -579,9 +592,20 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   auto norm = [&](const bf16* x, const GpuNorm& n, NormResidual mode) {
     residual_norm(NormParams{x, resid, n.w, n.b, normed, T, hd, c.norm_eps, norm_type, mode}, s);
   };
-  auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, StepOp op, bool relu = false) {
-    this->linear(x, l, y, T, relu, false, s, op);
+  auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, StepOp op, bool relu = false,
+                    const TieredGemmNormOut* norm_out = nullptr, const TieredGemmNormIn* norm_in = nullptr) {
+    this->linear(x, l, y, T, relu, false, s, op, norm_out, norm_in);
   };
+  // Fused norms (short passes of pre-LN RMSNorm models, fused_norm): o_proj and each layer's down
+  // but the last end in the norm-out epilogue (residual add, x~ = bf16(resid * weight) into
+  // `normed`, block sums of resid^2), gate_up and the next layer's qkv start with the norm-in
+  // epilogue (scale by 1 / rms); only layer 0's attention norm and the final norm launch the norm
+  // kernel. o_proj and down alternate the two block-sum buffers.
+  const bool fuse = fused_norm(T);
+  auto norm_out = [&](const GpuNorm& next, int buf) {
+    return TieredGemmNormOut{resid, next.w, normed, norm_sumsq[buf]};
+  };
+  const TieredGemmNormIn norm_in[2] = {{norm_sumsq[0], c.norm_eps}, {norm_sumsq[1], c.norm_eps}};
 
   // Embedding (+ OPT project_in and learned positions) into the fp32 residual stream; post-LN
   // models also need its bf16 copy as the first layer's input.
@@ -629,12 +653,13 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const GpuLayer& L = w.layers[size_t(l)];
-    if (pre_ln) {
+    const bool fused_in = fuse && l > 0;  // the previous layer's down ran the norm-out epilogue
+    if (pre_ln && !fused_in) {
       mark(StepOp::kNorm, s);
       norm(l == 0 ? nullptr : sub, L.attn_norm, NormResidual::kPreNorm);
     }
     mark(StepOp::kQkvProj, s);
-    linear(normed, L.qkv, qkv, StepOp::kQkvProj);
+    linear(normed, L.qkv, qkv, StepOp::kQkvProj, false, nullptr, fused_in ? &norm_in[1] : nullptr);
     mark(StepOp::kRopeKvAppend, s);
     const KvCacheLayer& kvl = kv_layers[size_t(l)];
     const KvAppendParams kv{qkv, qkvd, qd, qd + kvd, slots, positions, kvl, T};
@@ -679,12 +704,17 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
       attention_prefill(ap, d.max_len, s);
     }
     mark(StepOp::kOProj, s);
-    linear(attn, L.o, sub, StepOp::kOProj);
-    mark(StepOp::kNorm, s);
-    norm(sub, pre_ln ? L.mlp_norm : L.attn_norm, pre_ln ? NormResidual::kPreNorm : NormResidual::kPostNorm);
+    if (fuse) {
+      const TieredGemmNormOut out = norm_out(L.mlp_norm, 0);
+      linear(attn, L.o, nullptr, StepOp::kOProj, false, &out);
+    } else {
+      linear(attn, L.o, sub, StepOp::kOProj);
+      mark(StepOp::kNorm, s);
+      norm(sub, pre_ln ? L.mlp_norm : L.attn_norm, pre_ln ? NormResidual::kPreNorm : NormResidual::kPostNorm);
+    }
     const bool relu_epilogue = !c.gated_mlp && c.activation == Activation::kRelu;
     mark(StepOp::kMlpUp, s);
-    linear(normed, L.gate_up, gu, StepOp::kMlpUp, relu_epilogue);
+    linear(normed, L.gate_up, gu, StepOp::kMlpUp, relu_epilogue, nullptr, fuse ? &norm_in[0] : nullptr);
     const bf16* down_in = gu;
     if (c.gated_mlp) {
       mark(StepOp::kActivation, s);
@@ -695,7 +725,12 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
       mlp_activation(ActivationParams{gu, nullptr, gu, T, I, c.activation, false}, s);
     }
     mark(StepOp::kMlpDown, s);
-    linear(down_in, L.down, sub, StepOp::kMlpDown);
+    if (fuse && l + 1 < c.num_layers) {
+      const TieredGemmNormOut out = norm_out(w.layers[size_t(l + 1)].attn_norm, 1);
+      linear(down_in, L.down, nullptr, StepOp::kMlpDown, false, &out);
+    } else {
+      linear(down_in, L.down, sub, StepOp::kMlpDown);
+    }
     if (!pre_ln) {
       mark(StepOp::kNorm, s);
       norm(sub, L.mlp_norm, NormResidual::kPostNorm);
@@ -785,8 +820,30 @@ void GpuEngine::Impl::issue_staging_copy(size_t k) {
   DAK_CUDA_CHECK(cudaEventRecord(ev_copied[slot], copy_stream));
 }
 
+bool GpuEngine::Impl::fused_norm_possible() const {
+  static const bool off = env_flag("DAK_NO_FUSED_NORM", false);
+  const ModelConfig& c = w.config;
+  const bool pre_ln = c.arch != Arch::kOpt || c.do_layer_norm_before;
+  return !off && pre_ln && c.norm == NormKind::kRmsNorm && c.hidden_size % 64 == 0 &&
+         options.offload_mode != OffloadMode::kZeroCopy;
+}
+
+bool GpuEngine::Impl::fused_norm(int64_t T) const {
+  if (!fused_norm_possible() || T > kFusedNormMaxTokens || !norm_sumsq[0]) return false;
+  for (const GpuLayer& L : w.layers) {
+    for (const GpuLinear* l : {&L.qkv, &L.o, &L.gate_up, &L.down}) {
+      if (!(l->m_host > 0 || use_tiered(T, l->in)) || l->m_host % 64 != 0 ||
+          choose_tiered_gemm_tile(l->out, T, l->in, sm_count, gemm_limits.compute_bn).bm != 64) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
-                             cudaStream_t s, StepOp op) {
+                             cudaStream_t s, StepOp op, const TieredGemmNormOut* norm_out,
+                             const TieredGemmNormIn* norm_in) {
   const int64_t M = l.out, K = l.in;
   const bool zero_copy = options.offload_mode == OffloadMode::kZeroCopy;
   const bool staged = staged_next < staged_order.size() && staged_order[staged_next] == &l;
@@ -821,9 +878,14 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     a.out = f32_out ? TieredGemmOut::kF32 : TieredGemmOut::kBf16;
     a.relu = relu;
     a.early_w_stages = early_w_stages(op);
+    if (norm_out) a.norm_out = *norm_out;
+    if (norm_in) a.norm_in = *norm_in;
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
     return;
+  }
+  if (norm_out || norm_in) {
+    fail("a fused-norm linear reached cuBLASLt", "GpuEngine::linear", "report this as a bug (fused_norm() decides)");
   }
   // cuBLASLt; zero-copy: one GEMM per tier, the host rows read in place through their mapped
   // pointer (y columns [0, m_host)), the HBM rows into columns [m_host, M).

@@ -86,6 +86,11 @@ inline constexpr int64_t kAutoTieredMaxTokens = 32;
 static_assert(kAutoTieredMaxTokens == kTieredDecodeMaxTokens,
               "the planner prices decode steps of up to kTieredDecodeMaxTokens (core/hardware_profile.h) as tiered");
 
+/// The largest pass (tokens) whose in-layer RMSNorms run inside the tiered GEMMs' epilogues
+/// (TieredGemmNormOut / NormIn, kernels/tiered_gemm.h): the 64-row tiles' limit. Measured on the
+/// H200: docs/perf-notes.md session 24. DAK_NO_FUSED_NORM=1 runs the separate norm kernel instead.
+inline constexpr int64_t kFusedNormMaxTokens = 64;
+
 /// Which GEMM runs the linear layers (all weights in HBM in this engine).
 enum class GemmBackend : int32_t {
   kAuto,     // the tiered GEMM for small decode batches (N <= 32 tokens: its wide-stage bandwidth path

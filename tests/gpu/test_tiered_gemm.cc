@@ -476,6 +476,195 @@ TEST(TieredGemm, GraphReplayResetsCounters) {
   run_and_check(o, s, describe(p) + " graph " + s.to_string(), /*graph=*/true);
 }
 
+/// W [M, K] placed as the engine places it: rows [0, m_host) in a pinned host arena, the rest in HBM.
+struct PlacedW {
+  dak::gpu::PinnedHostArena host;
+  DeviceBuffer<Bf16Bits> hbm;
+  const __nv_bfloat16* h_w = nullptr;
+  const __nv_bfloat16* g_w = nullptr;
+  PlacedW(const std::vector<Bf16Bits>& w, int64_t M, int64_t K, int64_t m_host)
+      : host(uint64_t(std::max<int64_t>(m_host, 1) * K * 2), "norm epilogue test host rows"),
+        hbm(size_t(std::max<int64_t>((M - m_host) * K, 1))) {
+    auto* h = host.allocate_array<Bf16Bits>(uint64_t(std::max<int64_t>(m_host, 1) * K), "W host rows");
+    std::memcpy(h, w.data(), size_t(m_host * K) * 2);
+    if (m_host < M) hbm.upload(std::vector<Bf16Bits>(w.begin() + m_host * K, w.end()));
+    h_w = m_host > 0 ? reinterpret_cast<const __nv_bfloat16*>(h) : nullptr;
+    g_w = m_host < M ? bf(hbm.get()) : nullptr;
+  }
+};
+
+// The RMSNorm epilogues (TieredGemmNormOut / NormIn): a norm-out GEMM (o_proj's shape: M = hidden)
+// adds bf16(y + bias) to the fp32 residual, writes bf16(resid * weight) and per-64-row block sums of
+// resid^2; a norm-in GEMM on that x scales by 1 / rms before its bias. Against a float64 reference on
+// fresh random inputs with poisoned outputs, with and without k-splits, and bitwise the same for
+// every m_host (split invariance).
+TEST(TieredGemm, NormEpiloguesAcrossTheGemmBoundary) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int sms = sm_count();
+  const int64_t H = 512, Ka = 1024, M2 = 320, blocks = H / 64;
+  const float eps = 1e-5f;
+  for (int64_t N : {1, 5, 8, 33, 64}) {
+    SCOPED_TRACE("N=" + std::to_string(N));
+    const auto x = random_bf16(size_t(N * Ka), rng), wo = random_bf16(size_t(H * Ka), rng, 0.05f);
+    const auto bo = random_bf16(size_t(H), rng), w2 = random_bf16(size_t(M2 * H), rng, 0.05f);
+    const auto b2 = random_bf16(size_t(M2), rng);
+    const auto resid0 = random_f32(size_t(N * H), rng, 2.0f);
+    std::vector<Bf16Bits> gamma(static_cast<size_t>(H));
+    std::uniform_real_distribution<float> ud(0.5f, 1.5f);
+    for (auto& g : gamma) g = dak::f32_to_bf16(ud(rng));
+    DeviceBuffer<Bf16Bits> d_x(x), d_bo(bo), d_b2(b2), d_gamma(gamma), d_scaled(size_t(N * H) + 8);
+    DeviceBuffer<float> d_resid(size_t(N * H)), d_sumsq(size_t(blocks * N) + 8);
+    // The norm-out GEMM's float64 reference: y = x Wo^T + bo, and sum |x w| for its tolerance.
+    std::vector<double> y_ref(size_t(N * H)), y_mag(size_t(N * H));
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t m = 0; m < H; ++m) {
+        double acc = to_f(bo[size_t(m)]), mag = std::abs(acc);
+        for (int64_t k = 0; k < Ka; ++k) {
+          const double t = double(to_f(x[size_t(n * Ka + k)])) * to_f(wo[size_t(m * Ka + k)]);
+          acc += t;
+          mag += std::abs(t);
+        }
+        y_ref[size_t(n * H + m)] = acc;
+        y_mag[size_t(n * H + m)] = mag;
+      }
+    }
+    for (int32_t forced_splits : {0, 2}) {
+      SCOPED_TRACE("k_splits " + std::string(forced_splits ? "forced 2" : "planned"));
+      std::vector<float> first_resid, first_sumsq, resid, sumsq;
+      std::vector<Bf16Bits> first_scaled, scaled;
+      for (int64_t m_host : {int64_t(0), int64_t(64), H / 2, H}) {
+        auto s = dak::plan_tiered_gemm(H, N, Ka, m_host, sms);
+        if (forced_splits) s.k_splits = forced_splits;
+        s.validate();
+        ASSERT_EQ(s.tile.bm, 64) << s.to_string();
+        const std::string what = "norm-out " + s.to_string();
+        PlacedW w(wo, H, Ka, m_host);
+        d_resid.upload(resid0);
+        d_scaled.poison();
+        d_sumsq.poison();
+        DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+        ws.poison();
+        dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
+        TieredGemmArgs a;
+        a.g_x = bf(d_x.get());
+        a.h_w = w.h_w;
+        a.g_w = w.g_w;
+        a.g_bias = bf(d_bo.get());
+        a.norm_out = {d_resid.get(), bf(d_gamma.get()), bf(d_scaled.get()), d_sumsq.get()};
+        dak::gpu::tiered_gemm(a, s, ws.get(), nullptr);
+        resid = d_resid.download();
+        scaled = d_scaled.download();
+        sumsq = d_sumsq.download();
+        size_t bad_resid = 0, bad_scaled = 0, bad_sumsq = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          for (int64_t j = 0; j < H; ++j) {
+            const size_t i = size_t(n * H + j);
+            // resid0 + bf16(y): the fp32 accumulation error, one bf16 rounding of y, one fp32 add.
+            const double want = double(resid0[i]) + y_ref[i];
+            const double tol = 1e-4 * y_mag[i] + kBf16Rtol * std::abs(y_ref[i]) + 1e-6 * std::abs(want) + 1e-6;
+            bad_resid += !(std::abs(double(resid[i]) - want) <= tol);
+            // bf16(resid * weight) of the residual the kernel wrote: the same fp32 product, rounded once.
+            bad_scaled += scaled[i] != dak::f32_to_bf16(resid[i] * to_f(gamma[size_t(j)]));
+          }
+          for (int64_t b = 0; b < blocks; ++b) {
+            double sq = 0;
+            for (int64_t j = b * 64; j < (b + 1) * 64; ++j) sq += double(resid[size_t(n * H + j)]) * resid[size_t(n * H + j)];
+            bad_sumsq += !(std::abs(double(sumsq[size_t(b * N + n)]) - sq) <= 1e-5 * sq + 1e-30);
+          }
+        }
+        EXPECT_EQ(bad_resid, 0u) << what << ": residual outside tolerance";
+        EXPECT_EQ(bad_scaled, 0u) << what << ": scaled x is not bf16(resid * weight)";
+        EXPECT_EQ(bad_sumsq, 0u) << what << ": block sums of resid^2 outside tolerance";
+        for (size_t g = size_t(N * H); g < scaled.size(); ++g) EXPECT_EQ(scaled[g], 0xffff) << what << ": guard written";
+        for (size_t g = size_t(blocks * N); g < sumsq.size(); ++g) EXPECT_TRUE(std::isnan(sumsq[g])) << what << ": guard written";
+        if (first_resid.empty()) {
+          first_resid = resid, first_scaled = scaled, first_sumsq = sumsq;
+        } else {
+          EXPECT_TRUE(first_resid == resid && first_scaled == scaled && first_sumsq == sumsq)
+              << what << ": bits differ from m_host = 0 (split invariance)";
+        }
+      }
+      // The norm-in GEMM on the last run's scaled x and block sums (its K = H).
+      std::vector<double> y2_ref(size_t(N * M2)), y2_mag(size_t(N * M2));
+      for (int64_t n = 0; n < N; ++n) {
+        double sq = 0;
+        for (int64_t b = 0; b < blocks; ++b) sq += sumsq[size_t(b * N + n)];
+        const double rinv = 1.0 / std::sqrt(sq / double(H) + double(eps));
+        for (int64_t m = 0; m < M2; ++m) {
+          double acc = 0, mag = 0;
+          for (int64_t k = 0; k < H; ++k) {
+            const double t = double(to_f(scaled[size_t(n * H + k)])) * to_f(w2[size_t(m * H + k)]);
+            acc += t;
+            mag += std::abs(t);
+          }
+          y2_ref[size_t(n * M2 + m)] = acc * rinv + to_f(b2[size_t(m)]);
+          y2_mag[size_t(n * M2 + m)] = mag * rinv + std::abs(to_f(b2[size_t(m)]));
+        }
+      }
+      std::vector<Bf16Bits> first_y2;
+      for (int64_t m_host : {int64_t(0), int64_t(64), int64_t(128), M2}) {
+        auto s = dak::plan_tiered_gemm(M2, N, H, m_host, sms);
+        if (forced_splits) s.k_splits = forced_splits;
+        s.validate();
+        const std::string what = "norm-in " + s.to_string();
+        PlacedW w(w2, M2, H, m_host);
+        DeviceBuffer<Bf16Bits> d_y(size_t(N * M2) + 8);
+        d_y.poison();
+        DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+        ws.poison();
+        dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
+        TieredGemmArgs a;
+        a.g_x = bf(d_scaled.get());
+        a.h_w = w.h_w;
+        a.g_w = w.g_w;
+        a.g_bias = bf(d_b2.get());
+        a.g_y = d_y.get();
+        a.norm_in = {d_sumsq.get(), eps};
+        dak::gpu::tiered_gemm(a, s, ws.get(), nullptr);
+        const auto y2 = d_y.download();
+        size_t bad = 0;
+        for (size_t i = 0; i < size_t(N * M2); ++i) {
+          const double t = 1e-4 * y2_mag[i] + kBf16Rtol * std::abs(y2_ref[i]) + 1e-6;
+          bad += !(std::abs(double(to_f(y2[i])) - y2_ref[i]) <= t);
+        }
+        EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << N * M2 << " outside tolerance";
+        for (size_t g = size_t(N * M2); g < y2.size(); ++g) EXPECT_EQ(y2[g], 0xffff) << what << ": guard written";
+        if (first_y2.empty()) {
+          first_y2 = y2;
+        } else {
+          EXPECT_TRUE(first_y2 == y2) << what << ": bits differ from m_host = 0 (split invariance)";
+        }
+      }
+    }
+  }
+}
+
+TEST(TieredGemm, NormEpiloguesRefuseShapesTheyCannotServe) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  DeviceBuffer<Bf16Bits> x(128 * 576), w(256 * 576), y(128 * 256);
+  DeviceBuffer<float> resid(128 * 256), sumsq(64 * 128);
+  TieredGemmArgs a;
+  a.g_x = bf(x.get());
+  a.g_w = bf(w.get());
+  a.norm_out = {resid.get(), nullptr, bf(y.get()), sumsq.get()};
+  // The 128-row compute tiles (N > 64) have no norm-out epilogue.
+  auto s = dak::plan_tiered_gemm(256, 128, 512, 0, sm_count());
+  DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()) + (1 << 20));
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // M not a multiple of 64.
+  s = dak::plan_tiered_gemm(200, 8, 512, 0, sm_count());
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // Norm-in with K not a multiple of 64.
+  a.norm_out = {};
+  a.g_y = y.get();
+  a.norm_in = {sumsq.get(), 1e-6f};
+  s = dak::plan_tiered_gemm(256, 8, 520, 0, sm_count());
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+}
+
 TEST(TieredGemm, RejectsBadArguments) {
   DAK_REQUIRE_GPU_OR_SKIP();
   const auto s = dak::plan_tiered_gemm(128, 8, 64, 64, sm_count());

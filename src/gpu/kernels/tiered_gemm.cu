@@ -48,7 +48,8 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
   const std::string where = "tiered GEMM " + s.to_string();
   const int64_t ldx = a.ldx > 0 ? a.ldx : s.K;
   const int64_t ldy = a.ldy > 0 ? a.ldy : s.M;
-  if (!a.g_x || !a.g_y || !g_workspace || (s.m_host > 0 && !a.h_w) || (s.m_host < s.M && !a.g_w)) {
+  const bool norm_out = a.norm_out.g_residual != nullptr, norm_in = a.norm_in.g_sumsq != nullptr;
+  if (!a.g_x || (!a.g_y && !norm_out) || !g_workspace || (s.m_host > 0 && !a.h_w) || (s.m_host < s.M && !a.g_w)) {
     fail("a required pointer is null (x, y, workspace, or the W rows of a side that has rows)", where,
          "pass every operand; h_w may be null only when m_host == 0 and g_w only when m_host == M");
   }
@@ -57,6 +58,16 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
     fail("operands must be 16-byte aligned with row pitches that are multiples of 8 elements (ldx >= K, ldy >= M), "
          "and the workspace 256-byte aligned",
          where, "allocate from the HBM / pinned host arenas (256-byte aligned slices)");
+  }
+  if (norm_out && (s.tile.bm != 64 || s.M % 64 != 0 || s.m_host % 64 != 0 || a.out != TieredGemmOut::kBf16 ||
+                   a.relu || !a.norm_out.g_scaled || !a.norm_out.g_sumsq)) {
+    fail("the norm-out epilogue needs the 64-row tiles (N <= 64), M and m_host multiples of 64, bf16 output without "
+         "ReLU, and its scaled-x and block-sum outputs",
+         where, "run this linear unfused (a separate residual_norm launch)");
+  }
+  if (norm_in && (s.tile.bm != 64 || s.n_tiles() != 1 || s.K % 64 != 0)) {
+    fail("the norm-in epilogue needs the 64-row tiles with one n-tile (N <= bn) and K a multiple of 64", where,
+         "run this linear unfused (a separate residual_norm launch)");
   }
   if (s.m_host > 0 && !a.host_rows_staged) check_host_rows(a.h_w, where);
   using namespace tiered_gemm_detail;

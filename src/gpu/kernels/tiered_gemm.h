@@ -44,6 +44,31 @@ namespace dak::gpu {
 
 enum class TieredGemmOut : int32_t { kBf16, kF32 };
 
+/// RMSNorm (HF LlamaRMSNorm: n = s * rsqrt(mean(s^2) + eps) * weight, statistics in fp32) carried
+/// across a GEMM boundary, so a decode step needs no norm launch between two linears: the GEMM
+/// whose output joins the residual stream (o_proj, down) ends in a *norm-out* epilogue, the next
+/// linear (gate_up, the next layer's qkv) starts with a *norm-in* one. The norm-out epilogue adds
+/// bf16(y + bias) to the fp32 residual (the bits the separate norm kernel adds), writes the next
+/// GEMM's x as bf16(resid * weight) (not yet scaled), and one sum of resid^2 per 64-row block of M
+/// and token (written, never accumulated: deterministic, no zeroing); y itself is not written.
+/// The norm-in GEMM sums its token's K / 64 block sums in block order, and scales its fp32 result
+/// by rsqrt(sum / K + eps) before the bias: y = (x~ W^T) / rms + bias, equal to the separate norm's
+/// W (s / rms * weight) up to where bf16 rounds (before, not after, the 1 / rms). Both need the
+/// 64-row tiles (N <= 64); norm-out needs M and m_host multiples of 64, bf16 output, no ReLU;
+/// norm-in one n-tile (N <= bn) and K a multiple of 64. Block sums do not depend on m_host
+/// (each 64-row block lies in one tile of one side), so split invariance holds. Source: the
+/// engine's fused-norm decode (gpu_engine.cc; docs/perf-notes.md session 24).
+struct TieredGemmNormOut {
+  float* g_residual = nullptr;             // [N, M] fp32, HBM: the residual stream, read and written
+  const __nv_bfloat16* g_weight = nullptr; // [M] bf16, HBM: the next RMSNorm's weight; null = 1
+  __nv_bfloat16* g_scaled = nullptr;       // [N, M] bf16, HBM (out): bf16(resid * weight)
+  float* g_sumsq = nullptr;                // [M / 64, N] fp32, HBM (out): sum of resid^2 per 64-row block
+};
+struct TieredGemmNormIn {
+  const float* g_sumsq = nullptr;          // [K / 64, N] fp32, HBM: a norm-out GEMM's block sums
+  float eps = 1e-6f;                       // the RMSNorm's epsilon
+};
+
 struct TieredGemmArgs {
   const __nv_bfloat16* g_x = nullptr;     // [N, ldx] bf16, HBM: first K columns used (16-byte aligned)
   int64_t ldx = 0;                        // elements between rows of x (0: K); a multiple of 8
@@ -63,6 +88,9 @@ struct TieredGemmArgs {
                                           //   previous kernel (programmatic dependent launch; capped
                                           //   by its ring); -1: the tuned default (3 for the 64-row
                                           //   tiles, the whole ring for the 128-row tiles; kEarlyWideStages)
+  TieredGemmNormOut norm_out;             // g_residual non-null: the norm-out epilogue (y not written;
+                                          //   g_y may be null)
+  TieredGemmNormIn norm_in;               // g_sumsq non-null: the norm-in epilogue
   uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`): HBM,
                                           //   [host_ctas + hbm_ctas, 8] u64 per CTA: SM id, then
                                           //   %globaltimer ns at entry, after the producer's

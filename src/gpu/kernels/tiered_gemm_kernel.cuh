@@ -112,10 +112,17 @@ struct Config {
   static constexpr int kWarpStageElems = 16 * kStagedCols;    // one warp's slab: [128 tokens][16 rows]
   static constexpr int kStageYElems = kMathGroups == 1 ? kConsumerWarpgroups * 4 * kWarpStageElems : 8;
 
+  // The RMSNorm epilogues (TieredGemmNormOut / NormIn; 64-row tiles only): each warp's per-token
+  // sums of resid^2 over its 16 rows, and the norm-in GEMM's 1 / rms per token, per math group.
+  static constexpr int kNormElems = kBm == 64 ? kMathGroups * 4 * kBn : 1;
+  static constexpr int kRinvElems = kBm == 64 ? kMathGroups * kBn : 1;
+
   struct alignas(1024) SharedStorage {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutX>> x;
     alignas(128) __nv_bfloat16 y_stage[kStageYElems];
+    float norm_red[kNormElems];  // [group][warp][token]
+    float norm_rinv[kRinvElems]; // [group][token]
     uint64_t full[kStages];
     uint64_t empty[kStages];
     uint64_t turn[kMathGroups];  // group g may start its next main loop (kMathGroups > 1)
@@ -157,6 +164,8 @@ struct KernelParams {
   bool relu;
   int32_t* g_counters;            // [kMaxSplitTiles] zero between runs (k_splits > 1 only)
   float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
+  TieredGemmNormOut norm_out;     // g_residual non-null: the norm-out epilogue (64-row tiles)
+  TieredGemmNormIn norm_in;       // g_sumsq non-null: the norm-in epilogue (64-row tiles, one n-tile)
   uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
   TMA::CacheHintSm90 w_hint;      // L2 eviction policy of the W loads (weight_cache_hint())
   int32_t early_stages;           // stages an HBM CTA requests before waiting for the previous grid
@@ -210,6 +219,54 @@ __device__ inline void store_y(const Params& p, int64_t n, int64_t gm, float v) 
   } else {
     static_cast<__nv_bfloat16*>(p.g_y)[n * p.ldy + gm] = __float2bfloat16(v);
   }
+}
+
+/// The norm-out epilogue of one 64-row output tile (TieredGemmNormOut; rows [row0, row0 + 64) of
+/// y, `rows_left` of them inside the side, tokens from n0) by one math group of 128 threads
+/// (`ctid`), `red`: the group's [4 warps][kBn] floats of SMEM. wgmma's fp32 C fragment of a
+/// 64 x kBn tile: warp w holds rows 16 w + lane / 4 and + 8, value i = c + 2 r + 4 j is token
+/// 8 j + 2 (lane % 4) + c of row + 8 r, so values i and i + 2 are one token's two rows. A token's
+/// sum of squares: the thread's two rows (row, then row + 8), then over the 8 lanes that share
+/// lane % 4 (xor butterfly: every lane ends with the same bits), then the 4 warps in order.
+template <int kBm, int kBn, class Params, class Acc, class Coord>
+__device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, float* red, int ctid,
+                                         int group, int64_t row0, int64_t rows_left, int64_t n0) {
+  constexpr int kFrag = decltype(size(acc))::value;
+  constexpr int kTok = kFrag / 2;
+  const TieredGemmSchedule& s = p.sched;
+  const TieredGemmNormOut& o = p.norm_out;
+  float sq[kTok];
+#pragma unroll
+  for (int q = 0; q < kTok; ++q) sq[q] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kFrag; ++i) {
+    const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
+    if (m < rows_left && n < s.N) {
+      const int64_t gm = row0 + m, at = n * s.M + gm;
+      float v = acc(i);
+      if (p.g_bias) v += __bfloat162float(p.g_bias[gm]);
+      const float r = __ldcg(&o.g_residual[at]) + __bfloat162float(__float2bfloat16(v));
+      o.g_residual[at] = r;
+      o.g_scaled[at] = __float2bfloat16(o.g_weight ? r * __bfloat162float(o.g_weight[gm]) : r);
+      sq[(i & 1) + 2 * (i >> 2)] += r * r;
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kTok; ++q) {
+#pragma unroll
+    for (int lanes = 4; lanes < 32; lanes <<= 1) sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], lanes);
+  }
+  const int warp = ctid / 32, lane = ctid % 32;
+  if (lane < 4) {
+#pragma unroll
+    for (int q = 0; q < kTok; ++q) red[warp * kBn + get<1>(tCcC((q & 1) + 4 * (q >> 1)))] = sq[q];
+  }
+  cutlass::arch::NamedBarrier::sync(128, 1 + group);
+  if (ctid < kBn && n0 + ctid < s.N) {
+    const float t = ((red[ctid] + red[kBn + ctid]) + red[2 * kBn + ctid]) + red[3 * kBn + ctid];
+    o.g_sumsq[(row0 / 64) * s.N + n0 + ctid] = t;
+  }
+  cutlass::arch::NamedBarrier::sync(128, 1 + group);  // `red` is the group's again at its next unit
 }
 
 template <int kBm, int kBn>
@@ -409,6 +466,26 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       ptx::mbarrier_arrive(&smem.empty[slot]);
     }
   };
+  if constexpr (kBm == 64) {
+    if (p.norm_in.g_sumsq) {
+      // The norm-in GEMM's 1 / rms per token, from the norm-out GEMM's block sums (written by the
+      // previous kernels: the dependency wait above has passed), summed in block order by every
+      // group alike; off the main loop (the ring is filling meanwhile).
+      float* rinv = smem.norm_rinv + group * kBn;
+      if (ctid < kBn) {
+        float v = 0.0f;
+        if (ctid < s.N) {
+          float sum = 0.0f;
+          const int64_t blocks = s.K / 64;
+#pragma unroll 16
+          for (int64_t b = 0; b < blocks; ++b) sum += __ldcg(&p.norm_in.g_sumsq[b * s.N + ctid]);
+          v = rsqrtf(sum * (1.0f / float(s.K)) + p.norm_in.eps);
+        }
+        rinv[ctid] = v;
+      }
+      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
+    }
+  }
   int st = 0;           // ring position of this CTA's next unit ...
   uint32_t phase = 0;   // ... and its pass parity
   uint32_t turns = 0;   // main loops this group has waited its turn for
@@ -550,6 +627,18 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
         }
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) acc(i) = sum[i] + acc(i);
+      }
+    }
+    if constexpr (kBm == 64) {
+      if (p.norm_in.g_sumsq) {  // y = (x~ W^T) / rms, before the bias (one n-tile: tile_n0 == 0)
+        const float* rinv = smem.norm_rinv + group * kBn;
+#pragma unroll
+        for (int i = 0; i < kFrag; ++i) acc(i) *= rinv[get<1>(tCcC(i))];
+      }
+      if (p.norm_out.g_residual) {
+        norm_out_epilogue<kBm, kBn>(p, acc, tCcC, smem.norm_red + group * 4 * kBn, ctid, group, side_row0 + tile_row0,
+                                    side_rows - tile_row0, tile_n0);
+        continue;
       }
     }
     if (tile_row0 + kBm <= side_rows && tile_n0 + kBn <= s.N) {
@@ -755,6 +844,8 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.relu = a.relu;
   p.g_counters = static_cast<int32_t*>(g_workspace);
   p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + s.counter_bytes());
+  p.norm_out = a.norm_out;
+  p.norm_in = a.norm_in;
   p.g_trace = a.g_trace;
   p.w_hint = weight_cache_hint(s);
   p.early_stages = a.early_w_stages >= 0 ? a.early_w_stages : Cfg::kAtoms > 1 ? kEarlyWideStages : Cfg::kStages;
