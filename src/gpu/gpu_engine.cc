@@ -267,8 +267,11 @@ struct GpuEngine::Impl {
   /// pre-LN RMSNorm, hidden a multiple of 64, not zero-copy, not switched off (DAK_NO_FUSED_NORM=1).
   bool fused_norm_possible() const;
   /// A pass of T tokens runs its in-layer norms fused: fused_norm_possible, T <= kFusedNormMaxTokens,
-  /// and every qkv / o / gate_up / down runs on the tiered GEMM's 64-row tiles.
+  /// and every qkv and gate_up runs on the tiered GEMM's 64-row tiles (their norm-in epilogue).
   bool fused_norm(int64_t T) const;
+  /// The linear `l` at T tokens can end in the norm-out epilogue (tiered, 64-row tiles, M and its
+  /// host rows multiples of 64); otherwise a fused pass runs rms_norm_out after it (the same bits).
+  bool norm_out_fusable(const GpuLinear& l, int64_t T) const;
   uint64_t tiered_workspace_bytes(int64_t pass) const;
   /// Bytes of one prefetch staging slot: the largest host part of a staged linear (0 otherwise).
   uint64_t staging_slot_bytes() const {
@@ -602,8 +605,17 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   // epilogue (scale by 1 / rms); only layer 0's attention norm and the final norm launch the norm
   // kernel. o_proj and down alternate the two block-sum buffers.
   const bool fuse = fused_norm(T);
-  auto norm_out = [&](const GpuNorm& next, int buf) {
-    return TieredGemmNormOut{resid, next.w, normed, norm_sumsq[buf]};
+  // A producer linear of a fused pass: the norm-out epilogue, or (host rows not a multiple of 64)
+  // the plain GEMM into `sub` and rms_norm_out, which writes the same bits.
+  auto produce = [&](const bf16* x, const GpuLinear& lin, StepOp op, const GpuNorm& next, int buf) {
+    const TieredGemmNormOut out{resid, next.w, normed, norm_sumsq[buf]};
+    if (norm_out_fusable(lin, T)) {
+      linear(x, lin, nullptr, op, false, &out);
+      return;
+    }
+    linear(x, lin, sub, op);
+    mark(StepOp::kNorm, s);
+    rms_norm_out(NormOutParams{sub, resid, next.w, normed, norm_sumsq[buf], T, hd}, s);
   };
   const TieredGemmNormIn norm_in[2] = {{norm_sumsq[0], c.norm_eps}, {norm_sumsq[1], c.norm_eps}};
 
@@ -705,8 +717,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     }
     mark(StepOp::kOProj, s);
     if (fuse) {
-      const TieredGemmNormOut out = norm_out(L.mlp_norm, 0);
-      linear(attn, L.o, nullptr, StepOp::kOProj, false, &out);
+      produce(attn, L.o, StepOp::kOProj, L.mlp_norm, 0);
     } else {
       linear(attn, L.o, sub, StepOp::kOProj);
       mark(StepOp::kNorm, s);
@@ -726,8 +737,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     }
     mark(StepOp::kMlpDown, s);
     if (fuse && l + 1 < c.num_layers) {
-      const TieredGemmNormOut out = norm_out(w.layers[size_t(l + 1)].attn_norm, 1);
-      linear(down_in, L.down, nullptr, StepOp::kMlpDown, false, &out);
+      produce(down_in, L.down, StepOp::kMlpDown, w.layers[size_t(l + 1)].attn_norm, 1);
     } else {
       linear(down_in, L.down, sub, StepOp::kMlpDown);
     }
@@ -831,14 +841,19 @@ bool GpuEngine::Impl::fused_norm_possible() const {
 bool GpuEngine::Impl::fused_norm(int64_t T) const {
   if (!fused_norm_possible() || T > kFusedNormMaxTokens || !norm_sumsq[0]) return false;
   for (const GpuLayer& L : w.layers) {
-    for (const GpuLinear* l : {&L.qkv, &L.o, &L.gate_up, &L.down}) {
-      if (!(l->m_host > 0 || use_tiered(T, l->in)) || l->m_host % 64 != 0 ||
+    for (const GpuLinear* l : {&L.qkv, &L.gate_up}) {
+      if (!(l->m_host > 0 || use_tiered(T, l->in)) ||
           choose_tiered_gemm_tile(l->out, T, l->in, sm_count, gemm_limits.compute_bn).bm != 64) {
         return false;
       }
     }
   }
   return true;
+}
+
+bool GpuEngine::Impl::norm_out_fusable(const GpuLinear& l, int64_t T) const {
+  return (l.m_host > 0 || use_tiered(T, l.in)) && l.m_host % 64 == 0 && l.out % 64 == 0 &&
+         choose_tiered_gemm_tile(l.out, T, l.in, sm_count, gemm_limits.compute_bn).bm == 64;
 }
 
 void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,

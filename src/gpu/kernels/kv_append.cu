@@ -38,6 +38,12 @@ __global__ void __launch_bounds__(kThreads) kv_append_kernel(const __grid_consta
       d_v[u] = v;
     }
   }
+  // A host-tier row: the stores cross PCIe as posted writes. The next kernel (PDL: right after
+  // this grid completes) may read the row over PCIe with TMA bulk copies; membar.sys makes the
+  // writes performed at system scope before this thread ends. Without it the H200 once returned the
+  // stale row (TieredAttentionKernel.ReadsTheKeyAppendedByThePreviousKernel, 4 test processes
+  // sharing the GPU; docs/perf-notes.md session 24).
+  if (p.kv.on_host(slot)) __threadfence_system();
 }
 
 }  // namespace

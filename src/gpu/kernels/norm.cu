@@ -1,7 +1,9 @@
 #include "gpu/kernels/norm.h"
 
 #include <cstdint>
+#include <string>
 
+#include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/launch.h"
 #include "gpu/kernels/reduce.cuh"
@@ -162,7 +164,45 @@ __global__ void __launch_bounds__(kMaxVecThreads) residual_norm_vec_kernel(const
   }
 }
 
+// One CTA of 64 threads per (64-row block, token): thread j owns row 64 b + j, thread 0 adds the
+// squares in the tiered GEMM epilogue's order (norm_out_epilogue in tiered_gemm_kernel.cuh).
+__global__ void __launch_bounds__(64) rms_norm_out_kernel(const __grid_constant__ NormOutParams p) {
+  dependency_wait();  // launched by launch_dependent (gpu/launch.h)
+  __shared__ float s_r[64];
+  const int64_t b = blockIdx.x, t = blockIdx.y, j = 64 * b + threadIdx.x, at = t * p.C + j;
+  const float r = __fadd_rn(p.g_residual[at], bf16_to_float(p.g_x[at]));
+  p.g_residual[at] = r;
+  p.g_scaled[at] = float_to_bf16(p.g_weight ? __fmul_rn(r, bf16_to_float(p.g_weight[j])) : r);
+  s_r[threadIdx.x] = r;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  float total = 0.0f;
+  for (int w = 0; w < 4; ++w) {  // a warp's 16 rows: lane group g holds rows g and g + 8
+    float s[8];
+    for (int g = 0; g < 8; ++g) {
+      const float lo = s_r[16 * w + g], hi = s_r[16 * w + g + 8];
+      s[g] = fmaf(hi, hi, fmaf(lo, lo, 0.0f));
+    }
+    for (int span = 1; span < 8; span <<= 1) {  // the butterfly: g + (g ^ span), span 1, 2, 4
+      for (int g = 0; g < 8; g += 2 * span) s[g] = __fadd_rn(s[g], s[g + span]);
+    }
+    total = w == 0 ? s[0] : __fadd_rn(total, s[0]);
+  }
+  p.g_sumsq[b * p.T + t] = total;
+}
+
 }  // namespace
+
+void rms_norm_out(const NormOutParams& p, cudaStream_t stream) {
+  if (p.T <= 0) return;
+  if (p.C % 64 != 0 || p.T > 65535) {
+    fail("rms_norm_out needs a row length that is a multiple of 64 and at most 65535 tokens, got C = " +
+             std::to_string(p.C) + ", T = " + std::to_string(p.T),
+         "rms_norm_out", "run the separate residual_norm instead");
+  }
+  launch_dependent(rms_norm_out_kernel, dim3(unsigned(p.C / 64), unsigned(p.T)), dim3(64), 0, stream, p);
+  DAK_CUDA_CHECK(cudaGetLastError());
+}
 
 void residual_norm(const NormParams& p, cudaStream_t stream) {
   if (p.T <= 0) return;

@@ -42,4 +42,24 @@ struct NormParams {
 /// Launches on `stream`; T == 0 is a no-op. Throws dak::Error on a launch error.
 void residual_norm(const NormParams& p, cudaStream_t stream);
 
+/// RMSNorm's norm-out step in its own launch: bitwise what the tiered GEMM's norm-out epilogue
+/// (TieredGemmNormOut, kernels/tiered_gemm.h) writes, for a linear whose tiles cannot carry it
+/// (host rows not a multiple of 64). Per token t and row j of C: resid[t, j] += float(x[t, j]);
+/// scaled[t, j] = bf16(resid[t, j] * weight[j]); sumsq[b, t] = sum of resid^2 over rows
+/// [64 b, 64 b + 64), in the epilogue's order (fmaf over rows j and j + 8, a butterfly over the 8
+/// pairs, then the four 16-row groups in order). The next linear applies 1 / rms (TieredGemmNormIn).
+struct NormOutParams {
+  const __nv_bfloat16* g_x = nullptr;       // [T, C] bf16, HBM: the linear's output (bias included)
+  float* g_residual = nullptr;              // [T, C] fp32, HBM: residual stream, read and written
+  const __nv_bfloat16* g_weight = nullptr;  // [C] bf16, HBM: the next RMSNorm's weight; null = 1
+  __nv_bfloat16* g_scaled = nullptr;        // [T, C] bf16, HBM (out): bf16(resid * weight)
+  float* g_sumsq = nullptr;                 // [C / 64, T] fp32, HBM (out): block sums of resid^2
+  int64_t T = 0;
+  int64_t C = 0;                            // a multiple of 64
+};
+
+/// Launches on `stream`; T == 0 is a no-op. Throws dak::Error if C is not a multiple of 64 or the
+/// launch fails.
+void rms_norm_out(const NormOutParams& p, cudaStream_t stream);
+
 }  // namespace dak::gpu

@@ -84,6 +84,8 @@ __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_c
       }
     }
   }
+  // A host-tier row: its writes performed at system scope before this grid completes (see kv_append_kernel).
+  if (in_cache && kv.kv.on_host(slot)) __threadfence_system();
 }
 
 }  // namespace

@@ -113,16 +113,20 @@ struct Config {
   static constexpr int kStageYElems = kMathGroups == 1 ? kConsumerWarpgroups * 4 * kWarpStageElems : 8;
 
   // The RMSNorm epilogues (TieredGemmNormOut / NormIn; 64-row tiles only): each warp's per-token
-  // sums of resid^2 over its 16 rows, and the norm-in GEMM's 1 / rms per token, per math group.
+  // sums of resid^2 over its 16 rows per math group, and the norm-in GEMM's 1 / rms per token.
   static constexpr int kNormElems = kBm == 64 ? kMathGroups * 4 * kBn : 1;
-  static constexpr int kRinvElems = kBm == 64 ? kMathGroups * kBn : 1;
+  static constexpr int kRinvElems = kBm == 64 ? kBn : 1;
+  // Norm-out: the tile's residual and norm weight are loaded before the unit's main loop (their
+  // L2 round trip off the epilogue) up to this many tokens per tile (registers: 2 per value).
+  static constexpr bool kNormPrefetch = kBn <= 32;
 
   struct alignas(1024) SharedStorage {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutX>> x;
     alignas(128) __nv_bfloat16 y_stage[kStageYElems];
     float norm_red[kNormElems];  // [group][warp][token]
-    float norm_rinv[kRinvElems]; // [group][token]
+    float norm_rinv[kRinvElems]; // [token]
+    uint64_t rinv_ready;         // norm_rinv is written (producer warp 1, norm-in only)
     uint64_t full[kStages];
     uint64_t empty[kStages];
     uint64_t turn[kMathGroups];  // group g may start its next main loop (kMathGroups > 1)
@@ -221,17 +225,37 @@ __device__ inline void store_y(const Params& p, int64_t n, int64_t gm, float v) 
   }
 }
 
+/// Norm-out (TieredGemmNormOut): loads the residual and the norm weight of the values of a 64-row
+/// output tile (rows [row0, row0 + 64) of y, `rows_left` inside the side, tokens from n0) that this
+/// consumer thread holds (`tCcC`), into `resid` / `weight` (kFrag each; 0 where out of range).
+template <int kBn, class Params, class Coord, int kN>
+__device__ inline void norm_out_load(const Params& p, const Coord& tCcC, int64_t row0, int64_t rows_left, int64_t n0,
+                                     float (&resid)[kN], float (&weight)[kN]) {
+  const TieredGemmSchedule& s = p.sched;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
+    const bool in = m < rows_left && n < s.N;
+    resid[i] = in ? __ldcg(&p.norm_out.g_residual[n * s.M + row0 + m]) : 0.0f;
+    weight[i] = in && p.norm_out.g_weight ? __bfloat162float(p.norm_out.g_weight[row0 + m]) : 1.0f;
+  }
+}
+
 /// The norm-out epilogue of one 64-row output tile (TieredGemmNormOut; rows [row0, row0 + 64) of
 /// y, `rows_left` of them inside the side, tokens from n0) by one math group of 128 threads
-/// (`ctid`), `red`: the group's [4 warps][kBn] floats of SMEM. wgmma's fp32 C fragment of a
-/// 64 x kBn tile: warp w holds rows 16 w + lane / 4 and + 8, value i = c + 2 r + 4 j is token
-/// 8 j + 2 (lane % 4) + c of row + 8 r, so values i and i + 2 are one token's two rows. A token's
-/// sum of squares: the thread's two rows (row, then row + 8), then over the 8 lanes that share
-/// lane % 4 (xor butterfly: every lane ends with the same bits), then the 4 warps in order.
-template <int kBm, int kBn, class Params, class Acc, class Coord>
-__device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, float* red, int ctid,
-                                         int group, int64_t row0, int64_t rows_left, int64_t n0) {
+/// (`ctid`), with the tile's residual and weight from norm_out_load; `red`: the group's [4 warps][kBn]
+/// floats of SMEM. wgmma's fp32 C fragment of a 64 x kBn tile: warp w holds rows 16 w + lane / 4
+/// and + 8, value i = c + 2 r + 4 j is token 8 j + 2 (lane % 4) + c of row + 8 r, so values i and
+/// i + 2 are one token's two rows. A token's sum of squares: fmaf over the thread's two rows (row,
+/// then row + 8), then the 8 lanes that share lane % 4 (xor butterfly over lanes 4, 8, 16: every
+/// lane ends with the same bits), then the 4 warps in order. rms_norm_out (kernels/norm.h) computes
+/// the same bits in its own launch, for the tiles this epilogue cannot serve.
+template <int kBm, int kBn, class Params, class Acc, class Coord, int kN>
+__device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, const float (&resid)[kN],
+                                         const float (&weight)[kN], float* red, int ctid, int group, int64_t row0,
+                                         int64_t rows_left, int64_t n0) {
   constexpr int kFrag = decltype(size(acc))::value;
+  static_assert(kN == kFrag, "one residual and weight per accumulator");
   constexpr int kTok = kFrag / 2;
   const TieredGemmSchedule& s = p.sched;
   const TieredGemmNormOut& o = p.norm_out;
@@ -242,19 +266,20 @@ __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const 
   for (int i = 0; i < kFrag; ++i) {
     const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
     if (m < rows_left && n < s.N) {
-      const int64_t gm = row0 + m, at = n * s.M + gm;
+      const int64_t at = n * s.M + row0 + m;
       float v = acc(i);
-      if (p.g_bias) v += __bfloat162float(p.g_bias[gm]);
-      const float r = __ldcg(&o.g_residual[at]) + __bfloat162float(__float2bfloat16(v));
+      if (p.g_bias) v = __fadd_rn(v, __bfloat162float(p.g_bias[row0 + m]));
+      const float r = __fadd_rn(resid[i], __bfloat162float(__float2bfloat16(v)));
       o.g_residual[at] = r;
-      o.g_scaled[at] = __float2bfloat16(o.g_weight ? r * __bfloat162float(o.g_weight[gm]) : r);
-      sq[(i & 1) + 2 * (i >> 2)] += r * r;
+      o.g_scaled[at] = __float2bfloat16(__fmul_rn(r, weight[i]));
+      const int q = (i & 1) + 2 * (i >> 2);
+      sq[q] = fmaf(r, r, sq[q]);
     }
   }
 #pragma unroll
   for (int q = 0; q < kTok; ++q) {
 #pragma unroll
-    for (int lanes = 4; lanes < 32; lanes <<= 1) sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], lanes);
+    for (int lanes = 4; lanes < 32; lanes <<= 1) sq[q] = __fadd_rn(sq[q], __shfl_xor_sync(0xffffffffu, sq[q], lanes));
   }
   const int warp = ctid / 32, lane = ctid % 32;
   if (lane < 4) {
@@ -263,7 +288,7 @@ __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const 
   }
   cutlass::arch::NamedBarrier::sync(128, 1 + group);
   if (ctid < kBn && n0 + ctid < s.N) {
-    const float t = ((red[ctid] + red[kBn + ctid]) + red[2 * kBn + ctid]) + red[3 * kBn + ctid];
+    const float t = __fadd_rn(__fadd_rn(__fadd_rn(red[ctid], red[kBn + ctid]), red[2 * kBn + ctid]), red[3 * kBn + ctid]);
     o.g_sumsq[(row0 / 64) * s.N + n0 + ctid] = t;
   }
   cutlass::arch::NamedBarrier::sync(128, 1 + group);  // `red` is the group's again at its next unit
@@ -308,6 +333,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       ptx::mbarrier_init(&smem.empty[st], releases);
     }
     for (int g = 0; g < Cfg::kMathGroups; ++g) ptx::mbarrier_init(&smem.turn[g], 1);
+    ptx::mbarrier_init(&smem.rinv_ready, 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   if (C > 1) {
@@ -324,6 +350,30 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   if (warpgroup == 0) {
     // ------------------------------------------------------------------ producer
     if constexpr (Cfg::kRegisterRealloc) cutlass::arch::warpgroup_reg_dealloc<40>();  // all 4 warps
+    if constexpr (kBm == 64) {
+      if (p.norm_in.g_sumsq && threadIdx.x / 32 == 1) {
+        // Warp 1 (otherwise idle): the norm-in GEMM's 1 / rms per token from the norm-out GEMM's
+        // block sums, summed in block order, while warp 0 fills the ring; the consumers wait for
+        // it only in their first epilogue (measured: computed by the consumers before their main
+        // loop, it stalled the ring ~5 us per GEMM; docs/perf-notes.md session 24).
+        cudaGridDependencySynchronize();
+        const int lane = threadIdx.x % 32;
+        for (int n = lane; n < kBn; n += 32) {
+          float v = 0.0f;
+          if (n < s.N) {
+            float sum = 0.0f;
+            const int64_t blocks = s.K / 64;
+#pragma unroll 16
+            for (int64_t b = 0; b < blocks; ++b) sum += __ldcg(&p.norm_in.g_sumsq[b * s.N + n]);
+            v = rsqrtf(sum * (1.0f / float(s.K)) + p.norm_in.eps);
+          }
+          smem.norm_rinv[n] = v;
+        }
+        __syncwarp();
+        if (lane == 0) ptx::mbarrier_arrive(&smem.rinv_ready);  // release: the writes above
+        return;
+      }
+    }
     if (threadIdx.x / 32 != 0 || !cute::elect_one_sync()) return;
     const auto& tma_w = host_side ? p.tma_w_host : p.tma_w_hbm;
     Tensor mW = tma_w.get_tma_tensor(make_shape(int(side_rows > 0 ? side_rows : 1), int(s.K)));
@@ -466,26 +516,6 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       ptx::mbarrier_arrive(&smem.empty[slot]);
     }
   };
-  if constexpr (kBm == 64) {
-    if (p.norm_in.g_sumsq) {
-      // The norm-in GEMM's 1 / rms per token, from the norm-out GEMM's block sums (written by the
-      // previous kernels: the dependency wait above has passed), summed in block order by every
-      // group alike; off the main loop (the ring is filling meanwhile).
-      float* rinv = smem.norm_rinv + group * kBn;
-      if (ctid < kBn) {
-        float v = 0.0f;
-        if (ctid < s.N) {
-          float sum = 0.0f;
-          const int64_t blocks = s.K / 64;
-#pragma unroll 16
-          for (int64_t b = 0; b < blocks; ++b) sum += __ldcg(&p.norm_in.g_sumsq[b * s.N + ctid]);
-          v = rsqrtf(sum * (1.0f / float(s.K)) + p.norm_in.eps);
-        }
-        rinv[ctid] = v;
-      }
-      cutlass::arch::NamedBarrier::sync(kConsumerThreads, 1 + group);
-    }
-  }
   int st = 0;           // ring position of this CTA's next unit ...
   uint32_t phase = 0;   // ... and its pass parity
   uint32_t turns = 0;   // main loops this group has waited its turn for
@@ -509,6 +539,14 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     }
 #pragma unroll
     for (int a = 0; a < kAcc; ++a) clear(part[a]);
+    // Norm-out: this tile's residual and norm weight, requested now, used in the epilogue.
+    float pre_resid[kFrag], pre_weight[kFrag];
+    if constexpr (kBm == 64 && Cfg::kNormPrefetch) {
+      if (p.norm_out.g_residual && n_tile < s.n_tiles() && (s.k_splits == 1 || unit.split == s.k_splits - 1)) {
+        norm_out_load<kBn>(p, tCcC, side_row0 + unit.m_tile * kBm, side_rows - unit.m_tile * kBm, n_tile * kBn,
+                           pre_resid, pre_weight);
+      }
+    }
     int held = -1;  // ring slot whose wgmma may still be running
     ++mine;
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
@@ -631,13 +669,17 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     }
     if constexpr (kBm == 64) {
       if (p.norm_in.g_sumsq) {  // y = (x~ W^T) / rms, before the bias (one n-tile: tile_n0 == 0)
-        const float* rinv = smem.norm_rinv + group * kBn;
+        wait_parity(&smem.rinv_ready, 0);  // completes once; later waits return at once
+        // __fmul_rn: never contracted with the bias add, whichever store path follows.
 #pragma unroll
-        for (int i = 0; i < kFrag; ++i) acc(i) *= rinv[get<1>(tCcC(i))];
+        for (int i = 0; i < kFrag; ++i) acc(i) = __fmul_rn(acc(i), smem.norm_rinv[get<1>(tCcC(i))]);
       }
       if (p.norm_out.g_residual) {
-        norm_out_epilogue<kBm, kBn>(p, acc, tCcC, smem.norm_red + group * 4 * kBn, ctid, group, side_row0 + tile_row0,
-                                    side_rows - tile_row0, tile_n0);
+        if constexpr (!Cfg::kNormPrefetch) {
+          norm_out_load<kBn>(p, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0, pre_resid, pre_weight);
+        }
+        norm_out_epilogue<kBm, kBn>(p, acc, tCcC, pre_resid, pre_weight, smem.norm_red + group * 4 * kBn, ctid, group,
+                                    side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
         continue;
       }
     }
