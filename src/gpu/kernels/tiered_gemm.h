@@ -30,7 +30,12 @@
 // otherwise and on host CTAs) before waiting for the previous kernel (cudaGridDependencySynchronize),
 // then x; consumers wait before touching y or the workspace.
 // DAK_NO_PDL=1 in the environment launches in plain stream order (for A/B measurements).
-// Invariants: host memory is only read; y rows [0, M) x tokens [0, N) are written exactly once.
+// RMSNorm across the GEMM boundary (TieredGemmNormOut / NormIn, below): on the 64-row tiles the
+// epilogue may add y to the residual stream and emit the next norm's input and block statistics
+// instead of y, or scale y by 1 / rms computed (by the producer warpgroup's idle warp 1) from a
+// previous GEMM's block statistics.
+// Invariants: host memory is only read; y rows [0, M) x tokens [0, N) are written exactly once
+// (with norm-out: the residual and scaled-x rows instead).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -114,7 +119,8 @@ void tiered_gemm_workspace_init(void* g_workspace, const TieredGemmSchedule& sch
 /// schedule.workspace_bytes() bytes, initialized once by tiered_gemm_workspace_init, and is not
 /// shared with a concurrently running GEMM.
 /// Throws dak::Error for an invalid schedule, misaligned or missing pointers (a side with rows
-/// needs its pointer), host memory that is not mapped for the device, or a launch failure.
+/// needs its pointer), host memory that is not mapped for the device, a norm epilogue the schedule
+/// cannot carry (TieredGemmNormOut / NormIn: their conditions), or a launch failure.
 void tiered_gemm(const TieredGemmArgs& args, const TieredGemmSchedule& schedule, void* g_workspace,
                  cudaStream_t stream);
 
