@@ -539,12 +539,25 @@ TEST(TieredGemm, NormEpiloguesAcrossTheGemmBoundary) {
     }
     for (int32_t forced_splits : {0, 2}) {
       SCOPED_TRACE("k_splits " + std::string(forced_splits ? "forced 2" : "planned"));
+      // The schedule (k_splits forced or planned), and the GEMM's arguments over W placed for it.
+      auto plan = [&](int64_t M, int64_t K, int64_t m_host) {
+        auto sched = dak::plan_tiered_gemm(M, N, K, m_host, sms);
+        if (forced_splits) sched.k_splits = forced_splits;
+        sched.validate();
+        return sched;
+      };
+      auto args = [](const PlacedW& w, const Bf16Bits* x, const Bf16Bits* bias) {
+        TieredGemmArgs a;
+        a.g_x = bf(x);
+        a.h_w = w.h_w;
+        a.g_w = w.g_w;
+        a.g_bias = bf(bias);
+        return a;
+      };
       std::vector<float> first_resid, first_sumsq, resid, sumsq;
       std::vector<Bf16Bits> first_scaled, scaled;
       for (int64_t m_host : {int64_t(0), int64_t(64), H / 2, H}) {
-        auto s = dak::plan_tiered_gemm(H, N, Ka, m_host, sms);
-        if (forced_splits) s.k_splits = forced_splits;
-        s.validate();
+        const auto s = plan(H, Ka, m_host);
         ASSERT_EQ(s.tile.bm, 64) << s.to_string();
         const std::string what = "norm-out " + s.to_string();
         PlacedW w(wo, H, Ka, m_host);
@@ -554,11 +567,7 @@ TEST(TieredGemm, NormEpiloguesAcrossTheGemmBoundary) {
         DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
         ws.poison();
         dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
-        TieredGemmArgs a;
-        a.g_x = bf(d_x.get());
-        a.h_w = w.h_w;
-        a.g_w = w.g_w;
-        a.g_bias = bf(d_bo.get());
+        TieredGemmArgs a = args(w, d_x.get(), d_bo.get());
         a.norm_out = {d_resid.get(), bf(d_gamma.get()), bf(d_scaled.get()), d_sumsq.get()};
         dak::gpu::tiered_gemm(a, s, ws.get(), nullptr);
         resid = d_resid.download();
@@ -627,9 +636,7 @@ TEST(TieredGemm, NormEpiloguesAcrossTheGemmBoundary) {
       }
       std::vector<Bf16Bits> first_y2;
       for (int64_t m_host : {int64_t(0), int64_t(37), int64_t(128), M2}) {
-        auto s = dak::plan_tiered_gemm(M2, N, H, m_host, sms);
-        if (forced_splits) s.k_splits = forced_splits;
-        s.validate();
+        const auto s = plan(M2, H, m_host);
         const std::string what = "norm-in " + s.to_string();
         PlacedW w(w2, M2, H, m_host);
         DeviceBuffer<Bf16Bits> d_y(size_t(N * M2) + 8);
@@ -637,11 +644,7 @@ TEST(TieredGemm, NormEpiloguesAcrossTheGemmBoundary) {
         DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
         ws.poison();
         dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
-        TieredGemmArgs a;
-        a.g_x = bf(d_scaled.get());
-        a.h_w = w.h_w;
-        a.g_w = w.g_w;
-        a.g_bias = bf(d_b2.get());
+        TieredGemmArgs a = args(w, d_scaled.get(), d_b2.get());
         a.g_y = d_y.get();
         a.norm_in = {d_sumsq.get(), eps};
         dak::gpu::tiered_gemm(a, s, ws.get(), nullptr);
