@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/hardware_profile.h"
 
 namespace dak {
 
@@ -153,7 +154,13 @@ class GraphBuilder {
   void add_layer(int64_t l) {
     const std::string p = model_prefix(c_) + fmt::format("layers.{}.", l);
     const bool opt = c_.arch == Arch::kOpt;
+    // Passes of up to kTieredDecodeMaxTokens of a pre-LN RMSNorm model carry the norms between two
+    // linears in the tiered GEMMs' epilogues (the engine's fused norm: gpu_engine.cc fused_norm,
+    // kernels/tiered_gemm.h TieredGemmNormOut / NormIn): only layer 0's attention norm launches.
+    const bool fused_norm = (!opt || c_.do_layer_norm_before) && c_.norm == NormKind::kRmsNorm &&
+                            c_.hidden_size % 64 == 0 && tokens_ <= kTieredDecodeMaxTokens;
     add_norm("attn_norm", l, tokens_);
+    if (fused_norm && l > 0) ops_.back().kernels = 0;
     add_linear("qkv_proj", l, tokens_, c_.hidden_size,
                {{p + "self_attn.q_proj.weight", c_.q_dim()},
                 {p + "self_attn.k_proj.weight", c_.kv_dim()},
@@ -163,6 +170,7 @@ class GraphBuilder {
     add_linear("o_proj", l, tokens_, c_.q_dim(),
                {{p + (opt ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight"), c_.hidden_size}}, c_.o_bias);
     add_norm("mlp_norm", l, tokens_);
+    if (fused_norm) ops_.back().kernels = 0;
     const int64_t inter = c_.intermediate_size;
     if (c_.gated_mlp) {
       add_linear("gate_up_proj", l, tokens_, c_.hidden_size,

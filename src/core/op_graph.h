@@ -81,7 +81,9 @@ struct Op {
   int64_t items_per_unit = 1;       // CTA work items per unit (N tiles of a linear, kv heads of attention)
   int64_t kernels = 1;              // kernel launches for this operator in a step (as the engine runs it:
                                     //   attention 2 with its RoPE / KV append, a gated gate_up 2 with
-                                    //   the activation, fc1 2 unless ReLU rides in the epilogue)
+                                    //   the activation, fc1 2 unless ReLU rides in the epilogue, an
+                                    //   in-layer RMSNorm 0 in passes of <= kTieredDecodeMaxTokens,
+                                    //   where the tiered GEMMs' epilogues carry it)
   std::vector<TensorPart> tensors;  // checkpoint tensors in split-axis order (splittable ops)
   std::string tied_to;              // op whose tensor this one reads (tied embeddings), else ""
 
