@@ -181,6 +181,17 @@ static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
   std::fprintf(stderr, "dak: notice: the offload flags are ignored on the CPU path\n");
 }
 
+/// A budget or ratio `dak plan` refuses, refused in its words before the GPU is looked for
+/// (check_plan_without_gpu at the run's shape; `model_name` as the GPU run plans it), so on any
+/// machine: --device auto refuses it too rather than ignoring it on the CPU fallback.
+static void check_offload_plan_without_gpu(const ModelConfig& config, const std::string& model_name,
+                                           const EngineOffload* offload) {
+  if (!offload || !offload->args) return;
+  const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
+  check_plan_without_gpu(*offload->args, ratios.empty() ? std::nullopt : std::optional<double>(ratios.front()), config,
+                         model_name, offload->batch, offload->prompt_len, offload->gen_len);
+}
+
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device, const EngineOffload* offload) {
   if (offload && offload->args) {  // on any machine, the CPU fallback included
     check_offload_args(*offload->args, /*ratio_list=*/false);
@@ -188,6 +199,7 @@ std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& d
                           {offload->batch, offload->prompt_len, offload->gen_len});
   }
   if (device == "cuda" || device == "auto") {
+    check_offload_plan_without_gpu(ckpt.config(), ckpt.path().stem().string(), offload);
     const std::string why = gpu_unavailable_reason();
 #ifdef DAK_HAVE_CUDA
     if (why.empty()) {
@@ -221,11 +233,7 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
     fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",
          "use --device cuda (or auto), or pass a real checkpoint with --model to use the CPU");
   }
-  if (offload && offload->args) {  // a budget or ratio dak plan refuses: before the GPU is looked for
-    const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
-    check_plan_without_gpu(*offload->args, ratios.empty() ? std::nullopt : std::optional<double>(ratios.front()),
-                           config.config, config.name, offload->batch, offload->prompt_len, offload->gen_len);
-  }
+  check_offload_plan_without_gpu(config.config, config.name, offload);
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {
     fail("cannot run --random-weights: " + why, "--device " + device,

@@ -73,8 +73,10 @@ void check_weights_seed(const CLI::Option& seed, bool random_weights);
 /// Engine for --device cpu|cuda|auto. cuda: the GPU engine (requires a Hopper GPU; throws
 /// dak::Error explaining what is missing otherwise). auto: cuda when usable, else the CPU
 /// reference with a notice on stderr. `offload` (optional): plan and apply an offload on the GPU
-/// (the plan's summary goes to stderr); offload flags with --device cpu are an error, and ignored
-/// with a notice when auto falls back to the CPU (whose weights live in host memory anyway).
+/// (the plan's summary goes to stderr); offload flags with --device cpu are an error. With cuda or
+/// auto, a budget or ratio `dak plan` refuses for the run's shape is refused before the GPU is looked
+/// for; valid ones are ignored with a notice when auto falls back to the CPU (whose weights live in
+/// host memory anyway).
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device,
                                     const EngineOffload* offload = nullptr);
 

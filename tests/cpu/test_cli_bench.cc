@@ -239,9 +239,15 @@ TEST(CliBench, ABudgetTheRatioOverfillsIsRefusedAsDakPlanRefusesItBeforeLookingF
     EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
     EXPECT_EQ(r.output.find("Hopper"), std::string::npos) << c.args << "\n" << r.output;
     EXPECT_EQ(r.output.find("GPU layer"), std::string::npos) << c.args << "\n" << r.output;
-    // dak plan's message, its where and its fix, word for word.
+    // dak plan's message, its where and its fix, word for word; dak generate's fix names its own
+    // options for dak plan's --batch / --prompt-len / --gen-len.
     std::string expected = c.plan.output;
     expected.insert(expected.find('\n'), c.point);
+    const std::string plan_terms = "lower --batch / --prompt-len / --gen-len";
+    if (c.args.rfind("generate", 0) == 0 && expected.find(plan_terms) != std::string::npos) {
+      expected.replace(expected.find(plan_terms), plan_terms.size(),
+                       "give fewer prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)");
+    }
     EXPECT_EQ(r.output, expected) << c.args;
   }
   // A budget that holds what the ratio leaves: refused only for the missing GPU.

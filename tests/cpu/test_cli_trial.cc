@@ -1,0 +1,75 @@
+// A new-user trial's findings on `dak generate`, `dak plan` and `dak profile`: offload checks before
+// the GPU for every model source, fix lines in the command's own terms that never overwrite the
+// user's files, plan-file ranges, number overflow, help text, files passed to the wrong option,
+// ignored sampling flags, dangling links and sweep steps.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using dak::testing::RunResult;
+
+RunResult run_dak(const std::string& args) {
+  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+const std::string kData = DAK_TEST_DATA_DIR;
+const std::string kTiny = kData + "/hf_parity/llama_gqa";
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(CliTrial, AnOffloadBudgetThePlannerRefusesIsRefusedBeforeTheGpuForEveryModelSource) {
+  // The trial: a real checkpoint with --device cuda said "cannot run on the GPU" instead of the
+  // planner's refusal, and --device auto ran with "the offload flags are ignored" (exit 0); only
+  // --random-weights was checked before the GPU.
+  const std::string gen = "generate --model " + kTiny + " --prompt-ids 1,2 -n 2 ";
+  const struct {
+    std::string flags, says;
+  } cases[] = {
+      {"--device cuda --gpu-memory 100KiB --offload-ratio 0", "this offload ratio leaves"},
+      {"--device auto --gpu-memory 100KiB --offload-ratio 0", "this offload ratio leaves"},
+      {"--gpu-memory 1KiB", "an HBM budget of 1.00 KiB cannot hold"},
+      {"--cpu-offload-gb 100000", "--cpu-offload-gb 100000 asks for"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(gen + c.flags);
+    EXPECT_EQ(r.exit_code, 1) << c.flags << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.flags << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "cannot run on the GPU")) << c.flags << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "offload flags are ignored")) << c.flags << ": " << r.output;
+  }
+}
+
+TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
+  // The trial: "fix: ... or lower --batch / --prompt-len / --gen-len", flags of dak plan only.
+  for (const std::string args :
+       {std::string("generate --random-weights --model llama-2-7b --prompt-ids 1,2,3 --gpu-memory 1GiB "
+                    "--offload-ratio 0"),
+        "generate --model " + kTiny + " --prompt-ids 1,2 -n 2 --gpu-memory 1KiB"}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    const size_t fix = r.output.find("fix:");
+    ASSERT_NE(fix, std::string::npos) << args << ": " << r.output;
+    const std::string tail = r.output.substr(fix);
+    for (const char* flag : {"--batch", "--prompt-len", "--gen-len"}) {
+      EXPECT_FALSE(contains(tail, flag)) << args << ": " << r.output;
+    }
+    EXPECT_TRUE(contains(tail, "fewer prompts")) << args << ": " << r.output;
+  }
+  const RunResult r = run_dak(
+      "generate --random-weights --model llama-2-7b --prompt-ids 1,2,3 --gpu-memory 1GiB --offload-ratio 0");
+  EXPECT_TRUE(contains(r.output, "fewer new tokens (--max-new-tokens / -n)")) << r.output;
+  // dak plan keeps its own flags.
+  const RunResult plan = run_dak("plan --model llama-2-7b --offload-ratio 0 --gpu-memory 1GiB");
+  EXPECT_EQ(plan.exit_code, 1) << plan.output;
+  EXPECT_TRUE(contains(plan.output, "lower --batch / --prompt-len / --gen-len")) << plan.output;
+}
+
+}  // namespace
