@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -433,10 +435,32 @@ std::string first_model_difference(const Plan& plan, const ModelConfig& config) 
 
 }  // namespace
 
-std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode) {
-  return fmt::format("dak plan --model {} --batch {} --prompt-len {} --gen-len {}{} --output json > plan.json",
+std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode,
+                             const std::string& output_file) {
+  return fmt::format("dak plan --model {} --batch {} --prompt-len {} --gen-len {}{} --output json > {}",
                      shell_word(model), shape.batch, shape.prompt_len, std::max<int64_t>(2, shape.gen_len),
-                     offload_mode.empty() || offload_mode == "auto" ? std::string() : " --offload " + offload_mode);
+                     offload_mode.empty() || offload_mode == "auto" ? std::string() : " --offload " + offload_mode,
+                     shell_word(output_file));
+}
+
+std::string fresh_plan_file_name(const std::string& plan_file, const std::string& model) {
+  namespace fs = std::filesystem;
+  // The model's name: a file's stem, or the folder of a config.json (or of a folder given with a '/').
+  fs::path named = fs::path(model);
+  if (named.filename().empty() || named.filename() == "config.json") named = named.parent_path();
+  std::string label = named.filename() == "." || named.filename() == ".." ? std::string() : named.stem().string();
+  for (char& c : label) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  if (label.empty()) label = "model";
+  const fs::path plan(plan_file);
+  const std::string stem = plan.stem().empty() ? std::string("plan") : plan.stem().string();
+  for (int n = 1;; ++n) {
+    const fs::path candidate =
+        plan.parent_path() / (stem + "-" + label + (n == 1 ? std::string() : fmt::format("-{}", n)) + ".json");
+    std::error_code ec;
+    if (candidate != plan && !fs::exists(fs::symlink_status(candidate, ec))) return candidate.string();
+  }
 }
 
 void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
@@ -449,7 +473,7 @@ void check_plan_model(const Plan& plan, const ModelConfig& config, const std::st
                    plan.inputs.model, model, config.num_layers, config.hidden_size, difference),
        where,
        fmt::format("make a plan for this model: {} (add the --gpu-memory / --offload-ratio you planned with)",
-                   plan_command_for(model, shape, plan.inputs.offload_mode)));
+                   plan_command_for(model, shape, plan.inputs.offload_mode, fresh_plan_file_name(where, model))));
 }
 
 }  // namespace dak

@@ -149,10 +149,18 @@ struct RequestedShape {
 };
 
 /// The command that makes a plan file for `model` (as `dak plan --model` takes it) at `shape`, in
-/// `offload_mode` ("" or auto: none added): "dak plan --model M --batch B --prompt-len P --gen-len G
-/// [--offload MODE] --output json > plan.json". A gen_len below 2 is suggested as 2 (dak plan's
-/// decode phase needs a decode step; the plan's context then still holds the run).
-std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode);
+/// `offload_mode` ("" or auto: none added), written to `output_file`: "dak plan --model M --batch B
+/// --prompt-len P --gen-len G [--offload MODE] --output json > FILE". A gen_len below 2 is suggested
+/// as 2 (dak plan's decode phase needs a decode step; the plan's context then still holds the run).
+std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode,
+                             const std::string& output_file);
+
+/// A file name for a new plan that a fix suggests in place of the refused `plan_file` (the user's,
+/// which following the fix must not overwrite): in its folder, its stem, '-' and the name of `model`
+/// (a file's stem, or the folder of a config.json; characters other than letters, digits, '.', '-'
+/// and '_' as '_'), then ".json" ("plans/plan.json" and "models/smol.gguf": "plans/plan-smol.json");
+/// "-2", "-3", ... added while that names an existing path.
+std::string fresh_plan_file_name(const std::string& plan_file, const std::string& model);
 
 /// Refuses `plan` for a model it was not made for. A plan names its model only by a config's file
 /// stem or shipped name (a checkpoint of the same model has another), so this compares what the
@@ -161,7 +169,7 @@ std::string plan_command_for(const std::string& model, const RequestedShape& sha
 /// weight's rows, width and tensor names, an attention's heads, kv heads and head_dim. Throws
 /// dak::Error (where = `where`, the plan file) saying which model the plan was made for and which
 /// is loaded (`model`, as the user gave it), the first difference, and how to make a plan for this
-/// model at the run's own `shape` (plan_command_for).
+/// model at the run's own `shape` (plan_command_for), written to fresh_plan_file_name(`where`, `model`).
 void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
                       const RequestedShape& shape);
 

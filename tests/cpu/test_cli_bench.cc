@@ -165,23 +165,27 @@ TEST(CliBench, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
                 .exit_code,
             0);
   const std::string llama3 = std::string(DAK_TEST_DATA_DIR) + "/../../configs/llama-3-8b.json";
+  // The suggested file is a new one beside the user's plan, which following the fix must not overwrite.
+  const std::string fresh_plan = dir + "dak_bench_other_model_plan-llama-3-8b.json";
   const struct {
     std::string args, plan, command;
   } cases[] = {
       {"bench --random-weights --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8", plan_file,
-       "dak plan --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8 --output json > plan.json"},
+       "dak plan --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8 --output json > " + fresh_plan},
       // A sweep: its first batch, at the longest lengths (a plan's context holds the shorter ones).
       {"bench --random-weights --model llama-3-8b --batch 4,2 --prompt-len 8,16 --gen-len 4", plan_file,
-       "dak plan --model llama-3-8b --batch 4 --prompt-len 16 --gen-len 4 --output json > plan.json"},
+       "dak plan --model llama-3-8b --batch 4 --prompt-len 16 --gen-len 4 --output json > " + fresh_plan},
       // The plan's mode, which the run shares.
       {"bench --random-weights --model llama-3-8b --batch 1 --offload direct", direct_plan,
-       "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --output json > "
-       "plan.json"},
+       "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --output json > " + dir +
+           "dak_bench_other_model_direct_plan-llama-3-8b.json"},
       // generate: its prompts are the batch, the longest the prompt length, -n the generation.
       {"generate --random-weights --model " + llama3 + " --prompt-ids 1,2,3 --prompt-ids 4 -n 5", plan_file,
-       "dak plan --model " + llama3 + " --batch 2 --prompt-len 3 --gen-len 5 --output json > plan.json"},
+       "dak plan --model " + llama3 + " --batch 2 --prompt-len 3 --gen-len 5 --output json > " + fresh_plan},
       // The default model on the CPU path: refused all the same, with its own shape.
-      {"generate --prompt-ids 1,2,3,4 -n 6", plan_file, "--batch 1 --prompt-len 4 --gen-len 6 --output json > plan.json"},
+      {"generate --prompt-ids 1,2,3,4 -n 6", plan_file,
+       "--batch 1 --prompt-len 4 --gen-len 6 --output json > " + dir +
+           "dak_bench_other_model_plan-SmolLM2-135M-Instruct.Q4_1.json"},
   };
   for (const auto& c : cases) {
     const RunResult r = run_dak(c.args + " --plan " + c.plan, kNoGpu);

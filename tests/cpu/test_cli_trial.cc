@@ -72,4 +72,29 @@ TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
   EXPECT_TRUE(contains(plan.output, "lower --batch / --prompt-len / --gen-len")) << plan.output;
 }
 
+TEST(CliTrial, AFixNeverSuggestsOverwritingTheUsersPlanFile) {
+  // The trial: `dak generate -p Hi -n 4 --plan plan.json` (a plan for another model) suggested
+  // "dak plan ... --output json > plan.json", which overwrites the user's plan.
+  const std::string dir = ::testing::TempDir() + "dak_trial_plan_name";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 2 --gen-len 2 --output json > " + dir +
+                    "/plan.json 2>/dev/null")
+                .exit_code,
+            0);
+  const std::string gen = "generate --prompt-ids 1,2 -n 4 --plan plan.json";
+  RunResult r = dak::testing::run_shell("cd " + dir + " && " + DAK_BINARY + " " + gen + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--output json > plan-SmolLM2-135M-Instruct.Q4_1.json")) << r.output;
+  EXPECT_FALSE(contains(r.output, "> plan.json")) << r.output;
+  // A file of that name exists: the next free one.
+  std::ofstream(dir + "/plan-SmolLM2-135M-Instruct.Q4_1.json") << "{}";
+  r = dak::testing::run_shell("cd " + dir + " && " + DAK_BINARY + " " + gen + " 2>&1");
+  EXPECT_TRUE(contains(r.output, "--output json > plan-SmolLM2-135M-Instruct.Q4_1-2.json")) << r.output;
+  // In the plan's folder when it is elsewhere.
+  r = run_dak("generate --prompt-ids 1,2 -n 4 --plan " + dir + "/plan.json");
+  EXPECT_TRUE(contains(r.output, "> " + dir + "/plan-SmolLM2-135M-Instruct.Q4_1-2.json")) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

@@ -61,7 +61,7 @@ TEST(PlanJson, APlanMatchesOnlyTheModelItWasMadeFor) {
   testing::expect_error([&] { check_plan_model(plan, fewer, "my-model", "plan.json", run); },
                         {"the plan was made for the model 'llama-2-7b', but the loaded model is 'my-model' (30 layers",
                          "32 layers in the plan, 30 in the loaded model", "plan.json",
-                         "dak plan --model my-model --batch 8 --prompt-len 32 --gen-len 32 --output json > plan.json"});
+                         "dak plan --model my-model --batch 8 --prompt-len 32 --gen-len 32 --output json > plan-my-model.json"});
   ModelConfig gqa = own;
   gqa.num_kv_heads = 8;  // the same names and layer count: the shapes tell them apart
   testing::expect_error([&] { check_plan_model(plan, gqa, "gqa", "plan.json", run); },
@@ -82,16 +82,16 @@ TEST(PlanJson, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
   } catch (const Error& e) {
     EXPECT_EQ(e.fix_part(),
               "make a plan for this model: dak plan --model llama-3-8b --batch 2 --prompt-len 100 --gen-len 20 "
-              "--output json > plan.json (add the --gpu-memory / --offload-ratio you planned with)");
+              "--output json > plan-llama-3-8b.json (add the --gpu-memory / --offload-ratio you planned with)");
   }
   // The command itself: the model as a shell word, a mode other than auto, and a decode step to plan.
-  EXPECT_EQ(plan_command_for("my model/config.json", RequestedShape{1, 7, 1}, "direct"),
+  EXPECT_EQ(plan_command_for("my model/config.json", RequestedShape{1, 7, 1}, "direct", "my plan.json"),
             "dak plan --model 'my model/config.json' --batch 1 --prompt-len 7 --gen-len 2 --offload direct --output "
-            "json > plan.json");
-  EXPECT_EQ(plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, "auto"),
+            "json > 'my plan.json'");
+  EXPECT_EQ(plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, "auto", "plan.json"),
             "dak plan --model llama-2-7b --batch 64 --prompt-len 512 --gen-len 128 --output json > plan.json");
-  EXPECT_EQ(plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, ""),
-            plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, "auto"));
+  EXPECT_EQ(plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, "", "plan.json"),
+            plan_command_for("llama-2-7b", RequestedShape{64, 512, 128}, "auto", "plan.json"));
 }
 
 TEST(PlanJson, MalformedPlansNameTheField) {
