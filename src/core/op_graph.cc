@@ -286,10 +286,9 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   }
   // prompt + gen is the context: each at most the largest context a config may declare (2^24), so
   // the sum cannot overflow (the session-8 trial: prompt 2^63 - 1 + gen 1 wrapped past the checks).
-  constexpr int64_t kMaxTokens = int64_t(1) << 24;
-  if (shape.prompt_len > kMaxTokens || shape.gen_len > kMaxTokens) {
+  if (shape.prompt_len > kMaxPlanTokens || shape.gen_len > kMaxPlanTokens) {
     fail(fmt::format("prompt length {} + generation length {} is more than the planner supports ({} tokens each)",
-                     shape.prompt_len, shape.gen_len, kMaxTokens),
+                     shape.prompt_len, shape.gen_len, kMaxPlanTokens),
          where, "pass a --prompt-len and --gen-len within the model's context");
   }
   config.validate("model config");

@@ -102,6 +102,10 @@ constexpr int64_t kMaxTileRows = 16384;
 /// any single-GPU decode batch.
 constexpr int64_t kMaxPlanBatch = 65536;
 
+/// Largest StepShape::prompt_len and gen_len each the planner accepts (build_op_graph, plan files):
+/// the largest context a config may declare, so prompt + gen cannot overflow.
+constexpr int64_t kMaxPlanTokens = int64_t(1) << 24;
+
 /// What a step looks like: batch, lengths, phase, and the tile geometry of the kernels.
 struct StepShape {
   int64_t batch = 1;

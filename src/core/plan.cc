@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/json_file.h"
+#include "core/op_graph.h"
 
 namespace dak {
 
@@ -265,10 +266,17 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   // The shape a planner accepts (build_op_graph): a file's own fault is named here, not later as a
   // "step shape" the user did not give (session-23 trial: batch 0 in a plan read as --batch's).
   if (pi.batch < 1 || pi.batch > kMaxPlanBatch) in.bad("batch", fmt::format("must be in [1, {}]", kMaxPlanBatch));
-  if (pi.prompt_len < 1) in.bad("prompt_len", "must be at least 1");
-  if (pi.gen_len < 1) in.bad("gen_len", "must be at least 1");
+  const std::string tokens = fmt::format("must be in [1, {}]", kMaxPlanTokens);
+  if (pi.prompt_len < 1 || pi.prompt_len > kMaxPlanTokens) in.bad("prompt_len", tokens);
+  if (pi.gen_len < 1 || pi.gen_len > kMaxPlanTokens) in.bad("gen_len", tokens);
   pi.context_len = in.i64("context_len"), pi.max_context = in.i64("max_context");
+  // The KV cache the engine sizes from max_context: what the planner writes, prompt + gen positions.
+  if (pi.max_context != pi.prompt_len + pi.gen_len)
+    in.bad("max_context", fmt::format("must be prompt_len + gen_len ({})", pi.prompt_len + pi.gen_len));
+  if (pi.context_len < 1 || pi.context_len > pi.max_context)
+    in.bad("context_len", fmt::format("must be in [1, max_context] ([1, {}])", pi.max_context));
   pi.gpu_memory_bytes = in.i64("gpu_memory_bytes");
+  if (pi.gpu_memory_bytes < 1) in.bad("gpu_memory_bytes", "must be a positive number of bytes");
   pi.gpu_memory_default = in.boolean("gpu_memory_default");
   if (!in.at("offload_ratio").is_null()) pi.offload_ratio = in.num("offload_ratio");
   pi.allocator = parse_allocator(in.str("allocator"), in.where());
@@ -294,6 +302,20 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   pc.total_bytes = c.i64("total_bytes"), pc.hbm_budget_bytes = c.i64("hbm_budget_bytes");
   pc.required_host_bytes = c.i64("required_host_bytes");
   pc.global_ratio = c.num("global_ratio");
+  // Byte counts a planner can produce: none negative, a positive budget (compute_capacity's), the
+  // parts within the total and the ratio a fraction.
+  for (const auto& [key, v] : {std::pair<const char*, int64_t>{"weight_bytes", pc.weight_bytes},
+                               {"splittable_weight_bytes", pc.splittable_weight_bytes},
+                               {"kv_bytes", pc.kv_bytes},
+                               {"workspace_bytes", pc.workspace_bytes},
+                               {"total_bytes", pc.total_bytes},
+                               {"required_host_bytes", pc.required_host_bytes}}) {
+    if (v < 0) c.bad(key, "must not be negative");
+  }
+  if (pc.hbm_budget_bytes < 1) c.bad("hbm_budget_bytes", "must be a positive number of bytes");
+  if (pc.splittable_weight_bytes > pc.weight_bytes) c.bad("splittable_weight_bytes", "must be at most weight_bytes");
+  if (pc.required_host_bytes > pc.total_bytes) c.bad("required_host_bytes", "must be at most total_bytes");
+  if (!(pc.global_ratio >= 0 && pc.global_ratio <= 1)) c.bad("global_ratio", "must be a fraction in [0, 1]");
 
   Reader t(r.at("totals"), where + ": totals");
   PlanTotals& pt = p.totals;

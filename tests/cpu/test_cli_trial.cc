@@ -3,8 +3,10 @@
 // user's files, plan-file ranges, number overflow, help text, files passed to the wrong option,
 // ignored sampling flags, dangling links and sweep steps.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +97,43 @@ TEST(CliTrial, AFixNeverSuggestsOverwritingTheUsersPlanFile) {
   r = run_dak("generate --prompt-ids 1,2 -n 4 --plan " + dir + "/plan.json");
   EXPECT_TRUE(contains(r.output, "> " + dir + "/plan-SmolLM2-135M-Instruct.Q4_1-2.json")) << r.output;
   std::filesystem::remove_all(dir);
+}
+
+TEST(CliTrial, PlanFileFieldsOutOfRangeAreRefusedNamingTheFileAndField) {
+  // The trial: a plan with capacity.hbm_budget_bytes -5 or inputs.max_context 10000000 ran (exit 0).
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "dak_trial_plan_ranges.json", edited = dir + "dak_trial_plan_ranges_edited.json";
+  ASSERT_EQ(run_dak("plan --model " + kTiny + " --batch 1 --prompt-len 2 --gen-len 2 --output json > " + good +
+                    " 2>/dev/null")
+                .exit_code,
+            0);
+  const nlohmann::json plan = nlohmann::json::parse(std::ifstream(good));
+  const struct {
+    const char* section;
+    const char* field;
+    nlohmann::json value;
+    const char* says;
+  } cases[] = {
+      {"capacity", "hbm_budget_bytes", -5, "must be a positive number of bytes"},
+      {"capacity", "kv_bytes", -1, "must not be negative"},
+      {"capacity", "global_ratio", 1.5, "must be a fraction in [0, 1]"},
+      {"inputs", "max_context", 10000000, "must be prompt_len + gen_len (4)"},
+      {"inputs", "context_len", 0, "must be in [1, max_context]"},
+      {"inputs", "gen_len", int64_t(1) << 40, "must be in [1, 16777216]"},
+      {"inputs", "gpu_memory_bytes", -5, "must be a positive number of bytes"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = plan;
+    j[c.section][c.field] = c.value;
+    std::ofstream(edited) << j.dump();
+    const RunResult r = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 -n 2 --plan " + edited);
+    EXPECT_EQ(r.exit_code, 1) << c.field << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, std::string("plan field '") + c.field + "' " + c.says)) << c.field << ": "
+                                                                                          << r.output;
+    EXPECT_TRUE(contains(r.output, "where: " + edited + ": " + c.section)) << c.field << ": " << r.output;
+  }
+  std::remove(good.c_str());
+  std::remove(edited.c_str());
 }
 
 }  // namespace
