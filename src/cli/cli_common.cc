@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <streambuf>
 #include <utility>
 
@@ -318,7 +319,9 @@ std::optional<double> parse_number(const std::string& tok) {
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(tok.c_str(), &end);
-  if (*end != '\0' || errno != 0 || !std::isfinite(v)) return std::nullopt;
+  if (*end != '\0') return std::nullopt;
+  if (errno == ERANGE) return v;  // a number beyond double's range: +-HUGE_VAL ("1e400"), or towards 0 ("1e-400")
+  if (!std::isfinite(v)) return std::nullopt;  // "inf", "nan"
   return v;
 }
 
@@ -375,11 +378,16 @@ CLI::Validator decimal_number(const std::string& allowed, double min, double max
       [allowed, min, max, min_exclusive, name](std::string& s) -> std::string {
         const std::optional<double> v = parse_number(s);
         if (!v) return fmt::format("{} is not a number; use {}", shown_value(s), allowed);
-        const bool small = *v < min || (min_exclusive && *v == min);
-        if (small || *v > max) {
+        // Beyond double's range ("1e400": +-HUGE_VAL) is out of range whatever the bounds.
+        const bool small = *v < min || (min_exclusive && *v == min) || *v == -HUGE_VAL;
+        if (small || *v > max || *v == HUGE_VAL) {
           out_of_range_values().push_back(
               {name, fmt::format("{} is too {}; use {}", shown_value(s), small ? "small" : "large", allowed)});
-          s = fmt::format("{}", small ? min : max);  // converts; refused once the command line has parsed
+          // Converts (a finite value: a bound may be +-HUGE_VAL); refused once the command line has parsed.
+          const double most = std::numeric_limits<double>::max();
+          s = fmt::format("{}", std::clamp(small ? min : max, -most, most));
+        } else if (!std::isnormal(*v) && *v != 0) {
+          s = fmt::format("{}", *v);  // below double's range ("1e-400"): the value it rounds to
         }
         return "";
       },

@@ -110,8 +110,10 @@ std::string bad_item(const std::string& tok);
 /// nullopt when it is empty, has anything after the number, or overflows int64.
 std::optional<int64_t> parse_integer(const std::string& tok);
 
-/// The whole of `tok` as a finite decimal number (strtod); nullopt when it is empty, has anything
-/// after the number, is out of range, is inf / nan, or is hexadecimal ("0x.8").
+/// The whole of `tok` as a decimal number (strtod); nullopt when it is empty, has anything after
+/// the number, is inf / nan, or is hexadecimal ("0x.8"). A number beyond double's range is +-HUGE_VAL
+/// ("1e400", "-1e400") and one below it rounds towards 0 ("1e-400"), so that the caller's range
+/// check refuses it as out of range (exit 1), not as text that is not a number (exit 2).
 std::optional<double> parse_number(const std::string& tok);
 
 /// Whether `tok` is written as a decimal integer: an optional sign, then digits only, whatever its
@@ -189,10 +191,11 @@ CLI::Validator unsigned_64();
 /// CLI11 alone reads "010" as octal 8 and "0x10" as 16.
 CLI::Validator whole_number(const std::string& allowed, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
 
-/// CLI11 validator (use with ->transform) for a decimal option: a value that is not a finite
-/// decimal number ("abc", "nan", "1e400") is "'abc' is not a number", refused at parsing (exit 2);
-/// one below `min` (at or below it when `min_exclusive`) or above `max` is "'<v>' is too small" /
-/// "too large", out of range (exit 1: see take_out_of_range_value); each followed by "; use
+/// CLI11 validator (use with ->transform) for a decimal option: a value that is not a decimal
+/// number ("abc", "nan", "0x10") is "'abc' is not a number", refused at parsing (exit 2); one below
+/// `min` (at or below it when `min_exclusive`) or above `max`, or beyond double's range ("1e400",
+/// whatever the bounds), is "'<v>' is too small" / "too large", out of range (exit 1: see
+/// take_out_of_range_value); each followed by "; use
 /// <allowed>" (e.g. "a temperature from 0 (greedy) to 100"), with the option's name in front. A long
 /// value is shown by its first characters and its length.
 CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive = false);

@@ -55,7 +55,7 @@ std::vector<double> OffloadArgs::ratios(bool list) const {
       fail_usage(fmt::format("'{}' is not a number, so not a fraction in [0, 1]", item), "--offload-ratio",
                  "give a fraction, e.g. --offload-ratio 0.3 for 30 % of the weight + KV bytes on the host (dak bench "
                  "also takes a comma list, e.g. 0,0.1,0.3, and sweeps it)");
-    if (*v < 0 || *v > 1) fail(fmt::format("'{}' is not a fraction in [0, 1]", item), "--offload-ratio", fix);
+    if (!(*v >= 0 && *v <= 1)) fail(fmt::format("'{}' is not a fraction in [0, 1]", item), "--offload-ratio", fix);
     out.push_back(*v);
   }
   if (!list && out.size() > 1) {

@@ -136,4 +136,35 @@ TEST(CliTrial, PlanFileFieldsOutOfRangeAreRefusedNamingTheFileAndField) {
   std::remove(edited.c_str());
 }
 
+TEST(CliTrial, NumbersBeyondDoublesRangeAreOutOfRangeNotNotANumber) {
+  // The trial: `--temperature 1e400` (and --top-p, --offload-ratio, --cpu-offload-gb) said "is not a
+  // number" and exited 2, while `-n 99999999999999999999` said "too large" and exited 1 (README: a
+  // value out of range exits 1).
+  const std::string gen = "generate --model " + kTiny + " --device cpu --prompt-ids 1,2 ";
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {"--temperature 1e400", "--temperature: '1e400' is too large"},
+      {"--top-p 1e400", "--top-p: '1e400' is too large"},
+      {"--top-p 1e-400", "--top-p: '1e-400' is too small"},
+      {"--cpu-offload-gb 1e400", "--cpu-offload-gb: '1e400' is too large"},
+      {"--cpu-offload-gb -1e400", "--cpu-offload-gb: '-1e400' is too small"},
+      {"--offload-ratio 1e400", "'1e400' is not a fraction in [0, 1]"},
+      {"--max-new-tokens 99999999999999999999", "--max-new-tokens: '99999999999999999999' is too large"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(gen + c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.args << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "not a number")) << c.args << ": " << r.output;
+  }
+  const RunResult plan = run_dak("plan --model llama-2-7b --offload-ratio 1e400");
+  EXPECT_EQ(plan.exit_code, 1) << plan.output;
+  EXPECT_TRUE(contains(plan.output, "'1e400' is too large")) << plan.output;
+  // Text that is not a number is still a usage error, and a number below double's range a number.
+  EXPECT_EQ(run_dak(gen + "--temperature inf").exit_code, 2);
+  const RunResult tiny = run_dak(gen + "-n 1 --temperature 1e-400");
+  EXPECT_EQ(tiny.exit_code, 0) << tiny.output;
+}
+
 }  // namespace
