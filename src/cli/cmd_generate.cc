@@ -302,7 +302,7 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str()
       ->transform(whole_number("a count of at least 1 (the prompt and the new tokens must fit in the model's context)",
                                1));
-  c->add_option("--temperature,-t", a->temperature, "Sampling temperature (0 = greedy)")->capture_default_str()
+  c->add_option("--temperature,-t", a->temperature, "Sampling temperature, from 0 (greedy) to 100")->capture_default_str()
       ->transform(decimal_number("a temperature from 0 (greedy) to 100", 0.0, 100.0));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
       ->transform(whole_number("0 (all tokens) or a count from 1 to 1073741824", 0, 1 << 30));

@@ -35,6 +35,28 @@ constexpr const char* kMaxCpuOffloadGibText = "1e6";
 // buffers (logits of a 1024-token prefill chunk), cuBLASLt plans, the CUDA graph.
 constexpr int64_t kDefaultHeadroomBytes = 2 * kGiB;
 
+/// CLI11 validator (use with ->transform, after decimal_number's, so that it runs first) for
+/// --cpu-offload-gb: a number followed by a unit ("4GiB", "512 MB"), which --gpu-memory takes but
+/// this amount in GiB does not, is refused at parsing (exit 2) saying to drop the unit.
+CLI::Validator plain_gib_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const size_t unit = s.find_first_not_of("0123456789.+- ");
+        if (unit == 0 || unit == std::string::npos) return "";
+        const std::string number = s.substr(0, s.find_last_not_of(' ', unit - 1) + 1);
+        try {
+          parse_byte_size("1" + s.substr(unit), "--cpu-offload-gb");  // a unit --gpu-memory takes
+        } catch (const Error&) {
+          return "";  // no unit: decimal_number says what is wrong
+        }
+        if (!parse_number(number)) return "";
+        return fmt::format("'{}' has a unit, but this option takes a plain number of GiB: drop the unit "
+                           "(--cpu-offload-gb {}; an HBM budget with a unit goes to --gpu-memory)",
+                           s, number);
+      },
+      "");
+}
+
 }  // namespace
 
 bool OffloadArgs::requested() const {
@@ -77,11 +99,14 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)")
       ->check(value_syntax([](const std::string& s) { parse_byte_size(s, "--gpu-memory"); }));
-  a->cpu_offload_opt = c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
-                                     "GiB of weights + KV cache to keep in host memory (as vLLM); not with --gpu-memory")
-                           ->transform(decimal_number(fmt::format("a number of GiB from 0 to {} (e.g. 4 or 0.5)",
-                                                                  kMaxCpuOffloadGibText),
-                                                      -HUGE_VAL, HUGE_VAL));  // the range: checked after parsing
+  a->cpu_offload_opt =
+      c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
+                    fmt::format("GiB of weights + KV cache to keep in host memory (as vLLM), a plain number from 0 to "
+                                "{} without a unit (e.g. 4 or 0.5); not with --gpu-memory",
+                                kMaxCpuOffloadGibText))
+          ->transform(decimal_number(fmt::format("a number of GiB from 0 to {} (e.g. 4 or 0.5)", kMaxCpuOffloadGibText),
+                                     -HUGE_VAL, HUGE_VAL))  // the range: checked after parsing
+          ->transform(plain_gib_number());
   c->add_option("--offload-ratio", a->offload_ratio,
                 "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
                 "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "

@@ -167,4 +167,24 @@ TEST(CliTrial, NumbersBeyondDoublesRangeAreOutOfRangeNotNotANumber) {
   EXPECT_EQ(tiny.exit_code, 0) << tiny.output;
 }
 
+TEST(CliTrial, HelpStatesTheRangesAndCpuOffloadGbSaysToDropAUnit) {
+  // The trial: --help gave neither --temperature's range nor --cpu-offload-gb's (nor that it takes
+  // no unit), and `--cpu-offload-gb 4GiB` said only "is not a number".
+  const RunResult help = run_dak("generate --help");
+  EXPECT_TRUE(contains(help.output, "Sampling temperature, from 0 (greedy) to 100")) << help.output;
+  EXPECT_TRUE(contains(help.output, "a plain number from 0 to 1e6 without a unit")) << help.output;
+  for (const std::string value : {"4GiB", "'4 GB'", "0.5G"}) {
+    const RunResult r = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 --cpu-offload-gb " + value);
+    EXPECT_EQ(r.exit_code, 2) << value << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "has a unit, but this option takes a plain number of GiB: drop the unit"))
+        << value << ": " << r.output;
+  }
+  const RunResult r = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 --cpu-offload-gb 4GiB");
+  EXPECT_TRUE(contains(r.output, "(--cpu-offload-gb 4; ")) << r.output;
+  // Not a size: not a number, as before.
+  const RunResult x = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 --cpu-offload-gb 4x");
+  EXPECT_EQ(x.exit_code, 2) << x.output;
+  EXPECT_TRUE(contains(x.output, "'4x' is not a number")) << x.output;
+}
+
 }  // namespace
