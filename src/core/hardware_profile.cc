@@ -20,7 +20,7 @@ using nlohmann::json;
 const json& member(const json& j, const std::string& key, const std::string& where) {
   if (!j.is_object() || !j.contains(key))
     fail(fmt::format("hardware profile lacks field '{}'", key), where,
-         "compare with profiles/h200-default.json (format documented in src/core/hardware_profile.h)");
+         "compare with profiles/h200-default.json, or measure the profile with `dak profile --output FILE`");
   return j.at(key);
 }
 
@@ -105,6 +105,7 @@ void collect_unknown(const json& in, const json& known, const std::string& path,
 
 HardwareProfile HardwareProfile::from_json(const json& j, const std::string& where) {
   if (!j.is_object()) fail("hardware profile is not a JSON object", where, "see profiles/h200-default.json");
+  check_dak_file_kind(j, kFormat, where);  // a plan given to --profile
   if (text(j, "format", where) != kFormat)
     fail(fmt::format("not a hardware profile (format '{}')", j.at("format").get<std::string>()), where,
          fmt::format("the file must say \"format\": \"{}\"", kFormat));

@@ -122,4 +122,28 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
   return parse_json_text(ss.str(), what, path.string(), fix);
 }
 
+void check_dak_file_kind(const nlohmann::json& j, const std::string& expected_format, const std::string& where) {
+  struct Kind {
+    const char* format;
+    const char* name;
+    const char* option;
+  };
+  static constexpr Kind kKinds[] = {{"dak.hardware_profile", "a hardware profile", "--profile"},
+                                    {"dak.plan", "an offload plan", "--plan (of dak generate or dak bench)"},
+                                    {"", "a model config", "--model"}};
+  if (!j.is_object() || !j.contains("format") || !j.at("format").is_string()) return;
+  const std::string format = j.at("format").get<std::string>();
+  if (format == expected_format) return;
+  const Kind* found = nullptr;
+  const Kind* wanted = nullptr;
+  for (const Kind& k : kKinds) {
+    if (format == k.format) found = &k;
+    if (expected_format == k.format) wanted = &k;
+  }
+  if (!found || !wanted) return;
+  fail(fmt::format("this file is {} (\"format\": \"{}\"), not {}", found->name, format, wanted->name), where,
+       fmt::format("this is {}; pass it with {}, and give {} {}", found->name, found->option,
+                   std::string(wanted->option).substr(0, std::string(wanted->option).find(' ')), wanted->name));
+}
+
 }  // namespace dak

@@ -32,4 +32,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
 /// reach or read is path_error's (the folder or file at fault, not "no such file").
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what, const std::string& fix);
 
+/// Refuses a dak file of another kind read where `expected_format` is ("dak.plan" for --plan,
+/// "dak.hardware_profile" for --profile, "" for a model's config.json): a JSON object whose "format"
+/// names a hardware profile or a plan says which it is and the option that takes it ("'<where>' is a
+/// hardware profile ...; pass it with --profile"). Returns for any other file, the expected kind
+/// included. Throws dak::Error located at `where`.
+void check_dak_file_kind(const nlohmann::json& j, const std::string& expected_format, const std::string& where);
+
 }  // namespace dak

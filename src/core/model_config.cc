@@ -359,6 +359,7 @@ std::string ModelConfig::defaulted_sizes_text() const {
 ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object())
     fail("config is not a JSON object", where, "point dak at a Hugging Face config.json");
+  check_dak_file_kind(j, "", where);  // a hardware profile or a plan given as the model
   const std::string type = get_string(j, "model_type", "", where);
   ModelConfig c;
   if (type == "llama") {

@@ -54,7 +54,7 @@ class Reader {
   const std::string& where() const { return where_; }
   [[noreturn]] void bad(const std::string& key, const std::string& what) const {
     fail(fmt::format("plan field '{}' {}", key, what), where_,
-         "regenerate the plan with `dak plan --output json` (format in src/core/plan.h)");
+         "regenerate the plan with `dak plan --output json`");
   }
 
  private:
@@ -252,6 +252,7 @@ json Plan::to_json() const {
 
 Plan Plan::from_json(const json& j, const std::string& where) {
   Reader r(j, where);
+  check_dak_file_kind(j, kFormat, where);  // a hardware profile given to --plan
   if (r.str("format") != kFormat) r.bad("format", fmt::format("must be \"{}\"", kFormat));
   if (r.i64("version") != kVersion) r.bad("version", fmt::format("must be {} for this dak", kVersion));
   Plan p;

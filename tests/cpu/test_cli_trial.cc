@@ -187,4 +187,46 @@ TEST(CliTrial, HelpStatesTheRangesAndCpuOffloadGbSaysToDropAUnit) {
   EXPECT_TRUE(contains(x.output, "'4x' is not a number")) << x.output;
 }
 
+TEST(CliTrial, AFileGivenToTheWrongOptionSaysWhichOptionTakesIt) {
+  // The trial: `dak plan --model profiles/h200-default.json` said "missing model_type ... add
+  // model_type to config.json"; `dak generate --plan profiles/h200-default.json` said "format must be
+  // dak.plan ... (format in src/core/plan.h)", a source file.
+  const std::string profile = kData + "/../../profiles/h200-default.json";
+  const std::string plan = ::testing::TempDir() + "dak_trial_wrong_option_plan.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --output json > " + plan + " 2>/dev/null").exit_code, 0);
+  const struct {
+    std::string args, says, fix;
+  } cases[] = {
+      {"plan --model " + profile, "this file is a hardware profile (\"format\": \"dak.hardware_profile\"), not a model config",
+       "this is a hardware profile; pass it with --profile"},
+      {"generate --prompt-ids 1,2 --plan " + profile,
+       "this file is a hardware profile (\"format\": \"dak.hardware_profile\"), not an offload plan",
+       "this is a hardware profile; pass it with --profile"},
+      {"plan --model llama-2-7b --profile " + plan, "this file is an offload plan", "this is an offload plan; pass it with --plan (of dak generate or dak bench)"},
+      {"plan --model " + plan, "this file is an offload plan", "this is an offload plan; pass it with --plan (of dak generate or dak bench)"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "fix:   " + c.fix)) << c.args << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "model_type")) << c.args << ": " << r.output;
+  }
+  // No fix line points at a source file: a plan of another format, a profile lacking a field.
+  const std::string other = ::testing::TempDir() + "dak_trial_other_format.json";
+  std::ofstream(other) << R"({"format": "something.else", "version": 1, "name": "x"})";
+  for (const std::string args : {"generate --prompt-ids 1,2 --plan " + other, "plan --model llama-2-7b --profile " + other}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "src/")) << args << ": " << r.output;
+  }
+  std::ofstream(other) << R"({"format": "dak.hardware_profile", "version": 1})";
+  const RunResult lacking = run_dak("plan --model llama-2-7b --profile " + other);
+  EXPECT_EQ(lacking.exit_code, 1) << lacking.output;
+  EXPECT_TRUE(contains(lacking.output, "hardware profile lacks field")) << lacking.output;
+  EXPECT_FALSE(contains(lacking.output, "src/")) << lacking.output;
+  std::remove(plan.c_str());
+  std::remove(other.c_str());
+}
+
 }  // namespace
