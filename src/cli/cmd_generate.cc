@@ -88,6 +88,16 @@ void run_generate(const GenerateArgs& a) {
                "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids with "
                "--prompt-ids");
   }
+  // Greedy decoding (temperature 0) takes the most likely token: a nucleus or top-k cut changes nothing.
+  if (a.temperature == 0.0f && (a.top_k > 0 || a.top_p < 1.0f)) {
+    const std::string flags = a.top_k > 0 && a.top_p < 1.0f ? "--top-k / --top-p are"
+                              : a.top_k > 0                 ? "--top-k is"
+                                                            : "--top-p is";
+    std::fprintf(stderr,
+                 "dak: notice: %s ignored at --temperature 0 (greedy decoding takes the most likely token); give "
+                 "--temperature above 0 to sample\n",
+                 flags.c_str());
+  }
   const auto t_load = std::chrono::steady_clock::now();
   std::unique_ptr<Checkpoint> ckpt;
   std::unique_ptr<Tokenizer> tok;
