@@ -139,11 +139,18 @@ std::vector<NamedShape> linear_shapes(const std::string& models) {
   return buf;
 }
 
-/// Refuses to replace an existing file without --force, and a folder that does not exist.
+/// Refuses to replace an existing file without --force, a symbolic link (even a dangling one, and
+/// with --force: writing through it would create or replace its target, another file than --output
+/// names), and a folder that does not exist.
 void check_output(const std::string& path, bool force) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) fail(fmt::format("'{}' is a folder", path), "--output", "give a file name");
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    fail(fmt::format("'{}' is a symbolic link (to '{}'); dak profile does not write through links", path,
+                     fs::read_symlink(path, ec).string()),
+         "--output", "give a new file name, or the path of the link's target itself");
+  }
   if (fs::exists(path, ec) && !force) {
     fail(fmt::format("'{}' exists; dak profile does not overwrite it", path), "--output",
          "pass --force to replace it, or choose another file");

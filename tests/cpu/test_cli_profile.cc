@@ -139,4 +139,26 @@ TEST(CliProfile, BadArgumentsAreRefusedBeforeLookingForAGpu) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
+TEST(CliProfile, ASymbolicLinkAsOutputIsRefusedEvenDanglingOrWithForce) {
+  // New-user trial: `dak profile -o DANGLING_LINK` passed the never-overwrite check (its target does
+  // not exist) and would have written through the link (dak bench --csv refuses such a link).
+  TempDir dir("link");
+  const fs::path target = dir.path() / "elsewhere.json", link = dir.path() / "link.json";
+  fs::create_symlink(target, link);
+  for (const std::string flags : {"", " --force"}) {
+    const RunResult r = run_dak("profile --output " + link.string() + flags);
+    EXPECT_EQ(r.exit_code, 1) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find("is a symbolic link (to '" + target.string() + "')"), std::string::npos)
+        << flags << ": " << r.output;
+    EXPECT_EQ(r.output.find("needs a Hopper GPU"), std::string::npos) << "refused before the GPU\n" << r.output;
+    EXPECT_FALSE(fs::exists(target)) << flags;
+  }
+  // A link to an existing file: refused too, and the file left as it was.
+  { std::ofstream(target) << "keep"; }
+  const RunResult r = run_dak("profile --force --output " + link.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is a symbolic link"), std::string::npos) << r.output;
+  EXPECT_EQ(read_file(target), "keep");
+}
+
 }  // namespace
