@@ -41,11 +41,16 @@ constexpr int kMaxSweepPoints = 1001;
 std::vector<double> parse_ratio_list(const std::string& s) {
   const std::string where = "--sweep-ratios";
   const std::string fix = "write start:stop:step or a comma list, in percent, e.g. 0:100:10 or 0,5,50";
-  auto number = [&](const std::string& t) {
+  // `part`: "start ", "stop " or "step " in start:stop:step, "" for a list item.
+  auto number = [&](const std::string& t, const std::string& part) {
     const std::optional<double> v = parse_number(t);
-    if (!v) fail_usage(fmt::format("'{}' is not a number", t), where, fix);
+    if (!v) fail_usage(fmt::format("{}'{}' is not a number", part, t), where, fix);
+    if (part == "step " && !(*v > 0 && *v <= 100)) {
+      fail(fmt::format("the step '{}' of '{}' is outside (0, 100] percent", t, s), where,
+           "give a positive step of at most 100 percent, e.g. 0:100:10");
+    }
     if (*v < 0 || *v > 100) {
-      fail(fmt::format("'{}' is outside [0, 100] percent", t), where,
+      fail(fmt::format("{}'{}' is outside [0, 100] percent", part.empty() ? "" : "the " + part, t), where,
            "give percentages from 0 (nothing on the host) to 100 (every weight and KV byte on the host), e.g. "
            "0:100:10");
     }
@@ -55,14 +60,15 @@ std::vector<double> parse_ratio_list(const std::string& s) {
   if (s.find(':') != std::string::npos) {
     size_t a = s.find(':'), b = s.find(':', a + 1);
     if (b == std::string::npos) fail_usage(fmt::format("'{}' needs start:stop:step", s), where, fix);
-    double lo = number(s.substr(0, a)), hi = number(s.substr(a + 1, b - a - 1)), step = number(s.substr(b + 1));
+    double lo = number(s.substr(0, a), "start "), hi = number(s.substr(a + 1, b - a - 1), "stop "),
+           step = number(s.substr(b + 1), "step ");
     if (step <= 0 || hi < lo) fail(fmt::format("'{}' is an empty range", s), where, fix);
     if ((hi - lo) / step > double(kMaxSweepPoints - 1) + 1e-6) {
       fail(fmt::format("'{}' has more than {} points", s, kMaxSweepPoints), where, "use a larger step");
     }
     for (int i = 0; lo + i * step <= hi + 1e-9; ++i) out.push_back((lo + i * step) / 100.0);
   } else {
-    for (const std::string& item : split_list(s)) out.push_back(number(item) / 100.0);
+    for (const std::string& item : split_list(s)) out.push_back(number(item, "") / 100.0);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());  // "0,0,50": one 0 % row

@@ -252,4 +252,23 @@ TEST(CliTrial, TopPAndTopKAtGreedyDecodingAreANotice) {
   }
 }
 
+TEST(CliTrial, ASweepStepOutOfRangeIsNamedAsTheStep) {
+  // The trial: `--sweep-ratios 0:100:-5` said "'-5' is outside [0, 100] percent"; it is the step.
+  const struct {
+    std::string value, says;
+  } cases[] = {
+      {"0:100:-5", "the step '-5' of '0:100:-5' is outside (0, 100] percent"},
+      {"0:100:0", "the step '0' of '0:100:0' is outside (0, 100] percent"},
+      {"-5:100:5", "the start '-5' is outside [0, 100] percent"},
+      {"0:1000:5", "the stop '1000' is outside [0, 100] percent"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak("plan --model llama-2-7b --sweep-ratios " + c.value);
+    EXPECT_EQ(r.exit_code, 1) << c.value << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.value << ": " << r.output;
+  }
+  const RunResult step = run_dak("plan --model llama-2-7b --sweep-ratios 0:100:-5");
+  EXPECT_TRUE(contains(step.output, "fix:   give a positive step of at most 100 percent")) << step.output;
+}
+
 }  // namespace
