@@ -7,6 +7,7 @@
 
 #include "core/config_locator.h"
 #include "core/error.h"
+#include "core/hardware_profile.h"
 #include "core/op_graph.h"
 
 namespace dak {
@@ -87,6 +88,34 @@ TEST(OpGraph, OptHasLearnedPositionsTiedHeadAndBiases) {
   EXPECT_EQ(find_op(g, "layers.0.qkv_proj").fixed_bytes, 3 * 4096 * 2);   // q/k/v biases
   EXPECT_EQ(find_op(g, "layers.0.attn_norm").fixed_bytes, 2 * 4096 * 2);  // LayerNorm weight + bias
   EXPECT_EQ(find_op(g, "layers.0.fc1").kernels, 1);  // ReLU rides in the GEMM epilogue
+}
+
+// The engine carries an RMSNorm between two linears in the tiered GEMMs' epilogues in passes of up
+// to kTieredDecodeMaxTokens tokens (gpu_engine.cc, fused_norm): those norms launch nothing, layer
+// 0's attention norm and the final norm still do; larger passes and LayerNorm models launch each.
+TEST(OpGraph, FusedRmsNormsLaunchNothingInSmallPasses) {
+  auto norm_kernels = [](const OpGraph& g) {
+    int64_t n = 0, ops = 0;
+    for (const Op& op : g.ops) {
+      if (op.kind != OpKind::kNorm) continue;
+      n += op.kernels;
+      ++ops;
+    }
+    return std::make_pair(n, ops);
+  };
+  for (const char* name : {"llama-2-7b", "qwen2-7b", "llama-3-8b"}) {
+    SCOPED_TRACE(name);
+    const OpGraph g8 = decode_graph(name, 8);
+    const int64_t L = g8.config.num_layers;
+    EXPECT_EQ(norm_kernels(g8), std::make_pair(int64_t(2), 2 * L + 1));
+    EXPECT_EQ(find_op(g8, "layers.0.attn_norm").kernels, 1);
+    EXPECT_EQ(find_op(g8, "layers.1.attn_norm").kernels, 0);
+    EXPECT_EQ(find_op(g8, "final_norm").kernels, 1);
+    EXPECT_EQ(norm_kernels(decode_graph(name, kTieredDecodeMaxTokens)).first, 2);
+    EXPECT_EQ(norm_kernels(decode_graph(name, kTieredDecodeMaxTokens + 1)).first, 2 * L + 1);
+  }
+  const OpGraph opt = decode_graph("opt-6.7b", 8);
+  EXPECT_EQ(norm_kernels(opt).first, norm_kernels(opt).second) << "LayerNorm runs its own kernel";
 }
 
 TEST(OpGraph, DecodeFlopsAndStepBytes) {
