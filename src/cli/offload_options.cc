@@ -124,11 +124,31 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--profile", a->profile, "hardware profile JSON for the planner (default: compiled-in h200-default)");
 }
 
+namespace {
+
+/// Plan::load, with a notice (once per file) for each field no planner writes: a misspelt or extra
+/// field of a hand-edited plan is ignored, and the user should know.
+Plan load_plan(const std::string& path) {
+  std::vector<std::string> unknown;
+  Plan plan = Plan::load(path, &unknown);
+  static std::vector<std::string> noted;
+  if (std::find(noted.begin(), noted.end(), path) == noted.end()) {
+    noted.push_back(path);
+    for (const std::string& f : unknown) {
+      std::fprintf(stderr, "dak: notice: %s: unknown field '%s' ignored (check its spelling against a file "
+                   "that dak plan --output json writes)\n", path.c_str(), f.c_str());
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
 void adopt_plan_mode(OffloadArgs& a) {
   if (a.plan_file.empty() || (a.mode_opt && a.mode_opt->count() > 0)) return;
   // Flags that conflict with --plan are check_offload_args' to refuse, before the file is read.
   if (!a.gpu_memory.empty() || a.cpu_offload_given() || !a.offload_ratio.empty()) return;
-  const Plan plan = Plan::load(a.plan_file);
+  const Plan plan = load_plan(a.plan_file);
   if (plan.inputs.offload_mode.empty() || plan.inputs.offload_mode == a.mode) return;
   std::fprintf(stderr, "dak: notice: %s was made for --offload %s; running in that mode\n", a.plan_file.c_str(),
                plan.inputs.offload_mode.c_str());
@@ -169,14 +189,14 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
                      std::isnan(v) ? "is not a number" : v < 0 ? "is negative" : "is too large", kMaxCpuOffloadGibText),
          "--cpu-offload-gb", "give the GiB of weights + KV cache to keep in host memory, e.g. --cpu-offload-gb 4");
   }
-  if (!a.plan_file.empty()) check_plan_mode(Plan::load(a.plan_file), a);  // missing, malformed, another mode
+  if (!a.plan_file.empty()) check_plan_mode(load_plan(a.plan_file), a);  // missing, malformed, another mode
   if (!a.profile.empty()) load_profile(a.profile);
 }
 
 void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model,
                            const RequestedShape& shape) {
   if (a.plan_file.empty()) return;
-  check_plan_model(Plan::load(a.plan_file), config, model, a.plan_file, shape);
+  check_plan_model(load_plan(a.plan_file), config, model, a.plan_file, shape);
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
@@ -186,7 +206,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   const bool ratio = forced_ratio.has_value();
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
-    Plan plan = Plan::load(a.plan_file);
+    Plan plan = load_plan(a.plan_file);
     check_plan_model(plan, config, model_name, a.plan_file, {batch, prompt_len, gen_len});  // the model first
     if (plan.inputs.batch != batch || plan.inputs.max_context < prompt_len + gen_len) {
       fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "

@@ -81,26 +81,6 @@ std::string text(const json& j, const std::string& key, const std::string& where
   return v.get<std::string>();
 }
 
-/// Appends to `out` the dotted paths of the members of `in` that `known` (the same document as this
-/// reader writes it back) lacks, recursing into objects and arrays of objects; "sources" is free-form.
-void collect_unknown(const json& in, const json& known, const std::string& path, std::vector<std::string>& out) {
-  if (in.is_object() && known.is_object()) {
-    for (auto it = in.begin(); it != in.end(); ++it) {
-      const std::string p = path.empty() ? it.key() : path + "." + it.key();
-      if (p == "sources") continue;
-      if (!known.contains(it.key())) {
-        out.push_back(p);
-      } else {
-        collect_unknown(it.value(), known.at(it.key()), p, out);
-      }
-    }
-  } else if (in.is_array() && known.is_array()) {
-    for (size_t i = 0; i < in.size() && i < known.size(); ++i) {
-      collect_unknown(in[i], known[i], path + "[" + std::to_string(i) + "]", out);
-    }
-  }
-}
-
 }  // namespace
 
 HardwareProfile HardwareProfile::from_json(const json& j, const std::string& where) {
@@ -325,7 +305,7 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
     if (!kz.is_object()) kz = json::object();
     if (j.at("zero_copy").contains("gemm") && !kz.contains("gemm")) kz["gemm"] = json::array();
   }
-  collect_unknown(j, known, "", p.unknown_fields);
+  p.unknown_fields = unknown_json_fields(j, known, "sources");
   return p;
 }
 

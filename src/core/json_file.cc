@@ -146,4 +146,34 @@ void check_dak_file_kind(const nlohmann::json& j, const std::string& expected_fo
                    std::string(wanted->option).substr(0, std::string(wanted->option).find(' ')), wanted->name));
 }
 
+namespace {
+
+void collect_unknown(const nlohmann::json& in, const nlohmann::json& known, const std::string& path,
+                     const std::string& free_key, std::vector<std::string>& out) {
+  if (in.is_object() && known.is_object()) {
+    for (auto it = in.begin(); it != in.end(); ++it) {
+      const std::string p = path.empty() ? it.key() : path + "." + it.key();
+      if (path.empty() && !free_key.empty() && it.key() == free_key) continue;
+      if (!known.contains(it.key())) {
+        out.push_back(p);
+      } else {
+        collect_unknown(it.value(), known.at(it.key()), p, free_key, out);
+      }
+    }
+  } else if (in.is_array() && known.is_array()) {
+    for (size_t i = 0; i < in.size() && i < known.size(); ++i) {
+      collect_unknown(in[i], known[i], path + "[" + std::to_string(i) + "]", free_key, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> unknown_json_fields(const nlohmann::json& in, const nlohmann::json& known,
+                                             const std::string& free_key) {
+  std::vector<std::string> out;
+  collect_unknown(in, known, "", free_key, out);
+  return out;
+}
+
 }  // namespace dak

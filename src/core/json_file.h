@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace dak {
 
@@ -38,5 +39,12 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
 /// hardware profile ...; pass it with --profile"). Returns for any other file, the expected kind
 /// included. Throws dak::Error located at `where`.
 void check_dak_file_kind(const nlohmann::json& j, const std::string& expected_format, const std::string& where);
+
+/// The dotted paths ("inputs.batchh", "operators[3].hots_rows") of the members of `in` that `known`
+/// (the same document as dak writes it back) lacks, recursing into objects and into arrays of
+/// objects element by element; a top-level member named `free_key` (e.g. a profile's "sources") is
+/// free-form and skipped. For the notices of a hand-edited file's misspelt or extra fields.
+std::vector<std::string> unknown_json_fields(const nlohmann::json& in, const nlohmann::json& known,
+                                             const std::string& free_key = "");
 
 }  // namespace dak

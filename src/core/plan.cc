@@ -387,9 +387,11 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   return p;
 }
 
-Plan Plan::load(const std::string& path) {
+Plan Plan::load(const std::string& path, std::vector<std::string>* unknown_fields) {
   const json j = read_json_file(path, "plan file", "check the path; regenerate it with `dak plan --output json`");
-  return from_json(j, path);
+  Plan p = from_json(j, path);
+  if (unknown_fields) *unknown_fields = unknown_json_fields(j, p.to_json());
+  return p;
 }
 
 namespace {

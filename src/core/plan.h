@@ -136,8 +136,10 @@ struct Plan {
   /// Parses a plan document; throws dak::Error naming `where` and the field for anything missing,
   /// mistyped, of another format or version.
   static Plan from_json(const nlohmann::json& j, const std::string& where);
-  /// Reads a plan file (`dak plan --output json > plan.json`). Throws dak::Error.
-  static Plan load(const std::string& path);
+  /// Reads a plan file (`dak plan --output json > plan.json`). Throws dak::Error. `unknown_fields`
+  /// (optional) receives the dotted paths of the file's members that no planner writes (a
+  /// misspelt or extra field of a hand-edited plan: ignored, for the CLI's notice).
+  static Plan load(const std::string& path, std::vector<std::string>* unknown_fields = nullptr);
 };
 
 /// The shape a run asks a plan for (what `dak generate` / `dak bench` were given): the fix of a plan

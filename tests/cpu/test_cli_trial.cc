@@ -136,6 +136,33 @@ TEST(CliTrial, PlanFileFieldsOutOfRangeAreRefusedNamingTheFileAndField) {
   std::remove(edited.c_str());
 }
 
+TEST(CliTrial, UnknownPlanFieldsAreNamedInANotice) {
+  // Session 23's leftover: a misspelt or extra field of a hand-edited plan was ignored silently.
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "dak_trial_plan_unknown.json", edited = dir + "dak_trial_plan_unknown_edited.json";
+  ASSERT_EQ(run_dak("plan --model " + kTiny + " --batch 1 --prompt-len 2 --gen-len 2 --output json > " + good +
+                    " 2>/dev/null")
+                .exit_code,
+            0);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(good));
+  j["comment"] = "mine";
+  j["inputs"]["gpu_memroy_bytes"] = 5;
+  j["operators"][1]["host_rowz"] = 0;
+  std::ofstream(edited) << j.dump();
+  const RunResult r = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 -n 2 --plan " + edited);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"'comment'", "'inputs.gpu_memroy_bytes'", "'operators[1].host_rowz'"}) {
+    EXPECT_TRUE(contains(r.output, edited + ": unknown field " + f + " ignored")) << f << ": " << r.output;
+  }
+  EXPECT_EQ(r.output.find("unknown field 'comment'"), r.output.rfind("unknown field 'comment'")) << "one notice per field";
+  // The planner's own file: no notice.
+  const RunResult clean = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 -n 2 --plan " + good);
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_FALSE(contains(clean.output, "unknown field")) << clean.output;
+  std::remove(good.c_str());
+  std::remove(edited.c_str());
+}
+
 TEST(CliTrial, NumbersBeyondDoublesRangeAreOutOfRangeNotNotANumber) {
   // The trial: `--temperature 1e400` (and --top-p, --offload-ratio, --cpu-offload-gb) said "is not a
   // number" and exited 2, while `-n 99999999999999999999` said "too large" and exited 1 (README: a
