@@ -167,12 +167,17 @@ static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
   if (!offload->args->requested()) {
     if (!offload->args->planner_flag_given()) return;
     // --allocator / --profile alone: they shape the GPU planner's placement, which the CPU path has not.
+    const OffloadArgs& o = *offload->args;
+    const bool allocator = o.allocator_opt && o.allocator_opt->count() > 0, profile = !o.profile.empty();
+    const std::string given = allocator && profile ? "--allocator and --profile" : allocator ? "--allocator" : "--profile";
     if (!fallback) {
-      fail("--allocator / --profile choose how the GPU planner places bytes between HBM and host memory, but "
-           "--device cpu runs everything from host memory",
-           "--device cpu", "drop --allocator / --profile, or run on the GPU (--device cuda)");
+      fail(given + (allocator && profile ? " choose" : " chooses") +
+               " how the GPU planner places bytes between HBM and host memory, but --device cpu runs everything "
+               "from host memory",
+           "--device cpu", "drop " + given + ", or run on the GPU (--device cuda)");
     }
-    std::fprintf(stderr, "dak: notice: --allocator / --profile are ignored on the CPU path\n");
+    std::fprintf(stderr, "dak: notice: %s %s ignored on the CPU path\n", given.c_str(),
+                 allocator && profile ? "are" : "is");
     return;
   }
   if (!fallback) {

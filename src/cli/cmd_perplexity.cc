@@ -95,7 +95,9 @@ void add_perplexity_command(CLI::App& app) {
       if (!fs::exists(st)) fail("no such file", a->file, "check the path passed to --file");
       // Regular files and pipes (e.g. <(command)); a folder or a device is refused.
       if (!fs::is_regular_file(st) && !fs::is_fifo(st)) {
-        fail(fs::is_directory(st) ? "is a folder, not a text file" : "not a regular file", a->file,
+        fail(fs::is_directory(st) ? "the --file path is a folder, not a text file"
+                                  : "the --file path is not a regular file (a device or socket)",
+             a->file,
              "pass a UTF-8 text file to --file, or - to read standard input");
       }
       const int fd = ::open(a->file.c_str(), O_RDONLY | O_CLOEXEC);

@@ -43,8 +43,8 @@ double positive_number(const json& j, const std::string& key, const std::string&
     fail(fmt::format("hardware profile field '{}' must be {}, got {}", key, allow_zero ? ">= 0" : "> 0", d), where,
          "re-measure it with `dak profile` or fix the file");
   if (d > max || (d > 0 && d < kMinNumber))
-    fail(fmt::format("hardware profile field '{}' = {:g} is implausible (allowed: {:g} to {:g})", key, d, kMinNumber,
-                     max),
+    fail(fmt::format("hardware profile field '{}' = {:g} is implausible (allowed: {}{:g} to {:g})", key, d,
+                     allow_zero ? "0, or " : "", kMinNumber, max),
          where, "re-measure it with `dak profile` or fix the file");
   return d;
 }
@@ -195,7 +195,11 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   }
   p.mma_min_rows = positive_int(comp, "mma_min_rows", wk, false, 1024);
   const json& rates = member(comp, "tensor_tflops", wk);
-  if (!rates.is_array() || rates.empty()) fail("compute.tensor_tflops must be a non-empty array", wk, "list classes");
+  if (!rates.is_array() || rates.empty()) {
+    fail("compute.tensor_tflops must be a non-empty array of rate classes", wk,
+         "list at least one, e.g. [{\"max_tokens\": 0, \"tflops\": 717}] (max_tokens 0: every token count; "
+         "compare profiles/h200-default.json)");
+  }
   for (size_t i = 0; i < rates.size(); ++i) {
     const std::string wr = fmt::format("{}.tensor_tflops[{}]", wk, i);
     p.tensor_tflops.push_back(
@@ -243,8 +247,9 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
                          t.M - t.m_host, t.hbm_ctas),
              wt, "give every side that has rows at least one CTA");
       if (t.host_ctas + t.hbm_ctas > p.sm_count)
-        fail(fmt::format("{} host + {} HBM CTAs exceed the {} SMs", t.host_ctas, t.hbm_ctas, p.sm_count), wt,
-             "use at most one CTA per SM");
+        fail(fmt::format("{} host + {} HBM CTAs exceed the profile's sm_count of {}", t.host_ctas, t.hbm_ctas,
+                         p.sm_count),
+             wt, "check sm_count (132 on the H200), or give this entry at most one CTA per SM");
       if (p.find_tiered_gemm(t.M, t.N, t.K, t.m_host))
         fail(fmt::format("second entry for M={} N={} K={} m_host={}", t.M, t.N, t.K, t.m_host), wt,
              "keep one entry per shape and host row count");

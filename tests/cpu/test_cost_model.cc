@@ -194,6 +194,34 @@ TEST(HardwareProfile, TheLoadedLinkTermsAreCheckedAndOptional) {
   EXPECT_NE(error_of(j).find("hbm.read_gbps 1e-05 GB/s is implausible"), std::string::npos) << error_of(j);
 }
 
+TEST(HardwareProfile, MessagesOfHandEditsSayWhatIsAllowed) {
+  // Session-24 trial: kernel_overhead_us 0 was accepted but 1e-7 refused as "allowed: 1e-06 to
+  // 1e+07" (0 not mentioned); an empty tensor_tflops said "fix: list classes"; sm_count 1 was
+  // reported as the first tiered_gemm entry's fault.
+  const auto error_of = [](const nlohmann::json& j) -> std::string {
+    try {
+      HardwareProfile::from_json(j, "test");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  nlohmann::json j = h200().to_json();
+  j["compute"]["kernel_overhead_us"] = 0;
+  EXPECT_EQ(error_of(j), "") << "0 is allowed";
+  j["compute"]["kernel_overhead_us"] = 1e-7;
+  EXPECT_NE(error_of(j).find("(allowed: 0, or 1e-06 to 1e+07)"), std::string::npos) << error_of(j);
+  j = h200().to_json();
+  j["compute"]["tensor_tflops"] = nlohmann::json::array();
+  EXPECT_NE(error_of(j).find("list at least one, e.g. [{\"max_tokens\": 0, \"tflops\": 717}]"), std::string::npos)
+      << error_of(j);
+  j = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h200-measured.json").to_json();
+  ASSERT_FALSE(j["tiered_gemm"].empty());
+  j["sm_count"] = 1;
+  EXPECT_NE(error_of(j).find("exceed the profile's sm_count of 1"), std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find("check sm_count"), std::string::npos) << error_of(j);
+}
+
 TEST(HardwareProfile, UnknownFieldsAreListed) {
   // Ignored (later versions may add fields) but listed, so the CLI can point at a typo.
   EXPECT_TRUE(h200().unknown_fields.empty());

@@ -121,7 +121,7 @@ TEST(HardwareProfileGemm, InvalidEntriesAreRefused) {
   expect_error([] { HardwareProfile::from_json(with_field("host_ctas", 0), "no host CTA"); }, {"at least one CTA"});
   expect_error([] { HardwareProfile::from_json(with_field("hbm_ctas", 0), "no HBM CTA"); }, {"at least one CTA"});
   // More CTAs than SMs (132 in the default profile).
-  expect_error([] { HardwareProfile::from_json(with_field("hbm_ctas", 130), "too many"); }, {"exceed the 132 SMs"});
+  expect_error([] { HardwareProfile::from_json(with_field("hbm_ctas", 130), "too many"); }, {"exceed the profile's sm_count of 132"});
   // A missing field, a wrong type for the section, a duplicate shape.
   {
     json j = with_gemms().to_json();
