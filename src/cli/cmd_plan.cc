@@ -233,7 +233,7 @@ void add_plan_command(CLI::App& app) {
       }
       return;
     }
-    const Plan plan = make_plan(model.config, profile, req);
+    const Plan plan = make_plan_for_gpu_memory(model.config, profile, req, a->gpu_memory);
     if (a->output == "json") {
       nlohmann::json j = plan.to_json();
       // The plan file's key is predicted_tpot_s in both phases (Plan::from_json reads it); a prefill

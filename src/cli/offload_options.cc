@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -257,14 +258,24 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
         fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but only {} of weights + KV cache can move "
                          "there",
                          a.cpu_offload_gib, format_bytes(double(host)), format_bytes(double(movable))),
-             "--cpu-offload-gb", fmt::format("give at most {:.2f}", double(movable) / double(kGiB)));
+             "--cpu-offload-gb", "give at most " + format_at_most(double(movable) / double(kGiB)));
       }
+      // Checked here, not as the forced ratio it becomes: the limit is named in the user's flag and unit.
+      if (host > profile.pinnable_host_bytes)
+        fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but the hardware profile '{}' can pin only "
+                         "{}",
+                         a.cpu_offload_gib, format_bytes(double(host)), profile.name,
+                         format_bytes(double(profile.pinnable_host_bytes))),
+             "--cpu-offload-gb",
+             "give at most " + format_at_most(double(profile.pinnable_host_bytes) / double(kGiB)) +
+                 ", or use a profile whose host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N` "
+                 "measures up to N GiB)");
       const int64_t left = std::max<int64_t>(1, cap.total_bytes - host);
       if (left > budget) {
         fail(fmt::format("--cpu-offload-gb {} leaves {} in HBM, more than the {} budget of this GPU", a.cpu_offload_gib,
                          format_bytes(double(left)), format_bytes(double(budget))),
              "--cpu-offload-gb",
-             fmt::format("give at least {:.2f}", double(cap.total_bytes - budget) / double(kGiB) + 0.005));
+             "give at least " + format_at_least(double(cap.total_bytes - budget) / double(kGiB)));
       }
       // Those bytes, as a forced share of what can move, under the GPU's own budget: HBM is not
       // capped at (total - host), so a staged plan's ring needs no further host bytes (session 21:
@@ -272,10 +283,24 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
       if (host > 0) req.offload_ratio = double(host) / double(movable);
     }
   }
-  Plan plan = make_plan(config, profile, req);
+  Plan plan = make_plan_for_gpu_memory(config, profile, req, a.gpu_memory);
   // A forced share (--offload-ratio, or --cpu-offload-gb as one) is applied even where all fits.
   if (auto_keeps_all_in_hbm(a.mode, req.offload_ratio.has_value(), plan)) return std::nullopt;
   return plan;
+}
+
+Plan make_plan_for_gpu_memory(const ModelConfig& config, const HardwareProfile& profile, const PlanRequest& req,
+                              const std::string& gpu_memory) {
+  try {
+    return make_plan(config, profile, req);
+  } catch (const Error& e) {
+    const bool unitless = !gpu_memory.empty() && std::none_of(gpu_memory.begin(), gpu_memory.end(), [](char c) {
+      return std::isalpha(static_cast<unsigned char>(c));
+    });
+    if (!unitless || e.where_part() != "--gpu-memory") throw;
+    throw Error(e.what_part(), e.where_part(),
+                "a size without a unit counts bytes: write e.g. 20GiB; " + e.fix_part());
+  }
 }
 
 void check_plan_without_gpu(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,

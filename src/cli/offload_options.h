@@ -32,6 +32,7 @@
 
 #include "core/model_config.h"
 #include "core/plan.h"
+#include "core/planner.h"
 
 namespace dak::cli {
 
@@ -116,6 +117,12 @@ bool auto_keeps_all_in_hbm(const std::string& mode, bool ratio_forced, const Pla
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
                                  const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
                                  int64_t free_hbm_bytes);
+
+/// make_plan(config, profile, req), with "a size without a unit counts bytes: write e.g. 20GiB" put
+/// before the fix of a refusal naming --gpu-memory when `gpu_memory` (that flag's text) has no unit:
+/// the budget refused was then likely meant in GiB. With a unit the planner's fix stands alone.
+Plan make_plan_for_gpu_memory(const ModelConfig& config, const HardwareProfile& profile, const PlanRequest& req,
+                              const std::string& gpu_memory);
 
 /// One line for stderr: where the plan puts the bytes ("offload: 4.1 GiB of weights and 0.3 GiB of
 /// KV cache in host memory (30 %), predicted TPOT 74.4 ms").

@@ -84,4 +84,21 @@ std::string format_bytes(double bytes) {
   return k == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, kNames[k]);
 }
 
+namespace {
+
+// `value` to four significant digits and at least two decimals, rounded down or up (fixed notation).
+std::string format_bound(double value, bool up) {
+  if (!(value > 0)) return "0";
+  const int decimals = std::clamp(3 - int(std::floor(std::log10(value))), 2, 17);
+  const double scale = std::pow(10.0, decimals);
+  const double r = up ? std::ceil(value * scale) : std::floor(value * scale);
+  return fmt::format("{:.{}f}", r / scale, decimals);
+}
+
+}  // namespace
+
+std::string format_at_most(double value) { return format_bound(value, false); }
+
+std::string format_at_least(double value) { return format_bound(value, true); }
+
 }  // namespace dak

@@ -17,4 +17,11 @@ int64_t parse_byte_size(const std::string& text, const std::string& where);
 /// "512 B", "1.50 KiB", "20.00 GiB" (binary units, two decimals).
 std::string format_bytes(double bytes);
 
+/// A bound a fix line tells the user to give, rounded toward the side that still works so that
+/// passing the printed number back is accepted: down for "at most", up for "at least", to four
+/// significant digits and at least two decimals ("14.02", "0.0001562", "139.28"). "0" for values <= 0.
+std::string format_at_most(double value);
+/// See format_at_most; rounded up.
+std::string format_at_least(double value);
+
 }  // namespace dak

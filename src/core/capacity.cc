@@ -44,12 +44,12 @@ Capacity compute_capacity(const OpGraph& graph, int64_t hbm_budget_bytes) {
 void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding, const HardwareProfile& profile) {
   const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
   const int64_t fixed = cap.total_bytes - movable;
-  // A size the user is told to give "at least": rounded up in the unit it is printed in (0.01 GiB), so
-  // that passing it back works (format_bytes rounds to nearest: 55.655 GiB read "55.66" and failed).
+  // A size the user is told to give "at least": rounded up in the unit it is printed in, so that
+  // passing it back works (format_bytes rounds to nearest: 55.655 GiB read "55.66" and failed), with
+  // no space before the unit, so that it is one word on the command line.
   const auto at_least = [](int64_t bytes) {
-    const bool gib = bytes >= (int64_t(1) << 30);
-    return fmt::format("{:.2f} {}", std::ceil(double(bytes) / (gib ? 1073741824.0 : 1048576.0) * 100.0) / 100.0,
-                       gib ? "GiB" : "MiB");
+    const int unit = bytes >= (int64_t(1) << 30) ? 30 : bytes >= (int64_t(1) << 20) ? 20 : 10;
+    return format_at_least(double(bytes) / double(int64_t(1) << unit)) + (unit == 30 ? "GiB" : unit == 20 ? "MiB" : "KiB");
   };
   if (budget_binding && fixed > cap.hbm_budget_bytes)
     fail(fmt::format("an HBM budget of {} cannot hold what must stay on the GPU: {} of norms, biases and "
@@ -57,9 +57,9 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      format_bytes(double(cap.hbm_budget_bytes)), format_bytes(double(fixed)),
                      format_bytes(double(cap.workspace_bytes))),
          "--gpu-memory",
-         std::string(cap.hbm_budget_bytes < (int64_t(1) << 20) ? "a size without a unit counts bytes: write e.g. 20GiB; "
-                                                               : "") +
-             "raise --gpu-memory, or lower --batch / --prompt-len");
+         // The least budget that fits: what never moves, plus what the profile cannot pin.
+         fmt::format("raise --gpu-memory to at least {}, or lower --batch / --prompt-len",
+                     at_least(cap.total_bytes - std::min(movable, profile.pinnable_host_bytes))));
   // A shape larger than the GPU's free HBM and the pinnable host memory together fits no plan: say
   // so first, rather than a budget or a ratio that cannot help (a session-22 trial followed such fixes).
   const int64_t hbm_most = profile.hbm_free_after_context_bytes;
@@ -101,8 +101,8 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      budget_binding ? "raise --gpu-memory, " : "",
                      budget_binding || movable <= 0
                          ? std::string()
-                         : fmt::format(" or the offload ratio (at most {:.4f} fits)",
-                                       std::floor(double(profile.pinnable_host_bytes) / double(movable) * 1e4) / 1e4)));
+                         : " or the offload ratio (at most " +
+                               format_at_most(double(profile.pinnable_host_bytes) / double(movable)) + " fits)"));
 }
 
 }  // namespace dak

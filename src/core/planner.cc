@@ -55,7 +55,9 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
     fail(fmt::format("an HBM budget of {} is more than the {} the profile '{}' has free after context creation",
                      format_bytes(double(*request_.gpu_memory_bytes)),
                      format_bytes(double(profile_.hbm_free_after_context_bytes)), profile_.name),
-         "--gpu-memory", "give at most the GPU's free memory, or use the profile of a larger GPU (--profile)");
+         "--gpu-memory",
+         fmt::format("give at most {}GiB (the GPU's free memory), or use the profile of a larger GPU (--profile)",
+                     format_at_most(double(profile_.hbm_free_after_context_bytes) / double(int64_t(1) << 30))));
   }
   graph_ = build_op_graph(config, request_.shape);
   capacity_ = compute_capacity(graph_, request_.gpu_memory_bytes.value_or(profile_.default_hbm_budget_bytes()));

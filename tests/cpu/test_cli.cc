@@ -1047,14 +1047,14 @@ TEST(Cli, ForcedRatioWithATinyBudgetSuggestsALargerBudget) {
   const RunResult r = run_dak("plan --model llama-2-7b --offload-ratio 1 --gpu-memory 1MiB");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("this offload ratio leaves 29.61 MiB in HBM"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("fix:   raise --gpu-memory to at least 29.61 MiB at this ratio (29.61 MiB with "
+  EXPECT_NE(r.output.find("fix:   raise --gpu-memory to at least 29.61MiB at this ratio (29.61MiB with "
                           "--offload-ratio 1: what cannot move to the host)"),
             std::string::npos)
       << r.output;
   // At ratio 0 the budget must hold everything.
   const RunResult zero = run_dak("plan --model llama-2-7b --offload-ratio 0 --gpu-memory 1MiB");
   EXPECT_EQ(zero.exit_code, 1) << zero.output;
-  EXPECT_NE(zero.output.find("fix:   raise --gpu-memory to at least 12.83 GiB at this ratio (29.61 MiB with "),
+  EXPECT_NE(zero.output.find("fix:   raise --gpu-memory to at least 12.83GiB at this ratio (29.61MiB with "),
             std::string::npos)
       << zero.output;
 }

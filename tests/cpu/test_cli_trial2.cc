@@ -1,0 +1,106 @@
+// A second new-user trial's findings: fix-line numbers that, passed back, are refused (rounded the
+// wrong way), limits named in another flag than the one given, fix lines that are not complete
+// commands, files passed to the wrong option, and notices that are not true.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using dak::testing::RunResult;
+
+RunResult run_dak(const std::string& args) {
+  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+const std::string kData = DAK_TEST_DATA_DIR;
+const std::string kProfile = kData + "/../../profiles/h200-default.json";
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The word after `prefix` in `s` (up to a space, comma or parenthesis); empty when `prefix` is absent.
+std::string word_after(const std::string& s, const std::string& prefix) {
+  const size_t at = s.find(prefix);
+  if (at == std::string::npos) return "";
+  const size_t from = at + prefix.size();
+  return s.substr(from, s.find_first_of(" ,()\n", from) - from);
+}
+
+// h200-default with only 1 MiB of pinnable host memory.
+std::string small_pin_profile() {
+  const std::string path = ::testing::TempDir() + "dak_trial2_smallpin.json";
+  nlohmann::json j;
+  std::ifstream(kProfile) >> j;
+  j["host_memory"]["pinnable_bytes"] = 1048576;
+  std::ofstream(path) << j.dump(1);
+  return path;
+}
+
+TEST(CliTrial2, AnAtMostFixNumberIsAcceptedWhenPassedBack) {
+  // The trial: "give at most 14.02" (rounded up) was then refused, and a small model's limit read
+  // "give at most 0.00"; the pinning limit read "at most 0.0000 fits".
+  const struct {
+    std::string run, prefix, flag, refused;
+  } cases[] = {
+      {"generate --model llama-2-7b --random-weights --prompt-ids 1,2,3 --prompt-ids 4,5 -n 1500", "give at most ",
+       "--cpu-offload-gb", "can move there"},
+      {"generate --model " + kData + "/hf_parity/opt --prompt-ids 1,2,3 -n 4", "give at most ", "--cpu-offload-gb",
+       "can move there"},
+      {"plan --model llama-2-7b --profile " + small_pin_profile(), "offload ratio (at most ", "--offload-ratio",
+       "can pin only"},
+  };
+  for (const auto& c : cases) {
+    const std::string first = c.run + " " + c.flag + (c.flag == "--offload-ratio" ? " 0.5" : " 1000");
+    const RunResult r = run_dak(first);
+    EXPECT_EQ(r.exit_code, 1) << first << ": " << r.output;
+    const std::string most = word_after(r.output, c.prefix);
+    ASSERT_FALSE(most.empty()) << first << ": " << r.output;
+    EXPECT_GT(std::stod(most), 0.0) << first << ": " << r.output;
+    const RunResult again = run_dak(c.run + " " + c.flag + " " + most);
+    EXPECT_FALSE(contains(again.output, c.refused)) << most << ": " << again.output;
+  }
+}
+
+TEST(CliTrial2, APinningLimitOfCpuOffloadGbIsNamedInItsOwnTerms) {
+  // The trial: --cpu-offload-gb 0.2 past the pinnable memory said "where: --offload-ratio" and
+  // "the offload ratio (at most 0.0038 fits)".
+  const std::string run =
+      "generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 2 --profile " + small_pin_profile();
+  const RunResult r = run_dak(run + " --cpu-offload-gb 0.2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "where: --cpu-offload-gb")) << r.output;
+  EXPECT_FALSE(contains(r.output, "offload ratio")) << r.output;
+  const std::string most = word_after(r.output, "fix:   give at most ");
+  ASSERT_FALSE(most.empty()) << r.output;
+  const RunResult again = run_dak(run + " --cpu-offload-gb " + most);
+  EXPECT_FALSE(contains(again.output, "can pin only")) << most << ": " << again.output;
+}
+
+TEST(CliTrial2, BudgetFixesGiveAUsableSize) {
+  // The trial: "139.29 GiB is more than the 139.29 GiB ... free", "fix: give at most the GPU's free
+  // memory"; --gpu-memory 1KiB said "a size without a unit counts bytes", though it has one.
+  const RunResult over = run_dak("plan --model llama-2-7b --gpu-memory 139.29GiB");
+  EXPECT_EQ(over.exit_code, 1) << over.output;
+  const std::string most = word_after(over.output, "fix:   give at most ");
+  ASSERT_FALSE(most.empty()) << over.output;
+  EXPECT_EQ(run_dak("plan --model llama-2-7b --gpu-memory " + most).exit_code, 0) << most;
+  for (const std::string cmd : {std::string("plan --model llama-2-7b"),
+                                "generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 -n 2"}) {
+    const RunResult r = run_dak(cmd + " --gpu-memory 1KiB");
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "without a unit")) << cmd << ": " << r.output;
+    const std::string least = word_after(r.output, "raise --gpu-memory to at least ");
+    ASSERT_FALSE(least.empty()) << cmd << ": " << r.output;
+    const RunResult again = run_dak(cmd + " --gpu-memory " + least);
+    EXPECT_FALSE(contains(again.output, "cannot hold")) << least << ": " << again.output;
+    // Without a unit the hint stays.
+    EXPECT_TRUE(contains(run_dak(cmd + " --gpu-memory 1000").output, "a size without a unit counts bytes")) << cmd;
+  }
+}
+
+}  // namespace
