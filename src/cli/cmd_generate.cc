@@ -330,7 +330,7 @@ void add_generate_command(CLI::App& app) {
   add_offload_options(c, &a->offload);
   c->callback([a, weights_seed] {
     check_weights_seed(*weights_seed, a->random_weights);
-    adopt_plan_mode(a->offload);
+    adopt_plan_mode(a->offload, /*notice=*/a->device != "cpu");  // --device cpu refuses the plan
     run_generate(*a);
   });
 }

@@ -17,15 +17,32 @@ namespace dak::cli {
 
 namespace {
 
+/// The command that remakes the --plan file for `model` at `shape` in `mode`, with the budget it was
+/// made with, written next to it (never over it).
+std::string replan_command(const Plan& plan, const OffloadArgs& a, const std::string& model,
+                           const RequestedShape& shape, const std::string& mode) {
+  return plan_command_for(model, shape, mode, fresh_plan_file_name(a.plan_file, model),
+                          planned_budget_flags(plan.inputs));
+}
+
 /// The plan's prediction is for the mode it was made for: a run in another mode would report it
 /// next to a different engine. Plan files before session 11 do not record their mode (accepted).
-void check_plan_mode(const Plan& plan, const OffloadArgs& a) {
+void check_plan_mode(const Plan& plan, const OffloadArgs& a, const std::string& model, const RequestedShape& shape) {
   if (plan.inputs.offload_mode.empty() || plan.inputs.offload_mode == a.mode) return;
   fail(fmt::format("the plan was made for --offload {}; this run asks for --offload {}", plan.inputs.offload_mode,
                    a.mode),
        a.plan_file,
-       fmt::format("run with --offload {}, or make the plan with dak plan --offload {} --output json",
-                   plan.inputs.offload_mode, a.mode));
+       fmt::format("drop --offload {} (the run then takes the plan's mode), or make the plan for this mode: {}",
+                   a.mode, replan_command(plan, a, model, shape, a.mode)));
+}
+
+/// A plan fixes one batch and KV capacity per sequence: refused for a run of another shape.
+void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string& model, const RequestedShape& shape) {
+  if (plan.inputs.batch == shape.batch && plan.inputs.max_context >= shape.prompt_len + shape.gen_len) return;
+  fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "
+                   "positions",
+                   plan.inputs.batch, plan.inputs.max_context, shape.batch, shape.prompt_len + shape.gen_len),
+       a.plan_file, "make the plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
 }
 
 constexpr int64_t kGiB = int64_t(1) << 30;
@@ -145,14 +162,16 @@ Plan load_plan(const std::string& path) {
 
 }  // namespace
 
-void adopt_plan_mode(OffloadArgs& a) {
+void adopt_plan_mode(OffloadArgs& a, bool notice) {
   if (a.plan_file.empty() || (a.mode_opt && a.mode_opt->count() > 0)) return;
   // Flags that conflict with --plan are check_offload_args' to refuse, before the file is read.
   if (!a.gpu_memory.empty() || a.cpu_offload_given() || !a.offload_ratio.empty()) return;
   const Plan plan = load_plan(a.plan_file);
   if (plan.inputs.offload_mode.empty() || plan.inputs.offload_mode == a.mode) return;
-  std::fprintf(stderr, "dak: notice: %s was made for --offload %s; running in that mode\n", a.plan_file.c_str(),
-               plan.inputs.offload_mode.c_str());
+  if (notice) {
+    std::fprintf(stderr, "dak: notice: %s was made for --offload %s; running in that mode\n", a.plan_file.c_str(),
+                 plan.inputs.offload_mode.c_str());
+  }
   a.mode = plan.inputs.offload_mode;
 }
 
@@ -160,6 +179,13 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
   const bool cpu_gb = a.cpu_offload_given();
   const std::vector<double> ratios = a.ratios(ratio_list);  // checks every item
   if (a.mode == "none") {
+    if (!a.plan_file.empty()) {  // the plan's own mode, which the run takes without --offload
+      const std::string mode = load_plan(a.plan_file).inputs.offload_mode;
+      fail("--offload none keeps everything in HBM, but --plan places weights in host memory", "--offload none",
+           fmt::format("drop --offload none (the run then takes the mode the plan was made for, --offload {}), or "
+                       "drop --plan",
+                       mode.empty() ? std::string("auto") : mode));
+    }
     if (a.requested()) {
       fail("--offload none keeps everything in HBM, but an offload flag was given", "--offload none",
            "drop --gpu-memory / --cpu-offload-gb / --offload-ratio / --plan, or use --offload auto or direct");
@@ -190,14 +216,17 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
                      std::isnan(v) ? "is not a number" : v < 0 ? "is negative" : "is too large", kMaxCpuOffloadGibText),
          "--cpu-offload-gb", "give the GiB of weights + KV cache to keep in host memory, e.g. --cpu-offload-gb 4");
   }
-  if (!a.plan_file.empty()) check_plan_mode(load_plan(a.plan_file), a);  // missing, malformed, another mode
+  if (!a.plan_file.empty()) load_plan(a.plan_file);  // missing, malformed (its mode: check_plan_file_model)
   if (!a.profile.empty()) load_profile(a.profile);
 }
 
 void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model,
                            const RequestedShape& shape) {
   if (a.plan_file.empty()) return;
-  check_plan_model(load_plan(a.plan_file), config, model, a.plan_file, shape);
+  const Plan plan = load_plan(a.plan_file);
+  check_plan_mode(plan, a, model, shape);
+  check_plan_model(plan, config, model, a.plan_file, shape);
+  check_plan_shape(plan, a, model, shape);
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
@@ -208,16 +237,9 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
     Plan plan = load_plan(a.plan_file);
-    check_plan_model(plan, config, model_name, a.plan_file, {batch, prompt_len, gen_len});  // the model first
-    if (plan.inputs.batch != batch || plan.inputs.max_context < prompt_len + gen_len) {
-      fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "
-                       "positions",
-                       plan.inputs.batch, plan.inputs.max_context, batch, prompt_len + gen_len),
-           a.plan_file,
-           fmt::format("make the plan with dak plan --batch {} --prompt-len {} --gen-len {} ...", batch, prompt_len,
-                       gen_len));
-    }
-    check_plan_mode(plan, a);
+    check_plan_mode(plan, a, model_name, {batch, prompt_len, gen_len});
+    check_plan_model(plan, config, model_name, a.plan_file, {batch, prompt_len, gen_len});
+    check_plan_shape(plan, a, model_name, {batch, prompt_len, gen_len});
     if (a.mode != "auto") {  // one path for every operator: the plan's staged marks do not apply
       for (PlanOp& op : plan.ops) {
         if (op.path == DataPath::kStaged) op.path = DataPath::kDirect;

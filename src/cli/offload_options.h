@@ -63,8 +63,10 @@ struct OffloadArgs {
 /// --plan without --offload: the run takes the mode the plan was made for (`dak plan --offload
 /// direct` makes a plan for --offload direct; the default mode, auto, would refuse it), with a notice
 /// on stderr. Nothing happens with --offload given (check_offload_args then refuses another mode),
-/// without --plan, or for a plan that records no mode. Throws dak::Error for an unreadable plan.
-void adopt_plan_mode(OffloadArgs& a);
+/// without --plan, or for a plan that records no mode. `notice` false: no notice (a --device cpu
+/// run, which refuses offload flags: it is not run in that mode). Throws dak::Error for an unreadable
+/// plan.
+void adopt_plan_mode(OffloadArgs& a, bool notice = true);
 
 /// Adds the flags above to `c`, writing into `a` (which must outlive the parse).
 void add_offload_options(CLI::App* c, OffloadArgs* a);
@@ -83,8 +85,9 @@ void add_offload_options(CLI::App* c, OffloadArgs* a);
 /// load. Throws dak::Error naming the flag.
 void check_offload_args(const OffloadArgs& a, bool ratio_list);
 
-/// Refuses a --plan file made for another model than `config` (check_plan_model: the layer count,
-/// operator shapes and tensor names it records), on any device and before an engine is built;
+/// Refuses a --plan file made for another --offload mode than the run's, for another model than
+/// `config` (check_plan_model: the layer count, operator shapes and tensor names it records), or for
+/// another batch or a shorter context than `shape`, on any device and before an engine is built;
 /// `model` names the loaded model as `dak plan --model` takes it and `shape` is the run's own batch
 /// and lengths (the fix suggests a plan of them). Nothing without --plan. Throws dak::Error naming
 /// the plan file.

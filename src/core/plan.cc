@@ -461,11 +461,24 @@ std::string first_model_difference(const Plan& plan, const ModelConfig& config) 
 }  // namespace
 
 std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode,
-                             const std::string& output_file) {
-  return fmt::format("dak plan --model {} --batch {} --prompt-len {} --gen-len {}{} --output json > {}",
+                             const std::string& output_file, const std::string& flags) {
+  return fmt::format("dak plan --model {} --batch {} --prompt-len {} --gen-len {}{}{} --output json > {}",
                      shell_word(model), shape.batch, shape.prompt_len, std::max<int64_t>(2, shape.gen_len),
                      offload_mode.empty() || offload_mode == "auto" ? std::string() : " --offload " + offload_mode,
-                     shell_word(output_file));
+                     flags, shell_word(output_file));
+}
+
+std::string planned_budget_flags(const PlanInputs& inputs) {
+  std::string flags;
+  if (!inputs.gpu_memory_default && inputs.gpu_memory_bytes > 0) {
+    static const char* kUnits[] = {"", "KiB", "MiB", "GiB", "TiB"};
+    int64_t v = inputs.gpu_memory_bytes;
+    int unit = 0;
+    while (unit < 4 && v % 1024 == 0) v /= 1024, ++unit;
+    flags += fmt::format(" --gpu-memory {}{}", v, kUnits[unit]);
+  }
+  if (inputs.offload_ratio) flags += fmt::format(" --offload-ratio {}", *inputs.offload_ratio);
+  return flags;
 }
 
 std::string fresh_plan_file_name(const std::string& plan_file, const std::string& model) {
@@ -497,8 +510,9 @@ void check_plan_model(const Plan& plan, const ModelConfig& config, const std::st
   fail(fmt::format("the plan was made for the model '{}', but the loaded model is '{}' ({} layers, hidden size {}): {}",
                    plan.inputs.model, model, config.num_layers, config.hidden_size, difference),
        where,
-       fmt::format("make a plan for this model: {} (add the --gpu-memory / --offload-ratio you planned with)",
-                   plan_command_for(model, shape, plan.inputs.offload_mode, fresh_plan_file_name(where, model))));
+       "make a plan for this model: " + plan_command_for(model, shape, plan.inputs.offload_mode,
+                                                         fresh_plan_file_name(where, model),
+                                                         planned_budget_flags(plan.inputs)));
 }
 
 }  // namespace dak

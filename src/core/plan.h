@@ -154,8 +154,14 @@ struct RequestedShape {
 /// `offload_mode` ("" or auto: none added), written to `output_file`: "dak plan --model M --batch B
 /// --prompt-len P --gen-len G [--offload MODE] --output json > FILE". A gen_len below 2 is suggested
 /// as 2 (dak plan's decode phase needs a decode step; the plan's context then still holds the run).
+/// `flags` (e.g. planned_budget_flags of a plan) go before --output.
 std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode,
-                             const std::string& output_file);
+                             const std::string& output_file, const std::string& flags = "");
+
+/// The --gpu-memory (unless the profile's default) and --offload-ratio a plan was made with, as dak
+/// plan flags with a leading space (" --gpu-memory 40GiB --offload-ratio 0.3"; "" for neither): the
+/// budget is written exactly, in the largest binary unit that divides it.
+std::string planned_budget_flags(const PlanInputs& inputs);
 
 /// A file name for a new plan that a fix suggests in place of the refused `plan_file` (the user's,
 /// which following the fix must not overwrite): in its folder, its stem, '-' and the name of `model`

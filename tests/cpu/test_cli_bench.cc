@@ -177,7 +177,8 @@ TEST(CliBench, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
        "dak plan --model llama-3-8b --batch 4 --prompt-len 16 --gen-len 4 --output json > " + fresh_plan},
       // The plan's mode, which the run shares.
       {"bench --random-weights --model llama-3-8b --batch 1 --offload direct", direct_plan,
-       "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --output json > " + dir +
+       "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --offload-ratio 0.1 --output "
+       "json > " + dir +
            "dak_bench_other_model_direct_plan-llama-3-8b.json"},
       // generate: its prompts are the batch, the longest the prompt length, -n the generation.
       {"generate --random-weights --model " + llama3 + " --prompt-ids 1,2,3 --prompt-ids 4 -n 5", plan_file,

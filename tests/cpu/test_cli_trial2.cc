@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -101,6 +102,73 @@ TEST(CliTrial2, BudgetFixesGiveAUsableSize) {
     // Without a unit the hint stays.
     EXPECT_TRUE(contains(run_dak(cmd + " --gpu-memory 1000").output, "a size without a unit counts bytes")) << cmd;
   }
+}
+
+// Runs the `dak plan ...` command a fix line gives after `prefix` (to the end of the line).
+RunResult run_fix_command(const std::string& output, const std::string& prefix) {
+  const size_t at = output.find(prefix + "dak plan ");
+  if (at == std::string::npos) return {127, "no command after '" + prefix + "' in: " + output};
+  const size_t from = at + prefix.size() + 4;
+  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + output.substr(from, output.find('\n', from) - from));
+}
+
+TEST(CliTrial2, PlanFileFixesAreCompleteCommandsThatWork) {
+  // The trial: --offload none with a plan suggested "--offload auto or direct" (then refused); the
+  // mode and shape fixes lacked --model ("dak plan --batch 1 ... ..."); the model fix said "add the
+  // --gpu-memory you planned with" though the plan records it.
+  const std::string dir = ::testing::TempDir() + "dak_trial2_plans";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string plan = dir + "/p.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 8 --gen-len 8 --offload-ratio 0.3 --offload "
+                    "prefetch --output json > " + plan).exit_code,
+            0);
+  const std::string gen = "generate --model llama-2-7b --random-weights --prompt-ids 1,2 --plan ";
+  const RunResult none = run_dak(gen + plan + " -n 2 --offload none");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_TRUE(contains(none.output, "fix:   drop --offload none (the run then takes the mode the plan was made for, "
+                                    "--offload prefetch)"))
+      << none.output;
+  EXPECT_FALSE(contains(none.output, "--offload auto or direct")) << none.output;
+  const struct {
+    std::string flags, prefix;
+  } cases[] = {
+      {"-n 2 --offload direct", "make the plan for this mode: "},
+      {"-n 20", "make the plan for this run: "},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(gen + plan + " " + c.flags);
+    EXPECT_EQ(r.exit_code, 1) << c.flags << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.prefix + "dak plan --model ")) << c.flags << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--offload-ratio 0.3 --output json > " + dir + "/p-llama-2-7b.json"))
+        << c.flags << ": " << r.output;
+    ASSERT_EQ(run_fix_command(r.output, c.prefix).exit_code, 0) << c.flags << ": " << r.output;
+    const RunResult again = run_dak(gen + dir + "/p-llama-2-7b.json " + c.flags);
+    EXPECT_FALSE(contains(again.output, "the plan ")) << c.flags << ": " << again.output;
+    std::filesystem::remove(dir + "/p-llama-2-7b.json");
+  }
+  // The budget a plan for another model was made with is given.
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --gpu-memory 20GiB --output json > " + plan).exit_code, 0);
+  const RunResult model =
+      run_dak("generate --model " + kData + "/hf_parity/llama_gqa --prompt-ids 1,2 -n 2 --plan " + plan);
+  EXPECT_EQ(model.exit_code, 1) << model.output;
+  EXPECT_TRUE(contains(model.output, "--gpu-memory 20GiB --output json > ")) << model.output;
+  EXPECT_FALSE(contains(model.output, "you planned with")) << model.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliTrial2, APlanOnTheCpuIsRefusedWithoutAdoptingItsMode) {
+  // The trial: --plan with --device cpu said "running in that mode", then refused the plan.
+  const std::string tiny = kData + "/hf_parity/llama_gqa";
+  const std::string plan = ::testing::TempDir() + "dak_trial2_cpu_plan.json";
+  ASSERT_EQ(run_dak("plan --model " + tiny + " --batch 1 --prompt-len 2 --gen-len 2 --offload-ratio 0.3 --offload "
+                    "prefetch --output json > " + plan).exit_code,
+            0);
+  const RunResult r = run_dak("generate --model " + tiny + " --prompt-ids 1,2 -n 2 --device cpu --plan " + plan);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--device cpu runs everything from host memory")) << r.output;
+  EXPECT_FALSE(contains(r.output, "running in that mode")) << r.output;
+  std::remove(plan.c_str());
 }
 
 }  // namespace
