@@ -22,6 +22,7 @@
 #include "core/config_locator.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/op_graph.h"
 #include "core/placement.h"
 #ifdef DAK_HAVE_CUDA
@@ -62,15 +63,30 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
                                        const std::string& shipped_config_fix) {
   const std::filesystem::path p = model.empty() ? default_model_path() : std::filesystem::path(model);
   std::error_code ec;
+  const std::string no_weights_fix =
+      !shipped_config_fix.empty()
+          ? shipped_config_fix
+          : "add --random-weights to run it with deterministic random weights (dak generate / dak bench), or pass a "
+            "checkpoint folder or .gguf file";
   if (!model.empty() && !std::filesystem::exists(p, ec)) {
     // A shipped config name (hyper-parameters only) given where weights are needed.
     const std::vector<std::string> names = shipped_config_names();
     if (std::find(names.begin(), names.end(), model) != names.end()) {
-      fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", model), where,
-           !shipped_config_fix.empty()
-               ? shipped_config_fix
-               : "add --random-weights to run it with deterministic random weights (dak generate / dak bench), or "
-                 "pass a checkpoint folder or .gguf file");
+      fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", model), where, no_weights_fix);
+    }
+  }
+  // A JSON file that is no safetensors index: a hardware profile or a plan is named with the option
+  // that takes it; a model config (configs/llama-2-7b.json) has no weights, as a shipped name has none.
+  if (p.extension() == ".json" && !p.filename().string().ends_with(".safetensors.index.json") &&
+      std::filesystem::is_regular_file(p, ec)) {
+    nlohmann::json j;
+    try {
+      j = read_json_file(p, "the model file", "");
+    } catch (const Error&) {  // not JSON: Checkpoint::open refuses it as no checkpoint
+    }
+    check_dak_file_kind(j, "", p.string());
+    if (j.is_object() && j.contains("model_type")) {
+      fail(fmt::format("'{}' is a model config (hyper-parameters only, no weights)", model), where, no_weights_fix);
     }
   }
   auto ckpt = Checkpoint::open(p);

@@ -171,4 +171,31 @@ TEST(CliTrial2, APlanOnTheCpuIsRefusedWithoutAdoptingItsMode) {
   std::remove(plan.c_str());
 }
 
+TEST(CliTrial2, AJsonFileGivenAsTheCheckpointSaysWhatItIs) {
+  // The trial: a profile, a plan or a config given where weights are read said "unrecognized
+  // checkpoint file"; a config file did not suggest --random-weights as its shipped name does.
+  const std::string plan = ::testing::TempDir() + "dak_trial2_model_plan.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --output json > " + plan).exit_code, 0);
+  const std::string text = ::testing::TempDir() + "dak_trial2_text.txt";
+  std::ofstream(text) << "hello\n";
+  const std::string config = kData + "/../../configs/llama-2-7b.json";
+  const struct {
+    std::string args, fix;
+  } cases[] = {
+      {"generate -p hi --model " + kProfile, "this is a hardware profile; pass it with --profile"},
+      {"generate -p hi --model " + plan, "this is an offload plan; pass it with --plan"},
+      {"inspect " + kProfile, "this is a hardware profile; pass it with --profile"},
+      {"perplexity -f " + text + " --model " + kProfile, "this is a hardware profile; pass it with --profile"},
+      {"generate -p hi --model " + config, "add --random-weights"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "fix:   " + c.fix)) << c.args << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "unrecognized checkpoint file")) << c.args << ": " << r.output;
+  }
+  std::remove(plan.c_str());
+  std::remove(text.c_str());
+}
+
 }  // namespace
