@@ -610,7 +610,13 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
     }
     // symlink_status: a link counts as existing even when it dangles (writing through it would
     // create or truncate its target, which may be the other report: a session-22 trial finding).
-    if (fs::exists(fs::symlink_status(fs::path(path), ec))) {
+    const fs::file_status link = fs::symlink_status(fs::path(path), ec);
+    if (fs::is_symlink(link)) {
+      fail(fmt::format("'{}' is a symbolic link (to '{}'); dak does not write through links", path,
+                       fs::read_symlink(fs::path(path), ec).string()),
+           flag, "give a new file name, or the path of the link's target itself");
+    }
+    if (fs::exists(link)) {
       fail(fmt::format("'{}' already exists", path), flag,
            "give a new file name or remove the old one (dak does not overwrite files)");
     }

@@ -34,7 +34,7 @@ struct GenerateArgs {
   std::string system;
   bool chat = false;
   int64_t max_new_tokens = 64;
-  float temperature = 0.0f;
+  double temperature = 0.0;  // read as a double: a positive value too small for the sampler's float is refused
   int32_t top_k = 0;
   float top_p = 1.0f;
   uint64_t seed = 0;
@@ -88,8 +88,15 @@ void run_generate(const GenerateArgs& a) {
                "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids with "
                "--prompt-ids");
   }
+  // A positive temperature that the sampler's float would hold as 0 (or a denormal) is not the greedy
+  // decoding the user did not ask for (session-24 trial: -t 1e-300 ran greedy with a notice that said 0).
+  if (a.temperature > 0 && a.temperature < double(std::numeric_limits<float>::min())) {
+    fail(fmt::format("--temperature {:g} is too small to sample with (below {:g}, the smallest normal float)",
+                     a.temperature, double(std::numeric_limits<float>::min())),
+         "--temperature", "give 0 for greedy decoding, or a temperature of at least 1e-37");
+  }
   // Greedy decoding (temperature 0) takes the most likely token: a nucleus or top-k cut changes nothing.
-  if (a.temperature == 0.0f && (a.top_k > 0 || a.top_p < 1.0f)) {
+  if (a.temperature == 0 && (a.top_k > 0 || a.top_p < 1.0f)) {
     const std::string flags = a.top_k > 0 && a.top_p < 1.0f ? "--top-k / --top-p are"
                               : a.top_k > 0                 ? "--top-k is"
                                                             : "--top-p is";
@@ -196,7 +203,7 @@ void run_generate(const GenerateArgs& a) {
 
   GenerateOptions opts;
   opts.max_new_tokens = a.max_new_tokens;
-  opts.sampling = SamplingParams{a.temperature, a.top_k, a.top_p, a.seed};
+  opts.sampling = SamplingParams{float(a.temperature), a.top_k, a.top_p, a.seed};
   if (!a.ignore_eos) {
     if (tok) {
       opts.eos_ids = tok->eos_ids();

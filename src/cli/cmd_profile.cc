@@ -156,6 +156,10 @@ void check_output(const std::string& path, bool force) {
          "pass --force to replace it, or choose another file");
   }
   const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+    fail(fmt::format("'{}' of '{}' is a file, not a folder", parent.string(), path), "--output",
+         "give a path inside a folder");
+  }
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     fail(fmt::format("folder '{}' of '{}' does not exist", parent.string(), path), "--output",
          "create the folder first, or write elsewhere");

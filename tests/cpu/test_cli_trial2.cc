@@ -198,4 +198,39 @@ TEST(CliTrial2, AJsonFileGivenAsTheCheckpointSaysWhatItIs) {
   std::remove(text.c_str());
 }
 
+TEST(CliTrial2, ReportPathsThatAreLinksOrFilesAreNamedAsSuch) {
+  // The trial: `dak bench --csv DANGLING_LINK` said "already exists"; `dak profile -o FILE/x.json`
+  // said "folder 'FILE' ... does not exist" and to create it.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_trial2_paths";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path link = dir / "dang.csv", file = dir / "exist.json";
+  fs::create_symlink(dir / "nowhere.csv", link);
+  std::ofstream(file) << "{}";
+  RunResult r = run_dak("bench --model llama-2-7b --random-weights --csv " + link.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "is a symbolic link (to '" + (dir / "nowhere.csv").string() + "')")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "nowhere.csv")) << "nothing written through the link";
+  r = run_dak("profile -o " + (file / "x.json").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "'" + file.string() + "' of '" + (file / "x.json").string() + "' is a file, not a folder"))
+      << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(CliTrial2, ATemperatureTooSmallToSampleWithIsRefused) {
+  // The trial: -t 1e-300 --top-p 0.5 ran greedy with "--top-p is ignored at --temperature 0".
+  const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 -n 1 ";
+  RunResult r = run_dak(gen + "-t 1e-300 --top-p 0.5");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--temperature 1e-300 is too small to sample with")) << r.output;
+  EXPECT_FALSE(contains(r.output, "ignored at --temperature 0")) << r.output;
+  r = run_dak(gen + "-t 1e-37 --top-p 0.5");  // the fix's smallest temperature runs
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_dak(gen + "-t 0 --top-p 0.5");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "--top-p is ignored at --temperature 0")) << r.output;
+}
+
 }  // namespace
