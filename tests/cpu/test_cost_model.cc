@@ -146,18 +146,20 @@ TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
   }
 }
 
+/// The message HardwareProfile::from_json throws for `j`, or "" when it loads.
+std::string error_of(const nlohmann::json& j) {
+  try {
+    HardwareProfile::from_json(j, "test");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(HardwareProfile, TheLoadedLinkTermsAreCheckedAndOptional) {
   // Session-23 trial: one of the two loaded-link terms alone read "lacks field 'loaded_start_us'";
   // cluster4_ctas took 3; read_gbps 1e-5 planned a 321546 s step that --plan then refused;
   // multicast_round_factor 1 was listed as an unknown field.
-  const auto error_of = [](const nlohmann::json& j) -> std::string {
-    try {
-      HardwareProfile::from_json(j, "test");
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  };
   for (const char* key : {"loaded_latency_us", "loaded_start_us"}) {
     nlohmann::json j = h200().to_json();
     j["host_link"].erase(key);
@@ -198,14 +200,6 @@ TEST(HardwareProfile, MessagesOfHandEditsSayWhatIsAllowed) {
   // Session-24 trial: kernel_overhead_us 0 was accepted but 1e-7 refused as "allowed: 1e-06 to
   // 1e+07" (0 not mentioned); an empty tensor_tflops said "fix: list classes"; sm_count 1 was
   // reported as the first tiered_gemm entry's fault.
-  const auto error_of = [](const nlohmann::json& j) -> std::string {
-    try {
-      HardwareProfile::from_json(j, "test");
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  };
   nlohmann::json j = h200().to_json();
   j["compute"]["kernel_overhead_us"] = 0;
   EXPECT_EQ(error_of(j), "") << "0 is allowed";
