@@ -47,6 +47,7 @@ struct ProfileArgs {
   bool skip_gemm = false;
   double pin_test_gib = 0;  // 0: 4 GiB, 1 GiB with --quick
   int runs = 0;             // 0: 5, 3 with --quick
+  std::vector<CLI::Option*> sweep_opts;  // --gemm-model / --gemm-tokens / --gemm-ratios (ignored with --skip-gemm)
 };
 
 constexpr const char* kFooter = R"(What is measured (medians of --runs timed runs after a warm-up; GB/s = 1e9 B/s; docs/profile.md):
@@ -270,11 +271,18 @@ void run_profile_command(const ProfileArgs& a) {
     fail(fmt::format("--pin-test-gib {} is not a size from 1 MiB to 1024 GiB", a.pin_test_gib), "--pin-test-gib",
          "give e.g. --pin-test-gib 4, or 0 for the default");
   }
-  if (a.runs < 0 || a.runs > 1000) {
-    fail(fmt::format("--runs {} is outside [0, 1000]", a.runs), "--runs", "give e.g. --runs 5, or 0 for the default");
+  // One message for every value outside the range the help gives (session-24 trial: 2 was "too
+  // few", -1 "outside [0, 1000]").
+  if (a.runs != 0 && (a.runs < 3 || a.runs > 1000)) {
+    fail(fmt::format("--runs {} is outside 3 to 1000 (or 0: the default)", a.runs), "--runs",
+         "give e.g. --runs 5 (medians need 3 runs at least), or 0 for the default");
   }
-  const int runs = a.runs > 0 ? a.runs : (a.quick ? 3 : 5);
-  if (runs < 3) fail(fmt::format("--runs {} is too few", a.runs), "--runs", "use 3 or more (5 by default)");
+  for (const CLI::Option* o : a.sweep_opts) {
+    if (a.skip_gemm && o->count() > 0) {
+      std::fprintf(stderr, "dak: notice: %s is ignored with --skip-gemm (no tiered GEMM sweep)\n",
+                   o->get_name().c_str());
+    }
+  }
   if (a.output.empty()) fail("no output file", "--output", "pass --output FILE");
   check_output(a.output, a.force);
   const std::string why = gpu_unavailable_reason();
@@ -285,7 +293,7 @@ void run_profile_command(const ProfileArgs& a) {
   }
 #ifdef DAK_HAVE_CUDA
   gpu::ProfileOptions opts = a.quick ? gpu::ProfileOptions::quick() : gpu::ProfileOptions{};
-  opts.runs = runs;
+  opts.runs = a.runs > 0 ? a.runs : (a.quick ? 3 : 5);
   if (a.pin_test_gib > 0) opts.pin_test_bytes = uint64_t(a.pin_test_gib * double(1ull << 30));
   opts.gemm = !a.skip_gemm;
   for (const NamedShape& s : shapes) opts.gemm_shapes.push_back({s.M, s.K, s.label});
@@ -325,19 +333,24 @@ void add_profile_command(CLI::App& app) {
   c->add_option("--output,-o", a->output, "Profile JSON to write (refused if it exists, unless --force)")->required();
   c->add_flag("--force", a->force, "Overwrite --output if it exists");
   c->add_option("--name", a->name, "Profile name stored in the file (default: dak-profile-<date>)");
-  c->add_option("--gemm-model", a->gemm_models,
-                "Configs whose decoder-layer linear shapes the tiered GEMM sweep tunes: shipped names or config.json "
-                "paths, comma-separated")
-      ->capture_default_str()
-      ->check(value_syntax([](const std::string& s) { parse_name_list(s, "--gemm-model"); }));
+  CLI::Option* gemm_model =
+      c->add_option("--gemm-model", a->gemm_models,
+                    "Configs whose decoder-layer linear shapes the tiered GEMM sweep tunes: shipped names or "
+                    "config.json paths, comma-separated")
+          ->capture_default_str()
+          ->check(value_syntax([](const std::string& s) { parse_name_list(s, "--gemm-model"); }));
   // The comma lists' syntax is checked while parsing (exit 2), their ranges by the command (exit 1).
-  c->add_option("--gemm-tokens", a->gemm_tokens, "Tokens N of the tuned GEMMs, comma-separated, each in [1, 8192]")
-      ->capture_default_str()
-      ->check(value_syntax([](const std::string& s) { parse_tokens(s); }));
-  c->add_option("--gemm-ratios", a->gemm_ratios,
-                "Fractions of each weight's rows in host memory (m_host = round(ratio x M)), comma-separated, in [0, 1]")
-      ->capture_default_str()
-      ->check(value_syntax([](const std::string& s) { parse_ratios(s); }));
+  CLI::Option* gemm_tokens =
+      c->add_option("--gemm-tokens", a->gemm_tokens, "Tokens N of the tuned GEMMs, comma-separated, each in [1, 8192]")
+          ->capture_default_str()
+          ->check(value_syntax([](const std::string& s) { parse_tokens(s); }));
+  CLI::Option* gemm_ratios =
+      c->add_option("--gemm-ratios", a->gemm_ratios,
+                    "Fractions of each weight's rows in host memory (m_host = round(ratio x M)), comma-separated, in "
+                    "[0, 1]")
+          ->capture_default_str()
+          ->check(value_syntax([](const std::string& s) { parse_ratios(s); }));
+  a->sweep_opts = {gemm_model, gemm_tokens, gemm_ratios};
   c->add_flag("--quick", a->quick, "Smaller buffers and 3 runs per median (smoke tests; noisier figures)");
   c->add_flag("--skip-gemm", a->skip_gemm, "Skip the tiered GEMM sweep (the profile then has no tiered_gemm entries)");
   c->add_option("--pin-test-gib", a->pin_test_gib,
@@ -346,7 +359,7 @@ void add_profile_command(CLI::App& app) {
       ->transform(decimal_number("0 (the default) or a size in GiB from 0.001 (about 1 MiB) to 1024", 0.0, 1024.0));
   // whole_number reads the value as decimal (CLI11 alone took 010 as 8 and 0x10 as 16) within int;
   // run_profile_command refuses values outside the range the text gives.
-  c->add_option("--runs", a->runs, "Timed runs behind each median (default 5, 3 with --quick)")
+  c->add_option("--runs", a->runs, "Timed runs behind each median, 3 to 1000 (0 or absent: 5, 3 with --quick)")
       ->transform(whole_number("0 (the default: 5, 3 with --quick) or a count from 3 to 1000", INT32_MIN, INT32_MAX));
   c->footer(kFooter);
   c->callback([a] { run_profile_command(*a); });

@@ -128,7 +128,7 @@ void check_dak_file_kind(const nlohmann::json& j, const std::string& expected_fo
     const char* name;
     const char* option;
   };
-  static constexpr Kind kKinds[] = {{"dak.hardware_profile", "a hardware profile", "--profile"},
+  static constexpr Kind kKinds[] = {{"dak.hardware_profile", "a hardware profile", "--profile (of dak plan, generate or bench)"},
                                     {"dak.plan", "an offload plan", "--plan (of dak generate or dak bench)"},
                                     {"", "a model config", "--model"}};
   if (!j.is_object() || !j.contains("format") || !j.at("format").is_string()) return;
@@ -142,8 +142,9 @@ void check_dak_file_kind(const nlohmann::json& j, const std::string& expected_fo
   }
   if (!found || !wanted) return;
   fail(fmt::format("this file is {} (\"format\": \"{}\"), not {}", found->name, format, wanted->name), where,
-       fmt::format("this is {}; pass it with {}, and give {} {}", found->name, found->option,
-                   std::string(wanted->option).substr(0, std::string(wanted->option).find(' ')), wanted->name));
+       fmt::format("this is {}; pass it with {}, and give here {}", found->name, found->option,
+                   expected_format.empty() ? "a model (a checkpoint folder or file, or a config.json)"
+                                           : wanted->name));
 }
 
 namespace {

@@ -146,7 +146,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGemm + "--layers 0", 1, "--layers 0 is outside [1, 1024]"},
       {kGemm + "--stack-host-gib 0", 1, "--stack-host-gib: '0' is too small"},
       // dak profile (refused before the output file is looked at, and before the GPU).
-      {kProfile + "--runs 2", 1, "--runs 2 is too few"},
+      {kProfile + "--runs 2", 1, "--runs 2 is outside 3 to 1000 (or 0: the default)"},
       {kProfile + "--runs x", 2, "--runs: 'x' is not a whole number"},
       {kProfile + "--gemm-tokens x", 2, "'x' is not a comma-separated list of token counts in [1, 8192]"},
       {kProfile + "--gemm-tokens 0", 1, "--gemm-tokens value 0 is outside [1, 8192]"},

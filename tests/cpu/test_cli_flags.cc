@@ -203,11 +203,11 @@ TEST(CliFlags, ProfileIntegersAreDecimal) {
   // Decimal 1001 is above 1000 (octal 01001 = 513 was accepted), before the output file or the GPU.
   RunResult r = run_dak(profile + " --runs 01001");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "--runs 1001 is outside [0, 1000]")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--runs 1001 is outside 3 to 1000 (or 0: the default)")) << r.output;
   // --runs 02 is two, too few (it passes the parser as two, not as a refused non-number).
   r = run_dak(profile + " --runs 02");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "--runs 2 is too few")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--runs 2 is outside 3 to 1000 (or 0: the default)")) << r.output;
   // --gemm-tokens (a comma list): 010000 is ten thousand, above 8192 (octal 4096 was accepted), and huge
   // values are out of range (exit 1); hex is refused by the list parser (exit 2).
   for (const std::string& bad : {std::string("010000"), kHuge}) {

@@ -233,4 +233,26 @@ TEST(CliTrial2, ATemperatureTooSmallToSampleWithIsRefused) {
   EXPECT_TRUE(contains(r.output, "--top-p is ignored at --temperature 0")) << r.output;
 }
 
+TEST(CliTrial2, ProfileSweepFlagsWithSkipGemmAndRunsHaveOneRange) {
+  // The trial: --skip-gemm --gemm-model opt-30b said nothing of the ignored flag; --runs 2 was "too
+  // few" and -1 "outside [0, 1000]".
+  const std::string profile = "profile --output /nonexistent-dak-dir/p.json ";
+  RunResult r = run_dak(profile + "--skip-gemm --gemm-model opt-30b --gemm-tokens 8");
+  EXPECT_TRUE(contains(r.output, "notice: --gemm-model is ignored with --skip-gemm")) << r.output;
+  EXPECT_TRUE(contains(r.output, "notice: --gemm-tokens is ignored with --skip-gemm")) << r.output;
+  EXPECT_FALSE(contains(r.output, "--gemm-ratios is ignored")) << r.output;
+  for (const char* runs : {"-1", "2", "1001"}) {
+    r = run_dak(profile + "--runs " + runs);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, std::string("--runs ") + runs + " is outside 3 to 1000 (or 0: the default)"))
+        << r.output;
+  }
+  EXPECT_TRUE(contains(run_dak("profile --help").output, "3 to 1000 (0 or absent: 5, 3 with --quick)"));
+  // dak inspect takes its model as an argument: the hint says what to give, not "--model".
+  r = run_dak("inspect " + kProfile);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "pass it with --profile (of dak plan, generate or bench), and give here a model"))
+      << r.output;
+}
+
 }  // namespace
