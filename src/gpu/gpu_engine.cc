@@ -263,6 +263,10 @@ struct GpuEngine::Impl {
   /// Linear layers that may run on the tiered GEMM: (M = out, K = in) of every weight matrix.
   std::vector<std::pair<int64_t, int64_t>> linear_shapes() const;
   bool use_tiered(int64_t N, int64_t K) const;
+  /// linear() runs `l` at N tokens on the tiered GEMM (not zero-copy; host rows, or use_tiered).
+  bool runs_tiered(const GpuLinear& l, int64_t N) const;
+  /// runs_tiered, on the 64-row tiles (N <= 64): the ones that carry the RMSNorm epilogues.
+  bool on_64_row_tiles(const GpuLinear& l, int64_t N) const;
   /// The model's norms can run inside the tiered GEMMs of short passes (TieredGemmNormOut / NormIn):
   /// pre-LN RMSNorm, hidden a multiple of 64, not zero-copy, not switched off (DAK_NO_FUSED_NORM=1).
   bool fused_norm_possible() const;
@@ -841,28 +845,29 @@ bool GpuEngine::Impl::fused_norm_possible() const {
 bool GpuEngine::Impl::fused_norm(int64_t T) const {
   if (!fused_norm_possible() || T > kFusedNormMaxTokens || !norm_sumsq[0]) return false;
   for (const GpuLayer& L : w.layers) {
-    for (const GpuLinear* l : {&L.qkv, &L.gate_up}) {
-      if (!(l->m_host > 0 || use_tiered(T, l->in)) ||
-          choose_tiered_gemm_tile(l->out, T, l->in, sm_count, gemm_limits.compute_bn).bm != 64) {
-        return false;
-      }
-    }
+    if (!on_64_row_tiles(L.qkv, T) || !on_64_row_tiles(L.gate_up, T)) return false;
   }
   return true;
 }
 
 bool GpuEngine::Impl::norm_out_fusable(const GpuLinear& l, int64_t T) const {
-  return (l.m_host > 0 || use_tiered(T, l.in)) && l.m_host % 64 == 0 && l.out % 64 == 0 &&
-         choose_tiered_gemm_tile(l.out, T, l.in, sm_count, gemm_limits.compute_bn).bm == 64;
+  return on_64_row_tiles(l, T) && l.m_host % 64 == 0 && l.out % 64 == 0;
+}
+
+bool GpuEngine::Impl::runs_tiered(const GpuLinear& l, int64_t N) const {
+  return options.offload_mode != OffloadMode::kZeroCopy && (l.m_host > 0 || use_tiered(N, l.in));
+}
+
+bool GpuEngine::Impl::on_64_row_tiles(const GpuLinear& l, int64_t N) const {
+  return runs_tiered(l, N) && choose_tiered_gemm_tile(l.out, N, l.in, sm_count, gemm_limits.compute_bn).bm == 64;
 }
 
 void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
                              cudaStream_t s, StepOp op, const TieredGemmNormOut* norm_out,
                              const TieredGemmNormIn* norm_in) {
   const int64_t M = l.out, K = l.in;
-  const bool zero_copy = options.offload_mode == OffloadMode::kZeroCopy;
   const bool staged = staged_next < staged_order.size() && staged_order[staged_next] == &l;
-  if (!zero_copy && (l.m_host > 0 || use_tiered(N, K))) {  // host rows only where K % 8 == 0 (checked at load)
+  if (runs_tiered(l, N)) {  // host rows only where K % 8 == 0 (checked at load)
     const auto key = std::make_tuple(M, N, K, l.m_host);
     auto it = tiered_plans.find(key);
     if (it == tiered_plans.end()) {
