@@ -63,11 +63,11 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
                    a.relu || !a.norm_out.g_scaled || !a.norm_out.g_sumsq)) {
     fail("the norm-out epilogue needs the 64-row tiles (N <= 64), M and m_host multiples of 64, bf16 output without "
          "ReLU, and its scaled-x and block-sum outputs",
-         where, "run this linear unfused (a separate residual_norm launch)");
+         where, "run the plain GEMM, then rms_norm_out (kernels/norm.h) for the same bits");
   }
   if (norm_in && (s.tile.bm != 64 || s.n_tiles() != 1 || s.K % 64 != 0)) {
     fail("the norm-in epilogue needs the 64-row tiles with one n-tile (N <= bn) and K a multiple of 64", where,
-         "run this linear unfused (a separate residual_norm launch)");
+         "normalize x with residual_norm (kernels/norm.h) and run the plain GEMM");
   }
   if (s.m_host > 0 && !a.host_rows_staged) check_host_rows(a.h_w, where);
   using namespace tiered_gemm_detail;

@@ -227,8 +227,8 @@ __device__ inline void store_y(const Params& p, int64_t n, int64_t gm, float v) 
 
 /// Norm-out (TieredGemmNormOut): loads the residual and the norm weight of the values of a 64-row
 /// output tile (rows [row0, row0 + 64) of y, `rows_left` inside the side, tokens from n0) that this
-/// consumer thread holds (`tCcC`), into `resid` / `weight` (kFrag each; 0 where out of range).
-template <int kBn, class Params, class Coord, int kN>
+/// consumer thread holds (`tCcC`), into `resid` / `weight` (kFrag each; out of range: 0 / 1).
+template <class Params, class Coord, int kN>
 __device__ inline void norm_out_load(const Params& p, const Coord& tCcC, int64_t row0, int64_t rows_left, int64_t n0,
                                      float (&resid)[kN], float (&weight)[kN]) {
   const TieredGemmSchedule& s = p.sched;
@@ -250,7 +250,7 @@ __device__ inline void norm_out_load(const Params& p, const Coord& tCcC, int64_t
 /// then row + 8), then the 8 lanes that share lane % 4 (xor butterfly over lanes 4, 8, 16: every
 /// lane ends with the same bits), then the 4 warps in order. rms_norm_out (kernels/norm.h) computes
 /// the same bits in its own launch, for the tiles this epilogue cannot serve.
-template <int kBm, int kBn, class Params, class Acc, class Coord, int kN>
+template <int kBn, class Params, class Acc, class Coord, int kN>
 __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, const float (&resid)[kN],
                                          const float (&weight)[kN], float* red, int ctid, int group, int64_t row0,
                                          int64_t rows_left, int64_t n0) {
@@ -543,7 +543,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     float pre_resid[kFrag], pre_weight[kFrag];
     if constexpr (kBm == 64 && Cfg::kNormPrefetch) {
       if (p.norm_out.g_residual && n_tile < s.n_tiles() && (s.k_splits == 1 || unit.split == s.k_splits - 1)) {
-        norm_out_load<kBn>(p, tCcC, side_row0 + unit.m_tile * kBm, side_rows - unit.m_tile * kBm, n_tile * kBn,
+        norm_out_load(p, tCcC, side_row0 + unit.m_tile * kBm, side_rows - unit.m_tile * kBm, n_tile * kBn,
                            pre_resid, pre_weight);
       }
     }
@@ -676,9 +676,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       }
       if (p.norm_out.g_residual) {
         if constexpr (!Cfg::kNormPrefetch) {
-          norm_out_load<kBn>(p, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0, pre_resid, pre_weight);
+          norm_out_load(p, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0, pre_resid, pre_weight);
         }
-        norm_out_epilogue<kBm, kBn>(p, acc, tCcC, pre_resid, pre_weight, smem.norm_red + group * 4 * kBn, ctid, group,
+        norm_out_epilogue<kBn>(p, acc, tCcC, pre_resid, pre_weight, smem.norm_red + group * 4 * kBn, ctid, group,
                                     side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
         continue;
       }
