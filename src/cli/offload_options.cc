@@ -45,6 +45,15 @@ void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string&
        a.plan_file, "make the plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
 }
 
+/// A --plan file against the run: its mode first (the fixes then suggest plans in the run's), the
+/// model, then the batch and context.
+void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfig& config, const std::string& model,
+                        const RequestedShape& shape) {
+  check_plan_mode(plan, a, model, shape);
+  check_plan_model(plan, config, model, a.plan_file, shape);
+  check_plan_shape(plan, a, model, shape);
+}
+
 constexpr int64_t kGiB = int64_t(1) << 30;
 // The most --cpu-offload-gb takes: far beyond any host memory, small enough to count in bytes.
 constexpr double kMaxCpuOffloadGib = 1e6;
@@ -223,10 +232,7 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
 void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model,
                            const RequestedShape& shape) {
   if (a.plan_file.empty()) return;
-  const Plan plan = load_plan(a.plan_file);
-  check_plan_mode(plan, a, model, shape);
-  check_plan_model(plan, config, model, a.plan_file, shape);
-  check_plan_shape(plan, a, model, shape);
+  check_plan_for_run(load_plan(a.plan_file), a, config, model, shape);
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
@@ -237,9 +243,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
     Plan plan = load_plan(a.plan_file);
-    check_plan_mode(plan, a, model_name, {batch, prompt_len, gen_len});
-    check_plan_model(plan, config, model_name, a.plan_file, {batch, prompt_len, gen_len});
-    check_plan_shape(plan, a, model_name, {batch, prompt_len, gen_len});
+    check_plan_for_run(plan, a, config, model_name, {batch, prompt_len, gen_len});
     if (a.mode != "auto") {  // one path for every operator: the plan's staged marks do not apply
       for (PlanOp& op : plan.ops) {
         if (op.path == DataPath::kStaged) op.path = DataPath::kDirect;
