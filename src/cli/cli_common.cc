@@ -140,8 +140,8 @@ gpu::GpuEngineOptions gpu_options(const ModelConfig& config, const std::string& 
   if (!offload || !offload->args) return opts;
   const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
   const std::optional<double> ratio = ratios.empty() ? std::nullopt : std::optional<double>(ratios.front());
-  const std::optional<Plan> plan = plan_offload(*offload->args, ratio, config, model_name, offload->batch,
-                                                offload->prompt_len, offload->gen_len, free_hbm_bytes_now());
+  const std::optional<Plan> plan =
+      plan_offload(*offload->args, ratio, config, model_name, offload->shape, free_hbm_bytes_now());
   if (!plan) return opts;
   std::fprintf(stderr, "dak: %s\n", describe_plan(*plan).c_str());
   Placement placement = placement_from_plan(*plan, config, offload->args->plan_file.empty() ? where
@@ -211,14 +211,14 @@ static void check_offload_plan_without_gpu(const ModelConfig& config, const std:
   if (!offload || !offload->args) return;
   const std::vector<double> ratios = offload->args->ratios(/*list=*/false);
   check_plan_without_gpu(*offload->args, ratios.empty() ? std::nullopt : std::optional<double>(ratios.front()), config,
-                         model_name, offload->batch, offload->prompt_len, offload->gen_len);
+                         model_name, offload->shape);
 }
 
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device, const EngineOffload* offload) {
   if (offload && offload->args) {  // on any machine, the CPU fallback included
     check_offload_args(*offload->args, /*ratio_list=*/false);
     check_plan_file_model(*offload->args, ckpt.config(), ckpt.path().string(),
-                          {offload->batch, offload->prompt_len, offload->gen_len});
+                          offload->shape);
   }
   if (device == "cuda" || device == "auto") {
     check_offload_plan_without_gpu(ckpt.config(), ckpt.path().stem().string(), offload);
@@ -249,7 +249,7 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
   if (offload && offload->args) {  // on any machine
     check_offload_args(*offload->args, /*ratio_list=*/false);
     check_plan_file_model(*offload->args, config.config, config.path.string(),
-                          {offload->batch, offload->prompt_len, offload->gen_len});
+                          offload->shape);
   }
   if (device != "cuda" && device != "auto") {
     fail(fmt::format("--random-weights runs on the GPU only, not on --device {}", device), "--device",

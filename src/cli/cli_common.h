@@ -20,6 +20,7 @@
 #include "core/engine.h"
 #include "core/generate.h"
 #include "core/hardware_profile.h"
+#include "core/plan.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/gpu_engine.h"
 #endif
@@ -45,7 +46,7 @@ struct OffloadArgs;
 /// plan is made for (prompt_len: the longest prompt).
 struct EngineOffload {
   const OffloadArgs* args = nullptr;
-  int64_t batch = 1, prompt_len = 1, gen_len = 1;
+  RequestedShape shape;  // batch = prompts, prompt_len = the longest, gen_len; in the command's terms
   std::string gemm = "auto";  // --gemm: auto, cublas or tiered (GPU path; ignored on the CPU)
 };
 

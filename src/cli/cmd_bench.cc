@@ -144,7 +144,8 @@ void check_shapes_fit(const OffloadArgs& offload, const LocatedConfig& located, 
       for (int64_t p : prompts) {
         for (int64_t g : gens) {
           try {
-            check_plan_without_gpu(offload, ratio, located.config, located.name, b, p, g);
+            check_plan_without_gpu(offload, ratio, located.config, located.name,
+                                   RequestedShape{b, p, g, ShapeTerms{ShapeTerms::Command::kBench}});
           } catch (const Error& e) {
             // A sweep's point: say which one (the session-23 trial could not tell from a ratio list).
             const bool sweep = ratios.size() * batches.size() * prompts.size() * gens.size() > 1;
@@ -182,7 +183,7 @@ void run_bench_command(const BenchArgs& a) {
   // A plan fixes one batch and context: the fix suggests the sweep's first batch at its longest lengths.
   check_plan_file_model(a.offload, located.config, a.random_weights ? a.model : located.path.string(),
                         {batches.front(), *std::max_element(prompts.begin(), prompts.end()),
-                         *std::max_element(gens.begin(), gens.end())});
+                         *std::max_element(gens.begin(), gens.end()), ShapeTerms{ShapeTerms::Command::kBench}});
   check_shapes_fit(a.offload, located, batches, prompts, gens);
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {
@@ -256,7 +257,8 @@ void run_bench_command(const BenchArgs& a) {
         // Each offload point is planned against the HBM free now and may build its own engine: an
         // all-HBM engine of an earlier point (its weights and KV cache) must not hold HBM then.
         engine.reset();
-        plan = plan_offload(a.offload, ratio, mc, located.name, s.batch, s.prompt_len, s.gen_len,
+        plan = plan_offload(a.offload, ratio, mc, located.name,
+                            RequestedShape{s.batch, s.prompt_len, s.gen_len, ShapeTerms{ShapeTerms::Command::kBench}},
                             free_hbm_bytes_now());
       }
       std::unique_ptr<gpu::GpuEngine> own;

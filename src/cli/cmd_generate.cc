@@ -47,29 +47,6 @@ struct GenerateArgs {
   OffloadArgs offload;
 };
 
-/// `e` (a planner refusal of the run's offload) in dak generate's terms: the planner names the shape
-/// by dak plan's --batch / --prompt-len / --gen-len, which dak generate has not; its equivalents are
-/// the prompts given (their count and the longest) and --max-new-tokens. Other errors unchanged.
-Error in_generate_terms(const Error& e) {
-  static const std::pair<const char*, const char*> kTerms[] = {
-      {"lower --batch / --prompt-len / --gen-len",
-       "give fewer prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)"},
-      {"lower --batch, --prompt-len or --gen-len", "give fewer prompts, a shorter prompt or fewer new tokens "
-                                                   "(--max-new-tokens / -n)"},
-      {"lower --batch / --prompt-len", "give fewer prompts or a shorter prompt"},
-      {"--batch / --prompt-len / --gen-len", "the prompts / --max-new-tokens"},
-  };
-  std::string where = e.where_part(), fix = e.fix_part();
-  for (const auto& [plan_terms, generate_terms] : kTerms) {
-    for (std::string* part : {&where, &fix}) {
-      if (const size_t at = part->find(plan_terms); at != std::string::npos) {
-        part->replace(at, std::string(plan_terms).size(), generate_terms);
-      }
-    }
-  }
-  return Error(e.what_part(), where, fix);
-}
-
 void run_generate(const GenerateArgs& a) {
   if (!a.chat && !a.system.empty()) {
     fail("--system is a chat message, but --chat is not given", "--system", "add --chat, or drop --system");
@@ -176,15 +153,10 @@ void run_generate(const GenerateArgs& a) {
   // The KV cache generate() sizes: longest prompt + new tokens, within the model's context (a
   // longer request is refused there, with the fix).
   const int64_t gen_len = std::max<int64_t>(1, std::min(a.max_new_tokens, config.max_position_embeddings - longest));
-  const EngineOffload offload{&a.offload, int64_t(prompts.size()), longest, gen_len, a.gemm};
-  try {
-    engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
-                     : make_engine(*ckpt, a.device, &offload);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw in_generate_terms(e);
-  }
+  const EngineOffload offload{
+      &a.offload, {int64_t(prompts.size()), longest, gen_len, ShapeTerms{ShapeTerms::Command::kGenerate}}, a.gemm};
+  engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
+                   : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);
   // A long prompt's prefill on the CPU takes minutes: a notice with the estimate up front (the new-user
   // trial's 8191-token prompt ran ~47 s a layer without a word), and a progress line (stderr_progress_line).

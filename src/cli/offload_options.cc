@@ -171,11 +171,19 @@ Plan load_plan(const std::string& path) {
 
 }  // namespace
 
+const Plan& OffloadArgs::plan() const {
+  if (!plan_ || plan_read_from_ != plan_file) {
+    plan_ = std::make_shared<const Plan>(load_plan(plan_file));
+    plan_read_from_ = plan_file;
+  }
+  return *plan_;
+}
+
 void adopt_plan_mode(OffloadArgs& a, bool notice) {
   if (a.plan_file.empty() || (a.mode_opt && a.mode_opt->count() > 0)) return;
   // Flags that conflict with --plan are check_offload_args' to refuse, before the file is read.
   if (!a.gpu_memory.empty() || a.cpu_offload_given() || !a.offload_ratio.empty()) return;
-  const Plan plan = load_plan(a.plan_file);
+  const Plan& plan = a.plan();
   if (plan.inputs.offload_mode.empty() || plan.inputs.offload_mode == a.mode) return;
   if (notice) {
     std::fprintf(stderr, "dak: notice: %s was made for --offload %s; running in that mode\n", a.plan_file.c_str(),
@@ -189,7 +197,7 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
   const std::vector<double> ratios = a.ratios(ratio_list);  // checks every item
   if (a.mode == "none") {
     if (!a.plan_file.empty()) {  // the plan's own mode, which the run takes without --offload
-      const std::string mode = load_plan(a.plan_file).inputs.offload_mode;
+      const std::string mode = a.plan().inputs.offload_mode;
       fail("--offload none keeps everything in HBM, but --plan places weights in host memory", "--offload none",
            fmt::format("drop --offload none (the run then takes the mode the plan was made for, --offload {}), or "
                        "drop --plan",
@@ -225,25 +233,25 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
                      std::isnan(v) ? "is not a number" : v < 0 ? "is negative" : "is too large", kMaxCpuOffloadGibText),
          "--cpu-offload-gb", "give the GiB of weights + KV cache to keep in host memory, e.g. --cpu-offload-gb 4");
   }
-  if (!a.plan_file.empty()) load_plan(a.plan_file);  // missing, malformed (its mode: check_plan_file_model)
+  if (!a.plan_file.empty()) a.plan();  // missing, malformed (its mode: check_plan_file_model)
   if (!a.profile.empty()) load_profile(a.profile);
 }
 
 void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, const std::string& model,
                            const RequestedShape& shape) {
   if (a.plan_file.empty()) return;
-  check_plan_for_run(load_plan(a.plan_file), a, config, model, shape);
+  check_plan_for_run(a.plan(), a, config, model, shape);
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
-                                 const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
+                                 const std::string& model_name, const RequestedShape& shape,
                                  int64_t free_hbm_bytes) {
   const bool cpu_gb = a.cpu_offload_given();
   const bool ratio = forced_ratio.has_value();
   if (a.mode == "none") return std::nullopt;
   if (!a.plan_file.empty()) {
-    Plan plan = load_plan(a.plan_file);
-    check_plan_for_run(plan, a, config, model_name, {batch, prompt_len, gen_len});
+    Plan plan = a.plan();
+    check_plan_for_run(plan, a, config, model_name, shape);
     if (a.mode != "auto") {  // one path for every operator: the plan's staged marks do not apply
       for (PlanOp& op : plan.ops) {
         if (op.path == DataPath::kStaged) op.path = DataPath::kDirect;
@@ -254,9 +262,10 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   const HardwareProfile profile = a.profile.empty() ? HardwareProfile::h200_default() : load_profile(a.profile);
   PlanRequest req;
   req.model_name = model_name;
-  req.shape.batch = batch;
-  req.shape.prompt_len = prompt_len;
-  req.shape.gen_len = gen_len;
+  req.shape.batch = shape.batch;
+  req.shape.prompt_len = shape.prompt_len;
+  req.shape.gen_len = shape.gen_len;
+  req.terms = shape.terms;
   req.allocator = parse_allocator(a.allocator, "--allocator");
   // auto: the plan's per-operator choice between the direct and the staged (copy-engine) path;
   // the other modes apply one path to every operator, so they plan for the direct path and the
@@ -330,14 +339,14 @@ Plan make_plan_for_gpu_memory(const ModelConfig& config, const HardwareProfile& 
 }
 
 void check_plan_without_gpu(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
-                            const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len) {
+                            const std::string& model_name, const RequestedShape& shape) {
   // Without --gpu-memory the planner takes the profile's default budget, the most any run gets (the
   // GPU's free memory only lowers it), so what it refuses here the GPU run refuses too (e.g. a ratio
   // whose host bytes exceed the pinnable memory: the session-23 trial's opt-30b at 80 %).
   if (a.mode == "none" ||
       (a.plan_file.empty() && a.gpu_memory.empty() && !ratio && !a.cpu_offload_given()))
     return;
-  plan_offload(a, ratio, config, model_name, batch, prompt_len, gen_len, /*free_hbm_bytes=*/0);
+  plan_offload(a, ratio, config, model_name, shape, /*free_hbm_bytes=*/0);
 }
 
 bool auto_keeps_all_in_hbm(const std::string& mode, bool ratio_forced, const Plan& plan) {

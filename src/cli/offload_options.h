@@ -26,6 +26,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,14 @@ struct OffloadArgs {
   /// item that is not a number, dak::Error for one outside [0, 1] or for more than one item when
   /// `list` is false.
   std::vector<double> ratios(bool list) const;
+  /// The --plan file, read and checked once per command (Plan::load; its unknown fields named in a
+  /// notice on stderr) and kept for the later checks and the run. Throws dak::Error for a missing,
+  /// unreadable or malformed file; plan_file must be non-empty.
+  const Plan& plan() const;
+
+ private:
+  mutable std::shared_ptr<const Plan> plan_;  // plan_file's contents once read
+  mutable std::string plan_read_from_;        // the plan_file they were read from
 };
 
 /// --plan without --offload: the run takes the mode the plan was made for (`dak plan --offload
@@ -104,7 +113,7 @@ void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, cons
 /// than the pinnable memory) hold on any GPU. Nothing for --offload none, nor with none of --plan,
 /// --gpu-memory, a ratio or --cpu-offload-gb. Throws dak::Error.
 void check_plan_without_gpu(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
-                            const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len);
+                            const std::string& model_name, const RequestedShape& shape);
 
 /// Whether `dak generate --offload auto` leaves a fresh plan unapplied (all in HBM): nothing was
 /// forced to the host (no --offload-ratio, `ratio_forced` false, and the budget holds everything),
@@ -118,7 +127,7 @@ bool auto_keeps_all_in_hbm(const std::string& mode, bool ratio_forced, const Pla
 /// weight + KV bytes under the GPU's own HBM budget (not an HBM budget of total - X, which the
 /// staging ring would then have to share).
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> ratio, const ModelConfig& config,
-                                 const std::string& model_name, int64_t batch, int64_t prompt_len, int64_t gen_len,
+                                 const std::string& model_name, const RequestedShape& shape,
                                  int64_t free_hbm_bytes);
 
 /// make_plan(config, profile, req), with "a size without a unit counts bytes: write e.g. 20GiB" put

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/byte_size.h"
 #include "core/error.h"
@@ -41,7 +40,9 @@ Capacity compute_capacity(const OpGraph& graph, int64_t hbm_budget_bytes) {
   return cap;
 }
 
-void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding, const HardwareProfile& profile) {
+void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding, const HardwareProfile& profile,
+                    const ShapeTerms& terms) {
+  const std::string lower_all = terms.lower(ShapeTerms::kAll);
   const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
   const int64_t fixed = cap.total_bytes - movable;
   // A size the user is told to give "at least": rounded up in the unit it is printed in, so that
@@ -58,8 +59,9 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      format_bytes(double(cap.workspace_bytes))),
          "--gpu-memory",
          // The least budget that fits: what never moves, plus what the profile cannot pin.
-         fmt::format("raise --gpu-memory to at least {}, or lower --batch / --prompt-len",
-                     at_least(cap.total_bytes - std::min(movable, profile.pinnable_host_bytes))));
+         fmt::format("raise --gpu-memory to at least {}, or {}",
+                     at_least(cap.total_bytes - std::min(movable, profile.pinnable_host_bytes)),
+                     terms.lower(ShapeTerms::kBatch | ShapeTerms::kPrompt)));
   // A shape larger than the GPU's free HBM and the pinnable host memory together fits no plan: say
   // so first, rather than a budget or a ratio that cannot help (a session-22 trial followed such fixes).
   const int64_t hbm_most = profile.hbm_free_after_context_bytes;
@@ -69,9 +71,9 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      format_bytes(double(cap.total_bytes)), profile.name,
                      format_bytes(double(std::min(movable, profile.pinnable_host_bytes))),
                      format_bytes(double(profile.pinnable_host_bytes)), format_bytes(double(hbm_most))),
-         "--batch / --prompt-len / --gen-len",
-         "lower --batch, --prompt-len or --gen-len (the KV cache grows with their product), or use a profile whose "
-         "host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N`)");
+         terms.flags(ShapeTerms::kAll),
+         "the KV cache grows with batch x context: " + lower_all +
+             ", or use a profile whose host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N`)");
   if (!budget_binding && cap.total_bytes - host_bytes > cap.hbm_budget_bytes) {
     // A forced offload ratio: what it leaves in HBM must still fit the budget.
     const int64_t movable_min = std::max<int64_t>(0, cap.total_bytes - cap.hbm_budget_bytes);
@@ -82,11 +84,11 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
          "--offload-ratio",
          movable <= 0 || movable_min > movable
              ? fmt::format("raise --gpu-memory to at least {} at this ratio ({} with --offload-ratio 1: what cannot "
-                           "move to the host), or lower --batch / --prompt-len / --gen-len",
-                           at_least(cap.total_bytes - host_bytes), at_least(fixed))
-             : fmt::format("force at least {:.4f} (or drop --offload-ratio and let the budget decide), raise "
-                           "--gpu-memory, or lower --batch / --prompt-len / --gen-len",
-                           std::ceil(double(movable_min) / double(movable) * 1e4) / 1e4));
+                           "move to the host), or {}",
+                           at_least(cap.total_bytes - host_bytes), at_least(fixed), lower_all)
+             : fmt::format("force at least {} (or drop --offload-ratio and let the budget decide), raise "
+                           "--gpu-memory, or {}",
+                           format_at_least(double(movable_min) / double(movable)), lower_all));
   }
   if (host_bytes > profile.pinnable_host_bytes)
     fail(fmt::format("{} of weights and KV cache must live in host memory, but the hardware profile '{}' can pin "
@@ -95,10 +97,10 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      format_bytes(double(cap.total_bytes)), format_bytes(double(cap.hbm_budget_bytes))),
          budget_binding ? "--gpu-memory" : "--offload-ratio",
          // A forced ratio fixes the host bytes whatever the budget: raising it cannot help there.
-         fmt::format("{}lower --batch / --prompt-len / --gen-len{}, or use a profile whose host_memory.pinnable_bytes "
+         fmt::format("{}{}{}, or use a profile whose host_memory.pinnable_bytes "
                      "is larger (`dak profile --pin-test-gib N` measures up to N GiB; the compiled-in h200-default "
                      "allows 120 GiB)",
-                     budget_binding ? "raise --gpu-memory, " : "",
+                     budget_binding ? "raise --gpu-memory, " : "", lower_all,
                      budget_binding || movable <= 0
                          ? std::string()
                          : " or the offload ratio (at most " +

@@ -16,6 +16,7 @@
 
 #include "core/hardware_profile.h"
 #include "core/op_graph.h"
+#include "core/shape_terms.h"
 
 namespace dak {
 
@@ -43,7 +44,9 @@ Capacity compute_capacity(const OpGraph& graph, int64_t hbm_budget_bytes);
 
 /// Refuses budgets that cannot work, with a message saying what is needed: throws dak::Error if
 /// the budget cannot hold what never moves (norms, biases, workspace; checked only when
-/// `budget_binding`), or if `host_bytes` exceed the profile's pinnable host memory.
-void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding, const HardwareProfile& profile);
+/// `budget_binding`), or if `host_bytes` exceed the profile's pinnable host memory. `terms`: how the
+/// calling command names the step shape, in the fixes that say to shrink it.
+void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding, const HardwareProfile& profile,
+                    const ShapeTerms& terms = {});
 
 }  // namespace dak

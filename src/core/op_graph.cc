@@ -264,7 +264,7 @@ double OpGraph::step_model_bytes() const {
   return s;
 }
 
-OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
+OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape, const ShapeTerms& terms) {
   const std::string where = "step shape";
   auto require_positive = [&](int64_t v, const char* what) {
     if (v < 1)
@@ -282,14 +282,15 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
   }
   if (shape.batch > kMaxPlanBatch) {
     fail(fmt::format("batch {} is larger than the planner supports ({} sequences)", shape.batch, kMaxPlanBatch),
-         where, "pass a smaller --batch");
+         terms.flags(ShapeTerms::kBatch), terms.lower(ShapeTerms::kBatch));
   }
   // prompt + gen is the context: each at most the largest context a config may declare (2^24), so
   // the sum cannot overflow (the session-8 trial: prompt 2^63 - 1 + gen 1 wrapped past the checks).
   if (shape.prompt_len > kMaxPlanTokens || shape.gen_len > kMaxPlanTokens) {
     fail(fmt::format("prompt length {} + generation length {} is more than the planner supports ({} tokens each)",
                      shape.prompt_len, shape.gen_len, kMaxPlanTokens),
-         where, "pass a --prompt-len and --gen-len within the model's context");
+         terms.flags(ShapeTerms::kPrompt | ShapeTerms::kGen),
+         terms.lower(ShapeTerms::kPrompt | ShapeTerms::kGen) + " to within the model's context");
   }
   config.validate("model config");
   // Byte counts are int64: the KV cache of the largest shapes accepted (4096 layers x batch 65536 x
@@ -300,7 +301,7 @@ OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape) {
     fail(fmt::format("the KV cache of {} layers at batch {} and {} positions ({:.3g} bytes) is beyond what the "
                      "planner can count (2^62 bytes, 4 EiB)",
                      config.num_layers, shape.batch, shape.max_context(), double(kv_bytes)),
-         where, "pass a smaller --batch, --prompt-len or --gen-len");
+         terms.flags(ShapeTerms::kAll), terms.lower(ShapeTerms::kAll));
   }
   OpGraph g;
   g.config = config;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/model_config.h"
+#include "core/shape_terms.h"
 
 namespace dak {
 
@@ -139,7 +140,7 @@ struct OpGraph {
 /// Builds the operator list of one step. Throws dak::Error if the shape is invalid
 /// (batch, lengths or tile sizes < 1; prompt + gen beyond max_position_embeddings is allowed but
 /// must be positive), its KV cache exceeds 2^62 bytes (byte counts are int64), or the config fails
-/// validate().
-OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape);
+/// validate(). `terms`: how the calling command names the shape, for the errors' where and fix.
+OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape, const ShapeTerms& terms = {});
 
 }  // namespace dak

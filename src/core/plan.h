@@ -148,6 +148,7 @@ struct RequestedShape {
   int64_t batch = 1;       // sequences (dak generate: its prompts; dak bench: the first --batch)
   int64_t prompt_len = 1;  // the longest prompt, tokens
   int64_t gen_len = 2;     // new tokens per sequence
+  ShapeTerms terms;        // how the asking command names these, in the planner's refusals
 };
 
 /// The command that makes a plan file for `model` (as `dak plan --model` takes it) at `shape`, in

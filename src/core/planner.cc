@@ -49,7 +49,8 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
   if (request_.shape.max_context() > config.max_position_embeddings) {
     fail(fmt::format("prompt {} + gen {} = {} positions exceed the model's context of {}", request_.shape.prompt_len,
                      request_.shape.gen_len, request_.shape.max_context(), config.max_position_embeddings),
-         "--prompt-len / --gen-len", "plan a shorter prompt or generation");
+         request_.terms.flags(ShapeTerms::kPrompt | ShapeTerms::kGen),
+         request_.terms.lower(ShapeTerms::kPrompt | ShapeTerms::kGen));
   }
   if (request_.gpu_memory_bytes && *request_.gpu_memory_bytes > profile_.hbm_free_after_context_bytes) {
     fail(fmt::format("an HBM budget of {} is more than the {} the profile '{}' has free after context creation",
@@ -59,7 +60,7 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
          fmt::format("give at most {}GiB (the GPU's free memory), or use the profile of a larger GPU (--profile)",
                      format_at_most(double(profile_.hbm_free_after_context_bytes) / double(int64_t(1) << 30))));
   }
-  graph_ = build_op_graph(config, request_.shape);
+  graph_ = build_op_graph(config, request_.shape, request_.terms);
   capacity_ = compute_capacity(graph_, request_.gpu_memory_bytes.value_or(profile_.default_hbm_budget_bytes()));
   // Every plan, at any forced ratio, keeps at least required_host_bytes on the host (a ratio that
   // leaves more in HBM exceeds the budget): when the profile cannot pin that much, no plan fits.
@@ -69,9 +70,9 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
     if (request_.offload_ratio) {  // plan()'s own check of this ratio first: its message names the ratio
       const int64_t movable = capacity_.splittable_weight_bytes + capacity_.kv_bytes;
       check_capacity(capacity_, std::min(movable, int64_t(std::ceil(*request_.offload_ratio * double(movable)))),
-                     false, profile_);
+                     false, profile_, request_.terms);
     }
-    check_capacity(capacity_, capacity_.required_host_bytes, !request_.offload_ratio, profile_);
+    check_capacity(capacity_, capacity_.required_host_bytes, !request_.offload_ratio, profile_, request_.terms);
   }
   int64_t points = 0;
   for (size_t i = 0; i < graph_.ops.size(); ++i) {
@@ -84,9 +85,11 @@ Planner::Planner(const ModelConfig& config, const HardwareProfile& profile, Plan
     fail(fmt::format("planning {} layers at batch {} with {}-row tiles weighs {} placements (weight tiles and KV "
                      "sequences of every operator), more than the planner supports ({})",
                      config.num_layers, request_.shape.batch, request_.shape.tile_rows, points, kMaxPlanCurvePoints),
-         "--batch / --tile-rows",
-         "lower --batch (the KV cache is placed per sequence and layer), or raise --tile-rows (weight rows per "
-         "placement unit, default 128)");
+         request_.terms.flags(ShapeTerms::kBatch) + (request_.terms.has_tile_rows() ? " / --tile-rows" : ""),
+         request_.terms.lower(ShapeTerms::kBatch) + " (the KV cache is placed per sequence and layer)" +
+             (request_.terms.has_tile_rows()
+                  ? ", or raise --tile-rows (weight rows per placement unit, default 128)"
+                  : ""));
   }
   if (request_.single_path && *request_.single_path == DataPath::kNone)
     fail("a single-path plan needs the direct, staged or zero_copy path", "planner request",
@@ -158,7 +161,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
   const int64_t required =
       offload_ratio ? std::min(movable, int64_t(std::ceil(*offload_ratio * double(movable)))) : cap.required_host_bytes;
-  check_capacity(cap, required, !offload_ratio, profile_);
+  check_capacity(cap, required, !offload_ratio, profile_, request_.terms);
   if (offload_ratio && *offload_ratio == 0.0) {
     // --offload-ratio 0 means nothing on the host: not even the balance points that the greedy's
     // phase 1 takes for speed (measured on the H200, Llama-2-7B batch 8: those 71 MiB of direct

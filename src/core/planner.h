@@ -67,6 +67,7 @@ struct PlanRequest {
   std::optional<DataPath> single_path;
   CostParams cost;
   int64_t staging_ring_chunks = 2;  // ring = chunks × cost.staging_chunk_bytes
+  ShapeTerms terms;                 // how the asking command names the shape, in refusals' fixes
 };
 
 /// Builds the graph, capacity and cost curves once; plan() can then be called for several

@@ -248,7 +248,7 @@ TEST(CliBench, ABudgetTheRatioOverfillsIsRefusedAsDakPlanRefusesItBeforeLookingF
     // options for dak plan's --batch / --prompt-len / --gen-len.
     std::string expected = c.plan.output;
     expected.insert(expected.find('\n'), c.point);
-    const std::string plan_terms = "lower --batch / --prompt-len / --gen-len";
+    const std::string plan_terms = "lower --batch, --prompt-len or --gen-len";
     if (c.args.rfind("generate", 0) == 0 && expected.find(plan_terms) != std::string::npos) {
       expected.replace(expected.find(plan_terms), plan_terms.size(),
                        "give fewer prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)");

@@ -51,6 +51,7 @@ TEST(CliTrial, AnOffloadBudgetThePlannerRefusesIsRefusedBeforeTheGpuForEveryMode
 
 TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
   // The trial: "fix: ... or lower --batch / --prompt-len / --gen-len", flags of dak plan only.
+  // The command's terms are given to the planner (ShapeTerms), not patched into its text.
   for (const std::string args :
        {std::string("generate --random-weights --model llama-2-7b --prompt-ids 1,2,3 --gpu-memory 1GiB "
                     "--offload-ratio 0"),
@@ -68,10 +69,18 @@ TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
   const RunResult r = run_dak(
       "generate --random-weights --model llama-2-7b --prompt-ids 1,2,3 --gpu-memory 1GiB --offload-ratio 0");
   EXPECT_TRUE(contains(r.output, "fewer new tokens (--max-new-tokens / -n)")) << r.output;
+  // The planner's own shape checks too (they were rewritten by text matching, which missed them).
+  std::string ids = "1";
+  for (int i = 1; i < 4100; ++i) ids += ",1";
+  const RunResult context =
+      run_dak("generate --random-weights --model llama-2-7b --prompt-ids " + ids + " --gpu-memory 20GiB");
+  EXPECT_EQ(context.exit_code, 1) << context.output;
+  EXPECT_TRUE(contains(context.output, "where: the prompts / --max-new-tokens")) << context.output;
+  EXPECT_TRUE(contains(context.output, "fix:   give a shorter prompt")) << context.output;
   // dak plan keeps its own flags.
   const RunResult plan = run_dak("plan --model llama-2-7b --offload-ratio 0 --gpu-memory 1GiB");
   EXPECT_EQ(plan.exit_code, 1) << plan.output;
-  EXPECT_TRUE(contains(plan.output, "lower --batch / --prompt-len / --gen-len")) << plan.output;
+  EXPECT_TRUE(contains(plan.output, "lower --batch, --prompt-len or --gen-len")) << plan.output;
 }
 
 TEST(CliTrial, AFixNeverSuggestsOverwritingTheUsersPlanFile) {

@@ -626,5 +626,64 @@ TEST(Planner, RatioSweepReportsItsProgress) {
   for (size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i], std::make_pair(i + 1, ratios.size()));
 }
 
+
+TEST(Planner, ShapeRefusalsNameTheShapeInTheAskingCommandsTerms) {
+  // Sessions 22-24's trials: dak generate was told to lower --batch / --prompt-len / --gen-len,
+  // flags it does not have. Every refusal of the shape, in dak plan's terms and in generate's.
+  const ModelConfig llama = locate_model_config("llama-2-7b").config;
+  ModelConfig deep = llama;  // many layers of tiny weights: placements beyond kMaxPlanCurvePoints
+  deep.num_layers = 300;
+  deep.hidden_size = 64;
+  deep.num_heads = 1;
+  deep.num_kv_heads = 1;
+  deep.head_dim = 64;
+  deep.intermediate_size = 128;
+  deep.vocab_size = 1000;
+  struct Case {
+    const char* what;
+    const ModelConfig* config;
+    int64_t batch, prompt_len, gen_len;
+    std::optional<int64_t> budget;
+    const char* plan_where;
+    const char* plan_fix;
+    const char* generate_where;
+    const char* generate_fix;
+  };
+  const Case cases[] = {
+      {"context", &llama, 1, 4096, 2, std::nullopt, "--prompt-len / --gen-len", "lower --prompt-len or --gen-len",
+       "the prompts / --max-new-tokens", "give a shorter prompt or fewer new tokens (--max-new-tokens / -n)"},
+      {"batch limit", &llama, kMaxPlanBatch + 1, 1, 2, std::nullopt, "--batch", "lower --batch", "the prompts",
+       "give fewer prompts"},
+      {"placements", &deep, 65536, 1, 2, std::nullopt, "--batch / --tile-rows", "or raise --tile-rows",
+       "the prompts", "give fewer prompts (the KV cache is placed per sequence and layer)"},
+      {"no plan fits", &llama, 4096, 4000, 32, std::nullopt, "--batch / --prompt-len / --gen-len",
+       "lower --batch, --prompt-len or --gen-len", "the prompts / --max-new-tokens",
+       "give fewer prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)"},
+      {"budget below what never moves", &llama, 8, 32, 32, int64_t(1) << 20, "--gpu-memory",
+       "lower --batch or --prompt-len", "--gpu-memory", "give fewer prompts or a shorter prompt"},
+  };
+  for (const Case& c : cases) {
+    for (const ShapeTerms::Command command : {ShapeTerms::Command::kPlan, ShapeTerms::Command::kGenerate}) {
+      const bool gen = command == ShapeTerms::Command::kGenerate;
+      PlanRequest r = request(c.batch, c.budget);
+      r.shape.prompt_len = c.prompt_len;
+      r.shape.gen_len = c.gen_len;
+      r.terms.command = command;
+      try {
+        make_plan(*c.config, h200(), r);
+        ADD_FAILURE() << c.what << ": not refused";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.where_part(), gen ? c.generate_where : c.plan_where) << c.what << ": " << e.what();
+        EXPECT_NE(e.fix_part().find(gen ? c.generate_fix : c.plan_fix), std::string::npos)
+            << c.what << ": " << e.what();
+        if (gen) {
+          for (const char* flag : {"--batch", "--prompt-len", "--gen-len", "--tile-rows"})
+            EXPECT_EQ(e.fix_part().find(flag), std::string::npos) << c.what << ": " << e.what();
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dak

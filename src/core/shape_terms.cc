@@ -1,0 +1,49 @@
+#include "core/shape_terms.h"
+
+#include <vector>
+
+namespace dak {
+namespace {
+
+// "a", "a or b", "a, b or c".
+std::string join_or(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " or " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ShapeTerms::flags(unsigned dims) const {
+  std::vector<std::string> names;
+  if (command == Command::kGenerate) {
+    if (dims & (kBatch | kPrompt)) names.push_back("the prompts");
+    if (dims & kGen) names.push_back("--max-new-tokens");
+  } else {
+    if (dims & kBatch) names.push_back("--batch");
+    if (dims & kPrompt) names.push_back("--prompt-len");
+    if (dims & kGen) names.push_back("--gen-len");
+  }
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : " / ") + n;
+  return out;
+}
+
+std::string ShapeTerms::lower(unsigned dims) const {
+  std::vector<std::string> items;
+  if (command == Command::kGenerate) {
+    if (dims & kBatch) items.push_back("fewer prompts");
+    if (dims & kPrompt) items.push_back("a shorter prompt");
+    if (dims & kGen) items.push_back("fewer new tokens (--max-new-tokens / -n)");
+    return "give " + join_or(items);
+  }
+  if (dims & kBatch) items.push_back("--batch");
+  if (dims & kPrompt) items.push_back("--prompt-len");
+  if (dims & kGen) items.push_back("--gen-len");
+  return "lower " + join_or(items);
+}
+
+}  // namespace dak
