@@ -403,7 +403,7 @@ CLI::Validator decimal_number(const std::string& allowed, double min, double max
         const bool small = *v < min || (min_exclusive && *v == min) || *v == -HUGE_VAL;
         if (small || *v > max || *v == HUGE_VAL) {
           out_of_range_values().push_back(
-              {name, fmt::format("{} is too {}; use {}", shown_value(s), small ? "small" : "large", allowed)});
+              {name, fmt::format("{} is too {}", shown_value(s), small ? "small" : "large"), "use " + allowed});
           // Converts (a finite value: a bound may be +-HUGE_VAL); refused once the command line has parsed.
           const double most = std::numeric_limits<double>::max();
           s = fmt::format("{}", std::clamp(small ? min : max, -most, most));
@@ -428,7 +428,7 @@ CLI::Validator whole_number(const std::string& allowed, int64_t min, int64_t max
         if (!v || *v < min || *v > max) {
           const bool small = v ? *v < min : s[0] == '-';
           out_of_range_values().push_back(
-              {name, fmt::format("{} is too {}; use {}", shown, small ? "small" : "large", allowed)});
+              {name, fmt::format("{} is too {}", shown, small ? "small" : "large"), "use " + allowed});
           s = std::to_string(small ? min : max);  // converts; refused once the command line has parsed
           return "";
         }
@@ -454,7 +454,7 @@ CLI::Validator unsigned_64() {
         const bool too_large =
             canonical.size() > 20 || (canonical.size() == 20 && canonical > "18446744073709551615");
         if ((negative && canonical != "0") || too_large) {
-          out_of_range_values().push_back({name, message});
+          out_of_range_values().push_back({name, message, ""});
           s = "0";  // converts; refused once the command line has parsed
           return "";
         }

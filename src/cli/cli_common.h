@@ -196,9 +196,9 @@ CLI::Validator whole_number(const std::string& allowed, int64_t min = INT64_MIN,
 /// number ("abc", "nan", "0x10") is "'abc' is not a number", refused at parsing (exit 2); one below
 /// `min` (at or below it when `min_exclusive`) or above `max`, or beyond double's range ("1e400",
 /// whatever the bounds), is "'<v>' is too small" / "too large", out of range (exit 1: see
-/// take_out_of_range_value); each followed by "; use
-/// <allowed>" (e.g. "a temperature from 0 (greedy) to 100"), with the option's name in front. A long
-/// value is shown by its first characters and its length.
+/// take_out_of_range_value), whose fix is "use <allowed>" (e.g. "a temperature from 0 (greedy) to
+/// 100"); the option's name goes in front. A long value is shown by its first characters and its
+/// length.
 CLI::Validator decimal_number(const std::string& allowed, double min, double max, bool min_exclusive = false);
 
 /// A well-formed value outside its option's range, found by whole_number, decimal_number or
@@ -208,7 +208,8 @@ CLI::Validator decimal_number(const std::string& allowed, double min, double max
 /// it here; main() refuses it once the whole command line has parsed, before any command runs.
 struct OutOfRangeValue {
   std::string validator;  // the name of the validator that found it (one per option: names the option)
-  std::string message;    // "'0' is too small; use a count of at least 1 ..."
+  std::string message;    // "'0' is too small"
+  std::string fix;        // "use a count of at least 1 ..." (the option's allowed values); "": none
 };
 
 /// The first value out of range recorded since the last call, if any (and forgets the others).

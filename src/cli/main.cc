@@ -82,7 +82,13 @@ std::vector<std::string> in_command_line_order(std::vector<std::string> remainin
 /// value the option's parser refuses, but with exit code 1.
 class OutOfRangeError : public CLI::ValidationError {
  public:
-  OutOfRangeError(const std::string& name, const std::string& msg) : CLI::ValidationError(name, msg) {}
+  OutOfRangeError(const std::string& name, const std::string& msg, std::string fix)
+      : CLI::ValidationError(name, msg), fix_(std::move(fix)) {}
+  /// The option's allowed values as a fix ("use a count from 1 to 1000"); "" for none.
+  const std::string& fix() const { return fix_; }
+
+ private:
+  std::string fix_;
 };
 
 /// The option (of `app` or a subcommand given on the command line) that has the validator `name`.
@@ -112,7 +118,7 @@ class DakApp : public CLI::App {
     dak::cli::run_required_input_checks();  // a missing input is a usage error (exit 2), refused first
     if (const std::optional<dak::cli::OutOfRangeValue> v = dak::cli::take_out_of_range_value()) {
       const std::string option = option_with_validator(*this, v->validator);
-      throw OutOfRangeError(option.empty() ? "a value" : option, v->message);
+      throw OutOfRangeError(option.empty() ? "a value" : option, v->message, v->fix);
     }
   }
 };
@@ -242,12 +248,17 @@ int main(int argc, char** argv) {
     // "--weights-seed requires --random-weights": give both or neither.
     const bool requires_other = dynamic_cast<const CLI::RequiresError*>(&e) != nullptr;
     const bool has_subcommands = !deepest->get_subcommands([](const CLI::App*) { return true; }).empty();
+    // A value out of its option's range: the fix gives the range (the second trial of session 24 met
+    // "run --help" for `--cpu-offload-gb 1e400`).
+    const auto* out_of_range = dynamic_cast<const OutOfRangeError*>(&e);
     const dak::Error err(what, where,
-                         quote + (requires_other ? "give the option it requires too, or drop it; " : "") + "run `" +
-                             help + "` for " + (has_subcommands ? "the subcommands, options" : "its options") +
-                             " and their values");
+                         out_of_range && !out_of_range->fix().empty()
+                             ? out_of_range->fix()
+                             : quote + (requires_other ? "give the option it requires too, or drop it; " : "") +
+                                   "run `" + help + "` for " +
+                                   (has_subcommands ? "the subcommands, options" : "its options") + " and their values");
     std::fprintf(stderr, "dak: error: %s\n", err.what());
-    return dynamic_cast<const OutOfRangeError*>(&e) != nullptr ? 1 : 2;
+    return out_of_range != nullptr ? 1 : 2;
   } catch (const dak::UsageError& e) {  // text its option cannot parse (a list parser's refusal)
     std::fprintf(stderr, "dak: error: %s\n", e.what());
     return 2;

@@ -290,6 +290,14 @@ TEST(CliBench, CpuOffloadGbSaysItsRange) {
       }
     }
   }
+  // Beyond double's range: the fix gives the range too (session 24's trial: "run --help").
+  for (const std::string cmd : {std::string("bench --model llama-2-7b --random-weights"), gen}) {
+    const RunResult r = run_dak(cmd + " --cpu-offload-gb 1e400", kNoGpu);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("--cpu-offload-gb: '1e400' is too large\n"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("\n  fix:   use a number of GiB from 0 to 1e6 (e.g. 4 or 0.5)"), std::string::npos)
+        << r.output;
+  }
   // The limit itself passes the range check; the plan, made before any GPU is looked for, refuses
   // more host bytes than the model has (session 23: it reached the GPU check first).
   const RunResult r = run_dak("bench --model llama-2-7b --random-weights --cpu-offload-gb 1e6", kNoGpu);
