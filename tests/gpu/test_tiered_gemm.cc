@@ -687,6 +687,28 @@ TEST(TieredGemm, NormEpiloguesRefuseShapesTheyCannotServe) {
   a.norm_in = {sumsq.get(), 1e-6f};
   s = dak::plan_tiered_gemm(256, 8, 520, 0, sm_count());
   EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // The separate norm-out kernel: rows of 64 (its CTA is one 64-row block) and a grid's y extent of
+  // tokens. Refused before any launch, naming the fallback; no tokens is a no-op.
+  dak::gpu::NormOutParams n;
+  n.g_x = bf(y.get());
+  n.g_residual = resid.get();
+  n.g_scaled = bf(x.get());
+  n.g_sumsq = sumsq.get();
+  n.T = 2;
+  n.C = 100;
+  try {
+    dak::gpu::rms_norm_out(n, nullptr);
+    ADD_FAILURE() << "C = 100 not refused";
+  } catch (const dak::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("residual_norm"), std::string::npos) << e.what();
+  }
+  n.C = 128;
+  n.T = 65536;
+  EXPECT_THROW(dak::gpu::rms_norm_out(n, nullptr), dak::Error);
+  n.T = 0;
+  n.C = 100;
+  EXPECT_NO_THROW(dak::gpu::rms_norm_out(n, nullptr));
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 TEST(TieredGemm, RejectsBadArguments) {

@@ -58,8 +58,8 @@ struct NormOutParams {
   int64_t C = 0;                            // a multiple of 64
 };
 
-/// Launches on `stream`; T == 0 is a no-op. Throws dak::Error if C is not a multiple of 64 or the
-/// launch fails.
+/// Launches on `stream`; T == 0 is a no-op. Throws dak::Error if C is not a multiple of 64, T is
+/// above 65535 (one grid row per token), or the launch fails.
 void rms_norm_out(const NormOutParams& p, cudaStream_t stream);
 
 }  // namespace dak::gpu
