@@ -332,7 +332,8 @@ Plan make_plan_for_gpu_memory(const ModelConfig& config, const HardwareProfile& 
     const bool unitless = !gpu_memory.empty() && std::none_of(gpu_memory.begin(), gpu_memory.end(), [](char c) {
       return std::isalpha(static_cast<unsigned char>(c));
     });
-    if (!unitless || e.where_part() != "--gpu-memory") throw;
+    // 0 is no budget in any unit: the planner's own fix says so (the session-25 trial read the hint twice).
+    if (!unitless || e.where_part() != "--gpu-memory" || parse_byte_size(gpu_memory, "--gpu-memory") == 0) throw;
     throw Error(e.what_part(), e.where_part(),
                 "a size without a unit counts bytes: write e.g. 20GiB; " + e.fix_part());
   }

@@ -132,7 +132,8 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> rat
 
 /// make_plan(config, profile, req), with "a size without a unit counts bytes: write e.g. 20GiB" put
 /// before the fix of a refusal naming --gpu-memory when `gpu_memory` (that flag's text) has no unit:
-/// the budget refused was then likely meant in GiB. With a unit the planner's fix stands alone.
+/// the budget refused was then likely meant in GiB. With a unit, or for 0 (no budget in any unit),
+/// the planner's fix stands alone.
 Plan make_plan_for_gpu_memory(const ModelConfig& config, const HardwareProfile& profile, const PlanRequest& req,
                               const std::string& gpu_memory);
 

@@ -258,6 +258,11 @@ TEST(CliFlags, SeedsAndDecimalsAreDecimal) {
   r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 20");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("a size without a unit counts bytes: write e.g. 20GiB"), std::string::npos) << r.output;
+  // 0 is no budget in any unit: the budget's own fix alone (the session-25 trial got both hints).
+  r = run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("fix:   pass a size with its unit, such as 20GiB or 512MiB"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("write e.g. 20GiB"), std::string::npos) << r.output;
   // --top-p below the smallest normal float would be 0 once stored: refused as out of range.
   r = run_dak(gen + "--top-p 1e-300");
   EXPECT_EQ(r.exit_code, 1) << r.output;
