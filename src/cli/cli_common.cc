@@ -335,14 +335,16 @@ bool is_integer_text(const std::string& tok) {
 }
 
 std::optional<double> parse_number(const std::string& tok) {
-  // Decimal only: strtod alone also reads hexadecimal ("0x.8" = 0.5) and "inf" / "nan".
+  // Decimal only: strtod alone also reads hexadecimal ("0x.8" = 0.5) and "nan".
   if (tok.empty() || tok.find_first_of("xX") != std::string::npos) return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(tok.c_str(), &end);
   if (*end != '\0') return std::nullopt;
   if (errno == ERANGE) return v;  // a number beyond double's range: +-HUGE_VAL ("1e400"), or towards 0 ("1e-400")
-  if (!std::isfinite(v)) return std::nullopt;  // "inf", "nan"
+  // "nan" is no number; "inf" / "-Infinity" are +-HUGE_VAL, as "1e400" is: out of every range (a new-user
+  // trial: `--temperature inf` said "not a number", exit 2, and `--temperature 1e400` "too large", exit 1).
+  if (std::isnan(v)) return std::nullopt;
   return v;
 }
 

@@ -112,9 +112,10 @@ std::string bad_item(const std::string& tok);
 std::optional<int64_t> parse_integer(const std::string& tok);
 
 /// The whole of `tok` as a decimal number (strtod); nullopt when it is empty, has anything after
-/// the number, is inf / nan, or is hexadecimal ("0x.8"). A number beyond double's range is +-HUGE_VAL
-/// ("1e400", "-1e400") and one below it rounds towards 0 ("1e-400"), so that the caller's range
-/// check refuses it as out of range (exit 1), not as text that is not a number (exit 2).
+/// the number, is nan, or is hexadecimal ("0x.8"). A number beyond double's range is +-HUGE_VAL
+/// ("1e400", "-1e400"), and so is an infinity written out ("inf", "+INF", "-infinity", any case);
+/// one below the range rounds towards 0 ("1e-400"): so the caller's range check refuses them as out
+/// of range (exit 1), not as text that is not a number (exit 2).
 std::optional<double> parse_number(const std::string& tok);
 
 /// Whether `tok` is written as a decimal integer: an optional sign, then digits only, whatever its
@@ -195,7 +196,7 @@ CLI::Validator whole_number(const std::string& allowed, int64_t min = INT64_MIN,
 /// CLI11 validator (use with ->transform) for a decimal option: a value that is not a decimal
 /// number ("abc", "nan", "0x10") is "'abc' is not a number", refused at parsing (exit 2); one below
 /// `min` (at or below it when `min_exclusive`) or above `max`, or beyond double's range ("1e400",
-/// whatever the bounds), is "'<v>' is too small" / "too large", out of range (exit 1: see
+/// "inf", "-inf": whatever the bounds), is "'<v>' is too small" / "too large", out of range (exit 1: see
 /// take_out_of_range_value), whose fix is "use <allowed>" (e.g. "a temperature from 0 (greedy) to
 /// 100"); the option's name goes in front. A long value is shown by its first characters and its
 /// length.

@@ -980,6 +980,15 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
       {"-t nan", "--temperature: 'nan' is not a number", 2},
       {"-t -0.5", "--temperature: '-0.5' is too small" + temperature, 1},
       {"-t 1e9", "--temperature: '1e9' is too large" + temperature, 1},
+      // An infinity written out is out of range as 1e400 is (a new-user trial: 'inf' was "not a
+      // number", exit 2, and 1e400 "too large", exit 1); nan stays no number.
+      {"-t inf", "--temperature: 'inf' is too large" + temperature, 1},
+      {"-t +INF", "--temperature: '+INF' is too large" + temperature, 1},
+      {"-t Infinity", "--temperature: 'Infinity' is too large" + temperature, 1},
+      {"-t -inf", "--temperature: '-inf' is too small" + temperature, 1},
+      {"-t NaN", "--temperature: 'NaN' is not a number" + temperature, 2},
+      {"--top-p inf", "--top-p: 'inf' is too large" + top_p, 1},
+      {"--top-p -infinity", "--top-p: '-infinity' is too small" + top_p, 1},
       {"--top-p x", "--top-p: 'x' is not a number" + top_p, 2},
       {"--top-p 0", "--top-p: '0' is too small" + top_p, 1},
       {"--top-p 1.01", "--top-p: '1.01' is too large" + top_p, 1},
@@ -1111,7 +1120,7 @@ TEST(Cli, BenchmarkSizeFlagsSayNotANumberOrTheAllowedRange) {
   } cases[] = {
       {"bench attention --dry-run --max-kv-gib abc", "--max-kv-gib: 'abc' is not a number; use a size in GiB above 0",
        2},
-      {"bench attention --dry-run --max-kv-gib inf", "--max-kv-gib: 'inf' is not a number", 2},
+      {"bench attention --dry-run --max-kv-gib inf", "--max-kv-gib: 'inf' is too large", 1},
       {"bench attention --dry-run --max-kv-gib 0", "--max-kv-gib: '0' is too small", 1},
       {"bench attention --dry-run --max-kv-gib 2e6", "--max-kv-gib: '2e6' is too large", 1},
       {"bench attention --dry-run --max-host-gib -1", "--max-host-gib: '-1' is too small; use 0 (MemAvailable - 16 GiB)",

@@ -197,8 +197,12 @@ TEST(CliTrial, NumbersBeyondDoublesRangeAreOutOfRangeNotNotANumber) {
   const RunResult plan = run_dak("plan --model llama-2-7b --offload-ratio 1e400");
   EXPECT_EQ(plan.exit_code, 1) << plan.output;
   EXPECT_TRUE(contains(plan.output, "'1e400' is too large")) << plan.output;
-  // Text that is not a number is still a usage error, and a number below double's range a number.
-  EXPECT_EQ(run_dak(gen + "--temperature inf").exit_code, 2);
+  // Text that is not a number is still a usage error, and a number below double's range a number;
+  // an infinity written out is out of range, as 1e400 is.
+  EXPECT_EQ(run_dak(gen + "--temperature nan").exit_code, 2);
+  const RunResult inf = run_dak(gen + "--temperature inf");
+  EXPECT_EQ(inf.exit_code, 1) << inf.output;
+  EXPECT_TRUE(contains(inf.output, "--temperature: 'inf' is too large\n")) << inf.output;
   const RunResult tiny = run_dak(gen + "-n 1 --temperature 1e-400");
   EXPECT_EQ(tiny.exit_code, 0) << tiny.output;
 }
