@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <streambuf>
 #include <utility>
 
@@ -375,6 +376,28 @@ std::optional<OutOfRangeValue> take_out_of_range_value() {
   OutOfRangeValue first = v.front();
   v.clear();
   return first;
+}
+
+namespace {
+/// The fixes set_empty_value_fix set, by option.
+std::map<const CLI::Option*, std::string>& empty_value_fixes() {
+  static std::map<const CLI::Option*, std::string> fixes;
+  return fixes;
+}
+}  // namespace
+
+CLI::Option* set_empty_value_fix(CLI::Option* option, std::string fix) {
+  empty_value_fixes()[option] = std::move(fix);
+  return option;
+}
+
+std::string empty_value_fix(const CLI::Option& option, const std::string& command) {
+  if (const auto it = empty_value_fixes().find(&option); it != empty_value_fixes().end()) return it->second;
+  if (option.get_required()) {
+    return fmt::format("give {} a value: {} needs it (`{} --help` says what it takes)", option.get_name(), command,
+                       command);
+  }
+  return "give a value, or leave the option out for its default";
 }
 
 namespace {

@@ -216,6 +216,18 @@ struct OutOfRangeValue {
 /// The first value out of range recorded since the last call, if any (and forgets the others).
 std::optional<OutOfRangeValue> take_out_of_range_value();
 
+/// Sets the fix of the error "<option> was given an empty value" (main() refuses every empty value,
+/// "--prompt ''", before parsing) for `option`, one that has no default to fall back on, so that
+/// leaving it out is no fix (dak generate's --prompt: 'give the prompt text, e.g. --prompt "Hello"').
+/// Returns `option`.
+CLI::Option* set_empty_value_fix(CLI::Option* option, std::string fix);
+
+/// The fix of the error "<option> was given an empty value" for `option` of `command` ("dak
+/// generate"): the one set_empty_value_fix set; else, for a required option (->required()), "give
+/// <option> a value: <command> needs it (`<command> --help` says what it takes)"; else "give a
+/// value, or leave the option out for its default".
+std::string empty_value_fix(const CLI::Option& option, const std::string& command);
+
 /// Registers `check` for subcommand `c`: a test of an input the command line must give that CLI11's
 /// ->required() cannot express (one of two options, as dak generate's --prompt / --prompt-ids).
 /// `check` throws dak::UsageError (exit 2, as a missing required option) when the input is missing.

@@ -279,6 +279,9 @@ void add_generate_command(CLI::App& app) {
       c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
           ->allow_extra_args(false)
           ->check(value_syntax([](const std::string& s) { parse_id_list(s, "--prompt-ids"); }));
+  // A prompt has no default: an empty one is not fixed by leaving the option out (the new-user trial).
+  set_empty_value_fix(prompt, "give the prompt text, e.g. --prompt \"Hello\"");
+  set_empty_value_fix(prompt_ids, "give token ids, e.g. --prompt-ids 1,2,3");
   // A required input missing from the command line, as `dak perplexity` without --file: exit 2.
   add_required_input_check(c, [prompt, prompt_ids] {
     if (prompt->count() == 0 && prompt_ids->count() == 0) {

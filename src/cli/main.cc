@@ -150,9 +150,21 @@ int main(int argc, char** argv) {
       const bool empty_next = arg.size() > 1 && arg[0] == '-' && i + 1 < argc && argv[i + 1][0] == '\0';
       if (empty_inline || empty_next) {
         const std::string name = empty_inline ? arg.substr(0, arg.size() - 1) : arg;
+        // The command given (`dak bench attention`): its option says the fix (an option without a
+        // default, as --prompt, cannot be left out).
+        const CLI::App* command = &app;
+        std::string path = "dak";
+        for (int j = 1; j < i && argv[j][0] != '-'; ++j) {
+          const auto subs = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == argv[j]; });
+          if (subs.empty()) break;
+          command = subs.front();
+          path += " " + command->get_name();
+        }
+        const CLI::Option* option = command->get_option_no_throw(name);
         std::fprintf(stderr, "dak: error: %s\n",
                      dak::Error(name + " was given an empty value", "the command line",
-                                "give a value, or leave the option out for its default")
+                                option ? dak::cli::empty_value_fix(*option, path)
+                                       : "give a value, or leave the option out for its default")
                          .what());
         return 2;
       }

@@ -1,0 +1,101 @@
+// A new-user trial's findings on `dak generate`'s prompts and output:
+//   - an empty --prompt / --prompt-ids says what to give (leaving the option out is no fix: a prompt
+//     has no default), while an optional option keeps "leave the option out for its default";
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_test_util.h"
+#include "core/pretokenizer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dak::testing::RunResult;
+using dak::testing::run_shell;
+
+const std::string kDak = DAK_BINARY;
+const std::string kData = DAK_TEST_DATA_DIR;
+const std::string kTiny = kData + "/hf_parity/llama_gqa";  // vocab_size 128, no tokenizer
+
+RunResult run_dak(const std::string& args, bool merge_stderr = true) {
+  return run_shell(kDak + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// A fresh folder under the test's temporary directory holding the tiny model's weights (vocab_size
+/// 128) and, when `tokens` > 0, a byte-level BPE tokenizer.json of `tokens` ids (the first byte
+/// characters: id 97 is "a"), its text cut to its first `keep` bytes when `keep` >= 0 (a truncated file).
+fs::path tiny_model(const std::string& name, int tokens, long keep = -1) {
+  const fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(kTiny) / "config.json", dir / "config.json");
+  fs::create_symlink(fs::absolute(fs::path(kTiny) / "model.safetensors"), dir / "model.safetensors");
+  if (tokens > 0) {
+    nlohmann::json vocab = nlohmann::json::object();
+    const auto& alpha = dak::byte_level_alphabet();
+    for (int b = 0; b < tokens; ++b) vocab[alpha[b]] = b;
+    const nlohmann::json j = {
+        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
+        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+    };
+    const std::string text = j.dump();
+    std::ofstream(dir / "tokenizer.json") << (keep >= 0 ? text.substr(0, size_t(keep)) : text);
+  }
+  return dir;
+}
+
+TEST(CliGenerateTrial, AnEmptyPromptSaysWhatToGiveNotToLeaveItOut) {
+  // The trial: `--prompt ""` said "give a value, or leave the option out for its default", and without
+  // it dak said "no prompt given". The fix must work when followed: here on the tiny model.
+  const fs::path model = tiny_model("dak_empty_prompt", 128);
+  const std::string gen = "generate --device cpu -n 1 --model " + model.string() + " ";
+  const std::string text_fix = "\n  fix:   give the prompt text, e.g. --prompt \"Hello\"\n";
+  const std::string ids_fix = "\n  fix:   give token ids, e.g. --prompt-ids 1,2,3\n";
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {"--prompt ''", "dak: error: --prompt was given an empty value\n  where: the command line" + text_fix},
+      {"-p ''", "dak: error: -p was given an empty value\n  where: the command line" + text_fix},
+      {"--prompt=", "dak: error: --prompt was given an empty value\n  where: the command line" + text_fix},
+      {"--chat -p ''", "dak: error: -p was given an empty value\n  where: the command line" + text_fix},
+      {"--prompt-ids ''", "dak: error: --prompt-ids was given an empty value\n  where: the command line" + ids_fix},
+      {"--prompt-ids=", "dak: error: --prompt-ids was given an empty value\n  where: the command line" + ids_fix},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(gen + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.args << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "leave the option out")) << c.args << ": " << r.output;
+  }
+  // Followed, the fixes run.
+  for (const std::string args : {"--prompt \"Hello\"", "--prompt-ids 1,2,3"}) {
+    const RunResult r = run_dak(gen + args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.output;
+  }
+  // An option with a default keeps the advice; a required one is given a value, and says so; in a
+  // subcommand of a subcommand too.
+  const struct {
+    std::string args, fix;
+  } others[] = {
+      {gen + "-p hi --seed ''", "give a value, or leave the option out for its default"},
+      {"bench attention --dry-run --max-kv-gib ''", "give a value, or leave the option out for its default"},
+      {"perplexity --file ''",
+       "give --file a value: dak perplexity needs it (`dak perplexity --help` says what it takes)"},
+      {"plan --model=", "give --model a value: dak plan needs it (`dak plan --help` says what it takes)"},
+  };
+  for (const auto& c : others) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "was given an empty value\n  where: the command line\n  fix:   " + c.fix + "\n"))
+        << c.args << ": " << r.output;
+  }
+  fs::remove_all(model);
+}
+
+}  // namespace
