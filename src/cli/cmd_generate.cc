@@ -38,6 +38,7 @@ struct GenerateArgs {
   int32_t top_k = 0;
   float top_p = 1.0f;
   uint64_t seed = 0;
+  bool seed_given = false;  // --seed on the command line (its default 0 too)
   bool ignore_eos = false;
   std::string device = "auto";
   std::string output = "text";
@@ -72,15 +73,19 @@ void run_generate(const GenerateArgs& a) {
                      a.temperature, double(std::numeric_limits<float>::min())),
          "--temperature", "give 0 for greedy decoding, or a temperature of at least 1e-37");
   }
-  // Greedy decoding (temperature 0) takes the most likely token: a nucleus or top-k cut changes nothing.
-  if (a.temperature == 0 && (a.top_k > 0 || a.top_p < 1.0f)) {
-    const std::string flags = a.top_k > 0 && a.top_p < 1.0f ? "--top-k / --top-p are"
-                              : a.top_k > 0                 ? "--top-k is"
-                                                            : "--top-p is";
-    std::fprintf(stderr,
-                 "dak: notice: %s ignored at --temperature 0 (greedy decoding takes the most likely token); give "
-                 "--temperature above 0 to sample\n",
-                 flags.c_str());
+  // Greedy decoding (temperature 0) takes the most likely token: a nucleus or top-k cut changes nothing,
+  // and it draws no random number for a seed to choose.
+  if (a.temperature == 0) {
+    std::vector<std::string> ignored;
+    if (a.top_k > 0) ignored.push_back("--top-k");
+    if (a.top_p < 1.0f) ignored.push_back("--top-p");
+    if (a.seed_given) ignored.push_back("--seed");
+    if (!ignored.empty()) {
+      std::fprintf(stderr,
+                   "dak: notice: %s %s ignored at --temperature 0 (greedy decoding takes the most likely token); give "
+                   "--temperature above 0 to sample\n",
+                   fmt::format("{}", fmt::join(ignored, " / ")).c_str(), ignored.size() == 1 ? "is" : "are");
+    }
   }
   const auto t_load = std::chrono::steady_clock::now();
   std::unique_ptr<Checkpoint> ckpt;
@@ -303,14 +308,16 @@ void add_generate_command(CLI::App& app) {
       // (the session-17 trial: --top-p 1e-300 passed here and failed later as "got 0").
       ->transform(decimal_number("a threshold above 0 (from 1.2e-38) and at most 1 (1 = no nucleus cut)",
                                  double(std::numeric_limits<float>::min()), 1.0));
-  c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->transform(unsigned_64());
+  CLI::Option* seed =
+      c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->transform(unsigned_64());
   c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   add_gemm_option(c, &a->gemm);
   add_offload_options(c, &a->offload);
-  c->callback([a, weights_seed] {
+  c->callback([a, weights_seed, seed] {
+    a->seed_given = seed->count() > 0;
     check_weights_seed(*weights_seed, a->random_weights);
     adopt_plan_mode(a->offload, /*notice=*/a->device != "cpu");  // --device cpu refuses the plan
     run_generate(*a);

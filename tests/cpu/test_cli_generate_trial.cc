@@ -1,6 +1,7 @@
 // A new-user trial's findings on `dak generate`'s prompts and output:
 //   - an empty --prompt / --prompt-ids says what to give (leaving the option out is no fix: a prompt
 //     has no default), while an optional option keeps "leave the option out for its default";
+//   - --seed at --temperature 0 (greedy) is a notice, as --top-k / --top-p are;
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -96,6 +97,31 @@ TEST(CliGenerateTrial, AnEmptyPromptSaysWhatToGiveNotToLeaveItOut) {
         << c.args << ": " << r.output;
   }
   fs::remove_all(model);
+}
+
+TEST(CliGenerateTrial, ASeedAtGreedyDecodingIsANotice) {
+  // The trial: --top-k / --top-p at --temperature 0 got a notice, --seed 7 none.
+  const std::string gen = "generate --model " + kTiny + " --device cpu --prompt-ids 1,2 -n 1 ";
+  const struct {
+    std::string flags, says;
+  } cases[] = {
+      {"--seed 7", "dak: notice: --seed is ignored at --temperature 0 (greedy decoding takes the most likely token); "
+                   "give --temperature above 0 to sample\n"},
+      {"--seed 0 -t 0", "dak: notice: --seed is ignored at --temperature 0"},
+      {"--top-k 5 --seed 7", "dak: notice: --top-k / --seed are ignored at --temperature 0"},
+      {"--top-k 5 --top-p 0.5 --seed 7", "dak: notice: --top-k / --top-p / --seed are ignored at --temperature 0"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(gen + c.flags);
+    EXPECT_EQ(r.exit_code, 0) << c.flags << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.flags << ": " << r.output;
+  }
+  // Sampling with a seed, or no seed given: no notice.
+  for (const std::string flags : {"-t 0.7 --seed 7", ""}) {
+    const RunResult r = run_dak(gen + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "ignored at --temperature")) << flags << ": " << r.output;
+  }
 }
 
 }  // namespace
