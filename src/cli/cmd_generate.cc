@@ -27,10 +27,17 @@
 namespace dak::cli {
 namespace {
 
+/// One prompt of the batch: the value of a --prompt (text) or a --prompt-ids (a comma list of ids).
+struct PromptInput {
+  bool ids = false;
+  std::string value;
+};
+
 struct GenerateArgs {
   std::string model;
-  std::vector<std::string> prompts;
-  std::vector<std::string> prompt_ids;
+  std::vector<std::string> prompts;     // the --prompt values, in their order
+  std::vector<std::string> prompt_ids;  // the --prompt-ids values, in their order
+  std::vector<PromptInput> inputs;      // both, in command-line order: the batch's order
   std::string system;
   bool chat = false;
   int64_t max_new_tokens = 64;
@@ -61,8 +68,9 @@ void run_generate(const GenerateArgs& a) {
   if (!a.system.empty()) {
     check_utf8(a.system, "the --system message", "--system", "pass the system message as UTF-8 text");
   }
-  for (size_t i = 0; i < a.prompts.size(); ++i) {
-    check_utf8(a.prompts[i], prompt_label(i, a.prompts.size()), "--prompt",
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    if (a.inputs[i].ids) continue;
+    check_utf8(a.inputs[i].value, prompt_label(i, a.inputs.size()), "--prompt",
                "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids with "
                "--prompt-ids");
   }
@@ -121,27 +129,29 @@ void run_generate(const GenerateArgs& a) {
                                fmt::format("pass the prompt as token ids below {} with --prompt-ids", config.vocab_size));
   }
 
-  // Prompts first: an offload plan is made for the run's batch and lengths.
+  // Prompts first: an offload plan is made for the run's batch and lengths. The batch is in
+  // command-line order (`--prompt-ids 1 -p hi`: the ids are sequence 0).
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;
-  for (const auto& text : a.prompts) {
-    std::string rendered = text;
-    if (a.chat) {
-      std::vector<ChatMessage> msgs;
-      if (!a.system.empty()) msgs.push_back({"system", a.system});
-      msgs.push_back({"user", text});
-      rendered = tok->apply_chat_template(msgs, true);
-    }
-    prompts.push_back(tok->encode(rendered, /*allow_bos=*/!a.chat));
-    prompt_texts.push_back(text);
-  }
   const int32_t vocab = int32_t(config.vocab_size);
-  const size_t count = a.prompts.size() + a.prompt_ids.size();
-  for (const auto& ids : a.prompt_ids) {
-    prompts.push_back(parse_id_list(ids, "--prompt-ids"));
+  const size_t count = a.inputs.size();
+  for (const PromptInput& input : a.inputs) {
+    if (!input.ids) {
+      std::string rendered = input.value;
+      if (a.chat) {
+        std::vector<ChatMessage> msgs;
+        if (!a.system.empty()) msgs.push_back({"system", a.system});
+        msgs.push_back({"user", input.value});
+        rendered = tok->apply_chat_template(msgs, true);
+      }
+      prompts.push_back(tok->encode(rendered, /*allow_bos=*/!a.chat));
+      prompt_texts.push_back(input.value);
+      continue;
+    }
+    prompts.push_back(parse_id_list(input.value, "--prompt-ids"));
     for (int32_t id : prompts.back()) {  // before the tokenizer decodes them (it names its own file)
       if (id < 0 || id >= vocab) {
-        // where: the flag, and in a batch which prompt (text prompts come first).
+        // where: the flag, and in a batch which prompt.
         fail(fmt::format("token id {} is outside the vocabulary (size {})", id, vocab),
              count == 1 ? std::string("--prompt-ids")
                         : fmt::format("--prompt-ids ({})", prompt_label(prompts.size() - 1, count)),
@@ -247,13 +257,14 @@ void run_generate(const GenerateArgs& a) {
   if (stream) {
     std::cout << out.finish(tok->decode(streamed, true)) << '\n';
   } else {
+    // A batch numbers its sequences; one sequence is printed alone, as a streamed one is.
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const auto& s = r.sequences[i];
+      const std::string number = r.sequences.size() > 1 ? fmt::format("[{}] ", i) : std::string();
       if (tok) {
-        std::cout << fmt::format("[{}] {}{}\n", i, valid_utf8(prompt_texts[i]),
-                                 valid_utf8(tok->decode(s.generated_ids, true)));
+        std::cout << number << valid_utf8(prompt_texts[i]) << valid_utf8(tok->decode(s.generated_ids, true)) << '\n';
       } else {
-        std::cout << fmt::format("[{}] {}\n", i, fmt::join(s.generated_ids, ","));
+        std::cout << number << fmt::format("{}", fmt::join(s.generated_ids, ",")) << '\n';
       }
     }
   }
@@ -316,8 +327,17 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   add_gemm_option(c, &a->gemm);
   add_offload_options(c, &a->offload);
-  c->callback([a, weights_seed, seed] {
+  c->callback([a, c, prompt, prompt_ids, weights_seed, seed] {
     a->seed_given = seed->count() > 0;
+    // The batch in command-line order: CLI11 records each value of an option as it parses it.
+    a->inputs.clear();
+    size_t next_text = 0, next_ids = 0;
+    for (const CLI::Option* o : c->parse_order()) {
+      if (o == prompt && next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});
+      if (o == prompt_ids && next_ids < a->prompt_ids.size()) a->inputs.push_back({true, a->prompt_ids[next_ids++]});
+    }
+    while (next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});  // none: a guard
+    while (next_ids < a->prompt_ids.size()) a->inputs.push_back({true, a->prompt_ids[next_ids++]});
     check_weights_seed(*weights_seed, a->random_weights);
     adopt_plan_mode(a->offload, /*notice=*/a->device != "cpu");  // --device cpu refuses the plan
     run_generate(*a);

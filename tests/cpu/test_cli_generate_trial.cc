@@ -2,12 +2,15 @@
 //   - an empty --prompt / --prompt-ids says what to give (leaving the option out is no fix: a prompt
 //     has no default), while an optional option keeps "leave the option out for its default";
 //   - --seed at --temperature 0 (greedy) is a notice, as --top-k / --top-p are;
+//   - one sequence is printed without the batch's "[0] ", and a batch follows the command line's order
+//     of -p / --prompt-ids.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cli_test_util.h"
 #include "core/pretokenizer.h"
@@ -122,6 +125,59 @@ TEST(CliGenerateTrial, ASeedAtGreedyDecodingIsANotice) {
     EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.output;
     EXPECT_FALSE(contains(r.output, "ignored at --temperature")) << flags << ": " << r.output;
   }
+}
+
+TEST(CliGenerateTrial, OneSequenceHasNoBatchNumberAndABatchFollowsTheCommandLine) {
+  // The trial: one --prompt-ids sequence without a tokenizer printed "[0] 5749,282,..." (a single text
+  // prompt prints no "[0]"), and `--prompt-ids 1 -p hi` printed the text prompt as [0].
+  const std::string tiny = "generate --device cpu -n 3 --model " + kTiny + " ";
+  const RunResult json = run_dak(tiny + "--prompt-ids 1,2 --output json", false);
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  std::string ids;
+  const nlohmann::json generated = nlohmann::json::parse(json.output)["sequences"][0]["generated_ids"];
+  ASSERT_FALSE(generated.empty()) << json.output;
+  for (const auto& id : generated) {
+    ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+  }
+  RunResult r = run_dak(tiny + "--prompt-ids 1,2", false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, ids + "\n");
+  // A batch still numbers its sequences.
+  r = run_dak(tiny + "--prompt-ids 1,2 --prompt-ids 1,2", false);
+  EXPECT_EQ(r.output, "[0] " + ids + "\n[1] " + ids + "\n");
+
+  const fs::path model = tiny_model("dak_batch_order", 128);
+  const std::string gen = "generate --device cpu -n 1 --model " + model.string() + " ";
+  // Ids 97, 98, 99 are "a", "b", "c": the batch's prompts in the order given, whatever their kind.
+  const struct {
+    std::string args;
+    std::vector<std::vector<int>> prompt_ids;
+    std::string starts;
+  } cases[] = {
+      {"--prompt-ids 97 -p b", {{97}, {98}}, "[0] a"},
+      {"-p b --prompt-ids 97", {{98}, {97}}, "[0] b"},
+      {"-p b --prompt-ids 99 --prompt=a", {{98}, {99}, {97}}, "[0] b"},
+      {"--prompt-ids 99 -p b --prompt-ids 97 -p c", {{99}, {98}, {97}, {99}}, "[0] c"},
+  };
+  for (const auto& c : cases) {
+    const RunResult j = run_dak(gen + c.args + " --output json", false);
+    ASSERT_EQ(j.exit_code, 0) << c.args << ": " << j.output;
+    const nlohmann::json seqs = nlohmann::json::parse(j.output)["sequences"];
+    ASSERT_EQ(seqs.size(), c.prompt_ids.size()) << c.args << ": " << j.output;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      EXPECT_EQ(seqs[i]["prompt_ids"].get<std::vector<int>>(), c.prompt_ids[i]) << c.args << " sequence " << i;
+    }
+    r = run_dak(gen + c.args, false);
+    EXPECT_EQ(r.exit_code, 0) << c.args << ": " << r.output;
+    EXPECT_EQ(r.output.substr(0, 5), c.starts) << c.args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "\n[1] " + std::string(1, char(c.prompt_ids[1][0])))) << c.args << ": " << r.output;
+  }
+  // An id out of range names its place in the command line's order.
+  r = run_dak(gen + "--prompt-ids 1,128 -p ab");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "token id 128 is outside the vocabulary (size 128)\n  where: --prompt-ids (prompt 1 of 2)"))
+      << r.output;
+  fs::remove_all(model);
 }
 
 }  // namespace
