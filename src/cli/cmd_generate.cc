@@ -101,6 +101,8 @@ void run_generate(const GenerateArgs& a) {
   std::unique_ptr<Engine> engine;
   std::optional<LocatedConfig> located;
   std::string model_path;
+  // Why the output is shown as token ids (--prompt-ids alone, with a tokenizer that cannot be used).
+  std::string ids_only_notice;
   if (a.random_weights) {
     if (!a.prompts.empty()) {
       fail("--random-weights has no tokenizer, so text prompts cannot be encoded", "--prompt",
@@ -112,22 +114,27 @@ void run_generate(const GenerateArgs& a) {
   } else {
     ckpt = open_model(a.model);
     model_path = ckpt->path().string();
-    if (!a.prompts.empty() || a.output == "text" || a.output == "json") {
-      try {
-        tok = load_tokenizer(*ckpt);
-      } catch (const Error&) {
-        if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
+    // The tokenizer is judged alike for every prompt: one that cannot be read, or that has more ids than
+    // the model has embedding rows (refused here, naming its file, rather than when a prompt happens to
+    // hit such an id), is refused with text prompts, which need it. --prompt-ids alone need none: the
+    // output is then shown as ids, with a notice that says why when the model has a tokenizer (the
+    // new-user trial: a corrupt or mismatched tokenizer was dropped, or used to decode, without a word).
+    try {
+      tok = load_tokenizer(*ckpt);
+      check_tokenizer_fits_model(
+          *tok, ckpt->config().vocab_size,
+          fmt::format("pass the prompt as token ids below {} with --prompt-ids", ckpt->config().vocab_size));
+    } catch (const Error& e) {
+      if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
+      tok.reset();
+      if (has_tokenizer(*ckpt)) {  // a model without one runs on ids without a word, as documented
+        ids_only_notice = fmt::format(
+            "the output is shown as token ids, since the model's tokenizer cannot be used: {} (in {})", e.what_part(),
+            e.where_part());
       }
     }
   }
   const ModelConfig& config = located ? located->config : ckpt->config();
-  // A tokenizer with more ids than the model has embedding rows: refused here, naming its file, rather
-  // than when a prompt happens to hit such an id. With --prompt-ids alone it only decodes the model's
-  // ids, which it has.
-  if (tok && !a.prompts.empty()) {
-    check_tokenizer_fits_model(*tok, config.vocab_size,
-                               fmt::format("pass the prompt as token ids below {} with --prompt-ids", config.vocab_size));
-  }
 
   // Prompts first: an offload plan is made for the run's batch and lengths. The batch is in
   // command-line order (`--prompt-ids 1 -p hi`: the ids are sequence 0).
@@ -160,6 +167,7 @@ void run_generate(const GenerateArgs& a) {
     }
     prompt_texts.push_back(tok ? tok->decode(prompts.back()) : std::string());
   }
+  if (!ids_only_notice.empty()) std::fprintf(stderr, "dak: notice: %s\n", ids_only_notice.c_str());
   int64_t longest = 0;
   for (const auto& p : prompts) {
     if (p.empty()) fail("a prompt encodes to zero tokens", "--prompt", "give a non-empty prompt");

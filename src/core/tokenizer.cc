@@ -30,6 +30,15 @@ void check_tokenizer_fits_model(const Tokenizer& tok, int64_t model_vocab, const
            (alternative.empty() ? std::string() : ", or " + alternative));
 }
 
+bool has_tokenizer(const Checkpoint& ckpt) {
+  if (const GgufFile* gguf = ckpt.gguf()) return gguf->find("tokenizer.ggml.model") != nullptr;
+  std::error_code ec;
+  const auto& path = ckpt.path();
+  const auto dir = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
+  return std::filesystem::is_regular_file(dir / "tokenizer.json", ec) ||
+         std::filesystem::is_regular_file(dir / "tokenizer.model", ec);
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt) {
   if (const GgufFile* gguf = ckpt.gguf()) return load_gguf_tokenizer(*gguf);
   std::error_code ec;

@@ -78,6 +78,11 @@ class Tokenizer {
 /// Throws dak::Error when none is found or the vocabulary type is unsupported.
 std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt);
 
+/// Whether `ckpt` comes with a tokenizer, usable or not: a GGUF file with the tokenizer.ggml.model
+/// key, or a HF checkpoint with tokenizer.json or tokenizer.model beside it. When it is false,
+/// load_tokenizer fails saying that there is none; when true, it loads it or says what is wrong.
+bool has_tokenizer(const Checkpoint& ckpt);
+
 /// Throws dak::Error (where: the tokenizer's file) when `tok` can give ids the model has no embedding
 /// row for: its vocabulary (added and special tokens included) is larger than `model_vocab`, the
 /// model's vocab_size (the rows of its embedding). A smaller tokenizer is fine: many models pad the

@@ -1,6 +1,8 @@
 // A new-user trial's findings on `dak generate`'s prompts and output:
 //   - an empty --prompt / --prompt-ids says what to give (leaving the option out is no fix: a prompt
 //     has no default), while an optional option keeps "leave the option out for its default";
+//   - the tokenizer is judged alike with --prompt and --prompt-ids: one that cannot be read, or that
+//     has more ids than the model, is refused for text prompts and noticed (output as ids) for ids;
 //   - --seed at --temperature 0 (greedy) is a notice, as --top-k / --top-p are;
 //   - one sequence is printed without the batch's "[0] ", and a batch follows the command line's order
 //     of -p / --prompt-ids.
@@ -54,6 +56,17 @@ fs::path tiny_model(const std::string& name, int tokens, long keep = -1) {
   return dir;
 }
 
+/// The "what" and "where" lines of the first `dak: error:` in `output` ("" when there is none).
+std::pair<std::string, std::string> error_parts(const std::string& output) {
+  const size_t at = output.find("dak: error: ");
+  if (at == std::string::npos) return {};
+  const size_t what_end = output.find('\n', at);
+  const size_t where_at = output.find("  where: ", what_end);
+  const size_t where_end = output.find('\n', where_at);
+  if (what_end == std::string::npos || where_at != what_end + 1 || where_end == std::string::npos) return {};
+  return {output.substr(at + 12, what_end - at - 12), output.substr(where_at + 9, where_end - where_at - 9)};
+}
+
 TEST(CliGenerateTrial, AnEmptyPromptSaysWhatToGiveNotToLeaveItOut) {
   // The trial: `--prompt ""` said "give a value, or leave the option out for its default", and without
   // it dak said "no prompt given". The fix must work when followed: here on the tiny model.
@@ -100,6 +113,58 @@ TEST(CliGenerateTrial, AnEmptyPromptSaysWhatToGiveNotToLeaveItOut) {
         << c.args << ": " << r.output;
   }
   fs::remove_all(model);
+}
+
+TEST(CliGenerateTrial, PromptIdsJudgeTheTokenizerAsTextPromptsDo) {
+  // The trial: with a truncated tokenizer.json, -p gave the JSON error but --prompt-ids printed bare ids
+  // with exit 0 and no word why; a tokenizer with more ids than the model, refused by -p, decoded
+  // --prompt-ids' output without comment. Now --prompt-ids says why in a notice (the -p error's own
+  // words and file) and shows ids. A model without a tokenizer runs on ids without a notice, as before.
+  const fs::path truncated = tiny_model("dak_tok_truncated", 128, 200);
+  const fs::path larger = tiny_model("dak_tok_larger_ids", 129);
+  const fs::path none = tiny_model("dak_tok_none", 0);
+  for (const fs::path& dir : {truncated, larger, none}) {
+    const std::string gen = "generate --device cpu -n 2 --model " + dir.string() + " ";
+    const RunResult text = run_dak(gen + "-p ab");
+    EXPECT_EQ(text.exit_code, 1) << dir << ": " << text.output;
+    const auto [what, where] = error_parts(text.output);
+    ASSERT_FALSE(what.empty()) << dir << ": " << text.output;
+    const RunResult ids = run_dak(gen + "--prompt-ids 97,98");
+    EXPECT_EQ(ids.exit_code, 0) << dir << ": " << ids.output;
+    if (dir == none) {
+      EXPECT_EQ(what, "the model folder has no tokenizer (neither tokenizer.json nor tokenizer.model)");
+      EXPECT_FALSE(contains(ids.output, "notice")) << dir << ": " << ids.output;
+    } else {
+      EXPECT_TRUE(contains(ids.output, "dak: notice: the output is shown as token ids, since the model's tokenizer "
+                                       "cannot be used: " + what + " (in " + where + ")\n"))
+          << dir << ": " << ids.output;
+    }
+    // stdout: the generated ids alone, no decoded text.
+    const RunResult out = run_dak(gen + "--prompt-ids 97,98", false);
+    EXPECT_EQ(out.output.find_first_not_of("0123456789,\n"), std::string::npos) << dir << ": " << out.output;
+    const RunResult json = run_dak(gen + "--prompt-ids 97,98 --output json", false);
+    ASSERT_EQ(json.exit_code, 0) << json.output;
+    const nlohmann::json j = nlohmann::json::parse(json.output);
+    EXPECT_TRUE(j["sequences"][0]["prompt"].is_null()) << json.output;
+    EXPECT_TRUE(j["sequences"][0]["text"].is_null()) << json.output;
+  }
+  EXPECT_TRUE(contains(run_dak("generate --device cpu -n 1 --prompt-ids 97 --model " + larger.string()).output,
+                       "cannot be used: the tokenizer has 129 tokens (ids 0 to 128, added and special tokens "
+                       "included), more than the model's vocabulary of 128"));
+  // A GGUF file whose tokenizer metadata is incomplete: the same notice.
+  const RunResult gguf = run_dak("generate --device cpu -n 1 --prompt-ids 1,2 --model " + kData + "/gguf/tiny_llama.gguf");
+  EXPECT_EQ(gguf.exit_code, 0) << gguf.output;
+  EXPECT_TRUE(contains(gguf.output, "dak: notice: the output is shown as token ids, since the model's tokenizer cannot "
+                                    "be used: GGUF metadata key 'tokenizer.ggml.merges' is missing (in " +
+                                        kData + "/gguf/tiny_llama.gguf)\n"))
+      << gguf.output;
+  // A tokenizer the model can use decodes, with no notice.
+  const fs::path fits = tiny_model("dak_tok_fits_ids", 128);
+  const RunResult r = run_dak("generate --device cpu -n 2 --prompt-ids 97,98 --model " + fits.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 2), "ab") << r.output;
+  EXPECT_FALSE(contains(r.output, "notice")) << r.output;
+  for (const fs::path& dir : {truncated, larger, none, fits}) fs::remove_all(dir);
 }
 
 TEST(CliGenerateTrial, ASeedAtGreedyDecodingIsANotice) {
