@@ -92,7 +92,9 @@ void add_perplexity_command(CLI::App& app) {
       namespace fs = std::filesystem;
       std::error_code ec;
       const fs::file_status st = fs::status(a->file, ec);
-      if (!fs::exists(st)) fail("no such file", a->file, "check the path passed to --file");
+      if (st.type() == fs::file_type::not_found) fail("no such file", a->file, "check the path passed to --file");
+      // A folder on the way this user may not enter, a link loop: what is at fault (path_error), not "no such file".
+      if (ec) throw path_error(a->file, ec);
       // Regular files and pipes (e.g. <(command)); a folder or a device is refused.
       if (!fs::is_regular_file(st) && !fs::is_fifo(st)) {
         fail(fs::is_directory(st) ? "the --file path is a folder, not a text file"
@@ -102,10 +104,9 @@ void add_perplexity_command(CLI::App& app) {
       }
       const int fd = ::open(a->file.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {
-        const int err = errno;  // e.g. EACCES
-        fail(fmt::format("cannot read the text file: {}", std::strerror(err)), a->file,
-             err == EACCES ? "give yourself read permission on the file (chmod u+r), or pass another file"
-                           : "check the path passed to --file");
+        const int err = errno;
+        throw_if_no_permission(a->file, err);  // as every command says it: who may read it, and how to allow it
+        fail(fmt::format("cannot read the text file: {}", std::strerror(err)), a->file, "check the path passed to --file");
       }
       const std::string part_fix = fmt::format(
           "score a part of it, e.g. its first 32 MiB (iconv -c drops a character cut at the end): head -c 32M {} | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - (or split it with "

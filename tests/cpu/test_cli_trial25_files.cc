@@ -1,0 +1,98 @@
+// The 25th new-user trial's findings on files, paths and error text: an unreadable --file of dak
+// perplexity, a --model path that does not exist, the part of an oversized text the CPU path can
+// score, a tokenizer.json whose vocabulary gives one id to two tokens, the file an unsupported chat
+// template came from, a tokenizer.json that is a folder, bytes of a path that are not UTF-8 in an
+// error, and docs that cited files outside the repository.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+#include "core/bpe_tokenizer.h"
+#include "core/config_locator.h"
+#include "core/cpu_model.h"
+#include "core/error.h"
+#include "core/generate.h"
+#include "core/gguf.h"
+#include "core/model_config.h"
+#include "core/pretokenizer.h"
+#include "core/tokenizer.h"
+#include "core/utf8_text.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dak::testing::RunResult;
+using dak::testing::run_shell;
+
+const std::string kDak = DAK_BINARY;
+const std::string kData = DAK_TEST_DATA_DIR;
+const std::string kTiny = kData + "/hf_parity/llama_gqa";  // vocab_size 128, no tokenizer
+
+RunResult run_dak(const std::string& args) { return run_shell(kDak + " " + args + " 2>&1"); }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// A fresh folder under the test's temporary directory, readable by every user.
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  return dir;
+}
+
+// ---------------------------------------------------------------- 1. unreadable --file
+
+TEST(CliTrial25Files, PerplexityNamesAnUnreadableFileAsEveryCommandDoes) {
+  // The trial: "fix: give yourself read permission on the file (chmod u+r)", which a user who does
+  // not own the file cannot do; and a folder on the way that may not be entered was "no such file".
+  // Root may read anything, so as root dak runs as nobody (runuser), as the other permission tests do.
+  std::string as;
+  if (::geteuid() == 0) {
+    if (std::system("command -v runuser >/dev/null 2>&1 && id nobody >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "running as root without runuser or a 'nobody' user: no one to lack a permission";
+    as = "runuser -u nobody -- ";
+  }
+  if (run_shell(as + kDak + " --version >/dev/null 2>&1").exit_code != 0)
+    GTEST_SKIP() << "the dak binary cannot be run as " << (as.empty() ? "this user" : "nobody");
+  const fs::path dir = fresh_dir("dak_ppl_unreadable");
+  const fs::path file = dir / "np.txt", blocked = dir / "blocked";
+  std::ofstream(file) << "some text";
+  fs::permissions(file, fs::perms::none);
+  fs::create_directory(blocked);
+  std::ofstream(blocked / "in.txt") << "some text";
+  fs::permissions(blocked, fs::perms::none);
+  const std::string ppl = as + kDak + " perplexity --device cpu --model " + kTiny + " --file ";
+
+  RunResult r = run_shell(ppl + file.string() + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output, "dak: error: this user may not read the file '" + file.string() + "' (Permission denied)\n"
+                      "  where: " + file.string() + "\n"
+                      "  fix:   give the user read permission on the file (e.g. chmod a+r " + file.string() +
+                      ", as its owner or root), or run dak as a user who may read it\n");
+  EXPECT_FALSE(contains(r.output, "u+r")) << r.output;
+
+  r = run_shell(ppl + (blocked / "in.txt").string() + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: this user may not enter the folder '" + blocked.string() +
+                                     "' (Permission denied), so dak cannot reach " + (blocked / "in.txt").string() +
+                                     "\n  where: " + blocked.string() + "\n  fix:   give the user search and read "
+                                     "permission on the folder (e.g. chmod a+rx " + blocked.string()))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "no such file")) << r.output;
+  fs::permissions(blocked, fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
+}  // namespace
