@@ -27,8 +27,11 @@ std::filesystem::path shipped_configs_dir();
 /// Names of the shipped configs (file stems, sorted).
 std::vector<std::string> shipped_config_names();
 
-/// Resolves and parses `model`. Throws dak::Error if nothing matches (listing the shipped names),
-/// the config is invalid, a folder without config.json holds several .gguf files (naming them), or
+/// Resolves and parses `model`. Throws dak::Error if nothing matches: a path (with a '/' or ending in
+/// .json) that does not exist is "no such file or folder" (a relative one with the working directory),
+/// whose fix gives the shipped config's name when the path's stem is one ("configs/opt-30b.json" ->
+/// opt-30b), else lists the shipped names; a bare name that is no shipped config lists them. Also
+/// when the config is invalid, a folder without config.json holds several .gguf files (naming them), or
 /// a folder on the way may not be entered (path_error names it).
 LocatedConfig locate_model_config(const std::string& model, const std::string& option = "--model");
 

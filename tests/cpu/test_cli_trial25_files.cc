@@ -95,4 +95,66 @@ TEST(CliTrial25Files, PerplexityNamesAnUnreadableFileAsEveryCommandDoes) {
   fs::remove_all(dir);
 }
 
+// ---------------------------------------------------------------- 2. a --model path to nothing
+
+TEST(CliTrial25Files, PlanSaysAModelPathDoesNotExist) {
+  // docs/planner.md's `--model configs/opt-30b.json` works only from the source tree's root; elsewhere
+  // it was "'configs/opt-30b.json' is neither a config.json, a model folder, nor a shipped config".
+  RunResult r = run_shell("cd / && " + kDak + " plan --model configs/opt-30b.json 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output,
+            "dak: error: no such file or folder: 'configs/opt-30b.json' (relative to the working directory /)\n"
+            "  where: --model\n"
+            "  fix:   give the shipped config's name instead, which works from any folder: --model opt-30b (or "
+            "check the path)\n");
+  // The fix, followed, works from there.
+  EXPECT_EQ(run_shell("cd / && " + kDak + " plan --model opt-30b >/dev/null 2>&1").exit_code, 0);
+  // Any other path to nothing: said so, with the shipped names.
+  const std::string none = (fs::path(::testing::TempDir()) / "dak_no_such_dir" / "none.json").string();
+  r = run_dak("plan --model " + none);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: no such file or folder: '" + none + "'\n  where: --model\n  fix:   "
+                                 "check the path, or give the name of a shipped config (from " +
+                                     dak::shipped_configs_dir().string() + "): "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "llama-2-7b")) << r.output;
+  EXPECT_FALSE(contains(r.output, "is neither")) << r.output;
+  // Named for the option that took it.
+  r = run_dak("bench attention --models /nonexistent/llama-2-7b.json");
+  EXPECT_TRUE(contains(r.output, "no such file or folder: '/nonexistent/llama-2-7b.json'\n  where: --models\n  "
+                                 "fix:   give the shipped config's name instead, which works from any folder: "
+                                 "--models llama-2-7b"))
+      << r.output;
+  // A bare name that is no shipped config keeps its message (it may be a misspelt name).
+  r = run_dak("plan --model no-such-model");
+  EXPECT_TRUE(contains(r.output, "'no-such-model' is neither a config.json, a model folder, nor a shipped config"))
+      << r.output;
+}
+
+/// The text of README.md and of every docs/*.md, by path.
+std::vector<std::pair<fs::path, std::string>> user_docs() {
+  const fs::path root = DAK_SOURCE_DIR;
+  std::vector<fs::path> paths = {root / "README.md"};
+  for (const auto& e : fs::directory_iterator(root / "docs"))
+    if (e.path().extension() == ".md") paths.push_back(e.path());
+  std::vector<std::pair<fs::path, std::string>> docs;
+  for (const fs::path& p : paths) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    docs.emplace_back(p, ss.str());
+  }
+  return docs;
+}
+
+TEST(CliTrial25Files, DocsExamplesGiveShippedConfigsByName) {
+  // `dak plan --model configs/opt-30b.json` (docs/planner.md) worked from the source tree's root only.
+  const auto docs = user_docs();
+  ASSERT_GT(docs.size(), 5u);
+  const std::regex config_path(R"(--models? +configs/)");
+  for (const auto& [path, text] : docs) {
+    EXPECT_FALSE(std::regex_search(text, config_path)) << path << " passes a configs/ path to --model";
+  }
+}
+
 }  // namespace
