@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <vector>
 
@@ -30,10 +31,10 @@ namespace {
 
 /// All of file descriptor `fd` (standard input, a file, a pipe), read in chunks and no further than
 /// kMaxPerplexityTextBytes: past it, an error naming the cap (`what`: "standard input" or "the text
-/// file", `where` and `part_fix` for it). A failed read (a closed standard input, a folder) is "cannot
-/// read <what>: <strerror>" with `read_fix`.
+/// file", `where`, and the fix `part_fix` gives). A failed read (a closed standard input, a folder) is
+/// "cannot read <what>: <strerror>" with `read_fix`.
 std::string read_capped(int fd, const std::string& what, const std::string& where, const std::string& read_fix,
-                        const std::string& part_fix) {
+                        const std::function<std::string()>& part_fix) {
   std::string text;
   std::vector<char> chunk(size_t(1) << 20);
   while (true) {
@@ -47,7 +48,7 @@ std::string read_capped(int fd, const std::string& what, const std::string& wher
     if (int64_t(text.size()) + int64_t(got) > kMaxPerplexityTextBytes) {
       fail(fmt::format("{} holds more than {} of text, the most dak perplexity reads", what,
                        format_bytes(double(kMaxPerplexityTextBytes))),
-           where, part_fix);
+           where, part_fix());
     }
     text.append(chunk.data(), size_t(got));
   }
@@ -79,6 +80,29 @@ void add_perplexity_command(CLI::App& app) {
   c->callback([a] {
     const bool from_stdin = a->file == "-";
     const std::string source = from_stdin ? "standard input (--file -)" : a->file;
+    // The options of this run, for a command that scores a part of the text the same way.
+    std::string options;
+    if (!a->model.empty()) options += " --model " + shell_word(a->model);
+    if (a->device != "auto") options += " --device " + a->device;
+    if (a->context != 0) options += fmt::format(" --context {}", a->context);
+    if (a->gemm != "auto") options += " --gemm " + a->gemm;
+    // A text over the cap: the part to score instead. The CPU reference path (--device cpu, or auto
+    // without a usable GPU) scores far less in reasonable time than a GPU: the part its long-run notice
+    // suggests (kCpuPerplexityPartBytes), not 32 MiB, which would take days there.
+    const auto part_fix = [&](const std::string& file) {
+      const bool cpu = a->device == "cpu" || (a->device == "auto" && !gpu_unavailable_reason().empty());
+      const int64_t part = cpu ? kCpuPerplexityPartBytes : kGpuPerplexityPartBytes;
+      const std::string command = perplexity_part_command(part, file, options);
+      if (cpu) {
+        return fmt::format("{} a part small enough for the CPU reference path ({}), e.g. its first {} (iconv -c drops a "
+                           "character cut at the end): {}; dak estimates the time of a longer part before scoring it",
+                           file.empty() ? "pipe" : "score", a->device == "cpu" ? "--device cpu" : "no usable GPU here",
+                           perplexity_part_words(part), command);
+      }
+      return fmt::format("{} a part of it, e.g. its first {} (iconv -c drops a character cut at the end): {}{}",
+                         file.empty() ? "pipe" : "score", perplexity_part_words(part), command,
+                         file.empty() ? "" : " (or split it with split -C 32M and score each part)");
+    };
     std::string text;
     if (from_stdin) {
       // A terminal waits for the user to type: say so, and how to end it.
@@ -87,7 +111,7 @@ void add_perplexity_command(CLI::App& app) {
       }
       text = read_capped(STDIN_FILENO, "standard input", source,
                          "pipe a UTF-8 text into dak (e.g. dak perplexity --file - < text.txt), or pass a file to --file",
-                         "pipe a part of the text, e.g. its first 32 MiB (iconv -c drops a character cut at the end): ... | head -c 32M | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -");
+                         [&] { return part_fix(""); });
     } else {
       namespace fs = std::filesystem;
       std::error_code ec;
@@ -108,21 +132,18 @@ void add_perplexity_command(CLI::App& app) {
         throw_if_no_permission(a->file, err);  // as every command says it: who may read it, and how to allow it
         fail(fmt::format("cannot read the text file: {}", std::strerror(err)), a->file, "check the path passed to --file");
       }
-      const std::string part_fix = fmt::format(
-          "score a part of it, e.g. its first 32 MiB (iconv -c drops a character cut at the end): head -c 32M {} | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - (or split it with "
-          "split -C 32M and score each part)",
-          shell_word(a->file));
+      const auto file_part_fix = [&] { return part_fix(shell_word(a->file)); };
       struct stat fst {};
       // A regular file's size is known up front: refused before reading any of it.
       if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && int64_t(fst.st_size) > kMaxPerplexityTextBytes) {
         ::close(fd);
         fail(fmt::format("the text file is {}, more than the {} dak perplexity reads",
                          format_bytes(double(fst.st_size)), format_bytes(double(kMaxPerplexityTextBytes))),
-             a->file, part_fix);
+             a->file, file_part_fix());
       }
       try {
         text = read_capped(fd, "the text file", a->file, "check the file (a disk error, or a file that is not one)",
-                           part_fix);
+                           file_part_fix);
       } catch (...) {
         ::close(fd);
         throw;
@@ -156,8 +177,9 @@ void add_perplexity_command(CLI::App& app) {
       const int64_t window = perplexity_window(a->context, engine->config().max_position_embeddings);
       // At the machine's load now: another build on the same cores made a ~20k-token text take 2.4 x the
       // estimate for idle cores (cpu_model.h).
-      if (const std::string notice = long_cpu_perplexity_notice(engine->config(), int64_t(ids.size()), window,
-                                                                /*threads=*/0, current_cpu_contention());
+      if (const std::string notice = long_cpu_perplexity_notice(
+              engine->config(), int64_t(ids.size()), window, /*threads=*/0, current_cpu_contention(),
+              perplexity_part_command(kCpuPerplexityPartBytes, from_stdin ? "" : shell_word(a->file), options));
           !notice.empty()) {
         std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
       }

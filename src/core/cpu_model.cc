@@ -30,6 +30,7 @@
 #include "core/checkpoint.h"
 #include "core/cpu_ops.h"
 #include "core/error.h"
+#include "core/generate.h"
 #include "core/op_graph.h"
 #include "core/tensor_names.h"
 
@@ -591,16 +592,18 @@ double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int6
 }
 
 std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads,
-                                       const CpuContention& contention) {
+                                       const CpuContention& contention, const std::string& part_command) {
   const double seconds = estimate_cpu_perplexity_s(config, tokens, window, threads, contention);
   if (!(seconds > kLongCpuPrefillS)) return "";
   const PerplexityWindows w = perplexity_windows(tokens, window);
   const int64_t windows = w.full + (w.last > 0 ? 1 : 0);
   return fmt::format("scoring {} tokens on the CPU reference path will take about {} or more ({} window{} of up to "
                      "{} tokens x {} layers, {}); run it on a GPU (--device cuda), or score a "
-                     "shorter text (e.g. its first 4 KiB: head -c 4K FILE | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -)",
+                     "shorter text (e.g. its first {}: {})",
                      tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),
-                     config.num_layers, estimated_for(threads, contention));
+                     config.num_layers, estimated_for(threads, contention),
+                     perplexity_part_words(kCpuPerplexityPartBytes),
+                     part_command.empty() ? perplexity_part_command(kCpuPerplexityPartBytes, "FILE") : part_command);
 }
 
 }  // namespace dak

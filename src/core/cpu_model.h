@@ -74,9 +74,11 @@ inline constexpr double kCpuLogSoftmaxSPerLogit = 0.3e-3 / 49152;
 /// The notice (one line, without "dak: notice: ") before perplexity() on the CPU path when
 /// estimate_cpu_perplexity_s exceeds kLongCpuPrefillS, as long_cpu_prefill_notice's for a prompt:
 /// "scoring N tokens on the CPU reference path will take about T or more (...)" with the hint to run
-/// on a GPU (--device cuda) or to score a shorter text. "" when it is expected to be shorter.
+/// on a GPU (--device cuda) or to score a shorter text: its first kCpuPerplexityPartBytes (generate.h)
+/// with `part_command` (perplexity_part_command() of the run's file and options; empty: of the
+/// placeholder FILE). "" when it is expected to be shorter.
 std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0,
-                                       const CpuContention& contention = {});
+                                       const CpuContention& contention = {}, const std::string& part_command = "");
 
 class CpuModel : public Engine {
  public:

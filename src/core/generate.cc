@@ -284,6 +284,24 @@ void PrefillProgress::operator()(int64_t tokens, int64_t layers_done, int64_t la
   }
 }
 
+namespace {
+// head -c's size for `bytes`: "32M" for whole MiB, else "4K".
+std::string head_size(int64_t bytes) {
+  return bytes % (int64_t(1) << 20) == 0 ? fmt::format("{}M", bytes >> 20) : fmt::format("{}K", bytes >> 10);
+}
+}  // namespace
+
+std::string perplexity_part_words(int64_t part_bytes) {
+  return part_bytes % (int64_t(1) << 20) == 0 ? fmt::format("{} MiB", part_bytes >> 20)
+                                              : fmt::format("{} KiB", part_bytes >> 10);
+}
+
+std::string perplexity_part_command(int64_t part_bytes, const std::string& file, const std::string& options) {
+  const std::string head = file.empty() ? "... | head -c " + head_size(part_bytes)
+                                        : "head -c " + head_size(part_bytes) + " " + file;
+  return head + " | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -" + options;
+}
+
 int64_t perplexity_window(int64_t context, int64_t model_ctx) {
   if (context == 0) return model_ctx;
   if (context < 2 || context > model_ctx)

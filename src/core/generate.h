@@ -122,6 +122,24 @@ struct PerplexityResult {
 /// than read into memory without end; standard input is read in chunks and no further than the cap.
 inline constexpr int64_t kMaxPerplexityTextBytes = int64_t(64) << 20;
 
+/// The part of a long text that dak perplexity's hints suggest scoring on the CPU reference path: 4
+/// KiB, about 1000 tokens, seconds for SmolLM2-135M on 2 cores (cpu_model.h's estimates), where 32 MiB
+/// would take days. The oversized-input error on the CPU path and long_cpu_perplexity_notice both give it.
+inline constexpr int64_t kCpuPerplexityPartBytes = int64_t(4) << 10;
+
+/// The part suggested for an input over kMaxPerplexityTextBytes where the run is on a GPU: 32 MiB.
+inline constexpr int64_t kGpuPerplexityPartBytes = int64_t(32) << 20;
+
+/// A shell command that scores the first `part_bytes` (a whole number of KiB) of a text with dak
+/// perplexity, cut with head -c and passed through iconv -c (which drops a character cut at the end):
+/// "head -c 4K FILE | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -" for `file` (a shell word:
+/// shell_word() of a path, or a placeholder), or for standard input when `file` is empty, "... | head
+/// -c 4K | iconv ...". `options` (" --model m", each with its leading space) end the dak command.
+std::string perplexity_part_command(int64_t part_bytes, const std::string& file, const std::string& options = "");
+
+/// `part_bytes` in words for a hint: "4 KiB", "32 MiB" (a whole number of KiB).
+std::string perplexity_part_words(int64_t part_bytes);
+
 /// The window perplexity() scores in for --context `context` on a model of `model_ctx` positions:
 /// `model_ctx` for 0, `context` when it is in [2, model_ctx]. Throws dak::Error naming --context,
 /// with the allowed values, for anything else.

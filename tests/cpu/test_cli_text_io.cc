@@ -51,10 +51,12 @@ TEST(CliTextIo, PerplexityRefusesTextOverItsCapAndStopsReadingThere) {
   RunResult r = run_shell("timeout 120 sh -c 'yes | " + kDak + " perplexity --device cpu --model " + kTiny +
                           " --file -' 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
+  // On the CPU path, the part the CPU path can score (test_cli_trial25_files.cc has the GPU's).
   EXPECT_NE(r.output.find("dak: error: standard input holds more than 64.00 MiB of text, the most dak perplexity "
-                          "reads\n  where: standard input (--file -)\n  fix:   pipe a part of the text, e.g. its first "
-                          "32 MiB (iconv -c drops a character cut at the end): ... | head -c 32M | iconv -c -f UTF-8 "
-                          "-t UTF-8 | dak perplexity --file -"),
+                          "reads\n  where: standard input (--file -)\n  fix:   pipe a part small enough for the CPU "
+                          "reference path (--device cpu), e.g. its first 4 KiB (iconv -c drops a character cut at the "
+                          "end): ... | head -c 4K | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - --model " +
+                          kTiny + " --device cpu"),
             std::string::npos)
       << r.output;
   // Exactly the cap is read (the next error is the tiny model's missing tokenizer); one byte more is not.
@@ -75,9 +77,10 @@ TEST(CliTextIo, PerplexityRefusesTextOverItsCapAndStopsReadingThere) {
   r = run_dak("perplexity --device cpu --model " + kTiny + " --file " + big.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("dak: error: the text file is 65.00 MiB, more than the 64.00 MiB dak perplexity reads\n"
-                          "  where: " + big.string() + "\n  fix:   score a part of it, e.g. its first 32 MiB (iconv -c "
-                          "drops a character cut at the end): head -c 32M " + big.string() +
-                          " | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -"),
+                          "  where: " + big.string() + "\n  fix:   score a part small enough for the CPU reference "
+                          "path (--device cpu), e.g. its first 4 KiB (iconv -c drops a character cut at the end): "
+                          "head -c 4K " + big.string() + " | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - "
+                          "--model " + kTiny + " --device cpu"),
             std::string::npos)
       << r.output;
   fs::remove_all(dir);

@@ -157,4 +157,70 @@ TEST(CliTrial25Files, DocsExamplesGiveShippedConfigsByName) {
   }
 }
 
+// ---------------------------------------------------------------- 3. the part of an oversized text
+
+TEST(CliTrial25Files, OversizedPerplexityInputOnTheCpuSuggestsAPartTheCpuCanScore) {
+  // The trial: on the CPU path the fix said to score the first 32 MiB, and following it dak then
+  // announced about 97 hours and suggested 4 KiB. Now the fix gives the notice's part on the CPU.
+  EXPECT_EQ(dak::kCpuPerplexityPartBytes, 4096);
+  const fs::path dir = fresh_dir("dak_ppl_cpu_part");
+  const fs::path big = dir / "big.txt";
+  std::ofstream(big).put('x');
+  fs::resize_file(big, uint64_t(65) << 20);  // sparse: no disk used
+  const std::string cpu_fix =
+      "  fix:   score a part small enough for the CPU reference path (--device cpu), e.g. its first 4 KiB (iconv -c "
+      "drops a character cut at the end): head -c 4K " + big.string() + " | iconv -c -f UTF-8 -t UTF-8 | dak "
+      "perplexity --file - --model " + kTiny + " --device cpu; dak estimates the time of a longer part before scoring "
+      "it\n";
+  RunResult r = run_dak("perplexity --device cpu --model " + kTiny + " --file " + big.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output, "dak: error: the text file is 65.00 MiB, more than the 64.00 MiB dak perplexity reads\n"
+                      "  where: " + big.string() + "\n" + cpu_fix);
+  // Standard input alike.
+  r = run_shell("head -c 67108865 /dev/zero | " + kDak + " perplexity --device cpu --model " + kTiny +
+                " --file - 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "  fix:   pipe a part small enough for the CPU reference path (--device cpu), e.g. "
+                                 "its first 4 KiB (iconv -c drops a character cut at the end): ... | head -c 4K | "
+                                 "iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - --model " + kTiny +
+                                     " --device cpu; dak estimates"))
+      << r.output;
+  // --device auto on a machine without a usable GPU runs on the CPU too.
+  if (contains(run_shell(kDak + " --version").output, "CPU only")) {
+    r = run_dak("perplexity --model " + kTiny + " --file " + big.string());
+    EXPECT_TRUE(contains(r.output, "  fix:   score a part small enough for the CPU reference path (no usable GPU "
+                                   "here), e.g. its first 4 KiB (iconv -c drops a character cut at the end): head -c "
+                                   "4K " + big.string() + " | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - "
+                                   "--model " + kTiny + ";"))
+        << r.output;
+  }
+  // On a GPU (--device cuda: the size is refused before the GPU is looked for): 32 MiB, as before.
+  r = run_dak("perplexity --device cuda --model " + kTiny + " --context 64 --file " + big.string());
+  EXPECT_TRUE(contains(r.output, "  fix:   score a part of it, e.g. its first 32 MiB (iconv -c drops a character cut "
+                                 "at the end): head -c 32M " + big.string() + " | iconv -c -f UTF-8 -t UTF-8 | dak "
+                                 "perplexity --file - --model " + kTiny + " --device cuda --context 64 (or split it "
+                                 "with split -C 32M and score each part)\n"))
+      << r.output;
+  // The fix's command, followed, reads the part (here: the first 4 KiB, through a shell).
+  r = run_shell("head -c 4K " + big.string() + " | wc -c");
+  EXPECT_EQ(r.output.substr(0, r.output.find_first_not_of("0123456789 ")), "4096") << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(CliTrial25Files, TheLongCpuPerplexityNoticeSuggestsTheSamePart) {
+  const nlohmann::json j = {{"model_type", "llama"},     {"hidden_size", 576},          {"intermediate_size", 1536},
+                            {"num_hidden_layers", 30},   {"num_attention_heads", 9},    {"num_key_value_heads", 3},
+                            {"vocab_size", 49152},       {"max_position_embeddings", 8192},
+                            {"tie_word_embeddings", true}, {"rope_theta", 100000}};  // SmolLM2-135M
+  const dak::ModelConfig c = dak::ModelConfig::from_hf_json(j, "config.json");
+  const std::string cmd = dak::perplexity_part_command(dak::kCpuPerplexityPartBytes, "big.txt", " --device cpu");
+  EXPECT_EQ(cmd, "head -c 4K big.txt | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file - --device cpu");
+  EXPECT_EQ(dak::perplexity_part_command(dak::kGpuPerplexityPartBytes, ""),
+            "... | head -c 32M | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -");
+  const std::string notice = dak::long_cpu_perplexity_notice(c, 99999999, 8192, 2, {}, cmd);
+  EXPECT_TRUE(contains(notice, "or score a shorter text (e.g. its first 4 KiB: " + cmd + ")")) << notice;
+  EXPECT_TRUE(contains(dak::long_cpu_perplexity_notice(c, 99999999, 8192, 2),
+                       "(e.g. its first 4 KiB: head -c 4K FILE | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -)"));
+}
+
 }  // namespace
