@@ -1,6 +1,7 @@
 #include "core/bpe_tokenizer.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <queue>
 
@@ -437,11 +438,21 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   auto vit = model.find("vocab");
   if (vit == model.end() || !vit->is_object()) bad_field(source, "model.vocab", "missing or not an object");
   int64_t max_id = -1;
+  std::unordered_map<int64_t, const std::string*> token_of_id;  // a second token with an id is refused
+  token_of_id.reserve(vit->size());
   for (auto it = vit->begin(); it != vit->end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= kMaxVocab) {
       bad_field(source, "model.vocab[\"" + it.key() + "\"]", "token id is not an integer in [0, 2^21)");
     }
-    max_id = std::max(max_id, it.value().get<int64_t>());
+    const int64_t id = it.value().get<int64_t>();
+    // Two tokens with one id: one of them would be lost, and a merge naming it reported as not in the
+    // vocabulary (a new-user trial), or the text encoded with the other's id.
+    if (const auto [at, fresh] = token_of_id.emplace(id, &it.key()); !fresh) {
+      bad_field(source, "model.vocab[\"" + it.key() + "\"]",
+                fmt::format("the tokens '{}' and '{}' both have the id {} (each token needs an id of its own)",
+                            *at->second, it.key(), id));
+    }
+    max_id = std::max(max_id, id);
   }
   struct Added { std::string content; int64_t id; bool special, lstrip, rstrip; };
   std::vector<Added> added;

@@ -126,7 +126,8 @@ class BpeTokenizer final : public Tokenizer {
 /// chat_template.jinja say (`cfg`; BOS also from a TemplateProcessing post-processor when
 /// the config names none). Works from memory (the fuzz target uses it); `source` names the
 /// file in errors. Throws dak::Error naming the file and field for invalid JSON, a missing
-/// model.vocab, merges that reference unknown tokens, an unsupported model type (WordPiece,
+/// model.vocab, two tokens of model.vocab with one id (naming both and the id), merges that
+/// reference unknown tokens, an unsupported model type (WordPiece,
 /// Unigram, WordLevel), normalizer or pre-tokenizer.
 std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, const std::string& source,
                                                    const HfTokenizerConfig& cfg = {});

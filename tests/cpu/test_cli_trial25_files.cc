@@ -52,6 +52,28 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
+/// A model folder with the tiny model's config and weights (vocab_size 128) and a byte-level BPE
+/// tokenizer.json: the first 128 byte characters as ids 0 to 127, or `vocab` (token -> id) when given,
+/// and `merges`.
+fs::path tiny_model_with_tokenizer(const std::string& name, nlohmann::json vocab = nullptr,
+                                   nlohmann::json merges = nlohmann::json::array()) {
+  const fs::path dir = fresh_dir(name);
+  fs::copy_file(fs::path(kTiny) / "config.json", dir / "config.json");
+  fs::create_symlink(fs::absolute(fs::path(kTiny) / "model.safetensors"), dir / "model.safetensors");
+  if (vocab.is_null()) {
+    vocab = nlohmann::json::object();
+    const auto& alpha = dak::byte_level_alphabet();
+    for (int b = 0; b < 128; ++b) vocab[alpha[b]] = b;
+  }
+  const nlohmann::json j = {
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+  };
+  std::ofstream(dir / "tokenizer.json") << j.dump();
+  std::ofstream(dir / "text.txt") << "abcabcab";
+  return dir;
+}
+
 // ---------------------------------------------------------------- 1. unreadable --file
 
 TEST(CliTrial25Files, PerplexityNamesAnUnreadableFileAsEveryCommandDoes) {
@@ -221,6 +243,27 @@ TEST(CliTrial25Files, TheLongCpuPerplexityNoticeSuggestsTheSamePart) {
   EXPECT_TRUE(contains(notice, "or score a shorter text (e.g. its first 4 KiB: " + cmd + ")")) << notice;
   EXPECT_TRUE(contains(dak::long_cpu_perplexity_notice(c, 99999999, 8192, 2),
                        "(e.g. its first 4 KiB: head -c 4K FILE | iconv -c -f UTF-8 -t UTF-8 | dak perplexity --file -)"));
+}
+
+// ---------------------------------------------------------------- 4. two tokens with one id
+
+TEST(CliTrial25Files, ADuplicateVocabularyIdNamesBothTokens) {
+  // The trial gave "t" the id 101 of "u" and got "merge 'Ġ t' references token 't', which is not in
+  // the vocabulary": the wrong problem. (Here the ids of the 128-character alphabet: 't' is 116.)
+  nlohmann::json vocab = nlohmann::json::object();
+  const auto& alpha = dak::byte_level_alphabet();
+  for (int b = 0; b < 128; ++b) vocab[alpha[b]] = b;
+  vocab["t"] = 117;  // the id of "u"
+  const fs::path dir = tiny_model_with_tokenizer("dak_dup_id", vocab, {alpha[' '] + " t"});
+  const RunResult r = run_dak("generate --device cpu --model " + dir.string() + " -p ab -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: the tokens 't' and 'u' both have the id 117 (each token needs an id "
+                                 "of its own)\n  where: " + (dir / "tokenizer.json").string() +
+                                     ": model.vocab[\"u\"]\n  fix:   restore the tokenizer files from the model's "
+                                     "repository\n"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "merge")) << r.output;
+  fs::remove_all(dir);
 }
 
 }  // namespace
