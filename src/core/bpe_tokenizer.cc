@@ -132,10 +132,11 @@ BpeTokenizer::BpeTokenizer(BpeSpec spec)
 }
 
 void BpeTokenizer::set_specials(int32_t bos_id, std::vector<int32_t> eos_ids, bool add_bos,
-                                std::optional<std::string> chat_template) {
+                                std::optional<std::string> chat_template, std::string chat_template_source) {
   bos_id_ = bos_id;
   eos_ids_ = std::move(eos_ids);
   add_bos_ = add_bos && bos_id >= 0;
+  chat_template_source_ = chat_template ? std::move(chat_template_source) : std::string();
   chat_template_ = std::move(chat_template);
 }
 
@@ -522,7 +523,7 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   if (cfg.eos_token) eos = tok->token_id(*cfg.eos_token).value_or(-1);
   const bool add_bos = cfg.add_bos_token.value_or(pp_bos.has_value());
   tok->set_specials(bos, collect_eos_ids(eos, cfg.generation_eos_ids, tok->vocab_size(), lookup), add_bos,
-                    cfg.chat_template);
+                    cfg.chat_template, cfg.chat_template_source);
   return tok;
 }
 
@@ -600,7 +601,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf) {
   auto tok = std::make_unique<BpeTokenizer>(std::move(spec));
   auto lookup = [&tok](std::string_view t) { return tok->token_id(t); };
   tok->set_specials(static_cast<int32_t>(bos), collect_eos_ids(eos, extra_eos, tok->vocab_size(), lookup), add_bos,
-                    std::move(tmpl));
+                    std::move(tmpl), source + ": metadata tokenizer.chat_template");
   return tok;
 }
 

@@ -89,9 +89,10 @@ class BpeTokenizer final : public Tokenizer {
   /// content for added ones); nullopt when absent.
   std::optional<int32_t> token_id(std::string_view text) const;
 
-  /// Sets BOS, EOS ids, add_bos and the chat template (the loaders call it once).
+  /// Sets BOS, EOS ids, add_bos and the chat template with where it was read (chat_template_source();
+  /// the loaders call it once).
   void set_specials(int32_t bos_id, std::vector<int32_t> eos_ids, bool add_bos,
-                    std::optional<std::string> chat_template);
+                    std::optional<std::string> chat_template, std::string chat_template_source = "");
 
  private:
   void encode_word(const std::string& word, std::vector<int32_t>& out) const;

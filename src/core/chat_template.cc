@@ -21,6 +21,7 @@ namespace dak {
 
 namespace {
 
+// Where a model without a template would have one.
 constexpr const char* kTemplateWhere = "chat template (tokenizer.chat_template / tokenizer_config.json)";
 constexpr const char* kDropChat = "drop --chat and pass the prompt text as is (or as ids with --prompt-ids)";
 
@@ -64,6 +65,15 @@ std::optional<std::string> chatml_default_system(std::string_view tmpl) {
   return std::nullopt;
 }
 
+// Why dak cannot render `tmpl`: which of the markers of the families it renders the template lacks.
+std::string unsupported_cause(std::string_view tmpl) {
+  if (tmpl.find("[INST]") != std::string_view::npos) {
+    return "it has [INST] but not <<SYS>>, which a Llama-2 template has too (a Mistral template, perhaps)";
+  }
+  return "it has none of the markers of the templates dak renders: <|im_start|> (ChatML), <|start_header_id|> "
+         "(Llama-3), [INST] with <<SYS>> (Llama-2)";
+}
+
 std::string strip(std::string_view s) {
   constexpr std::string_view kSpace = " \t\n\r\v\f";
   const size_t b = s.find_first_not_of(kSpace);
@@ -78,6 +88,7 @@ std::string Tokenizer::apply_chat_template(std::span<const ChatMessage> messages
     fail("the model has no chat template", kTemplateWhere, kDropChat);
   }
   const std::string& tmpl = *chat_template_;
+  const std::string where = chat_template_source_.empty() ? kTemplateWhere : chat_template_source_;
   std::string out;
 
   if (tmpl.find("<|im_start|>") != std::string::npos) {
@@ -124,7 +135,7 @@ std::string Tokenizer::apply_chat_template(std::span<const ChatMessage> messages
       if ((m.role == "user") != (k % 2 == 0)) {
         fail("conversation roles must alternate user/assistant/user/... (message " + std::to_string(i) + " is '" +
                  m.role + "')",
-             kTemplateWhere, "give the messages in alternating order, or drop --chat");
+             where, "give the messages in alternating order, or drop --chat");
       }
       std::string content = (k == 0 && system) ? "<<SYS>>\n" + *system + "\n<</SYS>>\n\n" + m.content : m.content;
       if (m.role == "user") {
@@ -139,7 +150,9 @@ std::string Tokenizer::apply_chat_template(std::span<const ChatMessage> messages
     return out;
   }
 
-  fail("unsupported chat template (dak renders ChatML, Llama-2 and Llama-3 templates)", kTemplateWhere, kDropChat);
+  fail("dak cannot render this chat template (it renders ChatML, Llama-2 and Llama-3 templates, having no Jinja "
+       "engine): " + unsupported_cause(tmpl),
+       where, kDropChat);
 }
 
 }  // namespace dak

@@ -136,14 +136,20 @@ class SentencePieceTokenizer final : public Tokenizer {
     eos_ids_ = collect_eos_ids(eos, cfg.generation_eos_ids, vocab_size(),
                                [this](std::string_view t) { return piece_id(t); });
     if (cfg.add_bos_token) add_bos_ = *cfg.add_bos_token && bos_id_ >= 0;
-    if (cfg.chat_template) chat_template_ = cfg.chat_template;
+    if (cfg.chat_template) {
+      chat_template_ = cfg.chat_template;
+      chat_template_source_ = cfg.chat_template_source;
+    }
   }
 
-  /// Sets the specials from GGUF metadata (ids already range-checked).
-  void set_specials(int32_t bos, std::vector<int32_t> eos_ids, bool add_bos, std::optional<std::string> tmpl) {
+  /// Sets the specials from GGUF metadata (ids already range-checked), and the chat template with where
+  /// it was read (chat_template_source()).
+  void set_specials(int32_t bos, std::vector<int32_t> eos_ids, bool add_bos, std::optional<std::string> tmpl,
+                    std::string tmpl_source) {
     bos_id_ = bos;
     eos_ids_ = std::move(eos_ids);
     add_bos_ = add_bos && bos >= 0;
+    chat_template_source_ = tmpl ? std::move(tmpl_source) : std::string();
     chat_template_ = std::move(tmpl);
   }
 
@@ -257,7 +263,7 @@ std::unique_ptr<Tokenizer> load_gguf_sentencepiece(const GgufFile& gguf) {
   auto eos_ids = collect_eos_ids(eos, extra, tok->vocab_size(), [&tok](std::string_view t) { return tok->piece_id(t); });
   tok->set_specials(static_cast<int32_t>(bos), std::move(eos_ids),
                     gguf.opt_bool("tokenizer.ggml.add_bos_token").value_or(true),
-                    gguf.opt_string("tokenizer.chat_template"));
+                    gguf.opt_string("tokenizer.chat_template"), source + ": metadata tokenizer.chat_template");
   return tok;
 }
 

@@ -57,10 +57,15 @@ class Tokenizer {
   /// The model's chat template source (Jinja), if any.
   const std::optional<std::string>& chat_template() const { return chat_template_; }
 
+  /// Where the chat template was read (named in errors): "<dir>/tokenizer_config.json: chat_template",
+  /// "<dir>/chat_template.jinja" or "<file>.gguf: metadata tokenizer.chat_template"; "" without one.
+  const std::string& chat_template_source() const { return chat_template_source_; }
+
   /// Renders messages with the model's chat template. Supported template families (detected
   /// from the template text): ChatML (<|im_start|>), Llama-2 ([INST]), Llama-3
   /// (<|start_header_id|>). Throws dak::Error for a model without a template or with an
-  /// unsupported one (says to drop --chat). The text contains the BOS token's text where the
+  /// unsupported one (naming the file it came from and why dak cannot render it; says to drop
+  /// --chat). The text contains the BOS token's text where the
   /// template writes bos_token (Llama-2/3), so encode it with allow_bos = false, as
   /// transformers' apply_chat_template(tokenize=True) does. Implemented in chat_template.cc.
   std::string apply_chat_template(std::span<const ChatMessage> messages,
@@ -71,6 +76,7 @@ class Tokenizer {
   std::vector<int32_t> eos_ids_;
   bool add_bos_ = false;
   std::optional<std::string> chat_template_;
+  std::string chat_template_source_;  // chat_template_source()
 };
 
 /// Tokenizer of a checkpoint: GGUF metadata, or tokenizer.json / tokenizer.model (and

@@ -56,6 +56,7 @@ void parse_tokenizer_config(std::string_view text, const std::string& source, Hf
     } else {
       fail("expected a string or a list of {name, template}", source + ": chat_template", "fix the field");
     }
+    if (out.chat_template) out.chat_template_source = source + ": chat_template";
   }
 }
 
@@ -98,6 +99,7 @@ HfTokenizerConfig read_tokenizer_config(const std::filesystem::path& dir) {
   // transformers >= 4.43 saves the template beside the config instead of inside it.
   if (auto p = dir / "chat_template.jinja"; !cfg.chat_template && std::filesystem::is_regular_file(p, ec)) {
     cfg.chat_template = read_text_file(p);
+    cfg.chat_template_source = p.string();
   }
   return cfg;
 }

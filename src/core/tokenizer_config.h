@@ -19,11 +19,14 @@ struct HfTokenizerConfig {
   std::optional<std::string> eos_token;
   std::optional<bool> add_bos_token;
   std::optional<std::string> chat_template;  // the "default" one when the file holds a list
+  std::string chat_template_source;          // where it was read: "<dir>/tokenizer_config.json: chat_template"
+                                             // or "<dir>/chat_template.jinja"; "" without one
   std::vector<int64_t> generation_eos_ids;   // generation_config.json eos_token_id
 };
 
 /// Parses tokenizer_config.json text. Tokens may be strings or AddedToken objects
-/// ({"content": ...}); chat_template a string or a list of {name, template}. Throws
+/// ({"content": ...}); chat_template a string or a list of {name, template} (its source then is
+/// "<source>: chat_template"). Throws
 /// dak::Error naming `source` and the field on invalid JSON or a field of the wrong type.
 void parse_tokenizer_config(std::string_view text, const std::string& source, HfTokenizerConfig& out);
 

@@ -266,4 +266,64 @@ TEST(CliTrial25Files, ADuplicateVocabularyIdNamesBothTokens) {
   fs::remove_all(dir);
 }
 
+// ---------------------------------------------------------------- 5. where a chat template came from
+
+TEST(CliTrial25Files, AnUnsupportedChatTemplateNamesTheFileItCameFrom) {
+  // The trial: a template from chat_template.jinja was placed at "chat template
+  // (tokenizer.chat_template / tokenizer_config.json)", with no word of why dak cannot render it.
+  const fs::path dir = tiny_model_with_tokenizer("dak_chat_jinja");
+  std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}### {{ m['content'] }}{% endfor %}";
+  RunResult r = run_dak("generate --device cpu --model " + dir.string() + " --chat -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: dak cannot render this chat template (it renders ChatML, Llama-2 and "
+                                 "Llama-3 templates, having no Jinja engine): it has none of the markers of the "
+                                 "templates dak renders: <|im_start|> (ChatML), <|start_header_id|> (Llama-3), [INST] "
+                                 "with <<SYS>> (Llama-2)\n  where: " + (dir / "chat_template.jinja").string() +
+                                     "\n  fix:   drop --chat"))
+      << r.output;
+  // tokenizer_config.json's chat_template comes first: named as that file and field.
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": "{{ '[INST] ' + messages[0]['content'] }}"})";
+  r = run_dak("generate --device cpu --model " + dir.string() + " --chat -p hi -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "): it has [INST] but not <<SYS>>, which a Llama-2 template has too (a Mistral "
+                                 "template, perhaps)\n  where: " + (dir / "tokenizer_config.json").string() +
+                                     ": chat_template\n"))
+      << r.output;
+  fs::remove_all(dir);
+}
+
+/// A GGUF image (version 3, no tensors) whose metadata is a byte-level BPE tokenizer of the 256
+/// alphabet characters, no merges, and the chat template `tmpl`.
+std::string gguf_with_chat_template(const std::string& tmpl) {
+  std::string g = "GGUF";
+  auto u32 = [&](uint32_t v) { g.append(reinterpret_cast<const char*>(&v), 4); };
+  auto u64 = [&](uint64_t v) { g.append(reinterpret_cast<const char*>(&v), 8); };
+  auto str = [&](const std::string& s) { u64(s.size()), g += s; };
+  constexpr uint32_t kString = 8, kArray = 9;
+  u32(3);
+  u64(0);  // tensors
+  u64(4);  // metadata entries
+  str("tokenizer.ggml.model"), u32(kString), str("gpt2");
+  str("tokenizer.ggml.tokens"), u32(kArray), u32(kString), u64(256);
+  for (const std::string& t : dak::byte_level_alphabet()) str(t);
+  str("tokenizer.ggml.merges"), u32(kArray), u32(kString), u64(0);
+  str("tokenizer.chat_template"), u32(kString), str(tmpl);
+  return g;
+}
+
+TEST(CliTrial25Files, AnUnsupportedChatTemplateFromGgufMetadataIsNamedSo) {
+  const std::string image = gguf_with_chat_template("{{ messages }}");
+  const auto gguf = dak::GgufFile::parse(reinterpret_cast<const uint8_t*>(image.data()), image.size(), "m.gguf");
+  const auto tok = dak::load_gguf_tokenizer(*gguf);
+  EXPECT_EQ(tok->chat_template_source(), "m.gguf: metadata tokenizer.chat_template");
+  const std::vector<dak::ChatMessage> msgs = {{"user", "hi"}};
+  try {
+    tok->apply_chat_template(msgs);
+    ADD_FAILURE() << "no error";
+  } catch (const dak::Error& e) {
+    EXPECT_EQ(e.where_part(), "m.gguf: metadata tokenizer.chat_template");
+    EXPECT_TRUE(contains(e.what_part(), "dak cannot render this chat template")) << e.what();
+  }
+}
+
 }  // namespace
