@@ -30,13 +30,49 @@ void check_tokenizer_fits_model(const Tokenizer& tok, int64_t model_vocab, const
            (alternative.empty() ? std::string() : ", or " + alternative));
 }
 
+namespace {
+
+/// Whether the model folder has the tokenizer file `file` (tokenizer.json, tokenizer.model): false when
+/// it has nothing by that name. Something else by that name (a folder, a device), a link to nothing
+/// or a path this user may not examine is an error naming it (as config.json's), not "no tokenizer".
+bool has_tokenizer_file(const std::filesystem::path& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(file, ec);
+  if (st.type() == fs::file_type::not_found) {
+    std::error_code lec;
+    if (fs::symlink_status(file, lec).type() == fs::file_type::symlink) {
+      fail("a symbolic link to a file that does not exist", file.string(), "fix or remove the link");
+    }
+    return false;
+  }
+  if (ec) throw path_error(file.string(), ec);
+  if (!fs::is_regular_file(st)) {
+    const std::string name = file.filename().string();
+    fail(fmt::format("{} is not a regular file ({})", name,
+                     fs::is_directory(st) ? "a folder" : "a device, FIFO or socket"),
+         file.string(),
+         fmt::format("replace it with the model's {} from its repository, or pass the prompt as token ids with "
+                     "--prompt-ids, which works without a tokenizer",
+                     name));
+  }
+  return true;
+}
+
+}  // namespace
+
 bool has_tokenizer(const Checkpoint& ckpt) {
   if (const GgufFile* gguf = ckpt.gguf()) return gguf->find("tokenizer.ggml.model") != nullptr;
   std::error_code ec;
   const auto& path = ckpt.path();
   const auto dir = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
-  return std::filesystem::is_regular_file(dir / "tokenizer.json", ec) ||
-         std::filesystem::is_regular_file(dir / "tokenizer.model", ec);
+  // Anything by a tokenizer file's name counts (a folder, a dangling link): load_tokenizer then says
+  // what is wrong with it, so --prompt-ids gives -p's reason instead of staying silent.
+  for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
+    std::error_code lec;
+    if (std::filesystem::symlink_status(dir / name, lec).type() != std::filesystem::file_type::not_found) return true;
+  }
+  return false;
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt) {
@@ -46,8 +82,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt) {
   const auto dir = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
   const auto json_file = dir / "tokenizer.json";
   const auto sp_file = dir / "tokenizer.model";
-  const bool has_json = std::filesystem::is_regular_file(json_file, ec);
-  const bool has_sp = std::filesystem::is_regular_file(sp_file, ec);
+  const bool has_json = has_tokenizer_file(json_file);
+  const bool has_sp = has_tokenizer_file(sp_file);
   if (has_json) {
     // A SentencePiece-style tokenizer.json (Metaspace, byte fallback: Llama-2, Mistral)
     // is read from tokenizer.model when the folder has one.

@@ -81,12 +81,14 @@ class Tokenizer {
 
 /// Tokenizer of a checkpoint: GGUF metadata, or tokenizer.json / tokenizer.model (and
 /// tokenizer_config.json for BOS/EOS and the chat template) next to a HF checkpoint.
-/// Throws dak::Error when none is found or the vocabulary type is unsupported.
+/// Throws dak::Error when none is found, when a tokenizer.json or tokenizer.model there is not a
+/// regular file (a folder: named as such) or cannot be examined, or the vocabulary type is unsupported.
 std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt);
 
 /// Whether `ckpt` comes with a tokenizer, usable or not: a GGUF file with the tokenizer.ggml.model
-/// key, or a HF checkpoint with tokenizer.json or tokenizer.model beside it. When it is false,
-/// load_tokenizer fails saying that there is none; when true, it loads it or says what is wrong.
+/// key, or a HF checkpoint with anything named tokenizer.json or tokenizer.model beside it (a folder
+/// or a dangling link too). When it is false, load_tokenizer fails saying that there is none; when
+/// true, it loads it or says what is wrong.
 bool has_tokenizer(const Checkpoint& ckpt);
 
 /// Throws dak::Error (where: the tokenizer's file) when `tok` can give ids the model has no embedding

@@ -326,4 +326,22 @@ TEST(CliTrial25Files, AnUnsupportedChatTemplateFromGgufMetadataIsNamedSo) {
   }
 }
 
+// ---------------------------------------------------------------- 6. a tokenizer.json that is a folder
+
+TEST(CliTrial25Files, ATokenizerFileThatIsAFolderIsNamedSo) {
+  // Was "the model folder has no tokenizer (neither tokenizer.json nor tokenizer.model)"; config.json
+  // already got "config.json is not a regular file (a folder?)".
+  for (const std::string name : {"tokenizer.json", "tokenizer.model"}) {
+    const fs::path dir = tiny_model_with_tokenizer("dak_tok_folder");
+    fs::remove(dir / "tokenizer.json");
+    fs::create_directory(dir / name);
+    const RunResult r = run_dak("generate --device cpu --model " + dir.string() + " -p ab -n 1");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.output, "dak: error: " + name + " is not a regular file (a folder)\n  where: " + (dir / name).string() +
+                            "\n  fix:   replace it with the model's " + name + " from its repository, or pass the prompt "
+                            "as token ids with --prompt-ids, which works without a tokenizer\n");
+    fs::remove_all(dir);
+  }
+}
+
 }  // namespace
