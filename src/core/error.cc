@@ -8,6 +8,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "core/utf8_text.h"
 
 namespace dak {
 
@@ -15,19 +19,35 @@ namespace {
 
 constexpr size_t kMaxPartBytes = 2000;  // a message part beyond this is cut (e.g. a 5 MB tensor name)
 
+/// Whether `c` is printed as a \xNN escape: a control byte (NUL, newline, ESC, ... DEL).
+bool is_control(unsigned char c) { return c < 0x20 || c == 0x7F; }
+
+/// Appends "\xNN" for byte `c`.
+void append_escape(std::string& out, unsigned char c) {
+  static const char* const kHex = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[c >> 4];
+  out += kHex[c & 15];
+}
+
 /// `s` safe to print on a terminal: control bytes (NUL, newline, ESC, ...) as \xNN escapes, so a
 /// name from a file can neither cut the message (NUL) nor forge its "where" / "fix" lines or send
-/// terminal escape codes; cut to kMaxPartBytes (at a UTF-8 character boundary) with "...".
+/// terminal escape codes; so are the bytes of `s` that are not UTF-8 (a file name in Latin-1: "x\xff"),
+/// so the message is valid UTF-8 (grep takes stderr with such a byte for binary); cut to kMaxPartBytes
+/// (at a UTF-8 character boundary) with "...".
 std::string printable(const std::string& s) {
   std::string out;
   out.reserve(std::min(s.size(), kMaxPartBytes) + 8);
-  for (const char ch : s) {
+  size_t invalid = find_invalid_utf8(s).value_or(s.size());  // the next byte that is not UTF-8
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
     const unsigned char c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7F) {
-      static const char* const kHex = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+    if (i == invalid) {
+      append_escape(out, c);
+      const std::optional<size_t> next = find_invalid_utf8(std::string_view(s).substr(i + 1));
+      invalid = next ? i + 1 + *next : s.size();
+    } else if (is_control(c)) {
+      append_escape(out, c);
     } else {
       out += ch;
     }
@@ -138,6 +158,28 @@ std::string shell_word(const std::string& word) {
     return std::isalnum(c) || std::strchr("_-./:=,+@%", c) != nullptr;
   });
   if (plain) return word;
+  // Bytes an error prints as \xNN escapes (control bytes, bytes that are not UTF-8): written $'...'
+  // with those escapes, which the shell turns back into the bytes, so the printed command still works.
+  if (find_invalid_utf8(word) || std::any_of(word.begin(), word.end(), [](char c) { return is_control(c); })) {
+    std::string out = "$'";
+    size_t invalid = find_invalid_utf8(word).value_or(word.size());
+    for (size_t i = 0; i < word.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(word[i]);
+      if (i == invalid) {
+        append_escape(out, c);
+        const std::optional<size_t> next = find_invalid_utf8(std::string_view(word).substr(i + 1));
+        invalid = next ? i + 1 + *next : word.size();
+      } else if (is_control(c)) {
+        append_escape(out, c);
+      } else if (c == '\\' || c == '\'') {
+        out += '\\';
+        out += char(c);
+      } else {
+        out += char(c);
+      }
+    }
+    return out + "'";
+  }
   std::string out = "'";
   for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";

@@ -18,7 +18,8 @@ namespace dak {
 class Error : public std::runtime_error {
  public:
   /// Each part is stored printable: control bytes (NUL, newline, ESC, ...) become \xNN escapes,
-  /// so text from a file cannot cut or forge the message, and a part is cut to 2000 bytes.
+  /// so text from a file cannot cut or forge the message, and so do bytes that are not UTF-8 (a
+  /// Latin-1 file name's "\xff"), so the message is valid UTF-8; a part is cut to 2000 bytes.
   Error(std::string what, std::string where, std::string fix);
 
   const std::string& what_part() const { return what_; }
@@ -44,7 +45,9 @@ class UsageError : public Error {
 [[noreturn]] void fail(std::string what, std::string where, std::string fix);
 
 /// `word` as one shell word for a command a fix suggests: unchanged when it holds only letters,
-/// digits and `_-./:=,+@%`, else in single quotes (a path with spaces stays one argument).
+/// digits and `_-./:=,+@%`, else in single quotes (a path with spaces stays one argument); one with
+/// bytes an Error prints as \xNN escapes (control bytes, bytes that are not UTF-8) as $'...' with
+/// those escapes (bash, zsh, ksh), which the shell turns back into the bytes.
 std::string shell_word(const std::string& word);
 
 /// Throws dak::UsageError(what, where, fix): for text its option cannot parse.

@@ -344,4 +344,44 @@ TEST(CliTrial25Files, ATokenizerFileThatIsAFolderIsNamedSo) {
   }
 }
 
+// ---------------------------------------------------------------- 7. bytes that are not UTF-8
+
+TEST(CliTrial25Files, ErrorsShowBytesThatAreNotUtf8AsEscapes) {
+  // The trial: `where: /tmp/t25/x<0xff>` made grep call stderr binary.
+  const dak::Error e("bad '\xff' and '\xe4\xb8'", "/tmp/x\xff", "caf\xc3\xa9 \xf0\x9f\x98\x80 stays");
+  EXPECT_EQ(std::string(e.what()), "bad '\\xff' and '\\xe4\\xb8'\n  where: /tmp/x\\xff\n  fix:   caf\xc3\xa9 "
+                                   "\xf0\x9f\x98\x80 stays");
+  // Control bytes as before, and escapes are not escaped again when an error is rethrown with its parts.
+  const dak::Error again(e.what_part() + "\n", e.where_part(), e.fix_part());
+  EXPECT_EQ(again.what_part(), "bad '\\xff' and '\\xe4\\xb8'\\x0a");
+  // A fix's command names such a path with $'...', which the shell turns back into the bytes.
+  EXPECT_EQ(dak::shell_word("/tmp/x\xff.txt"), "$'/tmp/x\\xff.txt'");
+  EXPECT_EQ(dak::shell_word("a b\n'\\"), "$'a b\\x0a\\'\\\\'");
+  EXPECT_EQ(dak::shell_word("/tmp/my model"), "'/tmp/my model'");  // valid UTF-8: single quotes as before
+
+  const fs::path dir = fresh_dir("dak_not_utf8");
+  const std::string x = (dir / "x").string();
+  // From the command line (a missing file).
+  RunResult r = run_shell(kDak + " perplexity --device cpu --model " + kTiny + " --file \"$(printf '" + x +
+                          "\\377')\" 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output, "dak: error: no such file\n  where: " + x + "\\xff\n  fix:   check the path passed to --file\n");
+  EXPECT_FALSE(dak::find_invalid_utf8(r.output).has_value()) << r.output;
+  // In a fix line: the command works when pasted into bash.
+  const std::string big = x + "\xff.txt";
+  std::ofstream(big).put('x');
+  fs::resize_file(big, uint64_t(65) << 20);
+  r = run_shell(kDak + " perplexity --device cuda --model " + kTiny + " --file \"$(printf '" + x +
+                "\\377.txt')\" 2>&1");
+  EXPECT_FALSE(dak::find_invalid_utf8(r.output).has_value()) << r.output;
+  const std::string head = "head -c 32M $'" + x + "\\xff.txt'";
+  EXPECT_TRUE(contains(r.output, "  fix:   score a part of it, e.g. its first 32 MiB (iconv -c drops a character cut "
+                                 "at the end): " + head + " | iconv"))
+      << r.output;
+  std::ofstream(dir / "cmd.sh") << head << " | wc -c\n";
+  r = run_shell("bash " + (dir / "cmd.sh").string());
+  EXPECT_EQ(r.output, "33554432\n") << r.output;
+  fs::remove_all(dir);
+}
+
 }  // namespace
