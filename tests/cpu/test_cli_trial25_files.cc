@@ -384,4 +384,18 @@ TEST(CliTrial25Files, ErrorsShowBytesThatAreNotUtf8AsEscapes) {
   fs::remove_all(dir);
 }
 
+// ---------------------------------------------------------------- 8. files outside the repository
+
+TEST(CliTrial25Files, DocsCiteOnlyFilesInTheRepository) {
+  // The docs sent the reader to DESIGN.md and ../shared/tools/h200_probe, the team's notes and tools
+  // outside this repository.
+  const auto docs = user_docs();
+  ASSERT_GT(docs.size(), 5u);
+  for (const auto& [path, text] : docs) {
+    EXPECT_FALSE(contains(text, "DESIGN.md")) << path << " cites DESIGN.md";
+    EXPECT_FALSE(contains(text, "../shared/")) << path << " cites ../shared/";
+    EXPECT_FALSE(contains(text, "and the design notes")) << path;
+  }
+}
+
 }  // namespace
