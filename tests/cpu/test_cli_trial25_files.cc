@@ -340,6 +340,13 @@ TEST(CliTrial25Files, ATokenizerFileThatIsAFolderIsNamedSo) {
     EXPECT_EQ(r.output, "dak: error: " + name + " is not a regular file (a folder)\n  where: " + (dir / name).string() +
                             "\n  fix:   replace it with the model's " + name + " from its repository, or pass the prompt "
                             "as token ids with --prompt-ids, which works without a tokenizer\n");
+    // Following the fix runs, and says why the output is ids (the reason -p was refused).
+    const RunResult ids = run_dak("generate --device cpu --model " + dir.string() + " --prompt-ids 1,2 -n 1");
+    EXPECT_EQ(ids.exit_code, 0) << ids.output;
+    EXPECT_NE(ids.output.find("the output is shown as token ids, since the model's tokenizer cannot be used: " + name +
+                              " is not a regular file (a folder)"),
+              std::string::npos)
+        << ids.output;
     fs::remove_all(dir);
   }
 }
