@@ -37,4 +37,16 @@ inline bool says_refusal(const std::string& output, const std::string& says, int
          output.find("\n  fix:   use " + says.substr(use + 6)) != std::string::npos;
 }
 
+/// Whether `s` contains `part`.
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+#ifdef DAK_BINARY
+/// The dak binary under test (DAK_BINARY) run with `args`, after the environment assignments `env`
+/// ("" for none, e.g. "CUDA_VISIBLE_DEVICES="): its stdout, and its stderr too when `merge_stderr`.
+inline RunResult run_dak_env(const std::string& env, const std::string& args, bool merge_stderr = true) {
+  return run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args +
+                   (merge_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+#endif
+
 }  // namespace dak::testing

@@ -24,7 +24,7 @@ using dak::testing::RunResult;
 using dak::testing::says_refusal;
 
 RunResult run_dak(const std::string& args, bool merge_stderr = true) {
-  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null"));
+  return dak::testing::run_dak_env("", args, merge_stderr);
 }
 
 const std::string kData = DAK_TEST_DATA_DIR;

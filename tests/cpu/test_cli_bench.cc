@@ -15,7 +15,7 @@ using dak::testing::RunResult;
 
 /// Runs `env dak args` through the shell; env is a prefix like "CUDA_VISIBLE_DEVICES=".
 RunResult run_dak(const std::string& args, const std::string& env = "") {
-  return dak::testing::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_dak_env(env, args);
 }
 
 const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";

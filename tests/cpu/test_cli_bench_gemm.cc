@@ -16,14 +16,12 @@ namespace {
 using dak::testing::RunResult;
 
 RunResult run_dak(const std::string& args, const std::string& env = "") {
-  return dak::testing::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_dak_env(env, args);
 }
 
 const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using dak::testing::contains;
 
 /// The lines of `text` that start with `prefix`.
 std::string lines_starting_with(const std::string& text, const std::string& prefix) {

@@ -15,7 +15,7 @@ namespace {
 using dak::testing::RunResult;
 
 RunResult run_dak(const std::string& args) {
-  return dak::testing::run_shell("CUDA_VISIBLE_DEVICES= " + std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_dak_env("CUDA_VISIBLE_DEVICES=", args);
 }
 
 const std::string kGenNoPrompt = std::string("generate --device cpu --model ") + DAK_TEST_DATA_DIR +

@@ -21,12 +21,10 @@ using dak::testing::says_refusal;
 const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
 
 RunResult run_dak(const std::string& args) {
-  return dak::testing::run_shell(kNoGpu + " " + std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_dak_env(kNoGpu, args);
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using dak::testing::contains;
 
 const std::string kHuge = "9999999999999999999999";  // beyond int64: CLI11 alone clamped it to 2^63 - 1
 

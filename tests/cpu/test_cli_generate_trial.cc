@@ -21,17 +21,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using dak::testing::RunResult;
-using dak::testing::run_shell;
 
-const std::string kDak = DAK_BINARY;
 const std::string kData = DAK_TEST_DATA_DIR;
 const std::string kTiny = kData + "/hf_parity/llama_gqa";  // vocab_size 128, no tokenizer
 
 RunResult run_dak(const std::string& args, bool merge_stderr = true) {
-  return run_shell(kDak + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null"));
+  return dak::testing::run_dak_env("", args, merge_stderr);
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using dak::testing::contains;
 
 /// A fresh folder under the test's temporary directory holding the tiny model's weights (vocab_size
 /// 128) and, when `tokens` > 0, a byte-level BPE tokenizer.json of `tokens` ids (the first byte

@@ -21,7 +21,7 @@ using dak::testing::RunResult;
 const std::string kNoGpu = "CUDA_VISIBLE_DEVICES=";
 
 RunResult run_dak(const std::string& args, const std::string& env = kNoGpu) {
-  return dak::testing::run_shell(env + (env.empty() ? "" : " ") + std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_dak_env(env, args);
 }
 
 /// A fresh folder under the temp directory, removed at the end of the test.

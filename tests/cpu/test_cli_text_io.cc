@@ -29,7 +29,7 @@ const std::string kData = DAK_TEST_DATA_DIR;
 const std::string kTiny = kData + "/hf_parity/llama_gqa";  // vocab_size 128, no tokenizer
 
 RunResult run_dak(const std::string& args, bool merge_stderr = true) {
-  return run_shell(kDak + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null"));
+  return dak::testing::run_dak_env("", args, merge_stderr);
 }
 
 std::string default_model() {

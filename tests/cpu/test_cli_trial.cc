@@ -19,13 +19,13 @@ namespace {
 using dak::testing::RunResult;
 
 RunResult run_dak(const std::string& args) {
-  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_dak_env("", args);
 }
 
 const std::string kData = DAK_TEST_DATA_DIR;
 const std::string kTiny = kData + "/hf_parity/llama_gqa";
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using dak::testing::contains;
 
 TEST(CliTrial, AnOffloadBudgetThePlannerRefusesIsRefusedBeforeTheGpuForEveryModelSource) {
   // The trial: a real checkpoint with --device cuda said "cannot run on the GPU" instead of the

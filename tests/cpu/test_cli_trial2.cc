@@ -16,13 +16,13 @@ namespace {
 using dak::testing::RunResult;
 
 RunResult run_dak(const std::string& args) {
-  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1");
+  return dak::testing::run_dak_env("", args);
 }
 
 const std::string kData = DAK_TEST_DATA_DIR;
 const std::string kProfile = kData + "/../../profiles/h200-default.json";
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using dak::testing::contains;
 
 // The word after `prefix` in `s` (up to a space, comma or parenthesis); empty when `prefix` is absent.
 std::string word_after(const std::string& s, const std::string& prefix) {

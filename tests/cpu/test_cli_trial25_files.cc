@@ -38,9 +38,9 @@ const std::string kDak = DAK_BINARY;
 const std::string kData = DAK_TEST_DATA_DIR;
 const std::string kTiny = kData + "/hf_parity/llama_gqa";  // vocab_size 128, no tokenizer
 
-RunResult run_dak(const std::string& args) { return run_shell(kDak + " " + args + " 2>&1"); }
+RunResult run_dak(const std::string& args) { return dak::testing::run_dak_env("", args); }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using dak::testing::contains;
 
 /// A fresh folder under the test's temporary directory, readable by every user.
 fs::path fresh_dir(const std::string& name) {
