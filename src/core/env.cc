@@ -15,7 +15,7 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
     if (std::string(env) == c) return i;
     expected += (i++ > 0 ? " or " : "") + std::string(c);
   }
-  std::fprintf(stderr, "dak: %s='%s' ignored (expected %s)\n", name, env, expected.c_str());
+  std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, env, expected.c_str());
   return -1;
 }
 

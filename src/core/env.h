@@ -8,7 +8,7 @@
 namespace dak {
 
 /// The index of environment variable `name`'s value in `choices` (exact match), or -1 when it is
-/// unset or empty, or none of them (then with the notice "dak: NAME='value' ignored (expected ...)"
+/// unset or empty, or none of them (then with the notice "dak: notice: NAME='value' ignored (expected ...)"
 /// on stderr).
 int env_choice(const char* name, std::initializer_list<const char*> choices);
 

@@ -120,7 +120,7 @@ int32_t early_w_stages(StepOp op) {
         }
       }
       if (!known && !item.empty()) {
-        std::fprintf(stderr, "dak: DAK_EARLY_W item '%s' ignored (expected OPERATOR=COUNT, e.g. o_proj=3)\n",
+        std::fprintf(stderr, "dak: notice: DAK_EARLY_W item '%s' ignored (expected OPERATOR=COUNT, e.g. o_proj=3)\n",
                      item.c_str());
       }
     }

@@ -30,7 +30,7 @@ TEST(Env, ChoiceIsTheIndexOfAnExactMatch) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(dak::env_choice("DAK_TEST_SWITCH", {"kernel", "cta"}), -1);
     const std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_NE(err.find("DAK_TEST_SWITCH=' cta' ignored (expected kernel or cta)"), std::string::npos) << err;
+    EXPECT_NE(err.find("dak: notice: DAK_TEST_SWITCH=' cta' ignored (expected kernel or cta)"), std::string::npos) << err;
   }
 }
 
@@ -52,7 +52,7 @@ TEST(Env, FlagTakesOnlyZeroAndOne) {
     EXPECT_FALSE(dak::env_flag("DAK_TEST_FLAG", false));  // not taken as "set"
     EXPECT_TRUE(dak::env_flag("DAK_TEST_FLAG", true));
     const std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_NE(err.find("DAK_TEST_FLAG='yes' ignored (expected 0 or 1)"), std::string::npos) << err;
+    EXPECT_NE(err.find("dak: notice: DAK_TEST_FLAG='yes' ignored (expected 0 or 1)"), std::string::npos) << err;
   }
 }
 
