@@ -479,7 +479,7 @@ CLI::Validator unsigned_64() {
         const bool too_large =
             canonical.size() > 20 || (canonical.size() == 20 && canonical > "18446744073709551615");
         if ((negative && canonical != "0") || too_large) {
-          out_of_range_values().push_back({name, message, ""});
+          out_of_range_values().push_back({name, message, "use a whole number from 0 to 18446744073709551615"});
           s = "0";  // converts; refused once the command line has parsed
           return "";
         }
