@@ -189,7 +189,9 @@ void run_generate(const GenerateArgs& a) {
     // Only for a request that fits the context: a longer one is refused by generate() right away.
     const bool fits = a.max_new_tokens <= config.max_position_embeddings - longest;
     const std::string notice =
-        fits ? long_cpu_prefill_notice(config, lens, /*threads=*/0, current_cpu_contention()) : std::string();
+        fits ? long_cpu_prefill_notice(config, lens, /*threads=*/0, current_cpu_contention(),
+                                       /*gpu_usable=*/gpu_unavailable_reason().empty())
+             : std::string();
     if (!notice.empty()) {
       std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
     }

@@ -179,7 +179,8 @@ void add_perplexity_command(CLI::App& app) {
       // estimate for idle cores (cpu_model.h).
       if (const std::string notice = long_cpu_perplexity_notice(
               engine->config(), int64_t(ids.size()), window, /*threads=*/0, current_cpu_contention(),
-              perplexity_part_command(kCpuPerplexityPartBytes, from_stdin ? "" : shell_word(a->file), options));
+              perplexity_part_command(kCpuPerplexityPartBytes, from_stdin ? "" : shell_word(a->file), options),
+              /*gpu_usable=*/gpu_unavailable_reason().empty());
           !notice.empty()) {
         std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());
       }

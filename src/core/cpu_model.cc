@@ -543,8 +543,15 @@ double estimate_cpu_prefill_s(const ModelConfig& config, int64_t prompt_len, int
          cpu_contention_factor(contention, threads);
 }
 
+namespace {
+// Where to run a long CPU job instead: --device cuda where this machine has a usable GPU.
+std::string on_a_gpu(bool gpu_usable) {
+  return gpu_usable ? "run it on a GPU (--device cuda)" : "run it on a machine with a usable GPU";
+}
+}  // namespace
+
 std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads,
-                                    const CpuContention& contention) {
+                                    const CpuContention& contention, bool gpu_usable) {
   double seconds = 0;
   int64_t tokens = 0;
   for (int64_t n : prompt_lens) {
@@ -553,8 +560,9 @@ std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const i
   }
   if (!(seconds > kLongCpuPrefillS)) return "";
   return fmt::format("the prefill of {} prompt tokens x {} layers on the CPU reference path will take about {} or "
-                     "more ({}); run it on a GPU (--device cuda) or give a shorter prompt",
-                     tokens, config.num_layers, about(seconds), estimated_for(threads, contention));
+                     "more ({}); {} or give a shorter prompt",
+                     tokens, config.num_layers, about(seconds), estimated_for(threads, contention),
+                     on_a_gpu(gpu_usable));
 }
 
 namespace {
@@ -592,16 +600,17 @@ double estimate_cpu_perplexity_s(const ModelConfig& config, int64_t tokens, int6
 }
 
 std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads,
-                                       const CpuContention& contention, const std::string& part_command) {
+                                       const CpuContention& contention, const std::string& part_command,
+                                       bool gpu_usable) {
   const double seconds = estimate_cpu_perplexity_s(config, tokens, window, threads, contention);
   if (!(seconds > kLongCpuPrefillS)) return "";
   const PerplexityWindows w = perplexity_windows(tokens, window);
   const int64_t windows = w.full + (w.last > 0 ? 1 : 0);
   return fmt::format("scoring {} tokens on the CPU reference path will take about {} or more ({} window{} of up to "
-                     "{} tokens x {} layers, {}); run it on a GPU (--device cuda), or score a "
+                     "{} tokens x {} layers, {}); {}, or score a "
                      "shorter text (e.g. its first {}: {})",
                      tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),
-                     config.num_layers, estimated_for(threads, contention),
+                     config.num_layers, estimated_for(threads, contention), on_a_gpu(gpu_usable),
                      perplexity_part_words(kCpuPerplexityPartBytes),
                      part_command.empty() ? perplexity_part_command(kCpuPerplexityPartBytes, "FILE") : part_command);
 }

@@ -53,9 +53,11 @@ inline constexpr double kLongCpuPrefillS = 60;
 /// The notice (one line, without "dak: notice: ") before a CPU-path prefill of `prompt_lens` (one
 /// per sequence) whose estimate_cpu_prefill_s sum exceeds kLongCpuPrefillS: the estimate, the
 /// prompt's tokens x layers, the cores (and the load, where it makes the run longer), and the hint to
-/// run on a GPU (--device cuda) or to shorten the prompt. "" when the prefill is expected to be shorter.
+/// run on a GPU (--device cuda) or to shorten the prompt; with `gpu_usable` false (this machine has no
+/// usable GPU, so --device cuda would only be refused), to run it on a machine with a GPU instead.
+/// "" when the prefill is expected to be shorter.
 std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const int64_t> prompt_lens, int threads = 0,
-                                    const CpuContention& contention = {});
+                                    const CpuContention& contention = {}, bool gpu_usable = true);
 
 /// Seconds perplexity() is expected to take on the CPU reference path for `tokens` ids scored in
 /// windows of `window` tokens (perplexity_window(), at least 2): estimate_cpu_prefill_s of each window
@@ -76,9 +78,10 @@ inline constexpr double kCpuLogSoftmaxSPerLogit = 0.3e-3 / 49152;
 /// "scoring N tokens on the CPU reference path will take about T or more (...)" with the hint to run
 /// on a GPU (--device cuda) or to score a shorter text: its first kCpuPerplexityPartBytes (generate.h)
 /// with `part_command` (perplexity_part_command() of the run's file and options; empty: of the
-/// placeholder FILE). "" when it is expected to be shorter.
+/// placeholder FILE). `gpu_usable` as long_cpu_prefill_notice's. "" when it is expected to be shorter.
 std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0,
-                                       const CpuContention& contention = {}, const std::string& part_command = "");
+                                       const CpuContention& contention = {}, const std::string& part_command = "",
+                                       bool gpu_usable = true);
 
 class CpuModel : public Engine {
  public:

@@ -54,6 +54,13 @@ TEST(CpuPrefillEstimate, NoticeFiresOnlyForAClearlyLongPrefill) {
             std::string::npos)
       << notice;
   EXPECT_NE(notice.find("run it on a GPU (--device cuda) or give a shorter prompt"), std::string::npos) << notice;
+  // No usable GPU here (the trial's machine): --device cuda would only be refused, so it is not suggested.
+  const std::string no_gpu = long_cpu_prefill_notice(c, trial, 2, {}, /*gpu_usable=*/false);
+  EXPECT_EQ(no_gpu.find("--device cuda"), std::string::npos) << no_gpu;
+  EXPECT_NE(no_gpu.find("run it on a machine with a usable GPU or give a shorter prompt"), std::string::npos) << no_gpu;
+  const std::string ppl = dak::long_cpu_perplexity_notice(c, 99999999, 8192, 2, {}, "", /*gpu_usable=*/false);
+  EXPECT_EQ(ppl.find("--device cuda"), std::string::npos) << ppl;
+  EXPECT_NE(ppl.find("run it on a machine with a usable GPU, or score a shorter text"), std::string::npos) << ppl;
   // Short prompts, or a long one on many cores: no notice.
   for (const std::vector<int64_t>& lens : {std::vector<int64_t>{7}, std::vector<int64_t>{2048},
                                            std::vector<int64_t>{2048, 2048}}) {
