@@ -176,8 +176,9 @@ void run_generate(const GenerateArgs& a) {
   // The KV cache generate() sizes: longest prompt + new tokens, within the model's context (a
   // longer request is refused there, with the fix).
   const int64_t gen_len = std::max<int64_t>(1, std::min(a.max_new_tokens, config.max_position_embeddings - longest));
-  const EngineOffload offload{
-      &a.offload, {int64_t(prompts.size()), longest, gen_len, ShapeTerms{ShapeTerms::Command::kGenerate}}, a.gemm};
+  // One prompt: the budget fixes leave "fewer prompts" out (ShapeTerms::one_prompt).
+  const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1};
+  const EngineOffload offload{&a.offload, {int64_t(prompts.size()), longest, gen_len, terms}, a.gemm};
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);

@@ -35,7 +35,7 @@ std::string ShapeTerms::flags(unsigned dims) const {
 std::string ShapeTerms::lower(unsigned dims) const {
   std::vector<std::string> items;
   if (command == Command::kGenerate) {
-    if (dims & kBatch) items.push_back("fewer prompts");
+    if ((dims & kBatch) && !(one_prompt && (dims & (kPrompt | kGen)))) items.push_back("fewer prompts");
     if (dims & kPrompt) items.push_back("a shorter prompt");
     if (dims & kGen) items.push_back("fewer new tokens (--max-new-tokens / -n)");
     return "give " + join_or(items);

@@ -18,12 +18,16 @@ struct ShapeTerms {
   /// kGenerate: dak generate (the prompts given and --max-new-tokens).
   enum class Command : uint8_t { kPlan, kBench, kGenerate };
   Command command = Command::kPlan;
+  /// dak generate with one prompt: "fewer prompts" is no fix there, so lower() leaves it out (unless
+  /// the batch is all it would name).
+  bool one_prompt = false;
 
   /// The options that set `dims`, for an error's where part: "--batch / --prompt-len / --gen-len";
   /// for generate "the prompts / --max-new-tokens" (batch and prompt length are both the prompts).
   std::string flags(unsigned dims) const;
   /// A fix that shrinks `dims`: "lower --batch, --prompt-len or --gen-len"; for generate "give fewer
-  /// prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)".
+  /// prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)", without "fewer prompts"
+  /// when one_prompt.
   std::string lower(unsigned dims) const;
   /// Whether the command takes --tile-rows (dak plan only).
   bool has_tile_rows() const { return command == Command::kPlan; }

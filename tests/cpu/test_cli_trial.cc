@@ -64,7 +64,14 @@ TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
     for (const char* flag : {"--batch", "--prompt-len", "--gen-len"}) {
       EXPECT_FALSE(contains(tail, flag)) << args << ": " << r.output;
     }
-    EXPECT_TRUE(contains(tail, "fewer prompts")) << args << ": " << r.output;
+    // One prompt: fewer prompts is no fix (the session trial was told "give fewer prompts" for one).
+    EXPECT_FALSE(contains(tail, "fewer prompts")) << args << ": " << r.output;
+    EXPECT_TRUE(contains(tail, "give a shorter prompt")) << args << ": " << r.output;
+  }
+  {
+    const RunResult two = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 --prompt-ids 3 -n 2 --gpu-memory 1KiB");
+    EXPECT_EQ(two.exit_code, 1) << two.output;
+    EXPECT_TRUE(contains(two.output, "or give fewer prompts or a shorter prompt")) << two.output;
   }
   const RunResult r = run_dak(
       "generate --random-weights --model llama-2-7b --prompt-ids 1,2,3 --gpu-memory 1GiB --offload-ratio 0");
