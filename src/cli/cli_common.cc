@@ -173,35 +173,57 @@ std::unique_ptr<Engine> report_placement(std::unique_ptr<gpu::GpuEngine> engine,
 }  // namespace
 #endif
 
-/// Refuses offload flags on the CPU path (--device cpu), or notes that they are ignored (auto); notes
-/// that --gemm is ignored there.
+/// The offload and planner flags given on the command line, as a fix or a notice names them:
+/// "--plan", "--gpu-memory and --allocator", "--offload direct, --plan and --profile"; "" for none.
+static std::string given_offload_flags(const OffloadArgs& o) {
+  std::vector<std::string> names;
+  if (o.mode_opt && o.mode_opt->count() > 0 && o.mode != "auto" && o.mode != "none") names.push_back("--offload " + o.mode);
+  if (!o.gpu_memory.empty()) names.push_back("--gpu-memory");
+  if (o.cpu_offload_given()) names.push_back("--cpu-offload-gb");
+  if (!o.offload_ratio.empty()) names.push_back("--offload-ratio");
+  if (!o.plan_file.empty()) names.push_back("--plan");
+  if (o.allocator_opt && o.allocator_opt->count() > 0) names.push_back("--allocator");
+  if (!o.profile.empty()) names.push_back("--profile");
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+/// Refuses offload flags on the CPU path (--device cpu), naming them, or notes that they are ignored
+/// (auto); notes that --gemm is ignored there. With --device cpu it runs before the flags' own checks
+/// (a plan made for another model...): dropping the flags is the one fix that path has.
 static void check_cpu_offload(const EngineOffload* offload, bool fallback) {
   if (offload && offload->gemm != "auto") {
     std::fprintf(stderr, "dak: notice: --gemm %s is ignored on the CPU path (it picks the GPU's GEMM)\n",
                  offload->gemm.c_str());
   }
   if (!offload || !offload->args) return;
-  if (!offload->args->requested()) {
-    if (!offload->args->planner_flag_given()) return;
-    // --allocator / --profile alone: they shape the GPU planner's placement, which the CPU path has not.
-    const OffloadArgs& o = *offload->args;
-    const bool allocator = o.allocator_opt && o.allocator_opt->count() > 0, profile = !o.profile.empty();
-    const std::string given = allocator && profile ? "--allocator and --profile" : allocator ? "--allocator" : "--profile";
-    if (!fallback) {
-      fail(given + (allocator && profile ? " choose" : " chooses") +
-               " how the GPU planner places bytes between HBM and host memory, but --device cpu runs everything "
-               "from host memory",
-           "--device cpu", "drop " + given + ", or run on the GPU (--device cuda)");
-    }
-    std::fprintf(stderr, "dak: notice: %s %s ignored on the CPU path\n", given.c_str(),
-                 allocator && profile ? "are" : "is");
-    return;
-  }
+  if (!offload->args->requested() && !offload->args->planner_flag_given()) return;
+  const std::string given = given_offload_flags(*offload->args);
+  if (given.empty()) return;  // --offload direct adopted from a plan is named by --plan
+  const bool several = given.find(" and ") != std::string::npos;
   if (!fallback) {
-    fail("offload flags place bytes between HBM and host memory, but --device cpu runs everything from host memory",
-         "--device cpu", "drop the offload flags, or run on the GPU (--device cuda)");
+    // --device cuda only where it can run (the fix must work when followed).
+    fail(fmt::format("{} {} how bytes are placed between HBM and host memory, but --device cpu runs everything "
+                     "from host memory",
+                     given, several ? "set" : "sets"),
+         "--device cpu",
+         "drop " + given + (gpu_unavailable_reason().empty() ? ", or run on the GPU (--device cuda)" : ""));
   }
-  std::fprintf(stderr, "dak: notice: the offload flags are ignored on the CPU path\n");
+  std::fprintf(stderr, "dak: notice: %s %s ignored on the CPU path\n", given.c_str(), several ? "are" : "is");
+}
+
+/// The fix of "cannot run on the GPU" (--device cuda, no usable GPU): the CPU path, without the offload
+/// flags given (--device cpu refuses them, check_cpu_offload), or auto, which ignores them there.
+static std::string no_gpu_fix(const EngineOffload* offload) {
+  const std::string given = offload && offload->args ? given_offload_flags(*offload->args) : std::string();
+  if (given.empty()) return "use --device cpu for the CPU reference path, or --device auto to fall back automatically";
+  return fmt::format("drop {} and use --device cpu for the CPU reference path, or use --device auto to fall back "
+                     "automatically (it ignores {} on the CPU)",
+                     given, given);
 }
 
 /// A budget or ratio `dak plan` refuses, refused in its words before the GPU is looked for
@@ -216,6 +238,7 @@ static void check_offload_plan_without_gpu(const ModelConfig& config, const std:
 }
 
 std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& device, const EngineOffload* offload) {
+  if (device == "cpu") check_cpu_offload(offload, false);  // first: the flags' own checks would not matter
   if (offload && offload->args) {  // on any machine, the CPU fallback included
     check_offload_args(*offload->args, /*ratio_list=*/false);
     check_plan_file_model(*offload->args, ckpt.config(), ckpt.path().string(),
@@ -231,16 +254,11 @@ std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& d
       return report_placement(std::make_unique<gpu::GpuEngine>(ckpt, 0, opts), opts);
     }
 #endif
-    if (device == "cuda") {
-      fail("cannot run on the GPU: " + why, "--device cuda",
-           "use --device cpu for the CPU reference path, or --device auto to fall back automatically");
-    }
+    if (device == "cuda") fail("cannot run on the GPU: " + why, "--device cuda", no_gpu_fix(offload));
     std::fprintf(stderr, "dak: notice: no usable GPU (%s); using the CPU reference path\n", why.c_str());
     check_cpu_offload(offload, true);
   } else if (device != "cpu") {
     fail(fmt::format("unknown device '{}'", device), "--device", "use cpu, cuda or auto");
-  } else {
-    check_cpu_offload(offload, false);
   }
   return std::make_unique<CpuModel>(ckpt);
 }

@@ -350,7 +350,10 @@ void add_generate_command(CLI::App& app) {
     while (next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});  // none: a guard
     while (next_ids < a->prompt_ids.size()) a->inputs.push_back({true, a->prompt_ids[next_ids++]});
     check_weights_seed(*weights_seed, a->random_weights);
-    adopt_plan_mode(a->offload, /*notice=*/a->device != "cpu");  // --device cpu refuses the plan
+    // No notice where the run takes the CPU path: --device cpu refuses the plan, auto ignores it there
+    // (--random-weights has no CPU path).
+    adopt_plan_mode(a->offload, /*notice=*/a->device != "cpu" &&
+                                    (a->random_weights || gpu_unavailable_reason().empty()));
     run_generate(*a);
   });
 }

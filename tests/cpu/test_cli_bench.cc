@@ -276,7 +276,7 @@ TEST(CliBench, CpuOffloadGbSaysItsRange) {
       {"nan", 2, "--cpu-offload-gb: 'nan' is not a number; use a number of GiB from 0 to 1e6"},
   };
   const std::string gen =
-      std::string("generate --device cpu --model ") + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa --prompt-ids 1,2 ";
+      std::string("generate --device auto --model ") + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa --prompt-ids 1,2 ";
   for (const std::string cmd : {std::string("bench --model llama-2-7b --random-weights"), gen}) {
     for (const auto& c : cases) {
       const RunResult r = run_dak(cmd + " --cpu-offload-gb " + c.value, kNoGpu);

@@ -21,6 +21,9 @@ RunResult run_dak(const std::string& args) {
 const std::string kGenNoPrompt = std::string("generate --device cpu --model ") + DAK_TEST_DATA_DIR +
                                  "/hf_parity/llama_gqa ";
 const std::string kGen = kGenNoPrompt + "--prompt-ids 1,2 ";
+// Offload values are checked where the flags can apply: --device cpu refuses the flags themselves first.
+const std::string kGenAuto = std::string("generate --device auto --model ") + DAK_TEST_DATA_DIR +
+                             "/hf_parity/llama_gqa --prompt-ids 1,2 ";
 const std::string kPpl = std::string("perplexity --device cpu --model ") + DAK_TEST_DATA_DIR +
                          "/hf_parity/llama_gqa --file " + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa/config.json ";
 const std::string kPlan = "plan --model llama-2-7b ";
@@ -66,11 +69,11 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--prompt-ids 5000", 1, "token id 5000 is outside the vocabulary"},
       {kGen + "--device gpu", 2, "--device: gpu not in {cpu,cuda,auto}"},
       {kGen + "--offload-ratio x", 2, "'x' is not a number, so not a fraction in [0, 1]"},
-      {kGen + "--offload-ratio 2", 1, "'2' is not a fraction in [0, 1]"},
+      {kGenAuto + "--offload-ratio 2", 1, "'2' is not a fraction in [0, 1]"},
       {kGen + "--gpu-memory 4XB", 2, "'4XB' has an unknown unit 'XB'"},
       {kGen + "--cpu-offload-gb x", 2, "--cpu-offload-gb: 'x' is not a number"},
-      {kGen + "--cpu-offload-gb -1", 1, "--cpu-offload-gb -1 is negative: it must be between 0 and 1e6 GiB"},
-      {kGen + "--cpu-offload-gb 1e9", 1, "--cpu-offload-gb 1000000000 is too large: it must be between 0 and 1e6 GiB"},
+      {kGenAuto + "--cpu-offload-gb -1", 1, "--cpu-offload-gb -1 is negative: it must be between 0 and 1e6 GiB"},
+      {kGenAuto + "--cpu-offload-gb 1e9", 1, "--cpu-offload-gb 1000000000 is too large: it must be between 0 and 1e6 GiB"},
       {kGen + "--bogus", 2, "dak generate has no option --bogus"},
       // A required input missing is a usage error, as `dak perplexity` without --file (the session-23
       // trial: no prompt exited 1), also before a value out of range.

@@ -1,0 +1,79 @@
+// A new-user trial's findings on the CLI: fixes that led into another refusal between --device, --plan
+// and the offload flags; notices that named no flag or suggested what cannot run here.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using dak::testing::RunResult;
+
+RunResult run_dak(const std::string& args) {
+  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+const std::string kData = DAK_TEST_DATA_DIR;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+bool no_gpu() { return contains(run_dak("generate -p hi -n 1 --device auto").output, "no usable GPU"); }
+
+TEST(CliFixc, DeviceCpuRefusesTheOffloadFlagsFirstAndNamesThem) {
+  // The trial: a plan for llama-2-7b with --device cpu said "make a plan for this model", and the new
+  // plan was then refused by --device cpu ("drop the offload flags").
+  const std::string plan = ::testing::TempDir() + "/dak_fixc_7b_plan.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --offload direct --output json > " + plan).exit_code, 0);
+  RunResult r = run_dak("generate --plan " + plan + " -p \"Hello there\" -n 3 --device cpu");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: --plan sets how bytes are placed between HBM and host memory, but "
+                                 "--device cpu runs everything from host memory"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   drop --plan")) << r.output;
+  EXPECT_FALSE(contains(r.output, "the plan was made for the model")) << r.output;
+  std::remove(plan.c_str());
+  // Every flag given is named.
+  r = run_dak("generate -p hi -n 2 --device cpu --gpu-memory 1GiB --allocator uniform");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: --gpu-memory and --allocator set how bytes are placed")) << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   drop --gpu-memory and --allocator")) << r.output;
+  EXPECT_FALSE(contains(r.output, "the offload flags")) << r.output;
+}
+
+TEST(CliFixc, NoGpuFixWithOffloadFlagsSaysToDropThem) {
+  if (!no_gpu()) GTEST_SKIP() << "a GPU is present: --device cuda runs";
+  for (const std::string flags : {std::string("--gpu-memory 1GiB"), std::string("--allocator uniform")}) {
+    const std::string flag = flags.substr(0, flags.find(' '));
+    RunResult r = run_dak("generate -p \"Hello there\" -n 2 " + flags + " --device cuda");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "fix:   drop " + flag + " and use --device cpu for the CPU reference path, or use "
+                                   "--device auto to fall back automatically (it ignores " + flag + " on the CPU)"))
+        << r.output;
+    // Both ways the fix gives run.
+    r = run_dak("generate -p \"Hello there\" -n 2 --device cpu");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    r = run_dak("generate -p \"Hello there\" -n 2 " + flags + " --device auto");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "dak: notice: " + flag + " is ignored on the CPU path")) << r.output;
+  }
+}
+
+TEST(CliFixc, PlanModeNoticeOnlyWhereThePlanIsUsed) {
+  // The trial: "pd.json was made for --offload direct; running in that mode", then "no usable GPU; using
+  // the CPU reference path", then "the offload flags are ignored on the CPU path".
+  if (!no_gpu()) GTEST_SKIP() << "a GPU is present: the plan is used";
+  const std::string plan = ::testing::TempDir() + "/dak_fixc_smol_plan.json";
+  ASSERT_EQ(run_dak("plan --model " + kData + "/../../models/SmolLM2-135M-Instruct.Q4_1.gguf --batch 1 --prompt-len 2 --gen-len 3 "
+                    "--offload direct --output json > " + plan)
+                .exit_code,
+            0);
+  const RunResult r = run_dak("generate --plan " + plan + " -p \"Hello there\" -n 3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "was made for --offload direct")) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: notice: --plan is ignored on the CPU path")) << r.output;
+  std::remove(plan.c_str());
+}
+
+}  // namespace
