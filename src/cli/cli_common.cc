@@ -75,6 +75,15 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
     if (std::find(names.begin(), names.end(), model) != names.end()) {
       fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", model), where, no_weights_fix);
     }
+    // A path to nothing: as dak plan says it (with the working directory), and a shipped config's
+    // file ("configs/opt-30b.json") by its name where --random-weights runs it.
+    if (!ec) {
+      fail_missing_model_path(
+          model, where,
+          "check the path, or pass a Hugging Face model folder (config.json + *.safetensors), a .safetensors file "
+          "with config.json beside it, or a .gguf file",
+          shipped_config_fix.empty() ? std::optional<std::string>(" --random-weights") : std::nullopt);
+    }
   }
   // A JSON file that is no safetensors index: a hardware profile or a plan is named with the option
   // that takes it; a model config (configs/llama-2-7b.json) has no weights, as a shipped name has none.

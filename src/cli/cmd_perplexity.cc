@@ -155,7 +155,10 @@ void add_perplexity_command(CLI::App& app) {
                           : "convert the file to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8 in.txt > out.txt) and pass that "
                             "to --file");
     const auto t0 = std::chrono::steady_clock::now();
-    auto ckpt = open_model(a->model);
+    // A shipped config has no weights to score with (dak perplexity has no --random-weights).
+    auto ckpt = open_model(a->model, "--model",
+                           "dak perplexity scores with a checkpoint's weights: pass a model folder, .safetensors or "
+                           ".gguf file");
     perplexity_window(a->context, ckpt->config().max_position_embeddings);  // before the engine loads
     std::unique_ptr<Tokenizer> tok;
     try {

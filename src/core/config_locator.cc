@@ -46,6 +46,27 @@ std::optional<fs::path> sole_gguf_of(const fs::path& dir) {
 
 }  // namespace
 
+void fail_missing_model_path(const std::string& model, const std::string& option, const std::string& fix,
+                             const std::optional<std::string>& shipped_flags) {
+  // Says so, naming the folder a relative path was taken from. A path to a shipped config's file
+  // ("configs/opt-30b.json", which exists only from the source tree's root) gets the config's name,
+  // which works from any folder.
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  const std::string relative =
+      fs::path(model).is_relative() && !ec ? fmt::format(" (relative to the working directory {})", cwd.string()) : "";
+  std::string stem = fs::path(model).stem().string();
+  std::transform(stem.begin(), stem.end(), stem.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const std::vector<std::string> shipped_names = shipped_config_names();
+  const bool names_shipped = shipped_flags && !stem.empty() &&
+                             std::find(shipped_names.begin(), shipped_names.end(), stem) != shipped_names.end();
+  fail(fmt::format("no such file or folder: '{}'{}", model, relative), option,
+       names_shipped ? fmt::format("give the shipped config's name instead, which works from any folder: {} {}{} (or "
+                                   "check the path)",
+                                   option, stem, *shipped_flags)
+                     : fix);
+}
+
 LocatedConfig locate_model_config(const std::string& model, const std::string& option) {
   std::error_code ec;
   LocatedConfig out;
@@ -90,23 +111,9 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
   std::string names;
   for (const std::string& n : shipped_names) names += (names.empty() ? "" : ", ") + n;
   if (!bare) {
-    // A path (it has a '/' or ends in .json) to nothing: say so, naming the folder a relative path was
-    // taken from. A path to a shipped config's file ("configs/opt-30b.json", which exists only from the
-    // source tree's root) gets the config's name, which works from any folder.
-    const fs::path cwd = fs::current_path(ec);
-    const std::string relative =
-        fs::path(model).is_relative() && !ec ? fmt::format(" (relative to the working directory {})", cwd.string())
-                                             : "";
-    std::string stem = fs::path(model).stem().string();
-    std::transform(stem.begin(), stem.end(), stem.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    const bool names_shipped = std::find(shipped_names.begin(), shipped_names.end(), stem) != shipped_names.end();
-    fail(fmt::format("no such file or folder: '{}'{}", model, relative), option,
-         names_shipped
-             ? fmt::format("give the shipped config's name instead, which works from any folder: {} {} (or check "
-                           "the path)",
-                           option, stem)
-             : fmt::format("check the path, or give the name of a shipped config (from {}): {}",
-                           shipped_configs_dir().string(), names.empty() ? "(none found)" : names));
+    fail_missing_model_path(model, option,
+                            fmt::format("check the path, or give the name of a shipped config (from {}): {}",
+                                        shipped_configs_dir().string(), names.empty() ? "(none found)" : names));
   }
   fail(fmt::format("'{}' is neither a config.json, a model folder, nor a shipped config", model), option,
        fmt::format("pass a path, or one of the configs in {}: {}", shipped_configs_dir().string(),

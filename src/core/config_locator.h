@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,13 @@ std::vector<std::string> shipped_config_names();
 /// when the config is invalid, a folder without config.json holds several .gguf files (naming them), or
 /// a folder on the way may not be entered (path_error names it).
 LocatedConfig locate_model_config(const std::string& model, const std::string& option = "--model");
+
+/// The refusal of `model`, given to `option`, where nothing is: "no such file or folder: 'foo/bar'
+/// (relative to the working directory /x)", where `option`. When the path's stem is a shipped
+/// config's name and `shipped_flags` is set, the fix gives that name ("--model opt-30b" followed by
+/// *shipped_flags, e.g. " --random-weights" where the command needs weights); else `fix`.
+/// locate_model_config refuses a path to nothing this way; so do the commands that open weights.
+[[noreturn]] void fail_missing_model_path(const std::string& model, const std::string& option, const std::string& fix,
+                                          const std::optional<std::string>& shipped_flags = std::string());
 
 }  // namespace dak

@@ -76,4 +76,38 @@ TEST(CliFixc, PlanModeNoticeOnlyWhereThePlanIsUsed) {
   std::remove(plan.c_str());
 }
 
+TEST(CliFixc, EveryCommandReportsAMissingModelPathAsPlanDoes) {
+  // The trial: generate said "no such file or folder / where: foo/bar" while plan named --model, the
+  // working directory and, for configs/opt-30b.json, the shipped config's name.
+  const std::string dir = ::testing::TempDir();
+  const auto in_dir = [&](const std::string& args) {
+    return dak::testing::run_shell("cd " + dir + " && " + std::string(DAK_BINARY) + " " + args + " 2>&1");
+  };
+  ASSERT_EQ(dak::testing::run_shell("echo 'Hello there, world.' > " + dir + "/dak_fixc_text.txt").exit_code, 0);
+  for (const std::string cmd : {std::string("generate -p hi -m foo/bar"), std::string("inspect --model foo/bar"),
+                                std::string("perplexity --file dak_fixc_text.txt -m foo/bar"), std::string("plan --model foo/bar")}) {
+    const RunResult r = in_dir(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "dak: error: no such file or folder: 'foo/bar' (relative to the working directory "))
+        << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "  where: --model")) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "  fix:   check the path")) << cmd << "\n" << r.output;
+  }
+  // A shipped config's file by path: its name, where the command can run it (--random-weights).
+  RunResult r = in_dir("generate --prompt-ids 1 -n 1 -m configs/opt-30b.json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   give the shipped config's name instead, which works from any folder: --model "
+                                 "opt-30b --random-weights (or check the path)"))
+      << r.output;
+  r = in_dir("bench --batch 1 -m configs/opt-30b.json");
+  EXPECT_TRUE(contains(r.output, "--model opt-30b")) << r.output;
+  // inspect and perplexity cannot run a shipped config: no such hint there.
+  for (const std::string cmd : {std::string("inspect --model configs/opt-30b.json"),
+                                std::string("perplexity --file dak_fixc_text.txt -m configs/opt-30b.json")}) {
+    r = in_dir(cmd);
+    EXPECT_TRUE(contains(r.output, "no such file or folder: 'configs/opt-30b.json'")) << cmd << "\n" << r.output;
+    EXPECT_FALSE(contains(r.output, "opt-30b --random-weights")) << cmd << "\n" << r.output;
+  }
+}
+
 }  // namespace
