@@ -172,7 +172,8 @@ void run_bench_command(const BenchArgs& a) {
   std::unique_ptr<Checkpoint> ckpt;
   LocatedConfig located;
   if (a.random_weights) {
-    located = locate_model_config(a.model);
+    // Without --model, the model --model defaults to (README): $DAK_MODEL, else the default model.
+    located = locate_model_config(a.model.empty() ? default_model_path().string() : a.model);
     notice_defaulted_sizes(located.config, located.path.string());
   } else {
     ckpt = open_model(a.model);
@@ -181,7 +182,7 @@ void run_bench_command(const BenchArgs& a) {
     located.path = ckpt->path();
   }
   // A plan fixes one batch and context: the fix suggests the sweep's first batch at its longest lengths.
-  check_plan_file_model(a.offload, located.config, a.random_weights ? a.model : located.path.string(),
+  check_plan_file_model(a.offload, located.config, a.random_weights && !a.model.empty() ? a.model : located.path.string(),
                         {batches.front(), *std::max_element(prompts.begin(), prompts.end()),
                          *std::max_element(gens.begin(), gens.end()), ShapeTerms{ShapeTerms::Command::kBench}});
   check_shapes_fit(a.offload, located, batches, prompts, gens);

@@ -108,7 +108,8 @@ void run_generate(const GenerateArgs& a) {
       fail("--random-weights has no tokenizer, so text prompts cannot be encoded", "--prompt",
            "pass the prompt as token ids with --prompt-ids 1,2,3");
     }
-    located = locate_model_config(a.model);
+    // Without --model, the model --model defaults to (README): $DAK_MODEL, else the default model.
+    located = locate_model_config(a.model.empty() ? default_model_path().string() : a.model);
     notice_defaulted_sizes(located->config, located->path.string());
     model_path = located->path.string();
   } else {

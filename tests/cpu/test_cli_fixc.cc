@@ -110,4 +110,28 @@ TEST(CliFixc, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   }
 }
 
+TEST(CliFixc, RandomWeightsWithoutModelTakeTheDefaultModelsConfig) {
+  // The trial: --random-weights without --model failed "no model given", though --help and README say
+  // --model defaults to $DAK_MODEL, else SmolLM2-135M-Instruct.
+  const std::string model = kData + "/../../models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  for (const std::string env : {std::string(""), "DAK_MODEL=" + model + " ", std::string("DAK_MODEL= ")}) {
+    for (const std::string args : {std::string("generate --random-weights --prompt-ids 1 -n 1"),
+                                   std::string("bench --random-weights --batch 8")}) {
+      const RunResult r = dak::testing::run_shell(env + std::string(DAK_BINARY) + " " + args + " 2>&1");
+      EXPECT_FALSE(contains(r.output, "no model given")) << env << args << "\n" << r.output;
+      if (contains(r.output, "dak: error:")) {  // no GPU here: refused for that, not for the model
+        EXPECT_TRUE(contains(r.output, "cannot run --random-weights") || contains(r.output, "needs a Hopper GPU"))
+            << env << args << "\n" << r.output;
+      } else {
+        EXPECT_EQ(r.exit_code, 0) << env << args << "\n" << r.output;
+      }
+    }
+  }
+  // $DAK_MODEL naming nothing is refused as such, as without --random-weights.
+  const RunResult r = dak::testing::run_shell("DAK_MODEL=/nonexistent/m.gguf " + std::string(DAK_BINARY) +
+                                              " generate --random-weights --prompt-ids 1 -n 1 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "$DAK_MODEL names '/nonexistent/m.gguf', which does not exist")) << r.output;
+}
+
 }  // namespace
