@@ -269,12 +269,23 @@ void run_generate(const GenerateArgs& a) {
   if (stream) {
     std::cout << out.finish(tok->decode(streamed, true)) << '\n';
   } else {
-    // A batch numbers its sequences; one sequence is printed alone, as a streamed one is.
+    // A batch numbers its sequences ("[i] "), and indents a text's further lines by the number's width
+    // so that every line reads as part of one sequence (README, "Output"); one sequence is printed
+    // alone, as a streamed one is. --chat prints only the replies, as for one prompt.
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const auto& s = r.sequences[i];
       const std::string number = r.sequences.size() > 1 ? fmt::format("[{}] ", i) : std::string();
       if (tok) {
-        std::cout << number << valid_utf8(prompt_texts[i]) << valid_utf8(tok->decode(s.generated_ids, true)) << '\n';
+        std::string text =
+            valid_utf8(a.chat ? std::string() : prompt_texts[i]) + valid_utf8(tok->decode(s.generated_ids, true));
+        if (!number.empty()) {
+          const std::string indent(number.size(), ' ');
+          for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
+            text.insert(at + 1, indent);
+            at += indent.size();
+          }
+        }
+        std::cout << number << text << '\n';
       } else {
         std::cout << number << fmt::format("{}", fmt::join(s.generated_ids, ",")) << '\n';
       }

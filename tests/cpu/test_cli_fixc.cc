@@ -134,4 +134,33 @@ TEST(CliFixc, RandomWeightsWithoutModelTakeTheDefaultModelsConfig) {
   EXPECT_TRUE(contains(r.output, "$DAK_MODEL names '/nonexistent/m.gguf', which does not exist")) << r.output;
 }
 
+// Every line of a batch's stdout belongs to one sequence: "[i] " starts one, further lines are indented.
+void expect_framed(const std::string& out, const std::string& what) {
+  size_t start = 0;
+  while (start < out.size()) {
+    const size_t end = out.find('\n', start);
+    const std::string line = out.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    EXPECT_TRUE(line.rfind("[", 0) == 0 || line.rfind("    ", 0) == 0) << what << ": '" << line << "'\n" << out;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+}
+
+TEST(CliFixc, ChatBatchPrintsOnlyTheRepliesAndMultiLineTextsKeepTheirFraming) {
+  // The trial: `[0] HiBonjour,\n\nC\n[1] ByeJe m'aime.`: the user's chat prompt glued to the reply, and
+  // the reply's further lines without a marker.
+  const std::string dak = std::string(DAK_BINARY) + " generate ";
+  RunResult r = dak::testing::run_shell(dak + "--chat --system \"Answer in French.\" -p Hi -p Bye -n 6 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.output.rfind("[0] Bonjour,\n    \n    C\n[1] Je m'aime.", 0) == 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "HiBonjour")) << r.output;
+  expect_framed(r.output, "chat batch");
+  // Plain completion echoes each prompt; its continuation's lines are indented too.
+  r = dak::testing::run_shell(dak + "-p \"List:\" -p \"Poem:\" -n 8 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.output.rfind("[0] List:\n    ", 0) == 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\n[1] Poem:")) << r.output;
+  expect_framed(r.output, "batch");
+}
+
 }  // namespace
