@@ -65,6 +65,23 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
   // A shape larger than the GPU's free HBM and the pinnable host memory together fits no plan: say
   // so first, rather than a budget or a ratio that cannot help (a session-22 trial followed such fixes).
   const int64_t hbm_most = profile.hbm_free_after_context_bytes;
+  // The weights alone (and what never moves) beyond the free HBM and the pinnable memory: no shape
+  // fits, so lowering it cannot help (the session-26 trial, a 405B model at batch 1, prompt 1, was told to).
+  const int64_t weights_most_moved = std::min(cap.splittable_weight_bytes, profile.pinnable_host_bytes);
+  if (cap.weight_bytes + cap.workspace_bytes - weights_most_moved > hbm_most) {
+    const int64_t pin_needed = cap.total_bytes - hbm_most;  // this shape's KV cache included
+    fail(fmt::format("the model's weights alone ({}) need more than the {} free on the GPU plus the {} of host memory "
+                     "the profile '{}' can pin, so no batch or context length fits",
+                     format_bytes(double(cap.weight_bytes)), format_bytes(double(hbm_most)),
+                     format_bytes(double(profile.pinnable_host_bytes)), profile.name),
+         "--model",
+         pin_needed <= movable
+             ? fmt::format("use a profile whose host_memory.pinnable_bytes is at least {} (`dak profile "
+                           "--pin-test-gib N` measures up to N GiB, on a host with that much memory), or a smaller "
+                           "model",
+                           at_least(pin_needed))
+             : std::string("use a smaller model: what cannot move to the host alone exceeds the GPU's free memory"));
+  }
   if (cap.total_bytes - std::min(movable, profile.pinnable_host_bytes) > hbm_most)
     fail(fmt::format("model + KV + workspace {} fit no plan on '{}': at most {} can move to the host (the weights and KV "
                      "cache, up to the {} the profile can pin) and the GPU has {} free",

@@ -1,0 +1,71 @@
+// The 26th new-user trial's findings on plans and offload sizes: a model whose weights alone exceed
+// HBM + pinnable memory, a bench sweep with one --plan, plan file names that grew per refusal, a
+// prefill plan's field called unknown, Plan::load's fix that could not run, size messages that read
+// the same number twice or named the wrong budget, the ring's fix without an amount, and
+// --offload-ratio parsed two ways.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+#include "core/plan.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dak::testing::RunResult;
+
+RunResult run_dak(const std::string& args) {
+  return dak::testing::run_shell(std::string(DAK_BINARY) + " " + args + " 2>&1");
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+const std::string kData = DAK_TEST_DATA_DIR;
+const std::string kTiny = kData + "/hf_parity/llama_gqa";
+const std::string kConfigs = std::string(DAK_TEST_DATA_DIR) + "/../../configs";
+
+// A fresh, empty folder under the test temp dir.
+std::string fresh_dir(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string() + "/";
+}
+
+// The fix line of an error (after "fix:"), trimmed.
+std::string fix_line(const std::string& output) {
+  const size_t at = output.find("fix:");
+  if (at == std::string::npos) return "";
+  size_t begin = output.find_first_not_of(' ', at + 4);
+  const size_t end = output.find('\n', begin);
+  return output.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+TEST(CliTrial26, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
+  const std::string dir = fresh_dir("dak_trial26_405b");
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(kConfigs + "/llama-2-7b.json"));
+  cfg["hidden_size"] = 16384, cfg["num_hidden_layers"] = 126, cfg["intermediate_size"] = 53248;
+  cfg["vocab_size"] = 128256, cfg["num_attention_heads"] = 128, cfg["num_key_value_heads"] = 8;
+  std::ofstream(dir + "cfg_405b.json") << cfg.dump();
+  const RunResult r = run_dak("plan --model " + dir + "cfg_405b.json --batch 1 --prompt-len 1 --gen-len 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "the model's weights alone (")) << r.output;
+  EXPECT_TRUE(contains(r.output, "so no batch or context length fits")) << r.output;
+  EXPECT_TRUE(contains(r.output, "where: --model\n")) << r.output;
+  EXPECT_TRUE(contains(fix_line(r.output), "use a profile whose host_memory.pinnable_bytes is at least ")) << r.output;
+  EXPECT_TRUE(contains(fix_line(r.output), "or a smaller model")) << r.output;
+  EXPECT_FALSE(contains(r.output, "lower --batch")) << r.output;
+  // Where the shape is what does not fit, the shape advice stays.
+  const RunResult shape = run_dak("plan --model llama-2-7b --batch 4096 --prompt-len 4000 --gen-len 96");
+  EXPECT_EQ(shape.exit_code, 1) << shape.output;
+  EXPECT_TRUE(contains(shape.output, "lower --batch")) << shape.output;
+  EXPECT_FALSE(contains(shape.output, "weights alone")) << shape.output;
+}
+
+}  // namespace
