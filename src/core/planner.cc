@@ -192,7 +192,14 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
                                      const std::string& no_ring) {
     const auto& [curves, mode] = candidates.front();
     const Plan over = assemble(run_allocator(allocator, *curves, required), mode, allocator, offload_ratio);
-    std::string fix = "raise --gpu-memory, or " + no_ring;
+    // The budget that holds what stays in HBM next to this ring (a larger budget only shrinks the host
+    // share, so no larger staged part): rounded up in the unit printed, as check_capacity's bounds.
+    const int64_t need = over.totals.hbm_bytes;
+    const int unit = need >= (int64_t(1) << 30) ? 30 : need >= (int64_t(1) << 20) ? 20 : 10;
+    const std::string raise = fmt::format("raise --gpu-memory to at least {}{}",
+                                          format_at_least(double(need) / double(int64_t(1) << unit)),
+                                          unit == 30 ? "GiB" : unit == 20 ? "MiB" : "KiB");
+    std::string fix = raise + ", or " + no_ring;
     if (offload_ratio) {
       std::optional<int64_t> least_host;
       for (const auto& [c_curves, c_mode] : candidates) {
@@ -203,8 +210,8 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
       if (least_host && movable > 0 && *least_host > required) {
         const double least = std::ceil(double(*least_host) / double(movable) * 1e4) / 1e4;
         fix = fmt::format("force at least --offload-ratio {:.4f} (it moves enough to the host for the ring; or drop "
-                          "--offload-ratio and let the budget decide), raise --gpu-memory, or {}",
-                          least, no_ring);
+                          "--offload-ratio and let the budget decide), {}, or {}",
+                          least, raise, no_ring);
       }
     }
     fail(fmt::format("the staging ring ({}, {} slots of the largest host part of a staged linear) does not fit next "

@@ -68,4 +68,13 @@ TEST(CliTrial26, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   EXPECT_FALSE(contains(shape.output, "weights alone")) << shape.output;
 }
 
+TEST(CliTrial26, RingRefusalGivesTheBudgetThatHoldsIt) {
+  const RunResult r = run_dak("plan --model llama-2-7b --offload prefetch --gpu-memory 30MiB");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "does not fit next to what stays in HBM: 779.61 MiB")) << r.output;
+  EXPECT_EQ(fix_line(r.output), "raise --gpu-memory to at least 779.61MiB, or use --offload direct (no ring)")
+      << r.output;
+  EXPECT_EQ(run_dak("plan --model llama-2-7b --offload prefetch --gpu-memory 779.61MiB").exit_code, 0);
+}
+
 }  // namespace
