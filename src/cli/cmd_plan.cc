@@ -82,7 +82,7 @@ void add_plan_command(CLI::App& app) {
     std::string model;
     int64_t batch = 8, prompt_len = 32, gen_len = 32, tile_rows = 128;
     std::string gpu_memory;
-    double offload_ratio = 0;
+    std::string offload_ratio;
     std::string allocator = "greedy";
     std::string output = "text";
     std::string profile;
@@ -120,7 +120,7 @@ void add_plan_command(CLI::App& app) {
   CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,
                 "force the global fraction R of weight + KV bytes on the host (0..1); with --gpu-memory the budget "
                 "must still hold what R leaves in HBM")
-      ->transform(decimal_number("a fraction from 0 to 1", -HUGE_VAL, HUGE_VAL));  // the range: checked after parsing
+      ->check(offload_ratio_syntax());  // generate's and bench's parser: the same values, the same words
   c->add_option("--allocator", a->allocator, "greedy or uniform")
       ->capture_default_str()
       ->check(CLI::IsMember({"greedy", "uniform"}));
@@ -181,7 +181,7 @@ void add_plan_command(CLI::App& app) {
     req.shape.phase = parse_phase(a->phase, "--phase");
     req.shape.tile_rows = a->tile_rows;
     if (!a->gpu_memory.empty()) req.gpu_memory_bytes = parse_byte_size(a->gpu_memory, "--gpu-memory");
-    if (ratio_opt->count() > 0) req.offload_ratio = a->offload_ratio;
+    if (ratio_opt->count() > 0) req.offload_ratio = parse_offload_ratio(a->offload_ratio);
     req.allocator = parse_allocator(a->allocator, "--allocator");
     req.allow_staged = !a->no_staged;
     if (a->no_staged && a->mode != "auto")

@@ -108,10 +108,24 @@ std::vector<double> OffloadArgs::ratios(bool list) const {
     out.push_back(*v);
   }
   if (!list && out.size() > 1) {
-    fail(fmt::format("--offload-ratio {} lists {} ratios; a generation runs one", offload_ratio, out.size()),
-         "--offload-ratio", "give one fraction (dak bench sweeps a list)");
+    fail(fmt::format("--offload-ratio {} lists {} ratios; only dak bench sweeps a list", offload_ratio, out.size()),
+         "--offload-ratio", "give one fraction, e.g. --offload-ratio 0.3");
   }
   return out;
+}
+
+CLI::Validator offload_ratio_syntax() {
+  return value_syntax([](const std::string& s) {
+    OffloadArgs parsed;
+    parsed.offload_ratio = s;
+    parsed.ratios(/*list=*/true);  // the count (one for a generation) is checked with the other flags
+  });
+}
+
+double parse_offload_ratio(const std::string& text) {
+  OffloadArgs parsed;
+  parsed.offload_ratio = text;
+  return parsed.ratios(/*list=*/false).front();
 }
 
 void add_offload_options(CLI::App* c, OffloadArgs* a) {
@@ -138,11 +152,7 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
                 "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
                 "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "
                 "comma list sweeps)")
-      ->check(value_syntax([](const std::string& s) {
-        OffloadArgs parsed;
-        parsed.offload_ratio = s;
-        parsed.ratios(/*list=*/true);  // the count (one for a generation) is checked with the other flags
-      }));
+      ->check(offload_ratio_syntax());
   a->allocator_opt =
       c->add_option("--allocator", a->allocator, "how the planner spreads host bytes over operators: greedy or uniform")
           ->capture_default_str()

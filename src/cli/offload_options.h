@@ -77,6 +77,13 @@ struct OffloadArgs {
 /// plan.
 void adopt_plan_mode(OffloadArgs& a, bool notice = true);
 
+/// --offload-ratio's one parser, for every command that takes it (dak plan too: the session-26 trial
+/// found "0.3 " accepted by generate and refused by plan, and different words for "abc"): the
+/// validator checks the syntax of a comma list of fractions (OffloadArgs::ratios), and
+/// parse_offload_ratio reads one. Throws as OffloadArgs::ratios(false).
+CLI::Validator offload_ratio_syntax();
+double parse_offload_ratio(const std::string& text);
+
 /// Adds the flags above to `c`, writing into `a` (which must outlive the parse).
 void add_offload_options(CLI::App* c, OffloadArgs* a);
 

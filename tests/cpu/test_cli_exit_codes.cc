@@ -100,7 +100,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kPlan + "--gen-len 1 --bogus", 2, "dak plan has no option --bogus"},
       {kPlan + "--tile-rows 0", 1, "--tile-rows 0 is not a positive count"},
       {kPlan + "--offload-ratio 2", 1, "[0, 1]"},
-      {kPlan + "--offload-ratio x", 2, "--offload-ratio: 'x' is not a number"},
+      {kPlan + "--offload-ratio x", 2, "'x' is not a number, so not a fraction in [0, 1]"},  // generate's words
       {kPlan + "--gpu-memory 20XB", 2, "'20XB' has an unknown unit 'XB'"},
       {kPlan + "--gpu-memory 1e3GiB", 2, "which sizes do not take"},
       {kPlan + "--sweep-ratios 0:1000:500", 1, "'1000' is outside [0, 100] percent"},

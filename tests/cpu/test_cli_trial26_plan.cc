@@ -77,4 +77,23 @@ TEST(CliTrial26, RingRefusalGivesTheBudgetThatHoldsIt) {
   EXPECT_EQ(run_dak("plan --model llama-2-7b --offload prefetch --gpu-memory 779.61MiB").exit_code, 0);
 }
 
+TEST(CliTrial26, OffloadRatioParsesAndRefusesAlikeInEveryCommand) {
+  const std::string plan = "plan --model llama-2-7b --batch 8 ";
+  const std::string gen = "generate --model " + kTiny + " --prompt-ids 1,2 -n 2 ";
+  EXPECT_EQ(run_dak(plan + "--offload-ratio '0.3 '").exit_code, 0);
+  EXPECT_EQ(run_dak(plan + "--offload-ratio ' 0.3'").exit_code, 0);
+  const auto error_lines = [](const std::string& out) {
+    const size_t at = out.find("--offload-ratio");
+    return at == std::string::npos ? out : out.substr(at);
+  };
+  for (const char* value : {"abc", "2", "0.1,0.3"}) {
+    const RunResult p = run_dak(plan + "--offload-ratio " + value);
+    const RunResult g = run_dak(gen + "--offload-ratio " + value);
+    EXPECT_EQ(p.exit_code, g.exit_code) << value << ": " << p.output << g.output;
+    EXPECT_NE(p.exit_code, 0) << value;
+    EXPECT_EQ(error_lines(p.output), error_lines(g.output)) << value;
+  }
+  EXPECT_TRUE(contains(run_dak(plan + "--offload-ratio abc").output, "'abc' is not a number, so not a fraction"));
+}
+
 }  // namespace
