@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "cli/cli_common.h"
 #include "core/byte_size.h"
@@ -52,6 +53,23 @@ void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfi
   check_plan_mode(plan, a, model, shape);
   check_plan_model(plan, config, model, a.plan_file, shape);
   check_plan_shape(plan, a, model, shape);
+}
+
+/// `a` and `b` as format_bytes writes them, or where that reads the same for different sizes, in
+/// their unit with as many decimals (up to nine) as they need to read differently: "asks for
+/// 12.585 GiB, but only 12.583 GiB can move" (the session-26 trial read 12.58 against 12.58).
+std::pair<std::string, std::string> format_bytes_apart(int64_t a, int64_t b) {
+  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (format_bytes(double(a)) != format_bytes(double(b)) || a == b)
+    return {format_bytes(double(a)), format_bytes(double(b))};
+  int k = 0;  // the same text: the same unit
+  double scale = 1;
+  while (double(a) / scale >= 1024.0 && k < 4) scale *= 1024.0, ++k;
+  for (int decimals = 3;; ++decimals) {
+    std::pair<std::string, std::string> out{fmt::format("{:.{}f} {}", double(a) / scale, decimals, kNames[k]),
+                                            fmt::format("{:.{}f} {}", double(b) / scale, decimals, kNames[k])};
+    if (out.first != out.second || decimals >= 9) return out;
+  }
 }
 
 constexpr int64_t kGiB = int64_t(1) << 30;
@@ -287,7 +305,12 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
     req.gpu_memory_bytes = parse_byte_size(a.gpu_memory, "--gpu-memory");
   } else {
     int64_t budget = profile.default_hbm_budget_bytes();
-    if (free_hbm_bytes > 0) budget = std::min(budget, std::max<int64_t>(0, free_hbm_bytes - kDefaultHeadroomBytes));
+    // Where the budget comes from, for the messages: the GPU's free memory where it is the lower.
+    std::string budget_source = fmt::format("default HBM budget of the profile '{}'", profile.name);
+    if (free_hbm_bytes > 0 && free_hbm_bytes - kDefaultHeadroomBytes < budget) {
+      budget = std::max<int64_t>(0, free_hbm_bytes - kDefaultHeadroomBytes);
+      budget_source = "budget of this GPU (its free HBM less 2 GiB)";
+    }
     req.gpu_memory_bytes = budget;
     if (cpu_gb && ratio) {  // the ratio sets the host share (once per process: dak bench plans each point)
       static bool noted = false;
@@ -300,9 +323,10 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
       const int64_t host = int64_t(std::llround(a.cpu_offload_gib * double(kGiB)));
       const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
       if (host > movable) {
+        const auto [asked, can] = format_bytes_apart(host, movable);
         fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but only {} of weights + KV cache can move "
                          "there",
-                         a.cpu_offload_gib, format_bytes(double(host)), format_bytes(double(movable))),
+                         a.cpu_offload_gib, asked, can),
              "--cpu-offload-gb", "give at most " + format_at_most(double(movable) / double(kGiB)));
       }
       // Checked here, not as the forced ratio it becomes: the limit is named in the user's flag and unit.
@@ -317,8 +341,9 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
                  "measures up to N GiB)");
       const int64_t left = std::max<int64_t>(1, cap.total_bytes - host);
       if (left > budget) {
-        fail(fmt::format("--cpu-offload-gb {} leaves {} in HBM, more than the {} budget of this GPU", a.cpu_offload_gib,
-                         format_bytes(double(left)), format_bytes(double(budget))),
+        const auto [leaves, holds] = format_bytes_apart(left, budget);
+        fail(fmt::format("--cpu-offload-gb {} leaves {} in HBM, more than the {} {}", a.cpu_offload_gib, leaves, holds,
+                         budget_source),
              "--cpu-offload-gb",
              "give at least " + format_at_least(double(cap.total_bytes - budget) / double(kGiB)));
       }

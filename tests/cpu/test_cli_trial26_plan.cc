@@ -68,6 +68,22 @@ TEST(CliTrial26, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   EXPECT_FALSE(contains(shape.output, "weights alone")) << shape.output;
 }
 
+TEST(CliTrial26, SizeMessagesDifferAndNameTheBudgetsSource) {
+  RunResult r = run_dak("generate -m llama-2-7b --random-weights --prompt-ids 1,2,3 --cpu-offload-gb 12.585");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "asks for 12.585 GiB in host memory, but only 12.583 GiB of weights + KV cache"))
+      << r.output;
+  const std::string dir = fresh_dir("dak_trial26_budget");
+  nlohmann::json p = nlohmann::json::parse(std::ifstream(kConfigs + "/../profiles/h200-default.json"));
+  p["name"] = "small";
+  p["hbm"]["free_after_context_bytes"] = int64_t(p["hbm"]["reserve_bytes"]) + 200 * (int64_t(1) << 20);
+  std::ofstream(dir + "small.json") << p.dump();
+  r = run_dak("generate -m llama-2-7b --random-weights --prompt-ids 1,2 -n 3 --profile " + dir +
+              "small.json --cpu-offload-gb 0.01 --device cuda");
+  EXPECT_TRUE(contains(r.output, "more than the 200.00 MiB default HBM budget of the profile 'small'")) << r.output;
+  EXPECT_FALSE(contains(r.output, "budget of this GPU")) << r.output;
+}
+
 TEST(CliTrial26, RingRefusalGivesTheBudgetThatHoldsIt) {
   const RunResult r = run_dak("plan --model llama-2-7b --offload prefetch --gpu-memory 30MiB");
   EXPECT_EQ(r.exit_code, 1) << r.output;
