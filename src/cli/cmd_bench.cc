@@ -181,6 +181,25 @@ void run_bench_command(const BenchArgs& a) {
     located.name = ckpt->path().filename().string();
     located.path = ckpt->path();
   }
+  // A plan fixes one shape: a sweep of shapes with --plan is refused up front (the session-26 trial
+  // followed a fix for the first batch, then was refused for the next, and so on).
+  if (!a.offload.plan_file.empty() && (batches.size() > 1 || prompts.size() > 1 || gens.size() > 1)) {
+    std::string swept;
+    for (const auto& [flag, n] : {std::pair<const char*, size_t>{"--batch", batches.size()},
+                                  {"--prompt-len", prompts.size()},
+                                  {"--gen-len", gens.size()}}) {
+      if (n > 1) swept += std::string(swept.empty() ? "" : " / ") + flag;
+    }
+    const PlanInputs& in = a.offload.plan().inputs;
+    fail(fmt::format("a plan serves one shape (batch {}, prompt {}, gen {} for {}), but this bench sweeps {} "
+                     "shapes",
+                     in.batch, in.prompt_len, in.gen_len, a.offload.plan_file,
+                     batches.size() * prompts.size() * gens.size()),
+         swept,
+         fmt::format("run one shape per --plan (the plan's: --batch {} --prompt-len {} --gen-len {}), or drop --plan "
+                     "to plan every point of the sweep",
+                     in.batch, in.prompt_len, std::max<int64_t>(2, in.gen_len)));
+  }
   // A plan fixes one batch and context: the fix suggests the sweep's first batch at its longest lengths.
   check_plan_file_model(a.offload, located.config, a.random_weights && !a.model.empty() ? a.model : located.path.string(),
                         {batches.front(), *std::max_element(prompts.begin(), prompts.end()),

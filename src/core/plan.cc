@@ -492,7 +492,16 @@ std::string fresh_plan_file_name(const std::string& plan_file, const std::string
   }
   if (label.empty()) label = "model";
   const fs::path plan(plan_file);
-  const std::string stem = plan.stem().empty() ? std::string("plan") : plan.stem().string();
+  std::string stem = plan.stem().empty() ? std::string("plan") : plan.stem().string();
+  // A name this function made ("pd-llama-2-7b.json", "pd-llama-2-7b-2.json") is not suffixed again:
+  // its stem without the suffix (the session-26 trial's names grew by one "-<model>" per refusal).
+  if (const size_t at = stem.rfind("-" + label); at != std::string::npos && at > 0) {
+    const std::string rest = stem.substr(at + 1 + label.size());
+    const bool numbered = rest.size() > 1 && rest[0] == '-' && std::all_of(rest.begin() + 1, rest.end(), [](char c) {
+                            return std::isdigit(static_cast<unsigned char>(c)) != 0;
+                          });
+    if (rest.empty() || numbered) stem.resize(at);
+  }
   for (int n = 1;; ++n) {
     const fs::path candidate =
         plan.parent_path() / (stem + "-" + label + (n == 1 ? std::string() : fmt::format("-{}", n)) + ".json");

@@ -68,6 +68,38 @@ TEST(CliTrial26, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   EXPECT_FALSE(contains(shape.output, "weights alone")) << shape.output;
 }
 
+TEST(CliTrial26, BenchSweepWithOnePlanIsRefusedUpFront) {
+  const std::string dir = fresh_dir("dak_trial26_bench");
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --output json > " + dir + "pd.json").exit_code, 0);
+  const RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 1,8 --plan " + dir + "pd.json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "a plan serves one shape (batch 8, prompt 32, gen 32 for " + dir +
+                                     "pd.json), but this bench sweeps 2 shapes"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "where: --batch\n")) << r.output;
+  EXPECT_EQ(fix_line(r.output), "run one shape per --plan (the plan's: --batch 8 --prompt-len 32 --gen-len 32), or "
+                                "drop --plan to plan every point of the sweep")
+      << r.output;
+  // Following it: past the plan checks (to the GPU's absence on this machine), no fresh file named.
+  const RunResult one = run_dak("bench --model llama-2-7b --random-weights --batch 8 --prompt-len 32 --gen-len 32 "
+                                "--plan " + dir + "pd.json");
+  EXPECT_TRUE(contains(one.output, "dak bench needs a Hopper GPU")) << one.output;
+  EXPECT_FALSE(contains(one.output, "the plan")) << one.output;
+  const RunResult gens = run_dak("bench --model llama-2-7b --random-weights --batch 8 --gen-len 8,32 --plan " + dir +
+                                 "pd.json");
+  EXPECT_TRUE(contains(gens.output, "where: --gen-len\n")) << gens.output;
+}
+
+TEST(CliTrial26, FreshPlanNamesDoNotPileUpTheModel) {
+  const std::string dir = fresh_dir("dak_trial26_names");
+  EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd.json", "llama-2-7b"), dir + "pd-llama-2-7b.json");
+  // A name it made: the model is not added again.
+  EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-llama-2-7b.json", "llama-2-7b"), dir + "pd-llama-2-7b-2.json");
+  EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-llama-2-7b-2.json", "llama-2-7b"), dir + "pd-llama-2-7b.json");
+  // Another model's suffix stays.
+  EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-opt-30b.json", "llama-2-7b"), dir + "pd-opt-30b-llama-2-7b.json");
+}
+
 TEST(CliTrial26, SizeMessagesDifferAndNameTheBudgetsSource) {
   RunResult r = run_dak("generate -m llama-2-7b --random-weights --prompt-ids 1,2,3 --cpu-offload-gb 12.585");
   EXPECT_EQ(r.exit_code, 1) << r.output;
