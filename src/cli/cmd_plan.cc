@@ -235,11 +235,9 @@ void add_plan_command(CLI::App& app) {
     }
     const Plan plan = make_plan_for_gpu_memory(model.config, profile, req, a->gpu_memory);
     if (a->output == "json") {
-      nlohmann::json j = plan.to_json();
-      // The plan file's key is predicted_tpot_s in both phases (Plan::from_json reads it); a prefill
-      // plan also names its prediction by what it is: the prefill time of batch x prompt tokens (TTFT).
-      if (plan.inputs.phase == Phase::kPrefill) j["predicted_prefill_s"] = plan.predicted_tpot_s;
-      std::cout << json_text(j) << std::endl;
+      // Only what Plan::to_json writes (a prefill plan's predicted_prefill_s included): Plan::load knows
+      // exactly those fields.
+      std::cout << json_text(plan.to_json()) << std::endl;
     } else {
       std::cout << format_plan_text(plan, profile, a->verbose);
     }

@@ -245,9 +245,14 @@ json Plan::to_json() const {
   if (t.zero_copy_host_bytes > 0) tot_j["zero_copy_host_bytes"] = t.zero_copy_host_bytes;
   json ops_j = json::array();
   for (const PlanOp& o : ops) ops_j.push_back(op_to_json(o));
-  return {{"format", kFormat},  {"version", kVersion}, {"predicted_tpot_s", predicted_tpot_s},
-          {"inputs", inputs_j}, {"capacity", cap_j},   {"totals", tot_j},
-          {"operators", ops_j}};
+  json out = {{"format", kFormat},  {"version", kVersion}, {"predicted_tpot_s", predicted_tpot_s},
+              {"inputs", inputs_j}, {"capacity", cap_j},   {"totals", tot_j},
+              {"operators", ops_j}};
+  // The key is predicted_tpot_s in both phases (from_json reads it); a prefill plan also names its
+  // prediction by what it is: the prefill time of batch x prompt tokens (TTFT). Written here, so
+  // that Plan::load, which knows the fields to_json writes, knows it too (a trial saw it called unknown).
+  if (inputs.phase == Phase::kPrefill) out["predicted_prefill_s"] = predicted_tpot_s;
+  return out;
 }
 
 Plan Plan::from_json(const json& j, const std::string& where) {

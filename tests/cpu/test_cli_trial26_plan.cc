@@ -100,6 +100,27 @@ TEST(CliTrial26, FreshPlanNamesDoNotPileUpTheModel) {
   EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-opt-30b.json", "llama-2-7b"), dir + "pd-opt-30b-llama-2-7b.json");
 }
 
+TEST(CliTrial26, EveryFieldDakPlanWritesLoadsWithoutAnUnknownNotice) {
+  const std::string dir = fresh_dir("dak_trial26_fields");
+  for (const std::string& flags : {std::string("--batch 8"), std::string("--gen-len 1 --phase prefill"),
+                                   std::string("--batch 8 --offload prefetch --gpu-memory 4GiB"),
+                                   std::string("--batch 8 --offload zero-copy --offload-ratio 0.3")}) {
+    const std::string file = dir + "p.json";
+    const RunResult made = run_dak("plan --model llama-2-7b " + flags + " --output json > " + file);
+    ASSERT_EQ(made.exit_code, 0) << flags << ": " << made.output;
+    std::vector<std::string> unknown;
+    dak::Plan::load(file, &unknown);
+    EXPECT_TRUE(unknown.empty()) << flags << ": " << (unknown.empty() ? "" : unknown.front());
+  }
+  // The trial's run: a prefill plan given to dak bench.
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --gen-len 1 --phase prefill --output json > " + dir + "pf.json").exit_code,
+            0);
+  const std::string written = nlohmann::json::parse(std::ifstream(dir + "pf.json")).dump();
+  EXPECT_TRUE(contains(written, "\"predicted_prefill_s\"")) << written.substr(0, 200);
+  const RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 8 --plan " + dir + "pf.json");
+  EXPECT_FALSE(contains(r.output, "unknown field")) << r.output;
+}
+
 TEST(CliTrial26, SizeMessagesDifferAndNameTheBudgetsSource) {
   RunResult r = run_dak("generate -m llama-2-7b --random-weights --prompt-ids 1,2,3 --cpu-offload-gb 12.585");
   EXPECT_EQ(r.exit_code, 1) << r.output;
