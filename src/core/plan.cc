@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config_locator.h"
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/op_graph.h"
@@ -20,12 +21,15 @@ namespace {
 
 using nlohmann::json;
 
+// The fix of a refused field; Plan::load replaces it with the command that remakes the file.
+constexpr const char* kRegenerateFix = "regenerate the plan with `dak plan --output json`";
+
 // Typed access to the fields of one JSON object, with errors naming the field.
 class Reader {
  public:
   Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
     if (!j_.is_object())
-      fail("plan data is not a JSON object", where_, "regenerate the plan with `dak plan --output json`");
+      fail("plan data is not a JSON object", where_, kRegenerateFix);
   }
   const json& at(const std::string& key) const {
     if (!j_.contains(key)) bad(key, "is missing");
@@ -54,7 +58,7 @@ class Reader {
   const std::string& where() const { return where_; }
   [[noreturn]] void bad(const std::string& key, const std::string& what) const {
     fail(fmt::format("plan field '{}' {}", key, what), where_,
-         "regenerate the plan with `dak plan --output json`");
+         kRegenerateFix);
   }
 
  private:
@@ -366,7 +370,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const PlanOp& o = p.ops[i];
     const std::string at = fmt::format("{}: operators[{}] ({})", where, i, o.name);
-    const std::string fix = "regenerate the plan with `dak plan --output json`";
+    const std::string fix = kRegenerateFix;
     if (o.host_bytes > 0 && o.path == DataPath::kNone)
       fail(fmt::format("data_path 'none' with {} host bytes", o.host_bytes), at, fix);
     if (o.path == DataPath::kStaged && o.kind != OpKind::kLinear)
@@ -392,11 +396,77 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   return p;
 }
 
+namespace {
+
+/// The fix of a plan file that Plan::load refuses: the `dak plan` command that remakes it, for the
+/// model, shape, mode and budget the file records, written next to it (fresh_plan_file_name, never
+/// over it). What the file does not give usably (a model name dak cannot find from here, a batch or
+/// length out of range) is left as a placeholder the fix names (the session-26 trial was told
+/// `dak plan --output json`, which cannot run: dak plan needs --model).
+std::string regenerate_fix(const json* j, const std::string& path) {
+  const json* in = j && j->is_object() && j->contains("inputs") && j->at("inputs").is_object() ? &j->at("inputs")
+                                                                                              : nullptr;
+  const auto integer = [&](const char* key, int64_t lo, int64_t hi) -> std::optional<int64_t> {
+    if (!in || !in->contains(key) || !in->at(key).is_number_integer()) return std::nullopt;
+    const int64_t v = in->at(key).get<int64_t>();
+    return v >= lo && v <= hi ? std::optional<int64_t>(v) : std::nullopt;
+  };
+  std::string model;
+  if (in && in->contains("model") && in->at("model").is_string()) {
+    model = in->at("model").get<std::string>();
+    try {
+      if (!model.empty()) locate_model_config(model);
+    } catch (const Error&) {
+      model.clear();  // e.g. a model folder's name, written by a plan of `--model some/dir/name`
+    }
+  }
+  const std::optional<int64_t> batch = integer("batch", 1, kMaxPlanBatch);
+  const std::optional<int64_t> prompt = integer("prompt_len", 1, kMaxPlanTokens);
+  const std::optional<int64_t> gen = integer("gen_len", 1, kMaxPlanTokens);
+  std::string mode;
+  if (in && in->contains("offload_mode") && in->at("offload_mode").is_string()) {
+    mode = in->at("offload_mode").get<std::string>();
+    if (mode != "auto" && !single_path_of_mode(mode)) mode.clear();
+  }
+  PlanInputs budget;
+  budget.gpu_memory_default = !(in && in->contains("gpu_memory_default") && in->at("gpu_memory_default").is_boolean() &&
+                                !in->at("gpu_memory_default").get<bool>());
+  budget.gpu_memory_bytes = integer("gpu_memory_bytes", 1, INT64_MAX).value_or(0);
+  if (in && in->contains("offload_ratio") && in->at("offload_ratio").is_number()) {
+    const double r = in->at("offload_ratio").get<double>();
+    if (r >= 0 && r <= 1) budget.offload_ratio = r;
+  }
+  std::string flags = planned_budget_flags(budget);
+  if (in && in->contains("phase") && in->at("phase") == "prefill") flags = " --phase prefill" + flags;
+  const std::string command =
+      fmt::format("dak plan --model {} --batch {} --prompt-len {} --gen-len {}{}{} --output json > {}",
+                  model.empty() ? std::string("MODEL") : shell_word(model),
+                  batch ? std::to_string(*batch) : std::string("B"),
+                  prompt ? std::to_string(*prompt) : std::string("P"),
+                  gen ? std::to_string(std::max<int64_t>(2, *gen)) : std::string("G"),
+                  mode.empty() || mode == "auto" ? std::string() : " --offload " + mode, flags,
+                  shell_word(fresh_plan_file_name(path, model.empty() ? "new" : model)));
+  if (!model.empty() && batch && prompt && gen) return "regenerate the plan: " + command;
+  std::string blanks;
+  if (model.empty()) blanks += "MODEL the run's --model";
+  if (!batch) blanks += std::string(blanks.empty() ? "" : ", ") + "B its batch";
+  if (!prompt) blanks += std::string(blanks.empty() ? "" : ", ") + "P its longest prompt";
+  if (!gen) blanks += std::string(blanks.empty() ? "" : ", ") + "G its new tokens";
+  return fmt::format("regenerate the plan for your run: {} ({}; the file does not give them)", command, blanks);
+}
+
+}  // namespace
+
 Plan Plan::load(const std::string& path, std::vector<std::string>* unknown_fields) {
-  const json j = read_json_file(path, "plan file", "check the path; regenerate it with `dak plan --output json`");
-  Plan p = from_json(j, path);
-  if (unknown_fields) *unknown_fields = unknown_json_fields(j, p.to_json());
-  return p;
+  const json j = read_json_file(path, "plan file", "check the path; or " + regenerate_fix(nullptr, path));
+  try {
+    Plan p = from_json(j, path);
+    if (unknown_fields) *unknown_fields = unknown_json_fields(j, p.to_json());
+    return p;
+  } catch (const Error& e) {
+    if (e.fix_part() != kRegenerateFix) throw;
+    throw Error(e.what_part(), e.where_part(), regenerate_fix(&j, path));
+  }
 }
 
 namespace {

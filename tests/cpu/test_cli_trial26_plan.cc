@@ -121,6 +121,42 @@ TEST(CliTrial26, EveryFieldDakPlanWritesLoadsWithoutAnUnknownNotice) {
   EXPECT_FALSE(contains(r.output, "unknown field")) << r.output;
 }
 
+TEST(CliTrial26, HandEditedPlanRefusalsGiveARunnableRegenerateCommand) {
+  const std::string dir = fresh_dir("dak_trial26_regen");
+  const std::string good = dir + "pd.json", edited = dir + "edited.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --output json > " + good).exit_code, 0);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(good));
+  j["predicted_tpot_s"] = -1;
+  std::ofstream(edited) << j.dump();
+  RunResult r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 2 --plan " + edited);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string fix = fix_line(r.output);
+  const std::string command = "dak plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --output json > " +
+                              dir + "edited-llama-2-7b.json";
+  EXPECT_EQ(fix, "regenerate the plan: " + command) << r.output;
+  // It runs, and writes a plan that loads, next to the user's file (which it leaves alone).
+  const RunResult followed = run_dak(command.substr(4));
+  EXPECT_EQ(followed.exit_code, 0) << followed.output;
+  EXPECT_NO_THROW(dak::Plan::load(dir + "edited-llama-2-7b.json"));
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(edited))["predicted_tpot_s"], -1);
+  // A batch the file does not give usably: the command with a placeholder the fix names.
+  j = nlohmann::json::parse(std::ifstream(good));
+  j["inputs"]["batch"] = 0;
+  std::ofstream(edited) << j.dump();
+  r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 2 --plan " + edited);
+  EXPECT_TRUE(contains(r.output, "plan field 'batch' must be in [1, 65536]")) << r.output;
+  EXPECT_EQ(fix_line(r.output), "regenerate the plan for your run: dak plan --model llama-2-7b --batch B --prompt-len "
+                                "32 --gen-len 32 --output json > " + dir + "edited-llama-2-7b-2.json (B its batch; "
+                                "the file does not give them)")
+      << r.output;
+  // Not an object at all: every part a placeholder.
+  std::ofstream(edited) << "[1]";
+  r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 2 --plan " + edited);
+  EXPECT_TRUE(contains(fix_line(r.output), "dak plan --model MODEL --batch B --prompt-len P --gen-len G --output json"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "`dak plan --output json`")) << r.output;
+}
+
 TEST(CliTrial26, SizeMessagesDifferAndNameTheBudgetsSource) {
   RunResult r = run_dak("generate -m llama-2-7b --random-weights --prompt-ids 1,2,3 --cpu-offload-gb 12.585");
   EXPECT_EQ(r.exit_code, 1) << r.output;
