@@ -50,6 +50,12 @@ void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string&
 /// model, then the batch and context.
 void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfig& config, const std::string& model,
                         const RequestedShape& shape) {
+  // A run's steps are decode steps, placed and predicted by a decode plan (a prefill plan prices
+  // one prefill pass: the session-26 trial's hand-edited phase was taken silently).
+  if (plan.inputs.phase == Phase::kPrefill)
+    fail("the plan was made for --phase prefill (it places and predicts one prefill pass); a run applies a decode "
+         "plan",
+         a.plan_file, "make a decode plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
   check_plan_mode(plan, a, model, shape);
   check_plan_model(plan, config, model, a.plan_file, shape);
   check_plan_shape(plan, a, model, shape);

@@ -12,6 +12,7 @@
 
 #include "core/config_locator.h"
 #include "core/error.h"
+#include "core/hardware_profile.h"
 #include "core/json_file.h"
 #include "core/op_graph.h"
 
@@ -392,6 +393,35 @@ Plan Plan::from_json(const json& j, const std::string& where) {
       fail(fmt::format("data_path '{}' on a linear in a plan for --offload prefetch (every host linear is staged)",
                        data_path_name(o.path)),
            at, fix);
+  }
+  // What the planner writes and the engine reads without a check of its own (the session-26 trial's
+  // hand edits; docs/planner.md §6): the budget the capacity was computed for, what stays in HBM
+  // within it, layers that the plan's attention operators count, and a direct-path host read's CTAs
+  // and stages (at most the profile's SMEM ring depth where the profile is the compiled-in one).
+  if (pi.gpu_memory_bytes != pc.hbm_budget_bytes)
+    in.bad("gpu_memory_bytes", fmt::format("must equal capacity.hbm_budget_bytes ({}), the budget the plan was made for",
+                                           pc.hbm_budget_bytes));
+  if (pt.hbm_bytes < 0 || pt.hbm_bytes > pc.hbm_budget_bytes)
+    t.bad("hbm_bytes", fmt::format("must be in [0, capacity.hbm_budget_bytes] ([0, {}])", pc.hbm_budget_bytes));
+  const int64_t layers =
+      std::count_if(p.ops.begin(), p.ops.end(), [](const PlanOp& o) { return o.kind == OpKind::kAttention; });
+  const HardwareProfile compiled_in = HardwareProfile::h200_default();
+  const int64_t max_stages = pi.profile_name == compiled_in.name ? compiled_in.max_stages_per_cta : 1024;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const PlanOp& o = p.ops[i];
+    Reader op(ops[i], fmt::format("{}: operators[{}]", where, i));
+    if (o.layer < -1 || o.layer >= layers)
+      op.bad("layer", fmt::format("must be -1 (no layer) or in [0, {}] (the plan's {} attention operators)", layers - 1,
+                                  layers));
+    if (o.path == DataPath::kDirect && o.host_bytes > 0) {
+      if (o.host_ctas < 1) op.bad("host_ctas", fmt::format("must be at least 1 on a direct-path operator with {} host "
+                                                           "bytes (its reads need a CTA)", o.host_bytes));
+      if (o.stages_per_cta < 1 || o.stages_per_cta > max_stages)
+        op.bad("stages_per_cta", fmt::format("must be in [1, {}] on a direct-path operator with host bytes{}", max_stages,
+                                             max_stages == 1024 ? std::string()
+                                                                : " (the profile's " + compiled_in.name +
+                                                                      " max_stages_per_cta)"));
+    }
   }
   return p;
 }

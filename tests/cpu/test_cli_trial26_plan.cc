@@ -201,4 +201,54 @@ TEST(CliTrial26, OffloadRatioParsesAndRefusesAlikeInEveryCommand) {
   EXPECT_TRUE(contains(run_dak(plan + "--offload-ratio abc").output, "'abc' is not a number, so not a fraction"));
 }
 
+TEST(CliTrial26, HandEditedFieldsNoPlannerWritesAreRefused) {
+  const std::string dir = fresh_dir("dak_trial26_edits");
+  const std::string good = dir + "pd.json", edited = dir + "edited.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --offload-ratio 0.3 --output json > " + good).exit_code, 0);
+  const nlohmann::json plan = nlohmann::json::parse(std::ifstream(good));
+  size_t direct = 0;
+  while (direct < plan["operators"].size() && !(plan["operators"][direct]["data_path"] == "direct" &&
+                                                plan["operators"][direct]["host_bytes"] > 0))
+    ++direct;
+  ASSERT_LT(direct, plan["operators"].size());
+  const std::string op = "operators[" + std::to_string(direct) + "]";
+  const struct {
+    std::string path;  // JSON pointer
+    nlohmann::json value;
+    std::string says, where;
+  } cases[] = {
+      {"/" + std::string("operators/") + std::to_string(direct) + "/stages_per_cta", 1000,
+       "plan field 'stages_per_cta' must be in [1, 6] on a direct-path operator with host bytes (the profile's "
+       "h200-default max_stages_per_cta)",
+       edited + ": " + op},
+      {"/operators/" + std::to_string(direct) + "/host_ctas", 0, "plan field 'host_ctas' must be at least 1",
+       edited + ": " + op},
+      {"/operators/" + std::to_string(direct) + "/layer", 1000,
+       "plan field 'layer' must be -1 (no layer) or in [0, 31] (the plan's 32 attention operators)", edited + ": " + op},
+      {"/inputs/gpu_memory_bytes", 1, "plan field 'gpu_memory_bytes' must equal capacity.hbm_budget_bytes",
+       edited + ": inputs"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = plan;
+    j[nlohmann::json::json_pointer(c.path)] = c.value;
+    std::ofstream(edited) << j.dump();
+    const RunResult r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 2 --plan " + edited);
+    EXPECT_EQ(r.exit_code, 1) << c.path << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << c.path << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "where: " + c.where + "\n")) << c.path << ": " << r.output;
+    EXPECT_TRUE(contains(fix_line(r.output), "regenerate the plan: dak plan --model llama-2-7b --batch 8")) << r.output;
+  }
+  // A prefill plan for a run's decode steps: refused where it is used, with the decode plan's command.
+  nlohmann::json j = plan;
+  j["inputs"]["phase"] = "prefill";
+  std::ofstream(edited) << j.dump();
+  const RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 8 --plan " + edited);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "the plan was made for --phase prefill")) << r.output;
+  EXPECT_TRUE(contains(r.output, "where: " + edited + "\n")) << r.output;
+  EXPECT_TRUE(contains(fix_line(r.output), "make a decode plan for this run: dak plan --model llama-2-7b --batch 8 "))
+      << r.output;
+  EXPECT_FALSE(contains(fix_line(r.output), "--phase")) << r.output;
+}
+
 }  // namespace
