@@ -69,7 +69,9 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
   // fits, so lowering it cannot help (the session-26 trial, a 405B model at batch 1, prompt 1, was told to).
   const int64_t weights_most_moved = std::min(cap.splittable_weight_bytes, profile.pinnable_host_bytes);
   if (cap.weight_bytes + cap.workspace_bytes - weights_most_moved > hbm_most) {
-    const int64_t pin_needed = cap.total_bytes - hbm_most;  // this shape's KV cache included
+    // What must go to the host at this shape (its KV cache included) under the budget, which the
+    // free HBM bounds: the profile's pinnable memory must hold it (the next check's condition).
+    const int64_t pin_needed = cap.total_bytes - std::min(cap.hbm_budget_bytes, hbm_most);
     fail(fmt::format("the model's weights alone ({}) need more than the {} free on the GPU plus the {} of host memory "
                      "the profile '{}' can pin, so no batch or context length fits",
                      format_bytes(double(cap.weight_bytes)), format_bytes(double(hbm_most)),

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +62,18 @@ TEST(CliTrial26, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   EXPECT_TRUE(contains(fix_line(r.output), "use a profile whose host_memory.pinnable_bytes is at least ")) << r.output;
   EXPECT_TRUE(contains(fix_line(r.output), "or a smaller model")) << r.output;
   EXPECT_FALSE(contains(r.output, "lower --batch")) << r.output;
+  // Following it: a profile that pins the amount named plans this shape.
+  const std::string fix = fix_line(r.output);
+  const size_t at = fix.find("at least ") + 9;
+  const std::string amount = fix.substr(at, fix.find(' ', at) - at);  // e.g. "618.12GiB"
+  ASSERT_EQ(amount.substr(amount.size() - 3), "GiB") << fix;
+  nlohmann::json profile = nlohmann::json::parse(std::ifstream(kConfigs + "/../profiles/h200-default.json"));
+  profile["host_memory"]["pinnable_bytes"] =
+      int64_t(std::ceil(std::stod(amount.substr(0, amount.size() - 3)) * double(int64_t(1) << 30)));
+  std::ofstream(dir + "big_pin.json") << profile.dump();
+  const RunResult followed = run_dak("plan --model " + dir + "cfg_405b.json --batch 1 --prompt-len 1 --gen-len 2 "
+                                     "--profile " + dir + "big_pin.json");
+  EXPECT_EQ(followed.exit_code, 0) << followed.output;
   // Where the shape is what does not fit, the shape advice stays.
   const RunResult shape = run_dak("plan --model llama-2-7b --batch 4096 --prompt-len 4000 --gen-len 96");
   EXPECT_EQ(shape.exit_code, 1) << shape.output;
