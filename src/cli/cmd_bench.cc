@@ -181,7 +181,7 @@ void run_bench_command(const BenchArgs& a) {
     located.name = ckpt->path().filename().string();
     located.path = ckpt->path();
   }
-  // A plan fixes one shape: a sweep of shapes with --plan is refused up front (the session-26 trial
+  // A plan fixes one shape: a sweep of shapes with --plan is refused up front (the session-25 second trial
   // followed a fix for the first batch, then was refused for the next, and so on).
   if (!a.offload.plan_file.empty() && (batches.size() > 1 || prompts.size() > 1 || gens.size() > 1)) {
     std::string swept;

@@ -51,7 +51,7 @@ void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string&
 void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfig& config, const std::string& model,
                         const RequestedShape& shape) {
   // A run's steps are decode steps, placed and predicted by a decode plan (a prefill plan prices
-  // one prefill pass: the session-26 trial's hand-edited phase was taken silently).
+  // one prefill pass: the session-25 second trial's hand-edited phase was taken silently).
   if (plan.inputs.phase == Phase::kPrefill)
     fail("the plan was made for --phase prefill (it places and predicts one prefill pass); a run applies a decode "
          "plan",
@@ -63,7 +63,7 @@ void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfi
 
 /// `a` and `b` as format_bytes writes them, or where that reads the same for different sizes, in
 /// their unit with as many decimals (up to nine) as they need to read differently: "asks for
-/// 12.585 GiB, but only 12.583 GiB can move" (the session-26 trial read 12.58 against 12.58).
+/// 12.585 GiB, but only 12.583 GiB can move" (the session-25 second trial read 12.58 against 12.58).
 std::pair<std::string, std::string> format_bytes_apart(int64_t a, int64_t b) {
   static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   if (format_bytes(double(a)) != format_bytes(double(b)) || a == b)

@@ -77,7 +77,7 @@ struct OffloadArgs {
 /// plan.
 void adopt_plan_mode(OffloadArgs& a, bool notice = true);
 
-/// --offload-ratio's one parser, for every command that takes it (dak plan too: the session-26 trial
+/// --offload-ratio's one parser, for every command that takes it (dak plan too: the session-25 second trial
 /// found "0.3 " accepted by generate and refused by plan, and different words for "abc"): the
 /// validator checks the syntax of a comma list of fractions (OffloadArgs::ratios), and
 /// parse_offload_ratio reads one. Throws as OffloadArgs::ratios(false).

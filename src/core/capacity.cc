@@ -66,7 +66,7 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
   // so first, rather than a budget or a ratio that cannot help (a session-22 trial followed such fixes).
   const int64_t hbm_most = profile.hbm_free_after_context_bytes;
   // The weights alone (and what never moves) beyond the free HBM and the pinnable memory: no shape
-  // fits, so lowering it cannot help (the session-26 trial, a 405B model at batch 1, prompt 1, was told to).
+  // fits, so lowering it cannot help (the session-25 second trial, a 405B model at batch 1, prompt 1, was told to).
   const int64_t weights_most_moved = std::min(cap.splittable_weight_bytes, profile.pinnable_host_bytes);
   if (cap.weight_bytes + cap.workspace_bytes - weights_most_moved > hbm_most) {
     // What must go to the host at this shape (its KV cache included) under the budget, which the

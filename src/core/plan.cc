@@ -394,7 +394,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
                        data_path_name(o.path)),
            at, fix);
   }
-  // What the planner writes and the engine reads without a check of its own (the session-26 trial's
+  // What the planner writes and the engine reads without a check of its own (the session-25 second trial's
   // hand edits; docs/planner.md §6): the budget the capacity was computed for, what stays in HBM
   // within it, layers that the plan's attention operators count, and a direct-path host read's CTAs
   // and stages (at most the profile's SMEM ring depth where the profile is the compiled-in one).
@@ -431,7 +431,7 @@ namespace {
 /// The fix of a plan file that Plan::load refuses: the `dak plan` command that remakes it, for the
 /// model, shape, mode and budget the file records, written next to it (fresh_plan_file_name, never
 /// over it). What the file does not give usably (a model name dak cannot find from here, a batch or
-/// length out of range) is left as a placeholder the fix names (the session-26 trial was told
+/// length out of range) is left as a placeholder the fix names (the session-25 second trial was told
 /// `dak plan --output json`, which cannot run: dak plan needs --model).
 std::string regenerate_fix(const json* j, const std::string& path) {
   const json* in = j && j->is_object() && j->contains("inputs") && j->at("inputs").is_object() ? &j->at("inputs")
@@ -599,7 +599,7 @@ std::string fresh_plan_file_name(const std::string& plan_file, const std::string
   const fs::path plan(plan_file);
   std::string stem = plan.stem().empty() ? std::string("plan") : plan.stem().string();
   // A name this function made ("pd-llama-2-7b.json", "pd-llama-2-7b-2.json") is not suffixed again:
-  // its stem without the suffix (the session-26 trial's names grew by one "-<model>" per refusal).
+  // its stem without the suffix (the session-25 second trial's names grew by one "-<model>" per refusal).
   if (const size_t at = stem.rfind("-" + label); at != std::string::npos && at > 0) {
     const std::string rest = stem.substr(at + 1 + label.size());
     const bool numbered = rest.size() > 1 && rest[0] == '-' && std::all_of(rest.begin() + 1, rest.end(), [](char c) {

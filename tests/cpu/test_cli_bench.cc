@@ -139,7 +139,7 @@ TEST(CliBench, ArgumentsAreCheckedAgainstTheModelBeforeLookingForAGpu) {
             0);
   RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 8,1 --plan " + plan_file, kNoGpu);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  // A plan serves one shape: a sweep is refused up front (session 26: a fix per batch went round in circles).
+  // A plan serves one shape: a sweep is refused up front (session 25, second trial: a fix per batch went round in circles).
   EXPECT_NE(r.output.find("a plan serves one shape (batch 8, prompt 32, gen 32 for " + plan_file +
                           "), but this bench sweeps 2 shapes"),
             std::string::npos)
@@ -174,7 +174,7 @@ TEST(CliBench, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
   } cases[] = {
       {"bench --random-weights --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8", plan_file,
        "dak plan --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8 --output json > " + fresh_plan},
-      // (A sweep with --plan is refused before the model check: a plan serves one shape; CliTrial26.)
+      // (A sweep with --plan is refused before the model check: a plan serves one shape; CliTrial25b.)
       // The plan's mode, which the run shares.
       {"bench --random-weights --model llama-3-8b --batch 1 --offload direct", direct_plan,
        "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --offload-ratio 0.1 --output "

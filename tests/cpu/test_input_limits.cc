@@ -87,7 +87,7 @@ TEST(InputLimits, PlanAtEveryMaximumFailsFastWithBoundedMemory) {
       {"--batch 65536", "an HBM budget of 137.29 GiB cannot hold what must stay on the GPU"},
       // Larger than the free HBM and the pinnable host memory together: no budget or ratio helps, and
       // the error says so first (a session-22 trial followed fixes that could not work); here the
-      // weights alone are, so no shape helps either (session 26).
+      // weights alone are, so no shape helps either (session 25, second trial).
       {"--batch 4096", "the model's weights alone (512.24 TiB) need more than the 139.29 GiB free on the GPU"},
       {"--batch 4096 --offload-ratio 0.5", "the model's weights alone (512.24 TiB)"},
       {"--batch 4096 --offload-ratio 1", "the model's weights alone (512.24 TiB)"},

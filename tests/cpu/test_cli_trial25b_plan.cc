@@ -48,8 +48,8 @@ std::string fix_line(const std::string& output) {
   return output.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
 }
 
-TEST(CliTrial26, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
-  const std::string dir = fresh_dir("dak_trial26_405b");
+TEST(CliTrial25b, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
+  const std::string dir = fresh_dir("dak_trial25b_405b");
   nlohmann::json cfg = nlohmann::json::parse(std::ifstream(kConfigs + "/llama-2-7b.json"));
   cfg["hidden_size"] = 16384, cfg["num_hidden_layers"] = 126, cfg["intermediate_size"] = 53248;
   cfg["vocab_size"] = 128256, cfg["num_attention_heads"] = 128, cfg["num_key_value_heads"] = 8;
@@ -81,8 +81,8 @@ TEST(CliTrial26, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   EXPECT_FALSE(contains(shape.output, "weights alone")) << shape.output;
 }
 
-TEST(CliTrial26, BenchSweepWithOnePlanIsRefusedUpFront) {
-  const std::string dir = fresh_dir("dak_trial26_bench");
+TEST(CliTrial25b, BenchSweepWithOnePlanIsRefusedUpFront) {
+  const std::string dir = fresh_dir("dak_trial25b_bench");
   ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --output json > " + dir + "pd.json").exit_code, 0);
   const RunResult r = run_dak("bench --model llama-2-7b --random-weights --batch 1,8 --plan " + dir + "pd.json");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -103,8 +103,8 @@ TEST(CliTrial26, BenchSweepWithOnePlanIsRefusedUpFront) {
   EXPECT_TRUE(contains(gens.output, "where: --gen-len\n")) << gens.output;
 }
 
-TEST(CliTrial26, FreshPlanNamesDoNotPileUpTheModel) {
-  const std::string dir = fresh_dir("dak_trial26_names");
+TEST(CliTrial25b, FreshPlanNamesDoNotPileUpTheModel) {
+  const std::string dir = fresh_dir("dak_trial25b_names");
   EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd.json", "llama-2-7b"), dir + "pd-llama-2-7b.json");
   // A name it made: the model is not added again.
   EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-llama-2-7b.json", "llama-2-7b"), dir + "pd-llama-2-7b-2.json");
@@ -113,8 +113,8 @@ TEST(CliTrial26, FreshPlanNamesDoNotPileUpTheModel) {
   EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-opt-30b.json", "llama-2-7b"), dir + "pd-opt-30b-llama-2-7b.json");
 }
 
-TEST(CliTrial26, EveryFieldDakPlanWritesLoadsWithoutAnUnknownNotice) {
-  const std::string dir = fresh_dir("dak_trial26_fields");
+TEST(CliTrial25b, EveryFieldDakPlanWritesLoadsWithoutAnUnknownNotice) {
+  const std::string dir = fresh_dir("dak_trial25b_fields");
   for (const std::string& flags : {std::string("--batch 8"), std::string("--gen-len 1 --phase prefill"),
                                    std::string("--batch 8 --offload prefetch --gpu-memory 4GiB"),
                                    std::string("--batch 8 --offload zero-copy --offload-ratio 0.3")}) {
@@ -134,8 +134,8 @@ TEST(CliTrial26, EveryFieldDakPlanWritesLoadsWithoutAnUnknownNotice) {
   EXPECT_FALSE(contains(r.output, "unknown field")) << r.output;
 }
 
-TEST(CliTrial26, HandEditedPlanRefusalsGiveARunnableRegenerateCommand) {
-  const std::string dir = fresh_dir("dak_trial26_regen");
+TEST(CliTrial25b, HandEditedPlanRefusalsGiveARunnableRegenerateCommand) {
+  const std::string dir = fresh_dir("dak_trial25b_regen");
   const std::string good = dir + "pd.json", edited = dir + "edited.json";
   ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --output json > " + good).exit_code, 0);
   nlohmann::json j = nlohmann::json::parse(std::ifstream(good));
@@ -170,12 +170,12 @@ TEST(CliTrial26, HandEditedPlanRefusalsGiveARunnableRegenerateCommand) {
   EXPECT_FALSE(contains(r.output, "`dak plan --output json`")) << r.output;
 }
 
-TEST(CliTrial26, SizeMessagesDifferAndNameTheBudgetsSource) {
+TEST(CliTrial25b, SizeMessagesDifferAndNameTheBudgetsSource) {
   RunResult r = run_dak("generate -m llama-2-7b --random-weights --prompt-ids 1,2,3 --cpu-offload-gb 12.585");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "asks for 12.585 GiB in host memory, but only 12.583 GiB of weights + KV cache"))
       << r.output;
-  const std::string dir = fresh_dir("dak_trial26_budget");
+  const std::string dir = fresh_dir("dak_trial25b_budget");
   nlohmann::json p = nlohmann::json::parse(std::ifstream(kConfigs + "/../profiles/h200-default.json"));
   p["name"] = "small";
   p["hbm"]["free_after_context_bytes"] = int64_t(p["hbm"]["reserve_bytes"]) + 200 * (int64_t(1) << 20);
@@ -186,7 +186,7 @@ TEST(CliTrial26, SizeMessagesDifferAndNameTheBudgetsSource) {
   EXPECT_FALSE(contains(r.output, "budget of this GPU")) << r.output;
 }
 
-TEST(CliTrial26, RingRefusalGivesTheBudgetThatHoldsIt) {
+TEST(CliTrial25b, RingRefusalGivesTheBudgetThatHoldsIt) {
   const RunResult r = run_dak("plan --model llama-2-7b --offload prefetch --gpu-memory 30MiB");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "does not fit next to what stays in HBM: 779.61 MiB")) << r.output;
@@ -195,7 +195,7 @@ TEST(CliTrial26, RingRefusalGivesTheBudgetThatHoldsIt) {
   EXPECT_EQ(run_dak("plan --model llama-2-7b --offload prefetch --gpu-memory 779.61MiB").exit_code, 0);
 }
 
-TEST(CliTrial26, OffloadRatioParsesAndRefusesAlikeInEveryCommand) {
+TEST(CliTrial25b, OffloadRatioParsesAndRefusesAlikeInEveryCommand) {
   const std::string plan = "plan --model llama-2-7b --batch 8 ";
   const std::string gen = "generate --model " + kTiny + " --prompt-ids 1,2 -n 2 ";
   EXPECT_EQ(run_dak(plan + "--offload-ratio '0.3 '").exit_code, 0);
@@ -214,8 +214,8 @@ TEST(CliTrial26, OffloadRatioParsesAndRefusesAlikeInEveryCommand) {
   EXPECT_TRUE(contains(run_dak(plan + "--offload-ratio abc").output, "'abc' is not a number, so not a fraction"));
 }
 
-TEST(CliTrial26, HandEditedFieldsNoPlannerWritesAreRefused) {
-  const std::string dir = fresh_dir("dak_trial26_edits");
+TEST(CliTrial25b, HandEditedFieldsNoPlannerWritesAreRefused) {
+  const std::string dir = fresh_dir("dak_trial25b_edits");
   const std::string good = dir + "pd.json", edited = dir + "edited.json";
   ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --offload-ratio 0.3 --output json > " + good).exit_code, 0);
   const nlohmann::json plan = nlohmann::json::parse(std::ifstream(good));
