@@ -410,7 +410,7 @@ TEST(Cli, APlanForAnotherModelIsRefusedOnEveryPath) {
       {"generate --prompt-ids 1,2 -n 2 --model " + kData + "/hf_parity/llama_mqa_tied", gqa_plan,
        "'embed_tokens' holds its own table in the plan, shares lm_head's table (tied embeddings) in the loaded model",
        kData + "/hf_parity/llama_mqa_tied"},
-      // (--device cpu refuses --plan itself first: test_cli_fixc.cc.)
+      // (--device cpu refuses --plan itself first: test_cli_trial25b_generate.cc.)
       {"generate --prompt-ids 1,2 -n 2 --device auto --model " + kData + "/hf_parity/opt", gqa_plan,
        "architecture llama in the plan, opt in the loaded model", kData + "/hf_parity/opt"},
       {"generate --prompt-ids 1,2 -n 2 --device cuda --model " + kData + "/hf_parity/qwen2", gqa_plan,

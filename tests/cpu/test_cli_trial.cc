@@ -192,7 +192,7 @@ TEST(CliTrial, NumbersBeyondDoublesRangeAreOutOfRangeNotNotANumber) {
       {"--top-p 1e-400", "--top-p: '1e-400' is too small"},
       {"--cpu-offload-gb 1e400", "--cpu-offload-gb: '1e400' is too large"},
       {"--cpu-offload-gb -1e400", "--cpu-offload-gb: '-1e400' is too small"},
-      // (--device cpu refuses the offload flags themselves: see CliFixc.)
+      // (--device cpu refuses the offload flags themselves: see CliTrial25bGenerate.)
       {"--max-new-tokens 99999999999999999999", "--max-new-tokens: '99999999999999999999' is too large"},
   };
   for (const auto& c : cases) {

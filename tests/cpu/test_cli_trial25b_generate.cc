@@ -21,10 +21,10 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 bool no_gpu() { return contains(run_dak("generate -p hi -n 1 --device auto").output, "no usable GPU"); }
 
-TEST(CliFixc, DeviceCpuRefusesTheOffloadFlagsFirstAndNamesThem) {
+TEST(CliTrial25bGenerate, DeviceCpuRefusesTheOffloadFlagsFirstAndNamesThem) {
   // The trial: a plan for llama-2-7b with --device cpu said "make a plan for this model", and the new
   // plan was then refused by --device cpu ("drop the offload flags").
-  const std::string plan = ::testing::TempDir() + "/dak_fixc_7b_plan.json";
+  const std::string plan = ::testing::TempDir() + "/dak_trial25b_gen_7b_plan.json";
   ASSERT_EQ(run_dak("plan --model llama-2-7b --offload direct --output json > " + plan).exit_code, 0);
   RunResult r = run_dak("generate --plan " + plan + " -p \"Hello there\" -n 3 --device cpu");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -42,7 +42,7 @@ TEST(CliFixc, DeviceCpuRefusesTheOffloadFlagsFirstAndNamesThem) {
   EXPECT_FALSE(contains(r.output, "the offload flags")) << r.output;
 }
 
-TEST(CliFixc, NoGpuFixWithOffloadFlagsSaysToDropThem) {
+TEST(CliTrial25bGenerate, NoGpuFixWithOffloadFlagsSaysToDropThem) {
   if (!no_gpu()) GTEST_SKIP() << "a GPU is present: --device cuda runs";
   for (const std::string flags : {std::string("--gpu-memory 1GiB"), std::string("--allocator uniform")}) {
     const std::string flag = flags.substr(0, flags.find(' '));
@@ -60,11 +60,11 @@ TEST(CliFixc, NoGpuFixWithOffloadFlagsSaysToDropThem) {
   }
 }
 
-TEST(CliFixc, PlanModeNoticeOnlyWhereThePlanIsUsed) {
+TEST(CliTrial25bGenerate, PlanModeNoticeOnlyWhereThePlanIsUsed) {
   // The trial: "pd.json was made for --offload direct; running in that mode", then "no usable GPU; using
   // the CPU reference path", then "the offload flags are ignored on the CPU path".
   if (!no_gpu()) GTEST_SKIP() << "a GPU is present: the plan is used";
-  const std::string plan = ::testing::TempDir() + "/dak_fixc_smol_plan.json";
+  const std::string plan = ::testing::TempDir() + "/dak_trial25b_gen_smol_plan.json";
   ASSERT_EQ(run_dak("plan --model " + kData + "/../../models/SmolLM2-135M-Instruct.Q4_1.gguf --batch 1 --prompt-len 2 --gen-len 3 "
                     "--offload direct --output json > " + plan)
                 .exit_code,
@@ -76,16 +76,16 @@ TEST(CliFixc, PlanModeNoticeOnlyWhereThePlanIsUsed) {
   std::remove(plan.c_str());
 }
 
-TEST(CliFixc, EveryCommandReportsAMissingModelPathAsPlanDoes) {
+TEST(CliTrial25bGenerate, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   // The trial: generate said "no such file or folder / where: foo/bar" while plan named --model, the
   // working directory and, for configs/opt-30b.json, the shipped config's name.
   const std::string dir = ::testing::TempDir();
   const auto in_dir = [&](const std::string& args) {
     return dak::testing::run_shell("cd " + dir + " && " + std::string(DAK_BINARY) + " " + args + " 2>&1");
   };
-  ASSERT_EQ(dak::testing::run_shell("echo 'Hello there, world.' > " + dir + "/dak_fixc_text.txt").exit_code, 0);
+  ASSERT_EQ(dak::testing::run_shell("echo 'Hello there, world.' > " + dir + "/dak_trial25b_gen_text.txt").exit_code, 0);
   for (const std::string cmd : {std::string("generate -p hi -m foo/bar"), std::string("inspect --model foo/bar"),
-                                std::string("perplexity --file dak_fixc_text.txt -m foo/bar"), std::string("plan --model foo/bar")}) {
+                                std::string("perplexity --file dak_trial25b_gen_text.txt -m foo/bar"), std::string("plan --model foo/bar")}) {
     const RunResult r = in_dir(cmd);
     EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "dak: error: no such file or folder: 'foo/bar' (relative to the working directory "))
@@ -103,14 +103,14 @@ TEST(CliFixc, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   EXPECT_TRUE(contains(r.output, "--model opt-30b")) << r.output;
   // inspect and perplexity cannot run a shipped config: no such hint there.
   for (const std::string cmd : {std::string("inspect --model configs/opt-30b.json"),
-                                std::string("perplexity --file dak_fixc_text.txt -m configs/opt-30b.json")}) {
+                                std::string("perplexity --file dak_trial25b_gen_text.txt -m configs/opt-30b.json")}) {
     r = in_dir(cmd);
     EXPECT_TRUE(contains(r.output, "no such file or folder: 'configs/opt-30b.json'")) << cmd << "\n" << r.output;
     EXPECT_FALSE(contains(r.output, "opt-30b --random-weights")) << cmd << "\n" << r.output;
   }
 }
 
-TEST(CliFixc, RandomWeightsWithoutModelTakeTheDefaultModelsConfig) {
+TEST(CliTrial25bGenerate, RandomWeightsWithoutModelTakeTheDefaultModelsConfig) {
   // The trial: --random-weights without --model failed "no model given", though --help and README say
   // --model defaults to $DAK_MODEL, else SmolLM2-135M-Instruct.
   const std::string model = kData + "/../../models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -146,7 +146,7 @@ void expect_framed(const std::string& out, const std::string& what) {
   }
 }
 
-TEST(CliFixc, ChatBatchPrintsOnlyTheRepliesAndMultiLineTextsKeepTheirFraming) {
+TEST(CliTrial25bGenerate, ChatBatchPrintsOnlyTheRepliesAndMultiLineTextsKeepTheirFraming) {
   // The trial: `[0] HiBonjour,\n\nC\n[1] ByeJe m'aime.`: the user's chat prompt glued to the reply, and
   // the reply's further lines without a marker.
   const std::string dak = std::string(DAK_BINARY) + " generate ";
