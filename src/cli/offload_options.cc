@@ -61,23 +61,6 @@ void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfi
   check_plan_shape(plan, a, model, shape);
 }
 
-/// `a` and `b` as format_bytes writes them, or where that reads the same for different sizes, in
-/// their unit with as many decimals (up to nine) as they need to read differently: "asks for
-/// 12.585 GiB, but only 12.583 GiB can move" (the session-25 second trial read 12.58 against 12.58).
-std::pair<std::string, std::string> format_bytes_apart(int64_t a, int64_t b) {
-  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  if (format_bytes(double(a)) != format_bytes(double(b)) || a == b)
-    return {format_bytes(double(a)), format_bytes(double(b))};
-  int k = 0;  // the same text: the same unit
-  double scale = 1;
-  while (double(a) / scale >= 1024.0 && k < 4) scale *= 1024.0, ++k;
-  for (int decimals = 3;; ++decimals) {
-    std::pair<std::string, std::string> out{fmt::format("{:.{}f} {}", double(a) / scale, decimals, kNames[k]),
-                                            fmt::format("{:.{}f} {}", double(b) / scale, decimals, kNames[k])};
-    if (out.first != out.second || decimals >= 9) return out;
-  }
-}
-
 constexpr int64_t kGiB = int64_t(1) << 30;
 // The most --cpu-offload-gb takes: far beyond any host memory, small enough to count in bytes.
 constexpr double kMaxCpuOffloadGib = 1e6;

@@ -76,12 +76,38 @@ int64_t parse_byte_size(const std::string& given, const std::string& where) {
   return int64_t(std::floor(bytes));
 }
 
-std::string format_bytes(double bytes) {
-  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+namespace {
+
+constexpr const char* kUnitNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+
+/// The binary unit format_bytes writes `bytes` in: its index in kUnitNames; `scale` = 1024^index.
+int binary_unit(double bytes, double& scale) {
   int k = 0;
-  double v = bytes;
-  while (std::fabs(v) >= 1024.0 && k < 4) v /= 1024.0, ++k;
-  return k == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, kNames[k]);
+  scale = 1;
+  while (std::fabs(bytes / scale) >= 1024.0 && k < 4) scale *= 1024.0, ++k;
+  return k;
+}
+
+}  // namespace
+
+std::string format_bytes(double bytes) {
+  double scale = 1;
+  const int k = binary_unit(bytes, scale);
+  const double v = bytes / scale;
+  return k == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, kUnitNames[k]);
+}
+
+std::pair<std::string, std::string> format_bytes_apart(int64_t a, int64_t b) {
+  if (format_bytes(double(a)) != format_bytes(double(b)) || a == b) {
+    return {format_bytes(double(a)), format_bytes(double(b))};
+  }
+  double scale = 1;
+  const int k = binary_unit(double(a), scale);  // the same text: the same unit
+  for (int decimals = 3;; ++decimals) {
+    std::pair<std::string, std::string> out{fmt::format("{:.{}f} {}", double(a) / scale, decimals, kUnitNames[k]),
+                                            fmt::format("{:.{}f} {}", double(b) / scale, decimals, kUnitNames[k])};
+    if (out.first != out.second || decimals >= 9) return out;
+  }
 }
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace dak {
 
@@ -16,6 +17,11 @@ int64_t parse_byte_size(const std::string& text, const std::string& where);
 
 /// "512 B", "1.50 KiB", "20.00 GiB" (binary units, two decimals).
 std::string format_bytes(double bytes);
+
+/// `a` and `b` bytes as format_bytes writes them, or, where that reads the same for different sizes,
+/// in their unit with as many decimals (up to nine) as they need to read differently: "12.585 GiB"
+/// against "12.583 GiB", not "12.58 GiB" twice (the session-25 second trial).
+std::pair<std::string, std::string> format_bytes_apart(int64_t a, int64_t b);
 
 /// A bound a fix line tells the user to give, rounded toward the side that still works so that
 /// passing the printed number back is accepted: down for "at most", up for "at least", to four
