@@ -172,30 +172,13 @@ TensorInfo info_from(const SafetensorsTensor& st, const fs::path& file) {
   return t;
 }
 
-/// The type of `p`, symlinks followed: not_found for a missing path; a path that cannot be examined
-/// (a symbolic link loop, a folder without search permission) or a link to nothing is an error
-/// naming it (std::filesystem would throw its own exception, or call a dangling link "missing").
-fs::file_type examine(const fs::path& p) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(p, ec);
-  if (st.type() == fs::file_type::not_found) {
-    std::error_code lec;
-    if (fs::symlink_status(p, lec).type() == fs::file_type::symlink) {
-      fail("a symbolic link to a file that does not exist", p.string(), "fix or remove the link");
-    }
-    return fs::file_type::not_found;
-  }
-  if (ec) throw path_error(p.string(), ec);
-  return st.type();
-}
-
 SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::path& config_dir,
                                              std::vector<fs::path> files,
                                              const SafetensorsIndex* index) {
   format_ = "safetensors";
   path_ = path;
   const fs::path config_file = config_dir / "config.json";
-  const fs::file_type config_type = examine(config_file);
+  const fs::file_type config_type = examine_path(config_file);
   if (config_type == fs::file_type::not_found) {
     fail("config.json not found next to the safetensors weights", config_file.string(),
          "put the model's Hugging Face config.json in the same folder");
@@ -266,7 +249,7 @@ std::unique_ptr<Checkpoint> open_sharded(const fs::path& shown, const fs::path& 
   std::vector<std::string> missing;
   for (const std::string& s : index.shard_files()) {
     const fs::path f = dir / s;
-    const fs::file_type type = examine(f);  // a folder on the way this user may not enter: named there
+    const fs::file_type type = examine_path(f);  // a folder on the way this user may not enter: named there
     if (type == fs::file_type::not_found) {
       missing.push_back(s);
     } else if (type != fs::file_type::regular) {
@@ -329,13 +312,13 @@ std::optional<fs::path> sole_gguf_in(const fs::path& dir, const std::string& lac
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   std::error_code ec;
-  const fs::file_type type = examine(path);
+  const fs::file_type type = examine_path(path);
   if (type == fs::file_type::not_found) fail("no such file or folder", path.string(), kFixOpen);
   if (type == fs::file_type::directory) {
-    if (examine(path / "model.safetensors.index.json") != fs::file_type::not_found) {
+    if (examine_path(path / "model.safetensors.index.json") != fs::file_type::not_found) {
       return open_sharded(path, path / "model.safetensors.index.json");
     }
-    if (examine(path / "model.safetensors") != fs::file_type::not_found) {
+    if (examine_path(path / "model.safetensors") != fs::file_type::not_found) {
       return std::make_unique<SafetensorsCheckpoint>(
           path, path, std::vector<fs::path>{path / "model.safetensors"}, nullptr);
     }
@@ -360,9 +343,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
 }
 
 std::string mixed_weights_notice(const fs::path& path) {
-  if (examine(path) != fs::file_type::directory) return "";
-  const bool sharded = examine(path / "model.safetensors.index.json") != fs::file_type::not_found;
-  if (!sharded && examine(path / "model.safetensors") == fs::file_type::not_found) return "";
+  if (examine_path(path) != fs::file_type::directory) return "";
+  const bool sharded = examine_path(path / "model.safetensors.index.json") != fs::file_type::not_found;
+  if (!sharded && examine_path(path / "model.safetensors") == fs::file_type::not_found) return "";
   std::vector<fs::path> ggufs;
   std::error_code ec;
   for (const auto& ent : fs::directory_iterator(path, ec)) {

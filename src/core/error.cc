@@ -30,6 +30,23 @@ void append_escape(std::string& out, unsigned char c) {
   out += kHex[c & 15];
 }
 
+/// Calls `emit(c, escape)` for each byte `c` of `s` in order; `escape`: an Error prints it as a \xNN
+/// escape (a control byte, or a byte that is not UTF-8). Returns early when `emit` returns false.
+template <class Emit>
+void for_each_byte(const std::string& s, Emit emit) {
+  size_t invalid = find_invalid_utf8(s).value_or(s.size());  // the next byte that is not UTF-8
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    bool escape = is_control(c);
+    if (i == invalid) {
+      escape = true;
+      const std::optional<size_t> next = find_invalid_utf8(std::string_view(s).substr(i + 1));
+      invalid = next ? i + 1 + *next : s.size();
+    }
+    if (!emit(c, escape)) return;
+  }
+}
+
 /// `s` safe to print on a terminal: control bytes (NUL, newline, ESC, ...) as \xNN escapes, so a
 /// name from a file can neither cut the message (NUL) nor forge its "where" / "fix" lines or send
 /// terminal escape codes; so are the bytes of `s` that are not UTF-8 (a file name in Latin-1: "x\xff"),
@@ -38,27 +55,19 @@ void append_escape(std::string& out, unsigned char c) {
 std::string printable(const std::string& s) {
   std::string out;
   out.reserve(std::min(s.size(), kMaxPartBytes) + 8);
-  size_t invalid = find_invalid_utf8(s).value_or(s.size());  // the next byte that is not UTF-8
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (i == invalid) {
-      append_escape(out, c);
-      const std::optional<size_t> next = find_invalid_utf8(std::string_view(s).substr(i + 1));
-      invalid = next ? i + 1 + *next : s.size();
-    } else if (is_control(c)) {
+  for_each_byte(s, [&](unsigned char c, bool escape) {
+    if (escape) {
       append_escape(out, c);
     } else {
-      out += ch;
+      out += char(c);
     }
-    if (out.size() > kMaxPartBytes) {
-      size_t cut = kMaxPartBytes;
-      while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-      out.resize(cut);
-      out += "...";
-      break;
-    }
-  }
+    if (out.size() <= kMaxPartBytes) return true;
+    size_t cut = kMaxPartBytes;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    out.resize(cut);
+    out += "...";
+    return false;
+  });
   return out;
 }
 
@@ -162,22 +171,15 @@ std::string shell_word(const std::string& word) {
   // with those escapes, which the shell turns back into the bytes, so the printed command still works.
   if (find_invalid_utf8(word) || std::any_of(word.begin(), word.end(), [](char c) { return is_control(c); })) {
     std::string out = "$'";
-    size_t invalid = find_invalid_utf8(word).value_or(word.size());
-    for (size_t i = 0; i < word.size(); ++i) {
-      const unsigned char c = static_cast<unsigned char>(word[i]);
-      if (i == invalid) {
+    for_each_byte(word, [&](unsigned char c, bool escape) {
+      if (escape) {
         append_escape(out, c);
-        const std::optional<size_t> next = find_invalid_utf8(std::string_view(word).substr(i + 1));
-        invalid = next ? i + 1 + *next : word.size();
-      } else if (is_control(c)) {
-        append_escape(out, c);
-      } else if (c == '\\' || c == '\'') {
-        out += '\\';
-        out += char(c);
       } else {
+        if (c == '\\' || c == '\'') out += '\\';
         out += char(c);
       }
-    }
+      return true;
+    });
     return out + "'";
   }
   std::string out = "'";
@@ -187,6 +189,20 @@ std::string shell_word(const std::string& word) {
 
 void throw_if_no_permission(const std::string& path, int err) {
   if (err == EACCES || err == EPERM) throw path_error(path, std::error_code(err, std::generic_category()));
+}
+
+fs::file_type examine_path(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (st.type() == fs::file_type::not_found) {
+    std::error_code lec;
+    if (fs::symlink_status(p, lec).type() == fs::file_type::symlink) {
+      fail("a symbolic link to a file that does not exist", p.string(), "fix or remove the link");
+    }
+    return fs::file_type::not_found;
+  }
+  if (ec) throw path_error(p.string(), ec);
+  return st.type();
 }
 
 }  // namespace dak

@@ -9,6 +9,7 @@
 // crash on user input.
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -64,5 +65,11 @@ Error path_error(const std::string& path, const std::error_code& ec);
 /// Throws path_error(path, errno `err`) when `err` is EACCES or EPERM (a file or a folder on the
 /// way this user may not read or enter); returns otherwise, leaving other errors to the caller.
 void throw_if_no_permission(const std::string& path, int err);
+
+/// The type of `p`, symlinks followed: not_found for a missing path. A path that cannot be examined
+/// (a symbolic link loop, a folder without search permission) is path_error, and a link to nothing
+/// an error naming it (std::filesystem would throw its own exception, or call a dangling link
+/// "missing").
+std::filesystem::file_type examine_path(const std::filesystem::path& p);
 
 }  // namespace dak

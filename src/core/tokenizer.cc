@@ -37,20 +37,12 @@ namespace {
 /// or a path this user may not examine is an error naming it (as config.json's), not "no tokenizer".
 bool has_tokenizer_file(const std::filesystem::path& file) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(file, ec);
-  if (st.type() == fs::file_type::not_found) {
-    std::error_code lec;
-    if (fs::symlink_status(file, lec).type() == fs::file_type::symlink) {
-      fail("a symbolic link to a file that does not exist", file.string(), "fix or remove the link");
-    }
-    return false;
-  }
-  if (ec) throw path_error(file.string(), ec);
-  if (!fs::is_regular_file(st)) {
+  const fs::file_type type = examine_path(file);
+  if (type == fs::file_type::not_found) return false;
+  if (type != fs::file_type::regular) {
     const std::string name = file.filename().string();
     fail(fmt::format("{} is not a regular file ({})", name,
-                     fs::is_directory(st) ? "a folder" : "a device, FIFO or socket"),
+                     type == fs::file_type::directory ? "a folder" : "a device, FIFO or socket"),
          file.string(),
          fmt::format("replace it with the model's {} from its repository, or pass the prompt as token ids with "
                      "--prompt-ids, which works without a tokenizer",
