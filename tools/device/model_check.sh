@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Device call after tools/device/gpu_check.sh and the model parts (tools/device/split_model.sh):
+# Device call after the build (tools/device/session26.sh or gpu_check.sh) and the model parts
+# (tools/device/split_model.sh, three calls):
 # assembles the default model, then runs it on the GPU and the CPU (README's first command,
 # perplexity on both, the SmolLM2 tests of both labels) and prints a short table last.
 set -uo pipefail
 m=models/SmolLM2-135M-Instruct.Q4_1.gguf
-cat models/.p1 models/.p2 > $m.part && mv $m.part $m
-[[ "$(sha256sum $m | cut -d' ' -f1)" == "$(cat models/.p2.sha256 2>/dev/null)" ]] && sum=ok || sum=MISMATCH
+cat models/.p1 models/.p2 models/.p3 > $m.part && mv $m.part $m
+[[ "$(sha256sum $m | cut -d' ' -f1)" == "$(cat models/.p3.sha256 2>/dev/null)" ]] && sum=ok || sum=MISMATCH
 echo "model sha256 $sum"
 d=build-gpu/dak
 $d generate --prompt "The three primary colors are" -n 32 2> gen.err; gen_rc=$?; cat gen.err
