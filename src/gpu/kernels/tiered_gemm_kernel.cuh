@@ -88,7 +88,13 @@ struct Config {
   using MmaOp = decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBn>, Int<kAtomK>>,
                                               GMMA::Major::K, GMMA::Major::K>());
   using TiledMma = decltype(make_tiled_mma(MmaOp{}, Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>{}));
+#ifdef DAK_PROBE_NO_X
+  // Diagnostics only (bench/tiered_gemm_probe.cu built by tools/device/session26_c.sh): x is never
+  // loaded, so the results are garbage; the time says what the x tiles' L2 -> SMEM traffic costs.
+  static constexpr uint32_t kStageTxBytes = uint32_t(kBm * kBkStage * sizeof(Element));
+#else
   static constexpr uint32_t kStageTxBytes = uint32_t((kBm + kBn) * kBkStage * sizeof(Element));
+#endif
   // Independent fp32 accumulators per consumer thread on the wide stages: the wgmma of a stage go
   // to them in turn (k-step j to accumulator j % kAccumulators), so consecutive wgmma do not wait
   // for each other's result; they are added in a fixed order after the unit's main loop. Measured
@@ -393,6 +399,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       }
     };
     auto load_x = [&](int64_t n_tile, int64_t kb, int stage) {
+#ifdef DAK_PROBE_NO_X
+      return;
+#endif
       if constexpr (Cfg::kAtoms > 1) {
         load_wide(&p.x_wide, smem.x.begin() + int64_t(stage) * kBn * Cfg::kBkStage, kBn, n_tile * kBn, kb, stage,
                   TMA::CacheHintSm90::EVICT_NORMAL);
