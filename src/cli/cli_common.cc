@@ -61,14 +61,15 @@ void notice_defaulted_sizes(const ModelConfig& config, const std::string& where)
 }
 
 std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::string& where,
-                                       const std::string& shipped_config_fix) {
+                                       const std::string& shipped_config_fix, const std::string& random_weights_flags) {
   const std::filesystem::path p = model.empty() ? default_model_path() : std::filesystem::path(model);
   std::error_code ec;
   const std::string no_weights_fix =
       !shipped_config_fix.empty()
           ? shipped_config_fix
-          : "add --random-weights to run it with deterministic random weights (dak generate / dak bench), or pass a "
-            "checkpoint folder or .gguf file";
+          : fmt::format("add{} to run it with deterministic random weights (dak generate / dak bench), or pass a "
+                        "checkpoint folder or .gguf file",
+                        random_weights_flags);
   if (!model.empty() && !std::filesystem::exists(p, ec)) {
     // A shipped config name (hyper-parameters only) given where weights are needed.
     const std::vector<std::string> names = shipped_config_names();
@@ -82,7 +83,7 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
           model, where,
           "check the path, or pass a Hugging Face model folder (config.json + *.safetensors), a .safetensors file "
           "with config.json beside it, or a .gguf file",
-          shipped_config_fix.empty() ? std::optional<std::string>(" --random-weights") : std::nullopt);
+          shipped_config_fix.empty() ? std::optional<std::string>(random_weights_flags) : std::nullopt);
     }
   }
   // A JSON file that is no safetensors index: a hardware profile or a plan is named with the option

@@ -36,9 +36,12 @@ std::filesystem::path default_model_path();
 /// safetensors and GGUF weights (mixed_weights_notice) or its config lacked size keys. A shipped
 /// config name (no weights) is refused naming `where` (how the command took the model: --model, or
 /// MODEL for dak inspect's positional), with `shipped_config_fix` as the fix when not empty (else:
-/// add --random-weights, which dak generate and dak bench have).
+/// add `random_weights_flags`, which dak generate and dak bench take: " --random-weights", and
+/// " --random-weights --prompt-ids 1,2,3" where the command has text prompts, which a config without
+/// a tokenizer cannot encode).
 std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::string& where = "--model",
-                                       const std::string& shipped_config_fix = "");
+                                       const std::string& shipped_config_fix = "",
+                                       const std::string& random_weights_flags = " --random-weights");
 
 struct OffloadArgs;
 

@@ -113,7 +113,9 @@ void run_generate(const GenerateArgs& a) {
     notice_defaulted_sizes(located->config, located->path.string());
     model_path = located->path.string();
   } else {
-    ckpt = open_model(a.model);
+    // A config given for weights: --random-weights runs it, with the prompts as ids (no tokenizer).
+    ckpt = open_model(a.model, "--model", "",
+                      a.prompts.empty() ? " --random-weights" : " --random-weights --prompt-ids 1,2,3 in place of --prompt");
     model_path = ckpt->path().string();
     // The tokenizer is judged alike for every prompt: one that cannot be read, or that has more ids than
     // the model has embedding rows (refused here, naming its file, rather than when a prompt happens to
@@ -270,7 +272,8 @@ void run_generate(const GenerateArgs& a) {
     std::cout << out.finish(tok->decode(streamed, true)) << '\n';
   } else {
     // A batch numbers its sequences ("[i] "), and indents a text's further lines by the number's width
-    // so that every line reads as part of one sequence (README, "Output"); one sequence is printed
+    // so that every line reads as part of one sequence (README, "Output"; an empty line stays empty,
+    // without trailing blanks); one sequence is printed
     // alone, as a streamed one is. --chat prints only the replies, as for one prompt.
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const auto& s = r.sequences[i];
@@ -281,6 +284,7 @@ void run_generate(const GenerateArgs& a) {
         if (!number.empty()) {
           const std::string indent(number.size(), ' ');
           for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
+            if (at + 1 == text.size() || text[at + 1] == '\n') continue;
             text.insert(at + 1, indent);
             at += indent.size();
           }

@@ -99,6 +99,16 @@ TEST(CliTrial25bGenerate, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   EXPECT_TRUE(contains(r.output, "fix:   give the shipped config's name instead, which works from any folder: --model "
                                  "opt-30b --random-weights (or check the path)"))
       << r.output;
+  // With a text prompt the hint gives the prompt as ids (a config has no tokenizer: --random-weights
+  // with --prompt is refused), for the config's file path and for the config itself.
+  r = in_dir("generate -p hi -n 1 -m configs/opt-30b.json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--model opt-30b --random-weights --prompt-ids 1,2,3 in place of --prompt")) << r.output;
+  r = dak::testing::run_shell(std::string(DAK_BINARY) + " generate -p hi -n 1 -m " + kData +
+                              "/../../configs/opt-30b.json 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "is a model config (hyper-parameters only, no weights)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   add --random-weights --prompt-ids 1,2,3 in place of --prompt")) << r.output;
   r = in_dir("bench --batch 1 -m configs/opt-30b.json");
   EXPECT_TRUE(contains(r.output, "--model opt-30b")) << r.output;
   // inspect and perplexity cannot run a shipped config: no such hint there.
@@ -134,13 +144,17 @@ TEST(CliTrial25bGenerate, RandomWeightsWithoutModelTakeTheDefaultModelsConfig) {
   EXPECT_TRUE(contains(r.output, "$DAK_MODEL names '/nonexistent/m.gguf', which does not exist")) << r.output;
 }
 
-// Every line of a batch's stdout belongs to one sequence: "[i] " starts one, further lines are indented.
+// Every line of a batch's stdout belongs to one sequence: "[i] " starts one, further lines are indented
+// (an empty line stays empty: no trailing blanks).
 void expect_framed(const std::string& out, const std::string& what) {
   size_t start = 0;
   while (start < out.size()) {
     const size_t end = out.find('\n', start);
     const std::string line = out.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    EXPECT_TRUE(line.rfind("[", 0) == 0 || line.rfind("    ", 0) == 0) << what << ": '" << line << "'\n" << out;
+    EXPECT_TRUE(line.empty() || line.rfind("[", 0) == 0 || line.rfind("    ", 0) == 0)
+        << what << ": '" << line << "'\n" << out;
+    EXPECT_FALSE(!line.empty() && line.find_first_not_of(' ') == std::string::npos)
+        << what << ": a line of blanks only\n" << out;
     if (end == std::string::npos) break;
     start = end + 1;
   }
@@ -152,7 +166,7 @@ TEST(CliTrial25bGenerate, ChatBatchPrintsOnlyTheRepliesAndMultiLineTextsKeepThei
   const std::string dak = std::string(DAK_BINARY) + " generate ";
   RunResult r = dak::testing::run_shell(dak + "--chat --system \"Answer in French.\" -p Hi -p Bye -n 6 2>/dev/null");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(r.output.rfind("[0] Bonjour,\n    \n    C\n[1] Je m'aime.", 0) == 0) << r.output;
+  EXPECT_TRUE(r.output.rfind("[0] Bonjour,\n\n    C\n[1] Je m'aime.", 0) == 0) << r.output;
   EXPECT_FALSE(contains(r.output, "HiBonjour")) << r.output;
   expect_framed(r.output, "chat batch");
   // Plain completion echoes each prompt; its continuation's lines are indented too.
