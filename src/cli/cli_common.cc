@@ -194,12 +194,7 @@ static std::string given_offload_flags(const OffloadArgs& o) {
   if (!o.plan_file.empty()) names.push_back("--plan");
   if (o.allocator_opt && o.allocator_opt->count() > 0) names.push_back("--allocator");
   if (!o.profile.empty()) names.push_back("--profile");
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
-    out += names[i];
-  }
-  return out;
+  return join_words(names, "and");
 }
 
 /// Refuses offload flags on the CPU path (--device cpu), naming them, or notes that they are ignored

@@ -170,9 +170,9 @@ std::string stage_limits(bool host) {
   std::string out;
   for (size_t i = 0; i < caps.size(); ++i) {
     const std::vector<int64_t>& dims = caps[i].first;
-    std::string ds = std::to_string(dims[0]);
-    for (size_t k = 1; k < dims.size(); ++k) ds += (k + 1 == dims.size() ? " and " : ", ") + std::to_string(dims[k]);
-    out += fmt::format("{}{} at {}{}", i == 0 ? "" : ", ", caps[i].second, i == 0 ? "head_dim " : "", ds);
+    std::vector<std::string> ds;
+    for (const int64_t d : dims) ds.push_back(std::to_string(d));
+    out += fmt::format("{}{} at {}{}", i == 0 ? "" : ", ", caps[i].second, i == 0 ? "head_dim " : "", join_words(ds, "and"));
   }
   return out;
 }

@@ -162,6 +162,15 @@ Error path_error(const std::string& path, const std::error_code& ec) {
                "check that it exists, is not a symbolic link loop and that you may read its folders");
 }
 
+std::string join_words(const std::vector<std::string>& items, std::string_view last) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? fmt::format(" {} ", last) : std::string(", ");
+    out += items[i];
+  }
+  return out;
+}
+
 std::string shell_word(const std::string& word) {
   const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
     return std::isalnum(c) || std::strchr("_-./:=,+@%", c) != nullptr;

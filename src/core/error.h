@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace dak {
 
@@ -50,6 +52,10 @@ class UsageError : public Error {
 /// bytes an Error prints as \xNN escapes (control bytes, bytes that are not UTF-8) as $'...' with
 /// those escapes (bash, zsh, ksh), which the shell turns back into the bytes.
 std::string shell_word(const std::string& word);
+
+/// `items` as an English list for a message: "a", "a and b", "a, b and c" with `last` = "and"
+/// (or "or"); "" for none.
+std::string join_words(const std::vector<std::string>& items, std::string_view last);
 
 /// Throws dak::UsageError(what, where, fix): for text its option cannot parse.
 [[noreturn]] void fail_usage(std::string what, std::string where, std::string fix);

@@ -1,21 +1,10 @@
 #include "core/shape_terms.h"
 
+#include "core/error.h"
+
 #include <vector>
 
 namespace dak {
-namespace {
-
-// "a", "a or b", "a, b or c".
-std::string join_or(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += i + 1 == items.size() ? " or " : ", ";
-    out += items[i];
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string ShapeTerms::flags(unsigned dims) const {
   std::vector<std::string> names;
@@ -38,12 +27,12 @@ std::string ShapeTerms::lower(unsigned dims) const {
     if ((dims & kBatch) && !(one_prompt && (dims & (kPrompt | kGen)))) items.push_back("fewer prompts");
     if (dims & kPrompt) items.push_back("a shorter prompt");
     if (dims & kGen) items.push_back("fewer new tokens (--max-new-tokens / -n)");
-    return "give " + join_or(items);
+    return "give " + join_words(items, "or");
   }
   if (dims & kBatch) items.push_back("--batch");
   if (dims & kPrompt) items.push_back("--prompt-len");
   if (dims & kGen) items.push_back("--gen-len");
-  return "lower " + join_or(items);
+  return "lower " + join_words(items, "or");
 }
 
 }  // namespace dak

@@ -201,5 +201,12 @@ TEST(ShellWord, QuotesOnlyWhatAShellWouldSplit) {
   EXPECT_EQ(shell_word("$HOME"), "'$HOME'");
 }
 
+TEST(JoinWords, EnglishListsForMessages) {
+  EXPECT_EQ(join_words({}, "and"), "");
+  EXPECT_EQ(join_words({"--plan"}, "and"), "--plan");
+  EXPECT_EQ(join_words({"--gpu-memory", "--allocator"}, "and"), "--gpu-memory and --allocator");
+  EXPECT_EQ(join_words({"the prompts", "--max-new-tokens", "--batch"}, "or"), "the prompts, --max-new-tokens or --batch");
+}
+
 }  // namespace
 }  // namespace dak
