@@ -272,7 +272,8 @@ std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t
                                            const std::string& device, const EngineOffload* offload) {
   if (offload && offload->args) {  // on any machine
     check_offload_args(*offload->args, /*ratio_list=*/false);
-    check_plan_file_model(*offload->args, config.config, config.path.string(),
+    // The fixes' `dak plan --model` repeats the model as given (a shipped name, or the path), as dak bench's.
+    check_plan_file_model(*offload->args, config.config, config.given.empty() ? config.path.string() : config.given,
                           offload->shape);
   }
   if (device != "cuda" && device != "auto") {

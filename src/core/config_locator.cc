@@ -70,6 +70,7 @@ void fail_missing_model_path(const std::string& model, const std::string& option
 LocatedConfig locate_model_config(const std::string& model, const std::string& option) {
   std::error_code ec;
   LocatedConfig out;
+  out.given = model;
   if (model.empty()) fail("no model given", option, "pass a config.json, a model folder or a shipped config name");
   const bool present = fs::exists(model, ec);
   // A path that cannot be examined (a folder on the way without search permission): say which

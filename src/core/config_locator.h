@@ -20,6 +20,7 @@ struct LocatedConfig {
   ModelConfig config;
   std::string name;            // "llama-2-7b", or the folder / file stem
   std::filesystem::path path;  // the config.json read
+  std::string given;           // the model as the user gave it (a name or a path), for fixes to repeat
 };
 
 /// Folder of the shipped configs: $DAK_CONFIGS_DIR if set, else <DAK_SOURCE_DIR>/configs.
