@@ -682,9 +682,9 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
   }
 }
 
-std::shared_ptr<ProgressLine> stderr_progress_line() {
+std::shared_ptr<ProgressLine> stderr_progress_line(double after_s) {
   const bool terminal = isatty(fileno(stderr)) == 1;
-  return std::make_shared<ProgressLine>(stderr, terminal, 2.0, terminal ? 0.25 : 10.0);
+  return std::make_shared<ProgressLine>(stderr, terminal, after_s, terminal ? 0.25 : 10.0);
 }
 
 namespace {

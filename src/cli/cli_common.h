@@ -268,10 +268,10 @@ void capture_stdout_errors();
 /// (capture_stdout_errors), left out only when the system gave none.
 void flush_stdout_or_fail();
 
-/// The CLI's progress line for work that may take minutes (a long CPU prefill, perplexity): on
-/// stderr (stdout carries only results), silent for the first 2 s, then live (at most every 0.25 s)
-/// on a terminal and every 10 s in a log.
-std::shared_ptr<ProgressLine> stderr_progress_line();
+/// The CLI's progress line for work that may take minutes (a long CPU prefill, perplexity, the decode
+/// steps of a CPU batch): on stderr (stdout carries only results), silent for the first `after_s`
+/// seconds, then live (at most every 0.25 s) on a terminal and every 10 s in a log.
+std::shared_ptr<ProgressLine> stderr_progress_line(double after_s = 2.0);
 
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

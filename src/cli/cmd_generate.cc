@@ -130,10 +130,14 @@ void run_generate(const GenerateArgs& a) {
     } catch (const Error& e) {
       if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
       tok.reset();
-      if (has_tokenizer(*ckpt)) {  // a model without one runs on ids without a word, as documented
+      if (has_tokenizer(*ckpt)) {
         ids_only_notice = fmt::format(
             "the output is shown as token ids, since the model's tokenizer cannot be used: {} (in {})", e.what_part(),
             e.where_part());
+      } else if (a.output == "text") {  // README, "Output" (the trial: ids printed without a word)
+        ids_only_notice =
+            "the model has no tokenizer (neither tokenizer.json nor tokenizer.model, nor one in GGUF metadata): the "
+            "output is the generated token ids, the stop token included";
       }
     }
   }
@@ -236,7 +240,28 @@ void run_generate(const GenerateArgs& a) {
       }
     };
   }
+  // A run that prints its text only at the end (a batch, --output json, ids) on the CPU path, where a
+  // long -n takes minutes: a progress line of its decode steps (the trial's two prompts at -n 3000
+  // ran minutes without a word). Silent for the first 10 s of decoding.
+  std::shared_ptr<ProgressLine> decode_line;
+  std::vector<int64_t> produced(prompts.size(), 0);
+  int64_t steps = 0;
+  if (!stream && dynamic_cast<CpuModel*>(engine.get())) {
+    decode_line = stderr_progress_line(/*after_s=*/10.0);
+    on_token = [&](int64_t seq, int32_t) {
+      if (steps == 0) decode_line->restart();  // from the first token on: the prefill has its own line
+      steps = std::max(steps, ++produced[size_t(seq)]);
+      decode_line->update(fmt::format("dak: decoding {}: step {} of at most {}, {:.0f} s",
+                                      prompts.size() == 1 ? std::string("one sequence")
+                                                          : fmt::format("{} sequences", prompts.size()),
+                                      steps, gen_len, decode_line->seconds()));
+    };
+  }
   const GenerateResult r = generate(*engine, prompts, opts, on_token);
+  if (decode_line && steps > 0) {
+    decode_line->finish(fmt::format("dak: decoding done: {} step{} in {:.1f} s", steps, steps == 1 ? "" : "s",
+                                    decode_line->seconds()));
+  }
   const int64_t new_tokens = [&] { int64_t n = 0; for (auto& s : r.sequences) n += int64_t(s.generated_ids.size()); return n; }();
   // TPOT and the decode rate exist only when a decode step ran: -n 1 (or EOS right after the prefill)
   // has none, and printed 0.0 ms and 0.0 tokens/s. Then "n/a" in the text, null in the JSON.

@@ -117,7 +117,8 @@ TEST(CliGenerateTrial, PromptIdsJudgeTheTokenizerAsTextPromptsDo) {
   // The trial: with a truncated tokenizer.json, -p gave the JSON error but --prompt-ids printed bare ids
   // with exit 0 and no word why; a tokenizer with more ids than the model, refused by -p, decoded
   // --prompt-ids' output without comment. Now --prompt-ids says why in a notice (the -p error's own
-  // words and file) and shows ids. A model without a tokenizer runs on ids without a notice, as before.
+  // words and file) and shows ids. A model without a tokenizer runs on ids with a notice that says so
+  // (trial 26: before, without a word).
   const fs::path truncated = tiny_model("dak_tok_truncated", 128, 200);
   const fs::path larger = tiny_model("dak_tok_larger_ids", 129);
   const fs::path none = tiny_model("dak_tok_none", 0);
@@ -131,7 +132,10 @@ TEST(CliGenerateTrial, PromptIdsJudgeTheTokenizerAsTextPromptsDo) {
     EXPECT_EQ(ids.exit_code, 0) << dir << ": " << ids.output;
     if (dir == none) {
       EXPECT_EQ(what, "the model folder has no tokenizer (neither tokenizer.json nor tokenizer.model)");
-      EXPECT_FALSE(contains(ids.output, "notice")) << dir << ": " << ids.output;
+      EXPECT_TRUE(contains(ids.output, "dak: notice: the model has no tokenizer (neither tokenizer.json nor "
+                                       "tokenizer.model, nor one in GGUF metadata): the output is the generated token "
+                                       "ids, the stop token included\n"))
+          << dir << ": " << ids.output;
     } else {
       EXPECT_TRUE(contains(ids.output, "dak: notice: the output is shown as token ids, since the model's tokenizer "
                                        "cannot be used: " + what + " (in " + where + ")\n"))
@@ -208,6 +212,14 @@ TEST(CliGenerateTrial, OneSequenceHasNoBatchNumberAndABatchFollowsTheCommandLine
   // A batch still numbers its sequences.
   r = run_dak(tiny + "--prompt-ids 1,2 --prompt-ids 1,2", false);
   EXPECT_EQ(r.output, "[0] " + ids + "\n[1] " + ids + "\n");
+  // The output is ids: a notice says why (trial 26: a model without a tokenizer printed "2", its stop
+  // token, without a word); not with --output json, whose fields say what they are.
+  r = run_dak(tiny + "--prompt-ids 1,2", true);
+  EXPECT_NE(r.output.find("dak: notice: the model has no tokenizer"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the output is the generated token ids, the stop token included"), std::string::npos)
+      << r.output;
+  r = run_dak(tiny + "--prompt-ids 1,2 --output json", true);
+  EXPECT_EQ(r.output.find("has no tokenizer"), std::string::npos) << r.output;
 
   const fs::path model = tiny_model("dak_batch_order", 128);
   const std::string gen = "generate --device cpu -n 1 --model " + model.string() + " ";
