@@ -3,6 +3,7 @@
 // included); usage errors (unknown option, a value that its option's parser refuses) exit 2; an
 // internal error (a bug) exits 3.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       if (!words.empty() && !required) {
-        what = "The following argument" + std::string(words.size() > 1 ? "s were" : " was") + " not expected:";
+        what = "the following argument" + std::string(words.size() > 1 ? "s were" : " was") + " not expected:";
         for (const std::string& w : words) what += " " + w;
       }
     }
@@ -263,11 +264,32 @@ int main(int argc, char** argv) {
     // A value out of its option's range: the fix gives the range (the second trial of session 24 met
     // "run --help" for `--cpu-offload-gb 1e400`).
     const auto* out_of_range = dynamic_cast<const OutOfRangeError*>(&e);
+    // A value check's own advice ("'nan' is not a number; use a temperature from 0 (greedy) to 100")
+    // and a value outside a list ("--device: gpu not in {cpu,cuda,auto}") give the fix line its
+    // words (trial 26: the advice sat in the first line and the fix only said "run --help").
+    std::string advice;
+    if (const size_t use = what.rfind("; use "); use != std::string::npos) {
+      advice = what.substr(use + 2);
+      what = what.substr(0, use);
+    } else if (const size_t in = what.find(" not in {"); in != std::string::npos && what.back() == '}') {
+      std::string choices = what.substr(in + 9, what.size() - in - 10);
+      std::replace(choices.begin(), choices.end(), ',', ' ');
+      const std::string value = what.substr(what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2,
+                                            in - (what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2));
+      advice = "use one of: " + choices + (value == "gpu" && choices.find("cuda") != std::string::npos
+                                               ? " (cuda is the GPU)"
+                                               : "");
+    }
+    // CLI11's own sentences start with a capital ("A subcommand is required"); dak's do not.
+    if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
+        (std::islower(static_cast<unsigned char>(what[1])) || what[1] == ' ')) {
+      what[0] = char(std::tolower(static_cast<unsigned char>(what[0])));
+    }
     const dak::Error err(what, where,
                          out_of_range && !out_of_range->fix().empty()
                              ? out_of_range->fix()
                              : quote + (requires_other ? "give the option it requires too, or drop it; " : "") +
-                                   "run `" + help + "` for " +
+                                   (advice.empty() ? "" : advice + ", or ") + "run `" + help + "` for " +
                                    (has_subcommands ? "the subcommands, options" : "its options") + " and their values");
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return out_of_range != nullptr ? 1 : 2;

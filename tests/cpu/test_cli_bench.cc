@@ -273,7 +273,8 @@ TEST(CliBench, CpuOffloadGbSaysItsRange) {
       {"1000001", 1, "dak: error: --cpu-offload-gb 1000001 is too large: it must be between 0 and 1e6 GiB"},
       {"-1", 1, "dak: error: --cpu-offload-gb -1 is negative: it must be between 0 and 1e6 GiB"},
       {"-0.5", 1, "dak: error: --cpu-offload-gb -0.5 is negative: it must be between 0 and 1e6 GiB"},
-      {"nan", 2, "--cpu-offload-gb: 'nan' is not a number; use a number of GiB from 0 to 1e6"},
+      // A value check's advice is the fix (trial 26), after "--cpu-offload-gb: 'nan' is not a number".
+      {"nan", 2, "fix:   use a number of GiB from 0 to 1e6 (e.g. 4 or 0.5), or run"},
   };
   const std::string gen =
       std::string("generate --device auto --model ") + DAK_TEST_DATA_DIR + "/hf_parity/llama_gqa --prompt-ids 1,2 ";

@@ -67,7 +67,8 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--prompt-ids 1,,2", 2, "'1,,2' is not a comma-separated list of token ids: an item is empty"},
       {kGen + "--prompt-ids 99999999999", 1, "token id 99999999999 is outside every vocabulary"},
       {kGen + "--prompt-ids 5000", 1, "token id 5000 is outside the vocabulary"},
-      {kGen + "--device gpu", 2, "--device: gpu not in {cpu,cuda,auto}"},
+      {kGen + "--device gpu", 2, "--device: gpu not in {cpu,cuda,auto}\n  where: --device (dak generate)\n  fix:   use one "
+                                 "of: cpu cuda auto (cuda is the GPU), or run"},
       {kGen + "--offload-ratio x", 2, "'x' is not a number, so not a fraction in [0, 1]"},
       {kGenAuto + "--offload-ratio 2", 1, "'2' is not a fraction in [0, 1]"},
       {kGen + "--gpu-memory 4XB", 2, "'4XB' has an unknown unit 'XB'"},
@@ -80,7 +81,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGenNoPrompt, 2, "no prompt given: dak generate needs --prompt or --prompt-ids"},
       {kGenNoPrompt + "-n 0", 2, "no prompt given"},
       {kGenNoPrompt + "--promt Hi", 2, "did you mean --prompt?"},
-      {kGen + "-p two words", 2, "The following argument was not expected: words"},
+      {kGen + "-p two words", 2, "the following argument was not expected: words"},
       // Usage errors anywhere on the line come before a value out of range.
       {kGen + "-n 0 --bogus", 2, "dak generate has no option --bogus"},
       {kGen + "-n 0 --top-k x", 2, "--top-k: 'x' is not a whole number"},
@@ -159,7 +160,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kProfile + "--pin-test-gib x", 2, "--pin-test-gib: 'x' is not a number"},
       // The command line as a whole.
       {"frobnicate", 2, "unknown subcommand 'frobnicate'"},
-      {"", 2, "A subcommand is required"},
+      {"", 2, "a subcommand is required"},
   };
   for (const Case& c : cases) {
     const RunResult r = run_dak(c.args);
