@@ -184,7 +184,11 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
            field_where(where, section), "dak supports one set of rope parameters for all layers");
   }
   std::string type = get_string(*rs, "rope_type", "", sub_where);
-  if (type.empty()) type = get_string(*rs, "type", "default", sub_where);
+  const char* type_key = "rope_type";  // the key the file has, for the refusal below
+  if (type.empty()) {
+    type = get_string(*rs, "type", "default", sub_where);
+    if (find_key(*rs, "type")) type_key = "type";
+  }
   if (type == "default") return;
   if (type == "linear") {
     c.rope_scaling = RopeScaling::kLinear;
@@ -210,8 +214,8 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
     c.rope_original_max_position = get_int(*rs, "original_max_position_embeddings", 8192, sub_where);
     return;
   }
-  fail("unsupported rope scaling type '" + type + "'", field_where(sub_where, "rope_type"),
-       "dak supports rope_type default, linear and llama3");
+  fail("unsupported rope scaling type '" + type + "'", field_where(sub_where, type_key),
+       std::string("dak supports ") + type_key + " default, linear and llama3");
 }
 
 // Qwen2 (and transformers-5 Mistral) may list per-layer attention kinds in "layer_types".

@@ -126,6 +126,18 @@ TEST(CliBenchAttention, WithoutAGpuFailsWithTheReason) {
                                                            << r.output;
 }
 
+TEST(CliBenchAttention, QuickNamesTheModelItKeepsOnlyWhenModelsWasGiven) {
+  // Trial 26: `--quick` alone noted "--quick measures the first model of --models only", which the user
+  // had not given.
+  RunResult r = run_dak("bench attention --quick --dry-run", kNoGpu);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("notice"), std::string::npos) << r.output;
+  r = run_dak("bench attention --quick --dry-run --models opt-30b,llama-2-7b", kNoGpu);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dak: notice: --quick measures the first model of --models only (opt-30b)"), std::string::npos)
+      << r.output;
+}
+
 TEST(CliBenchAttention, DryRunPlansEveryCellWithoutAGpu) {
   const RunResult r = run_dak("bench attention --dry-run", kNoGpu);
   EXPECT_EQ(r.exit_code, 0) << r.output;

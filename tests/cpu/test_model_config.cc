@@ -130,6 +130,22 @@ TEST(ModelConfig, ParsesTransformers5RopeParameters) {
     "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}})");
   EXPECT_EQ(e.rope_scaling, RopeScaling::kNone);
   EXPECT_DOUBLE_EQ(e.rope_theta, 500.0);
+  // An unsupported type is refused naming the key the file has (trial 26: 'rope_type' for a legacy
+  // "type").
+  for (const std::string key : {"type", "rope_type"}) {
+    try {
+      parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {")" + key +
+            R"(": "weird", "factor": 2}})");
+      ADD_FAILURE() << key << ": not refused";
+    } catch (const dak::Error& err) {
+      EXPECT_EQ(std::string(err.what_part()), "unsupported rope scaling type 'weird'");
+      EXPECT_NE(std::string(err.where_part()).find("rope_scaling: field '" + key + "'"), std::string::npos)
+          << err.where_part();
+      EXPECT_NE(std::string(err.fix_part()).find("dak supports " + key + " default, linear and llama3"),
+                std::string::npos)
+          << err.fix_part();
+    }
+  }
 }
 
 TEST(ModelConfig, LlamaDefaultsFollowLlamaConfig) {
