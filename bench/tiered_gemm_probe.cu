@@ -433,8 +433,7 @@ struct PreparedGemm {
 PreparedGemm prepare_hbm_gemm(int64_t M, int64_t N, int64_t K, int32_t splits, int32_t stages, int sms, void* x,
                               void* w, void* y, void* ws) {
   PreparedGemm g;
-  // The engine's limits (DAK_X_MULTICAST=0 turns the pairs that share x off).
-  g.s = dak::plan_tiered_gemm(M, N, K, 0, sms, dak::gpu::tiered_gemm_cluster_limits());
+  g.s = dak::plan_tiered_gemm(M, N, K, 0, sms);
   if (splits) g.s = with_k_splits(g.s, splits, sms);
   if (stages) g.s.hbm_stages = stages;
   g.s.validate();
@@ -697,9 +696,8 @@ int main(int argc, char** argv) {
           gpu::tiered_gemm(a, s, ws, nullptr);
         },
         w, w_elems, copies);
-    std::printf("M=%6ld N=%3ld K=%6ld splits=%2d stages=%2d units=%5ld cluster=%d | %8.1f us  %7.1f GB/s", long(c.M),
-                long(c.N), long(c.K), s.k_splits, s.hbm_stages, long(s.hbm_units()), s.cluster, us,
-                double(c.M * c.K * 2) / us * 1e-3);
+    std::printf("M=%6ld N=%3ld K=%6ld splits=%2d stages=%2d units=%5ld | %8.1f us  %7.1f GB/s", long(c.M), long(c.N),
+                long(c.K), s.k_splits, s.hbm_stages, long(s.hbm_units()), us, double(c.M * c.K * 2) / us * 1e-3);
     std::printf("\n");
   }
   return 0;

@@ -89,10 +89,9 @@ void TieredGemmSchedule::validate() const {
   if (cluster != 1 && cluster != 2 && cluster != 4) {
     fail(fmt::format("cluster {} is not 1, 2 or 4", cluster), where, "use plan_tiered_gemm()'s multicast choice");
   }
-  if (cluster > 1 && tile.bm == 64 && tile.bn % (8 * cluster) != 0) {
-    fail(fmt::format("a cluster of {} shares the {}x{} tile's x in slices of {} rows, not whole 8-row swizzle atoms",
-                     cluster, tile.bm, tile.bn, tile.bn / cluster),
-         where, "use cluster 1, or a cluster of at most bn / 8 CTAs");
+  if (cluster > 1 && tile.bm != 128) {
+    fail(fmt::format("multicast clusters need a 128-row tile (N > 64), not {}x{}", tile.bm, tile.bn), where,
+         "use cluster 1 for N <= 64");
   }
   if (host_ctas % cluster != 0 || hbm_ctas % cluster != 0) {
     fail(fmt::format("{} host and {} HBM CTAs are not whole clusters of {}", host_ctas, hbm_ctas, cluster), where,
@@ -272,14 +271,6 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
       s.cluster = 1;
       grid = sm_count;
     }
-  }
-  // All-HBM bandwidth path where x is half of W's bytes or more: pairs of CTAs on neighbouring
-  // m-tiles share each x tile by multicast (at N = 64 the 64 x 64 tile reads as many x bytes from L2
-  // as W bytes from HBM). Not with host rows: there the link, not L2, bounds the launch.
-  if (m_host == 0 && limits.x_cluster >= 2 && s.tile.bm == 64 && s.tile.bn >= 32 && 2 * N > s.tile.bn &&
-      s.hbm_m_tiles() >= 2 && limits.grid_ctas(2, sm_count) >= 4) {
-    s.cluster = 2;
-    grid = limits.grid_ctas(2, sm_count);
   }
   const int64_t C = s.cluster;
   const int64_t host_units = s.host_units(), hbm_units = s.hbm_units();

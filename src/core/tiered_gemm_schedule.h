@@ -85,10 +85,6 @@ struct TieredGemmLinkLimits {
   int64_t cluster4_ctas = 0;
   /// Largest multicast cluster plan_tiered_gemm may choose (1 turns multicast off).
   int32_t max_cluster = 4;
-  /// Clusters that share x on the 64-row tiles (N <= 64) with every row in HBM, where x is at least
-  /// half as many bytes as W (bn 32 / 64 at N > bn / 2): 2, or 1 for none (DAK_X_MULTICAST=0,
-  /// tiered_gemm_cluster_limits). Each x tile then crosses the L2 -> SM fabric once per two CTAs.
-  int32_t x_cluster = 2;
   /// Compute tile (N > 64) plan_tiered_gemm takes: 0 chooses by padding and cost (the default,
   /// choose_tiered_gemm_tile); 128 or 256 forces 128 x 128 or 128 x 256 (A/B measurements, tests).
   int32_t compute_bn = 0;
@@ -115,10 +111,8 @@ struct TieredGemmSchedule {
   int32_t hbm_ctas = 0;     // CTAs that only read HBM tiles
   int32_t host_stages = 1;  // TMA stages in flight per host CTA (<= tile.max_stages())
   int32_t hbm_stages = 1;   // TMA stages in flight per HBM CTA (<= tile.max_stages())
-  int32_t cluster = 1;      // 1, 2 or 4: CTAs per cluster, which share one operand by TMA multicast:
-                            //   on the 128-row tiles (N > 64) each W tile, the cluster's ranks
-                            //   computing neighbouring n-tiles; on the 64-row tiles (N <= 64, one
-                            //   n-tile) each x tile, the ranks computing neighbouring m-tiles
+  int32_t cluster = 1;      // 1, 2 or 4: CTAs per cluster; > 1 only for the 128-row tiles: the CTAs
+                            //   of a cluster share each W tile by TMA multicast
 
   /// k-blocks of tile.bk() elements (the last one may be partial: TMA zero-fills past K).
   DAK_HD int64_t k_blocks() const { return (K + tile.bk() - 1) / tile.bk(); }
@@ -127,39 +121,23 @@ struct TieredGemmSchedule {
   DAK_HD int64_t hbm_m_tiles() const { return (M - m_host + tile.bm - 1) / tile.bm; }
   /// Output tiles the workspace must hold counters for, whatever m_host is: ceil(M / bm) + 1 m-tiles.
   DAK_HD int64_t max_output_tiles() const { return ((M + tile.bm - 1) / tile.bm + 1) * n_tiles(); }
-  /// Whether a cluster shares x (the 64-row tiles) rather than W (the 128-row tiles).
-  DAK_HD bool shares_x() const { return cluster > 1 && tile.bm == 64; }
-  /// n-groups: ceil(n_tiles / cluster) where a cluster shares W, else n_tiles.
-  DAK_HD int64_t n_groups() const { return shares_x() ? n_tiles() : (n_tiles() + cluster - 1) / cluster; }
-  /// m-groups of a side with `m_tiles` m-tiles: ceil(m_tiles / cluster) where a cluster shares x,
-  /// else m_tiles.
-  DAK_HD int64_t m_groups(int64_t m_tiles) const { return shares_x() ? (m_tiles + cluster - 1) / cluster : m_tiles; }
+  /// n-groups: ceil(n_tiles / cluster) (n_tiles when cluster == 1).
+  DAK_HD int64_t n_groups() const { return (n_tiles() + cluster - 1) / cluster; }
   /// Units of each side, each computed by one cluster (one CTA when cluster == 1).
-  DAK_HD int64_t host_units() const { return m_groups(host_m_tiles()) * n_groups() * k_splits; }
-  DAK_HD int64_t hbm_units() const { return m_groups(hbm_m_tiles()) * n_groups() * k_splits; }
+  DAK_HD int64_t host_units() const { return host_m_tiles() * n_groups() * k_splits; }
+  DAK_HD int64_t hbm_units() const { return hbm_m_tiles() * n_groups() * k_splits; }
   /// Clusters of each side (the workers of its units).
   DAK_HD int64_t host_clusters() const { return host_ctas / cluster; }
   DAK_HD int64_t hbm_clusters() const { return hbm_ctas / cluster; }
   /// First k-block of split s (s in [0, k_splits]; s == k_splits gives k_blocks()).
   DAK_HD int64_t split_begin(int64_t s) const { return s * k_blocks() / k_splits; }
 
-  /// Unit u of one side -> (m-group, n-group, split); CTA rank r of the cluster computes the output
-  /// tile tile_of(unit, r) (the unit's m- and n-tile when cluster == 1). Splits of one output tile
-  /// are consecutive, so they run at the same time on neighbouring CTAs.
+  /// Unit u of one side -> (m-tile within the side, n-group, split); CTA rank r of the cluster
+  /// takes n-tile n_group * cluster + r (the n-tile itself when cluster == 1). Splits of one
+  /// output tile are consecutive, so they run at the same time on neighbouring CTAs.
   struct Unit {
-    int64_t m_tile, n_group, split;  // m_tile: the m-group where a cluster shares x
+    int64_t m_tile, n_group, split;
   };
-  /// Output tile (m-tile within the side, n-tile) that rank r of a cluster computes for `unit`:
-  /// (m_tile * cluster + r, n_group) where the cluster shares x, else (m_tile, n_group * cluster + r).
-  /// A rank past the side's last m-tile or the last n-tile loads its share of the operand for its
-  /// peers and stores nothing.
-  struct OutputTile {
-    int64_t m_tile, n_tile;
-  };
-  DAK_HD OutputTile tile_of(const Unit& unit, int64_t rank) const {
-    if (shares_x()) return {unit.m_tile * cluster + rank, unit.n_group};
-    return {unit.m_tile, unit.n_group * cluster + rank};
-  }
   DAK_HD Unit unit(int64_t u) const {
     const int64_t s = u % k_splits;
     const int64_t t = u / k_splits;
@@ -183,18 +161,15 @@ struct TieredGemmSchedule {
   int64_t workspace_bytes() const;
 
   /// Host bytes one host cluster keeps in flight per stage: the W tile (bm x bk bf16, loaded once
-  /// per cluster by multicast) when a cluster shares W, its ranks' W tiles and one x tile when it
-  /// shares x, else the whole stage (W and x tile).
+  /// per cluster by multicast) when cluster > 1, else the whole stage (W and x tile).
   DAK_HD int64_t host_stage_inflight_bytes() const {
-    if (shares_x()) return int64_t(cluster) * tile.bm * tile.bk() * 2;
     return cluster > 1 ? int64_t(tile.bm) * tile.bk() * 2 : tile.stage_bytes();
   }
 
   /// Throws dak::Error (naming the field) for an inconsistent schedule: sizes, a tile the kernel
   /// is not compiled for, k_splits outside [1, k_blocks], a side with units but no CTA, stages
-  /// outside [1, max_stages], a cluster other than 1 / 2 / 4, a cluster > 1 on a 64-row tile whose
-  /// x slices (bn / cluster rows) are not whole 8-row swizzle atoms, or CTA counts that are not
-  /// whole clusters.
+  /// outside [1, max_stages], a cluster other than 1 / 2 / 4, a cluster > 1 on a 64-row tile,
+  /// or CTA counts that are not whole clusters.
   void validate() const;
 
   std::string to_string() const;

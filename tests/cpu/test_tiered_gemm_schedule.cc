@@ -21,20 +21,18 @@ void expect_exact_cover(const TieredGemmSchedule& s) {
     const int64_t units = side == 0 ? s.host_units() : s.hbm_units();
     const int64_t ctas = side == 0 ? s.host_ctas : s.hbm_ctas;
     int64_t visited = 0;
-    // Units go to clusters, and rank r of a cluster computes the output tile tile_of(unit, r): n-tile
-    // group * C + r where a cluster shares W, m-tile group * C + r where it shares x.
+    // Units go to clusters, and rank r of a cluster computes n-tile group * C + r.
     const int64_t C = s.cluster;
     const int64_t workers = ctas / C;
-    const int64_t m_tiles = side == 0 ? s.host_m_tiles() : s.hbm_m_tiles();
     for (int64_t c = 0; c < workers; ++c) {
       for (int64_t u = c; u < units; u += workers) {
         ++visited;
         const auto unit = s.unit(u);
         for (int64_t r = 0; r < C; ++r) {
-          const auto out = s.tile_of(unit, r);
-          if (out.n_tile >= s.n_tiles() || out.m_tile >= m_tiles) continue;
+          const int64_t n_tile = unit.n_group * C + r;
+          if (n_tile >= s.n_tiles()) continue;
           for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb) {
-            ++seen[{side, out.m_tile, out.n_tile, kb}];
+            ++seen[{side, unit.m_tile, n_tile, kb}];
           }
         }
       }
@@ -75,40 +73,6 @@ TEST(TieredGemmSchedule, ExactCoverAndInvariance) {
       expect_exact_cover(s);
     }
   }
-}
-
-TEST(TieredGemmSchedule, PairsShareXOnTheAllHbmBandwidthPath) {
-  // N <= 64 with every row in HBM: pairs of CTAs on neighbouring m-tiles share each x tile where x
-  // is at least half of W's bytes (bn 32 / 64 at N > bn / 2); never with host rows.
-  for (const int64_t N : {int64_t(17), int64_t(24), int64_t(32), int64_t(33), int64_t(48), int64_t(64)}) {
-    for (const auto& mk : {std::pair<int64_t, int64_t>{12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008},
-                           {4160, 4096}, {192, 520}}) {
-      const TieredGemmSchedule s = dak::plan_tiered_gemm(mk.first, N, mk.second, 0, 132);
-      EXPECT_EQ(s.cluster, 2) << s.to_string();
-      EXPECT_TRUE(s.shares_x()) << s.to_string();
-      EXPECT_EQ(s.hbm_ctas % 2, 0) << s.to_string();
-      EXPECT_EQ(s.k_splits, dak::plan_tiered_gemm(mk.first, N, mk.second, 64, 132).k_splits) << s.to_string();
-      expect_exact_cover(s);
-      const TieredGemmSchedule host = dak::plan_tiered_gemm(mk.first, N, mk.second, 64, 132);
-      EXPECT_EQ(host.cluster, 1) << host.to_string();
-      EXPECT_EQ(host.workspace_bytes(), s.workspace_bytes()) << host.to_string();
-    }
-  }
-  for (const int64_t N : {int64_t(1), int64_t(8), int64_t(9), int64_t(16)}) {
-    EXPECT_EQ(dak::plan_tiered_gemm(12288, N, 4096, 0, 132).cluster, 1) << N;  // x is at most W / 4
-  }
-  EXPECT_EQ(dak::plan_tiered_gemm(64, 64, 4096, 0, 132).cluster, 1);  // one m-tile: no pair
-  dak::TieredGemmLinkLimits off;
-  off.x_cluster = 1;
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 64, 4096, 0, 132, off).cluster, 1);
-  // The x slices must be whole 8-row swizzle atoms: bn 8 in pairs is refused.
-  TieredGemmSchedule bad = dak::plan_tiered_gemm(12288, 8, 4096, 0, 132);
-  bad.cluster = 2;
-  EXPECT_THROW(bad.validate(), dak::Error);
-  bad.tile = {64, 16};
-  EXPECT_NO_THROW(bad.validate());
-  bad.cluster = 4;
-  EXPECT_THROW(bad.validate(), dak::Error);
 }
 
 TEST(TieredGemmSchedule, MulticastClustersForLargeN) {

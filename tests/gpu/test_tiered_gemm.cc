@@ -296,56 +296,6 @@ TEST(TieredGemm, MulticastClustersGiveTheSameBits) {
   }
 }
 
-TEST(TieredGemm, PairsSharingXGiveTheSameBits) {
-  // N <= 64, every row in HBM: CTA pairs on neighbouring m-tiles share each x tile by multicast
-  // (plan_tiered_gemm's x_cluster). Against the fp64 reference and bitwise against the same launch
-  // unpaired (x_cluster = 1): bn 32 and 64 at N above and at their size; an odd m-tile count (the
-  // last pair's second rank computes nothing), a ragged K (atom boxes), forced k-splits, one pair
-  // walking many units through a one-stage and a three-stage ring, and a CUDA-graph replay.
-  DAK_REQUIRE_GPU_OR_SKIP();
-  const dak::TieredGemmLinkLimits paired = dak::gpu::tiered_gemm_cluster_limits();
-  dak::TieredGemmLinkLimits unpaired = paired;
-  unpaired.x_cluster = 1;
-  const int sms = sm_count();
-  for (const Problem p : {Problem{1000, 24, 1032}, Problem{4160, 64, 4096}, Problem{328, 40, 520},
-                          Problem{640, 32, 2048}}) {
-    const uint64_t seed = fresh_seed();
-    SCOPED_TRACE("seed=" + std::to_string(seed));
-    std::mt19937_64 rng(seed);
-    Operands o(p, rng);
-    const TieredGemmSchedule single = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sms, unpaired);
-    ASSERT_EQ(single.cluster, 1) << single.to_string();
-    const std::vector<uint8_t> first = run_and_check(o, single, describe(p) + " unpaired " + single.to_string()).bytes;
-    const TieredGemmSchedule pairs = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sms, paired);
-    ASSERT_TRUE(pairs.shares_x()) << pairs.to_string();
-    std::vector<TieredGemmSchedule> variants = {pairs};
-    for (const auto& [ctas, stages] : {std::pair{2, 1}, std::pair{2, 3}}) {
-      TieredGemmSchedule v = pairs;
-      v.hbm_ctas = ctas;
-      v.hbm_stages = stages;
-      variants.push_back(v);
-    }
-    TieredGemmSchedule split = pairs;
-    split.k_splits = 3;
-    variants.push_back(split);
-    for (const TieredGemmSchedule& v : variants) {
-      v.validate();
-      TieredGemmSchedule ref = v;  // the same split, unpaired
-      ref.cluster = 1;
-      const std::string what = describe(p) + " pairs " + v.to_string();
-      const std::vector<uint8_t> bits = run_and_check(o, v, what).bytes;
-      if (v.k_splits == single.k_splits) {
-        EXPECT_TRUE(first == bits) << what << ": bits differ from the unpaired launch";
-      } else {
-        EXPECT_TRUE(run_and_check(o, ref, describe(p) + " unpaired " + ref.to_string()).bytes == bits)
-            << what << ": bits differ from the unpaired launch of the same split";
-      }
-    }
-    const std::string what = describe(p) + " graph " + pairs.to_string();
-    EXPECT_TRUE(first == run_and_check(o, pairs, what, /*graph=*/true).bytes) << what << ": bits differ in a graph";
-  }
-}
-
 TEST(TieredGemm, KSplitsWithLongK) {
   DAK_REQUIRE_GPU_OR_SKIP();
   // Few m-tiles and a long K: the default schedule splits K; check it did.

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Device call 4 of session 26 (branch xmc): CTA pairs sharing x by multicast on the 64-row tiles.
+# Device call 4 of session 26 (branch xmc at da574ce; the change is saved as
+# docs/results/2026-12-05/session26/pairs-sharing-x.patch and was reverted on main after this call:
+# DAK_X_MULTICAST exists only with it): CTA pairs sharing x by multicast on the 64-row tiles.
 # 1. Is the 64-row tile at N = 32 / 64 bound by the x tiles' L2 -> SMEM traffic? The probe built with
 #    and without -DDAK_PROBE_NO_X (x never loaded), unpaired (DAK_X_MULTICAST=0), against the pairs:
 #    the four Llama-2-7B decode linears at N = 8 / 32 / 64, default splits and stages.

@@ -5,7 +5,6 @@
 
 #include <string>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 
@@ -35,9 +34,6 @@ void check_host_rows(const void* h_w, const std::string& where) {
 TieredGemmLinkLimits tiered_gemm_cluster_limits(TieredGemmLinkLimits base) {
   static const int64_t cluster4 = tiered_gemm_detail::co_resident_ctas(4);
   base.cluster4_ctas = cluster4;
-  // DAK_X_MULTICAST=0: no clusters sharing x on the 64-row tiles (an A/B switch; README's list).
-  static const int x_multicast = env_choice("DAK_X_MULTICAST", {"0", "1"});
-  if (x_multicast == 0) base.x_cluster = 1;
   return base;
 }
 

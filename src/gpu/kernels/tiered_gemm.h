@@ -23,9 +23,7 @@
 // (one n-tile), so a decode step's weight stream does not push the small kernels' data out of L2.
 // Multicast (N > 64, schedule.cluster > 1): the grid is launched in clusters; each W tile is read
 // once per cluster (over PCIe for host rows, from L2 for HBM rows) and multicast by TMA into the
-// SMEM of all its CTAs, which compute neighbouring n-tiles (tiered_gemm_kernel.cuh). On the 64-row
-// tiles (N <= 64, all of W in HBM, N > bn / 2) pairs of CTAs on neighbouring m-tiles share each x
-// tile the same way (each loads half of it for both): at N = 64 the x tiles are as many bytes as W.
+// SMEM of all its CTAs, which compute neighbouring n-tiles (tiered_gemm_kernel.cuh).
 // With 64-row tiles two math groups (one consumer warpgroup each) take a CTA's units in turn, so
 // one group's epilogue overlaps the other's main loop. Launched with programmatic dependent
 // launch: the producer requests its first W tiles (3 stages on the 64-row tiles, the whole ring

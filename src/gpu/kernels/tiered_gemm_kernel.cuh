@@ -33,12 +33,6 @@
 // the empty barriers of every CTA of the cluster, and a producer drains its ring (waits for the
 // last releases) before exiting, so no CTA leaves while a peer may still signal it. Barriers are
 // initialized cluster-wide before any use.
-// x multicast (C = 2, 64-row tiles at N > bn / 2, every row in HBM: plan_tiered_gemm): the same
-// protocol with the roles of the operands swapped. Rank r computes m-tile m_group * C + r, loads its
-// own W tile, and loads rows [r * kBn / C, (r + 1) * kBn / C) of the shared x tile (atom by atom,
-// after the dependency wait) into the same stage of every CTA of the cluster, so each x tile leaves
-// L2 once per cluster; a rank past the side's last m-tile loads only its x slice (its stage expects
-// x alone) and stores nothing.
 #pragma once
 
 #include <cuda.h>
@@ -97,11 +91,10 @@ struct Config {
 #ifdef DAK_PROBE_NO_X
   // Diagnostics only (bench/tiered_gemm_probe.cu built by tools/device/session26_c.sh): x is never
   // loaded, so the results are garbage; the time says what the x tiles' L2 -> SMEM traffic costs.
-  static constexpr uint32_t kStageXBytes = 0;
+  static constexpr uint32_t kStageTxBytes = uint32_t(kBm * kBkStage * sizeof(Element));
 #else
-  static constexpr uint32_t kStageXBytes = uint32_t(kBn * kBkStage * sizeof(Element));
+  static constexpr uint32_t kStageTxBytes = uint32_t((kBm + kBn) * kBkStage * sizeof(Element));
 #endif
-  static constexpr uint32_t kStageTxBytes = uint32_t(kBm * kBkStage * sizeof(Element)) + kStageXBytes;
   // Independent fp32 accumulators per consumer thread on the wide stages: the wgmma of a stage go
   // to them in turn (k-step j to accumulator j % kAccumulators), so consecutive wgmma do not wait
   // for each other's result; they are added in a fixed order after the unit's main loop. Measured
@@ -167,9 +160,7 @@ struct KernelParams {
   typename Cfg::TmaX tma_x;       // [N, K] activations, HBM
   CUtensorMap tma_w_host_slice;   // [m_host, K] host rows, box kBm / cluster x 64 (multicast; cluster > 1)
   CUtensorMap tma_w_hbm_slice;    // [M - m_host, K] HBM rows, the same box
-  CUtensorMap tma_x_filler;       // [N, K] rows of x, box rows x 64: with W shared (128-row tiles) the slice's
-                                  //   box, loaded in place of a W slice past the last row; with x shared
-                                  //   (64-row tiles) kBn / cluster rows, each rank's slice of the x tile
+  CUtensorMap tma_x_filler;       // [N, K] rows of x, the same box: loaded in place of a W slice past the last row
   CUtensorMap w_host_wide;        // wide stages (kAtoms > 1): [K / 64, m_host, 64] host rows, box 4 x kBm x 64
   CUtensorMap w_hbm_wide;         //   [K / 64, M - m_host, 64] HBM rows, the same box
   CUtensorMap x_wide;             //   [K / 64, N, 64] activations, box 4 x kBn x 64
@@ -322,8 +313,6 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   const bool host_side = int(blockIdx.x) < s.host_ctas;
   const int32_t C = s.cluster;
   const bool multicast = C > 1;
-  // A cluster shares W on the 128-row tiles and x on the 64-row tiles (TieredGemmSchedule::shares_x).
-  const bool w_multicast = multicast && kBm != 64, x_multicast = multicast && kBm == 64;
   const uint32_t rank = multicast ? cute::block_rank_in_cluster() : 0;  // == blockIdx.x % C (1D clusters)
   // Work is handed out per cluster (one CTA when C == 1): side_cta is the cluster index in its side.
   const int64_t side_cta = (host_side ? blockIdx.x : blockIdx.x - s.host_ctas) / C;
@@ -409,23 +398,11 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
                                int32_t(kb * Cfg::kAtoms));
       }
     };
-    const uint16_t cluster_mask = uint16_t((1u << C) - 1u);
     auto load_x = [&](int64_t n_tile, int64_t kb, int stage) {
 #ifdef DAK_PROBE_NO_X
       return;
 #endif
-      if (x_multicast) {
-        // This rank's kBn / C rows of the x tile, atom by atom, into the same stage of every CTA
-        // of the cluster (each CTA's "full" barrier expects the whole tile: kStageTxBytes).
-        const int slice = kBn / C;
-        Element* dst = smem.x.begin() + int64_t(stage) * kBn * Cfg::kBkStage + int64_t(rank) * slice * kAtomK;
-        for (int a = 0; a < Cfg::kAtoms; ++a) {
-          SM90_TMA_LOAD_MULTICAST_2D::copy(&p.tma_x_filler, &smem.full[stage], cluster_mask,
-                                           uint64_t(TMA::CacheHintSm90::EVICT_NORMAL), dst + a * kBn * kAtomK,
-                                           int32_t((kb * Cfg::kAtoms + a) * kAtomK),
-                                           int32_t(n_tile * kBn + int64_t(rank) * slice));
-        }
-      } else if constexpr (Cfg::kAtoms > 1) {
+      if constexpr (Cfg::kAtoms > 1) {
         load_wide(&p.x_wide, smem.x.begin() + int64_t(stage) * kBn * Cfg::kBkStage, kBn, n_tile * kBn, kb, stage,
                   TMA::CacheHintSm90::EVICT_NORMAL);
       } else {
@@ -462,42 +439,39 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
         copy(tma_w.with(smem.full[stage], 0, p.w_hint), tWgW(_, int(m_tile), int(kb)), tWsW(_, stage));
       }
     };
-    const int slice_rows = kBm / C;  // W rows per multicast slice (w_multicast)
+    const int slice_rows = kBm / C;  // W rows per multicast slice
+    const uint16_t cluster_mask = uint16_t((1u << C) - 1u);
     const int64_t n_tiles = s.n_tiles();
-    const int64_t side_m_tiles = (side_rows + kBm - 1) / kBm;
     int st = 0;           // ring position across every unit of this CTA ...
     uint32_t phase = 0;   // ... and its pass parity (no 64-bit division in the loop)
     for (int64_t u = side_cta; u < side_units; u += side_ctas) {
       const TieredGemmSchedule::Unit unit = s.unit(u);
-      const TieredGemmSchedule::OutputTile out = s.tile_of(unit, rank);
       // A cluster rank past the last n-tile still loads its W slice for its peers; its x tile is
-      // the last real one (never a box entirely out of bounds) and it stores nothing. One past the
-      // side's last m-tile (x shared) loads only its x slice for its peers: its stage expects x alone.
-      const int64_t n_tile = out.n_tile < n_tiles ? out.n_tile : n_tiles - 1;
-      const int64_t m_tile = out.m_tile;
-      const bool loads_w = !x_multicast || m_tile < side_m_tiles;
+      // the last real one (never a box entirely out of bounds) and it stores nothing.
+      const int64_t mine = unit.n_group * C + rank;
+      const int64_t n_tile = mine < n_tiles ? mine : n_tiles - 1;
       for (int64_t kb = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1); kb < kb_end; ++kb) {
         if (!dependency_met && pending >= early_stages) {  // the early W tiles are out: their x is due
           meet_dependency();
         }
         wait_parity(&smem.empty[st], phase ^ 1u);
         ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &smem.full[st],
-                                       loads_w ? uint32_t{Cfg::kStageTxBytes} : uint32_t{Cfg::kStageXBytes});
-        if (w_multicast) {
+                                       uint32_t{Cfg::kStageTxBytes});
+        if (multicast) {
           // This CTA's slice of the W tile, into the same stage of every CTA of the cluster. A
           // slice entirely past the side's last row (the last m-tile of a side that is not a
           // multiple of kBm) loads rows [0, slice_rows) of x instead (HBM, in L2; the same bytes):
           // those accumulator rows are never stored. Measured on the H200 (one cluster of 4 on 448
           // host rows): a TMA box entirely out of bounds cost ~8 us per load (619 us for the GEMM,
           // 140 us at 512 rows), and re-reading the tile's first host slice still ~0.7 us (230 us).
-          const int32_t row = int32_t(m_tile * kBm + int64_t(rank) * slice_rows);
+          const int32_t row = int32_t(unit.m_tile * kBm + int64_t(rank) * slice_rows);
           const bool filler = row >= side_rows;
           const void* map = filler ? &p.tma_x_filler : host_side ? &p.tma_w_host_slice : &p.tma_w_hbm_slice;
           Element* dst = smem.w.begin() + (int64_t(st) * kBm + int64_t(rank) * slice_rows) * kAtomK;
           SM90_TMA_LOAD_MULTICAST_2D::copy(map, &smem.full[st], cluster_mask, uint64_t(p.w_hint), dst,
                                            int32_t(kb * kAtomK), filler ? 0 : row);  // EVICT_NORMAL: n-tiles > 1
-        } else if (loads_w) {
-          load_w(m_tile, kb, st);
+        } else {
+          load_w(unit.m_tile, kb, st);
         }
         if (dependency_met) {
           load_x(n_tile, kb, st);
@@ -558,10 +532,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
   int64_t mine = 0;     // units this group computed (trace)
   for (int64_t u = side_cta; u < side_units; u += side_ctas, ++local) {
     const TieredGemmSchedule::Unit unit = s.unit(u);
-    // A rank past the last n-tile (W shared) or the side's last m-tile (x shared) stores nothing.
-    const TieredGemmSchedule::OutputTile out = s.tile_of(unit, rank);
-    const int64_t n_tile = out.n_tile, m_tile = out.m_tile;
-    const bool stores = n_tile < s.n_tiles() && m_tile * kBm < side_rows;
+    const int64_t n_tile = unit.n_group * C + rank;  // may be past the last n-tile (then no store)
     const int64_t kb_begin = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1);
     if (Cfg::kMathGroups > 1 && local % Cfg::kMathGroups != group) {
       // The other group's unit: skip its k-blocks in the ring.
@@ -580,8 +551,8 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
     // Norm-out: this tile's residual and norm weight, requested now, used in the epilogue.
     float pre_resid[kFrag], pre_weight[kFrag];
     if constexpr (kBm == 64 && Cfg::kNormPrefetch) {
-      if (p.norm_out.g_residual && stores && (s.k_splits == 1 || unit.split == s.k_splits - 1)) {
-        norm_out_load(p, tCcC, side_row0 + m_tile * kBm, side_rows - m_tile * kBm, n_tile * kBn,
+      if (p.norm_out.g_residual && n_tile < s.n_tiles() && (s.k_splits == 1 || unit.split == s.k_splits - 1)) {
+        norm_out_load(p, tCcC, side_row0 + unit.m_tile * kBm, side_rows - unit.m_tile * kBm, n_tile * kBn,
                            pre_resid, pre_weight);
       }
     }
@@ -623,10 +594,10 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       for (int i = 0; i < size(acc); ++i) acc(i) += part[a](i);
     }
     if (Cfg::kMathGroups > 1 && ctid == 0) ptx::mbarrier_arrive(&smem.turn[(group + 1) % Cfg::kMathGroups]);
-    if (!stores) continue;  // a multicast rank past the last n-tile or m-tile: nothing to store
+    if (n_tile >= s.n_tiles()) continue;  // a multicast rank past the last n-tile: nothing to store
 
     // Epilogue.
-    const int64_t tile_row0 = m_tile * kBm;  // within the side
+    const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
     const int64_t tile_n0 = n_tile * kBn;
     if (s.k_splits > 1) {
       // The split reduction. The tile's last split (S - 1) is its reducer: the others store their
@@ -639,7 +610,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
       // order, whichever CTA computes which split, so y does not depend on m_host. The splits of a
       // tile are consecutive units (neighbouring CTAs, the same round), so the wait is short; every
       // CTA of the grid is resident, so it ends.
-      const int64_t tile = s.output_tile(host_side, m_tile, n_tile);
+      const int64_t tile = s.output_tile(host_side, unit.m_tile, n_tile);
       float* g_part = p.g_partials + tile * s.k_splits * (kBm * kBn);
       const int64_t reducer = s.k_splits - 1;
       if (unit.split != reducer) {
@@ -906,11 +877,9 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   if (s.cluster > 1 && s.m_host < s.M) {
     p.tma_w_hbm_slice = encode_w_slice(a.g_w, s.M - s.m_host, s.K, kBm / s.cluster, 0, kHbmPromotion);
   }
-  // W shared (128-row tiles, N > 64 >= kBm / cluster): x has the rows of a W slice. x shared (64-row
-  // tiles): each rank's kBn / cluster rows of the x tile.
+  // Clusters run only on the 128-row tiles (N > 64 >= kBm / cluster), so x has the rows of a slice.
   if (s.cluster > 1) {
-    p.tma_x_filler = encode_w_slice(a.g_x, s.N, s.K, kBm == 64 ? kBn / s.cluster : kBm / s.cluster,
-                                    a.ldx > 0 ? a.ldx : s.K, kHbmPromotion);
+    p.tma_x_filler = encode_w_slice(a.g_x, s.N, s.K, kBm / s.cluster, a.ldx > 0 ? a.ldx : s.K, kHbmPromotion);
   }
   p.sched = s;
   {
