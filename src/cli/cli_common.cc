@@ -100,6 +100,19 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
       fail(fmt::format("'{}' is a model config (hyper-parameters only, no weights)", model), where, no_weights_fix);
     }
   }
+  // A folder with a config.json and no weights is a config as well (trial 26: it got the checkpoint's
+  // "folder has no model.safetensors ...", without the --random-weights a config file gets).
+  if (!model.empty() && std::filesystem::is_directory(p, ec) && std::filesystem::is_regular_file(p / "config.json", ec) &&
+      !std::filesystem::exists(p / "model.safetensors", ec) &&
+      !std::filesystem::exists(p / "model.safetensors.index.json", ec)) {
+    bool gguf = false;
+    for (std::filesystem::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+      gguf = gguf || it->path().extension() == ".gguf";
+    }
+    if (!gguf && !ec) {
+      fail(fmt::format("'{}' holds a model config (config.json) but no weights", model), where, no_weights_fix);
+    }
+  }
   auto ckpt = Checkpoint::open(p);
   // A folder with both formats: open() takes the safetensors weights; say so, and how to pick a file.
   if (const std::string notice = mixed_weights_notice(p); !notice.empty()) {

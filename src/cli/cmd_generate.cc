@@ -59,9 +59,16 @@ void run_generate(const GenerateArgs& a) {
   if (!a.chat && !a.system.empty()) {
     fail("--system is a chat message, but --chat is not given", "--system", "add --chat, or drop --system");
   }
+  // --chat and --system: their words for a fix that drops them (random weights have no chat template).
+  const std::string drop_chat = a.system.empty() ? "--chat" : "--chat and --system";
+  if (a.chat && a.random_weights) {  // trial 26: the two refusals below sent the user back and forth
+    fail("--chat renders text prompts with the model's chat template; --random-weights has no tokenizer and no "
+         "chat template",
+         "--chat", fmt::format("drop {} and pass the prompt as token ids with --prompt-ids 1,2,3", drop_chat));
+  }
   if (a.chat && !a.prompt_ids.empty()) {
     fail("--chat renders text prompts with the chat template; --prompt-ids are used as given", "--chat",
-         "give the prompt as text with --prompt, or drop --chat");
+         "give the prompt as text with --prompt, or drop " + drop_chat);
   }
   // The tokenizer checks its text too, but names its own file and counts bytes in the rendered chat:
   // here the message names the flag and the byte of what the user typed, before the model loads.
@@ -115,7 +122,9 @@ void run_generate(const GenerateArgs& a) {
   } else {
     // A config given for weights: --random-weights runs it, with the prompts as ids (no tokenizer).
     ckpt = open_model(a.model, "--model", "",
-                      a.prompts.empty() ? " --random-weights" : " --random-weights --prompt-ids 1,2,3 in place of --prompt");
+                      a.prompts.empty() ? " --random-weights"
+                                        : " --random-weights --prompt-ids 1,2,3 in place of --prompt" +
+                                              (a.chat ? " (without " + drop_chat + ")" : std::string()));
     model_path = ckpt->path().string();
     // The tokenizer is judged alike for every prompt: one that cannot be read, or that has more ids than
     // the model has embedding rows (refused here, naming its file, rather than when a prompt happens to
@@ -137,7 +146,7 @@ void run_generate(const GenerateArgs& a) {
       } else if (a.output == "text") {  // README, "Output" (the trial: ids printed without a word)
         ids_only_notice =
             "the model has no tokenizer (neither tokenizer.json nor tokenizer.model, nor one in GGUF metadata): the "
-            "output is the generated token ids, the stop token included";
+            "output is the generated token ids (with the stop token when the model generated one)";
       }
     }
   }
@@ -248,19 +257,21 @@ void run_generate(const GenerateArgs& a) {
   int64_t steps = 0;
   if (!stream && dynamic_cast<CpuModel*>(engine.get())) {
     decode_line = stderr_progress_line(/*after_s=*/10.0);
+    // Counted as the run's last line counts them: the prefill gives each sequence its first token, every
+    // decode step one more (trial 26's second pass: "400 steps" here against "399 decode steps" there).
     on_token = [&](int64_t seq, int32_t) {
       if (steps == 0) decode_line->restart();  // from the first token on: the prefill has its own line
       steps = std::max(steps, ++produced[size_t(seq)]);
       decode_line->update(fmt::format("dak: decoding {}: step {} of at most {}, {:.0f} s",
                                       prompts.size() == 1 ? std::string("one sequence")
                                                           : fmt::format("{} sequences", prompts.size()),
-                                      steps, gen_len, decode_line->seconds()));
+                                      steps - 1, gen_len - 1, decode_line->seconds()));
     };
   }
   const GenerateResult r = generate(*engine, prompts, opts, on_token);
-  if (decode_line && steps > 0) {
-    decode_line->finish(fmt::format("dak: decoding done: {} step{} in {:.1f} s", steps, steps == 1 ? "" : "s",
-                                    decode_line->seconds()));
+  if (decode_line && steps > 1) {
+    decode_line->finish(fmt::format("dak: decoding done: {} decode step{} in {:.1f} s", steps - 1,
+                                    steps == 2 ? "" : "s", decode_line->seconds()));
   }
   const int64_t new_tokens = [&] { int64_t n = 0; for (auto& s : r.sequences) n += int64_t(s.generated_ids.size()); return n; }();
   // TPOT and the decode rate exist only when a decode step ran: -n 1 (or EOS right after the prefill)
@@ -306,15 +317,7 @@ void run_generate(const GenerateArgs& a) {
       if (tok) {
         std::string text =
             valid_utf8(a.chat ? std::string() : prompt_texts[i]) + valid_utf8(tok->decode(s.generated_ids, true));
-        if (!number.empty()) {
-          const std::string indent(number.size(), ' ');
-          for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
-            if (at + 1 == text.size() || text[at + 1] == '\n') continue;
-            text.insert(at + 1, indent);
-            at += indent.size();
-          }
-        }
-        std::cout << number << text << '\n';
+        std::cout << (number.empty() ? text : frame_sequence_text(number, text)) << '\n';
       } else {
         std::cout << number << fmt::format("{}", fmt::join(s.generated_ids, ",")) << '\n';
       }

@@ -268,10 +268,7 @@ int main(int argc, char** argv) {
     // and a value outside a list ("--device: gpu not in {cpu,cuda,auto}") give the fix line its
     // words (trial 26: the advice sat in the first line and the fix only said "run --help").
     std::string advice;
-    if (const size_t use = what.rfind("; use "); use != std::string::npos) {
-      advice = what.substr(use + 2);
-      what = what.substr(0, use);
-    } else if (const size_t in = what.find(" not in {"); in != std::string::npos && what.back() == '}') {
+    if (const size_t in = what.rfind(" not in {"); in != std::string::npos && what.back() == '}') {
       std::string choices = what.substr(in + 9, what.size() - in - 10);
       std::replace(choices.begin(), choices.end(), ',', ' ');
       const std::string value = what.substr(what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2,
@@ -279,6 +276,9 @@ int main(int argc, char** argv) {
       advice = "use one of: " + choices + (value == "gpu" && choices.find("cuda") != std::string::npos
                                                ? " (cuda is the GPU)"
                                                : "");
+    } else if (const size_t use = what.rfind("; use "); use != std::string::npos) {
+      advice = what.substr(use + 2);
+      what = what.substr(0, use);
     }
     // CLI11's own sentences start with a capital ("A subcommand is required"); dak's do not.
     if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&

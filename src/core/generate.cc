@@ -228,6 +228,23 @@ std::string prompt_label(size_t i, size_t count) {
   return count == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, count);
 }
 
+std::string frame_sequence_text(const std::string& number, const std::string& text) {
+  const std::string indent(number.size(), ' ');
+  const bool starts_blank = (text.empty() || text[0] == '\n') && !number.empty() && number.back() == ' ';
+  std::string out = starts_blank ? number.substr(0, number.size() - 1) : number;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (start > 0 && line.find_first_not_of(" \t\r") != std::string::npos) out += indent;
+    out += line;
+    if (end == std::string::npos) break;
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 ProgressLine::ProgressLine(std::FILE* out, bool terminal, double after_s, double every_s)
     : out_(out), terminal_(terminal), after_s_(after_s), every_s_(every_s), start_(Clock::now()) {}
 

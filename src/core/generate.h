@@ -56,6 +56,13 @@ struct GenerateResult {
   int64_t decode_steps = 0;    // TPOT = decode_s / decode_steps
 };
 
+/// A batch's sequence `text` after its number `number` ("[i] "), as dak generate prints it: every
+/// further line that is not blank is indented by the number's width, so it reads as part of this
+/// sequence (README, "Output"); a blank line (spaces, tabs, a carriage return) stays as it is, and a
+/// text that starts on a new line gets the number without its trailing blank, so no line gains
+/// blanks at its end.
+std::string frame_sequence_text(const std::string& number, const std::string& text);
+
 /// Called after every step with (sequence index, new token id).
 using TokenCallback = std::function<void(int64_t, int32_t)>;
 

@@ -215,7 +215,8 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
     return;
   }
   fail("unsupported rope scaling type '" + type + "'", field_where(sub_where, type_key),
-       std::string("dak supports ") + type_key + " default, linear and llama3");
+       "dak implements the rope scaling types default, linear and llama3 only: use a model whose " +
+           std::string(type_key) + " is one of them (this model cannot be run or planned by dak yet)");
 }
 
 // Qwen2 (and transformers-5 Mistral) may list per-layer attention kinds in "layer_types".

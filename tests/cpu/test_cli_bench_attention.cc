@@ -136,6 +136,11 @@ TEST(CliBenchAttention, QuickNamesTheModelItKeepsOnlyWhenModelsWasGiven) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("dak: notice: --quick measures the first model of --models only (opt-30b)"), std::string::npos)
       << r.output;
+  // The default list given on the command line is given all the same (the second trial of session 26).
+  r = run_dak("bench attention --quick --dry-run --models llama-2-7b,llama-3-8b,opt-30b", kNoGpu);
+  EXPECT_NE(r.output.find("dak: notice: --quick measures the first model of --models only (llama-2-7b)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(CliBenchAttention, DryRunPlansEveryCellWithoutAGpu) {

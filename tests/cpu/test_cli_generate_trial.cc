@@ -134,7 +134,7 @@ TEST(CliGenerateTrial, PromptIdsJudgeTheTokenizerAsTextPromptsDo) {
       EXPECT_EQ(what, "the model folder has no tokenizer (neither tokenizer.json nor tokenizer.model)");
       EXPECT_TRUE(contains(ids.output, "dak: notice: the model has no tokenizer (neither tokenizer.json nor "
                                        "tokenizer.model, nor one in GGUF metadata): the output is the generated token "
-                                       "ids, the stop token included\n"))
+                                       "ids (with the stop token when the model generated one)\n"))
           << dir << ": " << ids.output;
     } else {
       EXPECT_TRUE(contains(ids.output, "dak: notice: the output is shown as token ids, since the model's tokenizer "
@@ -216,7 +216,7 @@ TEST(CliGenerateTrial, OneSequenceHasNoBatchNumberAndABatchFollowsTheCommandLine
   // token, without a word); not with --output json, whose fields say what they are.
   r = run_dak(tiny + "--prompt-ids 1,2", true);
   EXPECT_NE(r.output.find("dak: notice: the model has no tokenizer"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("the output is the generated token ids, the stop token included"), std::string::npos)
+  EXPECT_NE(r.output.find("the output is the generated token ids (with the stop token when the model generated one)"), std::string::npos)
       << r.output;
   r = run_dak(tiny + "--prompt-ids 1,2 --output json", true);
   EXPECT_EQ(r.output.find("has no tokenizer"), std::string::npos) << r.output;

@@ -109,6 +109,26 @@ TEST(CliTrial25bGenerate, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "is a model config (hyper-parameters only, no weights)")) << r.output;
   EXPECT_TRUE(contains(r.output, "fix:   add --random-weights --prompt-ids 1,2,3 in place of --prompt")) << r.output;
+  // --chat with a config: the fix drops --chat (and --system) as well; followed, --random-weights with
+  // --chat is refused with the fix that leads out, not back to --prompt (the second trial of session 26).
+  r = in_dir("generate --chat --system s -p hi -n 1 -m configs/opt-30b.json");
+  EXPECT_TRUE(contains(r.output, "--prompt-ids 1,2,3 in place of --prompt (without --chat and --system)")) << r.output;
+  r = in_dir("generate --chat --system s --prompt-ids 1,2,3 -n 1 -m opt-30b --random-weights");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--random-weights has no tokenizer and no chat template\n  where: --chat\n"
+                                 "  fix:   drop --chat and --system and pass the prompt as token ids with --prompt-ids"))
+      << r.output;
+  // A folder holding only a config.json is a config too.
+  const std::string cfg_dir = dir + "/dak_trial26_config_only";
+  ASSERT_EQ(dak::testing::run_shell("mkdir -p " + cfg_dir + " && cp " + kData + "/../../configs/opt-30b.json " + cfg_dir +
+                                    "/config.json")
+                .exit_code,
+            0);
+  r = in_dir("generate -p hi -n 1 -m " + cfg_dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "holds a model config (config.json) but no weights\n  where: --model\n"
+                                 "  fix:   add --random-weights --prompt-ids 1,2,3 in place of --prompt"))
+      << r.output;
   r = in_dir("bench --batch 1 -m configs/opt-30b.json");
   EXPECT_TRUE(contains(r.output, "--model opt-30b")) << r.output;
   // inspect and perplexity cannot run a shipped config: no such hint there.

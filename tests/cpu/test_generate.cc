@@ -388,3 +388,20 @@ TEST(ProgressLine, ShowsUpdatesOnlyAfterItsSilentPeriodAndFinishesOnce) {
 
 }  // namespace
 }  // namespace dak
+
+namespace {
+
+TEST(FrameSequenceText, NoLineGainsBlanksAtItsEnd) {
+  // dak generate's batch framing (README, "Output"); the second trial of session 26 found lines of
+  // blanks only: a blank line indented, an empty CRLF line, and "[0] " before a text that starts on a
+  // new line.
+  EXPECT_EQ(dak::frame_sequence_text("[0] ", "one line"), "[0] one line");
+  EXPECT_EQ(dak::frame_sequence_text("[0] ", "a\nb\n\nc\n"), "[0] a\n    b\n\n    c\n");
+  EXPECT_EQ(dak::frame_sequence_text("[1] ", "a\n  \nb"), "[1] a\n  \n    b");
+  EXPECT_EQ(dak::frame_sequence_text("[1] ", "a\r\n\r\nb\r\n"), "[1] a\r\n\r\n    b\r\n");
+  EXPECT_EQ(dak::frame_sequence_text("[0] ", "\nafter"), "[0]\n    after");
+  EXPECT_EQ(dak::frame_sequence_text("[0] ", ""), "[0]");
+  EXPECT_EQ(dak::frame_sequence_text("[10] ", "x\ny"), "[10] x\n     y");
+}
+
+}  // namespace
