@@ -271,8 +271,9 @@ int main(int argc, char** argv) {
     if (const size_t in = what.rfind(" not in {"); in != std::string::npos && what.back() == '}') {
       std::string choices = what.substr(in + 9, what.size() - in - 10);
       std::replace(choices.begin(), choices.end(), ',', ' ');
-      const std::string value = what.substr(what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2,
-                                            in - (what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2));
+      const size_t colon = what.find(": ");
+      const size_t from = colon == std::string::npos || colon > in ? 0 : colon + 2;  // "--device: gpu not in"
+      const std::string value = what.substr(from, in - from);
       advice = "use one of: " + choices + (value == "gpu" && choices.find("cuda") != std::string::npos
                                                ? " (cuda is the GPU)"
                                                : "");
