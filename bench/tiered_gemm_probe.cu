@@ -11,8 +11,8 @@
 // the steady-state rate of the GEMM's W access pattern with bulk copies and the GEMM (probe_stream);
 // `gemm_probe tiles [M K N [BN S]]` times the compute path's two tiles against cuBLASLt (probe_tiles;
 // one shape, tile and split with the arguments, for Nsight Compute).
-// `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down]]` records per-CTA timestamps of a graph of
-// decode linears, k-splits forced per op where given (probe_trace).
+// `gemm_probe trace [layers [S_qkv S_o S_gate_up S_down [N]]]` records per-CTA timestamps of a graph of
+// decode linears at N tokens (default 8), k-splits forced per op where given (0: planned; probe_trace).
 // Build: see tools/device/gemm_probe.sh.
 #include <cuda_runtime.h>
 
@@ -129,7 +129,12 @@ int probe_trace(int argc, char** argv, int sms) {
     int64_t M, K;
   };
   const Op ops[] = {{"qkv", 12288, 4096}, {"o", 4096, 4096}, {"gate_up", 22016, 4096}, {"down", 4096, 11008}};
-  const int64_t N = 8;
+  // trace LAYERS S_qkv S_o S_gate_up S_down N: the tokens (default 8; 1-64, the 64-row tiles).
+  const int64_t N = argc > 7 ? std::atoll(argv[7]) : 8;
+  if (N < 1 || N > 64) {
+    std::fprintf(stderr, "trace: N = %ld outside 1-64 (the bandwidth path's 64-row tiles)\n", long(N));
+    return 2;
+  }
   std::vector<TieredGemmSchedule> sched;
   std::vector<const Op*> seq;
   size_t w_elems = 0;
@@ -181,7 +186,8 @@ int probe_trace(int argc, char** argv, int sms) {
   for (int g = 0; g < G; ++g) {
     for (int c = 0; c < sched[size_t(g)].hbm_ctas; ++c) t0 = std::min(t0, h[(size_t(g) * sms + c) * 8 + 1]);
   }
-  std::printf("trace: %d GEMMs, graph %.1f us (median of 5), %.1f us per layer\n", G, graph_us, graph_us / layers);
+  std::printf("trace: %d GEMMs at N = %ld, graph %.1f us (median of 5), %.1f us per layer\n", G, long(N), graph_us,
+              graph_us / layers);
   std::printf("%-8s %5s %4s | %6s %6s | %6s %6s | %6s %6s %6s | %6s %6s %6s | %6s %6s | %7s\n", "op", "units", "ctas",
               "entry0", "entry1", "dep0", "dep1", "full0", "fullm", "full1", "done0", "donem", "done1", "span",
               "ideal", "GB/s");
