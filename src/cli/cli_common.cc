@@ -101,15 +101,18 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
     }
   }
   // A folder with a config.json and no weights is a config as well (trial 26: it got the checkpoint's
-  // "folder has no model.safetensors ...", without the --random-weights a config file gets).
-  if (!model.empty() && std::filesystem::is_directory(p, ec) && std::filesystem::is_regular_file(p / "config.json", ec) &&
-      !std::filesystem::exists(p / "model.safetensors", ec) &&
-      !std::filesystem::exists(p / "model.safetensors.index.json", ec)) {
+  // "folder has no model.safetensors ...", without the --random-weights a config file gets). The
+  // weights are looked for as Checkpoint::open looks, in its order (examine_path: a dangling link is
+  // named as such), and config.json only where it would refuse the folder, so no other case changes.
+  namespace fs = std::filesystem;
+  if (!model.empty() && examine_path(p) == fs::file_type::directory &&
+      examine_path(p / "model.safetensors.index.json") == fs::file_type::not_found &&
+      examine_path(p / "model.safetensors") == fs::file_type::not_found) {
     bool gguf = false;
-    for (std::filesystem::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
       gguf = gguf || it->path().extension() == ".gguf";
     }
-    if (!gguf && !ec) {
+    if (!gguf && !ec && examine_path(p / "config.json") == fs::file_type::regular) {
       fail(fmt::format("'{}' holds a model config (config.json) but no weights", model), where, no_weights_fix);
     }
   }

@@ -39,7 +39,7 @@ constexpr int64_t kDrySmCount = 132;  // --dry-run plans for an H200
 
 struct BenchAttentionArgs {
   std::string models = "llama-2-7b,llama-3-8b,opt-30b";
-  bool models_given = false;  // --models on the command line (even with the default list)
+  CLI::Option* models_opt = nullptr;  // --models: given on the command line (even with the default list)?
   std::string batch = "8,64,512";
   std::string ctx = "512,4096,32768";
   std::string ratios = "0,1/8,1/4,1/2,1";
@@ -213,7 +213,7 @@ Plan check_args(const BenchAttentionArgs& a) {
                " would be ignored",
            "--quick", "drop --quick to measure the cells you give, or drop " + given);
     }
-    if (p.models.size() > 1 && a.models_given) {  // only when --models was given (trial 26)
+    if (p.models.size() > 1 && a.models_opt && a.models_opt->count() > 0) {  // only when --models was given
       std::fprintf(stderr, "dak: notice: --quick measures the first model of --models only (%s)\n",
                    p.models.front().name.c_str());
     }
@@ -468,7 +468,7 @@ void add_bench_attention_command(CLI::App& bench) {
       "attention", "One layer's decode attention with the KV cache split between host memory and HBM: EB vs offload "
                    "ratio next to the ideal of this run's B_g and B_h, and the HBM decode kernel as the baseline");
   // The comma lists' syntax is checked while parsing (exit 2), their ranges by check_args (exit 1).
-  CLI::Option* models_opt =
+  a->models_opt =
       c->add_option("--models", a->models, "Comma list of shipped config names or config.json paths")
           ->capture_default_str()
           ->check(value_syntax([](const std::string& s) { parse_name_list(s, "--models"); }));
@@ -522,10 +522,7 @@ void add_bench_attention_command(CLI::App& bench) {
   c->add_option("--json", a->json_file, "Also write the JSON to FILE");
   c->add_option("--csv", a->csv_file, "Also write the CSV (one row per kernel and point) to FILE");
   c->footer(kFooter);
-  c->callback([a, models_opt] {
-    a->models_given = models_opt->count() > 0;
-    run_bench_attention(*a);
-  });
+  c->callback([a] { run_bench_attention(*a); });
 }
 
 }  // namespace dak::cli

@@ -129,6 +129,14 @@ TEST(CliTrial25bGenerate, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   EXPECT_TRUE(contains(r.output, "holds a model config (config.json) but no weights\n  where: --model\n"
                                  "  fix:   add --random-weights --prompt-ids 1,2,3 in place of --prompt"))
       << r.output;
+  // Its weights are looked for as the checkpoint reader looks: a link to nothing is named as such.
+  ASSERT_EQ(dak::testing::run_shell("ln -sf " + cfg_dir + "/nothing " + cfg_dir + "/model.safetensors").exit_code, 0);
+  r = in_dir("generate -p hi -n 1 -m " + cfg_dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "a symbolic link to a file that does not exist\n  where: " + cfg_dir +
+                                 "/model.safetensors"))
+      << r.output;
+  ASSERT_EQ(dak::testing::run_shell("rm -rf " + cfg_dir).exit_code, 0);
   r = in_dir("bench --batch 1 -m configs/opt-30b.json");
   EXPECT_TRUE(contains(r.output, "--model opt-30b")) << r.output;
   // inspect and perplexity cannot run a shipped config: no such hint there.
