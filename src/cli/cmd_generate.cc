@@ -183,12 +183,13 @@ void run_generate(const GenerateArgs& a) {
     }
     prompt_texts.push_back(tok ? tok->decode(prompts.back()) : std::string());
   }
-  if (!ids_only_notice.empty()) std::fprintf(stderr, "dak: notice: %s\n", ids_only_notice.c_str());
   int64_t longest = 0;
   for (const auto& p : prompts) {
     if (p.empty()) fail("a prompt encodes to zero tokens", "--prompt", "give a non-empty prompt");
     longest = std::max(longest, int64_t(p.size()));
   }
+  // Whether the request fits the model's context: a longer one is refused by generate() right away.
+  const bool fits = a.max_new_tokens <= config.max_position_embeddings - longest;
   // The KV cache generate() sizes: longest prompt + new tokens, within the model's context (a
   // longer request is refused there, with the fix).
   const int64_t gen_len = std::max<int64_t>(1, std::min(a.max_new_tokens, config.max_position_embeddings - longest));
@@ -198,13 +199,15 @@ void run_generate(const GenerateArgs& a) {
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);
+  // After every refusal that can come before the output (the engine's, the context's): the notice is
+  // about output this run will print (trial 26: it preceded a refusal of the same run).
+  if (!ids_only_notice.empty() && fits) std::fprintf(stderr, "dak: notice: %s\n", ids_only_notice.c_str());
   // A long prompt's prefill on the CPU takes minutes: a notice with the estimate up front (the new-user
   // trial's 8191-token prompt ran ~47 s a layer without a word), and a progress line (stderr_progress_line).
   if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) {
     std::vector<int64_t> lens;
     for (const auto& p : prompts) lens.push_back(int64_t(p.size()));
-    // Only for a request that fits the context: a longer one is refused by generate() right away.
-    const bool fits = a.max_new_tokens <= config.max_position_embeddings - longest;
+    // Only for a request that fits the context.
     const std::string notice =
         fits ? long_cpu_prefill_notice(config, lens, /*threads=*/0, current_cpu_contention(),
                                        /*gpu_usable=*/gpu_unavailable_reason().empty())

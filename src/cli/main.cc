@@ -107,6 +107,32 @@ std::string option_with_validator(CLI::App& app, const std::string& name) {
   return "";
 }
 
+/// The names of `app`'s subcommands in the order they were added, comma-separated ("generate,
+/// inspect, ..."), for the fix line of a missing or unknown subcommand.
+std::string subcommand_list(const CLI::App& app) {
+  std::string list;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    list += (list.empty() ? "" : ", ") + sub->get_name();
+  }
+  return list;
+}
+
+/// `e` with the command that ran named after a place that is one of its options ("--batch" ->
+/// "--batch (dak plan)"), as CLI11's own value errors name it (trial 26: the two forms mixed).
+dak::Error with_command(const dak::Error& e, const CLI::App& app) {
+  const std::string& where = e.where_part();
+  const bool option = where.size() > 2 && where.rfind("--", 0) == 0 &&
+                      where.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-", 2) == std::string::npos;
+  std::string path = "dak";
+  for (const CLI::App* level = &app; level;) {
+    const auto subs = level->get_subcommands();
+    level = subs.empty() ? nullptr : subs.front();
+    if (level) path += " " + level->get_name();
+  }
+  if (!option || path == "dak") return e;
+  return dak::Error(e.what_part(), where + " (" + path + ")", e.fix_part());
+}
+
 /// The `dak` app: once the whole command line has parsed (usage errors first: exit 2, a missing
 /// input of run_required_input_checks included), and before any command runs, a value out of its
 /// option's range is refused (exit 1).
@@ -174,7 +200,7 @@ int main(int argc, char** argv) {
     if (argc >= 2 && argv[1][0] != '-' && known.empty()) {
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(std::string("unknown subcommand '") + argv[1] + "'", "the command line",
-                              "use one of generate, inspect, perplexity, plan, bench, profile (dak --help)")
+                              "use one of " + subcommand_list(app) + " (dak --help)")
                        .what());
       return 2;
     }
@@ -280,6 +306,8 @@ int main(int argc, char** argv) {
     } else if (const size_t use = what.rfind("; use "); use != std::string::npos) {
       advice = what.substr(use + 2);
       what = what.substr(0, use);
+    } else if (required && has_subcommands && deepest == &app) {  // bare `dak` (trial 26: no list)
+      advice = "use one of " + subcommand_list(app);
     }
     // CLI11's own sentences start with a capital ("A subcommand is required"); dak's do not.
     if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
@@ -295,10 +323,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return out_of_range != nullptr ? 1 : 2;
   } catch (const dak::UsageError& e) {  // text its option cannot parse (a list parser's refusal)
-    std::fprintf(stderr, "dak: error: %s\n", e.what());
+    std::fprintf(stderr, "dak: error: %s\n", with_command(e, app).what());
     return 2;
   } catch (const dak::Error& e) {
-    std::fprintf(stderr, "dak: error: %s\n", e.what());
+    std::fprintf(stderr, "dak: error: %s\n", with_command(e, app).what());
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the code examined without an error code (a symbolic link loop, a folder without

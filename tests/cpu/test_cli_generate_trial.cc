@@ -150,6 +150,12 @@ TEST(CliGenerateTrial, PromptIdsJudgeTheTokenizerAsTextPromptsDo) {
     EXPECT_TRUE(j["sequences"][0]["prompt"].is_null()) << json.output;
     EXPECT_TRUE(j["sequences"][0]["text"].is_null()) << json.output;
   }
+  // Trial 26: the notice came before a refusal of the same run; a refused run prints none.
+  for (const std::string& refused : {std::string("-n 100000000"), std::string("--device cpu --offload-ratio 0.5")}) {
+    const RunResult r = run_dak("generate -n 2 --prompt-ids 97,98 --model " + none.string() + " " + refused);
+    EXPECT_NE(r.exit_code, 0) << refused << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "dak: notice: the model has no tokenizer")) << refused << ": " << r.output;
+  }
   EXPECT_TRUE(contains(run_dak("generate --device cpu -n 1 --prompt-ids 97 --model " + larger.string()).output,
                        "cannot be used: the tokenizer has 129 tokens (ids 0 to 128, added and special tokens "
                        "included), more than the model's vocabulary of 128"));

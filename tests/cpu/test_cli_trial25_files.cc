@@ -126,7 +126,7 @@ TEST(CliTrial25Files, PlanSaysAModelPathDoesNotExist) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output,
             "dak: error: no such file or folder: 'configs/opt-30b.json' (relative to the working directory /)\n"
-            "  where: --model\n"
+            "  where: --model (dak plan)\n"
             "  fix:   give the shipped config's name instead, which works from any folder: --model opt-30b (or "
             "check the path)\n");
   // The fix, followed, works from there.
@@ -135,7 +135,7 @@ TEST(CliTrial25Files, PlanSaysAModelPathDoesNotExist) {
   const std::string none = (fs::path(::testing::TempDir()) / "dak_no_such_dir" / "none.json").string();
   r = run_dak("plan --model " + none);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "dak: error: no such file or folder: '" + none + "'\n  where: --model\n  fix:   "
+  EXPECT_TRUE(contains(r.output, "dak: error: no such file or folder: '" + none + "'\n  where: --model (dak plan)\n  fix:   "
                                  "check the path, or give the name of a shipped config (from " +
                                      dak::shipped_configs_dir().string() + "): "))
       << r.output;
@@ -143,7 +143,7 @@ TEST(CliTrial25Files, PlanSaysAModelPathDoesNotExist) {
   EXPECT_FALSE(contains(r.output, "is neither")) << r.output;
   // Named for the option that took it.
   r = run_dak("bench attention --models /nonexistent/llama-2-7b.json");
-  EXPECT_TRUE(contains(r.output, "no such file or folder: '/nonexistent/llama-2-7b.json'\n  where: --models\n  "
+  EXPECT_TRUE(contains(r.output, "no such file or folder: '/nonexistent/llama-2-7b.json'\n  where: --models (dak bench attention)\n  "
                                  "fix:   give the shipped config's name instead, which works from any folder: "
                                  "--models llama-2-7b"))
       << r.output;

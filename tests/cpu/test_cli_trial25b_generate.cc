@@ -115,7 +115,7 @@ TEST(CliTrial25bGenerate, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   EXPECT_TRUE(contains(r.output, "--prompt-ids 1,2,3 in place of --prompt (without --chat and --system)")) << r.output;
   r = in_dir("generate --chat --system s --prompt-ids 1,2,3 -n 1 -m opt-30b --random-weights");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "--random-weights has no tokenizer and no chat template\n  where: --chat\n"
+  EXPECT_TRUE(contains(r.output, "--random-weights has no tokenizer and no chat template\n  where: --chat (dak generate)\n"
                                  "  fix:   drop --chat and --system and pass the prompt as token ids with --prompt-ids"))
       << r.output;
   // A folder holding only a config.json is a config too.
@@ -126,7 +126,7 @@ TEST(CliTrial25bGenerate, EveryCommandReportsAMissingModelPathAsPlanDoes) {
             0);
   r = in_dir("generate -p hi -n 1 -m " + cfg_dir);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "holds a model config (config.json) but no weights\n  where: --model\n"
+  EXPECT_TRUE(contains(r.output, "holds a model config (config.json) but no weights\n  where: --model (dak generate)\n"
                                  "  fix:   add --random-weights --prompt-ids 1,2,3 in place of --prompt"))
       << r.output;
   // Its weights are looked for as the checkpoint reader looks: a link to nothing is named as such.

@@ -58,7 +58,7 @@ TEST(CliTrial25b, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "the model's weights alone (")) << r.output;
   EXPECT_TRUE(contains(r.output, "so no batch or context length fits")) << r.output;
-  EXPECT_TRUE(contains(r.output, "where: --model\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "where: --model (dak plan)\n")) << r.output;
   EXPECT_TRUE(contains(fix_line(r.output), "use a profile whose host_memory.pinnable_bytes is at least ")) << r.output;
   EXPECT_TRUE(contains(fix_line(r.output), "or a smaller model")) << r.output;
   EXPECT_FALSE(contains(r.output, "lower --batch")) << r.output;
@@ -89,7 +89,7 @@ TEST(CliTrial25b, BenchSweepWithOnePlanIsRefusedUpFront) {
   EXPECT_TRUE(contains(r.output, "a plan serves one shape (batch 8, prompt 32, gen 32 for " + dir +
                                      "pd.json), but this bench sweeps 2 shapes"))
       << r.output;
-  EXPECT_TRUE(contains(r.output, "where: --batch\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "where: --batch (dak bench)\n")) << r.output;
   EXPECT_EQ(fix_line(r.output), "run one shape per --plan (the plan's: --batch 8 --prompt-len 32 --gen-len 32), or "
                                 "drop --plan to plan every point of the sweep")
       << r.output;
@@ -100,7 +100,7 @@ TEST(CliTrial25b, BenchSweepWithOnePlanIsRefusedUpFront) {
   EXPECT_FALSE(contains(one.output, "the plan")) << one.output;
   const RunResult gens = run_dak("bench --model llama-2-7b --random-weights --batch 8 --gen-len 8,32 --plan " + dir +
                                  "pd.json");
-  EXPECT_TRUE(contains(gens.output, "where: --gen-len\n")) << gens.output;
+  EXPECT_TRUE(contains(gens.output, "where: --gen-len (dak bench)\n")) << gens.output;
 }
 
 TEST(CliTrial25b, FreshPlanNamesDoNotPileUpTheModel) {
@@ -200,9 +200,17 @@ TEST(CliTrial25b, OffloadRatioParsesAndRefusesAlikeInEveryCommand) {
   const std::string gen = "generate --model " + kTiny + " --prompt-ids 1,2 -n 2 ";
   EXPECT_EQ(run_dak(plan + "--offload-ratio '0.3 '").exit_code, 0);
   EXPECT_EQ(run_dak(plan + "--offload-ratio ' 0.3'").exit_code, 0);
+  // The error lines from the first --offload-ratio on, with the command the place names ("where:
+  // --offload-ratio (dak plan)") left out.
   const auto error_lines = [](const std::string& out) {
     const size_t at = out.find("--offload-ratio");
-    return at == std::string::npos ? out : out.substr(at);
+    std::string lines = at == std::string::npos ? out : out.substr(at);
+    for (const char* command : {" (dak plan)", " (dak generate)"}) {
+      for (size_t c = lines.find(command); c != std::string::npos; c = lines.find(command)) {
+        lines.erase(c, std::string(command).size());
+      }
+    }
+    return lines;
   };
   for (const char* value : {"abc", "2", "0.1,0.3"}) {
     const RunResult p = run_dak(plan + "--offload-ratio " + value);
