@@ -102,19 +102,10 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
   }
   // A folder with a config.json and no weights is a config as well (trial 26: it got the checkpoint's
   // "folder has no model.safetensors ...", without the --random-weights a config file gets). The
-  // weights are looked for as Checkpoint::open looks, in its order (examine_path: a dangling link is
-  // named as such), and config.json only where it would refuse the folder, so no other case changes.
-  namespace fs = std::filesystem;
-  if (!model.empty() && examine_path(p) == fs::file_type::directory &&
-      examine_path(p / "model.safetensors.index.json") == fs::file_type::not_found &&
-      examine_path(p / "model.safetensors") == fs::file_type::not_found) {
-    bool gguf = false;
-    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
-      gguf = gguf || it->path().extension() == ".gguf";
-    }
-    if (!gguf && !ec && examine_path(p / "config.json") == fs::file_type::regular) {
-      fail(fmt::format("'{}' holds a model config (config.json) but no weights", model), where, no_weights_fix);
-    }
+  // weights are looked for as Checkpoint::open looks (folder_without_weights), and config.json only
+  // where it would refuse the folder, so no other case changes.
+  if (!model.empty() && folder_without_weights(p) && examine_path(p / "config.json") == std::filesystem::file_type::regular) {
+    fail(fmt::format("'{}' holds a model config (config.json) but no weights", model), where, no_weights_fix);
   }
   auto ckpt = Checkpoint::open(p);
   // A folder with both formats: open() takes the safetensors weights; say so, and how to pick a file.

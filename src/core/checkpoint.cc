@@ -342,6 +342,20 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   fail("unrecognized checkpoint file (neither .gguf nor .safetensors)", path.string(), kFixOpen);
 }
 
+bool folder_without_weights(const fs::path& path) {
+  if (examine_path(path) != fs::file_type::directory ||
+      examine_path(path / "model.safetensors.index.json") != fs::file_type::not_found ||
+      examine_path(path / "model.safetensors") != fs::file_type::not_found) {
+    return false;
+  }
+  std::error_code ec;
+  bool gguf = false;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    gguf = gguf || it->path().extension() == ".gguf";
+  }
+  return !gguf && !ec;
+}
+
 std::string mixed_weights_notice(const fs::path& path) {
   if (examine_path(path) != fs::file_type::directory) return "";
   const bool sharded = examine_path(path / "model.safetensors.index.json") != fs::file_type::not_found;

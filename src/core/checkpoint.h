@@ -78,6 +78,14 @@ class Checkpoint {
 /// message, e.g. "no safetensors weights"), and path_error when `dir` cannot be listed.
 std::optional<std::filesystem::path> sole_gguf_in(const std::filesystem::path& dir, const std::string& lacking);
 
+/// True when `path` is a folder that Checkpoint::open refuses for having no weights at all, judged
+/// as it looks, in its order: neither model.safetensors.index.json nor model.safetensors, and a
+/// listing without error that has no entry named *.gguf. False for anything else (a file, a folder
+/// that cannot be listed, ...). Throws dak::Error where open's examine_path does (a dangling link
+/// named model.safetensors: "fix or remove the link"). Callers use it to tell a config-only
+/// folder from a broken checkpoint before opening it.
+bool folder_without_weights(const std::filesystem::path& path);
+
 /// When `path` is a model folder with safetensors weights (model.safetensors, or the shards of
 /// model.safetensors.index.json), which Checkpoint::open uses, and .gguf files beside them, which
 /// it ignores: a notice (one line, without "dak: notice: ") naming the weights used and the files

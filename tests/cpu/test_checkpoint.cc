@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <map>
 
 #include "checkpoint_test_util.h"
@@ -212,6 +213,33 @@ TEST(CheckpointGguf, OnlyFilesCountAsTheFoldersGguf) {
   fs::copy_file(tiny_gguf(), dir / "m.gguf");
   EXPECT_EQ(sole_gguf_in(dir.path(), "no config.json"), dir / "m.gguf");
   EXPECT_EQ(Checkpoint::open(dir.path())->path().string(), (dir / "m.gguf").string());
+}
+
+TEST(Checkpoint, FolderWithoutWeightsIsJudgedAsOpenLooks) {
+  // folder_without_weights(dir) is true exactly where Checkpoint::open refuses dir for having no
+  // weights ("folder has no model.safetensors, ..."), and false where open finds or names them.
+  ScratchDir dir;
+  std::ofstream(dir / "config.json") << "{}";
+  EXPECT_TRUE(folder_without_weights(dir.path()));
+  try {
+    Checkpoint::open(dir.path());
+    ADD_FAILURE() << "an empty model folder opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("folder has no model.safetensors"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(folder_without_weights(dir / "config.json"));  // a file
+  EXPECT_FALSE(folder_without_weights(dir / "missing"));      // nothing
+  // Any entry named *.gguf (open names a folder or a dangling link as no GGUF file itself).
+  fs::create_directory(dir / "sub.gguf");
+  EXPECT_FALSE(folder_without_weights(dir.path()));
+  fs::remove(dir / "sub.gguf");
+  // A dangling model.safetensors link is named, as open names it, not taken for no weights.
+  fs::create_symlink(dir / "gone", dir / "model.safetensors");
+  EXPECT_THROW(folder_without_weights(dir.path()), Error);
+  EXPECT_THROW(Checkpoint::open(dir.path()), Error);
+  fs::remove(dir / "model.safetensors");
+  std::ofstream(dir / "model.safetensors.index.json") << "{}";
+  EXPECT_FALSE(folder_without_weights(dir.path()));
 }
 
 TEST(CheckpointGguf, Qwen2KeepsHfRowOrder) {
