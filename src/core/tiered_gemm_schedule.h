@@ -40,6 +40,13 @@
 #ifndef DAK_TIERED_GEMM_RING_BYTES
 #define DAK_TIERED_GEMM_RING_BYTES (200 * 1024)
 #endif
+// The same for the decode tiles (64 rows, bn 8 / 16) alone; by default the ring above. A ring small
+// enough that two CTAs fit one SM (e.g. 110592: 3 stages at bn 8, 2 at bn 16) lets the next GEMM's
+// CTAs become resident beside the previous GEMM's and start their W loads before it ends (the
+// kernel then declares 2 CTAs per SM to the compiler); tools/device/session27_c.sh builds it.
+#ifndef DAK_TIERED_GEMM_BW_RING_BYTES
+#define DAK_TIERED_GEMM_BW_RING_BYTES DAK_TIERED_GEMM_RING_BYTES
+#endif
 
 namespace dak {
 
@@ -67,7 +74,9 @@ struct TieredGemmTile {
   /// streams about (bytes in flight) / (loaded latency): B_g needs ~192 KiB in flight per SM
   /// (hbm_stream's best configuration), so the small-N rings fill the SMEM (docs/perf-notes.md).
   DAK_HD constexpr int32_t max_stages() const {
-    const int64_t s = int64_t(DAK_TIERED_GEMM_RING_BYTES) / stage_bytes();
+    const int64_t ring =
+        bm == 64 && bn <= 16 ? int64_t(DAK_TIERED_GEMM_BW_RING_BYTES) : int64_t(DAK_TIERED_GEMM_RING_BYTES);
+    const int64_t s = ring / stage_bytes();
     return s > 24 ? 24 : int32_t(s);
   }
   bool operator==(const TieredGemmTile&) const = default;

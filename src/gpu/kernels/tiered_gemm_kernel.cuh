@@ -138,6 +138,10 @@ struct Config {
     uint64_t turn[kMathGroups];  // group g may start its next main loop (kMathGroups > 1)
   };
   static constexpr size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
+  // CTAs per SM declared to the compiler (__launch_bounds__): 2 where two fit the SM's 227 KiB of
+  // SMEM (a bandwidth ring built small, DAK_TIERED_GEMM_BW_RING_BYTES), so that registers allow
+  // the next GEMM's CTA beside this one; else 1 (the default rings).
+  static constexpr int kMinBlocksPerSm = 2 * (kSmemBytes + 1024) <= 227 * 1024 ? 2 : 1;
 
   // TMA atoms for W (either side; the same type, row count is a runtime value) and x.
   static auto make_tma_w(const Element* ptr, int rows, int K) {
@@ -301,7 +305,7 @@ __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const 
 }
 
 template <int kBm, int kBn>
-__global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, 1)
+__global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::kMinBlocksPerSm)
     tiered_gemm_kernel(const __grid_constant__ KernelParams<kBm, kBn> p) {
   using Cfg = Config<kBm, kBn>;
   using Smem = typename Cfg::SharedStorage;
