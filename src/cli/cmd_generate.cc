@@ -151,6 +151,18 @@ void run_generate(const GenerateArgs& a) {
     }
   }
   const ModelConfig& config = located ? located->config : ckpt->config();
+  // Text of ids. An id the tokenizer has no token for (a model whose embedding rows are padded past
+  // its tokenizer, as Qwen2's are, generated it, or --prompt-ids gave it) prints as nothing, as
+  // Hugging Face tokenizers skip it; the run ends with a notice that counts them (the trial of session
+  // 27: the decode error stopped the run mid-text, and in JSON lost it).
+  const auto text_of = [&tok](const std::vector<int32_t>& ids, bool skip_special) {
+    std::vector<int32_t> known;
+    known.reserve(ids.size());
+    for (int32_t id : ids) {
+      if (id >= 0 && id < tok->vocab_size()) known.push_back(id);
+    }
+    return tok->decode(known, skip_special);
+  };
 
   // Prompts first: an offload plan is made for the run's batch and lengths. The batch is in
   // command-line order (`--prompt-ids 1 -p hi`: the ids are sequence 0).
@@ -181,7 +193,7 @@ void run_generate(const GenerateArgs& a) {
              fmt::format("use ids from 0 to {} (the model's tokenizer gives them for a text)", vocab - 1));
       }
     }
-    prompt_texts.push_back(tok ? tok->decode(prompts.back()) : std::string());
+    prompt_texts.push_back(tok ? text_of(prompts.back(), false) : std::string());
   }
   int64_t longest = 0;
   for (const auto& p : prompts) {
@@ -246,7 +258,7 @@ void run_generate(const GenerateArgs& a) {
         echoed = true;
       }
       streamed.push_back(id);
-      if (const std::string fresh = out.next(tok->decode(streamed, /*skip_special=*/true)); !fresh.empty()) {
+      if (const std::string fresh = out.next(text_of(streamed, /*skip_special=*/true)); !fresh.empty()) {
         std::cout << fresh;
         flush_stdout_or_fail();  // a full disk stops the run at once
       }
@@ -283,6 +295,27 @@ void run_generate(const GenerateArgs& a) {
   const double tpot = decoded ? r.decode_s / double(r.decode_steps) : 0.0;
   const double tok_per_s = decoded ? double(new_tokens - int64_t(prompts.size())) / r.decode_s : 0.0;
   const auto json_or_null = [decoded](double v) { return decoded ? nlohmann::json(v) : nlohmann::json(); };
+  // After the text: how many ids of the run printed as nothing (text_of).
+  const auto notice_ids_without_token = [&] {
+    if (!tok) return;
+    int64_t count = 0;
+    int32_t first = -1;
+    const auto add = [&](const auto& ids) {
+      for (const auto id : ids) {
+        if (id >= tok->vocab_size() && count++ == 0) first = int32_t(id);
+      }
+    };
+    for (size_t i = 0; i < r.sequences.size(); ++i) {
+      add(prompts[i]);
+      add(r.sequences[i].generated_ids);
+    }
+    if (count == 0) return;
+    std::fprintf(stderr,
+                 "dak: notice: %lld token id%s of this run (the first: %d) %s no token in the tokenizer (%s: ids 0 to "
+                 "%d; the model has %lld): printed as nothing, as Hugging Face tokenizers do\n",
+                 static_cast<long long>(count), count == 1 ? "" : "s", first, count == 1 ? "has" : "have",
+                 tok->source().c_str(), tok->vocab_size() - 1, static_cast<long long>(config.vocab_size));
+  };
 
   if (a.output == "json") {
     nlohmann::json j;
@@ -296,7 +329,7 @@ void run_generate(const GenerateArgs& a) {
       js["prompt"] = tok ? nlohmann::json(prompt_texts[i]) : nlohmann::json();
       js["prompt_ids"] = s.prompt_ids;
       js["generated_ids"] = s.generated_ids;
-      js["text"] = tok ? nlohmann::json(tok->decode(s.generated_ids, true)) : nlohmann::json();
+      js["text"] = tok ? nlohmann::json(text_of(s.generated_ids, true)) : nlohmann::json();
       js["stopped_at_eos"] = s.stopped_at_eos;
       j["sequences"].push_back(js);
     }
@@ -305,10 +338,11 @@ void run_generate(const GenerateArgs& a) {
                     {"decode_tokens_per_s", json_or_null(tok_per_s)}};
     std::cout << json_text(j) << '\n';
     flush_stdout_or_fail();  // here, where the write's errno says why it failed
+    notice_ids_without_token();
     return;
   }
   if (stream) {
-    std::cout << out.finish(tok->decode(streamed, true)) << '\n';
+    std::cout << out.finish(text_of(streamed, true)) << '\n';
   } else {
     // A batch numbers its sequences ("[i] "), and indents a text's further lines by the number's width
     // so that every line reads as part of one sequence (README, "Output"; an empty line stays empty,
@@ -319,7 +353,7 @@ void run_generate(const GenerateArgs& a) {
       const std::string number = r.sequences.size() > 1 ? fmt::format("[{}] ", i) : std::string();
       if (tok) {
         std::string text =
-            valid_utf8(a.chat ? std::string() : prompt_texts[i]) + valid_utf8(tok->decode(s.generated_ids, true));
+            valid_utf8(a.chat ? std::string() : prompt_texts[i]) + valid_utf8(text_of(s.generated_ids, true));
         std::cout << (number.empty() ? text : frame_sequence_text(number, text)) << '\n';
       } else {
         std::cout << number << fmt::format("{}", fmt::join(s.generated_ids, ",")) << '\n';
@@ -327,6 +361,7 @@ void run_generate(const GenerateArgs& a) {
     }
   }
   flush_stdout_or_fail();  // the text first, then the timings (none after a failed write)
+  notice_ids_without_token();
   const std::string decode = decoded ? fmt::format("TPOT {:.1f} ms, {:.1f} tokens/s", tpot * 1e3, tok_per_s)
                                      : std::string("TPOT n/a, n/a tokens/s (no decode step ran)");
   std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s, %s\n", engine->device_name().c_str(),

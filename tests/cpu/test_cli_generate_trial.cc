@@ -113,6 +113,33 @@ TEST(CliGenerateTrial, AnEmptyPromptSaysWhatToGiveNotToLeaveItOut) {
   fs::remove_all(model);
 }
 
+TEST(CliGenerateTrial, IdsWithoutATokenPrintAsNothingWithANotice) {
+  // The trial of session 27: a model whose embedding has more rows than its tokenizer has tokens
+  // (padded vocabularies, as Qwen2's) generated id 208 of a 200-token tokenizer, and the decode
+  // error stopped the run mid-text ("pass ids produced by this model's tokenizer"), losing the JSON.
+  // Such ids print as nothing, as Hugging Face tokenizers do, and a notice counts them.
+  const fs::path dir = tiny_model("dak_tok_padded", 100);  // model vocab 128, tokenizer ids 0-99
+  const std::string gen = "generate --device cpu -n 12 --model " + dir.string() + " ";
+  const RunResult json = run_dak(gen + "--prompt-ids 97,120 --output json", false);
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const nlohmann::json j = nlohmann::json::parse(json.output);
+  int64_t without = 1;  // the prompt's 120
+  for (int id : j["sequences"][0]["generated_ids"]) without += id >= 100;
+  EXPECT_EQ(j["sequences"][0]["prompt"], "a") << json.output;
+  const RunResult text = run_dak(gen + "--prompt-ids 97,120");
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(contains(text.output, "dak: notice: " + std::to_string(without) + " token id" +
+                                        (without == 1 ? "" : "s") + " of this run (the first: 120)"))
+      << text.output;
+  EXPECT_TRUE(contains(text.output, "ids 0 to 99; the model has 128): printed as nothing")) << text.output;
+  EXPECT_FALSE(contains(text.output, "dak: error")) << text.output;
+  // Streamed text too (one text prompt): no error, the same notice wording.
+  const RunResult streamed = run_dak(gen + "-p a");
+  EXPECT_EQ(streamed.exit_code, 0) << streamed.output;
+  EXPECT_FALSE(contains(streamed.output, "dak: error")) << streamed.output;
+  fs::remove_all(dir);
+}
+
 TEST(CliGenerateTrial, PromptIdsJudgeTheTokenizerAsTextPromptsDo) {
   // The trial: with a truncated tokenizer.json, -p gave the JSON error but --prompt-ids printed bare ids
   // with exit 0 and no word why; a tokenizer with more ids than the model, refused by -p, decoded
