@@ -122,7 +122,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   if (opts.max_context < 0 || opts.max_context > model_ctx)
     fail(fmt::format("max_context {} is outside the model context of {} tokens", opts.max_context,
                      model_ctx),
-         "--max-context", fmt::format("use a value between 1 and {} (0: automatic)", model_ctx));
+         "GenerateOptions::max_context", fmt::format("use a value between 1 and {} (0: automatic)", model_ctx));
   const int64_t limit = opts.max_context > 0 ? opts.max_context : model_ctx;
   const char* limit_name = opts.max_context > 0 ? "the requested max context" : "the model context";
   int64_t longest = 0;
@@ -142,9 +142,11 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
         fix = fmt::format("use --max-new-tokens {} or less and a prompt that leaves room for them (prompt + new "
                           "tokens <= {})",
                           limit - 1, limit);
-      } else {
-        fix = "a context of 1 token leaves no room for a new token: use --max-context 0 (the model context) or a model "
-              "with a longer context";
+      } else if (opts.max_context > 0) {  // GenerateOptions only: no command has a --max-context
+        fix = "a max_context of 1 token leaves no room for a new token: use max_context 0 (the model context)";
+      } else {  // trial 27: the fix named a --max-context that dak generate does not have
+        fix = "the model's context (max_position_embeddings in its config) is 1 token, which leaves no room for a new "
+              "token: use a model with a longer context";
       }
       const std::string total = opts.max_new_tokens <= std::numeric_limits<int64_t>::max() - n
                                     ? fmt::format("{}", n + opts.max_new_tokens)

@@ -227,7 +227,19 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   opts.max_context = 1;
   expect_error([&] { generate(engine, {{1}}, opts); },
                {"the prompt has 1 token; with 1 new token that is 2, more than the requested max context of 1 token",
-                "no room for a new token"});
+                "no room for a new token", "max_context 0"});
+  // A model whose whole context is 1 token (trial 27: the fix named a --max-context no command has).
+  {
+    ScriptedEngine one(10, 1, 1.0f);
+    opts.max_context = 0;
+    try {
+      generate(one, {{1}}, opts);
+      ADD_FAILURE() << "a 1-token context generated";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("use a model with a longer context"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("--max-context"), std::string::npos) << e.what();
+    }
+  }
   opts.max_context = 0;
   opts.max_new_tokens = 4;
   expect_error([&] { generate(engine, std::vector<std::vector<int32_t>>{std::vector<int32_t>(17, 1)}, opts); },
