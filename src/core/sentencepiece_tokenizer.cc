@@ -167,7 +167,17 @@ std::unique_ptr<SentencePieceTokenizer> make_from_proto(std::string_view seriali
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   auto status = sp->LoadFromSerializedProto(serialized);
   if (!status.ok()) {
-    fail("not a valid SentencePiece model: " + status.ToString(), source,
+    // The library's message names its own source line and call ("./src/sentencepiece_processor.cc(232)
+    // [model_proto->ParseFromArray(...)]", the trial of session 27); say what it means instead.
+    std::string why = status.message() ? status.message() : "";
+    if (serialized.empty()) {
+      why = "the file is empty";
+    } else if (why.find("ParseFromArray") != std::string::npos) {
+      why = "its bytes are not a SentencePiece model protobuf (another kind of file, or a damaged one)";
+    } else if (const size_t bracket = why.find(") ["); why.rfind("./", 0) == 0 && bracket != std::string::npos) {
+      why = why.substr(bracket + 3, why.size() - bracket - 3 - (why.back() == ']' ? 1 : 0));
+    }
+    fail("not a valid SentencePiece model: " + why, source,
          "restore tokenizer.model from the model's repository, or pass token ids with --prompt-ids");
   }
   if (sp->GetPieceSize() <= 0) fail("the SentencePiece model has no pieces", source, "restore the file");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace dak {
 
@@ -14,12 +15,10 @@ namespace {
 
 using nlohmann::json;
 
-json parse_json(std::string_view text, const std::string& source) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    fail("not valid JSON: " + std::string(e.what()), source, "restore the file from the model's repository");
-  }
+// The checks and wording of config.json's reader (parse_json_text: line and column, no parser
+// internals; the trial of session 27 met "[json.exception.parse_error.101] ..." here).
+json parse_json(std::string_view text, const std::string& what, const std::string& source) {
+  return parse_json_text(std::string(text), what, source, "restore the file from the model's repository");
 }
 
 // A token given as "text" or as an AddedToken object {"content": "text", ...}; null -> nullopt.
@@ -33,7 +32,7 @@ std::optional<std::string> token_text(const json& j, const std::string& where) {
 }  // namespace
 
 void parse_tokenizer_config(std::string_view text, const std::string& source, HfTokenizerConfig& out) {
-  json j = parse_json(text, source);
+  json j = parse_json(text, "the tokenizer config", source);
   if (!j.is_object()) fail("expected a JSON object at the top level", source, "restore the file");
   if (auto it = j.find("bos_token"); it != j.end()) out.bos_token = token_text(*it, source + ": bos_token");
   if (auto it = j.find("eos_token"); it != j.end()) out.eos_token = token_text(*it, source + ": eos_token");
@@ -61,7 +60,7 @@ void parse_tokenizer_config(std::string_view text, const std::string& source, Hf
 }
 
 void parse_generation_config(std::string_view text, const std::string& source, HfTokenizerConfig& out) {
-  json j = parse_json(text, source);
+  json j = parse_json(text, "the generation config", source);
   if (!j.is_object()) fail("expected a JSON object at the top level", source, "restore the file");
   auto it = j.find("eos_token_id");
   if (it == j.end() || it->is_null()) return;

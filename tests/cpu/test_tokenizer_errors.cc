@@ -233,5 +233,43 @@ TEST(LoadTokenizer, SentencePieceFolder) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(LoadTokenizer, BrokenFilesAreNamedWithoutLibraryInternals) {
+  // The trial of session 27: a tokenizer.model that is not one printed SentencePiece's own source
+  // line ("./src/sentencepiece_processor.cc(232) [model_proto->ParseFromArray(...)]"), an empty one
+  // "unk is not defined.", and a garbage tokenizer_config.json nlohmann's "[json.exception...]".
+  const auto dir = std::filesystem::temp_directory_path() / "dak_test_broken_tokenizer_files";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  FolderCheckpoint ckpt(dir);
+  const auto message = [&] {
+    try {
+      load_tokenizer(ckpt);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  using Case = std::pair<std::string, std::string>;  // the file's bytes, what the error says
+  for (const auto& [bytes, says] :
+       {Case{"hello\n", "its bytes are not a SentencePiece model protobuf"}, Case{"", "the file is empty"}}) {
+    std::ofstream(dir / "tokenizer.model", std::ios::binary) << bytes;
+    const std::string m = message();
+    EXPECT_NE(m.find("not a valid SentencePiece model: " + says), std::string::npos) << m;
+    EXPECT_EQ(m.find("./src/"), std::string::npos) << m;
+    EXPECT_NE(m.find("tokenizer.model"), std::string::npos) << m;
+  }
+  std::filesystem::copy_file(kData / "tiny_sp.model", dir / "tokenizer.model",
+                             std::filesystem::copy_options::overwrite_existing);
+  for (const char* file : {"tokenizer_config.json", "generation_config.json"}) {
+    std::ofstream(dir / file) << "{";
+    const std::string m = message();
+    EXPECT_NE(m.find("is not valid JSON: line 1, column 2"), std::string::npos) << file << ": " << m;
+    EXPECT_EQ(m.find("json.exception"), std::string::npos) << file << ": " << m;
+    EXPECT_NE(m.find(file), std::string::npos) << m;
+    std::filesystem::remove(dir / file);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dak
