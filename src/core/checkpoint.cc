@@ -97,8 +97,9 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 
 /// Renames tensors saved without the "model." prefix of the *ForCausalLM wrapper (e.g.
 /// facebook/opt-* stores "decoder.layers.0..."), then checks every expected tensor is present
-/// with its expected shape.
-void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const std::string& where) {
+/// with its expected shape. `gguf`: the config came from the file's own metadata (no config.json
+/// to blame: the fix says so).
+void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const std::string& where, bool gguf) {
   const auto expected = expected_tensors(c);
   std::map<std::string_view, const Shape*> want;
   for (const auto& [name, shape] : expected) want[name] = &shape;
@@ -116,7 +117,9 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
   for (const TensorInfo& t : tensors) have[t.name] = &t;
   // A config.json without some size keys took the transformers defaults (ModelConfig::
   // defaulted_sizes): a mismatch then most likely comes from those defaults, so say so.
-  std::string defaulted, fix = "check that config.json belongs to this checkpoint";
+  std::string defaulted, fix = gguf ? "the GGUF file's metadata does not match its tensors: re-convert or re-download "
+                                     "the file"
+                                   : "check that config.json belongs to this checkpoint";
   if (!c.defaulted_sizes.empty()) {
     const std::string keys = c.defaulted_sizes_text();
     const bool one = c.defaulted_sizes.size() == 1;
@@ -224,7 +227,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::pat
       return true;
     });
   }
-  check_tensors(tensors_, config_, path.string());
+  check_tensors(tensors_, config_, path.string(), false);
 }
 
 GgufCheckpoint::GgufCheckpoint(const fs::path& path) {
@@ -233,7 +236,7 @@ GgufCheckpoint::GgufCheckpoint(const fs::path& path) {
   file_ = GgufFile::open(path);
   config_ = model_config_from_gguf(*file_);
   tensors_ = hf_tensors_from_gguf(*file_, config_);
-  check_tensors(tensors_, config_, path.string());
+  check_tensors(tensors_, config_, path.string(), true);
 }
 
 bool has_gguf_magic(const fs::path& p) {

@@ -137,7 +137,8 @@ void CpuModel::Impl::load(const Checkpoint& ckpt) {
     if (t->shape != shape) {
       fail(fmt::format("tensor '{}' has shape [{}], the config needs [{}]", name,
                        fmt::join(t->shape, ", "), fmt::join(shape, ", ")),
-           t->file.empty() ? where : t->file, "check that config.json belongs to this checkpoint");
+           t->file.empty() ? where : t->file,
+           "check that the config (config.json, or a GGUF file's metadata) belongs to this checkpoint");
     }
     loads.push_back({t, dst});
   };

@@ -10,6 +10,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -292,9 +293,15 @@ void GgufFile::parse_image(const uint8_t* data, uint64_t size) {
     int64_t n_elems = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       const uint64_t ne = c.read<uint64_t>("the shape of " + tw);
-      if (ne > uint64_t(std::numeric_limits<int64_t>::max()) ||
-          (ne > 0 && uint64_t(n_elems) > uint64_t(std::numeric_limits<int64_t>::max()) / ne)) {
+      if (ne > uint64_t(std::numeric_limits<int64_t>::max())) {
         fail(fmt::format("{} has an absurd shape (dimension {} is {})", tw, d, ne), file, kFixGguf);
+      }
+      if (ne > 0 && uint64_t(n_elems) > uint64_t(std::numeric_limits<int64_t>::max()) / ne) {
+        // Not this dimension alone (the trial of session 27 read "dimension 1 is 576" for a first
+        // dimension of 2^62): the product of all of them so far.
+        fail(fmt::format("{} has an absurd shape (dimensions [{}, {}] hold over 2^63 elements)", tw, fmt::join(t.ne, ", "),
+                         ne),
+             file, kFixGguf);
       }
       t.ne.push_back(int64_t(ne));
       n_elems *= int64_t(ne);

@@ -273,7 +273,13 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
   ScratchDir dir;
   write_bytes(dir / "ff.gguf", edited_tiny_gguf({{"llama.feed_forward_length", uint64_t(64)}}));
   expect_error([&] { Checkpoint::open(dir / "ff.gguf"); },
-               {"model.layers.0.mlp.gate_proj.weight", "blk.0.ffn_gate.weight", "[32, 32]", "[64, 32]"});
+               {"model.layers.0.mlp.gate_proj.weight", "blk.0.ffn_gate.weight", "[32, 32]", "[64, 32]",
+                "the GGUF file's metadata does not match its tensors"});  // trial 27: not "config.json"
+  try {
+    Checkpoint::open(dir / "ff.gguf");
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
   write_bytes(dir / "nolayers.gguf", edited_tiny_gguf({{"llama.block_count", std::nullopt}}));
   expect_error([&] { Checkpoint::open(dir / "nolayers.gguf"); }, {"llama.block_count", "missing"});
   write_bytes(dir / "absurd.gguf", edited_tiny_gguf({{"llama.attention.head_count", uint64_t(1) << 40}}));

@@ -219,7 +219,16 @@ TEST(Gguf, RejectsTooManyDimsAndAbsurdShapes) {
                                .tensor_info("th", {uint64_t(1) << 40, uint64_t(1) << 40}, 0, 0)
                                .data(64)
                                .bytes();
-  expect_error([&] { parse(huge); }, {"'th'", "absurd shape"});
+  expect_error([&] { parse(huge); }, {"'th'", "absurd shape", "[1099511627776, 1099511627776] hold over 2^63"});
+  // A first dimension of 2^62 beside a sane 576: the product is named, not the sane one alone.
+  const std::string first = GgufBuilder()
+                                .header(1, 0)
+                                .tensor_info("tf", {uint64_t(1) << 62, 576}, 0, 0)
+                                .data(64)
+                                .bytes();
+  expect_error([&] { parse(first); }, {"'tf'", "[4611686018427387904, 576] hold over 2^63"});
+  const std::string single = GgufBuilder().header(1, 0).tensor_info("ts", {uint64_t(1) << 63}, 0, 0).data(64).bytes();
+  expect_error([&] { parse(single); }, {"'ts'", "dimension 0 is 9223372036854775808"});
 }
 
 TEST(Gguf, RejectsUnsupportedTensorType) {
