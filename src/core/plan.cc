@@ -597,7 +597,16 @@ std::string fresh_plan_file_name(const std::string& plan_file, const std::string
   }
   if (label.empty()) label = "model";
   const fs::path plan(plan_file);
-  std::string stem = plan.stem().empty() ? std::string("plan") : plan.stem().string();
+  // A --plan that is no file (the trial of session 27: "/dev/null" gave "> /dev/null-new.json",
+  // "/tmp" "> /tmp-new.json"): a plan inside that folder, or in the working directory for a device,
+  // FIFO or socket.
+  std::error_code sec;
+  const fs::file_type type = fs::status(plan, sec).type();
+  const bool folder = !sec && type == fs::file_type::directory;
+  const bool other = !sec && type != fs::file_type::directory && type != fs::file_type::regular &&
+                     type != fs::file_type::not_found;
+  const fs::path parent = folder ? plan : other ? fs::path() : plan.parent_path();
+  std::string stem = folder || other || plan.stem().empty() ? std::string("plan") : plan.stem().string();
   // A name this function made ("pd-llama-2-7b.json", "pd-llama-2-7b-2.json") is not suffixed again:
   // its stem without the suffix (the session-25 second trial's names grew by one "-<model>" per refusal).
   if (const size_t at = stem.rfind("-" + label); at != std::string::npos && at > 0) {
@@ -609,7 +618,7 @@ std::string fresh_plan_file_name(const std::string& plan_file, const std::string
   }
   for (int n = 1;; ++n) {
     const fs::path candidate =
-        plan.parent_path() / (stem + "-" + label + (n == 1 ? std::string() : fmt::format("-{}", n)) + ".json");
+        parent / (stem + "-" + label + (n == 1 ? std::string() : fmt::format("-{}", n)) + ".json");
     std::error_code ec;
     if (candidate != plan && !fs::exists(fs::symlink_status(candidate, ec))) return candidate.string();
   }

@@ -168,7 +168,9 @@ std::string planned_budget_flags(const PlanInputs& inputs);
 /// which following the fix must not overwrite): in its folder, its stem, '-' and the name of `model`
 /// (a file's stem, or the folder of a config.json; characters other than letters, digits, '.', '-'
 /// and '_' as '_'), then ".json" ("plans/plan.json" and "models/smol.gguf": "plans/plan-smol.json");
-/// "-2", "-3", ... added while that names an existing path.
+/// "-2", "-3", ... added while that names an existing path. A `plan_file` that is a folder gives
+/// "<folder>/plan-<model>.json", one that is a device, FIFO or socket "plan-<model>.json" in the
+/// working directory.
 std::string fresh_plan_file_name(const std::string& plan_file, const std::string& model);
 
 /// Refuses `plan` for a model it was not made for. A plan names its model only by a config's file

@@ -111,6 +111,14 @@ TEST(CliTrial25b, FreshPlanNamesDoNotPileUpTheModel) {
   EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-llama-2-7b-2.json", "llama-2-7b"), dir + "pd-llama-2-7b.json");
   // Another model's suffix stays.
   EXPECT_EQ(dak::fresh_plan_file_name(dir + "pd-opt-30b.json", "llama-2-7b"), dir + "pd-opt-30b-llama-2-7b.json");
+  // A --plan that is no file (trial 27: "> /dev/null-new.json", "> /tmp-new.json"): a plan inside the
+  // folder, or in the working directory for a device.
+  EXPECT_EQ(dak::fresh_plan_file_name(dir, "llama-2-7b"), dir + "plan-llama-2-7b.json");
+  EXPECT_EQ(dak::fresh_plan_file_name("/dev/null", "llama-2-7b"), "plan-llama-2-7b.json");
+  const RunResult r = run_dak("generate -m llama-2-7b --random-weights --prompt-ids 1 --plan /dev/null");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--output json > plan-new.json (MODEL the run's --model")) << r.output;
+  EXPECT_FALSE(contains(r.output, "/dev/null-")) << r.output;
 }
 
 TEST(CliTrial25b, EveryFieldDakPlanWritesLoadsWithoutAnUnknownNotice) {
