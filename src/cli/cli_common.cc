@@ -105,6 +105,11 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
   // weights are looked for as Checkpoint::open looks (folder_without_weights), and config.json only
   // where it would refuse the folder, so no other case changes.
   if (!model.empty() && folder_without_weights(p) && examine_path(p / "config.json") == std::filesystem::file_type::regular) {
+    // PyTorch (or other) weights beside the config: named, with the conversion (trial 27: "no weights").
+    if (const std::string other = unsupported_weight_file_in(p); !other.empty()) {
+      fail(fmt::format("'{}' holds a model config (config.json) and weights dak does not read ({})", model, other),
+           where, convert_weights_fix(other));
+    }
     fail(fmt::format("'{}' holds a model config (config.json) but no weights", model), where, no_weights_fix);
   }
   auto ckpt = Checkpoint::open(p);

@@ -37,7 +37,7 @@ void add_inspect_command(CLI::App& app) {
     // read that fix, and `where: --model` for a positional MODEL); dak plan takes the config.
     auto ckpt = open_model(model, flag->count() > 0 ? "--model (dak inspect)" : "MODEL (dak inspect)",
                            fmt::format("dak inspect lists the tensors of a checkpoint: pass a model folder, "
-                                       ".safetensors or .gguf file (`dak plan --model {}` plans a shipped config)",
+                                       ".safetensors or .gguf file (`dak plan --model {}` plans its config)",
                                        shell_word(model)));
     if (a->output == "json") {
       std::cout << json_text(inspect_json(*ckpt)) << std::endl;

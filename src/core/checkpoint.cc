@@ -328,6 +328,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
     // A folder this user may not list may hold a .gguf: sole_gguf_in says so, not "folder has no ... .gguf".
     if (std::optional<fs::path> gguf = sole_gguf_in(path, "no safetensors weights"))
       return std::make_unique<GgufCheckpoint>(*gguf);
+    if (const std::string other = unsupported_weight_file_in(path); !other.empty()) {
+      fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
+           path.string(), convert_weights_fix(other));
+    }
     fail("folder has no model.safetensors, model.safetensors.index.json or .gguf", path.string(), kFixOpen);
   }
   if (type != fs::file_type::regular) {
@@ -357,6 +361,27 @@ bool folder_without_weights(const fs::path& path) {
     gguf = gguf || it->path().extension() == ".gguf";
   }
   return !gguf && !ec;
+}
+
+std::string unsupported_weight_file_in(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return "";
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string ext = it->path().extension().string();
+    if (ext == ".bin" || ext == ".pt" || ext == ".pth" || ext == ".ckpt" || ext == ".h5" || ext == ".msgpack") {
+      found.push_back(it->path().filename().string());
+    }
+  }
+  if (found.empty()) return "";
+  return *std::min_element(found.begin(), found.end());
+}
+
+std::string convert_weights_fix(const std::string& file) {
+  return fmt::format("dak reads safetensors and GGUF weights, not {}: convert them with transformers "
+                     "(AutoModelForCausalLM.from_pretrained(folder).save_pretrained(new_folder, "
+                     "safe_serialization=True)), or use the model's safetensors or GGUF release",
+                     file);
 }
 
 std::string mixed_weights_notice(const fs::path& path) {

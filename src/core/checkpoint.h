@@ -86,6 +86,16 @@ std::optional<std::filesystem::path> sole_gguf_in(const std::filesystem::path& d
 /// folder from a broken checkpoint before opening it.
 bool folder_without_weights(const std::filesystem::path& path);
 
+/// The name of a weight file in the folder `path` in a format dak does not read (PyTorch pickles
+/// *.bin / *.pt / *.pth / *.ckpt, TensorFlow *.h5, Flax *.msgpack; the first in name order), for
+/// the no-weights refusals to name with the conversion; "" when there is none or `path` is no
+/// listable folder. Never throws.
+std::string unsupported_weight_file_in(const std::filesystem::path& path);
+
+/// Fix of a refusal for a folder whose weights are all in a format dak does not read (`file`, from
+/// unsupported_weight_file_in): convert them to safetensors with transformers.
+std::string convert_weights_fix(const std::string& file);
+
 /// When `path` is a model folder with safetensors weights (model.safetensors, or the shards of
 /// model.safetensors.index.json), which Checkpoint::open uses, and .gguf files beside them, which
 /// it ignores: a notice (one line, without "dak: notice: ") naming the weights used and the files

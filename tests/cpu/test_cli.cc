@@ -1237,7 +1237,7 @@ TEST(Cli, MessagesNameWhatTheUserGave) {
     EXPECT_NE(r.output.find(given[0] == '-' ? "where: --model (dak inspect)\n" : "where: MODEL (dak inspect)\n"),
               std::string::npos)
         << given << ": " << r.output;
-    EXPECT_NE(r.output.find("`dak plan --model llama-2-7b` plans a shipped config"), std::string::npos)
+    EXPECT_NE(r.output.find("`dak plan --model llama-2-7b` plans its config"), std::string::npos)
         << given << ": " << r.output;
     EXPECT_EQ(r.output.find("--random-weights"), std::string::npos) << given << ": " << r.output;
   }

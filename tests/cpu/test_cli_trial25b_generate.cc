@@ -136,6 +136,24 @@ TEST(CliTrial25bGenerate, EveryCommandReportsAMissingModelPathAsPlanDoes) {
   EXPECT_TRUE(contains(r.output, "a symbolic link to a file that does not exist\n  where: " + cfg_dir +
                                  "/model.safetensors"))
       << r.output;
+  // PyTorch weights beside the config (trial 27: "no weights"): named, with the conversion; without the
+  // config, the checkpoint reader names them too.
+  ASSERT_EQ(dak::testing::run_shell("rm " + cfg_dir + "/model.safetensors && touch " + cfg_dir +
+                                    "/pytorch_model.bin " + cfg_dir + "/training_args.bin")
+                .exit_code,
+            0);
+  for (const std::string& cmd : {std::string("generate -p hi -n 1 -m "), std::string("inspect ")}) {
+    r = in_dir(cmd + cfg_dir);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "holds a model config (config.json) and weights dak does not read "
+                                   "(pytorch_model.bin)"))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "fix:   dak reads safetensors and GGUF weights, not pytorch_model.bin: convert"))
+        << r.output;
+  }
+  ASSERT_EQ(dak::testing::run_shell("rm " + cfg_dir + "/config.json").exit_code, 0);
+  r = in_dir("inspect " + cfg_dir);
+  EXPECT_TRUE(contains(r.output, "or .gguf, only pytorch_model.bin")) << r.output;
   ASSERT_EQ(dak::testing::run_shell("rm -rf " + cfg_dir).exit_code, 0);
   r = in_dir("bench --batch 1 -m configs/opt-30b.json");
   EXPECT_TRUE(contains(r.output, "--model opt-30b")) << r.output;
