@@ -328,6 +328,21 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
     // A folder this user may not list may hold a .gguf: sole_gguf_in says so, not "folder has no ... .gguf".
     if (std::optional<fs::path> gguf = sole_gguf_in(path, "no safetensors weights"))
       return std::make_unique<GgufCheckpoint>(*gguf);
+    // An entry named *.gguf that is no file (a dangling link, a folder, a FIFO) is named as what it is,
+    // not taken for "no .gguf" (the trial of session 27).
+    std::vector<fs::path> named;
+    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".gguf") named.push_back(it->path());
+    }
+    std::sort(named.begin(), named.end());
+    for (const fs::path& entry : named) {
+      const fs::file_type t = examine_path(entry);  // a dangling link or a loop: named there, with the fix
+      if (t != fs::file_type::regular) {
+        fail(fmt::format("the folder has no weights file: its '{}' is {}, not a GGUF file", entry.filename().string(),
+                         t == fs::file_type::directory ? "a folder" : "a device, FIFO or socket"),
+             entry.string(), "give a GGUF file, or a folder that holds one (or safetensors weights)");
+      }
+    }
     if (const std::string other = unsupported_weight_file_in(path); !other.empty()) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
            path.string(), convert_weights_fix(other));

@@ -210,6 +210,11 @@ TEST(CheckpointGguf, OnlyFilesCountAsTheFoldersGguf) {
   fs::create_directory(dir / "sub.gguf");
   fs::create_symlink(dir / "missing", dir / "dangling.gguf");
   EXPECT_EQ(sole_gguf_in(dir.path(), "no config.json"), std::nullopt);
+  // Alone, open names them as what they are (trial 27: "folder has no ... .gguf").
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"a symbolic link to a file that does not exist", "dangling.gguf"});
+  fs::remove(dir / "dangling.gguf");
+  expect_error([&] { Checkpoint::open(dir.path()); }, {"its 'sub.gguf' is a folder, not a GGUF file"});
+  fs::create_symlink(dir / "missing", dir / "dangling.gguf");
   fs::copy_file(tiny_gguf(), dir / "m.gguf");
   EXPECT_EQ(sole_gguf_in(dir.path(), "no config.json"), dir / "m.gguf");
   EXPECT_EQ(Checkpoint::open(dir.path())->path().string(), (dir / "m.gguf").string());
