@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -45,12 +46,16 @@ void parse_tokenizer_config(std::string_view text, const std::string& source, Hf
       out.chat_template = it->get<std::string>();
     } else if (it->is_array()) {
       for (const json& t : *it) {
-        if (!t.is_object()) continue;
-        auto name = t.find("name");
-        auto body = t.find("template");
-        if (name != t.end() && *name == "default" && body != t.end() && body->is_string()) {
-          out.chat_template = body->get<std::string>();
+        auto name = t.is_object() ? t.find("name") : t.end();
+        auto body = t.is_object() ? t.find("template") : t.end();
+        // Every entry is {name, template} (transformers' form); anything else was skipped without a
+        // word (the trial of session 27: chat_template [1, 2]).
+        if (!t.is_object() || name == t.end() || !name->is_string() || body == t.end() || !body->is_string()) {
+          fail("expected a string or a list of {\"name\": ..., \"template\": ...} objects, found an entry " +
+                   t.dump().substr(0, 60),
+               source + ": chat_template", "fix the field, or remove it (dak then has no chat template)");
         }
+        if (*name == "default") out.chat_template = body->get<std::string>();
       }
     } else {
       fail("expected a string or a list of {name, template}", source + ": chat_template", "fix the field");
@@ -89,6 +94,15 @@ std::string read_text_file(const std::filesystem::path& path) {
 HfTokenizerConfig read_tokenizer_config(const std::filesystem::path& dir) {
   HfTokenizerConfig cfg;
   std::error_code ec;
+  // A file of these names that is not a regular file (a FIFO, a folder) is refused, not skipped (the
+  // trial of session 27); a dangling link is named by examine_path.
+  for (const char* name : {"tokenizer_config.json", "generation_config.json", "chat_template.jinja"}) {
+    const std::filesystem::file_type t = examine_path(dir / name);
+    if (t != std::filesystem::file_type::not_found && t != std::filesystem::file_type::regular) {
+      fail(fmt::format("{} is not a regular file", name), (dir / name).string(),
+           "replace it with the file from the model's repository, or remove it");
+    }
+  }
   if (auto p = dir / "tokenizer_config.json"; std::filesystem::is_regular_file(p, ec)) {
     parse_tokenizer_config(read_text_file(p), p.string(), cfg);
   }

@@ -267,7 +267,19 @@ TEST(LoadTokenizer, BrokenFilesAreNamedWithoutLibraryInternals) {
     EXPECT_EQ(m.find("json.exception"), std::string::npos) << file << ": " << m;
     EXPECT_NE(m.find(file), std::string::npos) << m;
     std::filesystem::remove(dir / file);
+    // Not a regular file (a folder here; a FIFO alike): refused, not skipped.
+    std::filesystem::create_directory(dir / file);
+    EXPECT_NE(message().find(std::string(file) + " is not a regular file"), std::string::npos) << message();
+    std::filesystem::remove(dir / file);
   }
+  // A chat_template list whose entries are not {name, template} objects.
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": [1, 2]})";
+  EXPECT_NE(message().find("expected a string or a list of {\"name\": ..., \"template\": ...} objects, found an entry 1"),
+            std::string::npos)
+      << message();
+  std::ofstream(dir / "tokenizer_config.json")
+      << R"({"chat_template": [{"name": "tool_use", "template": "x"}, {"name": "default", "template": "y"}]})";
+  EXPECT_EQ(message(), "no error");
   std::filesystem::remove_all(dir);
 }
 
