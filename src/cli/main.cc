@@ -262,6 +262,24 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "dak: error: %s\n", err.what());
         return 2;
       }
+      // A word after a command that has subcommands and no arguments (`dak bench foo`): most likely a
+      // misspelled subcommand, named as `dak foo` is (the trial of session 27).
+      // Only a word right after the command's name that starts with a letter: `dak bench --batch 1 8`'s
+      // stray 8 is a cut value list, not a subcommand.
+      bool right_after = false;
+      for (int i = 1; i + 1 < argc; ++i) right_after = right_after || (deepest->get_name() == argv[i] &&
+                                                                     !words.empty() && words.front() == argv[i + 1]);
+      const bool sub_word = right_after && !required && deepest != &app &&
+                            std::isalpha(static_cast<unsigned char>(words.front()[0])) &&
+                            !deepest->get_subcommands([](const CLI::App*) { return true; }).empty() &&
+                            deepest->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+      if (sub_word) {
+        const dak::Error err("unknown subcommand '" + words.front() + "' of " + path, path,
+                             "use one of " + subcommand_list(*deepest) + ", or none (run `" + help +
+                                 "` for what each does)");
+        std::fprintf(stderr, "dak: error: %s\n", err.what());
+        return 2;
+      }
       if (!words.empty() && !required) {
         what = "the following argument" + std::string(words.size() > 1 ? "s were" : " was") + " not expected:";
         for (const std::string& w : words) what += " " + w;

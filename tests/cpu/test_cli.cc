@@ -72,6 +72,18 @@ TEST(Cli, UnknownOrMissingSubcommandsSayWhichAndHowToFix) {
   EXPECT_NE(r.output.find("generate, inspect, perplexity, plan, bench, profile"), std::string::npos) << r.output;
   r = run_dak("");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  // Trial 27: `dak bench foo` said "the following argument was not expected"; a word right after a
+  // command with subcommands is named as a subcommand (a stray value elsewhere is not).
+  r = run_dak("bench foo");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown subcommand 'foo' of dak bench\n  where: dak bench\n  fix:   use one of gemm, "
+                          "attention, or none"),
+            std::string::npos)
+      << r.output;
+  r = run_dak("bench --batch 1 8");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the following argument was not expected: 8"), std::string::npos) << r.output;
+  r = run_dak("");
   // Trial 26: bare `dak` named no subcommand; the fix lists them.
   EXPECT_NE(r.output.find("fix:   use one of generate, inspect, perplexity, plan, bench, profile, or run `dak --help`"),
             std::string::npos)
