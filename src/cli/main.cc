@@ -262,13 +262,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "dak: error: %s\n", err.what());
         return 2;
       }
-      // A word after a command that has subcommands and no arguments (`dak bench foo`): most likely a
-      // misspelled subcommand, named as `dak foo` is (the trial of session 27).
-      // Only a word right after the command's name that starts with a letter: `dak bench --batch 1 8`'s
-      // stray 8 is a cut value list, not a subcommand.
-      bool right_after = false;
-      for (int i = 1; i + 1 < argc; ++i) right_after = right_after || (deepest->get_name() == argv[i] &&
-                                                                     !words.empty() && words.front() == argv[i + 1]);
+      // A word right after the name of a command that has subcommands and takes no arguments (`dak
+      // bench foo`) is most likely a misspelled subcommand, named as `dak foo` is (the trial of session
+      // 27); a stray word elsewhere (`dak bench --batch 1 8`) is a value list cut at a space.
+      char** const named = std::find(argv + 1, argv + argc, deepest->get_name());
+      const bool right_after = !words.empty() && named + 1 < argv + argc && words.front() == named[1];
       const bool sub_word = right_after && !required && deepest != &app &&
                             std::isalpha(static_cast<unsigned char>(words.front()[0])) &&
                             !deepest->get_subcommands([](const CLI::App*) { return true; }).empty() &&
