@@ -228,7 +228,8 @@ void add_plan_command(CLI::App& app) {
                                  a->phase, a->batch, a->prompt_len, a->gen_len, profile.name, a->mode,
                                  req.single_path && *req.single_path != DataPath::kDirect
                                      ? " (allocations made for the direct path, priced on this mode's path)"
-                                     : "")
+                                 : a->no_staged ? " --no-staged (staged path off)"
+                                                : "")
                   << table;
       }
       return;

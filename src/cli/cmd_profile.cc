@@ -346,8 +346,8 @@ void add_profile_command(CLI::App& app) {
           ->check(value_syntax([](const std::string& s) { parse_tokens(s); }));
   CLI::Option* gemm_ratios =
       c->add_option("--gemm-ratios", a->gemm_ratios,
-                    "Fractions of each weight's rows in host memory (m_host = round(ratio x M)), comma-separated, in "
-                    "[0, 1]")
+                    "Fractions of each weight's rows in host memory (m_host = ratio x M in whole 128-row units, as the "
+                    "planner places host rows), comma-separated, in [0, 1]")
           ->capture_default_str()
           ->check(value_syntax([](const std::string& s) { parse_ratios(s); }));
   a->sweep_opts = {gemm_model, gemm_tokens, gemm_ratios};

@@ -295,6 +295,10 @@ TEST(Cli, PlanSweepRefusesTheFlagsItIgnoresAndRepeatsNoRatio) {
   ASSERT_EQ(j.size(), 2u) << r.output;
   EXPECT_DOUBLE_EQ(j[0]["ratio"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(j[1]["ratio"].get<double>(), 0.5);
+  // The audit of session 27: the sweep's header gave no sign of --no-staged.
+  const RunResult ns = run_dak("plan --model llama-2-7b --sweep-ratios 0,50 --no-staged", false);
+  ASSERT_EQ(ns.exit_code, 0) << ns.output;
+  EXPECT_NE(ns.output.find("--offload auto --no-staged (staged path off)\n"), std::string::npos) << ns.output;
 }
 
 TEST(Cli, ExitStatusFollowsTheReadme) {
