@@ -353,11 +353,19 @@ TEST(PlanCli, TextOutputShowsTableTpotAndEb) {
   EXPECT_NE(r.output.find("offload auto (staged path allowed)"), std::string::npos) << r.output;
   const RunResult z = dak_plan("--model opt-6.7b --gpu-memory 10GiB --offload zero-copy");
   ASSERT_EQ(z.exit_code, 0) << z.output;
-  for (const char* s : {"offload zero-copy (the ordinary kernels", "direct 0 B, staged 0 B, zero-copy", "link floor"})
+  for (const char* s : {"offload zero-copy (the ordinary kernels", "direct 0 B, staged 0 B, zero-copy",
+                        "at least the host bytes at the link's rate"})
     EXPECT_NE(z.output.find(s), std::string::npos) << s << "\n" << z.output;
   const RunResult f = dak_plan("--model opt-6.7b --gpu-memory 10GiB --offload prefetch");
   EXPECT_NE(f.output.find("offload prefetch (every host linear staged)"), std::string::npos) << f.output;
   EXPECT_NE(f.output.find("copy pipeline"), std::string::npos) << f.output;
+  // The trial of session 27: what the prediction is, and the references apart from it.
+  EXPECT_NE(f.output.find("= the copy pipeline's replay (staged linears copied ahead of their kernels)\n"),
+            std::string::npos)
+      << f.output;
+  const RunResult d = dak_plan("--model opt-6.7b --gpu-memory 10GiB --offload direct");
+  EXPECT_NE(d.output.find("= the operators one after another, of which launch overheads"), std::string::npos)
+      << d.output;
 }
 
 TEST(PlanCli, AcceptsConfigPathsAndFolders) {
