@@ -316,7 +316,13 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
         fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but only {} of weights + KV cache can move "
                          "there",
                          a.cpu_offload_gib, asked, can),
-             "--cpu-offload-gb", "give at most " + format_at_most(double(movable) / double(kGiB)));
+             "--cpu-offload-gb",
+             // The tighter of the two limits (the trial of session 27 was told 128.49, then refused at the
+             // profile's 120 pinnable GiB).
+             movable <= profile.pinnable_host_bytes
+                 ? "give at most " + format_at_most(double(movable) / double(kGiB))
+                 : "give at most " + format_at_most(double(profile.pinnable_host_bytes) / double(kGiB)) +
+                       " (what the hardware profile '" + profile.name + "' can pin)");
       }
       // Checked here, not as the forced ratio it becomes: the limit is named in the user's flag and unit.
       if (host > profile.pinnable_host_bytes)

@@ -97,7 +97,11 @@ struct PlanInputs {
   /// or one path for every operator: "direct", "prefetch", "zero-copy". Empty in plan files written
   /// before session 11 (optional in the JSON).
   std::string offload_mode = "auto";
-  int64_t tile_rows = 0, tile_n = 0, staging_chunk_bytes = 0, staging_ring_bytes = 0;
+  int64_t tile_rows = 0, tile_n = 0;
+  /// The copy-engine chunk and chunk ring (bytes) the cost model prices one staged operator's copy
+  /// with (its first chunk is not overlapped). Not the engine's staging ring: PlanTotals::
+  /// staging_ring_bytes is that (the trial of session 27 read the two as one).
+  int64_t staging_chunk_bytes = 0, staging_ring_bytes = 0;
   std::string profile_name;
   int64_t profile_version = 0;
   bool operator==(const PlanInputs&) const = default;

@@ -54,6 +54,10 @@ TEST(CliTrial2, AnAtMostFixNumberIsAcceptedWhenPassedBack) {
        "can move there"},
       {"plan --model llama-2-7b --profile " + small_pin_profile(), "offload ratio (at most ", "--offload-ratio",
        "can pin only"},
+      // More than can move and more than can be pinned (the trial of session 27: "at most 128.49", then
+      // refused at the profile's 120 GiB): the tighter limit.
+      {"generate --model llama-2-70b --random-weights --prompt-ids 1,2,3", "give at most ", "--cpu-offload-gb",
+       "can pin only"},
   };
   for (const auto& c : cases) {
     const std::string first = c.run + " " + c.flag + (c.flag == "--offload-ratio" ? " 0.5" : " 1000");
