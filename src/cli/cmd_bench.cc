@@ -70,8 +70,8 @@ constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medi
   B_g    best HBM read bandwidth of this run: TMA bulk copies (cp.async.bulk into an SMEM ring on
          mbarriers, all SMs) of a buffer of --hbm-buffer-gib, best launch of --hbm-runs per configuration.
   model  the planner's cost model TPOT (no offload, H200 default profile with this run's B_g).
-  target issue 3's targets for Llama-2-7B shapes, prompt 32, gen 32: TPOT <= 1.15 x floor at batch 1
-         and 8, <= 1.25 x floor at batch 64 (shown only for those runs).
+  target the GPU engine's targets for Llama-2-7B shapes, prompt 32, gen 32: TPOT <= 1.15 x floor at
+         batch 1 and 8, <= 1.25 x floor at batch 64 (shown only for those runs).
   offload with --offload-ratio (a comma list sweeps), --gpu-memory, --cpu-offload-gb or --plan, every
          point applies its plan (its own engine) in the --offload mode; the offload table gives the host bytes,
          the planner's TPOT and floor = max((HBM step bytes + 2 staged) / B_g, direct host bytes / B_h +

@@ -261,6 +261,12 @@ json Plan::to_json() const {
 }
 
 Plan Plan::from_json(const json& j, const std::string& where) {
+  // The table `dak plan --sweep-ratios --output json` prints (an array of {"ratio", ...}) is not a plan
+  // (the trial of session 27 read "plan data is not a JSON object").
+  if (j.is_array() && !j.empty() && j.front().is_object() && j.front().contains("ratio")) {
+    fail("this is the ratio table of `dak plan --sweep-ratios`, not a plan", where,
+         "make the plan of one ratio: dak plan --model MODEL ... --offload-ratio R --output json > plan.json");
+  }
   Reader r(j, where);
   check_dak_file_kind(j, kFormat, where);  // a hardware profile given to --plan
   if (r.str("format") != kFormat) r.bad("format", fmt::format("must be \"{}\"", kFormat));

@@ -341,6 +341,19 @@ TEST(PlanCli, JsonOutputMatchesTheLibrary) {
   EXPECT_EQ(cli, lib);
 }
 
+TEST(PlanCli, ASweepTableGivenAsAPlanIsNamedSo) {
+  // The trial of session 27: `--plan` of the --sweep-ratios JSON read "plan data is not a JSON object".
+  const RunResult sweep = dak_plan("--model llama-2-7b --sweep-ratios 0,50 --output json", false);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.output;
+  try {
+    Plan::from_json(nlohmann::json::parse(sweep.output), "sweep.json");
+    FAIL() << "a sweep table loaded as a plan";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(), "this is the ratio table of `dak plan --sweep-ratios`, not a plan");
+    EXPECT_NE(e.fix_part().find("--offload-ratio R --output json"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PlanCli, TextOutputShowsTableTpotAndEb) {
   const RunResult r = dak_plan("--model opt-6.7b --gpu-memory 10GiB --allocator uniform");
   ASSERT_EQ(r.exit_code, 0) << r.output;
