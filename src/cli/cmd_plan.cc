@@ -3,7 +3,7 @@
 //
 //   dak plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 20GiB
 //            [--allocator greedy|uniform] [--output text|json] [--profile FILE]
-//            [--phase decode|prefill] [--offload-ratio R] [--no-staged] [--verbose]
+//            [--phase decode|prefill] [--offload-ratio R | --cpu-offload-gb N] [--no-staged] [--verbose]
 //            [--offload auto|direct|prefetch|zero-copy]
 //            [--sweep-ratios 0:100:10]
 #include <fmt/format.h>
@@ -88,6 +88,7 @@ void add_plan_command(CLI::App& app) {
     std::string profile;
     std::string phase = "decode";
     std::string sweep;
+    double cpu_offload_gib = 0;
     std::string mode = "auto";  // --offload
     bool no_staged = false;
     bool verbose = false;
@@ -117,6 +118,9 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget, e.g. 20GiB, 40GB, 512MiB (default: the profile's free HBM minus its reserve)")
       ->check(value_syntax([](const std::string& s) { parse_byte_size(s, "--gpu-memory"); }));
+  // As dak generate / bench take it, so a run with --cpu-offload-gb N can be planned as such (the trial of
+  // session 27 had to turn N into a budget by hand).
+  CLI::Option* cpu_gb_opt = add_cpu_offload_option(c, &a->cpu_offload_gib);
   CLI::Option* ratio_opt = c->add_option("--offload-ratio", a->offload_ratio,
                 "force the global fraction R of weight + KV bytes on the host (0..1); with --gpu-memory the budget "
                 "must still hold what R leaves in HBM")
@@ -146,7 +150,7 @@ void add_plan_command(CLI::App& app) {
                 "instead of one plan: greedy vs uniform TPOT (--phase prefill: prefill time) over global ratios, "
                 "percent, e.g. 0:100:10")
       ->check(value_syntax([](const std::string& s) { parse_ratio_list(s); }));
-  c->callback([a, ratio_opt] {
+  c->callback([a, ratio_opt, cpu_gb_opt] {
     const LocatedConfig model = locate_model_config(a->model);
     notice_defaulted_sizes(model.config, model.path.string());
     const HardwareProfile profile =
@@ -180,6 +184,13 @@ void add_plan_command(CLI::App& app) {
     req.shape.gen_len = a->gen_len;
     req.shape.phase = parse_phase(a->phase, "--phase");
     req.shape.tile_rows = a->tile_rows;
+    const bool cpu_gb = cpu_gb_opt->count() > 0;
+    if (cpu_gb) check_cpu_offload_gib(a->cpu_offload_gib);
+    if (cpu_gb && !a->gpu_memory.empty()) {  // dak generate's words for the same pair
+      fail("--gpu-memory (the HBM budget) and --cpu-offload-gb (the host amount) each fix the split between HBM and "
+           "host memory",
+           "--gpu-memory / --cpu-offload-gb", "give only one of them (--offload-ratio may be added to either)");
+    }
     if (!a->gpu_memory.empty()) req.gpu_memory_bytes = parse_byte_size(a->gpu_memory, "--gpu-memory");
     if (ratio_opt->count() > 0) req.offload_ratio = parse_offload_ratio(a->offload_ratio);
     req.allocator = parse_allocator(a->allocator, "--allocator");
@@ -192,9 +203,10 @@ void add_plan_command(CLI::App& app) {
     if (!a->sweep.empty()) {
       // The sweep compares both allocators over its own ratios (the session-17 trial: --offload-ratio
       // and --allocator were dropped without a word).
-      if (ratio_opt->count() > 0 || a->allocator != Args{}.allocator || a->verbose || !a->gpu_memory.empty()) {
-        fail("--sweep-ratios prints greedy vs uniform over its own ratios, so --offload-ratio, --allocator, "
-             "--gpu-memory and --verbose do not apply",
+      if (ratio_opt->count() > 0 || a->allocator != Args{}.allocator || a->verbose || !a->gpu_memory.empty() ||
+          cpu_gb) {
+        fail("--sweep-ratios prints greedy vs uniform over its own ratios, so --offload-ratio, --cpu-offload-gb, "
+             "--allocator, --gpu-memory and --verbose do not apply",
              "--sweep-ratios", "drop them, or drop --sweep-ratios for one plan");
       }
       // A long sweep (up to 1001 ratios, each planned twice) says how far it is on stderr, every 2 s
@@ -234,6 +246,12 @@ void add_plan_command(CLI::App& app) {
       }
       return;
     }
+    if (cpu_gb && ratio_opt->count() > 0) {
+      std::fprintf(stderr, "dak: notice: --offload-ratio overrides --cpu-offload-gb %g\n", a->cpu_offload_gib);
+    } else if (cpu_gb) {  // that many bytes on the host, under the profile's default budget
+      apply_cpu_offload_gib(a->cpu_offload_gib, model.config, profile, profile.default_hbm_budget_bytes(),
+                            fmt::format("default HBM budget of the profile '{}'", profile.name), req);
+    }
     const Plan plan = make_plan_for_gpu_memory(model.config, profile, req, a->gpu_memory);
     if (a->output == "json") {
       // Only what Plan::to_json writes (a prefill plan's predicted_prefill_s included): Plan::load knows
@@ -245,7 +263,7 @@ void add_plan_command(CLI::App& app) {
     // What `dak generate --offload auto` does with such a plan: a plan that moves rows to the host
     // for speed alone is not applied there (the new-user trial of session 18 read it as the run's).
     if (a->output != "json" && plan.totals.host_bytes > 0 &&
-        auto_keeps_all_in_hbm(a->mode, ratio_opt->count() > 0, plan)) {
+        auto_keeps_all_in_hbm(a->mode, req.offload_ratio.has_value(), plan)) {
       std::cout << fmt::format(
           "note      dak generate --offload auto keeps this run all in HBM: the budget forces nothing to the host, "
           "and the {} above are placed for the cost model's gain from reading the link beside HBM, which is not "

@@ -147,14 +147,7 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--gpu-memory", a->gpu_memory,
                 "HBM budget for weights + KV cache + workspaces, e.g. 40GiB (default: free HBM less 2 GiB)")
       ->check(value_syntax([](const std::string& s) { parse_byte_size(s, "--gpu-memory"); }));
-  a->cpu_offload_opt =
-      c->add_option("--cpu-offload-gb", a->cpu_offload_gib,
-                    fmt::format("GiB of weights + KV cache to keep in host memory (as vLLM), a plain number from 0 to "
-                                "{} without a unit (e.g. 4 or 0.5); not with --gpu-memory",
-                                kMaxCpuOffloadGibText))
-          ->transform(decimal_number(fmt::format("a number of GiB from 0 to {} (e.g. 4 or 0.5)", kMaxCpuOffloadGibText),
-                                     -HUGE_VAL, HUGE_VAL))  // the range: checked after parsing
-          ->transform(plain_gib_number());
+  a->cpu_offload_opt = add_cpu_offload_option(c, &a->cpu_offload_gib);
   c->add_option("--offload-ratio", a->offload_ratio,
                 "global fraction of weight + KV bytes in host memory, 0..1; overrides --cpu-offload-gb, and with "
                 "--gpu-memory that budget must still hold what the ratio leaves in HBM; not with --plan (dak bench: a "
@@ -244,12 +237,7 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
          "drop --profile / --allocator, or drop --plan to plan here");
   }
   if (!a.gpu_memory.empty()) parse_byte_size(a.gpu_memory, "--gpu-memory");
-  if (cpu_gb && !(a.cpu_offload_gib >= 0 && a.cpu_offload_gib <= kMaxCpuOffloadGib)) {
-    const double v = a.cpu_offload_gib;
-    fail(fmt::format("--cpu-offload-gb {} {}: it must be between 0 and {} GiB", v,
-                     std::isnan(v) ? "is not a number" : v < 0 ? "is negative" : "is too large", kMaxCpuOffloadGibText),
-         "--cpu-offload-gb", "give the GiB of weights + KV cache to keep in host memory, e.g. --cpu-offload-gb 4");
-  }
+  if (cpu_gb) check_cpu_offload_gib(a.cpu_offload_gib);
   if (!a.plan_file.empty()) a.plan();  // missing, malformed (its mode: check_plan_file_model)
   if (!a.profile.empty()) load_profile(a.profile);
 }
@@ -258,6 +246,65 @@ void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, cons
                            const RequestedShape& shape) {
   if (a.plan_file.empty()) return;
   check_plan_for_run(a.plan(), a, config, model, shape);
+}
+
+void apply_cpu_offload_gib(double gib, const ModelConfig& config, const HardwareProfile& profile, int64_t budget,
+                           const std::string& budget_source, PlanRequest& req) {
+  req.gpu_memory_bytes = budget;
+  const Capacity cap = Planner(config, profile, req).capacity();
+  const int64_t host = int64_t(std::llround(gib * double(kGiB)));
+  const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
+  if (host > movable) {
+    const auto [asked, can] = format_bytes_apart(host, movable);
+    fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but only {} of weights + KV cache can move "
+                     "there",
+                     gib, asked, can),
+         "--cpu-offload-gb",
+         // The tighter of the two limits (the trial of session 27 was told 128.49, then refused at the
+         // profile's 120 pinnable GiB).
+         movable <= profile.pinnable_host_bytes
+             ? "give at most " + format_at_most(double(movable) / double(kGiB))
+             : "give at most " + format_at_most(double(profile.pinnable_host_bytes) / double(kGiB)) +
+                   " (what the hardware profile '" + profile.name + "' can pin)");
+  }
+  // Checked here, not as the forced ratio it becomes: the limit is named in the user's flag and unit.
+  if (host > profile.pinnable_host_bytes)
+    fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but the hardware profile '{}' can pin only "
+                     "{}",
+                     gib, format_bytes(double(host)), profile.name, format_bytes(double(profile.pinnable_host_bytes))),
+         "--cpu-offload-gb",
+         "give at most " + format_at_most(double(profile.pinnable_host_bytes) / double(kGiB)) +
+             ", or use a profile whose host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N` "
+             "measures up to N GiB)");
+  const int64_t left = std::max<int64_t>(1, cap.total_bytes - host);
+  if (left > budget) {
+    const auto [leaves, holds] = format_bytes_apart(left, budget);
+    fail(fmt::format("--cpu-offload-gb {} leaves {} in HBM, more than the {} {}", gib, leaves, holds, budget_source),
+         "--cpu-offload-gb", "give at least " + format_at_least(double(cap.total_bytes - budget) / double(kGiB)));
+  }
+  // Those bytes, as a forced share of what can move, under the GPU's own budget: HBM is not
+  // capped at (total - host), so a staged plan's ring needs no further host bytes (session 21:
+  // as a budget, the ring pushed OPT-6.7B's 1 GiB point off the staged path, 19.9 -> 21.7 ms).
+  if (host > 0) req.offload_ratio = double(host) / double(movable);
+}
+
+CLI::Option* add_cpu_offload_option(CLI::App* c, double* gib) {
+  return c
+      ->add_option("--cpu-offload-gb", *gib,
+                   fmt::format("GiB of weights + KV cache to keep in host memory (as vLLM), a plain number from 0 to "
+                               "{} without a unit (e.g. 4 or 0.5); not with --gpu-memory",
+                               kMaxCpuOffloadGibText))
+      ->transform(decimal_number(fmt::format("a number of GiB from 0 to {} (e.g. 4 or 0.5)", kMaxCpuOffloadGibText),
+                                 -HUGE_VAL, HUGE_VAL))  // the range: check_cpu_offload_gib, after parsing
+      ->transform(plain_gib_number());
+}
+
+void check_cpu_offload_gib(double v) {
+  if (!(v >= 0 && v <= kMaxCpuOffloadGib)) {
+    fail(fmt::format("--cpu-offload-gb {} {}: it must be between 0 and {} GiB", v,
+                     std::isnan(v) ? "is not a number" : v < 0 ? "is negative" : "is too large", kMaxCpuOffloadGibText),
+         "--cpu-offload-gb", "give the GiB of weights + KV cache to keep in host memory, e.g. --cpu-offload-gb 4");
+  }
 }
 
 std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> forced_ratio, const ModelConfig& config,
@@ -308,44 +355,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
         noted = true;
       }
     } else if (cpu_gb) {  // that many bytes on the host (vLLM's meaning: an amount, not an HBM budget)
-      const Capacity cap = Planner(config, profile, req).capacity();
-      const int64_t host = int64_t(std::llround(a.cpu_offload_gib * double(kGiB)));
-      const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
-      if (host > movable) {
-        const auto [asked, can] = format_bytes_apart(host, movable);
-        fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but only {} of weights + KV cache can move "
-                         "there",
-                         a.cpu_offload_gib, asked, can),
-             "--cpu-offload-gb",
-             // The tighter of the two limits (the trial of session 27 was told 128.49, then refused at the
-             // profile's 120 pinnable GiB).
-             movable <= profile.pinnable_host_bytes
-                 ? "give at most " + format_at_most(double(movable) / double(kGiB))
-                 : "give at most " + format_at_most(double(profile.pinnable_host_bytes) / double(kGiB)) +
-                       " (what the hardware profile '" + profile.name + "' can pin)");
-      }
-      // Checked here, not as the forced ratio it becomes: the limit is named in the user's flag and unit.
-      if (host > profile.pinnable_host_bytes)
-        fail(fmt::format("--cpu-offload-gb {} asks for {} in host memory, but the hardware profile '{}' can pin only "
-                         "{}",
-                         a.cpu_offload_gib, format_bytes(double(host)), profile.name,
-                         format_bytes(double(profile.pinnable_host_bytes))),
-             "--cpu-offload-gb",
-             "give at most " + format_at_most(double(profile.pinnable_host_bytes) / double(kGiB)) +
-                 ", or use a profile whose host_memory.pinnable_bytes is larger (`dak profile --pin-test-gib N` "
-                 "measures up to N GiB)");
-      const int64_t left = std::max<int64_t>(1, cap.total_bytes - host);
-      if (left > budget) {
-        const auto [leaves, holds] = format_bytes_apart(left, budget);
-        fail(fmt::format("--cpu-offload-gb {} leaves {} in HBM, more than the {} {}", a.cpu_offload_gib, leaves, holds,
-                         budget_source),
-             "--cpu-offload-gb",
-             "give at least " + format_at_least(double(cap.total_bytes - budget) / double(kGiB)));
-      }
-      // Those bytes, as a forced share of what can move, under the GPU's own budget: HBM is not
-      // capped at (total - host), so a staged plan's ring needs no further host bytes (session 21:
-      // as a budget, the ring pushed OPT-6.7B's 1 GiB point off the staged path, 19.9 -> 21.7 ms).
-      if (host > 0) req.offload_ratio = double(host) / double(movable);
+      apply_cpu_offload_gib(a.cpu_offload_gib, config, profile, budget, budget_source, req);
     }
   }
   Plan plan = make_plan_for_gpu_memory(config, profile, req, a.gpu_memory);

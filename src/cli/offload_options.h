@@ -87,6 +87,21 @@ double parse_offload_ratio(const std::string& text);
 /// Adds the flags above to `c`, writing into `a` (which must outlive the parse).
 void add_offload_options(CLI::App* c, OffloadArgs* a);
 
+/// --cpu-offload-gb for `c`, writing GiB into `*gib` (dak generate / bench through
+/// add_offload_options, and dak plan): a plain number (a unit is refused at parsing, exit 2); its
+/// range is check_cpu_offload_gib's, after the whole line has parsed.
+CLI::Option* add_cpu_offload_option(CLI::App* c, double* gib);
+/// Throws dak::Error unless 0 <= gib <= 1e6 (not NaN).
+void check_cpu_offload_gib(double gib);
+/// --cpu-offload-gb's amount (GiB of weights + KV cache in pinned host memory, as vLLM's flag) as the
+/// forced offload ratio of `req` (host bytes / movable bytes of `config` at req's shape) under the
+/// HBM `budget` (bytes; `budget_source` names it in messages), which it also sets. Throws dak::Error,
+/// located at --cpu-offload-gb with the limit in GiB as the fix, for more than can move (the tighter of
+/// that and the profile's pinnable bytes as the limit), more than `profile` can pin, or an amount that
+/// leaves more in HBM than the budget holds.
+void apply_cpu_offload_gib(double gib, const ModelConfig& config, const HardwareProfile& profile, int64_t budget,
+                           const std::string& budget_source, PlanRequest& req);
+
 /// The plan a GPU run applies, or nullopt for --offload none (and for auto when everything fits).
 /// The caller has checked the flags with check_offload_args (this does not repeat it, nor its file
 /// reads). `batch`, `prompt_len` and `gen_len`

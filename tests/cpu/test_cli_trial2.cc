@@ -71,6 +71,35 @@ TEST(CliTrial2, AnAtMostFixNumberIsAcceptedWhenPassedBack) {
   }
 }
 
+TEST(CliTrial2, PlanTakesCpuOffloadGbAsGenerateDoes) {
+  // The trial of session 27: dak plan had no --cpu-offload-gb, so a `generate --cpu-offload-gb N` run
+  // could not be previewed. It places N GiB on the host, with generate's checks and words.
+  const RunResult r = dak::testing::run_dak_env("", "plan --model llama-2-7b --cpu-offload-gb 4 --output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  const double host_gib = j["totals"]["host_bytes"].get<double>() / double(int64_t(1) << 30);
+  EXPECT_GE(host_gib, 4.0 - 1e-9) << r.output;
+  EXPECT_LT(host_gib, 4.05) << r.output;
+  const struct {
+    std::string flags, says;
+    int exit_code;
+  } refused[] = {
+      {"--cpu-offload-gb 4 --gpu-memory 40GiB", "--gpu-memory (the HBM budget) and --cpu-offload-gb", 1},
+      {"--cpu-offload-gb 1000", "can move there", 1},
+      {"--cpu-offload-gb -1", "--cpu-offload-gb -1 is negative", 1},
+      {"--cpu-offload-gb 4GiB", "has a unit, but this option takes a plain number of GiB", 2},
+      {"--cpu-offload-gb 4 --sweep-ratios 0,50", "--cpu-offload-gb", 1},
+  };
+  for (const auto& c : refused) {
+    const RunResult e = run_dak("plan --model llama-2-7b " + c.flags);
+    EXPECT_EQ(e.exit_code, c.exit_code) << c.flags << ": " << e.output;
+    EXPECT_TRUE(contains(e.output, c.says)) << c.flags << ": " << e.output;
+  }
+  const RunResult both = run_dak("plan --model llama-2-7b --cpu-offload-gb 4 --offload-ratio 0.1");
+  EXPECT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_TRUE(contains(both.output, "dak: notice: --offload-ratio overrides --cpu-offload-gb 4")) << both.output;
+}
+
 TEST(CliTrial2, APinningLimitOfCpuOffloadGbIsNamedInItsOwnTerms) {
   // The trial: --cpu-offload-gb 0.2 past the pinnable memory said "where: --offload-ratio" and
   // "the offload ratio (at most 0.0038 fits)".
