@@ -79,8 +79,10 @@ CostModel::Work CostModel::work(const Op& op, int64_t host_units) const {
   Work w;
   const int64_t units = op.splittable ? op.units() : 0;
   const double frac = op.splittable ? double(op.host_rows(host_units)) / double(op.split_rows) : 0.0;
-  w.host_bytes = op.step_bytes * frac;
-  w.hbm_bytes = op.step_bytes * (1.0 - frac) + double(op.fixed_bytes) + op.act_bytes;
+  // Weights are read once per pass (op.passes > 1: a prefill longer than one engine pass).
+  const double passes = double(op.passes);
+  w.host_bytes = op.step_bytes * frac * passes;
+  w.hbm_bytes = (op.step_bytes * (1.0 - frac) + double(op.fixed_bytes)) * passes + op.act_bytes;
 
   // Compute: per-SM rate of the op's shape class.
   int64_t rate_tokens = op.n;
@@ -147,7 +149,7 @@ OpCost CostModel::direct(const Op& op, const Work& w, int64_t host_units, bool a
       best.time_s = t;
     }
   }
-  return finish(best, op.kernels);
+  return finish(best, op.kernels * op.passes);
 }
 
 OpCost CostModel::direct_compute_tiles(const Op& op, const Work& w, int64_t host_units) const {
@@ -172,8 +174,9 @@ OpCost CostModel::direct_compute_tiles(const Op& op, const Work& w, int64_t host
   c.stages_per_cta = s.host_stages;
   c.cluster = s.cluster;
   c.host_inflight_bytes = int64_t(s.host_clusters()) * s.host_stages * s.host_stage_inflight_bytes();
-  // Host memory is not cached in L2: every n-group (cluster of n-tiles) reads its host tiles again.
-  c.host_step_bytes = w.host_bytes * double(s.n_groups());
+  // Host memory is not cached in L2: every n-group (cluster of n-tiles) reads its host tiles again;
+  // a prefill of several passes has at least one n-group per pass (w.host_bytes counts every pass).
+  c.host_step_bytes = w.host_bytes / double(op.passes) * double(std::max<int64_t>(s.n_groups(), op.passes));
   const double hbm_rounds = s.hbm_units() > 0 ? ceil_div(double(s.hbm_units()), double(s.hbm_clusters())) : 0.0;
   c.compute_s = std::max(t_all, hbm_rounds * t_round);
   c.hbm_s = w.hbm_bytes / (p.hbm_read_gbps * p.hbm_factor(c.host_inflight_bytes) * w.hbm_fraction * 1e9);
@@ -188,7 +191,7 @@ OpCost CostModel::direct_compute_tiles(const Op& op, const Work& w, int64_t host
   };
   c.host_s = p.host_loaded_start_us * 1e-6 + double(units / streams) * round_s(streams) +
              (units % streams > 0 ? round_s(units % streams) : 0.0);
-  return finish(c, op.kernels);
+  return finish(c, op.kernels * op.passes);
 }
 
 OpCost CostModel::staged(const Op& op, const Work& w) const {
@@ -201,9 +204,11 @@ OpCost CostModel::staged(const Op& op, const Work& w) const {
   c.hbm_s = (w.hbm_bytes + 2.0 * w.host_bytes) / hbm_bps;
   const double ce_bps = p.host_copy_engine_gbps * 1e9;
   c.host_s = w.host_bytes / ce_bps;
-  c.overhead_s = std::min(w.host_bytes, double(params_.staging_chunk_bytes)) / ce_bps;  // first chunk, not overlapped
+  // The first chunk of each pass's copy is not overlapped.
+  c.overhead_s = std::min(w.host_bytes / double(op.passes), double(params_.staging_chunk_bytes)) / ce_bps *
+                 double(op.passes);
   c.host_step_bytes = w.host_bytes;
-  return finish(c, op.kernels, 1);  // + the copy node
+  return finish(c, op.kernels * op.passes, op.passes);  // + the copy node of each pass
 }
 
 OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) const {
@@ -222,7 +227,7 @@ OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) con
     c.compute_s = host_compute + hbm_compute;
     const double host_part = std::max(host_compute, c.host_s);
     const double hbm_part = std::max(hbm_compute, c.hbm_s);
-    const int64_t kernels = op.kernels + (w.items_hbm > 0 ? 1 : 0);
+    const int64_t kernels = (op.kernels + (w.items_hbm > 0 ? 1 : 0)) * op.passes;
     c.overhead_s = double(kernels) * p.step_overhead_us() * 1e-6;
     c.bound = host_part >= hbm_part ? (c.host_s >= host_compute ? Bound::kHostLink : Bound::kCompute)
                                     : (c.hbm_s >= hbm_compute ? Bound::kHbm : Bound::kCompute);
@@ -232,7 +237,7 @@ OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) con
   // One kernel reads both tiers (attention_decode, embedding_gather): its host and HBM reads overlap.
   c.compute_s = ceil_div(w.items_host + w.items_hbm, sm) * w.t_item;
   c.host_s = w.host_bytes / (p.zero_copy_attention_rate_gbps() * 1e9);
-  return finish(c, op.kernels);
+  return finish(c, op.kernels * op.passes);
 }
 
 OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
@@ -245,7 +250,7 @@ OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
     OpCost c;
     c.compute_s = ceil_div(w.items_hbm, double(profile_.sm_count)) * w.t_item;
     c.hbm_s = w.hbm_bytes / (profile_.hbm_read_gbps * w.hbm_fraction * 1e9);
-    return finish(c, op.kernels);
+    return finish(c, op.kernels * op.passes);
   }
   if (path == DataPath::kStaged) return staged(op, w);
   if (path == DataPath::kZeroCopy) return zero_copy(op, w, host_units);

@@ -28,12 +28,22 @@ class GraphBuilder {
  public:
   GraphBuilder(const ModelConfig& c, const StepShape& s) : c_(c), s_(s) {
     tokens_ = s.phase == Phase::kPrefill ? s.batch * s.prompt_len : s.batch;
+    passes_ = s.prefill_passes();
   }
 
   std::vector<Op> build() {
     add_embeddings();
     for (int64_t l = 0; l < c_.num_layers; ++l) add_layer(l);
     add_head();
+    // The weights of the layer stack and its kernels are read and launched once per pass; the
+    // embedding gathers each token's row once (its kernel runs per pass), attention writes each
+    // token's K / V once (its kernels run per pass), and the head runs in the passes that hold a
+    // sequence's last token (at most one per sequence).
+    for (Op& op : ops_) {
+      if (op.layer >= 0 && op.kind != OpKind::kAttention) op.passes = passes_;
+      if (op.kind == OpKind::kAttention || op.kind == OpKind::kEmbedding) op.kernels *= passes_;
+      if (op.role == "project_in") op.passes = passes_;
+    }
     return std::move(ops_);
   }
 
@@ -186,6 +196,12 @@ class GraphBuilder {
   }
 
   void add_head() {
+    const size_t first = ops_.size();
+    add_head_ops();
+    for (size_t i = first; i < ops_.size(); ++i) ops_[i].passes = std::min(passes_, s_.batch);
+  }
+
+  void add_head_ops() {
     const std::string p = model_prefix(c_);
     const bool opt = c_.arch == Arch::kOpt;
     // Logits are needed for the last position of each sequence only.
@@ -200,6 +216,7 @@ class GraphBuilder {
   const ModelConfig& c_;
   const StepShape& s_;
   int64_t tokens_ = 0;
+  int64_t passes_ = 1;
   std::vector<Op> ops_;
 };
 
@@ -260,8 +277,19 @@ int64_t OpGraph::fixed_bytes() const {
 
 double OpGraph::step_model_bytes() const {
   double s = 0;
-  for (const Op& op : ops) s += op.step_bytes + double(op.fixed_bytes);
+  for (const Op& op : ops) s += (op.step_bytes + double(op.fixed_bytes)) * double(op.passes);
   return s;
+}
+
+int64_t StepShape::pass_tokens() const {
+  const int64_t held = batch > kMaxPlanTokens ? INT64_MAX : batch * max_context();  // no overflow: both bounded
+  return std::max(batch, std::min(held, std::max<int64_t>(1, max_pass_tokens)));
+}
+
+int64_t StepShape::prefill_passes() const {
+  if (phase != Phase::kPrefill) return 1;
+  const int64_t p = pass_tokens();
+  return (batch * prompt_len + p - 1) / p;
 }
 
 OpGraph build_op_graph(const ModelConfig& config, const StepShape& shape, const ShapeTerms& terms) {

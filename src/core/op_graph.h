@@ -80,7 +80,12 @@ struct Op {
   int64_t unit_rows = 1;            // rows per allocation unit (tile rows, or 1 sequence)
   int64_t row_bytes = 0;            // resident bytes per split row (resident_bytes == split_rows * row_bytes)
   int64_t items_per_unit = 1;       // CTA work items per unit (N tiles of a linear, kv heads of attention)
-  int64_t kernels = 1;              // kernel launches for this operator in a step (as the engine runs it:
+  int64_t passes = 1;               // forward passes of the step that each read this operator's weights and
+                                    //   launch its kernels: a prefill longer than one engine pass
+                                    //   (StepShape::prefill_passes) reads every weight once per pass;
+                                    //   step_bytes, fixed_bytes and kernels are per pass, act_bytes
+                                    //   and flops per step; 1 for decode
+  int64_t kernels = 1;              // kernel launches for this operator in a pass (as the engine runs it:
                                     //   attention 2 with its RoPE / KV append, a gated gate_up 2 with
                                     //   the activation, fc1 2 unless ReLU rides in the epilogue, an
                                     //   in-layer RMSNorm 0 in passes of <= kTieredDecodeMaxTokens,
@@ -115,11 +120,20 @@ struct StepShape {
   Phase phase = Phase::kDecode;
   int64_t tile_rows = 128;  // weight rows per split unit (tiered GEMM tile height), 1..kMaxTileRows
   int64_t tile_n = 256;     // tokens per CTA work item of a linear
+  /// Rows the engine packs into one forward pass (GpuEngineOptions::max_pass_tokens: dak generate's
+  /// 1024); the engine raises a pass to the batch and lowers it to what the KV cache holds.
+  int64_t max_pass_tokens = 1024;
 
   /// Positions held per sequence at the end of generation (KV capacity): prompt + gen.
   int64_t max_context() const { return prompt_len + gen_len; }
   /// Mean cached positions attended by a decode step: prompt + gen / 2.
   int64_t mean_decode_context() const { return prompt_len + gen_len / 2; }
+  /// Rows of one engine pass: max(batch, min(batch x (prompt + gen), max_pass_tokens)), as
+  /// GpuEngine::start sizes it.
+  int64_t pass_tokens() const;
+  /// Passes of the step: ceil(batch x prompt / pass_tokens()) for prefill (each reads every weight:
+  /// a 4096-token prompt in passes of 1024 reads the host rows 4 times), 1 for decode.
+  int64_t prefill_passes() const;
 };
 
 struct OpGraph {

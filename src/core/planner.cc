@@ -17,10 +17,10 @@ namespace {
 
 // Everything the cost of an operator depends on (identical layers share one curve).
 std::string cost_signature(const Op& op) {
-  return fmt::format("{}|{},{},{}|{},{},{}|{},{},{}|{}|{}|{}|{}|{}|{},{},{},{}|{}", int(op.kind), op.m, op.n, op.k,
+  return fmt::format("{}|{},{},{}|{},{},{}|{},{},{}|{}|{}|{}|{}|{}|{},{},{},{}|{}|{}", int(op.kind), op.m, op.n, op.k,
                      op.batch, op.q_len, op.context, op.heads, op.kv_heads, op.head_dim, op.resident_bytes,
                      op.step_bytes, op.fixed_bytes, op.act_bytes, op.flops, op.split_rows, op.unit_rows, op.row_bytes,
-                     op.items_per_unit, op.kernels);
+                     op.items_per_unit, op.kernels, op.passes);
 }
 
 Allocation run_allocator(AllocatorKind kind, const std::vector<AllocCurve>& curves, int64_t required) {
@@ -478,7 +478,9 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
     o.name = op.name, o.role = op.role, o.layer = op.layer, o.kind = op.kind;
     o.m = op.m, o.n = op.n, o.k = op.k, o.batch = op.batch, o.q_len = op.q_len, o.context = op.context;
     o.heads = op.heads, o.kv_heads = op.kv_heads, o.head_dim = op.head_dim;
-    o.bytes = op.resident_bytes, o.step_bytes = op.step_bytes, o.fixed_bytes = op.fixed_bytes, o.flops = op.flops;
+    // What the step reads: a prefill of several passes reads the weights once per pass.
+    o.bytes = op.resident_bytes, o.step_bytes = op.step_bytes * double(op.passes), o.fixed_bytes = op.fixed_bytes,
+    o.flops = op.flops;
     o.split_rows = op.split_rows, o.unit_rows = op.unit_rows, o.host_units = h, o.host_rows = op.host_rows(h);
     o.host_fraction = op.split_rows > 0 ? double(o.host_rows) / double(op.split_rows) : 0.0;
     o.host_bytes = op.host_resident_bytes(h);

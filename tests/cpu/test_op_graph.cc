@@ -147,6 +147,41 @@ TEST(OpGraph, PrefillUsesAllPromptTokensButLogitsOnlyForTheLast) {
   EXPECT_DOUBLE_EQ(att.flops, 4.0 * 4 * 32 * 128 * (100.0 * 101 / 2));  // causal
 }
 
+TEST(OpGraph, APrefillLongerThanAPassReadsTheWeightsOncePerPass) {
+  // The trial of session 27: the engine runs a prefill in passes of at most 1024 rows (dak generate's
+  // GpuEngineOptions::max_pass_tokens), each reading every weight (host rows over the link each time),
+  // but the plan priced one read.
+  StepShape s;
+  s.batch = 1, s.prompt_len = 4096, s.gen_len = 32, s.phase = Phase::kPrefill;
+  EXPECT_EQ(s.pass_tokens(), 1024);
+  EXPECT_EQ(s.prefill_passes(), 4);
+  const OpGraph g = build_op_graph(shipped("llama-2-7b"), s);
+  const Op& qkv = find_op(g, "layers.0.qkv_proj");
+  EXPECT_EQ(qkv.passes, 4);
+  EXPECT_EQ(qkv.n, 4096);  // FLOPs and activations per step
+  EXPECT_EQ(find_op(g, "layers.0.attention").passes, 1);  // K / V written once ...
+  EXPECT_EQ(find_op(g, "layers.0.attention").kernels, 2 * 4);  // ... by kernels in every pass
+  EXPECT_EQ(find_op(g, "lm_head").passes, 1);  // one sequence: its last token is in one pass
+  EXPECT_EQ(find_op(g, "embed_tokens").passes, 1);
+  // The step reads the layer weights 4 times: its bytes grow by 3 x the layer stack's.
+  StepShape one = s;
+  one.max_pass_tokens = 8192;
+  EXPECT_EQ(one.prefill_passes(), 1);
+  const OpGraph g1 = build_op_graph(shipped("llama-2-7b"), one);
+  double layers = 0;
+  for (const Op& op : g1.ops)
+    if (op.layer >= 0 && op.kind != OpKind::kAttention) layers += op.step_bytes + double(op.fixed_bytes);
+  EXPECT_NEAR(g.step_model_bytes() - g1.step_model_bytes(), 3 * layers, 1.0);
+  // A pass holds at least the batch, and at most what the KV cache holds; decode is one pass.
+  StepShape wide = s;
+  wide.batch = 2048, wide.prompt_len = 1;
+  EXPECT_EQ(wide.prefill_passes(), 1);
+  StepShape decode = s;
+  decode.phase = Phase::kDecode;
+  EXPECT_EQ(decode.prefill_passes(), 1);
+  EXPECT_EQ(find_op(build_op_graph(shipped("llama-2-7b"), decode), "layers.0.qkv_proj").passes, 1);
+}
+
 TEST(OpGraph, BadShapeIsAClearError) {
   StepShape s;
   s.batch = 0;

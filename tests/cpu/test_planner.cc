@@ -417,6 +417,31 @@ TEST(Planner, ImpossibleBudgetsAreRefused) {
   EXPECT_THROW(make_plan(cfg, h200(), bad), Error);
 }
 
+TEST(Planner, APrefillOfManyPassesPaysTheHostBytesOfEveryPass) {
+  // The trial of session 27: Llama-3-8B prefill of 4 x 4096 tokens with every weight on the host was
+  // predicted 455 ms, one read of the weights over the link; dak generate's engine runs it in 16 passes
+  // of 1024 rows, each reading them. Now the prediction is at least 16 reads at the copy engine's rate.
+  const ModelConfig cfg = locate_model_config("llama-3-8b").config;
+  PlanRequest r = request(4, std::nullopt);
+  r.shape.prompt_len = 4096;
+  r.shape.phase = Phase::kPrefill;
+  r.offload_ratio = 1.0;
+  ASSERT_EQ(r.shape.prefill_passes(), 16);
+  const Plan p = make_plan(cfg, h200(), r);
+  double linear_host = 0;  // host bytes of the layer stack's linears, resident (one read)
+  for (const PlanOp& op : p.ops)
+    if (op.kind == OpKind::kLinear && op.layer >= 0) linear_host += double(op.host_bytes);
+  ASSERT_GT(linear_host, 10e9);
+  const double ce_bps = h200().host_copy_engine_gbps * 1e9;
+  EXPECT_GE(p.predicted_tpot_s, 16.0 * linear_host / ce_bps * 0.99) << p.predicted_tpot_s;
+  // One pass (a prompt that fits it) reads them once.
+  PlanRequest short_prompt = r;
+  short_prompt.shape.prompt_len = 256;
+  ASSERT_EQ(short_prompt.shape.prefill_passes(), 1);
+  const Plan q = make_plan(cfg, h200(), short_prompt);
+  EXPECT_LT(q.predicted_tpot_s, 2.0 * linear_host / ce_bps) << q.predicted_tpot_s;
+}
+
 TEST(Planner, CopyPipelineSharesTheHostLinkWithDirectReads) {
   // While a staged linear's copy and an operator's direct host reads are in flight together they
   // share the link (host_shared_total_gbps in all, the probe's [hybrid] line); the replay that ran
