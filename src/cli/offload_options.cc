@@ -53,7 +53,7 @@ void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfi
   // A run's steps are decode steps, placed and predicted by a decode plan (a prefill plan prices
   // one prefill pass: the session-25 second trial's hand-edited phase was taken silently).
   if (plan.inputs.phase == Phase::kPrefill)
-    fail("the plan was made for --phase prefill (it places and predicts one prefill pass); a run applies a decode "
+    fail("the plan was made for --phase prefill (it places and predicts the prefill); a run applies a decode "
          "plan",
          a.plan_file, "make a decode plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
   check_plan_mode(plan, a, model, shape);
