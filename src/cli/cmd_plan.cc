@@ -186,11 +186,7 @@ void add_plan_command(CLI::App& app) {
     req.shape.tile_rows = a->tile_rows;
     const bool cpu_gb = cpu_gb_opt->count() > 0;
     if (cpu_gb) check_cpu_offload_gib(a->cpu_offload_gib);
-    if (cpu_gb && !a->gpu_memory.empty()) {  // dak generate's words for the same pair
-      fail("--gpu-memory (the HBM budget) and --cpu-offload-gb (the host amount) each fix the split between HBM and "
-           "host memory",
-           "--gpu-memory / --cpu-offload-gb", "give only one of them (--offload-ratio may be added to either)");
-    }
+    check_budget_or_host_amount(!a->gpu_memory.empty(), cpu_gb);
     if (!a->gpu_memory.empty()) req.gpu_memory_bytes = parse_byte_size(a->gpu_memory, "--gpu-memory");
     if (ratio_opt->count() > 0) req.offload_ratio = parse_offload_ratio(a->offload_ratio);
     req.allocator = parse_allocator(a->allocator, "--allocator");
@@ -247,7 +243,7 @@ void add_plan_command(CLI::App& app) {
       return;
     }
     if (cpu_gb && ratio_opt->count() > 0) {
-      std::fprintf(stderr, "dak: notice: --offload-ratio overrides --cpu-offload-gb %g\n", a->cpu_offload_gib);
+      notice_ratio_overrides_cpu_offload(a->cpu_offload_gib);
     } else if (cpu_gb) {  // that many bytes on the host, under the profile's default budget
       apply_cpu_offload_gib(a->cpu_offload_gib, model.config, profile, profile.default_hbm_budget_bytes(),
                             fmt::format("default HBM budget of the profile '{}'", profile.name), req);

@@ -117,19 +117,30 @@ std::string subcommand_list(const CLI::App& app) {
   return list;
 }
 
+/// The deepest subcommand given on the command line that `app` parsed (`app` itself when none), and
+/// its path ("dak bench attention") in `*path`.
+const CLI::App& deepest_command(const CLI::App& app, std::string* path) {
+  *path = "dak";
+  const CLI::App* deepest = &app;
+  for (const CLI::App* level = &app; level;) {
+    const auto subs = level->get_subcommands();
+    level = subs.empty() ? nullptr : subs.front();
+    if (level) {
+      deepest = level;
+      *path += " " + level->get_name();
+    }
+  }
+  return *deepest;
+}
+
 /// `e` with the command that ran named after a place that is one of its options ("--batch" ->
 /// "--batch (dak plan)"), as CLI11's own value errors name it (trial 26: the two forms mixed).
 dak::Error with_command(const dak::Error& e, const CLI::App& app) {
   const std::string& where = e.where_part();
   const bool option = where.size() > 2 && where.rfind("--", 0) == 0 &&
                       where.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-", 2) == std::string::npos;
-  std::string path = "dak";
-  for (const CLI::App* level = &app; level;) {
-    const auto subs = level->get_subcommands();
-    level = subs.empty() ? nullptr : subs.front();
-    if (level) path += " " + level->get_name();
-  }
-  if (!option || path == "dak") return e;
+  std::string path;
+  if (!option || &deepest_command(app, &path) == &app) return e;
   return dak::Error(e.what_part(), where + " (" + path + ")", e.fix_part());
 }
 
@@ -223,17 +234,11 @@ int main(int argc, char** argv) {
     std::string where = "the command line";
     std::string help = "dak --help";
     // The deepest subcommand given (`dak bench attention --bogus` -> dak bench attention --help).
-    std::string path = "dak";
-    const CLI::App* deepest = &app;
-    for (const CLI::App* level = &app; level;) {
-      const auto subs = level->get_subcommands();
-      level = subs.empty() ? nullptr : subs.front();
-      if (level) {
-        deepest = level;
-        path += " " + level->get_name();
-        where = path;
-        help = path + " --help";
-      }
+    std::string path;
+    const CLI::App* deepest = &deepest_command(app, &path);
+    if (deepest != &app) {
+      where = path;
+      help = path + " --help";
     }
     std::string what = e.what();
     const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;

@@ -226,11 +226,7 @@ void check_offload_args(const OffloadArgs& a, bool ratio_list) {
          "--offload-ratio would be ignored",
          "--plan", "drop the other offload flags, or drop --plan to plan here");
   }
-  if (!a.gpu_memory.empty() && cpu_gb) {
-    fail("--gpu-memory (the HBM budget) and --cpu-offload-gb (the host amount) each fix the split between HBM and host "
-         "memory",
-         "--gpu-memory / --cpu-offload-gb", "give only one of them (--offload-ratio may be added to either)");
-  }
+  check_budget_or_host_amount(!a.gpu_memory.empty(), cpu_gb);
 
   if (!a.plan_file.empty() && (!a.profile.empty() || a.allocator != "greedy")) {
     fail("--plan already fixes the placement, so --profile / --allocator would be ignored", "--plan",
@@ -299,6 +295,21 @@ CLI::Option* add_cpu_offload_option(CLI::App* c, double* gib) {
       ->transform(plain_gib_number());
 }
 
+void check_budget_or_host_amount(bool gpu_memory, bool cpu_offload_gb) {
+  if (gpu_memory && cpu_offload_gb) {
+    fail("--gpu-memory (the HBM budget) and --cpu-offload-gb (the host amount) each fix the split between HBM and host "
+         "memory",
+         "--gpu-memory / --cpu-offload-gb", "give only one of them (--offload-ratio may be added to either)");
+  }
+}
+
+void notice_ratio_overrides_cpu_offload(double gib) {
+  static bool noted = false;  // once per process: dak bench plans each point
+  if (noted) return;
+  std::fprintf(stderr, "dak: notice: --offload-ratio overrides --cpu-offload-gb %g\n", gib);
+  noted = true;
+}
+
 void check_cpu_offload_gib(double v) {
   if (!(v >= 0 && v <= kMaxCpuOffloadGib)) {
     fail(fmt::format("--cpu-offload-gb {} {}: it must be between 0 and {} GiB", v,
@@ -348,12 +359,8 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
       budget_source = "budget of this GPU (its free HBM less 2 GiB)";
     }
     req.gpu_memory_bytes = budget;
-    if (cpu_gb && ratio) {  // the ratio sets the host share (once per process: dak bench plans each point)
-      static bool noted = false;
-      if (!noted) {
-        std::fprintf(stderr, "dak: notice: --offload-ratio overrides --cpu-offload-gb %g\n", a.cpu_offload_gib);
-        noted = true;
-      }
+    if (cpu_gb && ratio) {  // the ratio sets the host share
+      notice_ratio_overrides_cpu_offload(a.cpu_offload_gib);
     } else if (cpu_gb) {  // that many bytes on the host (vLLM's meaning: an amount, not an HBM budget)
       apply_cpu_offload_gib(a.cpu_offload_gib, config, profile, budget, budget_source, req);
     }

@@ -93,6 +93,11 @@ void add_offload_options(CLI::App* c, OffloadArgs* a);
 CLI::Option* add_cpu_offload_option(CLI::App* c, double* gib);
 /// Throws dak::Error unless 0 <= gib <= 1e6 (not NaN).
 void check_cpu_offload_gib(double gib);
+/// Throws dak::Error when both --gpu-memory (an HBM budget) and --cpu-offload-gb (a host amount)
+/// were given: each fixes the split between HBM and host memory.
+void check_budget_or_host_amount(bool gpu_memory, bool cpu_offload_gb);
+/// "dak: notice: --offload-ratio overrides --cpu-offload-gb GIB" on stderr, once per process.
+void notice_ratio_overrides_cpu_offload(double gib);
 /// --cpu-offload-gb's amount (GiB of weights + KV cache in pinned host memory, as vLLM's flag) as the
 /// forced offload ratio of `req` (host bytes / movable bytes of `config` at req's shape) under the
 /// HBM `budget` (bytes; `budget_source` names it in messages), which it also sets. Throws dak::Error,

@@ -149,7 +149,7 @@ OpCost CostModel::direct(const Op& op, const Work& w, int64_t host_units, bool a
       best.time_s = t;
     }
   }
-  return finish(best, op.kernels * op.passes);
+  return finish(best, op.step_kernels());
 }
 
 OpCost CostModel::direct_compute_tiles(const Op& op, const Work& w, int64_t host_units) const {
@@ -191,7 +191,7 @@ OpCost CostModel::direct_compute_tiles(const Op& op, const Work& w, int64_t host
   };
   c.host_s = p.host_loaded_start_us * 1e-6 + double(units / streams) * round_s(streams) +
              (units % streams > 0 ? round_s(units % streams) : 0.0);
-  return finish(c, op.kernels * op.passes);
+  return finish(c, op.step_kernels());
 }
 
 OpCost CostModel::staged(const Op& op, const Work& w) const {
@@ -208,7 +208,7 @@ OpCost CostModel::staged(const Op& op, const Work& w) const {
   c.overhead_s = std::min(w.host_bytes / double(op.passes), double(params_.staging_chunk_bytes)) / ce_bps *
                  double(op.passes);
   c.host_step_bytes = w.host_bytes;
-  return finish(c, op.kernels * op.passes, op.passes);  // + the copy node of each pass
+  return finish(c, op.step_kernels(), op.passes);  // + the copy node of each pass
 }
 
 OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) const {
@@ -227,7 +227,7 @@ OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) con
     c.compute_s = host_compute + hbm_compute;
     const double host_part = std::max(host_compute, c.host_s);
     const double hbm_part = std::max(hbm_compute, c.hbm_s);
-    const int64_t kernels = (op.kernels + (w.items_hbm > 0 ? 1 : 0)) * op.passes;
+    const int64_t kernels = op.step_kernels() + (w.items_hbm > 0 ? op.passes : 0);
     c.overhead_s = double(kernels) * p.step_overhead_us() * 1e-6;
     c.bound = host_part >= hbm_part ? (c.host_s >= host_compute ? Bound::kHostLink : Bound::kCompute)
                                     : (c.hbm_s >= hbm_compute ? Bound::kHbm : Bound::kCompute);
@@ -237,7 +237,7 @@ OpCost CostModel::zero_copy(const Op& op, const Work& w, int64_t host_units) con
   // One kernel reads both tiers (attention_decode, embedding_gather): its host and HBM reads overlap.
   c.compute_s = ceil_div(w.items_host + w.items_hbm, sm) * w.t_item;
   c.host_s = w.host_bytes / (p.zero_copy_attention_rate_gbps() * 1e9);
-  return finish(c, op.kernels * op.passes);
+  return finish(c, op.step_kernels());
 }
 
 OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
@@ -250,7 +250,7 @@ OpCost CostModel::cost(const Op& op, int64_t host_units, DataPath path) const {
     OpCost c;
     c.compute_s = ceil_div(w.items_hbm, double(profile_.sm_count)) * w.t_item;
     c.hbm_s = w.hbm_bytes / (profile_.hbm_read_gbps * w.hbm_fraction * 1e9);
-    return finish(c, op.kernels * op.passes);
+    return finish(c, op.step_kernels());
   }
   if (path == DataPath::kStaged) return staged(op, w);
   if (path == DataPath::kZeroCopy) return zero_copy(op, w, host_units);

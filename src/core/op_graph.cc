@@ -34,16 +34,20 @@ class GraphBuilder {
   std::vector<Op> build() {
     add_embeddings();
     for (int64_t l = 0; l < c_.num_layers; ++l) add_layer(l);
-    add_head();
-    // The weights of the layer stack and its kernels are read and launched once per pass; the
-    // embedding gathers each token's row once (its kernel runs per pass), attention writes each
-    // token's K / V once (its kernels run per pass), and the head runs in the passes that hold a
-    // sequence's last token (at most one per sequence).
+    // Below the head, linears and norms read their weights and launch their kernels once per pass;
+    // the embeddings gather each token's row once and attention writes each token's K / V once,
+    // their kernels running in every pass.
     for (Op& op : ops_) {
-      if (op.layer >= 0 && op.kind != OpKind::kAttention) op.passes = passes_;
-      if (op.kind == OpKind::kAttention || op.kind == OpKind::kEmbedding) op.kernels *= passes_;
-      if (op.role == "project_in") op.passes = passes_;
+      if (op.kind == OpKind::kLinear || op.kind == OpKind::kNorm) {
+        op.passes = passes_;
+      } else {
+        op.kernels *= passes_;
+      }
     }
+    // The head runs in the passes that hold a sequence's last token (at most one per sequence).
+    const size_t head = ops_.size();
+    add_head();
+    for (size_t i = head; i < ops_.size(); ++i) ops_[i].passes = std::min(passes_, s_.batch);
     return std::move(ops_);
   }
 
@@ -196,12 +200,6 @@ class GraphBuilder {
   }
 
   void add_head() {
-    const size_t first = ops_.size();
-    add_head_ops();
-    for (size_t i = first; i < ops_.size(); ++i) ops_[i].passes = std::min(passes_, s_.batch);
-  }
-
-  void add_head_ops() {
     const std::string p = model_prefix(c_);
     const bool opt = c_.arch == Arch::kOpt;
     // Logits are needed for the last position of each sequence only.

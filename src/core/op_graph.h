@@ -84,7 +84,8 @@ struct Op {
                                     //   launch its kernels: a prefill longer than one engine pass
                                     //   (StepShape::prefill_passes) reads every weight once per pass;
                                     //   step_bytes, fixed_bytes and kernels are per pass, act_bytes
-                                    //   and flops per step; 1 for decode
+                                    //   and flops per step; 1 for decode, and for the embeddings and
+                                    //   attention (bytes once a step), whose kernels count every pass
   int64_t kernels = 1;              // kernel launches for this operator in a pass (as the engine runs it:
                                     //   attention 2 with its RoPE / KV append, a gated gate_up 2 with
                                     //   the activation, fc1 2 unless ReLU rides in the epilogue, an
@@ -94,6 +95,8 @@ struct Op {
   std::string tied_to;              // op whose tensor this one reads (tied embeddings), else ""
 
   int64_t units() const { return splittable ? (split_rows + unit_rows - 1) / unit_rows : 0; }
+  /// Kernel launches of the step: kernels in each of its passes.
+  int64_t step_kernels() const { return kernels * passes; }
   /// Host rows when the first `host_units` units live on the host (clamped to split_rows).
   int64_t host_rows(int64_t host_units) const;
   /// Resident host bytes for `host_units` units.
