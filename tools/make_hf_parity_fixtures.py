@@ -3,8 +3,8 @@
 logits and greedy continuations, computed by transformers (the oracle).
 
 Runs wherever torch + transformers exist (no GPU needed; the GPU machine has both):
-    python3 tools/make_hf_parity_fixtures.py OUT_DIR
-For every variant it writes OUT_DIR/<name>/{config.json, model.safetensors, expected.json}.
+    python3 tools/make_hf_parity_fixtures.py OUT_DIR [NAME...]
+For every variant (or only the NAMEs given) it writes OUT_DIR/<name>/{config.json, model.safetensors, expected.json}.
 config.json is the hub-style dict we built (what users' checkpoints look like);
 config.hf.json is what this transformers version writes back (for parser tests).
 expected.json:
@@ -53,6 +53,11 @@ VARIANTS = {
     "qwen2": llama_like("qwen2", num_key_value_heads=2, rope_theta=1000000.0, use_sliding_window=False,
                         sliding_window=None, rms_norm_eps=1e-6),
     "mistral_swa": llama_like("mistral", num_key_value_heads=2, sliding_window=8),
+    # YaRN as Qwen2.5 documents it for long contexts (factor = max_position / original).
+    "qwen2_yarn": llama_like("qwen2", num_key_value_heads=2, rope_theta=10000.0, use_sliding_window=False,
+                             sliding_window=None, rms_norm_eps=1e-6,
+                             rope_scaling={"type": "yarn", "factor": 4.0,
+                                           "original_max_position_embeddings": 32}),
 }
 
 SEQS = [[1, 17, 42, 99, 5, 63, 120, 7, 33, 88, 2, 54, 76],
@@ -75,9 +80,14 @@ def randomize(model, gen):
 def f32list(t):
     return [float(x) for x in t.float().tolist()]
 
-def main(out_dir):
+def main(out_dir, only):
+    unknown = set(only) - set(VARIANTS)
+    if unknown:
+        sys.exit(f"unknown variant(s) {sorted(unknown)}; known: {list(VARIANTS)}")
     torch.manual_seed(0)
-    for i, (name, cfg_dict) in enumerate(VARIANTS.items()):
+    for i, (name, cfg_dict) in enumerate(VARIANTS.items()):  # i seeds the weights: keep the order
+        if only and name not in only:
+            continue
         d = os.path.join(out_dir, name)
         os.makedirs(d, exist_ok=True)
         cfg = AutoConfig.for_model(cfg_dict["model_type"],
@@ -116,4 +126,6 @@ def main(out_dir):
               f"min_margin={min(min(g['margins']) for g in exp['greedy']):.4f}")
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) < 2:
+        sys.exit("usage: make_hf_parity_fixtures.py OUT_DIR [NAME...]")
+    main(sys.argv[1], sys.argv[2:])

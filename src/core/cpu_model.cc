@@ -74,6 +74,7 @@ struct CpuModel::Impl {
   Linear lm_head;                // lm_head.w empty when tied (embed is used)
   std::vector<Layer> layers;
   std::vector<float> inv_freq;   // [D/2], empty for OPT
+  float rope_attention_factor = 1.0f;  // cos / sin multiplier (cpu::rope_attention_factor; yarn)
 
   // KV cache: [layers][B][max_context][Hkv * D] for keys and values.
   std::unique_ptr<float[]> k_cache, v_cache;
@@ -221,7 +222,10 @@ void CpuModel::Impl::load(const Checkpoint& ckpt) {
   }
   if (error) std::rethrow_exception(error);
 
-  if (c.arch != Arch::kOpt) inv_freq = cpu::rope_inv_freq(c);
+  if (c.arch != Arch::kOpt) {
+    inv_freq = cpu::rope_inv_freq(c);
+    rope_attention_factor = cpu::rope_attention_factor(c);
+  }
 }
 
 CpuModel::CpuModel(const Checkpoint& ckpt) : impl_(std::make_unique<Impl>()) {
@@ -395,8 +399,8 @@ void CpuModel::Impl::attention_block(int64_t l, const Rows& rw, std::vector<floa
   for (int64_t r = 0; r < t; ++r) {
     float* qr = qkv.data() + r * qkvd;
     if (!inv_freq.empty()) {
-      cpu::apply_rope(qr, nh, d, inv_freq.data(), rw.pos[r]);
-      cpu::apply_rope(qr + qd, nkv, d, inv_freq.data(), rw.pos[r]);
+      cpu::apply_rope(qr, nh, d, inv_freq.data(), rw.pos[r], rope_attention_factor);
+      cpu::apply_rope(qr + qd, nkv, d, inv_freq.data(), rw.pos[r], rope_attention_factor);
     }
     std::copy_n(qr + qd, kvd, kv_row(k_cache.get(), l, rw.seq[r], rw.pos[r]));
     std::copy_n(qr + qd + kvd, kvd, kv_row(v_cache.get(), l, rw.seq[r], rw.pos[r]));

@@ -325,13 +325,13 @@ void activate(float* x, int64_t n, Activation a) {
 
 std::vector<float> rope_inv_freq(const ModelConfig& c) {
   const int64_t d = c.head_dim;
-  std::vector<float> f(static_cast<size_t>(d / 2));
-  for (int64_t i = 0; i < d / 2; ++i) {
-    // 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all in fp32.
+  // base ** (arange(0, dim, 2).float() / dim), all in fp32.
+  const auto pos_freq = [&](int64_t i) {
     const float e = static_cast<float>(2 * i) / static_cast<float>(d);
-    const float p = static_cast<float>(std::pow(c.rope_theta, static_cast<double>(e)));
-    f[i] = 1.0f / p;
-  }
+    return static_cast<float>(std::pow(c.rope_theta, static_cast<double>(e)));
+  };
+  std::vector<float> f(static_cast<size_t>(d / 2));
+  for (int64_t i = 0; i < d / 2; ++i) f[i] = 1.0f / pos_freq(i);
   if (c.rope_scaling == RopeScaling::kLinear) {
     const float factor = static_cast<float>(c.rope_factor);
     for (float& v : f) v /= factor;
@@ -356,17 +356,45 @@ std::vector<float> rope_inv_freq(const ModelConfig& c) {
         v = (1.0f - smooth) * scaled / factor + smooth * scaled;
       }
     }
+  } else if (c.rope_scaling == RopeScaling::kYarn) {
+    // Dimension (of D) at which a frequency turns `rotations` times over the original context.
+    const double dim = static_cast<double>(d);
+    const auto correction_dim = [&](double rotations) {
+      return dim * std::log(static_cast<double>(c.rope_original_max_position) / (rotations * 2.0 * std::numbers::pi)) /
+             (2.0 * std::log(c.rope_theta));
+    };
+    double low = correction_dim(c.rope_beta_fast), high = correction_dim(c.rope_beta_slow);
+    if (c.rope_truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, dim - 1.0);
+    if (low == high) high += 0.001;  // the ramp's guard against a zero width
+    const float factor = static_cast<float>(c.rope_factor);
+    const float lo = static_cast<float>(low), width = static_cast<float>(high - low);
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const float extrapolation = f[i];
+      const float interpolation = 1.0f / (factor * pos_freq(i));
+      const float ramp = std::clamp((static_cast<float>(i) - lo) / width, 0.0f, 1.0f);
+      const float keep = 1.0f - ramp;  // weight of the extrapolated (unscaled) frequency
+      f[i] = interpolation * (1.0f - keep) + extrapolation * keep;
+    }
   }
   return f;
 }
 
-void apply_rope(float* x, int64_t h, int64_t d, const float* inv_freq, int64_t pos) {
+float rope_attention_factor(const ModelConfig& c) {
+  return c.rope_scaling == RopeScaling::kYarn ? static_cast<float>(c.rope_attention_factor) : 1.0f;
+}
+
+void apply_rope(float* x, int64_t h, int64_t d, const float* inv_freq, int64_t pos, float attention_factor) {
   const int64_t half = d / 2;
   const float p = static_cast<float>(pos);
   for (int64_t i = 0; i < half; ++i) {
     const float angle = inv_freq[i] * p;
-    const float c = static_cast<float>(std::cos(static_cast<double>(angle)));
-    const float s = static_cast<float>(std::sin(static_cast<double>(angle)));
+    const float c = static_cast<float>(std::cos(static_cast<double>(angle))) * attention_factor;
+    const float s = static_cast<float>(std::sin(static_cast<double>(angle))) * attention_factor;
     for (int64_t hh = 0; hh < h; ++hh) {
       float* r = x + hh * d;
       const float x1 = r[i];

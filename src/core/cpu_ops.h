@@ -55,14 +55,21 @@ void activate(float* x, int64_t n, Activation a);
 /// RoPE inverse frequencies [D/2] in fp32, as HF's ROPE_INIT_FUNCTIONS compute them
 /// (modeling_rope_utils.py): default 1 / theta^(2i/D); linear: divided by factor;
 /// llama3: _compute_llama3_parameters (low / high frequency bands, smooth interpolation
-/// in between). The attention scaling of these three types is 1.
+/// in between); yarn: _compute_yarn_parameters (YaRN, arXiv:2309.00071 §3: the default
+/// frequencies below the correction range [low, high] of dimensions, those divided by factor
+/// above it, a linear ramp between). Each fp32 operation rounds as torch's does.
 std::vector<float> rope_inv_freq(const ModelConfig& c);
 
+/// The multiplier HF applies to cos and sin (the rotary embedding's attention_scaling):
+/// c.rope_attention_factor for yarn, 1 for the other types, rounded to fp32.
+float rope_attention_factor(const ModelConfig& c);
+
 /// Rotates x[H, D] in place for position `pos` in HF's rotate-half convention
-/// (apply_rotary_pos_emb): with c = cos(pos * f_i), s = sin(pos * f_i), i < D/2,
+/// (apply_rotary_pos_emb): with c = m cos(pos * f_i), s = m sin(pos * f_i), i < D/2, where m is
+/// `attention_factor` (rope_attention_factor; 1 leaves cos and sin as they are),
 /// x[i] <- x[i] c - x[i + D/2] s and x[i + D/2] <- x[i + D/2] c + x[i] s.
 /// The angle is rounded to fp32 first, as HF computes it (inv_freq @ position_ids in fp32).
-void apply_rope(float* x, int64_t h, int64_t d, const float* inv_freq, int64_t pos);
+void apply_rope(float* x, int64_t h, int64_t d, const float* inv_freq, int64_t pos, float attention_factor = 1.0f);
 
 /// Causal attention of one query head (eager_attention_forward):
 ///   out[D] = softmax_j(scale * q · k_j) · v_j,   j in [0, n_keys)

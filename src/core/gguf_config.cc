@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -99,10 +100,25 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
       c.rope_scaling = RopeScaling::kLinear;
       c.rope_factor = *f;
     }
+  } else if (scaling == "yarn") {
+    // llama.cpp's YaRN (ggml rope_yarn) with its defaults: ext_factor 1, beta_fast 32,
+    // beta_slow 1, attention factor 1 + 0.1 ln(factor) -- HF's yarn without optional keys.
+    c.rope_scaling = RopeScaling::kYarn;
+    c.rope_factor = g.get_float(key("rope.scaling.factor"));
+    c.rope_original_max_position = c.max_position_embeddings;
+    c.rope_beta_fast = g.opt_float(key("rope.scaling.yarn_beta_fast")).value_or(32.0);
+    c.rope_beta_slow = g.opt_float(key("rope.scaling.yarn_beta_slow")).value_or(1.0);
+    for (const char* k : {"rope.scaling.yarn_log_multiplier", "rope.scaling.attn_factor",
+                          "rope.scaling.yarn_ext_factor", "rope.scaling.yarn_attn_factor"}) {
+      if (g.find(key(k)))
+        fail(fmt::format("yarn rope scaling with {} is not supported", key(k)), file,
+             "dak reads yarn GGUFs with factor, original_context_length and beta_fast / beta_slow only; "
+             "use the Hugging Face safetensors checkpoint (config.json rope_scaling yarn is supported)");
+    }
   } else {
     fail(fmt::format("rope scaling type '{}' ({}) is not supported", scaling,
                      key("rope.scaling.type")),
-         file, "dak supports no scaling and linear scaling in GGUF files");
+         file, "dak supports no scaling, linear and yarn scaling in GGUF files");
   }
   if (!(c.rope_factor > 0.0 && c.rope_factor < 1e6)) {
     fail(fmt::format("rope scaling factor {} is not a positive number", c.rope_factor), file,
@@ -111,6 +127,10 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   if (auto orig = g.opt_int(key("rope.scaling.original_context_length"))) {
     c.rope_original_max_position = size_in_range(g, key("rope.scaling.original_context_length"),
                                                   orig, 1, int64_t(1) << 30);
+  }
+  if (c.rope_scaling == RopeScaling::kYarn) {
+    c.rope_attention_factor = c.rope_factor <= 1.0 ? 1.0 : 0.1 * std::log(c.rope_factor) + 1.0;
+    c.extend_yarn_context();
   }
   if (g.find_tensor("rope_freqs.weight")) {
     fail("the GGUF has per-frequency rope factors (tensor 'rope_freqs.weight', Llama 3.1 rope "

@@ -46,6 +46,7 @@ const char* rope_scaling_name(RopeScaling r) {
     case RopeScaling::kNone: return "none";
     case RopeScaling::kLinear: return "linear";
     case RopeScaling::kLlama3: return "llama3";
+    case RopeScaling::kYarn: return "yarn";
   }
   return "?";
 }
@@ -151,7 +152,11 @@ std::string inspect_text(const Checkpoint& ckpt) {
   if (c.arch != Arch::kOpt) {
     std::string rope = fmt::format("rope theta {:g}, scaling {}", c.rope_theta,
                                    rope_scaling_name(c.rope_scaling));
-    if (c.rope_scaling != RopeScaling::kNone) rope += fmt::format(" (factor {:g})", c.rope_factor);
+    if (c.rope_scaling == RopeScaling::kYarn)
+      rope += fmt::format(" (factor {:g} over {} positions, attention factor {:g})", c.rope_factor,
+                          c.rope_original_max_position, c.rope_attention_factor);
+    else if (c.rope_scaling != RopeScaling::kNone)
+      rope += fmt::format(" (factor {:g})", c.rope_factor);
     if (c.sliding_window > 0) rope += fmt::format(", sliding window {}", c.sliding_window);
     line(rope);
   }

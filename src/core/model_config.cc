@@ -157,6 +157,47 @@ std::string activation_name(Activation a) {
   return "silu";
 }
 
+// YaRN parameters as _compute_yarn_parameters (modeling_rope_utils.py, transformers 5.17) reads them
+// after standardize_rope_params: factor required (null: max_position_embeddings / original);
+// original_max_position_embeddings from the top level of config.json, else the section, else
+// max_position_embeddings; beta_fast / beta_slow default 32 / 1 (also for null or 0); truncate
+// defaults to true; attention_factor, else the mscale rule of ModelConfig::rope_attention_factor.
+void parse_yarn(const json& j, const json& rs, ModelConfig& c, const std::string& file_where,
+                const std::string& where) {
+  if (!rs.contains("factor"))
+    fail("rope scaling 'yarn' needs 'factor'", field_where(where, "factor"),
+         "add it to config.json: the context extension, max_position_embeddings / "
+         "original_max_position_embeddings (Qwen2.5 documents factor 4 over 32768)");
+  c.rope_scaling = RopeScaling::kYarn;
+  if (find_key(j, "original_max_position_embeddings"))
+    c.rope_original_max_position = get_int(j, "original_max_position_embeddings", 0, file_where);
+  else
+    c.rope_original_max_position =
+        get_int(rs, "original_max_position_embeddings", c.max_position_embeddings, where);
+  if (c.rope_original_max_position <= 0)
+    fail("yarn original_max_position_embeddings must be positive, got " +
+             std::to_string(c.rope_original_max_position),
+         field_where(where, "original_max_position_embeddings"),
+         "set it to the context length the model was pretrained with");
+  c.rope_factor = rs["factor"].is_null() ? double(c.max_position_embeddings) / double(c.rope_original_max_position)
+                                    : get_double(rs, "factor", 1.0, where);
+  const double beta_fast = get_double(rs, "beta_fast", 0.0, where);
+  const double beta_slow = get_double(rs, "beta_slow", 0.0, where);
+  c.rope_beta_fast = beta_fast != 0.0 ? beta_fast : 32.0;  // Python's `or 32`
+  c.rope_beta_slow = beta_slow != 0.0 ? beta_slow : 1.0;
+  c.rope_truncate = get_bool(rs, "truncate", true, where);
+  const auto mscale_of = [&](double m) { return c.rope_factor <= 1.0 ? 1.0 : 0.1 * m * std::log(c.rope_factor) + 1.0; };
+  const double mscale = get_double(rs, "mscale", 0.0, where);
+  const double mscale_all_dim = get_double(rs, "mscale_all_dim", 0.0, where);
+  if (const json* af = find_key(rs, "attention_factor"); af && !af->is_null())
+    c.rope_attention_factor = get_double(rs, "attention_factor", 1.0, where);
+  else if (mscale != 0.0 && mscale_all_dim != 0.0)
+    c.rope_attention_factor = mscale_of(mscale) / mscale_of(mscale_all_dim);
+  else
+    c.rope_attention_factor = mscale_of(1.0);
+  c.extend_yarn_context();
+}
+
 // Reads rope_theta and the scaling parameters (llama, mistral, qwen2).
 void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
   c.rope_theta = get_double(j, "rope_theta", 10000.0, where);
@@ -214,8 +255,17 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
     c.rope_original_max_position = get_int(*rs, "original_max_position_embeddings", 8192, sub_where);
     return;
   }
+  if (type == "yarn") {
+    parse_yarn(j, *rs, c, where, sub_where);
+    return;
+  }
+  if (type == "dynamic" || type == "longrope")
+    fail("rope scaling type '" + type + "' is not supported", field_where(sub_where, type_key),
+         "dak implements the rope scaling types default, linear, llama3 and yarn: its '" + type +
+             "' inverse frequencies change with the sequence length, which dak's CUDA-graph decode does not "
+             "follow (this model cannot be run or planned by dak yet)");
   fail("unsupported rope scaling type '" + type + "'", field_where(sub_where, type_key),
-       "dak implements the rope scaling types default, linear and llama3 only: use a model whose " +
+       "dak implements the rope scaling types default, linear, llama3 and yarn only: use a model whose " +
            std::string(type_key) + " is one of them (this model cannot be run or planned by dak yet)");
 }
 
@@ -409,6 +459,13 @@ ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
   return from_hf_json(j, file.string());
 }
 
+void ModelConfig::extend_yarn_context() {
+  if (rope_scaling != RopeScaling::kYarn || !(rope_factor > 0.0) || rope_original_max_position <= 0) return;
+  const double extended = std::floor(double(rope_original_max_position) * rope_factor);
+  if (extended > double(max_position_embeddings))
+    max_position_embeddings = int64_t(std::min(extended, double(int64_t(1) << 30)));
+}
+
 void ModelConfig::validate(const std::string& where, const std::string& fix) const {
   auto positive = [&](int64_t v, const char* name) {
     if (v <= 0)
@@ -445,6 +502,20 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
       fail("llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and a positive "
            "original_max_position_embeddings",
            field_where(where, "rope_scaling"), fix);
+    if (rope_scaling == RopeScaling::kYarn) {
+      if (!(rope_theta > 1.0))
+        fail("yarn rope scaling needs rope_theta > 1 (its correction range divides by log(rope_theta))",
+             field_where(where, "rope_theta"), fix);
+      if (!(rope_beta_fast > 0.0) || !(rope_beta_slow > 0.0) || !std::isfinite(rope_beta_fast) ||
+          !std::isfinite(rope_beta_slow))
+        fail("yarn rope scaling needs positive beta_fast and beta_slow", field_where(where, "rope_scaling"), fix);
+      if (!(rope_attention_factor > 0.0) || !std::isfinite(rope_attention_factor))
+        fail("yarn attention factor must be positive (from attention_factor, or mscale and mscale_all_dim)",
+             field_where(where, "rope_scaling.attention_factor"), fix);
+      if (rope_original_max_position <= 0)
+        fail("yarn rope scaling needs a positive original_max_position_embeddings",
+             field_where(where, "rope_scaling"), fix);
+    }
   } else {
     positive(word_embed_proj_dim, "word_embed_proj_dim");
     if (hidden_size != num_heads * head_dim)
@@ -525,6 +596,15 @@ nlohmann::json ModelConfig::to_json() const {
       rope["low_freq_factor"] = rope_low_freq_factor;
       rope["high_freq_factor"] = rope_high_freq_factor;
       rope["original_max_position_embeddings"] = rope_original_max_position;
+      break;
+    case RopeScaling::kYarn:
+      rope["rope_type"] = "yarn";
+      rope["factor"] = rope_factor;
+      rope["original_max_position_embeddings"] = rope_original_max_position;
+      rope["beta_fast"] = rope_beta_fast;
+      rope["beta_slow"] = rope_beta_slow;
+      rope["truncate"] = rope_truncate;
+      rope["attention_factor"] = rope_attention_factor;
       break;
   }
   j["rope_parameters"] = rope;

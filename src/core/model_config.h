@@ -3,7 +3,7 @@
 // (CPU reference, op graph / planner, GPU engine).
 //
 // Families and their HF modeling files (transformers/models/<family>/modeling_<family>.py):
-//   kLlama   (llama 1/2/3): RMSNorm, SiLU-gated MLP, RoPE (default / linear / llama3 scaling),
+//   kLlama   (llama 1/2/3): RMSNorm, SiLU-gated MLP, RoPE (default / linear / llama3 / yarn scaling),
 //            GQA/MQA, optional attention_bias / mlp_bias, explicit head_dim, tied or untied.
 //   kMistral: as llama, plus sliding-window attention (implemented as a mask).
 //   kQwen2:   as llama, with bias on q/k/v only; sliding window only when use_sliding_window.
@@ -24,7 +24,10 @@ namespace dak {
 enum class Arch : uint8_t { kLlama, kMistral, kQwen2, kOpt };
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 enum class Activation : uint8_t { kSilu, kRelu, kGelu, kGeluTanh };
-enum class RopeScaling : uint8_t { kNone, kLinear, kLlama3 };
+/// RoPE scaling types of transformers' modeling_rope_utils.py ROPE_INIT_FUNCTIONS that dak runs:
+/// default, linear, llama3 and yarn (Peng et al. 2023, "YaRN", arXiv:2309.00071). "dynamic" and
+/// "longrope" are refused when a config is parsed.
+enum class RopeScaling : uint8_t { kNone, kLinear, kLlama3, kYarn };
 
 /// Lower-case HF model_type of an architecture ("llama", "mistral", "qwen2", "opt").
 std::string arch_name(Arch a);
@@ -39,7 +42,7 @@ struct ModelConfig {
   int64_t num_heads = 0;           // H
   int64_t num_kv_heads = 0;        // Hkv (== H for MHA, 1 for MQA)
   int64_t head_dim = 0;            // D (explicit head_dim, else hidden_size / num_heads)
-  int64_t max_position_embeddings = 0;  // model context length
+  int64_t max_position_embeddings = 0;  // model context length (yarn: see extend_yarn_context)
 
   NormKind norm = NormKind::kRmsNorm;
   float norm_eps = 1e-6f;
@@ -50,10 +53,17 @@ struct ModelConfig {
   // permuted back on load). Unused for OPT.
   double rope_theta = 10000.0;
   RopeScaling rope_scaling = RopeScaling::kNone;
-  double rope_factor = 1.0;                 // linear and llama3
+  double rope_factor = 1.0;                 // linear, llama3 and yarn
   double rope_low_freq_factor = 1.0;        // llama3
   double rope_high_freq_factor = 4.0;       // llama3
-  int64_t rope_original_max_position = 8192;  // llama3 original_max_position_embeddings
+  int64_t rope_original_max_position = 8192;  // llama3 and yarn original_max_position_embeddings
+  double rope_beta_fast = 32.0;             // yarn: rotations where the ramp to extrapolation ends
+  double rope_beta_slow = 1.0;              // yarn: rotations where interpolation ends
+  bool rope_truncate = true;                // yarn: floor / ceil the correction range
+  /// yarn: the multiplier of cos and sin (HF attention_scaling): the config's attention_factor,
+  /// else (0.1 mscale ln(factor) + 1) / (0.1 mscale_all_dim ln(factor) + 1) when both mscales are
+  /// given, else 0.1 ln(factor) + 1 (1 for factor <= 1). 1 for every other type.
+  double rope_attention_factor = 1.0;
 
   bool qkv_bias = false;           // bias on q/k/v projections (qwen2; llama attention_bias; opt)
   bool o_bias = false;             // bias on o_proj / out_proj (llama attention_bias; opt)
@@ -91,6 +101,12 @@ struct ModelConfig {
   /// naming `where` and the field, with `fix` as the way out (the caller knows the source: a
   /// config.json, or a GGUF's metadata).
   void validate(const std::string& where, const std::string& fix = "fix config.json") const;
+
+  /// yarn only: raises max_position_embeddings to original_max_position_embeddings x factor when
+  /// that is larger (capped at 2^30 tokens), the context vLLM derives for yarn. Qwen2.5's model
+  /// cards enable yarn by adding rope_scaling {factor 4, original 32768} and leave
+  /// max_position_embeddings at 32768; the context is then 131072 tokens. Called by both parsers.
+  void extend_yarn_context();
 
   /// Normalized JSON (HF-like field names), for `dak inspect --output json` and plans.
   nlohmann::json to_json() const;

@@ -687,7 +687,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
       // nothing here: tiered_attention below rotates q and writes row len - 1
     } else if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
       apply_rope_kv_append(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
-                                      int32_t(c.num_kv_heads), int32_t(c.head_dim)},
+                                      int32_t(c.num_kv_heads), int32_t(c.head_dim), w.rope_attention_factor},
                            kv, s);
     } else {
       kv_append(kv, s);
@@ -712,6 +712,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
         ta.new_k_offset = qd;
         ta.new_v_offset = qd + kvd;
         ta.g_inv_freq = w.inv_freq;
+        ta.rope_attention_factor = w.rope_attention_factor;
       }
       tiered_attention(ta, attn_schedules[size_t(l)], attn_ws, s);
     } else if (d.max_len == 1) {

@@ -350,6 +350,7 @@ void upload_inv_freq(GpuWeights& w) {
   float* g_f = w.arena.allocate_array<float>(f.size(), "rope inv_freq");
   DAK_CUDA_CHECK(cudaMemcpy(g_f, f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
   w.inv_freq = g_f;
+  w.rope_attention_factor = cpu::rope_attention_factor(w.config);
 }
 
 }  // namespace

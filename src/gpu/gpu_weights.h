@@ -92,6 +92,7 @@ struct GpuWeights {
   GpuLinear lm_head;                // [V, E] (the embed table's tiers when tied)
   std::vector<GpuLayer> layers;
   const float* inv_freq = nullptr;  // [D/2] fp32 RoPE inverse frequencies; null for OPT
+  float rope_attention_factor = 1.f;  // cos / sin multiplier (cpu::rope_attention_factor; yarn)
   uint64_t bytes = 0;               // HBM arena bytes (bf16 weights + inv_freq, aligned)
   uint64_t host_bytes = 0;          // host-tier bytes (the offloaded rows, 256-byte aligned slices)
 

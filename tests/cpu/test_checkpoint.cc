@@ -289,8 +289,30 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
   expect_error([&] { Checkpoint::open(dir / "nolayers.gguf"); }, {"llama.block_count", "missing"});
   write_bytes(dir / "absurd.gguf", edited_tiny_gguf({{"llama.attention.head_count", uint64_t(1) << 40}}));
   expect_error([&] { Checkpoint::open(dir / "absurd.gguf"); }, {"llama.attention.head_count", "range"});
-  write_bytes(dir / "yarn.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")}}));
-  expect_error([&] { Checkpoint::open(dir / "yarn.gguf"); }, {"'yarn'", "yarn.gguf"});
+  write_bytes(dir / "longrope.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("longrope")}}));
+  expect_error([&] { Checkpoint::open(dir / "longrope.gguf"); }, {"'longrope'", "longrope.gguf"});
+  write_bytes(dir / "yarn.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")},
+                                                   {"llama.rope.scaling.factor", std::nullopt}}));
+  expect_error([&] { Checkpoint::open(dir / "yarn.gguf"); }, {"llama.rope.scaling.factor", "yarn.gguf"});
+  write_bytes(dir / "yarn_log.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")},
+                                                       {"llama.rope.scaling.factor", 4.0},
+                                                       {"llama.rope.scaling.yarn_log_multiplier", 0.1}}));
+  expect_error([&] { Checkpoint::open(dir / "yarn_log.gguf"); }, {"llama.rope.scaling.yarn_log_multiplier", "yarn"});
+  // llama.cpp's yarn keys map onto HF's yarn (defaults beta 32 / 1, attention factor 0.1 ln 4 + 1).
+  write_bytes(dir / "yarn_ok.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")},
+                                                      {"llama.rope.scaling.factor", 4.0},
+                                                      {"llama.rope.scaling.original_context_length", uint64_t(64)},
+                                                      {"llama.rope.scaling.yarn_beta_fast", 16.0}}));
+  {
+    const ModelConfig c = Checkpoint::open(dir / "yarn_ok.gguf")->config();
+    EXPECT_EQ(c.rope_scaling, RopeScaling::kYarn);
+    EXPECT_DOUBLE_EQ(c.rope_factor, 4.0);
+    EXPECT_EQ(c.rope_original_max_position, 64);
+    EXPECT_EQ(c.max_position_embeddings, 256) << "context: 64 x 4, above the GGUF's context_length 128";
+    EXPECT_DOUBLE_EQ(c.rope_beta_fast, 16.0);
+    EXPECT_DOUBLE_EQ(c.rope_beta_slow, 1.0);
+    EXPECT_NEAR(c.rope_attention_factor, 1.138629436111989, 1e-15);
+  }
   write_bytes(dir / "partial.gguf", edited_tiny_gguf({{"llama.rope.dimension_count", uint64_t(4)}}));
   expect_error([&] { Checkpoint::open(dir / "partial.gguf"); }, {"llama.rope.dimension_count", "partial"});
   // 4 query heads over 3 kv heads, in a GGUF found by its magic (no .gguf extension): the fix

@@ -110,6 +110,57 @@ TEST(CpuOps, RopeInverseFrequencies) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(f[i], want[i], 1e-7 * want[i]) << i;
 }
 
+// Expected values: transformers 5.17's _compute_yarn_parameters (ROPE_INIT_FUNCTIONS["yarn"]) run
+// on these configs on the CPU, printed as fp32.
+TEST(CpuOps, RopeYarnInverseFrequenciesAndAttentionFactorMatchTransformers) {
+  ModelConfig c;
+  c.head_dim = 16;
+  c.rope_theta = 10000.0;
+  c.rope_scaling = RopeScaling::kYarn;
+  c.rope_factor = 4.0;
+  c.rope_original_max_position = 32;  // correction range [0, 2] of 16 dims: two ramp steps
+  c.rope_attention_factor = 1.138629436111989;
+  const std::vector<double> want = {1.0, 0.19764235615730286, 0.02500000037252903, 0.007905694656074047,
+                                    0.0024999999441206455, 0.0007905694656074047, 0.0002500000118743628,
+                                    7.905694656074047e-05};
+  std::vector<float> f = rope_inv_freq(c);
+  ASSERT_EQ(f.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(f[i], want[i], 2e-7 * want[i]) << i;
+  EXPECT_EQ(rope_attention_factor(c), 1.138629436111989f);
+
+  // Untruncated range, other betas, theta 5e5, head_dim 32 (mscale / mscale_all_dim only move
+  // the attention factor, which the config parser computes).
+  c.head_dim = 32;
+  c.rope_theta = 500000.0;
+  c.rope_factor = 8.0;
+  c.rope_original_max_position = 64;
+  c.rope_beta_fast = 16.0;
+  c.rope_beta_slow = 2.0;
+  c.rope_truncate = false;
+  const std::vector<double> want2 = {
+      1.0,                    0.24623434245586395,    0.024240344762802124,  0.010674637742340565,
+      0.004700753837823868,   0.0020700551103800535,  0.0009115831344388425, 0.00040143076330423355,
+      0.00017677668074611574, 7.784655463183299e-05,  3.428102354519069e-05, 1.5096217794052791e-05,
+      6.647869668086059e-06,  2.927499735960737e-06,  1.289173155782919e-06, 5.677088097399974e-07};
+  f = rope_inv_freq(c);
+  ASSERT_EQ(f.size(), want2.size());
+  for (size_t i = 0; i < want2.size(); ++i) EXPECT_NEAR(f[i], want2[i], 2e-7 * want2[i]) << i;
+  c.rope_scaling = RopeScaling::kLinear;  // the multiplier belongs to yarn alone
+  EXPECT_EQ(rope_attention_factor(c), 1.0f);
+}
+
+TEST(CpuOps, RopeAttentionFactorScalesCosAndSin) {
+  const std::vector<float> freq = {1.0f, 0.5f};
+  const std::vector<float> x = {1, 2, 3, 4};  // 1 head of D = 4
+  std::vector<float> y = x, z = x;
+  apply_rope(y.data(), 1, 4, freq.data(), 3);
+  apply_rope(z.data(), 1, 4, freq.data(), 3, 1.5f);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(z[i], 1.5 * y[i], 1e-6) << i;
+  std::vector<float> w = x;
+  apply_rope(w.data(), 1, 4, freq.data(), 0, 1.5f);  // position 0: cos 1, sin 0, times m
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(w[i], 1.5f * x[i]) << i;
+}
+
 TEST(CpuOps, RopeRotatesHalvesByPositionTimesFrequency) {
   const std::vector<float> freq = {1.0f, 0.5f};
   const std::vector<float> x = {1, 2, 3, 4, -1, 0.5f, 2, 0};  // 2 heads of D = 4

@@ -34,7 +34,7 @@ constexpr double kRelTol = 1e-4;
 // The fixtures tools generate (see the lead's generator script); all must be present.
 const std::vector<std::string> kExpectedFixtures = {
     "opt",        "opt350m_style",     "llama_gqa", "llama_mqa_tied",
-    "llama3_rope", "llama_linear_rope", "qwen2",     "mistral_swa"};
+    "llama3_rope", "llama_linear_rope", "qwen2",     "mistral_swa", "qwen2_yarn"};
 
 fs::path fixture_root() { return fs::path(DAK_TEST_DATA_DIR) / "hf_parity"; }
 

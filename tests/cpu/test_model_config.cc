@@ -147,6 +147,49 @@ TEST(ModelConfig, ParsesTransformers5RopeParameters) {
   }
 }
 
+// YaRN as transformers 5.17 reads it (standardize_rope_params, then _compute_yarn_parameters); the
+// attention factors are what that function returned for the same parameters.
+TEST(ModelConfig, ParsesYarnAsTransformersDoes) {
+  // Qwen2.5's documented long-context setting, in the 4.x layout with the legacy key.
+  ModelConfig c = parse(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4,
+    "max_position_embeddings": 32768,
+    "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, "num_key_value_heads": 2})");
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kYarn);
+  EXPECT_DOUBLE_EQ(c.rope_factor, 4.0);
+  EXPECT_EQ(c.rope_original_max_position, 32768);
+  EXPECT_DOUBLE_EQ(c.rope_beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(c.rope_beta_slow, 1.0);
+  EXPECT_TRUE(c.rope_truncate);
+  EXPECT_NEAR(c.rope_attention_factor, 1.138629436111989, 1e-15);
+  EXPECT_EQ(c.max_position_embeddings, 131072);  // 32768 x 4, as vLLM derives it
+  // Every optional key; beta 0 / null fall back to the defaults (Python's `or`); mscale pair.
+  ModelConfig d = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "max_position_embeddings": 128,
+    "rope_parameters": {"rope_type": "yarn", "factor": 8, "original_max_position_embeddings": 64,
+      "beta_fast": 0, "beta_slow": null, "truncate": false, "mscale": 1.0, "mscale_all_dim": 0.5,
+      "rope_theta": 500000.0}})");
+  EXPECT_DOUBLE_EQ(d.rope_beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(d.rope_beta_slow, 1.0);
+  EXPECT_FALSE(d.rope_truncate);
+  EXPECT_NEAR(d.rope_attention_factor, 1.094179988101349, 1e-15);
+  EXPECT_DOUBLE_EQ(d.rope_theta, 500000.0);
+  // An explicit attention_factor wins; factor null is max_position_embeddings / original; a
+  // top-level original_max_position_embeddings overrides the section's (as standardize_rope_params).
+  ModelConfig e = parse(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
+    "max_position_embeddings": 1000, "original_max_position_embeddings": 250,
+    "rope_scaling": {"rope_type": "yarn", "factor": null, "original_max_position_embeddings": 100,
+      "attention_factor": 0.75}})");
+  EXPECT_EQ(e.rope_original_max_position, 250);
+  EXPECT_DOUBLE_EQ(e.rope_factor, 4.0);
+  EXPECT_EQ(e.max_position_embeddings, 1000);
+  EXPECT_DOUBLE_EQ(e.rope_attention_factor, 0.75);
+  // No original anywhere: max_position_embeddings; factor <= 1 gives attention factor 1.
+  ModelConfig f = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "max_position_embeddings": 4096, "rope_scaling": {"rope_type": "yarn", "factor": 1.0}})");
+  EXPECT_EQ(f.rope_original_max_position, 4096);
+  EXPECT_DOUBLE_EQ(f.rope_attention_factor, 1.0);
+}
+
 TEST(ModelConfig, LlamaDefaultsFollowLlamaConfig) {
   // LlamaConfig defaults: vocab 32000, hidden 4096, intermediate 11008, 32 layers, 32 heads,
   // kv heads = heads, max positions 2048, rms_norm_eps 1e-6, rope_theta 10000, bos 1, eos 2.
@@ -299,8 +342,22 @@ TEST(ModelConfig, ParsesOpt350mStyle) {
 TEST(ModelConfig, RejectsUnsupportedFieldsNamingThem) {
   expect_error(R"({"model_type": "gpt2"})", {"config.json", "model_type", "gpt2"});
   expect_error(R"({"hidden_size": 64})", {"config.json", "model_type"});
-  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4}})",
-               {"config.json", "rope_type", "yarn"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "dynamic", "factor": 4}})",
+               {"config.json", "rope_type", "'dynamic'", "sequence length"});
+  expect_error(R"({"model_type": "qwen2", "rope_scaling": {"type": "longrope", "short_factor": [1]}})",
+               {"config.json", "type", "'longrope'"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "yarn"}})",
+               {"config.json", "factor", "yarn"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4, "beta_fast": -1}})",
+               {"config.json", "beta_fast"});
+  expect_error(R"({"model_type": "llama", "rope_theta": 1, "rope_scaling": {"rope_type": "yarn", "factor": 4}})",
+               {"config.json", "rope_theta", "yarn"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4,
+                   "original_max_position_embeddings": 0}})",
+               {"config.json", "original_max_position_embeddings"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4,
+                   "mscale": 1, "mscale_all_dim": -10}})",
+               {"config.json", "attention factor"});
   expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8}})",
                {"config.json", "low_freq_factor"});
   expect_error(R"({"model_type": "llama", "rope_parameters": {"full_attention": {"rope_type": "default"}}})",
@@ -340,6 +397,9 @@ TEST(ModelConfig, ToJsonRoundTrips) {
       R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
           "sliding_window": 7,
           "rope_scaling": {"type": "linear", "factor": 2.0}})",
+      R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4, "max_position_embeddings": 512,
+          "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
+                           "beta_fast": 16, "truncate": false, "mscale": 0.8, "mscale_all_dim": 0.4}})",
       R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
           "use_sliding_window": true, "sliding_window": 5, "max_window_layers": 0, "eos_token_id": [3, 4]})",
       R"({"model_type": "opt", "hidden_size": 64, "num_attention_heads": 4, "word_embed_proj_dim": 32,
@@ -354,6 +414,11 @@ TEST(ModelConfig, ToJsonRoundTrips) {
     EXPECT_EQ(a.head_dim, b.head_dim);
     EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
     EXPECT_EQ(a.rope_scaling, b.rope_scaling);
+    EXPECT_EQ(a.rope_factor, b.rope_factor);
+    EXPECT_EQ(a.rope_original_max_position, b.rope_original_max_position);
+    EXPECT_EQ(a.rope_beta_fast, b.rope_beta_fast);
+    EXPECT_EQ(a.rope_truncate, b.rope_truncate);
+    EXPECT_EQ(a.rope_attention_factor, b.rope_attention_factor);
     EXPECT_EQ(a.sliding_window, b.sliding_window);
     EXPECT_EQ(a.qkv_bias, b.qkv_bias);
     EXPECT_EQ(a.o_bias, b.o_bias);

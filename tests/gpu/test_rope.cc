@@ -1,6 +1,7 @@
 // apply_rope vs a float64 host reference of HF's rotate-half RoPE, on the same bf16 q/k and
-// the same fp32 angle (float(pos) * inv_freq rounded to fp32, as HF computes it); v columns
-// and other tokens' rows must stay bitwise untouched.
+// the same fp32 angle (float(pos) * inv_freq rounded to fp32, as HF computes it), with cos and
+// sin times the attention factor m (1, and yarn's 0.1 ln 4 + 1); v columns and other tokens'
+// rows must stay bitwise untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,9 +17,9 @@ namespace {
 
 using namespace dak::test;
 
-void run_case(int64_t T, int H, int Hkv, int D, uint64_t seed) {
+void run_case(int64_t T, int H, int Hkv, int D, float m, uint64_t seed) {
   const std::string what = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " Hkv=" + std::to_string(Hkv) +
-                           " D=" + std::to_string(D) + " seed=" + std::to_string(seed);
+                           " D=" + std::to_string(D) + " m=" + std::to_string(m) + " seed=" + std::to_string(seed);
   std::mt19937_64 rng(seed);
   const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D, stride = qd + 2 * kvd + 3;  // +3: padding columns
   const auto qkv = random_bf16(size_t(T * stride), rng);
@@ -41,6 +42,7 @@ void run_case(int64_t T, int H, int Hkv, int D, uint64_t seed) {
   p.num_q_heads = H;
   p.num_k_heads = Hkv;
   p.head_dim = D;
+  p.attention_factor = m;
   dak::gpu::apply_rope(p, nullptr);
   const auto got = d_qkv.download();
 
@@ -54,8 +56,9 @@ void run_case(int64_t T, int H, int Hkv, int D, uint64_t seed) {
       for (int i = 0; i < D / 2; ++i) {
         const double a = double(float(positions[size_t(t)]) * inv_freq[size_t(i)]);  // fp32 angle, as HF
         const double x1 = to_f(row[base + i]), x2 = to_f(row[base + i + D / 2]);
-        ref_rot.push_back(x1 * std::cos(a) - x2 * std::sin(a));
-        ref_rot.push_back(x2 * std::cos(a) + x1 * std::sin(a));
+        const double c = m * std::cos(a), s = m * std::sin(a);
+        ref_rot.push_back(x1 * c - x2 * s);
+        ref_rot.push_back(x2 * c + x1 * s);
         got_rot.push_back(to_f(grow[base + i]));
         got_rot.push_back(to_f(grow[base + i + D / 2]));
       }
@@ -74,7 +77,8 @@ TEST(RopeKernel, RotateHalfMatchesFloat64Reference) {
   uint64_t k = 0;
   for (int D : {16, 24, 64, 80, 96, 128, 256}) {
     for (auto [H, Hkv] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{9, 3}, std::pair{8, 8}}) {
-      for (int64_t T : {1, 5, 33}) run_case(T, H, Hkv, D, seed + k++);
+      for (int64_t T : {1, 5, 33}) run_case(T, H, Hkv, D, 1.0f, seed + k++);
+      run_case(5, H, Hkv, D, float(0.1 * std::log(4.0) + 1.0), seed + k++);  // yarn, factor 4
     }
   }
 }

@@ -3,7 +3,8 @@
 // caches, poisoned), and the rotated k written to the cache against a float64 host rotation of
 // the original bf16 k (HF rotate-half, fp32 angle). Covers the 16-byte v path (D and row stride
 // multiples of 8) and the element path (padded rows, D = 20), GQA and MQA, an out-of-range token,
-// and caches with slots in pinned mapped host memory (b_host 0, 1 and every slot).
+// caches with slots in pinned mapped host memory (b_host 0, 1 and every slot), and cos / sin
+// multipliers 1 and yarn's 0.1 ln 4 + 1 (RopeParams::attention_factor).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,10 +24,11 @@ namespace {
 
 using namespace dak::test;
 
-void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, uint64_t seed) {
+void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, float m, uint64_t seed) {
   const std::string what = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " Hkv=" + std::to_string(Hkv) +
                            " D=" + std::to_string(D) + " pad=" + std::to_string(pad) +
-                           " b_host=" + std::to_string(b_host) + " seed=" + std::to_string(seed);
+                           " b_host=" + std::to_string(b_host) + " m=" + std::to_string(m) +
+                           " seed=" + std::to_string(seed);
   std::mt19937_64 rng(seed);
   const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D, stride = qd + 2 * kvd + pad;
   const int64_t slots = 3, ctx = 23;
@@ -58,6 +60,7 @@ void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, uin
     r.num_q_heads = H;
     r.num_k_heads = Hkv;
     r.head_dim = D;
+    r.attention_factor = m;
     const dak::gpu::KvAppendParams kv{bf(rows.get()), stride, qd, qd + kvd, d_slot.get(), d_pos.get(),
                                       cache.layer(), T};
     return std::pair{r, kv};
@@ -88,8 +91,9 @@ void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, uin
       for (int i = 0; i < D / 2; ++i) {
         const double a = double(float(rope_pos[size_t(t)]) * inv_freq[size_t(i)]);
         const double x1 = to_f(row[qd + h * D + i]), x2 = to_f(row[qd + h * D + i + D / 2]);
-        ref_rot.push_back(x1 * std::cos(a) - x2 * std::sin(a));
-        ref_rot.push_back(x2 * std::cos(a) + x1 * std::sin(a));
+        const double c = m * std::cos(a), s = m * std::sin(a);
+        ref_rot.push_back(x1 * c - x2 * s);
+        ref_rot.push_back(x2 * c + x1 * s);
         got_rot.push_back(to_f(got_k[size_t(dst + i)]));
         got_rot.push_back(to_f(got_k[size_t(dst + i + D / 2)]));
       }
@@ -110,7 +114,8 @@ TEST(RopeKvAppendKernel, MatchesRopeThenAppendAndFloat64Rotation) {
       for (int64_t pad : {0, 3}) {
         for (int64_t T : {1, 5, 33}) {
           const int64_t b_host = int64_t(k % 3 == 2 ? 3 : k % 3);  // 0, 1 or all 3 slots on the host
-          run_case(T, H, Hkv, D, pad, b_host, seed + k);
+          const float m = k % 4 == 3 ? float(0.1 * std::log(4.0) + 1.0) : 1.0f;  // yarn factor 4's cos / sin multiplier
+          run_case(T, H, Hkv, D, pad, b_host, m, seed + k);
           ++k;
         }
       }

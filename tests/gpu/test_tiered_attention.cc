@@ -544,6 +544,7 @@ TEST(TieredAttentionKernel, FusedRopeAndAppendGiveTheBitsOfTheSeparateKernel) {
                                          TieredAttentionShape{3, 16, 1, 256, 100}, TieredAttentionShape{4, 6, 3, 96, 70},
                                          TieredAttentionShape{3, 6, 3, 80, 150}}) {
     const bool rope = dak::gpu::tiered_attention_rope_fusable(sh.head_dim);  // D = 80: the append alone
+    const float m = k % 2 ? float(0.1 * std::log(4.0) + 1.0) : 1.0f;  // cos / sin multiplier: yarn factor 4, or 1
     std::mt19937_64 rng(seed + k);
     std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
     lens[2] = 17;  // the new key alone in its 16-key step
@@ -567,7 +568,8 @@ TEST(TieredAttentionKernel, FusedRopeAndAppendGiveTheBitsOfTheSeparateKernel) {
     }
     DeviceBuffer<float> g_freq(inv_freq);
     DeviceBuffer<int32_t> g_slots(slots), g_pos(positions);
-    const std::string what = describe(sh, lens, seed + k) + (rope ? " rope" : " append only");
+    const std::string what =
+        describe(sh, lens, seed + k) + (rope ? " rope m=" + std::to_string(m) : " append only");
     SCOPED_TRACE(what);
     for (int64_t b_host : {int64_t(0), int64_t(2), B}) {
       for (int32_t splits : {0, 2}) {  // the plan's split; 2 splits merged in the CTA
@@ -587,6 +589,7 @@ TEST(TieredAttentionKernel, FusedRopeAndAppendGiveTheBitsOfTheSeparateKernel) {
             a.new_k_offset = qd;
             a.new_v_offset = qd + kvd;
             a.g_inv_freq = rope ? g_freq.get() : nullptr;
+            a.rope_attention_factor = m;
           } else {
             dak::gpu::KvAppendParams ap{bf(g_qkv.get()), stride, qd, qd + kvd, g_slots.get(), g_pos.get(),
                                         dak::gpu::KvCacheLayer{const_cast<__nv_bfloat16*>(a.h_k),
@@ -597,7 +600,7 @@ TEST(TieredAttentionKernel, FusedRopeAndAppendGiveTheBitsOfTheSeparateKernel) {
                                         B};
             if (rope) {
               dak::gpu::apply_rope_kv_append({bf(g_qkv.get()), stride, 0, qd, g_pos.get(), g_freq.get(), B,
-                                              int32_t(H), int32_t(Hkv), int32_t(D)},
+                                              int32_t(H), int32_t(Hkv), int32_t(D), m},
                                              ap, nullptr);
             } else {
               dak::gpu::kv_append(ap, nullptr);

@@ -13,11 +13,14 @@ namespace {
 constexpr int kThreads = 128;
 
 // Rotates the pair (i, i + D/2) of one head in place; y receives the two rotated values.
+// m multiplies cos and sin (RopeParams::attention_factor; x * 1 is exact, so m = 1 changes no bit).
 __device__ __forceinline__ void rotate_pair(__nv_bfloat16* g_head, int i, int half, float pos, float inv_freq,
-                                            __nv_bfloat16* y) {
+                                            float m, __nv_bfloat16* y) {
   const float a = pos * inv_freq;
   float s, c;
   sincosf(a, &s, &c);
+  c = __fmul_rn(c, m);
+  s = __fmul_rn(s, m);
   const float x1 = bf16_to_float(g_head[i]), x2 = bf16_to_float(g_head[i + half]);
   // Explicit roundings (no FMA contraction), so every kernel that calls this rounds alike.
   y[0] = float_to_bf16(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)));
@@ -38,7 +41,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
     __nv_bfloat16* g_head = head < p.num_q_heads ? g_row + p.q_offset + int64_t(head) * p.head_dim
                                                  : g_row + p.k_offset + int64_t(head - p.num_q_heads) * p.head_dim;
     __nv_bfloat16 y[2];
-    rotate_pair(g_head, i, half, pos, p.g_inv_freq[i], y);
+    rotate_pair(g_head, i, half, pos, p.g_inv_freq[i], p.attention_factor, y);
   }
 }
 
@@ -63,10 +66,12 @@ __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_c
       const int head = int(j) / half, i = int(j) % half;
       __nv_bfloat16 y[2];
       if (head < r.num_q_heads) {
-        rotate_pair(g_row + r.q_offset + int64_t(head) * r.head_dim, i, half, pos, r.g_inv_freq[i], y);
+        rotate_pair(g_row + r.q_offset + int64_t(head) * r.head_dim, i, half, pos, r.g_inv_freq[i],
+                    r.attention_factor, y);
       } else {
         const int hk = head - r.num_q_heads;
-        rotate_pair(g_row + r.k_offset + int64_t(hk) * r.head_dim, i, half, pos, r.g_inv_freq[i], y);
+        rotate_pair(g_row + r.k_offset + int64_t(hk) * r.head_dim, i, half, pos, r.g_inv_freq[i],
+                    r.attention_factor, y);
         if (in_cache) {
           __nv_bfloat16* d_k = kv.kv.k_block(slot, hk) + cpos * D;  // [D] row of the cache
           d_k[i] = y[0];

@@ -3,11 +3,13 @@
 //
 // For token t at position p = positions[t], each q or k head x[0..D) and i < D/2:
 //   a = float(p) * inv_freq[i]          (fp32 product, as HF's fp32 `freqs`)
-//   x[i]       <- x[i] * cos(a) - x[i + D/2] * sin(a)
-//   x[i + D/2] <- x[i + D/2] * cos(a) + x[i] * sin(a)
+//   c = m * cos(a), s = m * sin(a)      (m: attention_factor; 1 leaves cos and sin unchanged)
+//   x[i]       <- x[i] * c - x[i + D/2] * s
+//   x[i + D/2] <- x[i + D/2] * c + x[i] * s
 // computed in fp32 from the bf16 inputs and rounded to bf16 once. The rope scaling variants
-// (default, linear, llama3) differ only in inv_freq, built on the host by cpu::rope_inv_freq
-// (core/cpu_ops.h), the same table the CPU reference uses.
+// (default, linear, llama3, yarn) differ in inv_freq, built on the host by cpu::rope_inv_freq
+// (core/cpu_ops.h), the same table the CPU reference uses, and yarn also in m
+// (cpu::rope_attention_factor, HF's attention_scaling).
 // Tiling: grid (token, pair block); a thread rotates about one (head, i) pair of the q and k
 // heads together (grid-stride beyond 65535 blocks).
 #pragma once
@@ -32,6 +34,7 @@ struct RopeParams {
   int32_t num_q_heads = 0;               // H
   int32_t num_k_heads = 0;               // Hkv
   int32_t head_dim = 0;                  // D, even
+  float attention_factor = 1.f;          // m: cos / sin multiplier (cpu::rope_attention_factor)
 };
 
 /// Launches on `stream`; T == 0 is a no-op. Throws dak::Error on a launch error.

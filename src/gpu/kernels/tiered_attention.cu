@@ -66,12 +66,16 @@ __device__ __forceinline__ void ldsm_x4_trans(const bf16* row, uint32_t (&r)[4])
   cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
 }
 
-/// RoPE of one pair (x1, x2) = (x[i], x[i + D/2]) at angle pos * inv_freq, with the explicit
-/// roundings of rope.cu's rotate_pair (no FMA contraction), so the fused path gives its bits.
-__device__ __forceinline__ void rope_pair(float x1, float x2, float pos, float inv_freq, bf16& y1, bf16& y2) {
+/// RoPE of one pair (x1, x2) = (x[i], x[i + D/2]) at angle pos * inv_freq, cos and sin times m,
+/// with the explicit roundings of rope.cu's rotate_pair (no FMA contraction), so the fused path
+/// gives its bits.
+__device__ __forceinline__ void rope_pair(float x1, float x2, float pos, float inv_freq, float m, bf16& y1,
+                                          bf16& y2) {
   const float ang = pos * inv_freq;
   float sn, cs;
   sincosf(ang, &sn, &cs);
+  cs = __fmul_rn(cs, m);
+  sn = __fmul_rn(sn, m);
   y1 = __float2bfloat16_rn(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
   y2 = __float2bfloat16_rn(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
 }
@@ -303,8 +307,8 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
               const float2 x1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&lo));
               const float2 x2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&hi));
               __nv_bfloat162 y1, y2;
-              rope_pair(x1.x, x2.x, pos, f0, y1.x, y2.x);
-              rope_pair(x1.y, x2.y, pos, f1, y1.y, y2.y);
+              rope_pair(x1.x, x2.x, pos, f0, a.rope_attention_factor, y1.x, y2.x);
+              rope_pair(x1.y, x2.y, pos, f1, a.rope_attention_factor, y1.y, y2.y);
               lo = bf16x2_bits(y1);
               hi = bf16x2_bits(y2);
             }
@@ -372,8 +376,8 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
             const float pos = float(w.len - 1);
             for (int i = lane; i < D / 2; i += 32) {
               bf16 y1, y2;
-              rope_pair(__bfloat162float(n_k[i]), __bfloat162float(n_k[i + D / 2]), pos, __ldg(a.g_inv_freq + i), y1,
-                        y2);
+              rope_pair(__bfloat162float(n_k[i]), __bfloat162float(n_k[i + D / 2]), pos, __ldg(a.g_inv_freq + i),
+                        a.rope_attention_factor, y1, y2);
               p_k[i] = c_k[i] = y1;
               p_k[i + D / 2] = c_k[i + D / 2] = y2;
             }

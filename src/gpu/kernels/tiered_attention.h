@@ -67,6 +67,7 @@ struct TieredAttentionArgs {
   int64_t new_k_offset = 0;              // column of k head 0
   int64_t new_v_offset = 0;              // column of v head 0
   const float* g_inv_freq = nullptr;     // [D / 2] fp32, HBM (cpu::rope_inv_freq); null: no rotation
+  float rope_attention_factor = 1.f;     // cos / sin multiplier (RopeParams::attention_factor)
 };
 
 /// True when the kernel can rotate q in registers for this head_dim (D / 2 a multiple of 16, so
