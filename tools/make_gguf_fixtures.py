@@ -10,15 +10,21 @@
    GGUF name, dtype, HF shape, rope heads); tiny_llama_expected.f32 holds each tensor's
    expected fp32 values in HF layout (little-endian, concatenated in the JSON's order),
    computed with gguf.quants.dequantize and the numpy inverse of the permutation.
-2. smollm2_values.json: a few dozen values of the real models/SmolLM2-135M-Instruct.Q4_1.gguf
+2. llama3_rope_band.gguf: the HF parity fixture tests/data/hf_parity/llama3_rope_band converted
+   as llama.cpp's convert_hf_to_gguf.py converts Llama 3.1 checkpoints (F32 tensors, q/k rows
+   permuted, no rope scaling type, and the per-frequency factors of its rope_scaling in the F32
+   tensor rope_freqs.weight, computed with that script's formula). dak's logits on it are checked
+   against the fixture's transformers logits.
+3. smollm2_values.json: a few dozen values of the real models/SmolLM2-135M-Instruct.Q4_1.gguf
    (Q8_0 token_embd rows, Q4_1 q_proj / k_proj rows after undoing the permutation, a Q4_1
    down_proj, F32 norms), decoded by gguf.GGUFReader + gguf.quants.dequantize.
 
-Usage: python3 tools/make_gguf_fixtures.py [--model models/SmolLM2-135M-Instruct.Q4_1.gguf]
+Usage: python3 tools/make_gguf_fixtures.py [--model models/SmolLM2-135M-Instruct.Q4_1.gguf] [--only NAME]
 Re-running it reproduces the committed files bit for bit (fixed seed).
 """
 import argparse
 import json
+import math
 import os
 import sys
 from importlib.metadata import version
@@ -187,6 +193,89 @@ def write_tiny_llama():
         f.write("\n")
 
 
+def read_safetensors(path: str) -> dict:
+    """name -> float32 array of an F32 safetensors file (the format is an 8-byte header length,
+    a JSON header, then the data)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", (name, t["dtype"])
+        b, e = t["data_offsets"]
+        out[name] = np.frombuffer(blob[8 + n + b:8 + n + e], dtype="<f4").reshape(t["shape"]).copy()
+    return out
+
+
+def llama3_rope_factors(cfg: dict) -> np.ndarray:
+    """convert_hf_to_gguf.py's rope_freqs for rope_type llama3: 1 below the high-frequency
+    wavelength, factor above the low-frequency one, 1 / ((1 - smooth) / factor + smooth) between."""
+    rs = cfg["rope_scaling"]
+    base, dim = cfg["rope_theta"], cfg["hidden_size"] // cfg["num_attention_heads"]
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    factor, low, high, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], \
+        rs["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / low, old / high
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / float(freq)
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def write_llama3_rope_gguf(name: str = "llama3_rope_band"):
+    src = os.path.join(ROOT, "tests", "data", "hf_parity", name)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    assert cfg["rope_scaling"]["rope_type"] == "llama3" and not cfg["tie_word_embeddings"]
+    t = read_safetensors(os.path.join(src, "model.safetensors"))
+    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    w = gguf.GGUFWriter(os.path.join(OUT, name + ".gguf"), arch="llama")
+    w.add_name(f"dak {name} fixture (converted from tests/data/hf_parity/{name})")
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_rope_dimension_count(cfg["hidden_size"] // heads)
+    w.add_rope_freq_base(cfg["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_vocab_size(cfg["vocab_size"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_bos_token_id(cfg["bos_token_id"])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    w.add_tensor("rope_freqs.weight", llama3_rope_factors(cfg))
+    w.add_tensor("token_embd.weight", t["model.embed_tokens.weight"])
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        w.add_tensor(f"blk.{i}.attn_norm.weight", t[p + "input_layernorm.weight"])
+        w.add_tensor(f"blk.{i}.attn_q.weight", permute(t[p + "self_attn.q_proj.weight"], heads))
+        w.add_tensor(f"blk.{i}.attn_k.weight", permute(t[p + "self_attn.k_proj.weight"], kv_heads))
+        w.add_tensor(f"blk.{i}.attn_v.weight", t[p + "self_attn.v_proj.weight"])
+        w.add_tensor(f"blk.{i}.attn_output.weight", t[p + "self_attn.o_proj.weight"])
+        w.add_tensor(f"blk.{i}.ffn_norm.weight", t[p + "post_attention_layernorm.weight"])
+        w.add_tensor(f"blk.{i}.ffn_gate.weight", t[p + "mlp.gate_proj.weight"])
+        w.add_tensor(f"blk.{i}.ffn_up.weight", t[p + "mlp.up_proj.weight"])
+        w.add_tensor(f"blk.{i}.ffn_down.weight", t[p + "mlp.down_proj.weight"])
+    w.add_tensor("output_norm.weight", t["model.norm.weight"])
+    w.add_tensor("output.weight", t["lm_head.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"{name}.gguf: rope_freqs {llama3_rope_factors(cfg).tolist()}")
+
+
 def write_smollm2_values(model_path: str):
     r = gguf.GGUFReader(model_path)
     heads = int(r.fields["llama.attention.head_count"].contents())
@@ -248,9 +337,16 @@ def write_smollm2_values(model_path: str):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--only", choices=["tiny_llama", "llama3_rope_band", "smollm2_values"],
+                    help="write one of the fixtures only")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    write_tiny_llama()
+    if args.only in (None, "tiny_llama"):
+        write_tiny_llama()
+    if args.only in (None, "llama3_rope_band"):
+        write_llama3_rope_gguf()
+    if args.only not in (None, "smollm2_values"):
+        return
     if os.path.exists(args.model):
         write_smollm2_values(args.model)
     else:

@@ -58,6 +58,12 @@ VARIANTS = {
                              sliding_window=None, rms_norm_eps=1e-6,
                              rope_scaling={"type": "yarn", "factor": 4.0,
                                            "original_max_position_embeddings": 32}),
+    # Llama 3.1 scaling whose smooth band holds a frequency (wavelength 32.5 between 64 / 4 and
+    # 64 / 1); tools/make_gguf_fixtures.py also converts it to a GGUF with rope_freqs.weight.
+    "llama3_rope_band": llama_like("llama", num_key_value_heads=2, rope_theta=500000.0,
+                                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                 "high_freq_factor": 4.0,
+                                                 "original_max_position_embeddings": 64}),
 }
 
 SEQS = [[1, 17, 42, 99, 5, 63, 120, 7, 33, 88, 2, 54, 76],

@@ -381,6 +381,10 @@ std::vector<float> rope_inv_freq(const ModelConfig& c) {
       f[i] = interpolation * (1.0f - keep) + extrapolation * keep;
     }
   }
+  if (!c.rope_freq_factors.empty()) {  // GGUF rope_freqs.weight: ggml divides theta by the factor
+    for (int64_t i = 0; i < d / 2 && i < static_cast<int64_t>(c.rope_freq_factors.size()); ++i)
+      f[i] /= c.rope_freq_factors[size_t(i)];
+  }
   return f;
 }
 

@@ -57,7 +57,9 @@ void activate(float* x, int64_t n, Activation a);
 /// llama3: _compute_llama3_parameters (low / high frequency bands, smooth interpolation
 /// in between); yarn: _compute_yarn_parameters (YaRN, arXiv:2309.00071 §3: the default
 /// frequencies below the correction range [low, high] of dimensions, those divided by factor
-/// above it, a linear ramp between). Each fp32 operation rounds as torch's does.
+/// above it, a linear ramp between). Each fp32 operation rounds as torch's does. A GGUF's
+/// rope_freqs.weight factors (ModelConfig::rope_freq_factors) then divide each frequency, as ggml
+/// does (Llama 3.1 scaling in GGUF form).
 std::vector<float> rope_inv_freq(const ModelConfig& c);
 
 /// The multiplier HF applies to cos and sin (the rotary embedding's attention_scaling):

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/gguf.h"
@@ -132,10 +134,21 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
     c.rope_attention_factor = c.rope_factor <= 1.0 ? 1.0 : 0.1 * std::log(c.rope_factor) + 1.0;
     c.extend_yarn_context();
   }
-  if (g.find_tensor("rope_freqs.weight")) {
-    fail("the GGUF has per-frequency rope factors (tensor 'rope_freqs.weight', Llama 3.1 rope "
-         "scaling), which dak does not read from GGUF",
-         file, "use the Hugging Face safetensors checkpoint (config.json rope_scaling is supported)");
+  if (const GgufTensor* t = g.find_tensor("rope_freqs.weight")) {
+    // Llama 3.1 / 3.2 scaling as convert_hf_to_gguf.py writes it: one F32 factor per frequency.
+    const int64_t half = c.head_dim / 2;
+    if (t->dtype != DType::kF32 || t->ne.size() != 1 || t->ne[0] != half)
+      fail(fmt::format("tensor 'rope_freqs.weight' is {} with {} dimension(s) [{}], but the rope factors of "
+                       "head_dim {} are F32 [{}]",
+                       dtype_name(t->dtype), t->ne.size(), fmt::join(t->ne, ", "), c.head_dim, half),
+           file, kFixMeta);
+    c.rope_freq_factors.resize(size_t(half));
+    std::memcpy(c.rope_freq_factors.data(), t->data, size_t(half) * sizeof(float));
+    for (int64_t i = 0; i < half; ++i) {
+      const float v = c.rope_freq_factors[size_t(i)];
+      if (!(v > 0.0f) || !std::isfinite(v))
+        fail(fmt::format("rope_freqs.weight[{}] is {}, not a positive factor", i, v), file, kFixMeta);
+    }
   }
 
   // Vocabulary size: explicit key, else the tokenizer's vocabulary, else the embedding rows.

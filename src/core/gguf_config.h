@@ -17,13 +17,17 @@ class GgufFile;
 /// ModelConfig from the metadata of a llama / mistral / qwen2 GGUF ("general.architecture";
 /// keys "<arch>.block_count", ".embedding_length", ".feed_forward_length",
 /// ".attention.head_count", ".attention.head_count_kv", ".attention.key_length" (head_dim,
-/// default hidden / heads), ".rope.freq_base", ".rope.scaling.type|factor|original_context_length",
+/// default hidden / heads), ".rope.freq_base", ".rope.scaling.type|factor|original_context_length"
+/// (types none, linear, yarn; yarn's ".rope.scaling.yarn_beta_fast|slow"), the tensor
+/// rope_freqs.weight (Llama 3.1 per-frequency factors, ModelConfig::rope_freq_factors),
 /// ".attention.layer_norm_rms_epsilon", ".context_length", ".vocab_size" (else the length of
 /// tokenizer.ggml.tokens, else token_embd's rows), tokenizer.ggml.bos/eos/eot/eom_token_id).
 /// tie_word_embeddings = no "output.weight" tensor; qkv_bias / o_bias / mlp_bias = layer 0 has
 /// the bias tensor. Throws dak::Error naming the file and key for an unsupported architecture,
-/// a missing or absurd value, partial rotary (rope.dimension_count != head_dim), YaRN scaling or
-/// llama3 rope factors (rope_freqs.weight).
+/// a missing or absurd value, partial rotary (rope.dimension_count != head_dim), a rope scaling
+/// type other than none / linear / yarn, yarn keys dak does not implement (yarn_log_multiplier,
+/// attn_factor, yarn_ext_factor, yarn_attn_factor), or a rope_freqs.weight that is not F32 [D/2]
+/// of positive factors.
 ModelConfig model_config_from_gguf(const GgufFile& g);
 
 /// HF name of a GGUF tensor name ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight",

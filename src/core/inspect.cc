@@ -150,13 +150,19 @@ std::string inspect_text(const Checkpoint& ckpt) {
   line(fmt::format("vocab {}, context {}, {} eps {:g}", c.vocab_size, c.max_position_embeddings,
                    c.norm == NormKind::kRmsNorm ? "rmsnorm" : "layernorm", c.norm_eps));
   if (c.arch != Arch::kOpt) {
+    const bool by_factors = c.rope_scaling == RopeScaling::kNone && !c.rope_freq_factors.empty();
     std::string rope = fmt::format("rope theta {:g}, scaling {}", c.rope_theta,
-                                   rope_scaling_name(c.rope_scaling));
+                                   by_factors ? "by rope_freqs.weight" : rope_scaling_name(c.rope_scaling));
     if (c.rope_scaling == RopeScaling::kYarn)
       rope += fmt::format(" (factor {:g} over {} positions, attention factor {:g})", c.rope_factor,
                           c.rope_original_max_position, c.rope_attention_factor);
     else if (c.rope_scaling != RopeScaling::kNone)
       rope += fmt::format(" (factor {:g})", c.rope_factor);
+    if (!c.rope_freq_factors.empty()) {
+      const auto [lo, hi] = std::minmax_element(c.rope_freq_factors.begin(), c.rope_freq_factors.end());
+      rope += by_factors ? fmt::format(" (per-frequency factors {:g} to {:g}, Llama 3.1 style)", *lo, *hi)
+                         : fmt::format(", then rope_freqs.weight (per-frequency factors {:g} to {:g})", *lo, *hi);
+    }
     if (c.sliding_window > 0) rope += fmt::format(", sliding window {}", c.sliding_window);
     line(rope);
   }

@@ -502,6 +502,10 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
       fail("llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and a positive "
            "original_max_position_embeddings",
            field_where(where, "rope_scaling"), fix);
+    if (!rope_freq_factors.empty() && int64_t(rope_freq_factors.size()) != head_dim / 2)
+      fail("rope_freqs.weight has " + std::to_string(rope_freq_factors.size()) + " factors, but head_dim " +
+               std::to_string(head_dim) + " needs " + std::to_string(head_dim / 2),
+           field_where(where, "rope_freqs.weight"), fix);
     if (rope_scaling == RopeScaling::kYarn) {
       if (!(rope_theta > 1.0))
         fail("yarn rope scaling needs rope_theta > 1 (its correction range divides by log(rope_theta))",
@@ -607,6 +611,7 @@ nlohmann::json ModelConfig::to_json() const {
       rope["attention_factor"] = rope_attention_factor;
       break;
   }
+  if (!rope_freq_factors.empty()) rope["rope_freq_factors"] = rope_freq_factors;  // GGUF (informational)
   j["rope_parameters"] = rope;
   if (arch == Arch::kLlama) {
     j["attention_bias"] = qkv_bias;

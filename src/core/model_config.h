@@ -64,6 +64,10 @@ struct ModelConfig {
   /// else (0.1 mscale ln(factor) + 1) / (0.1 mscale_all_dim ln(factor) + 1) when both mscales are
   /// given, else 0.1 ln(factor) + 1 (1 for factor <= 1). 1 for every other type.
   double rope_attention_factor = 1.0;
+  /// GGUF only: llama.cpp's per-frequency factors (tensor rope_freqs.weight, [D/2] F32), which
+  /// divide the inverse frequencies (ggml's freq_factors). convert_hf_to_gguf.py writes them for
+  /// Llama 3.1 / 3.2 rope scaling instead of a scaling type. Empty otherwise.
+  std::vector<float> rope_freq_factors;
 
   bool qkv_bias = false;           // bias on q/k/v projections (qwen2; llama attention_bias; opt)
   bool o_bias = false;             // bias on o_proj / out_proj (llama attention_bias; opt)

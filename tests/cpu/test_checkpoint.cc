@@ -10,6 +10,7 @@
 
 #include "checkpoint_test_util.h"
 #include "core/checkpoint.h"
+#include "core/cpu_ops.h"
 #include "core/gguf.h"
 #include "core/inspect.h"
 
@@ -66,11 +67,13 @@ std::string gguf_image(const std::vector<std::pair<std::string, GgufValue>>& kv,
   return out;
 }
 
-/// The tiny fixture rewritten with metadata edits (value or erase) and some tensors dropped.
+/// The tiny fixture rewritten with metadata edits (value or erase), some tensors dropped and
+/// `extra` tensors appended.
 std::string edited_tiny_gguf(const std::map<std::string, std::optional<GgufValue>>& edits,
                              const std::vector<std::string>& drop = {},
                              const std::string& rename_prefix_from = "",
-                             const std::string& rename_prefix_to = "") {
+                             const std::string& rename_prefix_to = "",
+                             const std::vector<GgufTensor>& extra = {}) {
   const auto g = GgufFile::open(tiny_gguf());
   std::vector<std::pair<std::string, GgufValue>> kv;
   for (auto [key, v] : g->metadata()) {
@@ -94,6 +97,7 @@ std::string edited_tiny_gguf(const std::map<std::string, std::optional<GgufValue
   for (const GgufTensor& t : g->tensors()) {
     if (std::find(drop.begin(), drop.end(), t.name) == drop.end()) tensors.push_back(t);
   }
+  tensors.insert(tensors.end(), extra.begin(), extra.end());
   return gguf_image(kv, tensors);
 }
 
@@ -298,6 +302,31 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
                                                        {"llama.rope.scaling.factor", 4.0},
                                                        {"llama.rope.scaling.yarn_log_multiplier", 0.1}}));
   expect_error([&] { Checkpoint::open(dir / "yarn_log.gguf"); }, {"llama.rope.scaling.yarn_log_multiplier", "yarn"});
+  // Llama 3.1 scaling in GGUF form: rope_freqs.weight, F32 [head_dim / 2] of positive factors
+  // (tiny_llama: head_dim 8), which divide the inverse frequencies.
+  const auto rope_freqs = [](uint32_t ggml_type, std::vector<int64_t> ne, const std::vector<float>& v) {
+    GgufTensor t;
+    t.name = "rope_freqs.weight";
+    t.ne = std::move(ne);
+    t.ggml_type = ggml_type;
+    t.bytes = v.size() * sizeof(float);
+    t.data = reinterpret_cast<const uint8_t*>(v.data());
+    return t;
+  };
+  const std::vector<float> good = {1.0f, 2.5f, 8.0f, 8.0f}, zero = {1.0f, 0.0f, 8.0f, 8.0f};
+  write_bytes(dir / "freqs.gguf", edited_tiny_gguf({}, {}, "", "", {rope_freqs(0, {4}, good)}));
+  {
+    const ModelConfig c = Checkpoint::open(dir / "freqs.gguf")->config();
+    EXPECT_EQ(c.rope_freq_factors, good);
+    ModelConfig plain = c;
+    plain.rope_freq_factors.clear();
+    const std::vector<float> f = cpu::rope_inv_freq(c), f0 = cpu::rope_inv_freq(plain);
+    for (size_t i = 0; i < good.size(); ++i) EXPECT_EQ(f[i], f0[i] / good[i]) << i;
+  }
+  write_bytes(dir / "freqs3.gguf", edited_tiny_gguf({}, {}, "", "", {rope_freqs(0, {3}, {1.0f, 2.0f, 3.0f})}));
+  expect_error([&] { Checkpoint::open(dir / "freqs3.gguf"); }, {"rope_freqs.weight", "[3]", "F32 [4]"});
+  write_bytes(dir / "freqs0.gguf", edited_tiny_gguf({}, {}, "", "", {rope_freqs(0, {4}, zero)}));
+  expect_error([&] { Checkpoint::open(dir / "freqs0.gguf"); }, {"rope_freqs.weight[1]", "positive"});
   // llama.cpp's yarn keys map onto HF's yarn (defaults beta 32 / 1, attention factor 0.1 ln 4 + 1).
   write_bytes(dir / "yarn_ok.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")},
                                                       {"llama.rope.scaling.factor", 4.0},

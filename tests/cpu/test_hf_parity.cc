@@ -34,7 +34,7 @@ constexpr double kRelTol = 1e-4;
 // The fixtures tools generate (see the lead's generator script); all must be present.
 const std::vector<std::string> kExpectedFixtures = {
     "opt",        "opt350m_style",     "llama_gqa", "llama_mqa_tied",
-    "llama3_rope", "llama_linear_rope", "qwen2",     "mistral_swa", "qwen2_yarn"};
+    "llama3_rope", "llama_linear_rope", "qwen2",     "mistral_swa", "qwen2_yarn", "llama3_rope_band"};
 
 fs::path fixture_root() { return fs::path(DAK_TEST_DATA_DIR) / "hf_parity"; }
 
@@ -64,10 +64,12 @@ struct Fixture {
   std::string versions;
 };
 
-Fixture load_fixture(const std::string& name) {
+/// The fixture `name`'s expected values, with the model read from `checkpoint` (default: the
+/// fixture's own folder).
+Fixture load_fixture(const std::string& name, const fs::path& checkpoint = {}) {
   const fs::path dir = fixture_root() / name;
   Fixture f;
-  f.ckpt = Checkpoint::open(dir);
+  f.ckpt = Checkpoint::open(checkpoint.empty() ? dir : checkpoint);
   f.model = std::make_unique<CpuModel>(*f.ckpt);
   std::ifstream in(dir / "expected.json");
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -222,6 +224,31 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, HfParity, ::testing::ValuesIn(fixture_names()
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
                          });
+
+// The llama3_rope_band fixture converted to GGUF as convert_hf_to_gguf.py converts Llama 3.1
+// (tests/data/gguf/llama3_rope_band.gguf, by tools/make_gguf_fixtures.py): q/k rows permuted, no
+// scaling type, the per-frequency factors in rope_freqs.weight (one of them in the smooth band).
+// dak reads them as ggml applies them, and must give transformers' logits and greedy ids.
+TEST(HfParityGguf, Llama31RopeFreqsGgufGivesTransformersLogits) {
+  Fixture f = load_fixture("llama3_rope_band", fs::path(DAK_TEST_DATA_DIR) / "gguf" / "llama3_rope_band.gguf");
+  ASSERT_EQ(f.model->config().rope_freq_factors.size(), 8u);
+  const int64_t vocab = f.model->config().vocab_size;
+  for (size_t s = 0; s < f.seqs.size(); ++s) {
+    const Sequence& sq = f.seqs[s];
+    f.model->start(1, int64_t(sq.ids.size()));
+    const std::vector<std::vector<int32_t>> batch{sq.ids};
+    const std::vector<float> got = f.model->step(batch, true);
+    ASSERT_EQ(got.size(), sq.ids.size() * size_t(vocab));
+    ErrorAcc e;
+    for (size_t i = 0; i < sq.ids.size(); ++i) e.add(got.data() + i * vocab, sq.logits[i]);
+    EXPECT_LT(e.rel(), kRelTol) << "sequence " << s << ", max abs error " << e.max_abs << " (" << f.versions << ")";
+  }
+  for (const Greedy& g : f.greedy) {
+    GenerateOptions opts;
+    opts.max_new_tokens = int64_t(g.generated.size());
+    EXPECT_EQ(generate(*f.model, {g.prompt}, opts).sequences[0].generated_ids, g.generated);
+  }
+}
 
 }  // namespace
 }  // namespace dak
