@@ -15,7 +15,11 @@
    permuted, no rope scaling type, and the per-frequency factors of its rope_scaling in the F32
    tensor rope_freqs.weight, computed with that script's formula). dak's logits on it are checked
    against the fixture's transformers logits.
-3. smollm2_values.json: a few dozen values of the real models/SmolLM2-135M-Instruct.Q4_1.gguf
+3. quant_blocks.gguf: one tensor [2, 512] of each further block type dak decodes (Q5_0, Q5_1,
+   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: what llama.cpp's Q4_K_M-style files hold) made of random bytes
+   with finite fp16 scales, and quant_blocks_expected.f32: their values as gguf-py's
+   gguf.quants.dequantize decodes them (the tensors in file order, fp32 little-endian).
+4. smollm2_values.json: a few dozen values of the real models/SmolLM2-135M-Instruct.Q4_1.gguf
    (Q8_0 token_embd rows, Q4_1 q_proj / k_proj rows after undoing the permutation, a Q4_1
    down_proj, F32 norms), decoded by gguf.GGUFReader + gguf.quants.dequantize.
 
@@ -276,6 +280,38 @@ def write_llama3_rope_gguf(name: str = "llama3_rope_band"):
     print(f"{name}.gguf: rope_freqs {llama3_rope_factors(cfg).tolist()}")
 
 
+# (type, byte offsets of the block's fp16 fields) for quant_blocks.gguf.
+QUANT_BLOCK_TYPES = [
+    (Q.Q5_0, [0]), (Q.Q5_1, [0, 2]), (Q.Q2_K, [80, 82]), (Q.Q3_K, [108]),
+    (Q.Q4_K, [0, 2]), (Q.Q5_K, [0, 2]), (Q.Q6_K, [208]),
+]
+
+
+def write_quant_blocks():
+    rng = np.random.default_rng(20261205)
+    w = gguf.GGUFWriter(os.path.join(OUT, "quant_blocks.gguf"), arch="llama")
+    w.add_name("dak quantized block fixture")
+    values = []
+    rows, cols = 2, 512
+    for qtype, half_fields in QUANT_BLOCK_TYPES:
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        n_blocks = rows * cols // block
+        blocks = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
+        for off in half_fields:  # finite scales of either sign, including small ones
+            h = (rng.standard_normal(n_blocks) * 0.02).astype(np.float16)
+            blocks[:, off:off + 2] = h.view(np.uint8).reshape(n_blocks, 2)
+        data = blocks.reshape(rows, -1)
+        w.add_tensor(qtype.name.lower(), data, raw_dtype=qtype)
+        expect = gguf.quants.dequantize(data, qtype).astype(np.float32).reshape(-1)
+        assert expect.size == rows * cols and np.all(np.isfinite(expect)), qtype.name
+        values.append(expect)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    np.concatenate(values).astype("<f4").tofile(os.path.join(OUT, "quant_blocks_expected.f32"))
+
+
 def write_smollm2_values(model_path: str):
     r = gguf.GGUFReader(model_path)
     heads = int(r.fields["llama.attention.head_count"].contents())
@@ -337,7 +373,7 @@ def write_smollm2_values(model_path: str):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
-    ap.add_argument("--only", choices=["tiny_llama", "llama3_rope_band", "smollm2_values"],
+    ap.add_argument("--only", choices=["tiny_llama", "llama3_rope_band", "quant_blocks", "smollm2_values"],
                     help="write one of the fixtures only")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -345,6 +381,8 @@ def main():
         write_tiny_llama()
     if args.only in (None, "llama3_rope_band"):
         write_llama3_rope_gguf()
+    if args.only in (None, "quant_blocks"):
+        write_quant_blocks()
     if args.only not in (None, "smollm2_values"):
         return
     if os.path.exists(args.model):

@@ -53,7 +53,14 @@ std::optional<DType> dtype_of_ggml(uint32_t t) {
     case 1: return DType::kF16;
     case 2: return DType::kQ4_0;
     case 3: return DType::kQ4_1;
+    case 6: return DType::kQ5_0;
+    case 7: return DType::kQ5_1;
     case 8: return DType::kQ8_0;
+    case 10: return DType::kQ2_K;
+    case 11: return DType::kQ3_K;
+    case 12: return DType::kQ4_K;
+    case 13: return DType::kQ5_K;
+    case 14: return DType::kQ6_K;
     case 30: return DType::kBF16;
     default: return std::nullopt;
   }
@@ -312,8 +319,8 @@ void GgufFile::parse_image(const uint8_t* data, uint64_t size) {
       fail(fmt::format("{} has ggml type {} ({}), which dak does not support", tw,
                        ggml_type_name(t.ggml_type), t.ggml_type),
            file,
-           "use a GGUF whose tensors are F32, F16, BF16, Q8_0, Q4_0 or Q4_1 (e.g. re-quantize "
-           "with llama-quantize to Q8_0 or Q4_1)");
+           "use a GGUF whose tensors are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or a k-quant "
+           "(Q2_K to Q6_K, as in Q4_K_M files); e.g. re-quantize with llama-quantize to Q4_K_M or Q8_0");
     }
     t.dtype = *dt;
     const int64_t block = dtype_block_elems(t.dtype);

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "checkpoint_test_util.h"
+#include "core/dtype.h"
 #include "core/gguf.h"
 
 namespace dak {
@@ -232,10 +236,46 @@ TEST(Gguf, RejectsTooManyDimsAndAbsurdShapes) {
 }
 
 TEST(Gguf, RejectsUnsupportedTensorType) {
-  const std::string b = GgufBuilder().header(1, 0).tensor_info("blk.0.ffn_up.weight", {256}, 14, 0).data(256).bytes();
-  expect_error([&] { parse(b, "k.gguf"); }, {"'blk.0.ffn_up.weight'", "Q6_K", "k.gguf"});
+  const std::string b = GgufBuilder().header(1, 0).tensor_info("blk.0.ffn_up.weight", {256}, 16, 0).data(256).bytes();
+  expect_error([&] { parse(b, "k.gguf"); }, {"'blk.0.ffn_up.weight'", "IQ2_XXS", "k.gguf", "Q4_K_M"});
   const std::string unknown = GgufBuilder().header(1, 0).tensor_info("x", {32}, 1000, 0).data(256).bytes();
   expect_error([&] { parse(unknown); }, {"'x'", "unknown type 1000"});
+}
+
+// The further block types (Q5_0, Q5_1, Q2_K ... Q6_K) against gguf-py's gguf.quants.dequantize on
+// random blocks (tools/make_gguf_fixtures.py, quant_blocks.gguf): every value bit for bit.
+TEST(Gguf, DequantizesEveryFurtherBlockTypeAsGgufPy) {
+  const auto g = GgufFile::open(data_dir() / "gguf" / "quant_blocks.gguf");
+  const std::vector<float> want = read_f32_file(data_dir() / "gguf" / "quant_blocks_expected.f32");
+  const std::vector<std::string> names = {"q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+  ASSERT_EQ(g->tensors().size(), names.size());
+  size_t at = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const GgufTensor& t = g->tensors()[i];
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(t.name, names[i]);
+    EXPECT_EQ(dtype_name(t.dtype), names[i]);
+    const int64_t n = t.ne[0] * t.ne[1];
+    ASSERT_EQ(int64_t(t.bytes), dtype_bytes_for(t.dtype, n));
+    ASSERT_LE(at + size_t(n), want.size());
+    std::vector<float> got(size_t(n), std::numeric_limits<float>::quiet_NaN());  // poisoned
+    dequantize(t.dtype, t.data, got.data(), n);
+    int64_t differ = 0, first = -1;
+    for (int64_t e = 0; e < n; ++e) {
+      uint32_t a, b;
+      std::memcpy(&a, &got[size_t(e)], 4);
+      std::memcpy(&b, &want[at + size_t(e)], 4);
+      if (a != b && first < 0) first = e;
+      differ += a != b;
+    }
+    EXPECT_EQ(differ, 0) << "first at element " << first << ": " << (first >= 0 ? got[size_t(first)] : 0.f)
+                         << " vs gguf-py " << (first >= 0 ? want[at + size_t(first)] : 0.f);
+    at += size_t(n);
+  }
+  EXPECT_EQ(at, want.size());
+  // A k-quant row must hold whole 256-element blocks.
+  const std::string short_row = GgufBuilder().header(1, 0).tensor_info("r", {128}, 12, 0).data(256).bytes();
+  expect_error([&] { parse(short_row); }, {"'r'", "Q4_K", "128", "256"});
 }
 
 TEST(Gguf, RejectsMisalignedOffsetAndDuplicateTensor) {
