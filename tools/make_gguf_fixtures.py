@@ -16,7 +16,8 @@
    tensor rope_freqs.weight, computed with that script's formula). dak's logits on it are checked
    against the fixture's transformers logits.
 3. quant_blocks.gguf: one tensor [2, 512] of each further block type dak decodes (Q5_0, Q5_1,
-   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: what llama.cpp's Q4_K_M-style files hold) made of random bytes
+   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS: what llama.cpp's Q4_K_M-style and IQ4 files hold)
+   made of random bytes
    with finite fp16 scales, and quant_blocks_expected.f32: their values as gguf-py's
    gguf.quants.dequantize decodes them (the tensors in file order, fp32 little-endian).
 4. smollm2_values.json: a few dozen values of the real models/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -283,7 +284,7 @@ def write_llama3_rope_gguf(name: str = "llama3_rope_band"):
 # (type, byte offsets of the block's fp16 fields) for quant_blocks.gguf.
 QUANT_BLOCK_TYPES = [
     (Q.Q5_0, [0]), (Q.Q5_1, [0, 2]), (Q.Q2_K, [80, 82]), (Q.Q3_K, [108]),
-    (Q.Q4_K, [0, 2]), (Q.Q5_K, [0, 2]), (Q.Q6_K, [208]),
+    (Q.Q4_K, [0, 2]), (Q.Q5_K, [0, 2]), (Q.Q6_K, [208]), (Q.IQ4_NL, [0]), (Q.IQ4_XS, [0]),
 ]
 
 

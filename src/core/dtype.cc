@@ -20,6 +20,8 @@ std::string_view dtype_name(DType t) {
     case DType::kQ4_K: return "q4_k";
     case DType::kQ5_K: return "q5_k";
     case DType::kQ6_K: return "q6_k";
+    case DType::kIQ4_NL: return "iq4_nl";
+    case DType::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }
@@ -30,7 +32,9 @@ int64_t dtype_block_elems(DType t) {
     case DType::kQ4_0:
     case DType::kQ4_1:
     case DType::kQ5_0:
-    case DType::kQ5_1: return 32;
+    case DType::kQ5_1:
+    case DType::kIQ4_NL: return 32;
+    case DType::kIQ4_XS:
     case DType::kQ2_K:
     case DType::kQ3_K:
     case DType::kQ4_K:
@@ -55,6 +59,8 @@ int64_t dtype_block_bytes(DType t) {
     case DType::kQ4_K: return 144;
     case DType::kQ5_K: return 176;
     case DType::kQ6_K: return 210;
+    case DType::kIQ4_NL: return 18;
+    case DType::kIQ4_XS: return 136;
   }
   return 0;
 }
@@ -126,6 +132,9 @@ void dequantize_q5(const uint8_t* qh_bytes, const uint8_t* qs, float d, float m,
     }
   }
 }
+
+/// ggml's kvalues_iq4nl: the 16 levels of IQ4_NL and IQ4_XS.
+constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 /// Q4_K / Q5_K's 6-bit scale and min of sub-block j (of 8) from the 12 packed bytes.
 void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
@@ -209,6 +218,21 @@ void dequantize_k_block(DType t, const uint8_t* b, float* y) {
       }
       return;
     }
+    case DType::kIQ4_XS: {  // d, scales_h (16 bits), scales_l[4], qs[128]
+      const float d = f16_to_f32(read_u16(b));
+      const uint16_t scales_h = read_u16(b + 2);
+      const uint8_t* scales_l = b + 4;
+      const uint8_t* qs = b + 8;
+      for (int s = 0; s < 8; ++s) {  // sub-block s: 32 elements, the nibbles of bytes 16 s ... 16 s + 15
+        const int low = (scales_l[s / 2] >> (4 * (s % 2))) & 0x0f, high = (scales_h >> (2 * s)) & 3;
+        const float dl = d * float((low | (high << 4)) - 32);
+        for (int j = 0; j < 16; ++j) {
+          y[s * 32 + j] = dl * float(kIq4nl[qs[s * 16 + j] & 0x0f]);
+          y[s * 32 + j + 16] = dl * float(kIq4nl[qs[s * 16 + j] >> 4]);
+        }
+      }
+      return;
+    }
     default: return;
   }
 }
@@ -261,6 +285,16 @@ void dequantize(DType t, const void* src, float* dst, int64_t n) {
       for (int64_t blk = 0; blk < n / 32; ++blk, b += 24, dst += 32)
         dequantize_q5(b + 4, b + 8, f16_to_f32(rd16(b)), f16_to_f32(rd16(b + 2)), false, dst);
       return;
+    case DType::kIQ4_NL:
+      for (int64_t blk = 0; blk < n / 32; ++blk, b += 18, dst += 32) {
+        const float d = f16_to_f32(rd16(b));
+        for (int j = 0; j < 16; ++j) {
+          dst[j] = d * float(kIq4nl[b[2 + j] & 0x0f]);
+          dst[j + 16] = d * float(kIq4nl[b[2 + j] >> 4]);
+        }
+      }
+      return;
+    case DType::kIQ4_XS:
     case DType::kQ2_K:
     case DType::kQ3_K:
     case DType::kQ4_K:

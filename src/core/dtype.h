@@ -7,6 +7,8 @@
 //   Q4_1: fp16 scale d, fp16 min m, 16 bytes   -> x = d * q + m                 (20 bytes)
 //   Q5_0: fp16 d, 32 high bits, 16 bytes       -> x = d * (q - 16)              (22 bytes)
 //   Q5_1: fp16 d, fp16 m, 32 high bits, 16 B   -> x = d * q + m                 (24 bytes)
+//   IQ4_NL: fp16 d, 16 bytes of nibbles      -> x = d * kIq4nl[q]             (18 bytes)
+// (kIq4nl: ggml's 16 non-linear levels, -127 ... 113.)
 // Nibble order: element j (j < 16) is the low nibble of byte j, element j + 16 the high one;
 // Q5's fifth bit of element j is bit j of the 32-bit high-bit word.
 // The k-quants cover 256 elements a block (super-block) of 16 or 8 sub-blocks, each with its own
@@ -16,7 +18,8 @@
 //   Q4_K: d, dmin, 8 x (6-bit scale, 6-bit min), 4-bit q    -> x = d sc q - dmin m        (144 bytes)
 //   Q5_K: as Q4_K with a fifth bit per element              -> x = d sc q - dmin m        (176 bytes)
 //   Q6_K: 4-bit low + 2-bit high q, 16 x int8 scales, d     -> x = d sc (q - 32)          (210 bytes)
-// These are what llama.cpp's Q2_K ... Q6_K, Q4_K_M, Q5_K_M and similar files hold.
+//   IQ4_XS: d, 8 x 6-bit scales, 4-bit q                     -> x = d (sc - 32) kIq4nl[q]  (136 bytes)
+// These are what llama.cpp's Q2_K ... Q6_K, Q4_K_M, Q5_K_M, IQ4_NL, IQ4_XS and similar files hold.
 #pragma once
 
 #include <cstdint>
@@ -25,17 +28,17 @@
 
 namespace dak {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K };
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS };
 
 /// Lower-case name as printed by `dak inspect` ("f32", "bf16", "q4_1", ...).
 std::string_view dtype_name(DType t);
 
-/// Elements per storage block: 1 for plain types, 32 for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1, 256
-/// for the k-quants.
+/// Elements per storage block: 1 for plain types, 32 for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 /
+/// IQ4_NL, 256 for the k-quants and IQ4_XS.
 int64_t dtype_block_elems(DType t);
 
 /// Bytes per storage block (F32 4, F16 / BF16 2, Q8_0 34, Q4_0 18, Q4_1 20, Q5_0 22, Q5_1 24,
-/// Q2_K 84, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210).
+/// Q2_K 84, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210, IQ4_NL 18, IQ4_XS 136).
 int64_t dtype_block_bytes(DType t);
 
 /// Bytes needed for n elements; n must be a multiple of dtype_block_elems(t)

@@ -61,6 +61,8 @@ std::optional<DType> dtype_of_ggml(uint32_t t) {
     case 12: return DType::kQ4_K;
     case 13: return DType::kQ5_K;
     case 14: return DType::kQ6_K;
+    case 20: return DType::kIQ4_NL;
+    case 23: return DType::kIQ4_XS;
     case 30: return DType::kBF16;
     default: return std::nullopt;
   }
@@ -319,8 +321,8 @@ void GgufFile::parse_image(const uint8_t* data, uint64_t size) {
       fail(fmt::format("{} has ggml type {} ({}), which dak does not support", tw,
                        ggml_type_name(t.ggml_type), t.ggml_type),
            file,
-           "use a GGUF whose tensors are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or a k-quant "
-           "(Q2_K to Q6_K, as in Q4_K_M files); e.g. re-quantize with llama-quantize to Q4_K_M or Q8_0");
+           "use a GGUF whose tensors are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS or a "
+           "k-quant (Q2_K to Q6_K, as in Q4_K_M files); e.g. re-quantize with llama-quantize to Q4_K_M or Q8_0");
     }
     t.dtype = *dt;
     const int64_t block = dtype_block_elems(t.dtype);

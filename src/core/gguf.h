@@ -30,7 +30,7 @@ struct GgufTensor {
   std::string name;              // as in the file, e.g. "blk.0.attn_q.weight"
   std::vector<int64_t> ne;       // ggml order: ne[0] is the innermost (contiguous) dimension
   uint32_t ggml_type = 0;        // raw ggml type id
-  DType dtype = DType::kF32;     // F32/F16/BF16, Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, Q2_K..Q6_K (others rejected at open)
+  DType dtype = DType::kF32;     // F32/F16/BF16, Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, Q2_K..Q6_K, IQ4_NL/IQ4_XS (others rejected)
   uint64_t offset = 0;           // absolute offset in the file
   uint64_t bytes = 0;            // storage bytes
   const uint8_t* data = nullptr; // into the mapping

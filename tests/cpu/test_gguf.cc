@@ -242,12 +242,13 @@ TEST(Gguf, RejectsUnsupportedTensorType) {
   expect_error([&] { parse(unknown); }, {"'x'", "unknown type 1000"});
 }
 
-// The further block types (Q5_0, Q5_1, Q2_K ... Q6_K) against gguf-py's gguf.quants.dequantize on
+// The further block types (Q5_0, Q5_1, Q2_K ... Q6_K, IQ4_NL, IQ4_XS) against gguf-py's gguf.quants.dequantize on
 // random blocks (tools/make_gguf_fixtures.py, quant_blocks.gguf): every value bit for bit.
 TEST(Gguf, DequantizesEveryFurtherBlockTypeAsGgufPy) {
   const auto g = GgufFile::open(data_dir() / "gguf" / "quant_blocks.gguf");
   const std::vector<float> want = read_f32_file(data_dir() / "gguf" / "quant_blocks_expected.f32");
-  const std::vector<std::string> names = {"q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+  const std::vector<std::string> names = {"q5_0", "q5_1", "q2_k", "q3_k", "q4_k",
+                                          "q5_k", "q6_k", "iq4_nl", "iq4_xs"};
   ASSERT_EQ(g->tensors().size(), names.size());
   size_t at = 0;
   for (size_t i = 0; i < names.size(); ++i) {
