@@ -432,12 +432,21 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string
     fail("unsupported model_type '" + type + "'", field_where(where, "model_type"),
          "dak supports llama, mistral, qwen2 and opt");
   }
-  if (c.arch == Arch::kOpt) {
+  const bool opt = c.arch == Arch::kOpt;
+  // A size key set to null is not absent: transformers would pass None on and fail building the model
+  // (num_key_value_heads and head_dim have a meaning for null, and are read as transformers reads them).
+  for (const char* key : {"vocab_size", "hidden_size", "d_model", "ffn_dim", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads"}) {
+    if (j.contains(key) && j[key].is_null())
+      fail(std::string(key) + " is null", field_where(where, key),
+           "set it to the checkpoint's value, or remove the key to take the transformers default of model_type " +
+               arch_name(c.arch));
+  }
+  if (opt) {
     parse_opt(j, c, where);
   } else {
     parse_llama_like(j, c, where);
   }
-  const bool opt = c.arch == Arch::kOpt;
   for (const char* key : {"vocab_size", "hidden_size", opt ? "ffn_dim" : "intermediate_size", "num_hidden_layers",
                           "num_attention_heads"}) {
     const bool present = find_key(j, key) || (opt && std::string(key) == "hidden_size" && find_key(j, "d_model"));

@@ -342,6 +342,8 @@ TEST(ModelConfig, ParsesOpt350mStyle) {
 TEST(ModelConfig, RejectsUnsupportedFieldsNamingThem) {
   expect_error(R"({"model_type": "gpt2"})", {"config.json", "model_type", "gpt2"});
   expect_error(R"({"hidden_size": 64})", {"config.json", "model_type"});
+  expect_error(R"({"model_type": "llama", "hidden_size": null})", {"config.json", "hidden_size", "null"});
+  expect_error(R"({"model_type": "opt", "ffn_dim": null})", {"config.json", "ffn_dim", "null"});
   expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "dynamic", "factor": 4}})",
                {"config.json", "rope_type", "'dynamic'", "sequence length"});
   expect_error(R"({"model_type": "qwen2", "rope_scaling": {"type": "longrope", "short_factor": [1]}})",
