@@ -41,6 +41,7 @@ struct GenerateArgs {
   std::string system;
   bool chat = false;
   int64_t max_new_tokens = 64;
+  int64_t max_context = 0;              // --max-context; 0: longest prompt + max_new_tokens
   double temperature = 0.0;  // read as a double: a positive value too small for the sampler's float is refused
   int32_t top_k = 0;
   float top_p = 1.0f;
@@ -200,11 +201,18 @@ void run_generate(const GenerateArgs& a) {
     if (p.empty()) fail("a prompt encodes to zero tokens", "--prompt", "give a non-empty prompt");
     longest = std::max(longest, int64_t(p.size()));
   }
-  // Whether the request fits the model's context: a longer one is refused by generate() right away.
-  const bool fits = a.max_new_tokens <= config.max_position_embeddings - longest;
-  // The KV cache generate() sizes: longest prompt + new tokens, within the model's context (a
-  // longer request is refused there, with the fix).
-  const int64_t gen_len = std::max<int64_t>(1, std::min(a.max_new_tokens, config.max_position_embeddings - longest));
+  if (a.max_context > config.max_position_embeddings)
+    fail(fmt::format("--max-context {} is beyond the model's context of {} tokens", a.max_context,
+                     config.max_position_embeddings),
+         "--max-context", fmt::format("use --max-context {} or less", config.max_position_embeddings));
+  // The context the KV cache holds per sequence: --max-context, else the model's (a request beyond it
+  // is refused by generate() right away, with the fix).
+  const int64_t limit = a.max_context > 0 ? a.max_context : config.max_position_embeddings;
+  const bool fits = a.max_new_tokens <= limit - longest;
+  // The KV cache generate() sizes: --max-context tokens, else longest prompt + new tokens within the
+  // model's context. The plan is made for the same cache.
+  const int64_t gen_len = a.max_context > 0 ? std::max<int64_t>(1, a.max_context - longest)
+                                            : std::max<int64_t>(1, std::min(a.max_new_tokens, limit - longest));
   // One prompt: the budget fixes leave "fewer prompts" out (ShapeTerms::one_prompt).
   const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1};
   const EngineOffload offload{&a.offload, {int64_t(prompts.size()), longest, gen_len, terms}, a.gemm};
@@ -232,6 +240,7 @@ void run_generate(const GenerateArgs& a) {
 
   GenerateOptions opts;
   opts.max_new_tokens = a.max_new_tokens;
+  opts.max_context = a.max_context;
   opts.sampling = SamplingParams{float(a.temperature), a.top_k, a.top_p, a.seed};
   if (!a.ignore_eos) {
     if (tok) {
@@ -403,6 +412,11 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str()
       ->transform(whole_number("a count of at least 1 (the prompt and the new tokens must fit in the model's context)",
                                1));
+  c->add_option("--max-context", a->max_context,
+                "Tokens per sequence the KV cache holds, prompt and new tokens together (vLLM's --max-model-len); a "
+                "longer request is refused (default: the longest prompt + --max-new-tokens, within the model's "
+                "context)")
+      ->transform(whole_number("a count of tokens of at least 2 (a prompt token and a new one)", 2));
   c->add_option("--temperature,-t", a->temperature, "Sampling temperature, from 0 (greedy) to 100")->capture_default_str()
       ->transform(decimal_number("a temperature from 0 (greedy) to 100", 0.0, 100.0));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()

@@ -124,7 +124,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
                      model_ctx),
          "GenerateOptions::max_context", fmt::format("use a value between 1 and {} (0: automatic)", model_ctx));
   const int64_t limit = opts.max_context > 0 ? opts.max_context : model_ctx;
-  const char* limit_name = opts.max_context > 0 ? "the requested max context" : "the model context";
+  const char* limit_name = opts.max_context > 0 ? "the --max-context" : "the model context";
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t n = int64_t(prompts[i].size());
@@ -133,18 +133,22 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       fail(which + " is empty", "generate", "give a non-empty prompt (with BOS, if the model uses one)");
     if (opts.max_new_tokens > limit - n) {  // n + max_new_tokens > limit, without overflow
       std::string fix;
+      const std::string raise =
+          opts.max_context > 0 && opts.max_context < model_ctx
+              ? fmt::format(", or raise --max-context (up to the model's {})", model_ctx)
+              : std::string();
       if (n < limit) {
-        fix = fmt::format("use --max-new-tokens {} or less, or a shorter prompt", limit - n);
+        fix = fmt::format("use --max-new-tokens {} or less, or a shorter prompt{}", limit - n, raise);
       } else if (opts.max_new_tokens < limit) {
-        fix = fmt::format("shorten the prompt to at most {} tokens (the limit less --max-new-tokens {})",
-                          limit - opts.max_new_tokens, opts.max_new_tokens);
+        fix = fmt::format("shorten the prompt to at most {} tokens (the limit less --max-new-tokens {}){}",
+                          limit - opts.max_new_tokens, opts.max_new_tokens, raise);
       } else if (limit > 1) {
         fix = fmt::format("use --max-new-tokens {} or less and a prompt that leaves room for them (prompt + new "
-                          "tokens <= {})",
-                          limit - 1, limit);
-      } else if (opts.max_context > 0) {  // GenerateOptions only: no command has a --max-context
-        fix = "a max_context of 1 token leaves no room for a new token: use max_context 0 (the model context)";
-      } else {  // trial 27: the fix named a --max-context that dak generate does not have
+                          "tokens <= {}){}",
+                          limit - 1, limit, raise);
+      } else if (opts.max_context > 0) {  // dak generate refuses --max-context 1 itself
+        fix = "a max context of 1 token leaves no room for a new token: raise --max-context";
+      } else {
         fix = "the model's context (max_position_embeddings in its config) is 1 token, which leaves no room for a new "
               "token: use a model with a longer context";
       }
@@ -154,7 +158,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       fail(fmt::format("{} has {} token{}; with {} new token{} that is {}, more than {} of {} token{}", which, n,
                        n == 1 ? "" : "s", opts.max_new_tokens, opts.max_new_tokens == 1 ? "" : "s", total, limit_name,
                        limit, limit == 1 ? "" : "s"),
-           "--max-new-tokens / prompt", fix);
+           opts.max_context > 0 ? "--max-context / --max-new-tokens / prompt" : "--max-new-tokens / prompt", fix);
     }
     longest = std::max(longest, n);
   }

@@ -40,7 +40,8 @@ struct GenerateOptions {
   int64_t max_new_tokens = 64;
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;  // a sequence stops after emitting one of these
-  int64_t max_context = 0;       // 0: prompt + max_new_tokens, capped at the model's context
+  int64_t max_context = 0;       // KV context per sequence (dak generate --max-context); 0: longest prompt +
+                                 // max_new_tokens, capped at the model's context
 };
 
 struct SequenceResult {

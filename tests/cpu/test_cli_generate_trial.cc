@@ -289,3 +289,33 @@ TEST(CliGenerateTrial, OneSequenceHasNoBatchNumberAndABatchFollowsTheCommandLine
 }
 
 }  // namespace
+
+namespace {
+
+// --max-context (issue 7's flag, vLLM's --max-model-len): the KV cache holds that many tokens per
+// sequence; the ids are those of the default sizing, a request beyond it is refused with both ways
+// out, and a value beyond the model's context or below 2 is refused before any work.
+TEST(CliGenerate, MaxContextSizesTheCacheAndCapsTheRequest) {
+  const std::string base = "generate --device cpu --model " + kTiny + " --prompt-ids 1,50,60,70 -n 8";
+  const RunResult plain = run_dak(base, false), sized = run_dak(base + " --max-context 100", false);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  ASSERT_EQ(sized.exit_code, 0) << sized.output;
+  EXPECT_EQ(sized.output, plain.output);
+  EXPECT_EQ(run_dak(base + " --max-context 12", false).output, plain.output);  // 4 + 8 fits exactly
+  const RunResult over = run_dak(base + " --max-context 11");
+  EXPECT_EQ(over.exit_code, 1) << over.output;
+  EXPECT_TRUE(contains(over.output, "that is 12, more than the --max-context of 11 tokens")) << over.output;
+  EXPECT_TRUE(contains(over.output, "where: --max-context / --max-new-tokens / prompt")) << over.output;
+  EXPECT_TRUE(contains(over.output, "use --max-new-tokens 7 or less, or a shorter prompt, or raise --max-context "
+                                    "(up to the model's 128)"))
+      << over.output;
+  const RunResult beyond = run_dak(base + " --max-context 129");
+  EXPECT_EQ(beyond.exit_code, 1) << beyond.output;
+  EXPECT_TRUE(contains(beyond.output, "--max-context 129 is beyond the model's context of 128 tokens")) << beyond.output;
+  EXPECT_TRUE(contains(beyond.output, "use --max-context 128 or less")) << beyond.output;
+  const RunResult one = run_dak(base + " --max-context 1");
+  EXPECT_NE(one.exit_code, 0) << one.output;
+  EXPECT_TRUE(contains(one.output, "--max-context: '1' is too small")) << one.output;
+}
+
+}  // namespace

@@ -226,8 +226,8 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   opts.max_new_tokens = 1;
   opts.max_context = 1;
   expect_error([&] { generate(engine, {{1}}, opts); },
-               {"the prompt has 1 token; with 1 new token that is 2, more than the requested max context of 1 token",
-                "no room for a new token", "max_context 0"});
+               {"the prompt has 1 token; with 1 new token that is 2, more than the --max-context of 1 token",
+                "no room for a new token", "raise --max-context"});
   // A model whose whole context is 1 token (trial 27: the fix named a --max-context no command has).
   {
     ScriptedEngine one(10, 1, 1.0f);
