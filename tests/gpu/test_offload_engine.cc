@@ -33,7 +33,8 @@ using dak::gpu::GpuEngine;
 using dak::gpu::GpuEngineOptions;
 
 const char* const kFixtures[] = {"opt",        "opt350m_style",     "llama_gqa", "llama_mqa_tied",
-                                 "llama3_rope", "llama_linear_rope", "mistral_swa", "qwen2"};
+                                 "llama3_rope", "llama_linear_rope", "mistral_swa", "qwen2",
+                                 "qwen2_yarn",  "llama3_rope_band"};
 
 std::filesystem::path fixture_dir(const std::string& name) {
   return std::filesystem::path(DAK_TEST_DATA_DIR) / "hf_parity" / name;
