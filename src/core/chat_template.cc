@@ -6,6 +6,11 @@
 //           e.g. SmolLM2, Qwen2.5) it is emitted when the first message is not a system one.
 //   Llama-3 ("<|start_header_id|>"): {bos}<|start_header_id|>{role}<|end_header_id|>\n\n
 //           {content|trim}<|eot_id|> ... and "<|start_header_id|>assistant<|end_header_id|>\n\n".
+//           Llama 3.1 / 3.2 templates ("Cutting Knowledge Date: "): the first block is always the
+//           system one, "Cutting Knowledge Date: {date}\nToday Date: {today}\n\n" then the system
+//           message (trimmed; empty without one), where {date} is the template's literal and
+//           {today} today's date as "%d %b %Y" when the template calls strftime_now (3.2; HF
+//           defines it), else its date_string literal ("26 Jul 2024" in 3.1).
 //   Llama-2 ("[INST]" with "<<SYS>>"): per user turn {bos}[INST] {content.strip()} [/INST],
 //           the first one prefixed by "<<SYS>>\n{system}\n<</SYS>>\n\n"; per assistant turn
 //           " {content.strip()} {eos}". Roles must alternate user/assistant.
@@ -13,6 +18,7 @@
 // encode it with allow_bos = false (transformers tokenizes chat text without adding
 // special tokens).
 #include <algorithm>
+#include <ctime>
 
 #include "core/error.h"
 #include "core/tokenizer.h"
@@ -74,6 +80,34 @@ std::string unsupported_cause(std::string_view tmpl) {
          "(Llama-3), [INST] with <<SYS>> (Llama-2)";
 }
 
+/// The text of a template string literal from `from` up to its end: a quote, or an escaped or real
+/// newline.
+std::string literal_run(std::string_view tmpl, size_t from) {
+  size_t end = from;
+  while (end < tmpl.size() && tmpl[end] != '\\' && tmpl[end] != '\n' && tmpl[end] != '"' && tmpl[end] != '\'')
+    ++end;
+  return std::string(tmpl.substr(from, end - from));
+}
+
+/// Llama 3.1 / 3.2's "Today Date": today (local time, "%d %b %Y") where the template calls
+/// strftime_now, else its `date_string = "..."` default, else 3.1's "26 Jul 2024".
+std::string llama31_today(std::string_view tmpl) {
+  if (tmpl.find("strftime_now") != std::string_view::npos) {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char buf[32];
+    if (std::strftime(buf, sizeof(buf), "%d %b %Y", &local) > 0) return buf;
+  }
+  for (std::string_view key : {"date_string = \"", "date_string = '"}) {
+    if (const size_t at = tmpl.find(key); at != std::string_view::npos) {
+      const std::string d = literal_run(tmpl, at + key.size());
+      if (!d.empty()) return d;
+    }
+  }
+  return "26 Jul 2024";
+}
+
 std::string strip(std::string_view s) {
   constexpr std::string_view kSpace = " \t\n\r\v\f";
   const size_t b = s.find_first_not_of(kSpace);
@@ -104,6 +138,18 @@ std::string Tokenizer::apply_chat_template(std::span<const ChatMessage> messages
   const std::string bos = bos_id_ >= 0 ? decode(std::span<const int32_t>(&bos_id_, 1)) : std::string();
 
   if (tmpl.find("<|start_header_id|>") != std::string::npos) {
+    constexpr std::string_view kKnowledge = "Cutting Knowledge Date: ";
+    if (const size_t kd = tmpl.find(kKnowledge); kd != std::string::npos) {  // Llama 3.1 / 3.2
+      const bool has_system = !messages.empty() && messages[0].role == "system";
+      out += bos + "<|start_header_id|>system<|end_header_id|>\n\n" + std::string(kKnowledge) +
+             literal_run(tmpl, kd + kKnowledge.size()) + "\nToday Date: " + llama31_today(tmpl) + "\n\n" +
+             (has_system ? strip(messages[0].content) : std::string()) + "<|eot_id|>";
+      for (size_t i = has_system ? 1 : 0; i < messages.size(); ++i)
+        out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + strip(messages[i].content) +
+               "<|eot_id|>";
+      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      return out;
+    }
     for (size_t i = 0; i < messages.size(); ++i) {
       if (i == 0) out += bos;
       out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + strip(messages[i].content) +

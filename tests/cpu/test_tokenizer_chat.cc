@@ -5,6 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctime>
+#include <string>
+#include <vector>
+
 #include "core/bpe_tokenizer.h"
 #include "core/error.h"
 #include "core/pretokenizer.h"
@@ -102,6 +106,54 @@ TEST(ChatTemplate, Llama3) {
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
   EXPECT_TRUE(tok->is_eos(256 + 4));  // <|eot_id|> ends a turn
   EXPECT_TRUE(tok->is_eos(256 + 1));  // <|end_of_text|>
+}
+
+// A template in the shape of Llama 3.1's (its system block, date_string default and message loop;
+// tools left out). The expected strings are what transformers 5.17's Jinja environment
+// (chat_template_utils._compile_jinja_template) rendered for it, with bos_token given.
+const char* kLlama31Template =
+    R"({{- bos_token }}{%- if not date_string is defined %}{%- set date_string = "26 Jul 2024" %}{%- endif %})"
+    R"({%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content']|trim %})"
+    R"({%- set messages = messages[1:] %}{%- else %}{%- set system_message = "" %}{%- endif %})"
+    R"({{- "<|start_header_id|>system<|end_header_id|>\n\n" }}{{- "Cutting Knowledge Date: December 2023\n" }})"
+    R"({{- "Today Date: " + date_string + "\n\n" }}{{- system_message }}{{- "<|eot_id|>" }})"
+    R"({%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}{%- endfor %})"
+    R"({%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %})";
+
+TEST(ChatTemplate, Llama31SystemBlockWithDates) {
+  const std::vector<std::string> specials = {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                                             "<|end_header_id|>", "<|eot_id|>"};
+  auto tok = make_tokenizer(kLlama31Template, specials, "<|begin_of_text|>", "<|eot_id|>");
+  const std::vector<ChatMessage> msgs = {{"system", " Be brief.\n"}, {"user", "  Hi\n"}};
+  const std::string head = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: "
+                           "December 2023\nToday Date: ";
+  const std::string tail = "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                           "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  EXPECT_EQ(tok->apply_chat_template(msgs), head + "26 Jul 2024\n\nBe brief.<|eot_id|>" + tail);
+  // Without a system message the block is still there, empty.
+  EXPECT_EQ(tok->apply_chat_template(kUser), head + "26 Jul 2024\n\n<|eot_id|>" + tail);
+  // Llama 3.2 sets date_string from strftime_now("%d %b %Y") where it is defined, as transformers
+  // defines it: today's date.
+  std::string t32 = kLlama31Template;
+  const std::string plain = R"({%- set date_string = "26 Jul 2024" %})";
+  t32.replace(t32.find(plain), plain.size(),
+              R"({%- if strftime_now is defined %}{%- set date_string = strftime_now("%d %b %Y") %})"
+              R"({%- else %}{%- set date_string = "26 Jul 2024" %}{%- endif %})");
+  auto tok32 = make_tokenizer(t32, specials, "<|begin_of_text|>", "<|eot_id|>");
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char today[32];
+  ASSERT_GT(std::strftime(today, sizeof(today), "%d %b %Y", &local), 0u);
+  const std::string got = tok32->apply_chat_template(kUser);
+  // A render that crosses midnight is the only way the dates can differ: accept either day then.
+  if (got != head + today + "\n\n<|eot_id|>" + tail) {
+    const std::time_t later = std::time(nullptr);
+    localtime_r(&later, &local);
+    ASSERT_GT(std::strftime(today, sizeof(today), "%d %b %Y", &local), 0u);
+  }
+  EXPECT_EQ(got, head + today + "\n\n<|eot_id|>" + tail);
+  EXPECT_EQ(std::string(today).size(), 11u) << today;  // "05 Dec 2026"
 }
 
 // Llama-2-chat (meta-llama/Llama-2-7b-chat-hf tokenizer_config.json).
