@@ -29,6 +29,7 @@
 
 #include "core/checkpoint.h"
 #include "core/cpu_ops.h"
+#include "core/host_memory.h"
 #include "core/error.h"
 #include "core/generate.h"
 #include "core/op_graph.h"
@@ -228,10 +229,44 @@ void CpuModel::Impl::load(const Checkpoint& ckpt) {
   }
 }
 
+uint64_t CpuModel::weight_bytes_for(const ModelConfig& c) {
+  const uint64_t hd = uint64_t(c.hidden_size), e = uint64_t(c.embed_dim()), v = uint64_t(c.vocab_size);
+  const bool affine = c.norm == NormKind::kRmsNorm || c.norm_elementwise_affine;
+  const uint64_t norm = affine ? (c.norm == NormKind::kLayerNorm ? 2 * hd : hd) : 0;
+  const uint64_t qkv = uint64_t(c.q_dim() + 2 * c.kv_dim()), q = uint64_t(c.q_dim()), ff = uint64_t(c.intermediate_size);
+  const uint64_t up_rows = c.gated_mlp ? 2 * ff : ff;
+  uint64_t n = v * e;                                                            // embed
+  if (c.arch == Arch::kOpt) n += uint64_t(c.max_position_embeddings + c.position_offset) * hd;  // positions
+  if (e != hd) n += 2 * hd * e;                                                  // project_in / out
+  if (c.arch != Arch::kOpt || c.do_layer_norm_before) n += norm;                 // final norm
+  if (!c.tie_word_embeddings) n += v * e;                                        // lm_head
+  uint64_t layer = 2 * norm + qkv * hd + hd * q + up_rows * hd + hd * ff;
+  if (c.qkv_bias) layer += qkv;
+  if (c.o_bias) layer += hd;
+  if (c.mlp_bias) layer += up_rows + hd;
+  n += uint64_t(c.num_layers) * layer;
+  return n * sizeof(float);
+}
+
 CpuModel::CpuModel(const Checkpoint& ckpt) : impl_(std::make_unique<Impl>()) {
   impl_->cfg = ckpt.config();
   impl_->cfg.validate(ckpt.path().string());
-  impl_->load(ckpt);
+  const uint64_t need = weight_bytes_for(impl_->cfg);
+  const auto gib = [](uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); };
+  const std::string fix = "free memory (or raise the process's limit, ulimit -v), run the model on a GPU (--device cuda), "
+                          "or use a smaller model: the CPU path is dak's fp32 reference engine, which expands every "
+                          "weight to 4 bytes";
+  if (const std::optional<uint64_t> avail = mem_available_bytes(); avail && need > *avail)
+    fail(fmt::format("the CPU path needs {} for this model's weights in fp32, more than the {} of memory available "
+                     "(MemAvailable, or the memory cgroup's headroom where smaller)",
+                     gib(need), gib(*avail)),
+         ckpt.path().string(), fix);
+  try {
+    impl_->load(ckpt);
+  } catch (const std::bad_alloc&) {
+    fail(fmt::format("out of memory while expanding the weights to fp32 ({} in all)", gib(need)),
+         ckpt.path().string(), fix);
+  }
 }
 
 CpuModel::~CpuModel() = default;
@@ -269,10 +304,24 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
                      limit),
          "CpuModel::start (max_position_embeddings)",
          "use a shorter prompt or fewer new tokens (--max-new-tokens)");
+  const double cache_bytes =  // K and V, fp32; in double: the product of four sizes may pass 2^64
+      2.0 * 4.0 * double(m.cfg.num_layers) * double(batch) * double(max_context) * double(m.cfg.kv_dim());
   const uint64_t elems = uint64_t(m.cfg.num_layers) * uint64_t(batch) * uint64_t(max_context) *
                          uint64_t(m.cfg.kv_dim());
   m.k_cache.reset();
   m.v_cache.reset();
+  // Allocation alone does not touch the pages: a cache beyond the memory there is would be killed by
+  // the kernel while it fills, so it is refused here (a limit, ulimit -v, fails the allocation below).
+  const std::optional<uint64_t> avail = mem_available_bytes();
+  if ((avail && cache_bytes > double(*avail)) || cache_bytes >= 0x1p63) {
+    m.batch = 0;
+    fail(fmt::format("the fp32 KV cache needs {:.2f} GiB for {} sequences x {} positions, more than the {} of memory "
+                     "available",
+                     cache_bytes / double(1ull << 30), batch, max_context,
+                     avail ? fmt::format("{:.2f} GiB", double(*avail) / double(1ull << 30)) + " (MemAvailable, or the memory cgroup's headroom where smaller)"
+                           : std::string("address space")),
+         "CpuModel::start", "use fewer prompts, shorter prompts or fewer new tokens (--max-new-tokens)");
+  }
   try {
     m.k_cache = std::make_unique_for_overwrite<float[]>(elems);
     m.v_cache = std::make_unique_for_overwrite<float[]>(elems);

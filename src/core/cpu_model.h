@@ -86,8 +86,15 @@ std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens
 class CpuModel : public Engine {
  public:
   /// Decodes every weight of `ckpt` to fp32 (OpenMP-parallel). Throws dak::Error naming the
-  /// tensor when one is missing or has the wrong shape for the config.
+  /// tensor when one is missing or has the wrong shape for the config, and before allocating
+  /// when the fp32 weights (weight_bytes_for) exceed the memory available (MemAvailable of
+  /// /proc/meminfo) or an allocation fails, saying how much is needed.
   explicit CpuModel(const Checkpoint& ckpt);
+
+  /// Bytes of fp32 weights a CpuModel of `c` holds: what weight_bytes() returns once loaded
+  /// (embeddings, OPT positions, projections, norms, LM head unless tied, every layer's
+  /// linears with their biases).
+  static uint64_t weight_bytes_for(const ModelConfig& c);
   ~CpuModel() override;
 
   const ModelConfig& config() const override;

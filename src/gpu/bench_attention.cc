@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "gpu/bench_util.h"
 #include "gpu/cuda_check.h"
 #include "gpu/hbm_arena.h"
@@ -62,18 +61,6 @@ struct Timer {
     return spread_of(t);
   }
 };
-
-std::optional<uint64_t> mem_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::string key;
-    uint64_t kib = 0;
-    if (ss >> key >> kib && key == "MemAvailable:") return kib * 1024;
-  }
-  return std::nullopt;
-}
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(kGiB)); }
 

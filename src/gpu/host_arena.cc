@@ -8,29 +8,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "gpu/hbm_arena.h"
 
 namespace dak::gpu {
 namespace {
-
-/// MemAvailable of /proc/meminfo in bytes (what can be had without swapping), nullopt if unreadable.
-std::optional<uint64_t> host_memory_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::string key, unit;
-    uint64_t kib = 0;
-    if (ss >> key >> kib >> unit && key == "MemAvailable:") return kib * 1024;
-  }
-  return std::nullopt;
-}
 
 uint64_t page_bytes() {
   const long p = sysconf(_SC_PAGESIZE);
@@ -38,8 +24,8 @@ uint64_t page_bytes() {
 }
 
 std::string available_text() {
-  const std::optional<uint64_t> avail = host_memory_available_bytes();
-  return avail ? format_gib(*avail) + " (MemAvailable in /proc/meminfo)" : "an unknown amount (/proc/meminfo unreadable)";
+  const std::optional<uint64_t> avail = mem_available_bytes();
+  return avail ? format_gib(*avail) + " (MemAvailable, or the memory cgroup's headroom where smaller)" : "an unknown amount (/proc/meminfo and the memory cgroup unreadable)";
 }
 
 /// "12.50 GiB (13421772800 bytes)": GiB for people, bytes for small requests.
@@ -70,9 +56,9 @@ PinnedHostArena::PinnedHostArena(uint64_t capacity_bytes, std::string purpose)
          where, "run on a machine with an NVIDIA Hopper GPU and its driver, or run without host offload");
   }
   // Pinning more than the kernel can hand out would invoke the OOM killer instead of failing.
-  const std::optional<uint64_t> avail = host_memory_available_bytes();
+  const std::optional<uint64_t> avail = mem_available_bytes();
   if (avail && mapped > *avail) {
-    fail(fmt::format("{} needs {} of pinned host memory, but only {} is available (MemAvailable in /proc/meminfo)",
+    fail(fmt::format("{} needs {} of pinned host memory, but only {} is available (MemAvailable, or the memory cgroup's headroom where smaller)",
                      purpose_, size_text(mapped), format_gib(*avail)),
          where, kLowerFix);
   }

@@ -545,5 +545,54 @@ TEST(CpuModel, WeightBytesCountsEveryTensorOnce) {
   EXPECT_EQ(m.device_name(), "cpu");
 }
 
+// weight_bytes_for (what the memory check before loading uses) against the loaded model, for
+// every family case (OPT post-LN and projections, biases, GQA, tied) and the HF fixtures.
+TEST(CpuModel, WeightBytesForAConfigIsWhatItLoads) {
+  for (const Case& cs : cases()) {
+    SCOPED_TRACE(cs.name);
+    RandomModel rm = make_model(cs.cfg, 7);
+    FakeCheckpoint ckpt(rm.cfg, rm.t, rm.shapes);
+    CpuModel m(ckpt);
+    EXPECT_EQ(CpuModel::weight_bytes_for(rm.cfg), m.weight_bytes());
+  }
+  for (const char* name : {"opt", "opt350m_style", "llama_mqa_tied", "qwen2", "qwen2_yarn"}) {
+    SCOPED_TRACE(name);
+    const auto ckpt = Checkpoint::open(std::string(DAK_TEST_DATA_DIR) + "/hf_parity/" + name);
+    CpuModel m(*ckpt);
+    EXPECT_EQ(CpuModel::weight_bytes_for(ckpt->config()), m.weight_bytes());
+  }
+}
+
+// Weights whose fp32 copy exceeds the memory there is: refused before anything is read or allocated
+// (the checkpoint has no tensors at all, so a load would fail differently).
+TEST(CpuModel, WeightsBeyondMemoryAreRefusedBeforeLoading) {
+  ModelConfig c = cases()[1].cfg;
+  c.hidden_size = 16384;
+  c.num_heads = 128;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.intermediate_size = 65536;
+  c.num_layers = 1024;  // ~4.8e12 parameters: ~17.6 TiB in fp32
+  const double want = double(CpuModel::weight_bytes_for(c));
+  ASSERT_GT(want, 1e13);
+  FakeCheckpoint empty(c, {}, {});
+  testing::expect_error([&] { CpuModel m(empty); },
+                        {"the CPU path needs", "GiB for this model's weights in fp32, more than the",
+                         "MemAvailable", "fake-checkpoint", "--device cuda"});
+}
+
+// A KV cache beyond the memory there is: refused before allocating (pages allocated without being
+// touched would be filled later, and the kernel would kill the process then).
+TEST(CpuModel, KvCacheBeyondMemoryIsRefusedBeforeAllocating) {
+  const auto ckpt = Checkpoint::open(std::string(DAK_TEST_DATA_DIR) + "/hf_parity/llama_gqa");
+  CpuModel m(*ckpt);
+  // 2 layers x 32 kv columns x 128 positions x 8 bytes = 64 KiB a sequence: 2^24 sequences are 1 TiB.
+  testing::expect_error([&] { m.start(int64_t(1) << 24, 128); },
+                        {"the fp32 KV cache needs 1024.00 GiB for 16777216 sequences x 128 positions", "MemAvailable",
+                         "use fewer prompts"});
+  m.start(1, 16);  // the model is still usable
+  EXPECT_EQ(m.position(0), 0);
+}
+
 }  // namespace
 }  // namespace dak
