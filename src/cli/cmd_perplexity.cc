@@ -219,9 +219,13 @@ void add_perplexity_command(CLI::App& app) {
                           {"load_s", load_s}, {"seconds", r.seconds}};
       std::cout << json_text(j) << std::endl;
     } else {
-      std::cout << fmt::format("perplexity {:.4f} over {} token{} ({}; {:.2f} s, load {:.2f} s)\n", r.perplexity,
-                               r.tokens_scored, r.tokens_scored == 1 ? "" : "s", engine->device_name(), r.seconds,
-                               load_s);
+      // Fixed point while it reads as a number; a model far off the text (trial 28: ~100 digits, or inf
+      // past e^709) in exponent form, with the mean NLL it comes from.
+      const std::string ppl = r.perplexity < 1e6 ? fmt::format("{:.4f}", r.perplexity)
+                                                 : fmt::format("{:.4g} (mean NLL {:.4f} nats per token)", r.perplexity,
+                                                               r.mean_nll);
+      std::cout << fmt::format("perplexity {} over {} token{} ({}; {:.2f} s, load {:.2f} s)\n", ppl, r.tokens_scored,
+                               r.tokens_scored == 1 ? "" : "s", engine->device_name(), r.seconds, load_s);
     }
   });
 }

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -50,6 +51,16 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 /// The long option of `app` closest to `name` ("--promt" -> "--prompt"), if within 2 edits.
 std::string closest_option(const CLI::App& app, const std::string& name) {
+  // Names other engines give the same setting (llama.cpp, vLLM, transformers), where `app` has it.
+  static const std::pair<const char*, const char*> kOtherEngines[] = {
+      {"--temp", "--temperature"},           {"--n-predict", "--max-new-tokens"},
+      {"--predict", "--max-new-tokens"},     {"--max-tokens", "--max-new-tokens"},
+      {"--ctx-size", "--max-context"},       {"--max-model-len", "--max-context"},
+      {"--gpu-memory-utilization", "--gpu-memory"}, {"--ctx-size", "--context"},
+  };
+  for (const auto& [other, ours] : kOtherEngines) {
+    if (name == other && app.get_option_no_throw(ours) != nullptr) return ours;
+  }
   std::string best;
   size_t best_d = 3;
   for (const CLI::Option* o : app.get_options()) {
@@ -215,6 +226,17 @@ int main(int argc, char** argv) {
                        .what());
       return 2;
     }
+    // llama.cpp's -ngl would parse as -n gl ("'gl' is not a whole number"): say what dak takes instead.
+    for (int i = 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) == "-ngl" || std::string_view(argv[i]).starts_with("-ngl=")) {
+        std::fprintf(stderr, "dak: error: %s\n",
+                     dak::Error("dak has no -ngl (llama.cpp's count of layers on the GPU)", "the command line",
+                                "dak offloads bytes, not layers: give the HBM budget (--gpu-memory 40GiB), the host "
+                                "amount (--cpu-offload-gb 4) or the fraction on the host (--offload-ratio 0.3)")
+                         .what());
+        return 2;
+      }
+    }
     app.parse(argc, argv);
     // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
     // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).
@@ -258,12 +280,19 @@ int main(int argc, char** argv) {
         std::string also;
         for (size_t i = 0; i < others.size() && i < 3; ++i) also += (i ? ", `" : "`") + others[i] + "`";
         const std::string near = closest_option(*deepest, option);
+        // llama.cpp's layer offload has no counterpart: dak places bytes, per operator.
+        const bool layers = option == "--n-gpu-layers" || option == "--gpu-layers";
         // A misspelled required option surfaced as "--model is required" (the session-16 re-trial).
         const dak::Error err(
             path + " has no option " + option +
                 (also.empty() ? "" : " (" + also + (others.size() > 1 ? " have it)" : " has it)")) +
                 (required ? "; " + what : ""),
-            path, (near.empty() ? "" : "did you mean " + near + "? ") + "run `" + help + "` for its options");
+            path,
+            (layers && deepest->get_option_no_throw("--gpu-memory") != nullptr
+                 ? "dak offloads bytes, not layers: give the HBM budget (--gpu-memory 40GiB), the host amount "
+                   "(--cpu-offload-gb 4) or the fraction on the host (--offload-ratio 0.3); "
+                 : "") +
+                (near.empty() ? "" : "did you mean " + near + "? ") + "run `" + help + "` for its options");
         std::fprintf(stderr, "dak: error: %s\n", err.what());
         return 2;
       }

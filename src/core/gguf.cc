@@ -318,18 +318,25 @@ void GgufFile::parse_image(const uint8_t* data, uint64_t size) {
     t.ggml_type = c.read<uint32_t>("the type of " + tw);
     const std::optional<DType> dt = dtype_of_ggml(t.ggml_type);
     if (!dt) {
-      fail(fmt::format("{} has ggml type {} ({}), which dak does not support", tw,
-                       ggml_type_name(t.ggml_type), t.ggml_type),
-           file,
-           "use a GGUF whose tensors are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS or a "
-           "k-quant (Q2_K to Q6_K, as in Q4_K_M files); e.g. re-quantize with llama-quantize to Q4_K_M or Q8_0");
+      const std::string name = ggml_type_name(t.ggml_type);
+      const std::string type = name.starts_with("unknown") ? name  // "unknown type N": the id once
+                                                           : fmt::format("{} ({})", name, t.ggml_type);
+      fail(fmt::format("{} has ggml type {}, which dak does not support", tw, type), file,
+           t.name == "rope_freqs.weight"
+               ? "rope_freqs.weight holds F32 factors as convert_hf_to_gguf.py writes them: re-convert the model"
+               : "use a GGUF whose tensors are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS or a "
+                 "k-quant (Q2_K to Q6_K, as in Q4_K_M files); e.g. re-quantize with llama-quantize to Q4_K_M or "
+                 "Q8_0");
     }
     t.dtype = *dt;
     const int64_t block = dtype_block_elems(t.dtype);
     if (t.ne[0] % block != 0) {
       fail(fmt::format("{} of type {} has rows of {} elements, not a multiple of the block size {}",
                        tw, ggml_type_name(t.ggml_type), t.ne[0], block),
-           file, kFixGguf);
+           file,
+           block > 32 ? "re-quantize the model: rows that 256 does not divide need a 32-element block type "
+                        "(Q8_0, Q5_0, Q4_0 or IQ4_NL), as llama-quantize chooses for such tensors"
+                      : kFixGguf);
     }
     const uint64_t bytes = uint64_t(n_elems / block);
     if (bytes > std::numeric_limits<uint64_t>::max() / uint64_t(dtype_block_bytes(t.dtype))) {

@@ -110,6 +110,12 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
     c.rope_original_max_position = c.max_position_embeddings;
     c.rope_beta_fast = g.opt_float(key("rope.scaling.yarn_beta_fast")).value_or(32.0);
     c.rope_beta_slow = g.opt_float(key("rope.scaling.yarn_beta_slow")).value_or(1.0);
+    for (const auto& [k, v] : {std::pair{"rope.scaling.yarn_beta_fast", c.rope_beta_fast},
+                               std::pair{"rope.scaling.yarn_beta_slow", c.rope_beta_slow}}) {
+      if (!(v > 0.0 && v < 1e6))
+        fail(fmt::format("{} = {:g} is not a positive number of rotations", key(k), v), file,
+             "re-convert the model (the defaults are beta_fast 32, beta_slow 1)");
+    }
     for (const char* k : {"rope.scaling.yarn_log_multiplier", "rope.scaling.attn_factor",
                           "rope.scaling.yarn_ext_factor", "rope.scaling.yarn_attn_factor"}) {
       if (g.find(key(k)))
@@ -127,6 +133,7 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
          kFixMeta);
   }
   if (auto orig = g.opt_int(key("rope.scaling.original_context_length"))) {
+    c.rope_original_given = true;
     c.rope_original_max_position = size_in_range(g, key("rope.scaling.original_context_length"),
                                                   orig, 1, int64_t(1) << 30);
   }

@@ -169,6 +169,7 @@ void parse_yarn(const json& j, const json& rs, ModelConfig& c, const std::string
          "add it to config.json: the context extension, max_position_embeddings / "
          "original_max_position_embeddings (Qwen2.5 documents factor 4 over 32768)");
   c.rope_scaling = RopeScaling::kYarn;
+  c.rope_original_given = find_key(j, "original_max_position_embeddings") || find_key(rs, "original_max_position_embeddings");
   if (find_key(j, "original_max_position_embeddings"))
     c.rope_original_max_position = get_int(j, "original_max_position_embeddings", 0, file_where);
   else
@@ -469,10 +470,12 @@ ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
 }
 
 void ModelConfig::extend_yarn_context() {
-  if (rope_scaling != RopeScaling::kYarn || !(rope_factor > 0.0) || rope_original_max_position <= 0) return;
+  if (rope_scaling != RopeScaling::kYarn || !rope_original_given || !(rope_factor > 0.0) ||
+      rope_original_max_position <= 0)
+    return;
   const double extended = std::floor(double(rope_original_max_position) * rope_factor);
   if (extended > double(max_position_embeddings))
-    max_position_embeddings = int64_t(std::min(extended, double(int64_t(1) << 30)));
+    max_position_embeddings = std::max(max_position_embeddings, int64_t(std::min(extended, double(kMaxContext))));
 }
 
 void ModelConfig::validate(const std::string& where, const std::string& fix) const {
@@ -502,9 +505,12 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
            field_where(where, "head_dim"), fix);
     if (!(rope_theta > 0.0) || !std::isfinite(rope_theta))
       fail("rope_theta must be positive", field_where(where, "rope_theta"), fix);
-    if (rope_scaling != RopeScaling::kNone && !(rope_factor > 0.0))
-      fail("rope scaling factor must be positive", field_where(where, "rope_scaling.factor"),
-           fix);
+    // Far outside any real model, and enough to overflow the frequencies to inf or 0 (the new-user
+    // trial's factor 1e-300 gave non-finite logits blamed on the weights).
+    if (rope_scaling != RopeScaling::kNone && !(rope_factor >= 1e-3 && rope_factor <= 1e6))
+      fail("rope scaling factor " + fmt::format("{:g}", rope_factor) + " is outside 0.001 .. 1e6",
+           field_where(where, "rope_scaling.factor"),
+           fix + ": the factor is the context extension, e.g. 4 for 4x the pretrained context");
     if (rope_scaling == RopeScaling::kLlama3 &&
         (!(rope_high_freq_factor > rope_low_freq_factor) || !(rope_low_freq_factor > 0.0) ||
          rope_original_max_position <= 0))
@@ -521,10 +527,15 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
              field_where(where, "rope_theta"), fix);
       if (!(rope_beta_fast > 0.0) || !(rope_beta_slow > 0.0) || !std::isfinite(rope_beta_fast) ||
           !std::isfinite(rope_beta_slow))
-        fail("yarn rope scaling needs positive beta_fast and beta_slow", field_where(where, "rope_scaling"), fix);
-      if (!(rope_attention_factor > 0.0) || !std::isfinite(rope_attention_factor))
-        fail("yarn attention factor must be positive (from attention_factor, or mscale and mscale_all_dim)",
-             field_where(where, "rope_scaling.attention_factor"), fix);
+        fail(fmt::format("yarn rope scaling needs positive beta_fast and beta_slow, got {:g} and {:g}", rope_beta_fast,
+                         rope_beta_slow),
+             field_where(where, "rope_scaling"), fix + " (the defaults are beta_fast 32, beta_slow 1)");
+      if (!(rope_attention_factor > 0.0 && rope_attention_factor <= 100.0))
+        fail(fmt::format("yarn attention factor {:g} is outside (0, 100] (from attention_factor, or mscale and "
+                         "mscale_all_dim)",
+                         rope_attention_factor),
+             field_where(where, "rope_scaling.attention_factor"),
+             fix + " (YaRN's default is 0.1 ln(factor) + 1, about 1.14 for factor 4; leave the key out for it)");
       if (rope_original_max_position <= 0)
         fail("yarn rope scaling needs a positive original_max_position_embeddings",
              field_where(where, "rope_scaling"), fix);
@@ -554,7 +565,7 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
   at_most(num_layers, 4096, "num_hidden_layers");
   at_most(num_heads, 4096, "num_attention_heads");
   at_most(head_dim, 1024, "head_dim");
-  at_most(max_position_embeddings, int64_t(1) << 24, "max_position_embeddings");
+  at_most(max_position_embeddings, kMaxContext, "max_position_embeddings");
   if (arch == Arch::kOpt) at_most(word_embed_proj_dim, int64_t(1) << 18, "word_embed_proj_dim");
   if (bos_token_id < -1 || bos_token_id >= vocab_size)
     fail("bos_token_id " + std::to_string(bos_token_id) + " is outside the vocabulary (size " +

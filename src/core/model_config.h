@@ -32,6 +32,9 @@ enum class RopeScaling : uint8_t { kNone, kLinear, kLlama3, kYarn };
 /// Lower-case HF model_type of an architecture ("llama", "mistral", "qwen2", "opt").
 std::string arch_name(Arch a);
 
+/// The longest context dak accepts (max_position_embeddings, config.json or GGUF): 2^24 tokens.
+inline constexpr int64_t kMaxContext = int64_t(1) << 24;
+
 struct ModelConfig {
   Arch arch = Arch::kLlama;
 
@@ -57,6 +60,7 @@ struct ModelConfig {
   double rope_low_freq_factor = 1.0;        // llama3
   double rope_high_freq_factor = 4.0;       // llama3
   int64_t rope_original_max_position = 8192;  // llama3 and yarn original_max_position_embeddings
+  bool rope_original_given = false;         // yarn: the file named it (else max_position_embeddings)
   double rope_beta_fast = 32.0;             // yarn: rotations where the ramp to extrapolation ends
   double rope_beta_slow = 1.0;              // yarn: rotations where interpolation ends
   bool rope_truncate = true;                // yarn: floor / ceil the correction range
@@ -106,9 +110,10 @@ struct ModelConfig {
   /// config.json, or a GGUF's metadata).
   void validate(const std::string& where, const std::string& fix = "fix config.json") const;
 
-  /// yarn only: raises max_position_embeddings to original_max_position_embeddings x factor when
-  /// that is larger (capped at 2^30 tokens), the context vLLM derives for yarn. Qwen2.5's model
-  /// cards enable yarn by adding rope_scaling {factor 4, original 32768} and leave
+  /// yarn with an explicit original_max_position_embeddings (config.json) or
+  /// original_context_length (GGUF) only: raises max_position_embeddings to original x factor when
+  /// that is larger, the context vLLM derives for yarn, capped at dak's limit of 2^24 tokens.
+  /// Qwen2.5's model cards enable yarn by adding rope_scaling {factor 4, original 32768} and leave
   /// max_position_embeddings at 32768; the context is then 131072 tokens. Called by both parsers.
   void extend_yarn_context();
 

@@ -327,6 +327,11 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
   expect_error([&] { Checkpoint::open(dir / "freqs3.gguf"); }, {"rope_freqs.weight", "[3]", "F32 [4]"});
   write_bytes(dir / "freqs0.gguf", edited_tiny_gguf({}, {}, "", "", {rope_freqs(0, {4}, zero)}));
   expect_error([&] { Checkpoint::open(dir / "freqs0.gguf"); }, {"rope_freqs.weight[1]", "positive"});
+  write_bytes(dir / "yarn_beta.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")},
+                                                        {"llama.rope.scaling.factor", 4.0},
+                                                        {"llama.rope.scaling.yarn_beta_fast", -3.0}}));
+  expect_error([&] { Checkpoint::open(dir / "yarn_beta.gguf"); },
+               {"llama.rope.scaling.yarn_beta_fast = -3 is not a positive number of rotations", "yarn_beta.gguf"});
   // llama.cpp's yarn keys map onto HF's yarn (defaults beta 32 / 1, attention factor 0.1 ln 4 + 1).
   write_bytes(dir / "yarn_ok.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")},
                                                       {"llama.rope.scaling.factor", 4.0},

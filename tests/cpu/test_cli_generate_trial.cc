@@ -318,4 +318,26 @@ TEST(CliGenerate, MaxContextSizesTheCacheAndCapsTheRequest) {
   EXPECT_TRUE(contains(one.output, "--max-context: '1' is too small")) << one.output;
 }
 
+// Other engines' names for dak's options (trial 28: --temp was offered --help): the hint names dak's
+// option; llama.cpp's layer count gets what dak takes instead, -ngl included (it parsed as -n gl).
+TEST(CliGenerate, OtherEnginesOptionNamesPointToDaks) {
+  const struct {
+    std::string args, hint;
+  } cases[] = {
+      {"generate --temp 0.5 -p hi", "did you mean --temperature?"},
+      {"generate --n-predict 5 -p hi", "did you mean --max-new-tokens?"},
+      {"generate --max-tokens 5 -p hi", "did you mean --max-new-tokens?"},
+      {"generate --ctx-size 100 -p hi", "did you mean --max-context?"},
+      {"generate --max-model-len 100 -p hi", "did you mean --max-context?"},
+      {"perplexity --ctx-size 100 -f x", "did you mean --context?"},
+      {"generate --n-gpu-layers 20 -p hi", "dak offloads bytes, not layers"},
+      {"generate -ngl 20 -p hi", "dak offloads bytes, not layers"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.hint)) << c.args << "\n" << r.output;
+  }
+}
+
 }  // namespace

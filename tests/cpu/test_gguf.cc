@@ -239,7 +239,9 @@ TEST(Gguf, RejectsUnsupportedTensorType) {
   const std::string b = GgufBuilder().header(1, 0).tensor_info("blk.0.ffn_up.weight", {256}, 16, 0).data(256).bytes();
   expect_error([&] { parse(b, "k.gguf"); }, {"'blk.0.ffn_up.weight'", "IQ2_XXS", "k.gguf", "Q4_K_M"});
   const std::string unknown = GgufBuilder().header(1, 0).tensor_info("x", {32}, 1000, 0).data(256).bytes();
-  expect_error([&] { parse(unknown); }, {"'x'", "unknown type 1000"});
+  expect_error([&] { parse(unknown); }, {"'x' has ggml type unknown type 1000, which"});  // the id once (trial 28)
+  const std::string freqs = GgufBuilder().header(1, 0).tensor_info("rope_freqs.weight", {4}, 26, 0).data(256).bytes();
+  expect_error([&] { parse(freqs); }, {"'rope_freqs.weight' has ggml type I32 (26)", "F32 factors", "re-convert"});
 }
 
 // The further block types (Q5_0, Q5_1, Q2_K ... Q6_K, IQ4_NL, IQ4_XS) against gguf-py's gguf.quants.dequantize on
@@ -276,7 +278,7 @@ TEST(Gguf, DequantizesEveryFurtherBlockTypeAsGgufPy) {
   EXPECT_EQ(at, want.size());
   // A k-quant row must hold whole 256-element blocks.
   const std::string short_row = GgufBuilder().header(1, 0).tensor_info("r", {128}, 12, 0).data(256).bytes();
-  expect_error([&] { parse(short_row); }, {"'r'", "Q4_K", "128", "256"});
+  expect_error([&] { parse(short_row); }, {"'r'", "Q4_K", "128", "256", "32-element block type"});
 }
 
 TEST(Gguf, RejectsMisalignedOffsetAndDuplicateTensor) {

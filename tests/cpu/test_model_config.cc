@@ -188,6 +188,31 @@ TEST(ModelConfig, ParsesYarnAsTransformersDoes) {
     "max_position_embeddings": 4096, "rope_scaling": {"rope_type": "yarn", "factor": 1.0}})");
   EXPECT_EQ(f.rope_original_max_position, 4096);
   EXPECT_DOUBLE_EQ(f.rope_attention_factor, 1.0);
+  // The context is extended only from an original length the file gives (trial 28: 128 x 4 from an
+  // implicit original surprised), and never past dak's limit.
+  ModelConfig g = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "max_position_embeddings": 128, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})");
+  EXPECT_EQ(g.max_position_embeddings, 128);
+  EXPECT_FALSE(g.rope_original_given);
+  ModelConfig h = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "max_position_embeddings": 128, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 4611686018427387904}})");
+  EXPECT_EQ(h.max_position_embeddings, kMaxContext);
+}
+
+// Values that would turn the frequencies or cos / sin into inf or 0 are refused at parse time, naming
+// the field (trial 28: factor 1e-300 and attention_factor 1e30 failed at run time as "logits are not
+// finite", blamed on the weights; factor 1e30 was blamed on max_position_embeddings).
+TEST(ModelConfig, YarnValuesOutsideSaneRangesNameTheirField) {
+  const std::string head = R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "max_position_embeddings": 128, "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 32, )";
+  expect_error(head + R"("factor": 1e-300}})", {"rope scaling factor 1e-300 is outside 0.001 .. 1e6", "rope_scaling.factor"});
+  expect_error(head + R"("factor": 1e30}})", {"rope scaling factor 1e+30 is outside", "rope_scaling.factor"});
+  expect_error(head + R"("factor": 4, "attention_factor": 1e30}})",
+               {"yarn attention factor 1e+30 is outside (0, 100]", "rope_scaling.attention_factor", "leave the key out"});
+  expect_error(head + R"("factor": 4, "beta_slow": -2}})", {"beta_fast and beta_slow, got 32 and -2", "beta_fast 32"});
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 1e-9}})",
+               {"rope scaling factor 1e-09 is outside", "rope_scaling.factor"});
 }
 
 TEST(ModelConfig, LlamaDefaultsFollowLlamaConfig) {
