@@ -196,10 +196,49 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   return c;
 }
 
+namespace {
+
+/// llama.cpp's names of a layer's tensors (gguf-py tensor_mapping.py) and HF's.
+constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
+    {"attn_norm", "input_layernorm"},       {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},         {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},    {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},          {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+};
+constexpr std::pair<std::string_view, std::string_view> kGlobalNames[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+
+}  // namespace
+
+std::string gguf_name_from_hf(std::string_view n) {
+  for (const auto& [gguf, hf] : kGlobalNames) {
+    if (n == hf) return std::string(gguf);
+  }
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!n.starts_with(kLayers)) return "";
+  n.remove_prefix(kLayers.size());
+  const size_t dot = n.find('.');
+  if (dot == 0 || dot == std::string_view::npos) return "";
+  const std::string_view layer = n.substr(0, dot);
+  n.remove_prefix(dot + 1);
+  for (std::string_view suffix : {".weight", ".bias"}) {
+    if (!n.ends_with(suffix)) continue;
+    const std::string_view base = n.substr(0, n.size() - suffix.size());
+    for (const auto& [gguf, hf] : kLayerNames) {
+      if (base == hf) return fmt::format("blk.{}.{}{}", layer, gguf, suffix);
+    }
+  }
+  return "";
+}
+
 std::string hf_name_from_gguf(std::string_view n) {
-  if (n == "token_embd.weight") return "model.embed_tokens.weight";
-  if (n == "output_norm.weight") return "model.norm.weight";
-  if (n == "output.weight") return "lm_head.weight";
+  for (const auto& [gguf, hf] : kGlobalNames) {
+    if (n == gguf) return std::string(hf);
+  }
   constexpr std::string_view kBlk = "blk.";
   if (!n.starts_with(kBlk)) return "";
   n.remove_prefix(kBlk.size());
@@ -218,14 +257,7 @@ std::string hf_name_from_gguf(std::string_view n) {
     }
   }
   if (suffix.empty()) return "";
-  static constexpr std::pair<std::string_view, std::string_view> kLayer[] = {
-      {"attn_norm", "input_layernorm"},       {"attn_q", "self_attn.q_proj"},
-      {"attn_k", "self_attn.k_proj"},         {"attn_v", "self_attn.v_proj"},
-      {"attn_output", "self_attn.o_proj"},    {"ffn_norm", "post_attention_layernorm"},
-      {"ffn_gate", "mlp.gate_proj"},          {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"},
-  };
-  for (const auto& [from, to] : kLayer) {
+  for (const auto& [from, to] : kLayerNames) {
     if (n == from) return fmt::format("model.layers.{}.{}{}", layer, to, suffix);
   }
   return "";

@@ -35,6 +35,10 @@ ModelConfig model_config_from_gguf(const GgufFile& g);
 /// llama-family tensors.
 std::string hf_name_from_gguf(std::string_view gguf_name);
 
+/// The inverse of hf_name_from_gguf ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight");
+/// "" for a name with no GGUF counterpart.
+std::string gguf_name_from_hf(std::string_view hf_name);
+
 /// Every tensor of `g` as a TensorInfo: HF name (unknown names kept as they are), ggml dims
 /// reversed into HF row-major shape, and gguf_rope_heads set on q_proj (num_heads) and k_proj
 /// (num_kv_heads) weights and biases of architectures whose converter permutes them (llama,

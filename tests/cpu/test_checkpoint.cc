@@ -268,7 +268,7 @@ TEST(CheckpointGguf, RejectsMissingTensor) {
   ScratchDir dir;
   write_bytes(dir / "miss.gguf", edited_tiny_gguf({}, {"blk.1.ffn_up.weight"}));
   expect_error([&] { Checkpoint::open(dir / "miss.gguf"); },
-               {"missing tensor 'model.layers.1.mlp.up_proj.weight'", "miss.gguf"});
+               {"missing tensor 'blk.1.ffn_up.weight' ('model.layers.1.mlp.up_proj.weight' in Hugging Face terms)", "miss.gguf"});
 }
 
 TEST(CheckpointGguf, RejectsUnsupportedArchitecture) {
@@ -288,6 +288,16 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
     Checkpoint::open(dir / "ff.gguf");
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
+  // A layer tensor renamed to one dak does not know: the missing one by its GGUF name, and the stranger.
+  {
+    const auto tiny = GgufFile::open(tiny_gguf());
+    GgufTensor z = *tiny->find_tensor("blk.1.attn_q.weight");
+    z.name = "blk.1.attn_z.weight";
+    write_bytes(dir / "z.gguf", edited_tiny_gguf({}, {"blk.1.attn_q.weight"}, "", "", {z}));
+    expect_error([&] { Checkpoint::open(dir / "z.gguf"); },
+                 {"missing tensor 'blk.1.attn_q.weight' ('model.layers.1.self_attn.q_proj.weight' in Hugging Face terms)",
+                  "the file has 1 layer tensor dak does not know: 'blk.1.attn_z.weight'", "re-convert"});
   }
   write_bytes(dir / "nolayers.gguf", edited_tiny_gguf({{"llama.block_count", std::nullopt}}));
   expect_error([&] { Checkpoint::open(dir / "nolayers.gguf"); }, {"llama.block_count", "missing"});
