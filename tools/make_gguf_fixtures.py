@@ -10,11 +10,13 @@
    GGUF name, dtype, HF shape, rope heads); tiny_llama_expected.f32 holds each tensor's
    expected fp32 values in HF layout (little-endian, concatenated in the JSON's order),
    computed with gguf.quants.dequantize and the numpy inverse of the permutation.
-2. llama3_rope_band.gguf: the HF parity fixture tests/data/hf_parity/llama3_rope_band converted
-   as llama.cpp's convert_hf_to_gguf.py converts Llama 3.1 checkpoints (F32 tensors, q/k rows
-   permuted, no rope scaling type, and the per-frequency factors of its rope_scaling in the F32
-   tensor rope_freqs.weight, computed with that script's formula). dak's logits on it are checked
-   against the fixture's transformers logits.
+2. llama3_rope_band.gguf: the HF parity fixture tests/data/hf_parity/llama3_rope_band in the layout
+   llama.cpp's convert_hf_to_gguf.py gives Llama 3.1 checkpoints (F32 tensors, q/k rows permuted, no
+   rope scaling type, the per-frequency factors in the F32 tensor rope_freqs.weight, with that
+   script's formula). One difference: the original context length is the fixture's rope_scaling one
+   (64), where the script reads a top-level key with 8192 as its default (Llama 3.1's value, so real
+   checkpoints come out the same). dak's logits on it are checked against the fixture's
+   transformers logits.
 3. quant_blocks.gguf: one tensor [2, 512] of each further block type dak decodes (Q5_0, Q5_1,
    Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS: what llama.cpp's Q4_K_M-style and IQ4 files hold)
    made of random bytes
@@ -216,8 +218,9 @@ def read_safetensors(path: str) -> dict:
 
 
 def llama3_rope_factors(cfg: dict) -> np.ndarray:
-    """convert_hf_to_gguf.py's rope_freqs for rope_type llama3: 1 below the high-frequency
-    wavelength, factor above the low-frequency one, 1 / ((1 - smooth) / factor + smooth) between."""
+    """The formula of convert_hf_to_gguf.py's rope_freqs for rope_type llama3: 1 below the
+    high-frequency wavelength, factor above the low-frequency one, 1 / ((1 - smooth) / factor +
+    smooth) between; the original length from rope_scaling (see the module docstring)."""
     rs = cfg["rope_scaling"]
     base, dim = cfg["rope_theta"], cfg["hidden_size"] // cfg["num_attention_heads"]
     freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))

@@ -214,7 +214,7 @@ void run_generate(const GenerateArgs& a) {
   const int64_t gen_len = a.max_context > 0 ? std::max<int64_t>(1, a.max_context - longest)
                                             : std::max<int64_t>(1, std::min(a.max_new_tokens, limit - longest));
   // One prompt: the budget fixes leave "fewer prompts" out (ShapeTerms::one_prompt).
-  const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1};
+  const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1, a.max_context > 0};
   const EngineOffload offload{&a.offload, {int64_t(prompts.size()), longest, gen_len, terms}, a.gemm};
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);

@@ -320,7 +320,9 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
                      cache_bytes / double(1ull << 30), batch, max_context,
                      avail ? fmt::format("{:.2f} GiB", double(*avail) / double(1ull << 30)) + " (MemAvailable, or the memory cgroup's headroom where smaller)"
                            : std::string("address space")),
-         "CpuModel::start", "use fewer prompts, shorter prompts or fewer new tokens (--max-new-tokens)");
+         "CpuModel::start",
+         "use fewer prompts, shorter prompts or fewer new tokens (--max-new-tokens), or a smaller --max-context where "
+         "one is given");
   }
   try {
     m.k_cache = std::make_unique_for_overwrite<float[]>(elems);

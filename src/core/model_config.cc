@@ -28,6 +28,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -157,11 +160,29 @@ std::string activation_name(Activation a) {
   return "silu";
 }
 
+// original_max_position_embeddings of llama3 / yarn scaling as standardize_rope_params leaves it: the
+// top level of config.json wins over the section (Phi-3's layout), else the section's, else
+// `fallback` (nullopt: required). null at either place is refused: transformers fails on it (a None
+// in the frequency formulas).
+std::optional<int64_t> original_max_position(const json& j, const json& rs, const std::string& file_where,
+                                             const std::string& where) {
+  constexpr const char* kKey = "original_max_position_embeddings";
+  for (const auto& [obj, at] : {std::pair{&j, &file_where}, std::pair{&rs, &where}}) {
+    if (obj->contains(kKey) && (*obj)[kKey].is_null())
+      fail(std::string(kKey) + " is null", field_where(*at, kKey),
+           "set it to the context length the model was pretrained with, or remove the key");
+  }
+  if (find_key(j, kKey)) return get_int(j, kKey, 0, file_where);
+  if (find_key(rs, kKey)) return get_int(rs, kKey, 0, where);
+  return std::nullopt;
+}
+
 // YaRN parameters as _compute_yarn_parameters (modeling_rope_utils.py, transformers 5.17) reads them
 // after standardize_rope_params: factor required (null: max_position_embeddings / original);
 // original_max_position_embeddings from the top level of config.json, else the section, else
 // max_position_embeddings; beta_fast / beta_slow default 32 / 1 (also for null or 0); truncate
-// defaults to true; attention_factor, else the mscale rule of ModelConfig::rope_attention_factor.
+// defaults to true when absent (null is false, as Python's None); attention_factor, else the mscale
+// rule of ModelConfig::rope_attention_factor.
 void parse_yarn(const json& j, const json& rs, ModelConfig& c, const std::string& file_where,
                 const std::string& where) {
   if (!rs.contains("factor"))
@@ -169,12 +190,9 @@ void parse_yarn(const json& j, const json& rs, ModelConfig& c, const std::string
          "add it to config.json: the context extension, max_position_embeddings / "
          "original_max_position_embeddings (Qwen2.5 documents factor 4 over 32768)");
   c.rope_scaling = RopeScaling::kYarn;
-  c.rope_original_given = find_key(j, "original_max_position_embeddings") || find_key(rs, "original_max_position_embeddings");
-  if (find_key(j, "original_max_position_embeddings"))
-    c.rope_original_max_position = get_int(j, "original_max_position_embeddings", 0, file_where);
-  else
-    c.rope_original_max_position =
-        get_int(rs, "original_max_position_embeddings", c.max_position_embeddings, where);
+  const std::optional<int64_t> original = original_max_position(j, rs, file_where, where);
+  c.rope_original_given = original.has_value();
+  c.rope_original_max_position = original.value_or(c.max_position_embeddings);
   if (c.rope_original_max_position <= 0)
     fail("yarn original_max_position_embeddings must be positive, got " +
              std::to_string(c.rope_original_max_position),
@@ -186,7 +204,8 @@ void parse_yarn(const json& j, const json& rs, ModelConfig& c, const std::string
   const double beta_slow = get_double(rs, "beta_slow", 0.0, where);
   c.rope_beta_fast = beta_fast != 0.0 ? beta_fast : 32.0;  // Python's `or 32`
   c.rope_beta_slow = beta_slow != 0.0 ? beta_slow : 1.0;
-  c.rope_truncate = get_bool(rs, "truncate", true, where);
+  // .get("truncate", True): absent is true, null is None (falsy: no truncation).
+  c.rope_truncate = rs.contains("truncate") && rs["truncate"].is_null() ? false : get_bool(rs, "truncate", true, where);
   const auto mscale_of = [&](double m) { return c.rope_factor <= 1.0 ? 1.0 : 0.1 * m * std::log(c.rope_factor) + 1.0; };
   const double mscale = get_double(rs, "mscale", 0.0, where);
   const double mscale_all_dim = get_double(rs, "mscale_all_dim", 0.0, where);
@@ -241,9 +260,9 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
     return;
   }
   if (type == "llama3") {
-    // _compute_llama3_parameters reads all four keys; none has a default there.
-    for (const char* key : {"factor", "low_freq_factor", "high_freq_factor",
-                            "original_max_position_embeddings"}) {
+    // _compute_llama3_parameters reads three keys without a default; the original length comes
+    // from standardize_rope_params (top level, else the section, else max_position_embeddings).
+    for (const char* key : {"factor", "low_freq_factor", "high_freq_factor"}) {
       if (!find_key(*rs, key))
         fail(std::string("rope scaling 'llama3' needs '") + key + "'", field_where(sub_where, key),
              "add it to config.json (Llama 3.1 uses factor 8, low_freq_factor 1, "
@@ -253,7 +272,8 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
     c.rope_factor = get_double(*rs, "factor", 8.0, sub_where);
     c.rope_low_freq_factor = get_double(*rs, "low_freq_factor", 1.0, sub_where);
     c.rope_high_freq_factor = get_double(*rs, "high_freq_factor", 4.0, sub_where);
-    c.rope_original_max_position = get_int(*rs, "original_max_position_embeddings", 8192, sub_where);
+    c.rope_original_max_position =
+        original_max_position(j, *rs, where, sub_where).value_or(c.max_position_embeddings);
     return;
   }
   if (type == "yarn") {
@@ -436,8 +456,12 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string
   const bool opt = c.arch == Arch::kOpt;
   // A size key set to null is not absent: transformers would pass None on and fail building the model
   // (num_key_value_heads and head_dim have a meaning for null, and are read as transformers reads them).
-  for (const char* key : {"vocab_size", "hidden_size", "d_model", "ffn_dim", "intermediate_size", "num_hidden_layers",
-                          "num_attention_heads"}) {
+  const std::vector<const char*> read_sizes =
+      opt ? std::vector<const char*>{"vocab_size", "hidden_size", "d_model", "ffn_dim", "num_hidden_layers",
+                                     "num_attention_heads"}
+          : std::vector<const char*>{"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                     "num_attention_heads"};
+  for (const char* key : read_sizes) {
     if (j.contains(key) && j[key].is_null())
       fail(std::string(key) + " is null", field_where(where, key),
            "set it to the checkpoint's value, or remove the key to take the transformers default of model_type " +

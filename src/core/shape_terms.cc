@@ -10,7 +10,7 @@ std::string ShapeTerms::flags(unsigned dims) const {
   std::vector<std::string> names;
   if (command == Command::kGenerate) {
     if (dims & (kBatch | kPrompt)) names.push_back("the prompts");
-    if (dims & kGen) names.push_back("--max-new-tokens");
+    if (dims & kGen) names.push_back(max_context ? "--max-context" : "--max-new-tokens");
   } else {
     if (dims & kBatch) names.push_back("--batch");
     if (dims & kPrompt) names.push_back("--prompt-len");
@@ -25,6 +25,11 @@ std::string ShapeTerms::lower(unsigned dims) const {
   std::vector<std::string> items;
   if (command == Command::kGenerate) {
     if ((dims & kBatch) && !(one_prompt && (dims & (kPrompt | kGen)))) items.push_back("fewer prompts");
+    if (max_context) {
+      // The cache holds --max-context tokens a sequence, whatever the prompts and -n.
+      if (dims & (kPrompt | kGen)) items.push_back("a smaller --max-context");
+      return "give " + join_words(items, "or");
+    }
     if (dims & kPrompt) items.push_back("a shorter prompt");
     if (dims & kGen) items.push_back("fewer new tokens (--max-new-tokens / -n)");
     return "give " + join_words(items, "or");

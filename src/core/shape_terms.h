@@ -21,6 +21,9 @@ struct ShapeTerms {
   /// dak generate with one prompt: "fewer prompts" is no fix there, so lower() leaves it out (unless
   /// the batch is all it would name).
   bool one_prompt = false;
+  /// dak generate with --max-context: the context (prompt + generation) is that flag's, not the
+  /// prompts' and --max-new-tokens', so flags() and lower() name it for kPrompt | kGen.
+  bool max_context = false;
 
   /// The options that set `dims`, for an error's where part: "--batch / --prompt-len / --gen-len";
   /// for generate "the prompts / --max-new-tokens" (batch and prompt length are both the prompts).

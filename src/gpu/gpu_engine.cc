@@ -317,7 +317,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
          "GpuEngine::start (max_position_embeddings)", "use a shorter prompt or fewer new tokens (--max-new-tokens)");
   }
   if (b > INT32_MAX / 8 || ctx > INT32_MAX / 8) {
-    fail("batch or context too large", "GpuEngine::start", "use a smaller --max-batch / --max-context");
+    fail("batch or context too large", "GpuEngine::start", "use fewer prompts, or a smaller --max-context");
   }
   use_device();
   if (batch == b && max_ctx == ctx && gemm) {

@@ -232,9 +232,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, HfParity, ::testing::ValuesIn(fixture_names()
                            return n;
                          });
 
-// The llama3_rope_band fixture converted to GGUF as convert_hf_to_gguf.py converts Llama 3.1
-// (tests/data/gguf/llama3_rope_band.gguf, by tools/make_gguf_fixtures.py): q/k rows permuted, no
-// scaling type, the per-frequency factors in rope_freqs.weight (one of them in the smooth band).
+// The llama3_rope_band fixture in the GGUF layout convert_hf_to_gguf.py gives Llama 3.1
+// (tests/data/gguf/llama3_rope_band.gguf, by tools/make_gguf_fixtures.py, whose docstring says where
+// it differs): q/k rows permuted, no scaling type, the per-frequency factors in rope_freqs.weight
+// (one of them in the smooth band).
 // dak reads them as ggml applies them, and must give transformers' logits and greedy ids.
 TEST(HfParityGguf, Llama31RopeFreqsGgufGivesTransformersLogits) {
   Fixture f = load_fixture("llama3_rope_band", fs::path(DAK_TEST_DATA_DIR) / "gguf" / "llama3_rope_band.gguf");

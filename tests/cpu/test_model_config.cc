@@ -200,6 +200,35 @@ TEST(ModelConfig, ParsesYarnAsTransformersDoes) {
   EXPECT_EQ(h.max_position_embeddings, kMaxContext);
 }
 
+// Null as transformers reads it (session-28 review): "truncate": null is None, no truncation; a null
+// original_max_position_embeddings fails there, and is refused here; llama3 takes the original
+// length from the top level, the section or max_position_embeddings, as yarn does.
+TEST(ModelConfig, RopeNullsAndOriginalLengthsAsTransformers) {
+  ModelConfig t = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "rope_scaling": {"rope_type": "yarn", "factor": 4, "truncate": null}})");
+  EXPECT_FALSE(t.rope_truncate);
+  expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4,
+                   "original_max_position_embeddings": null}})",
+               {"original_max_position_embeddings is null", "rope_scaling: field 'original_max_position_embeddings'"});
+  expect_error(R"({"model_type": "llama", "original_max_position_embeddings": null,
+                   "rope_scaling": {"rope_type": "yarn", "factor": 4}})",
+               {"original_max_position_embeddings is null"});
+  ModelConfig top = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "original_max_position_embeddings": 16, "rope_scaling": {"rope_type": "llama3", "factor": 8,
+    "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 8192}})");
+  EXPECT_EQ(top.rope_original_max_position, 16);
+  ModelConfig none = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "max_position_embeddings": 1024, "rope_scaling": {"rope_type": "llama3", "factor": 8,
+    "low_freq_factor": 1, "high_freq_factor": 4}})");
+  EXPECT_EQ(none.rope_original_max_position, 1024);
+  // A null size key the architecture does not read is left alone.
+  EXPECT_EQ(parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "d_model": null})").hidden_size,
+            64);
+  EXPECT_EQ(parse(R"({"model_type": "opt", "hidden_size": 64, "num_attention_heads": 4,
+                      "intermediate_size": null})").hidden_size,
+            64);
+}
+
 // Values that would turn the frequencies or cos / sin into inf or 0 are refused at parse time, naming
 // the field (trial 28: factor 1e-300 and attention_factor 1e30 failed at run time as "logits are not
 // finite", blamed on the weights; factor 1e30 was blamed on max_position_embeddings).

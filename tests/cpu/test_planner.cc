@@ -710,5 +710,16 @@ TEST(Planner, ShapeRefusalsNameTheShapeInTheAskingCommandsTerms) {
   }
 }
 
+// dak generate --max-context: the context is that flag's, so the fixes name it, not the prompts'
+// length or -n (session-28 review).
+TEST(ShapeTermsText, MaxContextNamesItsFlag) {
+  ShapeTerms t{ShapeTerms::Command::kGenerate, false, true};
+  EXPECT_EQ(t.flags(ShapeTerms::kGen), "--max-context");
+  EXPECT_EQ(t.lower(ShapeTerms::kAll), "give fewer prompts or a smaller --max-context");
+  EXPECT_EQ(t.lower(ShapeTerms::kPrompt), "give a smaller --max-context");
+  t.max_context = false;
+  EXPECT_EQ(t.lower(ShapeTerms::kGen), "give fewer new tokens (--max-new-tokens / -n)");
+}
+
 }  // namespace
 }  // namespace dak
