@@ -4,6 +4,7 @@
 #include "core/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -468,6 +469,15 @@ std::vector<float> Checkpoint::read_f32(const TensorInfo& t) const {
   std::vector<float> out(size_t(n), 0.0f);
   if (n == 0) return out;
   dequantize(t.dtype, t.data, out.data(), n);
+  // A block type's fp16 scales can hold NaN or inf in a damaged file: named here, by the tensor, not
+  // later as non-finite logits (trial 28).
+  if (dtype_block_elems(t.dtype) > 1) {
+    const auto bad = std::find_if(out.begin(), out.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != out.end())
+      fail(fmt::format("tensor '{}'{} decodes to a non-finite value ({}) at element {}", t.name,
+                       t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "", *bad, bad - out.begin()),
+           t.file, "the file is damaged: re-download it or re-quantize the model");
+  }
   if (t.gguf_rope_heads <= 0) return out;
 
   // Undo llama.cpp's LlamaModel.permute: GGUF row h*D + 2*i + j holds HF row h*D + j*D/2 + i

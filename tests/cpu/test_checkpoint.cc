@@ -299,6 +299,20 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
                  {"missing tensor 'blk.1.attn_q.weight' ('model.layers.1.self_attn.q_proj.weight' in Hugging Face terms)",
                   "the file has 1 layer tensor dak does not know: 'blk.1.attn_z.weight'", "re-convert"});
   }
+  // A NaN block scale (Q8_0): named by the tensor when it is read, not later as non-finite logits.
+  {
+    const auto tiny = GgufFile::open(tiny_gguf());
+    GgufTensor q = *tiny->find_tensor("blk.1.attn_q.weight");
+    ASSERT_EQ(q.dtype, DType::kQ8_0);
+    std::vector<uint8_t> bytes(q.data, q.data + q.bytes);
+    bytes[0] = 0x00;
+    bytes[1] = 0x7e;  // fp16 NaN as block 0's scale
+    q.data = bytes.data();
+    write_bytes(dir / "nan.gguf", edited_tiny_gguf({}, {"blk.1.attn_q.weight"}, "", "", {q}));
+    const auto ck = Checkpoint::open(dir / "nan.gguf");
+    expect_error([&] { ck->read_f32(*ck->find("model.layers.1.self_attn.q_proj.weight")); },
+                 {"('blk.1.attn_q.weight' in the file) decodes to a non-finite value (nan) at element 0", "damaged"});
+  }
   write_bytes(dir / "nolayers.gguf", edited_tiny_gguf({{"llama.block_count", std::nullopt}}));
   expect_error([&] { Checkpoint::open(dir / "nolayers.gguf"); }, {"llama.block_count", "missing"});
   write_bytes(dir / "absurd.gguf", edited_tiny_gguf({{"llama.attention.head_count", uint64_t(1) << 40}}));
