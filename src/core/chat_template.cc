@@ -1,4 +1,4 @@
-// Tokenizer::apply_chat_template: the three common chat template families rendered in C++
+// Tokenizer::apply_chat_template: the four common chat template families rendered in C++
 // (dak has no Jinja engine). The family is detected from the template text:
 //   ChatML  ("<|im_start|>"):        <|im_start|>{role}\n{content}<|im_end|>\n ... and
 //           "<|im_start|>assistant\n" as generation prompt. When the template holds a
@@ -14,6 +14,9 @@
 //   Llama-2 ("[INST]" with "<<SYS>>"): per user turn {bos}[INST] {content.strip()} [/INST],
 //           the first one prefixed by "<<SYS>>\n{system}\n<</SYS>>\n\n"; per assistant turn
 //           " {content.strip()} {eos}". Roles must alternate user/assistant.
+//   Mistral ("[INST]" without "<<SYS>>"): one user turn, {bos}[INST] {user} [/INST] (v0.1 / v0.2;
+//           a system message is refused, as their templates raise), or, where the template
+//           defines system_message (v0.3 and later), {bos}[INST] {system}\n\n{user}[/INST].
 // The rendered text contains the BOS token's text where the template writes bos_token, so
 // encode it with allow_bos = false (transformers tokenizes chat text without adding
 // special tokens).
@@ -72,12 +75,9 @@ std::optional<std::string> chatml_default_system(std::string_view tmpl) {
 }
 
 // Why dak cannot render `tmpl`: which of the markers of the families it renders the template lacks.
-std::string unsupported_cause(std::string_view tmpl) {
-  if (tmpl.find("[INST]") != std::string_view::npos) {
-    return "it has [INST] but not <<SYS>>, which a Llama-2 template has too (a Mistral template, perhaps)";
-  }
+std::string unsupported_cause(std::string_view) {
   return "it has none of the markers of the templates dak renders: <|im_start|> (ChatML), <|start_header_id|> "
-         "(Llama-3), [INST] with <<SYS>> (Llama-2)";
+         "(Llama-3), [INST] (Llama-2 with <<SYS>>, else Mistral)";
 }
 
 /// The text of a template string literal from `from` up to its end: a quote, or an escaped or real
@@ -196,8 +196,29 @@ std::string Tokenizer::apply_chat_template(std::span<const ChatMessage> messages
     return out;
   }
 
-  fail("dak cannot render this chat template (it renders ChatML, Llama-2 and Llama-3 templates, having no Jinja "
-       "engine): " + unsupported_cause(tmpl),
+  if (tmpl.find("[INST]") != std::string::npos) {
+    // Mistral instruct. v0.3 and later (the system message defined by the template): "[INST] " +
+    // (system + "\n\n" on the last user turn) + user + "[/INST]"; v0.1 / v0.2 (' [/INST]' with its
+    // space, no system role): "[INST] " + user + " [/INST]". bos once, first. The forms of the
+    // assistant turns differ between releases (a space, a trim, or none), so dak renders the one
+    // turn `dak generate --chat` sends: an optional system message and one user message.
+    const bool v3 = tmpl.find("system_message") != std::string::npos;
+    const bool has_system = !messages.empty() && messages[0].role == "system";
+    const size_t first = has_system ? 1 : 0;
+    if (messages.size() != first + 1 || messages[first].role != "user")
+      fail("dak renders Mistral chat templates for one user message (with an optional system message) only",
+           where, "give one prompt per sequence, or drop --chat and pass the formatted conversation");
+    if (has_system && !v3)
+      fail("this chat template takes no system message (Mistral v0.1 / v0.2: only user and assistant roles)", where,
+           "drop --system, or put the instruction into the prompt");
+    out += bos + "[INST] ";
+    if (has_system) out += messages[0].content + "\n\n";
+    out += messages[first].content + (v3 ? "[/INST]" : " [/INST]");
+    return out;
+  }
+
+  fail("dak cannot render this chat template (it renders ChatML, Llama-2, Llama-3 and Mistral templates, having "
+       "no Jinja engine): " + unsupported_cause(tmpl),
        where, kDropChat);
 }
 

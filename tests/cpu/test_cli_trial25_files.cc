@@ -275,19 +275,18 @@ TEST(CliTrial25Files, AnUnsupportedChatTemplateNamesTheFileItCameFrom) {
   std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}### {{ m['content'] }}{% endfor %}";
   RunResult r = run_dak("generate --device cpu --model " + dir.string() + " --chat -p hi -n 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "dak: error: dak cannot render this chat template (it renders ChatML, Llama-2 and "
-                                 "Llama-3 templates, having no Jinja engine): it has none of the markers of the "
-                                 "templates dak renders: <|im_start|> (ChatML), <|start_header_id|> (Llama-3), [INST] "
-                                 "with <<SYS>> (Llama-2)\n  where: " + (dir / "chat_template.jinja").string() +
-                                     "\n  fix:   drop --chat"))
+  EXPECT_TRUE(contains(r.output, "dak: error: dak cannot render this chat template (it renders ChatML, Llama-2, "
+                                 "Llama-3 and Mistral templates, having no Jinja engine): it has none of the markers of "
+                                 "the templates dak renders: <|im_start|> (ChatML), <|start_header_id|> (Llama-3), "
+                                 "[INST] (Llama-2 with <<SYS>>, else Mistral)\n  where: " +
+                                     (dir / "chat_template.jinja").string() + "\n  fix:   drop --chat"))
       << r.output;
   // tokenizer_config.json's chat_template comes first: named as that file and field.
-  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": "{{ '[INST] ' + messages[0]['content'] }}"})";
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": "{{ '### ' + messages[0]['content'] }}"})";
   r = run_dak("generate --device cpu --model " + dir.string() + " --chat -p hi -n 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "): it has [INST] but not <<SYS>>, which a Llama-2 template has too (a Mistral "
-                                 "template, perhaps)\n  where: " + (dir / "tokenizer_config.json").string() +
-                                     ": chat_template\n"))
+  EXPECT_TRUE(contains(r.output, "(Llama-2 with <<SYS>>, else Mistral)\n  where: " +
+                                     (dir / "tokenizer_config.json").string() + ": chat_template\n"))
       << r.output;
   fs::remove_all(dir);
 }

@@ -176,6 +176,40 @@ TEST(ChatTemplate, Llama2) {
   EXPECT_EQ(tok->apply_chat_template(kUser), "<s>[INST] Hi [/INST]");
 }
 
+// Templates in the shapes of Mistral-7B-Instruct v0.1 (no system role, ' [/INST]') and v0.3 (the
+// system message on the last user turn, '[/INST]'). Expected strings: transformers 5.17's Jinja
+// rendering of these templates (a system message makes v0.1's raise).
+const char* kMistralV1Template =
+    R"({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %})"
+    R"({{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %})"
+    R"({% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }})"
+    R"({% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %})"
+    R"({{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %})";
+const char* kMistralV3Template =
+    R"({%- if messages[0]["role"] == "system" %}{%- set system_message = messages[0]["content"] %})"
+    R"({%- set loop_messages = messages[1:] %}{%- else %}{%- set loop_messages = messages %}{%- endif %})"
+    R"({{- bos_token }}{%- for message in loop_messages %}{%- if message["role"] == "user" %})"
+    R"({%- if loop.last and system_message is defined %}{{- "[INST] " + system_message + "\n\n" + message["content"] + "[/INST]" }})"
+    R"({%- else %}{{- "[INST] " + message["content"] + "[/INST]" }}{%- endif %})"
+    R"({%- elif message["role"] == "assistant" %}{{- " " + message["content"] + eos_token }}{%- endif %}{%- endfor %})";
+
+TEST(ChatTemplate, MistralOneTurn) {
+  auto v1 = make_tokenizer(kMistralV1Template, {"<s>", "</s>", "[INST]", "[/INST]"}, "<s>", "</s>");
+  EXPECT_EQ(v1->apply_chat_template(kUser), "<s>[INST] Hi [/INST]");
+  EXPECT_THROW(v1->apply_chat_template(kSysUser), Error);  // the template raises on a system message
+  auto v3 = make_tokenizer(kMistralV3Template, {"<s>", "</s>", "[INST]", "[/INST]"}, "<s>", "</s>");
+  EXPECT_EQ(v3->apply_chat_template(kUser), "<s>[INST] Hi[/INST]");
+  EXPECT_EQ(v3->apply_chat_template(kSysUser), "<s>[INST] Be brief.\n\nHi[/INST]");
+  // Conversations of several turns are refused (their assistant turns differ between releases).
+  const std::vector<ChatMessage> turns = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}};
+  try {
+    v3->apply_chat_template(turns);
+    ADD_FAILURE() << "not refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("one user message"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ChatTemplate, Llama2RolesMustAlternate) {
   auto tok = make_tokenizer(kLlama2Template, {"<s>", "</s>"}, "<s>", "</s>");
   const std::vector<ChatMessage> msgs = {{"user", "a"}, {"user", "b"}};
