@@ -41,6 +41,8 @@ struct GenerateArgs {
   std::string system;
   bool chat = false;
   int64_t max_new_tokens = 64;
+  bool max_new_tokens_given = false;    // -n on the command line (else the default, 64)
+  bool system_given = false;            // --system on the command line (an empty message is one)
   int64_t max_context = 0;              // --max-context; 0: longest prompt + max_new_tokens
   double temperature = 0.0;  // read as a double: a positive value too small for the sampler's float is refused
   int32_t top_k = 0;
@@ -57,11 +59,11 @@ struct GenerateArgs {
 };
 
 void run_generate(const GenerateArgs& a) {
-  if (!a.chat && !a.system.empty()) {
+  if (!a.chat && a.system_given) {
     fail("--system is a chat message, but --chat is not given", "--system", "add --chat, or drop --system");
   }
   // --chat and --system: their words for a fix that drops them (random weights have no chat template).
-  const std::string drop_chat = a.system.empty() ? "--chat" : "--chat and --system";
+  const std::string drop_chat = a.system_given ? "--chat and --system" : "--chat";
   if (a.chat && a.random_weights) {  // trial 26: the two refusals below sent the user back and forth
     fail("--chat renders text prompts with the model's chat template; --random-weights has no tokenizer and no "
          "chat template",
@@ -176,7 +178,7 @@ void run_generate(const GenerateArgs& a) {
       std::string rendered = input.value;
       if (a.chat) {
         std::vector<ChatMessage> msgs;
-        if (!a.system.empty()) msgs.push_back({"system", a.system});
+        if (a.system_given) msgs.push_back({"system", a.system});  // "" too: it replaces a template's default
         msgs.push_back({"user", input.value});
         rendered = tok->apply_chat_template(msgs, true);
       }
@@ -208,11 +210,16 @@ void run_generate(const GenerateArgs& a) {
   // The context the KV cache holds per sequence: --max-context, else the model's (a request beyond it
   // is refused by generate() right away, with the fix).
   const int64_t limit = a.max_context > 0 ? a.max_context : config.max_position_embeddings;
-  const bool fits = a.max_new_tokens <= limit - longest;
+  // vLLM fills the limit when max_tokens is unset; dak's default of 64 new tokens shrinks to what
+  // --max-context leaves after the longest prompt (trial 28b: `-p Hi --max-context 32` was refused).
+  const int64_t max_new_tokens = a.max_context > 0 && !a.max_new_tokens_given && limit - longest >= 1
+                                     ? std::min(a.max_new_tokens, limit - longest)
+                                     : a.max_new_tokens;
+  const bool fits = max_new_tokens <= limit - longest;
   // The KV cache generate() sizes: --max-context tokens, else longest prompt + new tokens within the
   // model's context. The plan is made for the same cache.
   const int64_t gen_len = a.max_context > 0 ? std::max<int64_t>(1, a.max_context - longest)
-                                            : std::max<int64_t>(1, std::min(a.max_new_tokens, limit - longest));
+                                            : std::max<int64_t>(1, std::min(max_new_tokens, limit - longest));
   // One prompt: the budget fixes leave "fewer prompts" out (ShapeTerms::one_prompt).
   const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1, a.max_context > 0};
   const EngineOffload offload{&a.offload, {int64_t(prompts.size()), longest, gen_len, terms}, a.gemm};
@@ -239,7 +246,7 @@ void run_generate(const GenerateArgs& a) {
   }
 
   GenerateOptions opts;
-  opts.max_new_tokens = a.max_new_tokens;
+  opts.max_new_tokens = max_new_tokens;
   opts.max_context = a.max_context;
   opts.sampling = SamplingParams{float(a.temperature), a.top_k, a.top_p, a.seed};
   if (!a.ignore_eos) {
@@ -408,8 +415,12 @@ void add_generate_command(CLI::App& app) {
     }
   });
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
-  c->add_option("--system", a->system, "System message for --chat");
-  c->add_option("--max-new-tokens,-n", a->max_new_tokens, "Tokens to generate per sequence")->capture_default_str()
+  CLI::Option* system = c->add_option("--system", a->system, "System message for --chat (may be empty: \"\" replaces "
+                                                              "the template's default one)");
+  CLI::Option* max_new =
+      c->add_option("--max-new-tokens,-n", a->max_new_tokens,
+                    "Tokens to generate per sequence (with --max-context and no -n: at most what it leaves)")
+          ->capture_default_str()
       ->transform(whole_number("a count of at least 1 (the prompt and the new tokens must fit in the model's context)",
                                1));
   c->add_option("--max-context", a->max_context,
@@ -417,7 +428,7 @@ void add_generate_command(CLI::App& app) {
                 "longer request is refused (default: the longest prompt + --max-new-tokens, within the model's "
                 "context)")
       ->transform(whole_number("a count of tokens of at least 2 (a prompt token and a new one)", 2));
-  c->add_option("--temperature,-t", a->temperature, "Sampling temperature, from 0 (greedy) to 100")->capture_default_str()
+  c->add_option("--temperature", a->temperature, "Sampling temperature, from 0 (greedy) to 100")->capture_default_str()
       ->transform(decimal_number("a temperature from 0 (greedy) to 100", 0.0, 100.0));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()
       ->transform(whole_number("0 (all tokens) or a count from 1 to 1073741824", 0, 1 << 30));
@@ -434,8 +445,10 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   add_gemm_option(c, &a->gemm);
   add_offload_options(c, &a->offload);
-  c->callback([a, c, prompt, prompt_ids, weights_seed, seed] {
+  c->callback([a, c, prompt, prompt_ids, weights_seed, seed, max_new, system] {
+    a->system_given = system->count() > 0;
     a->seed_given = seed->count() > 0;
+    a->max_new_tokens_given = max_new->count() > 0;
     // The batch in command-line order: CLI11 records each value of an option as it parses it.
     a->inputs.clear();
     size_t next_text = 0, next_ids = 0;

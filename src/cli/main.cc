@@ -50,13 +50,40 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 /// The long option of `app` closest to `name` ("--promt" -> "--prompt"), if within 2 edits.
+/// `s` with its first letter in lower case (CLI11's sentences start with a capital; dak's do not).
+std::string lower_first(std::string s) {
+  if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = char(s[0] - 'A' + 'a');
+  return s;
+}
+
+/// What dak takes instead of another engine's option that has no counterpart of the same meaning
+/// (llama.cpp, vLLM, transformers); "" for other names.
+std::string other_engine_hint(const std::string& name) {
+  if (name == "--n-gpu-layers" || name == "--gpu-layers" || name == "-ngl")
+    return "dak offloads bytes, not layers: dak generate, plan and bench take the HBM budget (--gpu-memory 40GiB), "
+           "the host amount (--cpu-offload-gb 4) or the fraction on the host (--offload-ratio 0.3)";
+  if (name == "--gpu-memory-utilization")
+    return "dak's --gpu-memory is a size, not a fraction of the GPU (e.g. --gpu-memory 120GiB)";
+  if (name == "--threads" || name == "-t" || name == "--threads-batch")
+    return "the CPU path uses OpenMP: set OMP_NUM_THREADS (dak has no thread option; --temperature is the "
+           "sampling temperature)";
+  if (name == "--repeat-penalty" || name == "--repetition-penalty" || name == "--presence-penalty" ||
+      name == "--frequency-penalty" || name == "--min-p")
+    return "dak samples with --temperature, --top-k and --top-p only";
+  if (name == "--chat-template" || name == "--jinja" || name == "-cnv")
+    return "--chat renders the model's own chat template (dak generate --help)";
+  return "";
+}
+
 std::string closest_option(const CLI::App& app, const std::string& name) {
   // Names other engines give the same setting (llama.cpp, vLLM, transformers), where `app` has it.
   static const std::pair<const char*, const char*> kOtherEngines[] = {
       {"--temp", "--temperature"},           {"--n-predict", "--max-new-tokens"},
       {"--predict", "--max-new-tokens"},     {"--max-tokens", "--max-new-tokens"},
       {"--ctx-size", "--max-context"},       {"--max-model-len", "--max-context"},
-      {"--gpu-memory-utilization", "--gpu-memory"}, {"--ctx-size", "--context"},
+      {"--ctx-size", "--context"},           {"-c", "--max-context"},
+      {"-c", "--context"},                   {"--system-prompt", "--system"},
+      {"-sys", "--system"},
   };
   for (const auto& [other, ours] : kOtherEngines) {
     if (name == other && app.get_option_no_throw(ours) != nullptr) return ours;
@@ -197,7 +224,9 @@ int main(int argc, char** argv) {
       const std::string arg = argv[i];
       const bool empty_inline = arg.rfind("--", 0) == 0 && !arg.empty() && arg.back() == '=';
       const bool empty_next = arg.size() > 1 && arg[0] == '-' && i + 1 < argc && argv[i + 1][0] == '\0';
-      if (empty_inline || empty_next) {
+      // An empty system message is one (transformers renders it; it replaces a template's default one).
+      const bool may_be_empty = arg == "--system" || arg == "--system=";
+      if ((empty_inline || empty_next) && !may_be_empty) {
         const std::string name = empty_inline ? arg.substr(0, arg.size() - 1) : arg;
         // The command given (`dak bench attention`): its option says the fix (an option without a
         // default, as --prompt, cannot be left out).
@@ -226,15 +255,16 @@ int main(int argc, char** argv) {
                        .what());
       return 2;
     }
-    // llama.cpp's -ngl would parse as -n gl ("'gl' is not a whole number"): say what dak takes instead.
+    // llama.cpp's -ngl would parse as -n gl ("'gl' is not a whole number"), and its -t (threads) was
+    // taken as dak's temperature (trial 28b: -t 8 sampled garbage): say what dak takes instead.
     for (int i = 1; i < argc; ++i) {
-      if (std::string_view(argv[i]) == "-ngl" || std::string_view(argv[i]).starts_with("-ngl=")) {
-        std::fprintf(stderr, "dak: error: %s\n",
-                     dak::Error("dak has no -ngl (llama.cpp's count of layers on the GPU)", "the command line",
-                                "dak offloads bytes, not layers: give the HBM budget (--gpu-memory 40GiB), the host "
-                                "amount (--cpu-offload-gb 4) or the fraction on the host (--offload-ratio 0.3)")
-                         .what());
-        return 2;
+      const std::string_view a = argv[i];
+      for (const char* flag : {"-ngl", "-t"}) {
+        if (a == flag || a.starts_with(std::string(flag) + "=")) {
+          std::fprintf(stderr, "dak: error: %s\n",
+                       dak::Error(std::string("dak has no ") + flag, "the command line", other_engine_hint(flag)).what());
+          return 2;
+        }
       }
     }
     app.parse(argc, argv);
@@ -280,19 +310,15 @@ int main(int argc, char** argv) {
         std::string also;
         for (size_t i = 0; i < others.size() && i < 3; ++i) also += (i ? ", `" : "`") + others[i] + "`";
         const std::string near = closest_option(*deepest, option);
-        // llama.cpp's layer offload has no counterpart: dak places bytes, per operator.
-        const bool layers = option == "--n-gpu-layers" || option == "--gpu-layers";
+        const std::string other = other_engine_hint(option);
         // A misspelled required option surfaced as "--model is required" (the session-16 re-trial).
         const dak::Error err(
             path + " has no option " + option +
                 (also.empty() ? "" : " (" + also + (others.size() > 1 ? " have it)" : " has it)")) +
-                (required ? "; " + what : ""),
+                (required ? "; " + lower_first(what) : ""),
             path,
-            (layers && deepest->get_option_no_throw("--gpu-memory") != nullptr
-                 ? "dak offloads bytes, not layers: give the HBM budget (--gpu-memory 40GiB), the host amount "
-                   "(--cpu-offload-gb 4) or the fraction on the host (--offload-ratio 0.3); "
-                 : "") +
-                (near.empty() ? "" : "did you mean " + near + "? ") + "run `" + help + "` for its options");
+            (other.empty() ? "" : other + "; ") + (near.empty() ? "" : "did you mean " + near + "? ") + "run `" +
+                help + "` for its options");
         std::fprintf(stderr, "dak: error: %s\n", err.what());
         return 2;
       }
@@ -382,6 +408,13 @@ int main(int argc, char** argv) {
     // A path the code examined without an error code (a symbolic link loop, a folder without
     // permission): the user's input, not an internal error.
     std::fprintf(stderr, "dak: error: %s\n", dak::path_error(e.path1().string(), e.code()).what());
+    return 1;
+  } catch (const std::bad_alloc&) {  // memory no check before it foresaw (a limit, another process)
+    std::fprintf(stderr, "dak: error: %s\n",
+                 dak::Error("out of memory", "host memory",
+                            "free memory or raise the process's limit (ulimit -v), or make the request smaller "
+                            "(shorter or fewer prompts, fewer new tokens, a smaller --context or --max-context)")
+                     .what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dak: internal error: %s\n", e.what());

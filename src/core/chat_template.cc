@@ -99,7 +99,7 @@ std::string llama31_today(std::string_view tmpl) {
     char buf[32];
     if (std::strftime(buf, sizeof(buf), "%d %b %Y", &local) > 0) return buf;
   }
-  for (std::string_view key : {"date_string = \"", "date_string = '"}) {
+  for (std::string_view key : {"date_string = \"", "date_string = '", "date_string=\"", "date_string='"}) {
     if (const size_t at = tmpl.find(key); at != std::string_view::npos) {
       const std::string d = literal_run(tmpl, at + key.size());
       if (!d.empty()) return d;

@@ -320,7 +320,7 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
                      cache_bytes / double(1ull << 30), batch, max_context,
                      avail ? fmt::format("{:.2f} GiB", double(*avail) / double(1ull << 30)) + " (MemAvailable, or the memory cgroup's headroom where smaller)"
                            : std::string("address space")),
-         "CpuModel::start",
+         "the CPU path's KV cache",
          "use fewer prompts, shorter prompts or fewer new tokens (--max-new-tokens), or a smaller --max-context where "
          "one is given");
   }
@@ -331,7 +331,9 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
     m.batch = 0;
     fail(fmt::format("cannot allocate the fp32 KV cache ({:.2f} GiB for {} sequences x {} positions)",
                      2.0 * double(elems) * 4.0 / double(1ull << 30), batch, max_context),
-         "CpuModel::start", "use a smaller batch or context");
+         "the CPU path's KV cache",
+         "use fewer or shorter prompts, fewer new tokens (--max-new-tokens) or a smaller --max-context, or raise the "
+         "process's memory limit (ulimit -v)");
   }
   m.batch = batch;
   m.max_context = max_context;
@@ -347,7 +349,16 @@ int64_t CpuModel::position(int64_t b) const {
 }
 
 std::vector<float> CpuModel::step(std::span<const std::vector<int32_t>> tokens, bool all_logits) {
-  return impl_->forward(tokens, all_logits);
+  try {
+    return impl_->forward(tokens, all_logits);
+  } catch (const std::bad_alloc&) {  // the pass's activations (a long prefill: attention scores and MLP rows)
+    int64_t n = 0;
+    for (const auto& t : tokens) n += int64_t(t.size());
+    fail(fmt::format("out of memory in a forward pass of {} token{} on the CPU path", n, n == 1 ? "" : "s"),
+         "host memory",
+         "use a shorter prompt or fewer prompts (dak perplexity: a smaller --context), free memory, or raise the "
+         "process's limit (ulimit -v)");
+  }
 }
 
 // ------------------------------------------------------------------------------ forward

@@ -1029,16 +1029,16 @@ TEST(Cli, DecimalFlagsSayNotANumberOrTheAllowedRange) {
     int exit_code;
   } cases[] = {
       {"--temperature abc", "--temperature: 'abc' is not a number" + temperature, 2},
-      {"-t nan", "--temperature: 'nan' is not a number", 2},
-      {"-t -0.5", "--temperature: '-0.5' is too small" + temperature, 1},
-      {"-t 1e9", "--temperature: '1e9' is too large" + temperature, 1},
+      {"--temperature nan", "--temperature: 'nan' is not a number", 2},
+      {"--temperature -0.5", "--temperature: '-0.5' is too small" + temperature, 1},
+      {"--temperature 1e9", "--temperature: '1e9' is too large" + temperature, 1},
       // An infinity written out is out of range as 1e400 is (a new-user trial: 'inf' was "not a
       // number", exit 2, and 1e400 "too large", exit 1); nan stays no number.
-      {"-t inf", "--temperature: 'inf' is too large" + temperature, 1},
-      {"-t +INF", "--temperature: '+INF' is too large" + temperature, 1},
-      {"-t Infinity", "--temperature: 'Infinity' is too large" + temperature, 1},
-      {"-t -inf", "--temperature: '-inf' is too small" + temperature, 1},
-      {"-t NaN", "--temperature: 'NaN' is not a number" + temperature, 2},
+      {"--temperature inf", "--temperature: 'inf' is too large" + temperature, 1},
+      {"--temperature +INF", "--temperature: '+INF' is too large" + temperature, 1},
+      {"--temperature Infinity", "--temperature: 'Infinity' is too large" + temperature, 1},
+      {"--temperature -inf", "--temperature: '-inf' is too small" + temperature, 1},
+      {"--temperature NaN", "--temperature: 'NaN' is not a number" + temperature, 2},
       {"--top-p inf", "--top-p: 'inf' is too large" + top_p, 1},
       {"--top-p -infinity", "--top-p: '-infinity' is too small" + top_p, 1},
       {"--top-p x", "--top-p: 'x' is not a number" + top_p, 2},

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -210,7 +211,7 @@ TEST(CliGenerateTrial, ASeedAtGreedyDecodingIsANotice) {
   } cases[] = {
       {"--seed 7", "dak: notice: --seed is ignored at --temperature 0 (greedy decoding takes the most likely token); "
                    "give --temperature above 0 to sample\n"},
-      {"--seed 0 -t 0", "dak: notice: --seed is ignored at --temperature 0"},
+      {"--seed 0 --temperature 0", "dak: notice: --seed is ignored at --temperature 0"},
       {"--top-k 5 --seed 7", "dak: notice: --top-k / --seed are ignored at --temperature 0"},
       {"--top-k 5 --top-p 0.5 --seed 7", "dak: notice: --top-k / --top-p / --seed are ignored at --temperature 0"},
   };
@@ -220,7 +221,7 @@ TEST(CliGenerateTrial, ASeedAtGreedyDecodingIsANotice) {
     EXPECT_TRUE(contains(r.output, c.says)) << c.flags << ": " << r.output;
   }
   // Sampling with a seed, or no seed given: no notice.
-  for (const std::string flags : {"-t 0.7 --seed 7", ""}) {
+  for (const std::string flags : {"--temperature 0.7 --seed 7", ""}) {
     const RunResult r = run_dak(gen + flags);
     EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.output;
     EXPECT_FALSE(contains(r.output, "ignored at --temperature")) << flags << ": " << r.output;
@@ -338,6 +339,43 @@ TEST(CliGenerate, OtherEnginesOptionNamesPointToDaks) {
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, c.hint)) << c.args << "\n" << r.output;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Trial 28b: llama.cpp's -t (threads) sampled at temperature 8 without a word; other engines'
+// options without a counterpart say what dak does instead; an empty --system is a message (it
+// replaces a template's default one, as in transformers); without -n, --max-context caps the new
+// tokens instead of refusing the default 64.
+TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
+  const struct {
+    std::string args, hint;
+  } cases[] = {
+      {"generate -t 8 -p hi", "set OMP_NUM_THREADS"},
+      {"generate --threads 8 -p hi", "set OMP_NUM_THREADS"},
+      {"generate --gpu-memory-utilization 0.9 -p hi", "dak's --gpu-memory is a size, not a fraction"},
+      {"generate --repeat-penalty 1.1 -p hi", "dak samples with --temperature, --top-k and --top-p only"},
+      {"generate --jinja -p hi", "--chat renders the model's own chat template"},
+      {"generate -c 100 -p hi", "did you mean --max-context?"},
+      {"perplexity -c 100 -f x", "did you mean --context?"},
+      {"perplexity -ngl 9 -f x", "dak generate, plan and bench take"},
+      {"generate --system-prompt x -p hi", "did you mean --system?"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.hint)) << c.args << "\n" << r.output;
+  }
+  const std::string base = "generate --device cpu --model " + kTiny + " --prompt-ids 1,50,60,70";
+  RunResult r = run_dak(base + " --max-context 10", false);  // 6 new tokens, not a refusal of 64
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), ',') + 1, 6) << r.output;
+  r = run_dak(base + " --max-context 10 -n 64");  // an explicit -n is the user's: refused
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  r = run_dak("generate --device cpu --model " + kTiny + " --prompt-ids 1 --system \"\" -n 1");
+  EXPECT_TRUE(contains(r.output, "--system is a chat message, but --chat is not given")) << r.output;
 }
 
 }  // namespace

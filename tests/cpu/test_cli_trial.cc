@@ -287,7 +287,7 @@ TEST(CliTrial, TopPAndTopKAtGreedyDecodingAreANotice) {
   } cases[] = {
       {"--top-p 0.5", "dak: notice: --top-p is ignored at --temperature 0"},
       {"--top-k 5", "dak: notice: --top-k is ignored at --temperature 0"},
-      {"--top-k 5 --top-p 0.5 -t 0", "dak: notice: --top-k / --top-p are ignored at --temperature 0"},
+      {"--top-k 5 --top-p 0.5 --temperature 0", "dak: notice: --top-k / --top-p are ignored at --temperature 0"},
   };
   for (const auto& c : cases) {
     const RunResult r = run_dak(gen + c.flags);
@@ -295,7 +295,7 @@ TEST(CliTrial, TopPAndTopKAtGreedyDecodingAreANotice) {
     EXPECT_TRUE(contains(r.output, c.says)) << c.flags << ": " << r.output;
   }
   // Sampling, or cuts that change nothing: no notice.
-  for (const std::string flags : {"--top-k 5 --top-p 0.5 -t 0.7", "--top-k 0 --top-p 1", ""}) {
+  for (const std::string flags : {"--top-k 5 --top-p 0.5 --temperature 0.7", "--top-k 0 --top-p 1", ""}) {
     const RunResult r = run_dak(gen + flags);
     EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.output;
     EXPECT_FALSE(contains(r.output, "ignored at --temperature")) << flags << ": " << r.output;

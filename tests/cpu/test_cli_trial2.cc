@@ -255,13 +255,13 @@ TEST(CliTrial2, ReportPathsThatAreLinksOrFilesAreNamedAsSuch) {
 TEST(CliTrial2, ATemperatureTooSmallToSampleWithIsRefused) {
   // The trial: -t 1e-300 --top-p 0.5 ran greedy with "--top-p is ignored at --temperature 0".
   const std::string gen = "generate --model " + kData + "/hf_parity/llama_gqa --device cpu --prompt-ids 1,2 -n 1 ";
-  RunResult r = run_dak(gen + "-t 1e-300 --top-p 0.5");
+  RunResult r = run_dak(gen + "--temperature 1e-300 --top-p 0.5");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--temperature 1e-300 is too small to sample with")) << r.output;
   EXPECT_FALSE(contains(r.output, "ignored at --temperature 0")) << r.output;
-  r = run_dak(gen + "-t 1e-37 --top-p 0.5");  // the fix's smallest temperature runs
+  r = run_dak(gen + "--temperature 1e-37 --top-p 0.5");  // the fix's smallest temperature runs
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = run_dak(gen + "-t 0 --top-p 0.5");
+  r = run_dak(gen + "--temperature 0 --top-p 0.5");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "--top-p is ignored at --temperature 0")) << r.output;
 }

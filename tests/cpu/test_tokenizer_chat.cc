@@ -59,6 +59,9 @@ TEST(ChatTemplate, ChatMlWithDefaultSystemMessage) {
   EXPECT_EQ(tok->apply_chat_template(kUser),
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // An empty system message is one (dak generate --system ""): it replaces the default.
+  EXPECT_EQ(tok->apply_chat_template(std::vector<ChatMessage>{{"system", ""}, {"user", "Hi"}}),
+            "<|im_start|>system\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   // A given system message replaces the default; no generation prompt when not asked.
   EXPECT_EQ(tok->apply_chat_template(kSysUser, /*add_generation_prompt=*/false),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
@@ -132,6 +135,12 @@ TEST(ChatTemplate, Llama31SystemBlockWithDates) {
   EXPECT_EQ(tok->apply_chat_template(msgs), head + "26 Jul 2024\n\nBe brief.<|eot_id|>" + tail);
   // Without a system message the block is still there, empty.
   EXPECT_EQ(tok->apply_chat_template(kUser), head + "26 Jul 2024\n\n<|eot_id|>" + tail);
+  // The default written without spaces around '=' (trial 28b).
+  std::string tight = kLlama31Template;
+  const std::string spaced = R"(set date_string = "26 Jul 2024")";
+  tight.replace(tight.find(spaced), spaced.size(), R"(set date_string="01 Jan 2025")");
+  EXPECT_EQ(make_tokenizer(tight, specials, "<|begin_of_text|>", "<|eot_id|>")->apply_chat_template(kUser),
+            head + "01 Jan 2025\n\n<|eot_id|>" + tail);
   // Llama 3.2 sets date_string from strftime_now("%d %b %Y") where it is defined, as transformers
   // defines it: today's date.
   std::string t32 = kLlama31Template;
