@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_test_util.h"
@@ -321,10 +322,17 @@ TEST(CliGenerate, MaxContextSizesTheCacheAndCapsTheRequest) {
 
 // Other engines' names for dak's options (trial 28: --temp was offered --help): the hint names dak's
 // option; llama.cpp's layer count gets what dak takes instead, -ngl included (it parsed as -n gl).
+/// Each command line is a usage error (exit 2) whose output holds its hint.
+void expect_usage_hints(const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [args, hint] : cases) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, hint)) << args << "\n" << r.output;
+  }
+}
+
 TEST(CliGenerate, OtherEnginesOptionNamesPointToDaks) {
-  const struct {
-    std::string args, hint;
-  } cases[] = {
+  expect_usage_hints({
       {"generate --temp 0.5 -p hi", "did you mean --temperature?"},
       {"generate --n-predict 5 -p hi", "did you mean --max-new-tokens?"},
       {"generate --max-tokens 5 -p hi", "did you mean --max-new-tokens?"},
@@ -333,12 +341,7 @@ TEST(CliGenerate, OtherEnginesOptionNamesPointToDaks) {
       {"perplexity --ctx-size 100 -f x", "did you mean --context?"},
       {"generate --n-gpu-layers 20 -p hi", "dak offloads bytes, not layers"},
       {"generate -ngl 20 -p hi", "dak offloads bytes, not layers"},
-  };
-  for (const auto& c : cases) {
-    const RunResult r = run_dak(c.args);
-    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, c.hint)) << c.args << "\n" << r.output;
-  }
+  });
 }
 
 }  // namespace
@@ -350,9 +353,7 @@ namespace {
 // replaces a template's default one, as in transformers); without -n, --max-context caps the new
 // tokens instead of refusing the default 64.
 TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
-  const struct {
-    std::string args, hint;
-  } cases[] = {
+  expect_usage_hints({
       {"generate -t 8 -p hi", "set OMP_NUM_THREADS"},
       {"generate --threads 8 -p hi", "set OMP_NUM_THREADS"},
       {"generate --gpu-memory-utilization 0.9 -p hi", "dak's --gpu-memory is a size, not a fraction"},
@@ -362,12 +363,7 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
       {"perplexity -c 100 -f x", "did you mean --context?"},
       {"perplexity -ngl 9 -f x", "dak generate, plan and bench take"},
       {"generate --system-prompt x -p hi", "did you mean --system?"},
-  };
-  for (const auto& c : cases) {
-    const RunResult r = run_dak(c.args);
-    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, c.hint)) << c.args << "\n" << r.output;
-  }
+  });
   const std::string base = "generate --device cpu --model " + kTiny + " --prompt-ids 1,50,60,70";
   RunResult r = run_dak(base + " --max-context 10", false);  // 6 new tokens, not a refusal of 64
   EXPECT_EQ(r.exit_code, 0) << r.output;
