@@ -191,8 +191,19 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
     c.sliding_window = req("attention.sliding_window", 0, int64_t(1) << 30);
   }
   // Its hyper-parameters come from the metadata (llama.cpp keys, e.g. llama.attention.head_count_kv
-  // for num_key_value_heads): there is no config.json to fix.
-  c.validate(file, "fix the GGUF file's metadata (the llama.cpp key behind this field) or convert the model again");
+  // for num_key_value_heads): there is no config.json to fix, and the where part names the key.
+  try {
+    c.validate(file, "fix the GGUF file's metadata or convert the model again");
+  } catch (const Error& e) {
+    const std::string field_prefix = file + ": field '";
+    std::string where = e.where_part();
+    if (where.starts_with(field_prefix) && where.ends_with("'")) {
+      const std::string field = where.substr(field_prefix.size(), where.size() - field_prefix.size() - 1);
+      const std::string k = gguf_key_of_field(field, arch);
+      if (!k.empty()) where = file + ": key '" + k + "' (dak's field '" + field + "')";
+    }
+    throw Error(e.what_part(), where, e.fix_part());
+  }
   return c;
 }
 
@@ -213,6 +224,30 @@ constexpr std::pair<std::string_view, std::string_view> kGlobalNames[] = {
 };
 
 }  // namespace
+
+std::string gguf_key_of_field(std::string_view field, const std::string& arch) {
+  static constexpr std::pair<std::string_view, std::string_view> kKeys[] = {
+      {"vocab_size", "vocab_size"},
+      {"hidden_size", "embedding_length"},
+      {"intermediate_size", "feed_forward_length"},
+      {"num_hidden_layers", "block_count"},
+      {"num_attention_heads", "attention.head_count"},
+      {"num_key_value_heads", "attention.head_count_kv"},
+      {"head_dim", "attention.key_length"},
+      {"max_position_embeddings", "context_length"},
+      {"rms_norm_eps", "attention.layer_norm_rms_epsilon"},
+      {"rope_theta", "rope.freq_base"},
+      {"rope_scaling", "rope.scaling.type"},
+      {"rope_scaling.factor", "rope.scaling.factor"},
+      {"rope_scaling.attention_factor", "rope.scaling.factor"},
+      {"sliding_window", "attention.sliding_window"},
+  };
+  if (field == "bos_token_id" || field == "eos_token_id") return "tokenizer.ggml." + std::string(field);
+  for (const auto& [f, k] : kKeys) {
+    if (field == f) return arch + "." + std::string(k);
+  }
+  return "";
+}
 
 std::string gguf_name_from_hf(std::string_view n) {
   for (const auto& [gguf, hf] : kGlobalNames) {

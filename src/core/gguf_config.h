@@ -35,6 +35,11 @@ ModelConfig model_config_from_gguf(const GgufFile& g);
 /// llama-family tensors.
 std::string hf_name_from_gguf(std::string_view gguf_name);
 
+/// The GGUF metadata key behind a ModelConfig field as validate() names it ("rope_theta" ->
+/// "<arch>.rope.freq_base", "bos_token_id" -> "tokenizer.ggml.bos_token_id"); "" for a field with
+/// none.
+std::string gguf_key_of_field(std::string_view field, const std::string& arch);
+
 /// The inverse of hf_name_from_gguf ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight");
 /// "" for a name with no GGUF counterpart.
 std::string gguf_name_from_hf(std::string_view hf_name);

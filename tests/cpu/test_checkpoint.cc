@@ -313,6 +313,13 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
     expect_error([&] { ck->read_f32(*ck->find("model.layers.1.self_attn.q_proj.weight")); },
                  {"('blk.1.attn_q.weight' in the file) decodes to a non-finite value (nan) at element 0", "damaged"});
   }
+  // A value the config's checks refuse is placed at its GGUF key (trial 28b: "field 'rope_theta'").
+  write_bytes(dir / "theta0.gguf", edited_tiny_gguf({{"llama.rope.freq_base", 0.0}}));
+  expect_error([&] { Checkpoint::open(dir / "theta0.gguf"); },
+               {"rope_theta must be positive", "theta0.gguf: key 'llama.rope.freq_base' (dak's field 'rope_theta')",
+                "fix the GGUF file's metadata"});
+  write_bytes(dir / "bos.gguf", edited_tiny_gguf({{"tokenizer.ggml.bos_token_id", uint64_t(99999)}}));
+  expect_error([&] { Checkpoint::open(dir / "bos.gguf"); }, {"key 'tokenizer.ggml.bos_token_id'"});
   write_bytes(dir / "nolayers.gguf", edited_tiny_gguf({{"llama.block_count", std::nullopt}}));
   expect_error([&] { Checkpoint::open(dir / "nolayers.gguf"); }, {"llama.block_count", "missing"});
   write_bytes(dir / "absurd.gguf", edited_tiny_gguf({{"llama.attention.head_count", uint64_t(1) << 40}}));
