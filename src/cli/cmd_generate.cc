@@ -248,6 +248,7 @@ void run_generate(const GenerateArgs& a) {
   GenerateOptions opts;
   opts.max_new_tokens = max_new_tokens;
   opts.max_context = a.max_context;
+  opts.chat = a.chat;
   opts.sampling = SamplingParams{float(a.temperature), a.top_k, a.top_p, a.seed};
   if (!a.ignore_eos) {
     if (tok) {

@@ -128,7 +128,10 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t n = int64_t(prompts[i].size());
-    const std::string which = prompt_label(i, prompts.size());
+    // With --chat the tokens include the template's (its turn markers, a default system message):
+    // the trial read "the prompt has 31 tokens" for a one-word prompt.
+    const std::string which =
+        prompt_label(i, prompts.size()) + (opts.chat ? " (rendered with the chat template)" : "");
     if (n == 0)
       fail(which + " is empty", "generate", "give a non-empty prompt (with BOS, if the model uses one)");
     if (opts.max_new_tokens > limit - n) {  // n + max_new_tokens > limit, without overflow

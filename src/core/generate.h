@@ -42,6 +42,7 @@ struct GenerateOptions {
   std::vector<int32_t> eos_ids;  // a sequence stops after emitting one of these
   int64_t max_context = 0;       // KV context per sequence (dak generate --max-context); 0: longest prompt +
                                  // max_new_tokens, capped at the model's context
+  bool chat = false;             // prompts rendered with the chat template: a length refusal says so
 };
 
 struct SequenceResult {

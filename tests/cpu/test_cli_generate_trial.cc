@@ -318,6 +318,10 @@ TEST(CliGenerate, MaxContextSizesTheCacheAndCapsTheRequest) {
   const RunResult one = run_dak(base + " --max-context 1");
   EXPECT_NE(one.exit_code, 0) << one.output;
   EXPECT_TRUE(contains(one.output, "--max-context: '1' is too small")) << one.output;
+  // With --chat the count includes the template's tokens, and the message says so (trial 28b).
+  const RunResult chat = run_dak("generate --device cpu --chat -p Hi --max-context 12 -n 4");
+  EXPECT_EQ(chat.exit_code, 1) << chat.output;
+  EXPECT_TRUE(contains(chat.output, "the prompt (rendered with the chat template) has ")) << chat.output;
 }
 
 // Other engines' names for dak's options (trial 28: --temp was offered --help): the hint names dak's
