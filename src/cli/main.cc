@@ -49,7 +49,6 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-/// The long option of `app` closest to `name` ("--promt" -> "--prompt"), if within 2 edits.
 /// `s` with its first letter in lower case (CLI11's sentences start with a capital; dak's do not).
 std::string lower_first(std::string s) {
   if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = char(s[0] - 'A' + 'a');
@@ -75,6 +74,8 @@ std::string other_engine_hint(const std::string& name) {
   return "";
 }
 
+/// The long option of `app` closest to `name` ("--promt" -> "--prompt", "--temp" -> "--temperature"): another
+/// engine's name for one of its options, else one within 2 edits.
 std::string closest_option(const CLI::App& app, const std::string& name) {
   // Names other engines give the same setting (llama.cpp, vLLM, transformers), where `app` has it.
   static const std::pair<const char*, const char*> kOtherEngines[] = {

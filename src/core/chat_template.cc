@@ -139,19 +139,16 @@ std::string Tokenizer::apply_chat_template(std::span<const ChatMessage> messages
 
   if (tmpl.find("<|start_header_id|>") != std::string::npos) {
     constexpr std::string_view kKnowledge = "Cutting Knowledge Date: ";
-    if (const size_t kd = tmpl.find(kKnowledge); kd != std::string::npos) {  // Llama 3.1 / 3.2
+    size_t first = 0;
+    if (const size_t kd = tmpl.find(kKnowledge); kd != std::string::npos) {  // Llama 3.1 / 3.2: the system block
       const bool has_system = !messages.empty() && messages[0].role == "system";
       out += bos + "<|start_header_id|>system<|end_header_id|>\n\n" + std::string(kKnowledge) +
              literal_run(tmpl, kd + kKnowledge.size()) + "\nToday Date: " + llama31_today(tmpl) + "\n\n" +
              (has_system ? strip(messages[0].content) : std::string()) + "<|eot_id|>";
-      for (size_t i = has_system ? 1 : 0; i < messages.size(); ++i)
-        out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + strip(messages[i].content) +
-               "<|eot_id|>";
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      return out;
+      first = has_system ? 1 : 0;
     }
-    for (size_t i = 0; i < messages.size(); ++i) {
-      if (i == 0) out += bos;
+    for (size_t i = first; i < messages.size(); ++i) {
+      if (out.empty()) out += bos;
       out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + strip(messages[i].content) +
              "<|eot_id|>";
     }

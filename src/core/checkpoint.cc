@@ -130,29 +130,26 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
   }
   for (const auto& [name, shape] : expected) {
     const auto it = have.find(name);
-    if (it == have.end() && gguf) {
-      // The file's own names: the GGUF one, and the layer tensors of the file dak does not know
-      // (trial 28: a file with blk.5.attn_z.weight in place of blk.5.attn_q.weight).
-      std::vector<std::string> unknown;
-      for (const TensorInfo& t : tensors)
-        if (t.name.starts_with("blk.")) unknown.push_back("'" + t.name + "'");
-      const std::string file_name = gguf_name_from_hf(name);
-      fail(fmt::format("missing tensor '{}'{} ({} model, {} layers){}", file_name.empty() ? name : file_name,
-                       file_name.empty() ? "" : " ('" + name + "' in Hugging Face terms)", arch_name(c.arch),
-                       c.num_layers,
-                       unknown.empty() ? ""
-                                       : fmt::format("; the file has {} layer tensor{} dak does not know: {}",
-                                                     unknown.size(), unknown.size() == 1 ? "" : "s",
-                                                     fmt::join(unknown.begin(),
-                                                               unknown.begin() + std::min<size_t>(unknown.size(), 3),
-                                                               ", "))),
-           where, fix);
-    }
     if (it == have.end()) {
-      fail(fmt::format("missing tensor '{}' ({} model, {} layers){}", name, arch_name(c.arch), c.num_layers, defaulted),
+      std::string shown = "'" + name + "'", after = defaulted;
+      if (gguf) {
+        // The file's own names: the GGUF one, and the layer tensors of the file dak does not know
+        // (trial 28: a file with blk.5.attn_z.weight in place of blk.5.attn_q.weight).
+        if (const std::string file_name = gguf_name_from_hf(name); !file_name.empty())
+          shown = "'" + file_name + "' ('" + name + "' in Hugging Face terms)";
+        std::vector<std::string> unknown;
+        for (const TensorInfo& t : tensors)
+          if (t.name.starts_with("blk.")) unknown.push_back("'" + t.name + "'");
+        if (!unknown.empty())
+          after = fmt::format("; the file has {} layer tensor{} dak does not know: {}", unknown.size(),
+                              unknown.size() == 1 ? "" : "s",
+                              fmt::join(unknown.begin(), unknown.begin() + std::min<size_t>(unknown.size(), 3), ", "));
+      }
+      fail(fmt::format("missing tensor {} ({} model, {} layers){}", shown, arch_name(c.arch), c.num_layers, after),
            where,
-           defaulted.empty() ? "check that the checkpoint is complete (all shards present) and matches its config"
-                             : fix);
+           gguf || !defaulted.empty() ? fix
+                                      : "check that the checkpoint is complete (all shards present) and matches its "
+                                        "config");
     }
     const TensorInfo& t = *it->second;
     if (t.shape != shape) {

@@ -248,23 +248,29 @@ uint64_t CpuModel::weight_bytes_for(const ModelConfig& c) {
   return n * sizeof(float);
 }
 
+namespace {
+
+/// "12.50 GiB": host sizes in the CPU path's memory errors.
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(uint64_t(1) << 30)); }
+
+}  // namespace
+
 CpuModel::CpuModel(const Checkpoint& ckpt) : impl_(std::make_unique<Impl>()) {
   impl_->cfg = ckpt.config();
   impl_->cfg.validate(ckpt.path().string());
   const uint64_t need = weight_bytes_for(impl_->cfg);
-  const auto gib = [](uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); };
   const std::string fix = "free memory (or raise the process's limit, ulimit -v), run the model on a GPU (--device cuda), "
                           "or use a smaller model: the CPU path is dak's fp32 reference engine, which expands every "
                           "weight to 4 bytes";
   if (const std::optional<uint64_t> avail = mem_available_bytes(); avail && need > *avail)
     fail(fmt::format("the CPU path needs {} for this model's weights in fp32, more than the {} of memory available "
-                     "(MemAvailable, or the memory cgroup's headroom where smaller)",
-                     gib(need), gib(*avail)),
+                     "({})",
+                     gib(double(need)), gib(double(*avail)), kMemAvailableSource),
          ckpt.path().string(), fix);
   try {
     impl_->load(ckpt);
   } catch (const std::bad_alloc&) {
-    fail(fmt::format("out of memory while expanding the weights to fp32 ({} in all)", gib(need)),
+    fail(fmt::format("out of memory while expanding the weights to fp32 ({} in all)", gib(double(need))),
          ckpt.path().string(), fix);
   }
 }
@@ -315,11 +321,10 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
   const std::optional<uint64_t> avail = mem_available_bytes();
   if ((avail && cache_bytes > double(*avail)) || cache_bytes >= 0x1p63) {
     m.batch = 0;
-    fail(fmt::format("the fp32 KV cache needs {:.2f} GiB for {} sequences x {} positions, more than the {} of memory "
+    fail(fmt::format("the fp32 KV cache needs {} for {} sequences x {} positions, more than the {} of memory "
                      "available",
-                     cache_bytes / double(1ull << 30), batch, max_context,
-                     avail ? fmt::format("{:.2f} GiB", double(*avail) / double(1ull << 30)) + " (MemAvailable, or the memory cgroup's headroom where smaller)"
-                           : std::string("address space")),
+                     gib(cache_bytes), batch, max_context,
+                     avail ? gib(double(*avail)) + " (" + kMemAvailableSource + ")" : std::string("address space")),
          "the CPU path's KV cache",
          "use fewer prompts, shorter prompts or fewer new tokens (--max-new-tokens), or a smaller --max-context where "
          "one is given");
@@ -329,8 +334,8 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
     m.v_cache = std::make_unique_for_overwrite<float[]>(elems);
   } catch (const std::bad_alloc&) {
     m.batch = 0;
-    fail(fmt::format("cannot allocate the fp32 KV cache ({:.2f} GiB for {} sequences x {} positions)",
-                     2.0 * double(elems) * 4.0 / double(1ull << 30), batch, max_context),
+    fail(fmt::format("cannot allocate the fp32 KV cache ({} for {} sequences x {} positions)", gib(cache_bytes),
+                     batch, max_context),
          "the CPU path's KV cache",
          "use fewer or shorter prompts, fewer new tokens (--max-new-tokens) or a smaller --max-context, or raise the "
          "process's memory limit (ulimit -v)");

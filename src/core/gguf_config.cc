@@ -128,17 +128,13 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
                      key("rope.scaling.type")),
          file, "dak supports no scaling, linear and yarn scaling in GGUF files");
   }
-  if (!(c.rope_factor > 0.0 && c.rope_factor < 1e6)) {
-    fail(fmt::format("rope scaling factor {} is not a positive number", c.rope_factor), file,
-         kFixMeta);
-  }
   if (auto orig = g.opt_int(key("rope.scaling.original_context_length"))) {
     c.rope_original_given = true;
     c.rope_original_max_position = size_in_range(g, key("rope.scaling.original_context_length"),
                                                   orig, 1, int64_t(1) << 30);
   }
   if (c.rope_scaling == RopeScaling::kYarn) {
-    c.rope_attention_factor = c.rope_factor <= 1.0 ? 1.0 : 0.1 * std::log(c.rope_factor) + 1.0;
+    c.rope_attention_factor = yarn_mscale(c.rope_factor);
     c.extend_yarn_context();
   }
   if (const GgufTensor* t = g.find_tensor("rope_freqs.weight")) {

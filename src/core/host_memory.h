@@ -30,4 +30,7 @@ std::optional<uint64_t> mem_available_bytes(const MemorySources& sources);
 /// mem_available_bytes of the files of this machine and process.
 std::optional<uint64_t> mem_available_bytes();
 
+/// Where mem_available_bytes' number comes from, for messages that quote it.
+inline constexpr const char* kMemAvailableSource = "MemAvailable, or the memory cgroup's headroom where smaller";
+
 }  // namespace dak

@@ -206,15 +206,14 @@ void parse_yarn(const json& j, const json& rs, ModelConfig& c, const std::string
   c.rope_beta_slow = beta_slow != 0.0 ? beta_slow : 1.0;
   // .get("truncate", True): absent is true, null is None (falsy: no truncation).
   c.rope_truncate = rs.contains("truncate") && rs["truncate"].is_null() ? false : get_bool(rs, "truncate", true, where);
-  const auto mscale_of = [&](double m) { return c.rope_factor <= 1.0 ? 1.0 : 0.1 * m * std::log(c.rope_factor) + 1.0; };
   const double mscale = get_double(rs, "mscale", 0.0, where);
   const double mscale_all_dim = get_double(rs, "mscale_all_dim", 0.0, where);
-  if (const json* af = find_key(rs, "attention_factor"); af && !af->is_null())
+  if (find_key(rs, "attention_factor"))  // null counts as absent, as `is None` does
     c.rope_attention_factor = get_double(rs, "attention_factor", 1.0, where);
   else if (mscale != 0.0 && mscale_all_dim != 0.0)
-    c.rope_attention_factor = mscale_of(mscale) / mscale_of(mscale_all_dim);
+    c.rope_attention_factor = yarn_mscale(c.rope_factor, mscale) / yarn_mscale(c.rope_factor, mscale_all_dim);
   else
-    c.rope_attention_factor = mscale_of(1.0);
+    c.rope_attention_factor = yarn_mscale(c.rope_factor);
   c.extend_yarn_context();
 }
 
@@ -491,6 +490,10 @@ ModelConfig ModelConfig::from_hf_file(const std::filesystem::path& path) {
       file, "config file",
       "check the path (a Hugging Face model folder must contain config.json); fix or re-download config.json");
   return from_hf_json(j, file.string());
+}
+
+double yarn_mscale(double factor, double mscale) {
+  return factor <= 1.0 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
 }
 
 void ModelConfig::extend_yarn_context() {

@@ -32,6 +32,11 @@ enum class RopeScaling : uint8_t { kNone, kLinear, kLlama3, kYarn };
 /// Lower-case HF model_type of an architecture ("llama", "mistral", "qwen2", "opt").
 std::string arch_name(Arch a);
 
+/// YaRN's magnitude scaling for a context extension `factor` (transformers' get_mscale,
+/// modeling_rope_utils.py; arXiv:2309.00071 eq. 22): 0.1 * mscale * ln(factor) + 1, and 1 for
+/// factor <= 1. yarn_mscale(factor) is the default cos / sin multiplier (rope_attention_factor).
+double yarn_mscale(double factor, double mscale = 1.0);
+
 /// The longest context dak accepts (max_position_embeddings, config.json or GGUF): 2^24 tokens.
 inline constexpr int64_t kMaxContext = int64_t(1) << 24;
 

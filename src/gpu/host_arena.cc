@@ -25,7 +25,8 @@ uint64_t page_bytes() {
 
 std::string available_text() {
   const std::optional<uint64_t> avail = mem_available_bytes();
-  return avail ? format_gib(*avail) + " (MemAvailable, or the memory cgroup's headroom where smaller)" : "an unknown amount (/proc/meminfo and the memory cgroup unreadable)";
+  return avail ? format_gib(*avail) + " (" + kMemAvailableSource + ")"
+               : "an unknown amount (/proc/meminfo and the memory cgroup unreadable)";
 }
 
 /// "12.50 GiB (13421772800 bytes)": GiB for people, bytes for small requests.
@@ -58,8 +59,8 @@ PinnedHostArena::PinnedHostArena(uint64_t capacity_bytes, std::string purpose)
   // Pinning more than the kernel can hand out would invoke the OOM killer instead of failing.
   const std::optional<uint64_t> avail = mem_available_bytes();
   if (avail && mapped > *avail) {
-    fail(fmt::format("{} needs {} of pinned host memory, but only {} is available (MemAvailable, or the memory cgroup's headroom where smaller)",
-                     purpose_, size_text(mapped), format_gib(*avail)),
+    fail(fmt::format("{} needs {} of pinned host memory, but only {} is available ({})", purpose_,
+                     size_text(mapped), format_gib(*avail), kMemAvailableSource),
          where, kLowerFix);
   }
 

@@ -333,6 +333,11 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
                                                        {"llama.rope.scaling.factor", 4.0},
                                                        {"llama.rope.scaling.yarn_log_multiplier", 0.1}}));
   expect_error([&] { Checkpoint::open(dir / "yarn_log.gguf"); }, {"llama.rope.scaling.yarn_log_multiplier", "yarn"});
+  // A factor out of range is ModelConfig::validate's to report, named at the GGUF key.
+  write_bytes(dir / "yarn_neg.gguf", edited_tiny_gguf({{"llama.rope.scaling.type", std::string("yarn")},
+                                                       {"llama.rope.scaling.factor", -2.0}}));
+  expect_error([&] { Checkpoint::open(dir / "yarn_neg.gguf"); },
+               {"rope scaling factor -2 is outside 0.001 .. 1e6", "key 'llama.rope.scaling.factor'"});
   // Llama 3.1 scaling in GGUF form: rope_freqs.weight, F32 [head_dim / 2] of positive factors
   // (tiny_llama: head_dim 8), which divide the inverse frequencies.
   const auto rope_freqs = [](uint32_t ggml_type, std::vector<int64_t> ne, const std::vector<float>& v) {
