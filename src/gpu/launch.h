@@ -28,6 +28,26 @@ inline bool pdl_enabled() {
   return on;
 }
 
+/// Streaming multiprocessors of the current device (cudaDevAttrMultiProcessorCount; 132 on an
+/// H100 SXM / H200), read once per process: dak runs on one GPU. Throws dak::Error if no device.
+inline int device_sm_count() {
+  static const int count = [] {
+    int device = 0, n = 0;
+    DAK_CUDA_CHECK(cudaGetDevice(&device));
+    DAK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    return n;
+  }();
+  return count;
+}
+
+/// True when DAK_NARROW_SMALL_KERNELS=1 in the environment (read once per process): the activation
+/// and RoPE / KV append launches keep their one-element / one-pair paths at every size (A/B
+/// measurements of the wide paths, docs/perf-notes.md session 29).
+inline bool narrow_small_kernels() {
+  static const bool on = env_flag("DAK_NARROW_SMALL_KERNELS", false);
+  return on;
+}
+
 /// Launches `kernel<<<grid, block, smem_bytes, stream>>>(args...)` with programmatic stream
 /// serialization (see the file comment). Throws dak::Error if the launch fails (bad configuration,
 /// no device).

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpu/kernels/activation.h"
@@ -69,6 +70,44 @@ TEST(ActivationKernel, GatedAndPlainMatchFloat64Reference) {
       run_case(T, I, a, true, false, seed + k++);
       run_case(T, I, a, false, false, seed + k++);
       run_case(T, I, a, false, true, seed + k++);
+    }
+  }
+}
+
+// The 16-byte path (I % 8 == 0, aligned pointers) and the element path (an output pointer one
+// element off) give the same bits; a launch large enough that the vector path's grid-stride loop
+// runs several iterations (T x I / 16 above 132 x 16 CTAs x 256 threads).
+TEST(ActivationKernel, VectorAndElementPathsGiveTheSameBits) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  for (auto [T, I, gated] : {std::tuple<int64_t, int64_t, bool>{800, 11008, true}, {512, 1376, true}, {512, 1376, false}}) {
+    const std::string what = "T=" + std::to_string(T) + " I=" + std::to_string(I) + " gated=" + std::to_string(gated) +
+                             " seed=" + std::to_string(seed);
+    const int64_t in_w = gated ? 2 * I : I;
+    const auto in = random_bf16(size_t(T * in_w), rng, 3.f);
+    const auto b = random_bf16(size_t(I), rng);
+    DeviceBuffer<Bf16Bits> d_in(in), d_b(b), d_vec(size_t(T * I) + 8), d_elem(size_t(T * I) + 8);
+    d_vec.poison();
+    d_elem.poison();
+    const Activation act = gated ? Activation::kSilu : Activation::kGelu;
+    const auto* bias = gated ? nullptr : bf(d_b.get());
+    dak::gpu::mlp_activation({bf(d_in.get()), bias, bf(d_vec.get()), T, I, act, gated}, nullptr);
+    dak::gpu::mlp_activation({bf(d_in.get()), bias, bf(d_elem.get()) + 1, T, I, act, gated}, nullptr);
+    const auto v = d_vec.download(), e = d_elem.download();
+    int64_t differ = 0;
+    for (int64_t k = 0; k < T * I; ++k) differ += v[size_t(k)] != e[size_t(k) + 1];
+    EXPECT_EQ(differ, 0) << what;
+    EXPECT_EQ(v[size_t(T * I)], 0xffff) << what << ": the vector path wrote past the end";
+    EXPECT_EQ(e[0], 0xffff) << what;
+    if (gated && T == 800) {  // spot-check the large launch against float64 (every 997th element)
+      std::vector<double> got, ref;
+      for (int64_t k = 0; k < T * I; k += 997) {
+        const int64_t t = k / I, i = k % I;
+        ref.push_back(act_ref(to_f(in[size_t(t * in_w + i)]), act) * to_f(in[size_t(t * in_w + I + i)]));
+        got.push_back(to_f(v[size_t(k)]));
+      }
+      expect_close(got, ref, 1e-6, kBf16Rtol, what);
     }
   }
 }

@@ -3,8 +3,9 @@
 // caches, poisoned), and the rotated k written to the cache against a float64 host rotation of
 // the original bf16 k (HF rotate-half, fp32 angle). Covers the 16-byte v path (D and row stride
 // multiples of 8) and the element path (padded rows, D = 20), GQA and MQA, an out-of-range token,
-// caches with slots in pinned mapped host memory (b_host 0, 1 and every slot), and cos / sin
-// multipliers 1 and yarn's 0.1 ln 4 + 1 (RopeParams::attention_factor).
+// caches with slots in pinned mapped host memory (b_host 0, 1 and every slot), cos / sin
+// multipliers 1 and yarn's 0.1 ln 4 + 1 (RopeParams::attention_factor), and launches large
+// enough for 2 and 4 pairs per thread (at least 1024 threads per SM after grouping).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,14 +25,14 @@ namespace {
 
 using namespace dak::test;
 
-void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, float m, uint64_t seed) {
+void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, float m, uint64_t seed,
+              int64_t slots = 3, int64_t ctx = 23) {
   const std::string what = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " Hkv=" + std::to_string(Hkv) +
                            " D=" + std::to_string(D) + " pad=" + std::to_string(pad) +
                            " b_host=" + std::to_string(b_host) + " m=" + std::to_string(m) +
-                           " seed=" + std::to_string(seed);
+                           " slots=" + std::to_string(slots) + " seed=" + std::to_string(seed);
   std::mt19937_64 rng(seed);
   const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D, stride = qd + 2 * kvd + pad;
-  const int64_t slots = 3, ctx = 23;
   const auto qkv = random_bf16(size_t(T * stride), rng);
   std::vector<int32_t> slot(static_cast<size_t>(T)), pos(static_cast<size_t>(T)), rope_pos(static_cast<size_t>(T));
   std::vector<int64_t> cells(static_cast<size_t>(slots * ctx));
@@ -121,6 +122,19 @@ TEST(RopeKvAppendKernel, MatchesRopeThenAppendAndFloat64Rotation) {
       }
     }
   }
+}
+
+// Batch-512-sized launches (Llama-3-8B heads: 32 q, 8 kv, D 128): T = 128 has enough pairs for 2 per
+// thread, T = 512 for 4; a padded row stride (odd) keeps 1 pair per thread at that size. The cache
+// holds every token (8 slots x 70 positions).
+TEST(RopeKvAppendKernel, LargeLaunchesWithSeveralPairsPerThread) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  const float yarn_m = float(0.1 * std::log(4.0) + 1.0);
+  run_case(128, 32, 8, 128, 0, 0, 1.0f, seed, 8, 70);
+  run_case(512, 32, 8, 128, 0, 3, yarn_m, seed + 1, 8, 70);
+  run_case(512, 32, 8, 128, 3, 8, 1.0f, seed + 2, 8, 70);
+  run_case(512, 32, 32, 64, 0, 8, 1.0f, seed + 3, 8, 70);
 }
 
 }  // namespace

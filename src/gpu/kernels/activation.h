@@ -6,7 +6,9 @@
 // act: SiLU x*sigmoid(x); ReLU; GELU exact 0.5x(1+erf(x/sqrt2)); GELU tanh approximation
 // (transformers/activations.py). Optional bias (plain form only): act(in + bias[i]), for GEMMs
 // whose bias the cuBLASLt epilogue did not take.
-// Tiling: grid-stride over the T*I outputs, one element per thread-iteration.
+// Tiling: grid-stride over the T*I outputs: 2 x 8 elements per thread-iteration with 16-byte
+// loads and stores when I % 8 == 0 and every pointer is 16-byte aligned (the engine's buffers),
+// else one element per thread-iteration; both compute each element with the same fp32 math.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -45,8 +45,50 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
   }
 }
 
-// Work items of token t: [0, pairs) rope pairs of the q then k heads, then the v units (16-byte
-// chunks when vec, else elements; unit e belongs to kv head e / v_per_head).
+// P consecutive pairs (i .. i + P - 1, i a multiple of P) of one head: rotate_pair's arithmetic per
+// pair (cos and sin times m), with P-element loads and stores (P = 2: 4 bytes, 4: 8 bytes). Returns the rotated values:
+// y_lo[p] for column i + p, y_hi[p] for i + p + D/2.
+template <int P>
+struct BfVec;
+template <>
+struct BfVec<1> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct BfVec<2> {
+  using type = __nv_bfloat162;
+};
+template <>
+struct BfVec<4> {
+  using type = uint2;
+};
+
+template <int P>
+__device__ __forceinline__ void rotate_pairs(__nv_bfloat16* g_head, int i, int half, float pos, const float* g_inv_freq,
+                                             float m, __nv_bfloat16* y_lo, __nv_bfloat16* y_hi) {
+  using V = typename BfVec<P>::type;
+  V lo = *reinterpret_cast<const V*>(g_head + i), hi = *reinterpret_cast<const V*>(g_head + i + half);
+  const __nv_bfloat16* x1 = reinterpret_cast<const __nv_bfloat16*>(&lo);
+  const __nv_bfloat16* x2 = reinterpret_cast<const __nv_bfloat16*>(&hi);
+#pragma unroll
+  for (int q = 0; q < P; ++q) {
+    const float a = pos * g_inv_freq[i + q];
+    float s, c;
+    sincosf(a, &s, &c);
+    c = __fmul_rn(c, m);  // the attention factor, as rotate_pair
+    s = __fmul_rn(s, m);
+    const float f1 = bf16_to_float(x1[q]), f2 = bf16_to_float(x2[q]);
+    // rotate_pair's explicit roundings, so the bits are the same as apply_rope's.
+    y_lo[q] = float_to_bf16(__fsub_rn(__fmul_rn(f1, c), __fmul_rn(f2, s)));
+    y_hi[q] = float_to_bf16(__fadd_rn(__fmul_rn(f2, c), __fmul_rn(f1, s)));
+  }
+  *reinterpret_cast<V*>(g_head + i) = *reinterpret_cast<const V*>(y_lo);
+  *reinterpret_cast<V*>(g_head + i + half) = *reinterpret_cast<const V*>(y_hi);
+}
+
+// Work items of token t: [0, pairs / P) groups of P rope pairs of the q then k heads, then the v
+// units (16-byte chunks when vec, else elements; unit e belongs to kv head e / v_per_head).
+template <int P>
 __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_constant__ RopeParams r,
                                                                   const __grid_constant__ KvAppendParams kv, bool vec) {
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)
@@ -56,30 +98,36 @@ __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_c
   __nv_bfloat16* g_row = r.g_qkv + t * r.row_stride;  // [row_stride]
   const int64_t slot = kv.g_slots[t], cpos = kv.g_positions[t];
   const bool in_cache = slot >= 0 && slot < kv.kv.batch && cpos >= 0 && cpos < kv.kv.max_ctx;
+  const bool host_row = in_cache && kv.kv.on_host(slot);
+  bool wrote_host = false;
   const int64_t D = r.head_dim;
-  const int pairs = (r.num_q_heads + r.num_k_heads) * half;
+  const int groups_per_head = half / P;
+  const int groups = (r.num_q_heads + r.num_k_heads) * groups_per_head;
   const int64_t v_per_head = vec ? D / 8 : D;
   const int64_t v_units = int64_t(r.num_k_heads) * v_per_head;
-  for (int64_t j = blockIdx.y * int64_t(kThreads) + threadIdx.x; j < pairs + v_units;
+  for (int64_t j = blockIdx.y * int64_t(kThreads) + threadIdx.x; j < groups + v_units;
        j += int64_t(gridDim.y) * kThreads) {
-    if (j < pairs) {
-      const int head = int(j) / half, i = int(j) % half;
-      __nv_bfloat16 y[2];
+    if (j < groups) {
+      const int head = int(j) / groups_per_head, i = (int(j) % groups_per_head) * P;
+      alignas(2 * P) __nv_bfloat16 y_lo[P];
+      alignas(2 * P) __nv_bfloat16 y_hi[P];
       if (head < r.num_q_heads) {
-        rotate_pair(g_row + r.q_offset + int64_t(head) * r.head_dim, i, half, pos, r.g_inv_freq[i],
-                    r.attention_factor, y);
+        rotate_pairs<P>(g_row + r.q_offset + int64_t(head) * r.head_dim, i, half, pos, r.g_inv_freq, r.attention_factor,
+                        y_lo, y_hi);
       } else {
         const int hk = head - r.num_q_heads;
-        rotate_pair(g_row + r.k_offset + int64_t(hk) * r.head_dim, i, half, pos, r.g_inv_freq[i],
-                    r.attention_factor, y);
+        rotate_pairs<P>(g_row + r.k_offset + int64_t(hk) * r.head_dim, i, half, pos, r.g_inv_freq, r.attention_factor,
+                        y_lo, y_hi);
         if (in_cache) {
+          using V = typename BfVec<P>::type;
           __nv_bfloat16* d_k = kv.kv.k_block(slot, hk) + cpos * D;  // [D] row of the cache
-          d_k[i] = y[0];
-          d_k[i + half] = y[1];
+          *reinterpret_cast<V*>(d_k + i) = *reinterpret_cast<const V*>(y_lo);
+          *reinterpret_cast<V*>(d_k + i + half) = *reinterpret_cast<const V*>(y_hi);
+          wrote_host = host_row;
         }
       }
     } else if (in_cache) {
-      const int64_t e = j - pairs, hk = e / v_per_head, u = e % v_per_head;
+      const int64_t e = j - groups, hk = e / v_per_head, u = e % v_per_head;
       const __nv_bfloat16* g_v = kv.g_qkv + t * kv.row_stride + kv.v_offset;  // [Hkv * D]
       __nv_bfloat16* d_v = kv.kv.v_block(slot, hk) + cpos * D;                 // [D] row of the cache
       if (vec) {
@@ -87,10 +135,12 @@ __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_c
       } else {
         d_v[u] = g_v[e];
       }
+      wrote_host = host_row;
     }
   }
-  // A host-tier row: its writes performed at system scope before this grid completes (see kv_append_kernel).
-  if (in_cache && kv.kv.on_host(slot)) __threadfence_system();
+  // A host-tier row: this thread's writes performed at system scope before the grid completes
+  // (see kv_append_kernel); threads that wrote no host row skip the fence.
+  if (wrote_host) __threadfence_system();
 }
 
 }  // namespace
@@ -121,9 +171,29 @@ void apply_rope_kv_append(const RopeParams& r, const KvAppendParams& kv, cudaStr
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   const bool vec = r.head_dim % 8 == 0 && kv.row_stride % 8 == 0 && kv.v_offset % 8 == 0 &&
                    (addr(kv.g_qkv) | addr(kv.kv.h_v) | addr(kv.kv.g_v)) % 16 == 0;
-  const int64_t work = int64_t(r.num_q_heads + r.num_k_heads) * (r.head_dim / 2) + (vec ? kvd / 8 : kvd);
+  // Pairs per thread: 4 (8-byte loads and stores) or 2 where every row, head and cache row start
+  // allows it, else 1.
+  const auto pairs_fit = [&](int64_t P) {
+    return (r.head_dim / 2) % P == 0 && r.row_stride % P == 0 && r.q_offset % P == 0 && r.k_offset % P == 0 &&
+           (addr(r.g_qkv) | addr(kv.kv.h_k) | addr(kv.kv.g_k)) % uint64_t(2 * P) == 0 &&
+           addr(r.g_inv_freq) % uint64_t(4 * P) == 0;
+  };
+  // Wider groups only where P pairs a thread still leave at least 1024 threads per SM: below that the
+  // launch is latency-bound and serial pairs cost more than they save (session 28, H100: at batch 1
+  // P = 4 took 3.2 us against 2.6 for P = 1; at batch 512 11.8 against 25.6).
+  const int64_t pairs = r.T * int64_t(r.num_q_heads + r.num_k_heads) * (r.head_dim / 2);
+  const auto enough = [&](int64_t P) { return !narrow_small_kernels() && pairs / P >= int64_t(device_sm_count()) * 1024; };
+  const int P = enough(4) && pairs_fit(4) ? 4 : enough(2) && pairs_fit(2) ? 2 : 1;
+  const int64_t work = int64_t(r.num_q_heads + r.num_k_heads) * (r.head_dim / 2) / P + (vec ? kvd / 8 : kvd);
   const int64_t ctas = std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, 65535);
-  launch_dependent(rope_kv_append_kernel, dim3(unsigned(r.T), unsigned(ctas)), dim3(kThreads), 0, stream, r, kv, vec);
+  const dim3 grid(unsigned(r.T), unsigned(ctas));
+  if (P == 4) {
+    launch_dependent(rope_kv_append_kernel<4>, grid, dim3(kThreads), 0, stream, r, kv, vec);
+  } else if (P == 2) {
+    launch_dependent(rope_kv_append_kernel<2>, grid, dim3(kThreads), 0, stream, r, kv, vec);
+  } else {
+    launch_dependent(rope_kv_append_kernel<1>, grid, dim3(kThreads), 0, stream, r, kv, vec);
+  }
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 
