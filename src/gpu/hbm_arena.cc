@@ -15,7 +15,7 @@ namespace {
 /// What a user can do when HBM runs short: dak's flags that shrink the request (generate: the
 /// prompts and --max-context; bench: --batch) or move bytes to the host (--gpu-memory).
 constexpr const char* kLessHbmFix =
-    "use fewer prompts or a smaller --max-context (--batch in dak bench), give a budget that leaves the rest in host "
+    "use fewer prompts at once (--max-batch) or a smaller --max-context (--batch in dak bench), give a budget that leaves the rest in host "
     "memory (--gpu-memory, e.g. --gpu-memory 40GiB), free the GPU (nvidia-smi shows other processes), or run a "
     "smaller model";
 
