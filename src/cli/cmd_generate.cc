@@ -44,6 +44,7 @@ struct GenerateArgs {
   bool max_new_tokens_given = false;    // -n on the command line (else the default, 64)
   bool system_given = false;            // --system on the command line (an empty message is one)
   int64_t max_context = 0;              // --max-context; 0: longest prompt + max_new_tokens
+  int64_t max_batch = 0;                // --max-batch; 0: every prompt at once
   double temperature = 0.0;  // read as a double: a positive value too small for the sampler's float is refused
   int32_t top_k = 0;
   float top_p = 1.0f;
@@ -222,7 +223,10 @@ void run_generate(const GenerateArgs& a) {
                                             : std::max<int64_t>(1, std::min(max_new_tokens, limit - longest));
   // One prompt: the budget fixes leave "fewer prompts" out (ShapeTerms::one_prompt).
   const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1, a.max_context > 0};
-  const EngineOffload offload{&a.offload, {int64_t(prompts.size()), longest, gen_len, terms}, a.gemm};
+  // The batch the engine runs at once: the plan and the KV cache are sized for it (--max-batch).
+  const int64_t batch = a.max_batch > 0 ? std::min<int64_t>(a.max_batch, int64_t(prompts.size()))
+                                        : int64_t(prompts.size());
+  const EngineOffload offload{&a.offload, {batch, longest, gen_len, terms}, a.gemm};
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
   const double load_s = seconds_since(t_load);
@@ -248,6 +252,7 @@ void run_generate(const GenerateArgs& a) {
   GenerateOptions opts;
   opts.max_new_tokens = max_new_tokens;
   opts.max_context = a.max_context;
+  opts.max_batch = a.max_batch;
   opts.chat = a.chat;
   opts.sampling = SamplingParams{float(a.temperature), a.top_k, a.top_p, a.seed};
   if (!a.ignore_eos) {
@@ -352,7 +357,7 @@ void run_generate(const GenerateArgs& a) {
     }
     j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
                     {"decode_steps", r.decode_steps}, {"tpot_s", json_or_null(tpot)},
-                    {"decode_tokens_per_s", json_or_null(tok_per_s)}};
+                    {"decode_tokens_per_s", json_or_null(tok_per_s)}, {"waves", r.waves}};
     std::cout << json_text(j) << '\n';
     flush_stdout_or_fail();  // here, where the write's errno says why it failed
     notice_ids_without_token();
@@ -381,9 +386,12 @@ void run_generate(const GenerateArgs& a) {
   notice_ids_without_token();
   const std::string decode = decoded ? fmt::format("TPOT {:.1f} ms, {:.1f} tokens/s", tpot * 1e3, tok_per_s)
                                      : std::string("TPOT n/a, n/a tokens/s (no decode step ran)");
-  std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s, %s\n", engine->device_name().c_str(),
+  // Waves (--max-batch): TTFT is the first wave's, the decode steps and TPOT are every wave's.
+  const std::string waves =
+      r.waves > 1 ? fmt::format(" in {} waves of at most {} sequences", r.waves, batch) : std::string();
+  std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s%s, %s\n", engine->device_name().c_str(),
                load_s, r.prefill_s, static_cast<long long>(r.decode_steps), r.decode_steps == 1 ? "" : "s",
-               decode.c_str());
+               waves.c_str(), decode.c_str());
 }
 
 }  // namespace
@@ -429,6 +437,10 @@ void add_generate_command(CLI::App& app) {
                 "longer request is refused (default: the longest prompt + --max-new-tokens, within the model's "
                 "context)")
       ->transform(whole_number("a count of tokens of at least 2 (a prompt token and a new one)", 2));
+  c->add_option("--max-batch", a->max_batch,
+                "Sequences run at once (vLLM's --max-num-seqs): more prompts run in waves of this many, in order, "
+                "and the KV cache and offload plan are sized for it (default: every prompt at once)")
+      ->transform(whole_number("a count of sequences of at least 1", 1));
   c->add_option("--temperature", a->temperature, "Sampling temperature, from 0 (greedy) to 100")->capture_default_str()
       ->transform(decimal_number("a temperature from 0 (greedy) to 100", 0.0, 100.0));
   c->add_option("--top-k", a->top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str()

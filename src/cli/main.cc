@@ -84,7 +84,8 @@ std::string closest_option(const CLI::App& app, const std::string& name) {
       {"--ctx-size", "--max-context"},       {"--max-model-len", "--max-context"},
       {"--ctx-size", "--context"},           {"-c", "--max-context"},
       {"-c", "--context"},                   {"--system-prompt", "--system"},
-      {"-sys", "--system"},
+      {"-sys", "--system"},                  {"--max-num-seqs", "--max-batch"},
+      {"--max-batch-size", "--max-batch"},   {"--parallel", "--max-batch"},
   };
   for (const auto& [other, ours] : kOtherEngines) {
     if (name == other && app.get_option_no_throw(ours) != nullptr) return ours;

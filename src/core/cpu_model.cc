@@ -326,8 +326,8 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
                      gib(cache_bytes), batch, max_context,
                      avail ? gib(double(*avail)) + " (" + kMemAvailableSource + ")" : std::string("address space")),
          "the CPU path's KV cache",
-         "use fewer prompts, shorter prompts or fewer new tokens (--max-new-tokens), or a smaller --max-context where "
-         "one is given");
+         "use fewer prompts at once (--max-batch), shorter prompts or fewer new tokens (--max-new-tokens), or a smaller "
+         "--max-context where one is given");
   }
   try {
     m.k_cache = std::make_unique_for_overwrite<float[]>(elems);
@@ -337,8 +337,8 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
     fail(fmt::format("cannot allocate the fp32 KV cache ({} for {} sequences x {} positions)", gib(cache_bytes),
                      batch, max_context),
          "the CPU path's KV cache",
-         "use fewer or shorter prompts, fewer new tokens (--max-new-tokens) or a smaller --max-context, or raise the "
-         "process's memory limit (ulimit -v)");
+         "use fewer prompts at once (--max-batch), shorter prompts, fewer new tokens (--max-new-tokens) or a smaller "
+         "--max-context, or raise the process's memory limit (ulimit -v)");
   }
   m.batch = batch;
   m.max_context = max_context;

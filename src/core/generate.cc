@@ -119,6 +119,9 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   if (opts.max_new_tokens < 0)
     fail(fmt::format("max_new_tokens must be >= 0, got {}", opts.max_new_tokens), "--max-new-tokens",
          "pass a non-negative count");
+  if (opts.max_batch < 0)
+    fail(fmt::format("max_batch must be >= 0, got {}", opts.max_batch), "--max-batch",
+         "pass the number of sequences to run at once (0: every prompt at once)");
   if (opts.max_context < 0 || opts.max_context > model_ctx)
     fail(fmt::format("max_context {} is outside the model context of {} tokens", opts.max_context,
                      model_ctx),
@@ -182,53 +185,61 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   }
 
   GenerateResult res;
-  const int64_t batch = int64_t(prompts.size());
-  res.sequences.resize(size_t(batch));
-  for (int64_t b = 0; b < batch; ++b) res.sequences[b].prompt_ids = prompts[b];
+  const int64_t count = int64_t(prompts.size());
+  res.sequences.resize(size_t(count));
+  for (int64_t b = 0; b < count; ++b) res.sequences[b].prompt_ids = prompts[b];
   if (opts.max_new_tokens == 0) return res;
 
+  // One context for every wave: the KV cache of a wave holds the longest prompt of the run.
   const int64_t ctx = opts.max_context > 0 ? opts.max_context : std::min(model_ctx, longest + opts.max_new_tokens);
-  engine.start(batch, ctx);
+  const int64_t wave = opts.max_batch > 0 ? std::min(opts.max_batch, count) : count;
   const int64_t vocab = engine.config().vocab_size;
-  std::vector<std::mt19937_64> rngs;
-  for (int64_t b = 0; b < batch; ++b) rngs.push_back(sequence_rng(opts.sampling.seed, b));
-  std::vector<bool> done(size_t(batch), false);
+  for (int64_t first = 0; first < count; first += wave) {
+    const int64_t batch = std::min(wave, count - first);  // the last wave may be smaller
+    const std::vector<std::vector<int32_t>> wave_prompts(prompts.begin() + first, prompts.begin() + first + batch);
+    engine.start(batch, ctx);
+    // Seeded by the run's sequence number: the ids do not depend on max_batch.
+    std::vector<std::mt19937_64> rngs;
+    for (int64_t b = 0; b < batch; ++b) rngs.push_back(sequence_rng(opts.sampling.seed, first + b));
+    std::vector<bool> done(size_t(batch), false);
 
-  auto emit = [&](const std::vector<float>& logits, const std::vector<bool>& active) {
-    for (int64_t b = 0; b < batch; ++b) {
-      if (!active[b]) continue;
-      std::span<const float> row(logits.data() + b * vocab, size_t(vocab));
-      const int32_t id = sample_token(row, opts.sampling, rngs[b]);
-      SequenceResult& s = res.sequences[b];
-      s.generated_ids.push_back(id);
-      if (std::find(opts.eos_ids.begin(), opts.eos_ids.end(), id) != opts.eos_ids.end()) {
-        s.stopped_at_eos = true;
-        done[b] = true;
+    auto emit = [&](const std::vector<float>& logits, const std::vector<bool>& active) {
+      for (int64_t b = 0; b < batch; ++b) {
+        if (!active[b]) continue;
+        std::span<const float> row(logits.data() + b * vocab, size_t(vocab));
+        const int32_t id = sample_token(row, opts.sampling, rngs[b]);
+        SequenceResult& s = res.sequences[first + b];
+        s.generated_ids.push_back(id);
+        if (std::find(opts.eos_ids.begin(), opts.eos_ids.end(), id) != opts.eos_ids.end()) {
+          s.stopped_at_eos = true;
+          done[b] = true;
+        }
+        if (int64_t(s.generated_ids.size()) >= opts.max_new_tokens) done[b] = true;
+        if (on_token) on_token(first + b, id);
       }
-      if (int64_t(s.generated_ids.size()) >= opts.max_new_tokens) done[b] = true;
-      if (on_token) on_token(b, id);
-    }
-  };
+    };
 
-  auto t0 = Clock::now();
-  emit(engine.step(prompts, false), std::vector<bool>(size_t(batch), true));
-  res.prefill_s = seconds_since(t0);
+    auto t0 = Clock::now();
+    emit(engine.step(wave_prompts, false), std::vector<bool>(size_t(batch), true));
+    if (first == 0) res.prefill_s = seconds_since(t0);
+    ++res.waves;
 
-  std::vector<std::vector<int32_t>> step_tokens(static_cast<size_t>(batch));
-  while (true) {
-    std::vector<bool> active(static_cast<size_t>(batch));
-    bool any = false;
-    for (int64_t b = 0; b < batch; ++b) {
-      active[b] = !done[b];
-      any = any || active[b];
-      step_tokens[b].clear();
-      if (active[b]) step_tokens[b].push_back(res.sequences[b].generated_ids.back());
+    std::vector<std::vector<int32_t>> step_tokens(static_cast<size_t>(batch));
+    while (true) {
+      std::vector<bool> active(static_cast<size_t>(batch));
+      bool any = false;
+      for (int64_t b = 0; b < batch; ++b) {
+        active[b] = !done[b];
+        any = any || active[b];
+        step_tokens[b].clear();
+        if (active[b]) step_tokens[b].push_back(res.sequences[first + b].generated_ids.back());
+      }
+      if (!any) break;
+      t0 = Clock::now();
+      emit(engine.step(step_tokens, false), active);
+      res.decode_s += seconds_since(t0);
+      ++res.decode_steps;
     }
-    if (!any) break;
-    t0 = Clock::now();
-    emit(engine.step(step_tokens, false), active);
-    res.decode_s += seconds_since(t0);
-    ++res.decode_steps;
   }
   return res;
 }

@@ -43,6 +43,9 @@ struct GenerateOptions {
   int64_t max_context = 0;       // KV context per sequence (dak generate --max-context); 0: longest prompt +
                                  // max_new_tokens, capped at the model's context
   bool chat = false;             // prompts rendered with the chat template: a length refusal says so
+  int64_t max_batch = 0;         // sequences run at once (dak generate --max-batch; vLLM's max_num_seqs): the
+                                 // prompts run in waves of at most this many, in order, each wave's KV cache
+                                 // sized for it; 0: every prompt in one batch
 };
 
 struct SequenceResult {
@@ -53,9 +56,10 @@ struct SequenceResult {
 
 struct GenerateResult {
   std::vector<SequenceResult> sequences;
-  double prefill_s = 0;        // wall time of the batched prefill = TTFT
-  double decode_s = 0;         // wall time of all decode steps
+  double prefill_s = 0;        // wall time of the first wave's batched prefill = TTFT (seconds)
+  double decode_s = 0;         // wall time of all decode steps of every wave (seconds)
   int64_t decode_steps = 0;    // TPOT = decode_s / decode_steps
+  int64_t waves = 0;           // batches run one after the other (GenerateOptions::max_batch)
 };
 
 /// A batch's sequence `text` after its number `number` ("[i] "), as dak generate prints it: every
@@ -68,9 +72,12 @@ std::string frame_sequence_text(const std::string& number, const std::string& te
 /// Called after every step with (sequence index, new token id).
 using TokenCallback = std::function<void(int64_t, int32_t)>;
 
-/// Prefills all prompts as one batch, then decodes until every sequence hit EOS or
-/// max_new_tokens. Throws dak::Error if a prompt is empty or prompt + max_new_tokens
-/// exceeds the model context (message gives both numbers and the limit).
+/// Prefills all prompts as one batch (or, with opts.max_batch, each wave of at most that many in
+/// order), then decodes until every sequence hit EOS or max_new_tokens. Sequence i samples with
+/// sequence_rng(seed, i) whatever its wave. on_token gets the run's sequence index. Throws
+/// dak::Error if a prompt is empty, max_batch is negative, or prompt + max_new_tokens exceeds the
+/// model context (message gives both numbers and the limit); every prompt is checked before the
+/// engine starts.
 GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                         const GenerateOptions& opts, const TokenCallback& on_token = {});
 

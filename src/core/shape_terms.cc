@@ -24,7 +24,7 @@ std::string ShapeTerms::flags(unsigned dims) const {
 std::string ShapeTerms::lower(unsigned dims) const {
   std::vector<std::string> items;
   if (command == Command::kGenerate) {
-    if ((dims & kBatch) && !(one_prompt && (dims & (kPrompt | kGen)))) items.push_back("fewer prompts");
+    if ((dims & kBatch) && !(one_prompt && (dims & (kPrompt | kGen)))) items.push_back("fewer prompts at once (--max-batch)");
     if (max_context) {
       // The cache holds --max-context tokens a sequence, whatever the prompts and -n.
       if (dims & (kPrompt | kGen)) items.push_back("a smaller --max-context");

@@ -29,8 +29,8 @@ struct ShapeTerms {
   /// for generate "the prompts / --max-new-tokens" (batch and prompt length are both the prompts).
   std::string flags(unsigned dims) const;
   /// A fix that shrinks `dims`: "lower --batch, --prompt-len or --gen-len"; for generate "give fewer
-  /// prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)", without "fewer prompts"
-  /// when one_prompt.
+  /// prompts at once (--max-batch), a shorter prompt or fewer new tokens (--max-new-tokens / -n)",
+  /// without the prompts when one_prompt.
   std::string lower(unsigned dims) const;
   /// Whether the command takes --tile-rows (dak plan only).
   bool has_tile_rows() const { return command == Command::kPlan; }

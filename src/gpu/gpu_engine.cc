@@ -317,7 +317,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
          "GpuEngine::start (max_position_embeddings)", "use a shorter prompt or fewer new tokens (--max-new-tokens)");
   }
   if (b > INT32_MAX / 8 || ctx > INT32_MAX / 8) {
-    fail("batch or context too large", "GpuEngine::start", "use fewer prompts, or a smaller --max-context");
+    fail("batch or context too large", "GpuEngine::start", "use fewer prompts at once (--max-batch), or a smaller --max-context");
   }
   use_device();
   if (batch == b && max_ctx == ctx && gemm) {
@@ -341,10 +341,12 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   // V allocation per tier.
   const auto L = size_t(c.num_layers);
   kv_host_seqs.assign(L, 0);
-  if (options.placement) {  // the plan's KV split applies to the batch and context it was made for
+  if (options.placement) {
+    // The plan's KV split applies to the batch and context it was made for, and to a smaller batch (the
+    // last wave of dak generate --max-batch): the first min(b_host, b) sequences stay on the host.
     const Placement& pl = *options.placement;
     const bool any = std::any_of(pl.kv_host_seqs.begin(), pl.kv_host_seqs.end(), [](int64_t n) { return n > 0; });
-    if (any && (b != pl.batch || ctx > pl.max_context)) {
+    if (any && (b > pl.batch || ctx > pl.max_context)) {
       fail(fmt::format("the offload plan keeps KV cache in host memory for batch {} with {} positions per sequence, "
                        "this run has batch {} with {} positions",
                        pl.batch, pl.max_context, b, ctx),

@@ -10,6 +10,17 @@
 
 namespace dak::gpu {
 
+namespace {
+
+/// What a user can do when HBM runs short: dak's flags that shrink the request (generate: the
+/// prompts and --max-context; bench: --batch) or move bytes to the host (--gpu-memory).
+constexpr const char* kLessHbmFix =
+    "use fewer prompts at once (--max-batch) or a smaller --max-context (--batch in dak bench), give a budget that leaves the rest in host "
+    "memory (--gpu-memory, e.g. --gpu-memory 40GiB), free the GPU (nvidia-smi shows other processes), or run a "
+    "smaller model";
+
+}  // namespace
+
 std::string format_gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(bytes) / double(1ull << 30)); }
 
 void require_free_hbm(uint64_t needed_bytes, const std::string& what) {
@@ -22,8 +33,7 @@ void require_free_hbm(uint64_t needed_bytes, const std::string& what) {
                    "cuda:{}",
                    what, format_gib(needed_bytes), needed_bytes, format_gib(free_b), format_gib(total_b), device),
        fmt::format("cuda:{}", device),
-       "use a smaller --max-batch or --max-context, free the GPU (nvidia-smi shows other processes), "
-       "or run a smaller model");
+       kLessHbmFix);
 }
 
 HbmArena::HbmArena(uint64_t capacity_bytes, std::string purpose)
@@ -36,7 +46,7 @@ HbmArena::HbmArena(uint64_t capacity_bytes, std::string purpose)
       base_ = nullptr;
       fail(fmt::format("cudaMalloc of {} for {} failed: {}", format_gib(capacity_), purpose_,
                        cudaGetErrorString(err)),
-           "HBM arena", "free GPU memory (nvidia-smi) or use a smaller --max-batch / --max-context");
+           "HBM arena", kLessHbmFix);
     }
   }
 }

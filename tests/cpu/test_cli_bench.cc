@@ -251,7 +251,7 @@ TEST(CliBench, ABudgetTheRatioOverfillsIsRefusedAsDakPlanRefusesItBeforeLookingF
     const std::string plan_terms = "lower --batch, --prompt-len or --gen-len";
     if (c.args.rfind("generate", 0) == 0 && expected.find(plan_terms) != std::string::npos) {
       expected.replace(expected.find(plan_terms), plan_terms.size(),
-                       "give fewer prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)");
+                       "give fewer prompts at once (--max-batch), a shorter prompt or fewer new tokens (--max-new-tokens / -n)");
     }
     // The place names the command that ran ("--gpu-memory (dak bench)"), the rest is dak plan's.
     const std::string command = c.args.substr(0, c.args.find(' '));

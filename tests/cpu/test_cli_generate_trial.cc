@@ -335,6 +335,34 @@ void expect_usage_hints(const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
+// --max-batch (issue 7's flag, vLLM's --max-num-seqs): prompts beyond it run in waves, in order, with
+// the ids of one batch (greedy and seeded sampling); the run's last line says so; below 1 is refused.
+TEST(CliGenerate, MaxBatchRunsWavesWithTheIdsOfOneBatch) {
+  const std::string base = "generate --device cpu --model " + kTiny +
+                           " --prompt-ids 1,50,60,70 --prompt-ids 9 --prompt-ids 3,4 -n 5 --output json";
+  for (const std::string sampling : {"", " --temperature 0.9 --seed 7"}) {
+    const RunResult one = run_dak(base + sampling, false), waves = run_dak(base + sampling + " --max-batch 2", false);
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    ASSERT_EQ(waves.exit_code, 0) << waves.output;
+    const nlohmann::json a = nlohmann::json::parse(one.output), b = nlohmann::json::parse(waves.output);
+    ASSERT_EQ(b["sequences"].size(), 3u) << waves.output;
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(b["sequences"][i]["prompt_ids"], a["sequences"][i]["prompt_ids"]) << sampling << i;
+      EXPECT_EQ(b["sequences"][i]["generated_ids"], a["sequences"][i]["generated_ids"]) << sampling << i;
+    }
+    EXPECT_EQ(a["timings"]["waves"], 1) << one.output;
+    EXPECT_EQ(b["timings"]["waves"], 2) << waves.output;
+  }
+  const RunResult text = run_dak("generate --device cpu --model " + kTiny +
+                                 " --prompt-ids 1,2 --prompt-ids 3 --prompt-ids 4 -n 3 --max-batch 1");
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(contains(text.output, "decode steps in 3 waves of at most 1 sequences")) << text.output;
+  const RunResult zero = run_dak(base + " --max-batch 0");
+  EXPECT_NE(zero.exit_code, 0) << zero.output;
+  EXPECT_TRUE(contains(zero.output, "--max-batch: '0' is too small")) << zero.output;
+  expect_usage_hints({{"generate --max-num-seqs 4 -p hi", "did you mean --max-batch?"}});
+}
+
 TEST(CliGenerate, OtherEnginesOptionNamesPointToDaks) {
   expect_usage_hints({
       {"generate --temp 0.5 -p hi", "did you mean --temperature?"},

@@ -71,7 +71,7 @@ TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
   {
     const RunResult two = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 --prompt-ids 3 -n 2 --gpu-memory 1KiB");
     EXPECT_EQ(two.exit_code, 1) << two.output;
-    EXPECT_TRUE(contains(two.output, "or give fewer prompts or a shorter prompt")) << two.output;
+    EXPECT_TRUE(contains(two.output, "or give fewer prompts at once (--max-batch) or a shorter prompt")) << two.output;
   }
   const RunResult r = run_dak(
       "generate --random-weights --model llama-2-7b --prompt-ids 1,2,3 --gpu-memory 1GiB --offload-ratio 0");

@@ -203,6 +203,54 @@ TEST(Generate, BatchedPrefillThenDecodeStopsAtEosPerSequence) {
   EXPECT_GE(r.decode_s, 0.0);
 }
 
+// --max-batch: waves of at most max_batch sequences, in order, each its own start; the ids, the
+// callback's sequence numbers and the sampled streams are those of one batch.
+TEST(Generate, MaxBatchRunsWavesWithTheSameIds) {
+  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, {5}, {8, 9}, {4}, {0, 1}};
+  GenerateOptions opts;
+  opts.max_new_tokens = 6;
+  opts.eos_ids = {7};
+  opts.sampling.temperature = 1.0f;  // sampled: each sequence's stream must follow it into its wave
+  opts.sampling.seed = 11;
+  ScriptedEngine one(10, 64, 1.0f);
+  std::vector<std::pair<int64_t, int32_t>> seen_one;
+  const GenerateResult all = generate(one, prompts, opts, [&](int64_t b, int32_t id) { seen_one.push_back({b, id}); });
+  ASSERT_EQ(one.starts.size(), 1u);
+  EXPECT_EQ(all.waves, 1);
+  for (int64_t max_batch : {1, 2, 4, 5, 9}) {
+    SCOPED_TRACE("max_batch " + std::to_string(max_batch));
+    opts.max_batch = max_batch;
+    ScriptedEngine waves(10, 64, 1.0f);
+    std::vector<std::pair<int64_t, int32_t>> seen;
+    const GenerateResult r = generate(waves, prompts, opts, [&](int64_t b, int32_t id) { seen.push_back({b, id}); });
+    ASSERT_EQ(r.sequences.size(), prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(r.sequences[i].prompt_ids, prompts[i]) << i;
+      EXPECT_EQ(r.sequences[i].generated_ids, all.sequences[i].generated_ids) << i;
+      EXPECT_EQ(r.sequences[i].stopped_at_eos, all.sequences[i].stopped_at_eos) << i;
+    }
+    // Every wave starts the engine for its own batch (the last one smaller) and the run's context (9).
+    const int64_t count = int64_t(prompts.size()), wave = std::min<int64_t>(max_batch, count);
+    const int64_t n_waves = (count + wave - 1) / wave;
+    EXPECT_EQ(r.waves, n_waves);
+    ASSERT_EQ(int64_t(waves.starts.size()), n_waves);
+    for (int64_t w = 0; w < n_waves; ++w) {
+      EXPECT_EQ(waves.starts[size_t(w)], (std::pair<int64_t, int64_t>{std::min(wave, count - w * wave), 9})) << w;
+    }
+    // The callback numbers sequences within the run: the same (sequence, id) pairs, a wave's after
+    // the one before.
+    std::vector<std::pair<int64_t, int32_t>> sorted = seen, sorted_one = seen_one;
+    std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    std::stable_sort(sorted_one.begin(), sorted_one.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    EXPECT_EQ(sorted, sorted_one);
+    for (size_t k = 1; k < seen.size(); ++k) EXPECT_GE(seen[k].first / wave, seen[k - 1].first / wave) << k;
+  }
+  opts.max_batch = -1;
+  ScriptedEngine bad(10, 64, 1.0f);
+  expect_error([&] { generate(bad, prompts, opts); }, {"max_batch must be >= 0, got -1", "--max-batch"});
+  EXPECT_TRUE(bad.starts.empty());
+}
+
 TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   ScriptedEngine engine(10, 16, 1.0f);
   GenerateOptions opts;

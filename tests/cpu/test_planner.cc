@@ -680,12 +680,12 @@ TEST(Planner, ShapeRefusalsNameTheShapeInTheAskingCommandsTerms) {
       {"batch limit", &llama, kMaxPlanBatch + 1, 1, 2, std::nullopt, "--batch", "lower --batch", "the prompts",
        "give fewer prompts"},
       {"placements", &deep, 65536, 1, 2, std::nullopt, "--batch / --tile-rows", "or raise --tile-rows",
-       "the prompts", "give fewer prompts (the KV cache is placed per sequence and layer)"},
+       "the prompts", "give fewer prompts at once (--max-batch) (the KV cache is placed per sequence and layer)"},
       {"no plan fits", &llama, 4096, 4000, 32, std::nullopt, "--batch / --prompt-len / --gen-len",
        "lower --batch, --prompt-len or --gen-len", "the prompts / --max-new-tokens",
-       "give fewer prompts, a shorter prompt or fewer new tokens (--max-new-tokens / -n)"},
+       "give fewer prompts at once (--max-batch), a shorter prompt or fewer new tokens (--max-new-tokens / -n)"},
       {"budget below what never moves", &llama, 8, 32, 32, int64_t(1) << 20, "--gpu-memory",
-       "lower --batch or --prompt-len", "--gpu-memory", "give fewer prompts or a shorter prompt"},
+       "lower --batch or --prompt-len", "--gpu-memory", "give fewer prompts at once (--max-batch) or a shorter prompt"},
   };
   for (const Case& c : cases) {
     for (const ShapeTerms::Command command : {ShapeTerms::Command::kPlan, ShapeTerms::Command::kGenerate}) {
@@ -715,7 +715,7 @@ TEST(Planner, ShapeRefusalsNameTheShapeInTheAskingCommandsTerms) {
 TEST(ShapeTermsText, MaxContextNamesItsFlag) {
   ShapeTerms t{ShapeTerms::Command::kGenerate, false, true};
   EXPECT_EQ(t.flags(ShapeTerms::kGen), "--max-context");
-  EXPECT_EQ(t.lower(ShapeTerms::kAll), "give fewer prompts or a smaller --max-context");
+  EXPECT_EQ(t.lower(ShapeTerms::kAll), "give fewer prompts at once (--max-batch) or a smaller --max-context");
   EXPECT_EQ(t.lower(ShapeTerms::kPrompt), "give a smaller --max-context");
   t.max_context = false;
   EXPECT_EQ(t.lower(ShapeTerms::kGen), "give fewer new tokens (--max-new-tokens / -n)");
