@@ -52,24 +52,6 @@ __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_const
 constexpr int kVec = 8;
 constexpr int kUnroll = 2;
 
-__device__ __forceinline__ void unpack8(const uint4& raw, float* f) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float2 v = __bfloat1622float2(h[e]);
-    f[2 * e] = v.x;
-    f[2 * e + 1] = v.y;
-  }
-}
-
-__device__ __forceinline__ uint4 pack8(const float* f) {
-  uint4 o;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) h[e] = __floats2bfloat162_rn(f[2 * e], f[2 * e + 1]);
-  return o;
-}
-
 __global__ void __launch_bounds__(kThreads) activation_vec_kernel(const __grid_constant__ ActivationParams p) {
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const int64_t row_chunks = p.I / kVec, chunks = p.T * row_chunks;
@@ -97,8 +79,8 @@ __global__ void __launch_bounds__(kThreads) activation_vec_kernel(const __grid_c
       const int64_t c = c0 + int64_t(u) * kThreads;
       if (c >= chunks) break;
       float x[kVec], y[kVec], v[kVec];
-      unpack8(a[u], x);
-      if (p.gated || g_bias) unpack8(b[u], v);
+      bf16x8_to_float(a[u], x);
+      if (p.gated || g_bias) bf16x8_to_float(b[u], v);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         if (p.gated) {
@@ -107,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) activation_vec_kernel(const __grid_c
           y[e] = activate(g_bias ? x[e] + v[e] : x[e], p.act);
         }
       }
-      g_out[c] = pack8(y);
+      g_out[c] = float_to_bf16x8(y);
     }
   }
 }

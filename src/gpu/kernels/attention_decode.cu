@@ -40,16 +40,6 @@ __host__ __device__ constexpr size_t smem_bytes(int d) {
 static_assert(smem_bytes(kAttentionMaxHeadDim) <= 48 * 1024, "decode attention must fit the default SMEM limit");
 static_assert(smem_bytes(128) <= 48 * 1024, "decode attention must fit the default SMEM limit");
 
-__device__ __forceinline__ void bf16x8_to_float(const uint4& raw, float* f) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float2 v = __bfloat1622float2(h[e]);
-    f[2 * e] = v.x;
-    f[2 * e + 1] = v.y;
-  }
-}
-
 __global__ void __launch_bounds__(kThreads) attention_decode_split_kernel(const __grid_constant__ DecodeAttentionParams dp,
                                                                           bool vec) {
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)

@@ -64,16 +64,6 @@ constexpr int kVec = 8;
 constexpr int kMaxChunks = 2;  // C <= 16384 (registers: 1024 threads x <= 64)
 constexpr int kMaxVecThreads = 1024;
 
-__device__ __forceinline__ void unpack8(const uint4& raw, float* f) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float2 v = __bfloat1622float2(h[e]);
-    f[2 * e] = v.x;
-    f[2 * e + 1] = v.y;
-  }
-}
-
 __global__ void __launch_bounds__(kMaxVecThreads) residual_norm_vec_kernel(const __grid_constant__ NormParams p) {
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   __shared__ float s_scratch[32];
@@ -110,7 +100,7 @@ __global__ void __launch_bounds__(kMaxVecThreads) residual_norm_vec_kernel(const
       s[k][4] = b.x; s[k][5] = b.y; s[k][6] = b.z; s[k][7] = b.w;
       if (g_x) {
         float xf[kVec];
-        unpack8(r_x[k], xf);
+        bf16x8_to_float(r_x[k], xf);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) s[k][e] += xf[e];
       }
@@ -140,8 +130,8 @@ __global__ void __launch_bounds__(kMaxVecThreads) residual_norm_vec_kernel(const
     const int i = threadIdx.x + k * blockDim.x;
     if (i < chunks) {
       float wf[kVec], bfv[kVec], n[kVec];
-      if (g_w) unpack8(r_w[k], wf);
-      if (g_b) unpack8(r_b[k], bfv);
+      if (g_w) bf16x8_to_float(r_w[k], wf);
+      if (g_b) bf16x8_to_float(r_b[k], bfv);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         n[e] = (s[k][e] - mean) * rstd;

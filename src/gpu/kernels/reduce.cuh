@@ -50,4 +50,24 @@ __device__ __forceinline__ float block_max(float v, float* s_scratch) { return b
 __device__ __forceinline__ float bf16_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ __nv_bfloat16 float_to_bf16(float x) { return __float2bfloat16_rn(x); }
 
+/// The 8 bf16 of one 16-byte load (a uint4) as floats f[0..7], in memory order.
+__device__ __forceinline__ void bf16x8_to_float(const uint4& raw, float* f) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 v = __bfloat1622float2(h[e]);
+    f[2 * e] = v.x;
+    f[2 * e + 1] = v.y;
+  }
+}
+
+/// f[0..7] rounded to bf16 (round to nearest even) and packed for one 16-byte store.
+__device__ __forceinline__ uint4 float_to_bf16x8(const float* f) {
+  uint4 o;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h[e] = __floats2bfloat162_rn(f[2 * e], f[2 * e + 1]);
+  return o;
+}
+
 }  // namespace dak::gpu
