@@ -267,7 +267,8 @@ std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& d
 #ifdef DAK_HAVE_CUDA
     if (why.empty()) {
       const std::string where = ckpt.path().string();
-      const gpu::GpuEngineOptions opts = gpu_options(ckpt.config(), ckpt.path().stem().string(), where, offload);
+      gpu::GpuEngineOptions opts = gpu_options(ckpt.config(), ckpt.path().stem().string(), where, offload);
+      opts.load_progress = load_progress_line();
       return report_placement(std::make_unique<gpu::GpuEngine>(ckpt, 0, opts), opts);
     }
 #endif
@@ -277,7 +278,7 @@ std::unique_ptr<Engine> make_engine(const Checkpoint& ckpt, const std::string& d
   } else if (device != "cpu") {
     fail(fmt::format("unknown device '{}'", device), "--device", "use cpu, cuda or auto");
   }
-  return std::make_unique<CpuModel>(ckpt);
+  return std::make_unique<CpuModel>(ckpt, load_progress_line());
 }
 
 std::unique_ptr<Engine> make_random_engine(const LocatedConfig& config, uint64_t weights_seed,
@@ -697,6 +698,18 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
 std::shared_ptr<ProgressLine> stderr_progress_line(double after_s) {
   const bool terminal = isatty(fileno(stderr)) == 1;
   return std::make_shared<ProgressLine>(stderr, terminal, after_s, terminal ? 0.25 : 10.0);
+}
+
+LoadProgress load_progress_line() {
+  std::shared_ptr<ProgressLine> line = stderr_progress_line();
+  return [line](uint64_t done, uint64_t total) {
+    const std::string text = load_progress_text(done, total, line->seconds());
+    if (done >= total) {
+      line->finish(text);
+    } else {
+      line->update(text);
+    }
+  };
 }
 
 namespace {

@@ -273,6 +273,10 @@ void flush_stdout_or_fail();
 /// seconds, then live (at most every 0.25 s) on a terminal and every 10 s in a log.
 std::shared_ptr<ProgressLine> stderr_progress_line(double after_s = 2.0);
 
+/// The progress line of a checkpoint load (an engine's LoadProgress), shown after 2 s:
+/// load_progress_text's lines (issue 7: progress on loads).
+LoadProgress load_progress_line();
+
 /// Seconds since `t0`.
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

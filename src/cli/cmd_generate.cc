@@ -291,24 +291,35 @@ void run_generate(const GenerateArgs& a) {
   // ran minutes without a word). Silent for the first 10 s of decoding.
   std::shared_ptr<ProgressLine> decode_line;
   std::vector<int64_t> produced(prompts.size(), 0);
-  int64_t steps = 0;
+  // Decode steps so far: those of the finished waves (--max-batch) and of the current one, counted as
+  // the run's last line counts them: the prefill gives each sequence its first token, every decode
+  // step one more (trial 26's second pass: "400 steps" here against "399 decode steps" there; trial
+  // 29: the count stopped at the first wave's).
+  const int64_t waves = (int64_t(prompts.size()) + batch - 1) / batch;
+  int64_t wave = -1, wave_tokens = 0, steps_before = 0;
   if (!stream && dynamic_cast<CpuModel*>(engine.get())) {
     decode_line = stderr_progress_line(/*after_s=*/10.0);
-    // Counted as the run's last line counts them: the prefill gives each sequence its first token, every
-    // decode step one more (trial 26's second pass: "400 steps" here against "399 decode steps" there).
     on_token = [&](int64_t seq, int32_t) {
-      if (steps == 0) decode_line->restart();  // from the first token on: the prefill has its own line
-      steps = std::max(steps, ++produced[size_t(seq)]);
-      decode_line->update(fmt::format("dak: decoding {}: step {} of at most {}, {:.0f} s",
-                                      prompts.size() == 1 ? std::string("one sequence")
-                                                          : fmt::format("{} sequences", prompts.size()),
-                                      steps - 1, gen_len - 1, decode_line->seconds()));
+      if (wave < 0) decode_line->restart();  // from the first token on: the prefill has its own line
+      if (seq / batch != wave) {             // a new wave: its prefill gives every sequence a token
+        if (wave >= 0) steps_before += wave_tokens - 1;
+        wave = seq / batch;
+        wave_tokens = 0;
+      }
+      wave_tokens = std::max(wave_tokens, ++produced[size_t(seq)]);
+      const std::string what = prompts.size() == 1 ? std::string("one sequence")
+                               : waves == 1        ? fmt::format("{} sequences", prompts.size())
+                                                   : fmt::format("{} sequences, wave {} of {}", prompts.size(),
+                                                                 wave + 1, waves);
+      decode_line->update(fmt::format("dak: decoding {}: step {} of at most {}, {:.0f} s", what,
+                                      steps_before + wave_tokens - 1, waves * (max_new_tokens - 1),
+                                      decode_line->seconds()));
     };
   }
   const GenerateResult r = generate(*engine, prompts, opts, on_token);
-  if (decode_line && steps > 1) {
-    decode_line->finish(fmt::format("dak: decoding done: {} decode step{} in {:.1f} s", steps - 1,
-                                    steps == 2 ? "" : "s", decode_line->seconds()));
+  if (decode_line && r.decode_steps > 0) {
+    decode_line->finish(fmt::format("dak: decoding done: {} decode step{} in {:.1f} s", r.decode_steps,
+                                    r.decode_steps == 1 ? "" : "s", decode_line->seconds()));
   }
   const int64_t new_tokens = [&] { int64_t n = 0; for (auto& s : r.sequences) n += int64_t(s.generated_ids.size()); return n; }();
   // TPOT and the decode rate exist only when a decode step ran: -n 1 (or EOS right after the prefill)
@@ -387,11 +398,12 @@ void run_generate(const GenerateArgs& a) {
   const std::string decode = decoded ? fmt::format("TPOT {:.1f} ms, {:.1f} tokens/s", tpot * 1e3, tok_per_s)
                                      : std::string("TPOT n/a, n/a tokens/s (no decode step ran)");
   // Waves (--max-batch): TTFT is the first wave's, the decode steps and TPOT are every wave's.
-  const std::string waves =
-      r.waves > 1 ? fmt::format(" in {} waves of at most {} sequences", r.waves, batch) : std::string();
+  const std::string waves_text =
+      r.waves > 1 ? fmt::format(" in {} waves of at most {} sequence{}", r.waves, batch, batch == 1 ? "" : "s")
+                  : std::string();
   std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s%s, %s\n", engine->device_name().c_str(),
                load_s, r.prefill_s, static_cast<long long>(r.decode_steps), r.decode_steps == 1 ? "" : "s",
-               waves.c_str(), decode.c_str());
+               waves_text.c_str(), decode.c_str());
 }
 
 }  // namespace

@@ -69,6 +69,8 @@ std::string other_engine_hint(const std::string& name) {
   if (name == "--repeat-penalty" || name == "--repetition-penalty" || name == "--presence-penalty" ||
       name == "--frequency-penalty" || name == "--min-p")
     return "dak samples with --temperature, --top-k and --top-p only";
+  if (name == "-np")  // llama.cpp's parallel sequences (it would parse as -n p)
+    return "dak generate runs at most --max-batch sequences at once (vLLM's --max-num-seqs)";
   if (name == "--chat-template" || name == "--jinja" || name == "-cnv")
     return "--chat renders the model's own chat template (dak generate --help)";
   return "";
@@ -86,6 +88,9 @@ std::string closest_option(const CLI::App& app, const std::string& name) {
       {"-c", "--context"},                   {"--system-prompt", "--system"},
       {"-sys", "--system"},                  {"--max-num-seqs", "--max-batch"},
       {"--max-batch-size", "--max-batch"},   {"--parallel", "--max-batch"},
+      {"--n-parallel", "--max-batch"},       {"--max-seqs", "--max-batch"},
+      {"--batch", "--max-batch"},            {"-b", "--max-batch"},
+      {"--max-batch", "--batch"},
   };
   for (const auto& [other, ours] : kOtherEngines) {
     if (name == other && app.get_option_no_throw(ours) != nullptr) return ours;
@@ -257,11 +262,12 @@ int main(int argc, char** argv) {
                        .what());
       return 2;
     }
-    // llama.cpp's -ngl would parse as -n gl ("'gl' is not a whole number"), and its -t (threads) was
-    // taken as dak's temperature (trial 28b: -t 8 sampled garbage): say what dak takes instead.
+    // llama.cpp's -ngl and -np would parse as -n gl / -n p ("'gl' is not a whole number"), and its -t
+    // (threads) was taken as dak's temperature (trial 28b: -t 8 sampled garbage): say what dak takes
+    // instead.
     for (int i = 1; i < argc; ++i) {
       const std::string_view a = argv[i];
-      for (const char* flag : {"-ngl", "-t"}) {
+      for (const char* flag : {"-ngl", "-t", "-np"}) {
         if (a == flag || a.starts_with(std::string(flag) + "=")) {
           std::fprintf(stderr, "dak: error: %s\n",
                        dak::Error(std::string("dak has no ") + flag, "the command line", other_engine_hint(flag)).what());

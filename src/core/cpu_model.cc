@@ -108,7 +108,7 @@ struct CpuModel::Impl {
     int64_t size() const { return int64_t(tok.size()); }
   };
 
-  void load(const Checkpoint& ckpt);
+  void load(const Checkpoint& ckpt, const LoadProgress& progress);
   std::vector<float> forward(std::span<const std::vector<int32_t>> tokens, bool all_logits);
   std::vector<float> embed_rows(const Rows& rw) const;                      // [T, Hd]
   void attention_block(int64_t layer, const Rows& rw, std::vector<float>& x);  // x [T, Hd] in place
@@ -118,7 +118,7 @@ struct CpuModel::Impl {
 
 // ------------------------------------------------------------------------------ loading
 
-void CpuModel::Impl::load(const Checkpoint& ckpt) {
+void CpuModel::Impl::load(const Checkpoint& ckpt, const LoadProgress& progress) {
   const ModelConfig& c = cfg;
   const TensorNames& nm = tensor_names(c.arch);
   const std::string where = ckpt.path().string();
@@ -207,15 +207,25 @@ void CpuModel::Impl::load(const Checkpoint& ckpt) {
     linear({{p + nm.down, hd}}, c.intermediate_size, c.mlp_bias, L.down);
   }
 
-  // Decode in parallel; exceptions cannot leave an OpenMP region, so the first is kept.
+  // Decode in parallel; exceptions cannot leave an OpenMP region, so the first is kept. Progress is
+  // reported under a lock, in the order the tensors finish.
   std::exception_ptr error;
   const int64_t n = static_cast<int64_t>(loads.size());
+  uint64_t total = 0, done = 0;
+  for (const Load& ld : loads) total += uint64_t(ld.info->num_elements());
   const int threads = cpu::parallel_threads(cpu::kMinParallelMacs);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
   for (int64_t i = 0; i < n; ++i) {
     try {
       const std::vector<float> v = ckpt.read_f32(*loads[i].info);
       std::copy(v.begin(), v.end(), loads[i].dst);
+      if (progress) {
+#pragma omp critical(dak_cpu_model_progress)
+        {
+          done += uint64_t(loads[i].info->num_elements());
+          if (!error) progress(done, total);
+        }
+      }
     } catch (...) {
 #pragma omp critical(dak_cpu_model_load)
       if (!error) error = std::current_exception();
@@ -255,7 +265,7 @@ std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(
 
 }  // namespace
 
-CpuModel::CpuModel(const Checkpoint& ckpt) : impl_(std::make_unique<Impl>()) {
+CpuModel::CpuModel(const Checkpoint& ckpt, const LoadProgress& progress) : impl_(std::make_unique<Impl>()) {
   impl_->cfg = ckpt.config();
   impl_->cfg.validate(ckpt.path().string());
   const uint64_t need = weight_bytes_for(impl_->cfg);
@@ -268,7 +278,7 @@ CpuModel::CpuModel(const Checkpoint& ckpt) : impl_(std::make_unique<Impl>()) {
                      gib(double(need)), gib(double(*avail)), kMemAvailableSource),
          ckpt.path().string(), fix);
   try {
-    impl_->load(ckpt);
+    impl_->load(ckpt, progress);
   } catch (const std::bad_alloc&) {
     fail(fmt::format("out of memory while expanding the weights to fp32 ({} in all)", gib(double(need))),
          ckpt.path().string(), fix);

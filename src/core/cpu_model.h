@@ -88,8 +88,9 @@ class CpuModel : public Engine {
   /// Decodes every weight of `ckpt` to fp32 (OpenMP-parallel). Throws dak::Error naming the
   /// tensor when one is missing or has the wrong shape for the config, and before allocating
   /// when the fp32 weights (weight_bytes_for) exceed the memory available (MemAvailable of
-  /// /proc/meminfo) or an allocation fails, saying how much is needed.
-  explicit CpuModel(const Checkpoint& ckpt);
+  /// /proc/meminfo) or an allocation fails, saying how much is needed. `progress` (optional) is
+  /// called after each tensor is decoded (LoadProgress).
+  explicit CpuModel(const Checkpoint& ckpt, const LoadProgress& progress = {});
 
   /// Bytes of fp32 weights a CpuModel of `c` holds: what weight_bytes() returns once loaded
   /// (embeddings, OPT positions, projections, norms, LM head unless tied, every layer's

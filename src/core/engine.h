@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,6 +12,11 @@
 #include "core/model_config.h"
 
 namespace dak {
+
+/// Progress of a checkpoint load: called with the parameters (tensor elements) read so far and in
+/// all, from the loading thread, after each tensor (done == total last). Engines take one to drive
+/// a progress line (dak generate / perplexity / bench on a large model); empty: none.
+using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 class Engine {
  public:

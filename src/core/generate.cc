@@ -244,6 +244,18 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   return res;
 }
 
+std::string load_progress_text(uint64_t done, uint64_t total, double seconds) {
+  // Parameters in the unit that keeps 1-4 significant digits readable: a 135M model reads in millions.
+  const bool billions = total >= 1'000'000'000;
+  const double unit = billions ? 1e9 : 1e6;
+  const char* name = billions ? "billion" : "million";
+  if (done >= total)
+    return fmt::format("dak: loading weights: done, {:.1f} {} parameters in {:.0f} s", double(total) / unit, name,
+                       seconds);
+  return fmt::format("dak: loading weights: {:.1f} of {:.1f} {} parameters ({:.0f} %), {:.0f} s", double(done) / unit,
+                     double(total) / unit, name, total > 0 ? 100.0 * double(done) / double(total) : 0.0, seconds);
+}
+
 std::string prompt_label(size_t i, size_t count) {
   return count == 1 ? std::string("the prompt") : fmt::format("prompt {} of {}", i + 1, count);
 }

@@ -109,6 +109,11 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
+/// A checkpoint load's progress line: "dak: loading weights: 3.2 of 6.7 billion parameters (48 %),
+/// 21 s", and at done >= total "dak: loading weights: done, 6.7 billion parameters in 43 s"
+/// (millions below 10^9 parameters). `seconds` since the load began.
+std::string load_progress_text(uint64_t done, uint64_t total, double seconds);
+
 /// The progress line of a long prefill, fed with CpuModel's layer progress (dak generate on the CPU
 /// path, where a prompt of a few thousand tokens takes minutes). Silent for the first `after_s`
 /// seconds of the first step, then "dak: prefill of N prompt tokens: layer L of M (P%), S s" on

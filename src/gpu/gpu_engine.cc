@@ -1034,7 +1034,7 @@ GpuEngine::GpuEngine(const Checkpoint& ckpt, int device_index, const GpuEngineOp
   impl_->options = options;
   impl_->init(device_index, [&] {
     ckpt.config().validate(ckpt.path().string());
-    return GpuWeights::load(ckpt, options.placement ? &*options.placement : nullptr);
+    return GpuWeights::load(ckpt, options.placement ? &*options.placement : nullptr, options.load_progress);
   });
 }
 

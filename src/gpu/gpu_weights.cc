@@ -355,7 +355,7 @@ void upload_inv_freq(GpuWeights& w) {
 
 }  // namespace
 
-GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement) {
+GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement, const LoadProgress& progress) {
   const ModelConfig& c = ckpt.config();
   const std::string where = ckpt.path().string();
   check_supported(c, where);
@@ -375,6 +375,10 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement) 
   make_host_arena(w, slices, where);
   w.arena = HbmArena(w.bytes, "bf16 weights of " + where);
 
+  uint64_t total = 0, done = 0;
+  for (const Slice& s : slices) {
+    for (const Slice::Part& p : s.parts) total += p.elems;
+  }
   cudaStream_t stream = nullptr;
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   try {
@@ -388,6 +392,8 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement) 
         for_each_piece(s, dst, s.parts[j].offset, v.size(), [&](bf16* d, uint64_t first, uint64_t n) {
           stager.upload(v.data() + first, n, d);
         });
+        done += s.parts[j].elems;
+        if (progress) progress(done, total);
       }
     }
     upload_inv_freq(w);

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine.h"
 #include "core/model_config.h"
 #include "core/placement.h"
 #include "gpu/hbm_arena.h"
@@ -110,8 +111,10 @@ struct GpuWeights {
   /// uploads every weight to its tier on the current CUDA device. `placement` (optional) gives
   /// the host rows of each weight group (core/placement.h); null keeps everything in HBM.
   /// Throws dak::Error, also when the placement was made for another model or names a weight
-  /// group the model lacks.
-  static GpuWeights load(const Checkpoint& ckpt, const Placement* placement = nullptr);
+  /// group the model lacks. `progress` (optional) is called after each tensor is uploaded
+  /// (core/engine.h's LoadProgress: parameters so far and in all).
+  static GpuWeights load(const Checkpoint& ckpt, const Placement* placement = nullptr,
+                         const LoadProgress& progress = {});
 
   /// Bytes the weights of `config` take in HBM (either source), everything in HBM.
   static uint64_t plan_bytes(const ModelConfig& config);

@@ -356,11 +356,17 @@ TEST(CliGenerate, MaxBatchRunsWavesWithTheIdsOfOneBatch) {
   const RunResult text = run_dak("generate --device cpu --model " + kTiny +
                                  " --prompt-ids 1,2 --prompt-ids 3 --prompt-ids 4 -n 3 --max-batch 1");
   EXPECT_EQ(text.exit_code, 0) << text.output;
-  EXPECT_TRUE(contains(text.output, "decode steps in 3 waves of at most 1 sequences")) << text.output;
+  EXPECT_TRUE(contains(text.output, "decode steps in 3 waves of at most 1 sequence,")) << text.output;
   const RunResult zero = run_dak(base + " --max-batch 0");
   EXPECT_NE(zero.exit_code, 0) << zero.output;
   EXPECT_TRUE(contains(zero.output, "--max-batch: '0' is too small")) << zero.output;
-  expect_usage_hints({{"generate --max-num-seqs 4 -p hi", "did you mean --max-batch?"}});
+  expect_usage_hints({
+      {"generate --max-num-seqs 4 -p hi", "did you mean --max-batch?"},
+      {"generate --n-parallel 4 -p hi", "did you mean --max-batch?"},
+      {"generate --batch 4 -p hi", "did you mean --max-batch?"},
+      {"generate -np 4 -p hi", "dak generate runs at most --max-batch sequences at once"},
+      {"plan --max-batch 8 --model llama-2-7b", "did you mean --batch?"},
+  });
 }
 
 TEST(CliGenerate, OtherEnginesOptionNamesPointToDaks) {

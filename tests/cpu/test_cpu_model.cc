@@ -563,6 +563,25 @@ TEST(CpuModel, WeightBytesForAConfigIsWhatItLoads) {
   }
 }
 
+// The load's progress (the CLI's "loading weights" line): one call a tensor, counts rising to the
+// parameters the model holds (4 bytes each in fp32), the last call done == total.
+TEST(CpuModel, LoadProgressCountsEveryParameter) {
+  for (const char* name : {"opt", "llama_mqa_tied", "qwen2"}) {
+    SCOPED_TRACE(name);
+    const auto ckpt = Checkpoint::open(std::string(DAK_TEST_DATA_DIR) + "/hf_parity/" + name);
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    CpuModel m(*ckpt, [&](uint64_t done, uint64_t total) { calls.push_back({done, total}); });
+    ASSERT_GE(calls.size(), size_t(3 + 4 * ckpt->config().num_layers)) << "fewer calls than linear tensors";
+    const uint64_t total = calls.back().second;
+    EXPECT_EQ(total * sizeof(float), m.weight_bytes());
+    EXPECT_EQ(calls.back().first, total);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].second, total) << i;
+      if (i > 0) EXPECT_GT(calls[i].first, calls[i - 1].first) << i;
+    }
+  }
+}
+
 // Weights whose fp32 copy exceeds the memory there is: refused before anything is read or allocated
 // (the checkpoint has no tensors at all, so a load would fail differently).
 TEST(CpuModel, WeightsBeyondMemoryAreRefusedBeforeLoading) {

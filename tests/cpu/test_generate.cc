@@ -251,6 +251,16 @@ TEST(Generate, MaxBatchRunsWavesWithTheSameIds) {
   EXPECT_TRUE(bad.starts.empty());
 }
 
+TEST(LoadProgressText, BillionsOrMillionsAndTheLastLine) {
+  EXPECT_EQ(load_progress_text(3'210'000'000, 6'740'000'000, 21.2),
+            "dak: loading weights: 3.2 of 6.7 billion parameters (48 %), 21 s");
+  EXPECT_EQ(load_progress_text(6'740'000'000, 6'740'000'000, 43.4),
+            "dak: loading weights: done, 6.7 billion parameters in 43 s");
+  EXPECT_EQ(load_progress_text(10'000'000, 134'500'000, 2.6),
+            "dak: loading weights: 10.0 of 134.5 million parameters (7 %), 3 s");
+  EXPECT_EQ(load_progress_text(0, 0, 0.0), "dak: loading weights: done, 0.0 million parameters in 0 s");
+}
+
 TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   ScriptedEngine engine(10, 16, 1.0f);
   GenerateOptions opts;
