@@ -233,6 +233,9 @@ void run_generate(const GenerateArgs& a) {
   // After every refusal that can come before the output (the engine's, the context's): the notice is
   // about output this run will print (trial 26: it preceded a refusal of the same run).
   if (!ids_only_notice.empty() && fits) std::fprintf(stderr, "dak: notice: %s\n", ids_only_notice.c_str());
+  if (tok && fits) {  // the tokenizer's own (an end-of-generation id it ignored)
+    for (const std::string& n : tok->notices()) std::fprintf(stderr, "dak: notice: %s\n", n.c_str());
+  }
   // A long prompt's prefill on the CPU takes minutes: a notice with the estimate up front (the new-user
   // trial's 8191-token prompt ran ~47 s a layer without a word), and a progress line (stderr_progress_line).
   if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) {

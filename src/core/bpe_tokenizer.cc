@@ -522,8 +522,10 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   int64_t eos = -1;
   if (cfg.eos_token) eos = tok->token_id(*cfg.eos_token).value_or(-1);
   const bool add_bos = cfg.add_bos_token.value_or(pp_bos.has_value());
-  tok->set_specials(bos, collect_eos_ids(eos, cfg.generation_eos_ids, tok->vocab_size(), lookup), add_bos,
+  std::vector<int64_t> ignored;
+  tok->set_specials(bos, collect_eos_ids(eos, cfg.generation_eos_ids, tok->vocab_size(), lookup, &ignored), add_bos,
                     cfg.chat_template, cfg.chat_template_source);
+  tok->add_notice(ignored_eos_notice(ignored, "generation_config.json's eos_token_id", tok->vocab_size()));
   return tok;
 }
 
@@ -600,8 +602,11 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf) {
 
   auto tok = std::make_unique<BpeTokenizer>(std::move(spec));
   auto lookup = [&tok](std::string_view t) { return tok->token_id(t); };
-  tok->set_specials(static_cast<int32_t>(bos), collect_eos_ids(eos, extra_eos, tok->vocab_size(), lookup), add_bos,
-                    std::move(tmpl), source + ": metadata tokenizer.chat_template");
+  std::vector<int64_t> ignored;
+  tok->set_specials(static_cast<int32_t>(bos), collect_eos_ids(eos, extra_eos, tok->vocab_size(), lookup, &ignored),
+                    add_bos, std::move(tmpl), source + ": metadata tokenizer.chat_template");
+  tok->add_notice(ignored_eos_notice(ignored, source + "'s tokenizer.ggml.eot_token_id / eom_token_id",
+                                     tok->vocab_size()));
   return tok;
 }
 

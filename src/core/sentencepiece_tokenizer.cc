@@ -133,8 +133,10 @@ class SentencePieceTokenizer final : public Tokenizer {
     if (cfg.bos_token) bos_id_ = piece_id(*cfg.bos_token).value_or(bos_id_);
     int64_t eos = sp_->eos_id();
     if (cfg.eos_token) eos = piece_id(*cfg.eos_token).value_or(eos);
+    std::vector<int64_t> ignored;
     eos_ids_ = collect_eos_ids(eos, cfg.generation_eos_ids, vocab_size(),
-                               [this](std::string_view t) { return piece_id(t); });
+                               [this](std::string_view t) { return piece_id(t); }, &ignored);
+    add_notice(ignored_eos_notice(ignored, "generation_config.json's eos_token_id", vocab_size()));
     if (cfg.add_bos_token) add_bos_ = *cfg.add_bos_token && bos_id_ >= 0;
     if (cfg.chat_template) {
       chat_template_ = cfg.chat_template;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -54,6 +55,14 @@ class Tokenizer {
   bool is_eos(int32_t id) const;
   bool add_bos() const { return add_bos_; }
 
+  /// Notices about the files read (one line each, without "dak: notice: "), e.g. an end-of-generation
+  /// id outside the vocabulary that was ignored; the CLI prints them.
+  const std::vector<std::string>& notices() const { return notices_; }
+  /// Adds a notice for notices() (the loaders call it); an empty one is skipped.
+  void add_notice(std::string notice) {
+    if (!notice.empty()) notices_.push_back(std::move(notice));
+  }
+
   /// The model's chat template source (Jinja), if any.
   const std::optional<std::string>& chat_template() const { return chat_template_; }
 
@@ -77,6 +86,7 @@ class Tokenizer {
   bool add_bos_ = false;
   std::optional<std::string> chat_template_;
   std::string chat_template_source_;  // chat_template_source()
+  std::vector<std::string> notices_;  // notices()
 };
 
 /// Tokenizer of a checkpoint: GGUF metadata, or tokenizer.json / tokenizer.model (and

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <fstream>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -118,19 +119,31 @@ HfTokenizerConfig read_tokenizer_config(const std::filesystem::path& dir) {
 }
 
 std::vector<int32_t> collect_eos_ids(int64_t eos, const std::vector<int64_t>& extra, int32_t vocab_size,
-                                     const std::function<std::optional<int32_t>(std::string_view)>& lookup) {
+                                     const std::function<std::optional<int32_t>(std::string_view)>& lookup,
+                                     std::vector<int64_t>* ignored) {
   std::vector<int32_t> ids;
   auto add = [&](int64_t id) {
     if (id >= 0 && id < vocab_size) ids.push_back(static_cast<int32_t>(id));
   };
   add(eos);
-  for (int64_t id : extra) add(id);
+  for (int64_t id : extra) {
+    add(id);
+    if ((id < 0 || id >= vocab_size) && ignored) ignored->push_back(id);
+  }
   for (std::string_view turn_end : {"<|im_end|>", "<|eot_id|>"}) {
     if (auto id = lookup(turn_end)) add(*id);
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+std::string ignored_eos_notice(const std::vector<int64_t>& ignored, const std::string& what, int32_t vocab_size) {
+  if (ignored.empty()) return "";
+  return fmt::format("{} {} {} outside the tokenizer's vocabulary (ids 0 to {}): ignored, so generation does not "
+                     "stop at {}",
+                     what, fmt::join(ignored, ", "), ignored.size() == 1 ? "is" : "are", vocab_size - 1,
+                     ignored.size() == 1 ? "it" : "them");
 }
 
 }  // namespace dak

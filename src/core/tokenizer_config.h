@@ -44,8 +44,14 @@ std::string read_text_file(const std::filesystem::path& path);
 /// End-of-generation ids: `eos` (when >= 0), the extra ids (when in range), and the
 /// end-of-turn tokens of chat formats found by `lookup` (token text -> id): "<|im_end|>"
 /// (ChatML) and "<|eot_id|>" (Llama-3), so that generation stops at the end of a chat turn.
-/// Sorted, without duplicates or out-of-range ids.
+/// Sorted, without duplicates or out-of-range ids; the extra ids out of range are appended to
+/// `ignored` when given (for a notice: transformers keeps them, and they never match a token).
 std::vector<int32_t> collect_eos_ids(int64_t eos, const std::vector<int64_t>& extra, int32_t vocab_size,
-                                     const std::function<std::optional<int32_t>(std::string_view)>& lookup);
+                                     const std::function<std::optional<int32_t>(std::string_view)>& lookup,
+                                     std::vector<int64_t>* ignored = nullptr);
+
+/// The notice for end-of-generation ids `ignored` (collect_eos_ids) that `what` names
+/// ("generation_config.json's eos_token_id"): "" when there are none.
+std::string ignored_eos_notice(const std::vector<int64_t>& ignored, const std::string& what, int32_t vocab_size);
 
 }  // namespace dak

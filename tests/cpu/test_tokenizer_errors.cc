@@ -216,6 +216,35 @@ TEST(LoadTokenizer, FolderWithoutTokenizerPointsToPromptIds) {
   std::filesystem::remove_all(dir);
 }
 
+// generation_config.json's eos_token_id beyond the vocabulary (session 27's trial: dropped without a
+// word): kept out of eos_ids(), and a notice names it; in-range ids stay.
+TEST(LoadTokenizer, OutOfVocabularyEosIdsGiveANotice) {
+  HfTokenizerConfig cfg;
+  cfg.generation_eos_ids = {256, 99999};
+  const auto bpe = parse_hf_tokenizer_json(minimal_json().dump(), "ok/tokenizer.json", cfg);
+  EXPECT_EQ(bpe->eos_ids(), (std::vector<int32_t>{256}));
+  ASSERT_EQ(bpe->notices().size(), 1u);
+  EXPECT_EQ(bpe->notices()[0], "generation_config.json's eos_token_id 99999 is outside the tokenizer's vocabulary "
+                               "(ids 0 to 256): ignored, so generation does not stop at it");
+  cfg.generation_eos_ids = {256};
+  EXPECT_TRUE(parse_hf_tokenizer_json(minimal_json().dump(), "ok/tokenizer.json", cfg)->notices().empty());
+
+  const auto dir = std::filesystem::temp_directory_path() / "dak_test_sp_eos_notice";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kData / "tiny_sp.model", dir / "tokenizer.model");
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [2, -5, 70000]})";
+  FolderCheckpoint ckpt(dir);
+  const auto sp = load_tokenizer(ckpt);
+  ASSERT_EQ(sp->notices().size(), 1u);
+  EXPECT_NE(sp->notices()[0].find("generation_config.json's eos_token_id -5, 70000 are outside the tokenizer's "
+                                  "vocabulary"),
+            std::string::npos)
+      << sp->notices()[0];
+  EXPECT_TRUE(sp->is_eos(2));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LoadTokenizer, SentencePieceFolder) {
   // A folder with only tokenizer.model: the tiny fixture, copied under the expected name.
   const auto dir = std::filesystem::temp_directory_path() / "dak_test_sp_folder";
