@@ -89,8 +89,7 @@ std::string closest_option(const CLI::App& app, const std::string& name) {
       {"-sys", "--system"},                  {"--max-num-seqs", "--max-batch"},
       {"--max-batch-size", "--max-batch"},   {"--parallel", "--max-batch"},
       {"--n-parallel", "--max-batch"},       {"--max-seqs", "--max-batch"},
-      {"--batch", "--max-batch"},            {"-b", "--max-batch"},
-      {"--max-batch", "--batch"},
+      {"--batch", "--max-batch"},            {"--max-batch", "--batch"},
   };
   for (const auto& [other, ours] : kOtherEngines) {
     if (name == other && app.get_option_no_throw(ours) != nullptr) return ours;

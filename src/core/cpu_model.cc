@@ -208,7 +208,7 @@ void CpuModel::Impl::load(const Checkpoint& ckpt, const LoadProgress& progress) 
   }
 
   // Decode in parallel; exceptions cannot leave an OpenMP region, so the first is kept. Progress is
-  // reported under a lock, in the order the tensors finish.
+  // reported under the same lock, in the order the tensors finish.
   std::exception_ptr error;
   const int64_t n = static_cast<int64_t>(loads.size());
   uint64_t total = 0, done = 0;
@@ -220,10 +220,14 @@ void CpuModel::Impl::load(const Checkpoint& ckpt, const LoadProgress& progress) 
       const std::vector<float> v = ckpt.read_f32(*loads[i].info);
       std::copy(v.begin(), v.end(), loads[i].dst);
       if (progress) {
-#pragma omp critical(dak_cpu_model_progress)
-        {
+        // The same lock as the error's: `error` is read here. A throwing callback must not leave the
+        // critical section (std::terminate): its exception is kept like a read error's.
+#pragma omp critical(dak_cpu_model_load)
+        try {
           done += uint64_t(loads[i].info->num_elements());
           if (!error) progress(done, total);
+        } catch (...) {
+          if (!error) error = std::current_exception();
         }
       }
     } catch (...) {

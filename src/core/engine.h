@@ -14,8 +14,10 @@
 namespace dak {
 
 /// Progress of a checkpoint load: called with the parameters (tensor elements) read so far and in
-/// all, from the loading thread, after each tensor (done == total last). Engines take one to drive
-/// a progress line (dak generate / perplexity / bench on a large model); empty: none.
+/// all, after each tensor (done == total last), from any thread but never concurrently (CpuModel
+/// calls it from its OpenMP workers, one at a time). An exception it throws fails the load. Engines
+/// take one to drive a progress line (dak generate / perplexity / bench on a large model); empty:
+/// none.
 using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 class Engine {

@@ -280,6 +280,10 @@ std::string frame_sequence_text(const std::string& number, const std::string& te
 ProgressLine::ProgressLine(std::FILE* out, bool terminal, double after_s, double every_s)
     : out_(out), terminal_(terminal), after_s_(after_s), every_s_(every_s), start_(Clock::now()) {}
 
+ProgressLine::~ProgressLine() {
+  if (shown_ && !finished_ && terminal_) std::fputc('\n', out_);
+}
+
 void ProgressLine::restart() { start_ = Clock::now(); }
 
 double ProgressLine::seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }

@@ -93,6 +93,11 @@ std::string prompt_label(size_t i, size_t count);
 class ProgressLine {
  public:
   ProgressLine(std::FILE* out, bool terminal, double after_s, double every_s);
+  /// A line shown on a terminal and never finished (the work failed) is ended with a newline, so
+  /// that the error printed next starts on its own line.
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
   void restart();  // the silent period counts from now
   void update(const std::string& line);
   void finish(const std::string& line);

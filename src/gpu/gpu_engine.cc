@@ -165,7 +165,7 @@ struct GpuEngine::Impl {
   // KV cache: one two-tier view per layer (kernels/kv_cache.h), [B][Hkv][max_ctx][D] split along
   // the batch. Slots [0, kv_host_seqs[l]) of layer l live in its host tier, the others in its HBM
   // tier, a slice of `state`. kv_host_seqs comes from the offload placement (options.placement)
-  // when start() gets the plan's batch; the host tiers are slices of kv_host.
+  // when start() gets the plan's batch or a smaller one (start()); the host tiers are slices of kv_host.
   std::vector<KvCacheLayer> kv_layers;  // [L]
   std::vector<int64_t> kv_host_seqs;    // [L] host-tier slots of each layer (b_host)
   PinnedHostArena kv_host;              // the host tiers of every layer (empty without a KV placement)
@@ -343,7 +343,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   kv_host_seqs.assign(L, 0);
   if (options.placement) {
     // The plan's KV split applies to the batch and context it was made for, and to a smaller batch (the
-    // last wave of dak generate --max-batch): the first min(b_host, b) sequences stay on the host.
+    // last wave of dak generate --max-batch), which fills the plan's HBM sequences first: b_host =
+    // max(0, b - (plan batch - plan b_host)), the plan's own b_host at the plan's batch.
     const Placement& pl = *options.placement;
     const bool any = std::any_of(pl.kv_host_seqs.begin(), pl.kv_host_seqs.end(), [](int64_t n) { return n > 0; });
     if (any && (b > pl.batch || ctx > pl.max_context)) {
@@ -353,7 +354,10 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
            "GpuEngine::start", "make the plan for this batch and length (dak plan --batch ... --prompt-len ... --gen-len ...)");
     }
     if (any) {
-      for (size_t l = 0; l < L && l < pl.kv_host_seqs.size(); ++l) kv_host_seqs[l] = std::min(pl.kv_host_seqs[l], b);
+      for (size_t l = 0; l < L && l < pl.kv_host_seqs.size(); ++l) {
+        const int64_t hbm_seqs = std::max<int64_t>(0, pl.batch - pl.kv_host_seqs[l]);
+        kv_host_seqs[l] = std::clamp<int64_t>(b - hbm_seqs, 0, b);
+      }
     }
   }
   // Per layer, the aligned bytes of its K (and of its V) in each tier, and the totals (K + V).

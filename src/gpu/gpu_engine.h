@@ -116,9 +116,10 @@ struct GpuEngineOptions {
   int64_t max_pass_tokens = 1024;
   GemmBackend gemm = GemmBackend::kAuto;
   /// Offload (core/placement.h): the leading rows of each weight group the plan names and, when
-  /// start() gets the plan's batch or a smaller one, the KV cache of sequences
-  /// [0, min(kv_host_seqs[l], batch)) of each layer live in pinned host memory, read in place by
-  /// the tiered GEMM / attention (direct path). nullopt: everything in HBM.
+  /// start() gets the plan's batch, the KV cache of sequences [0, kv_host_seqs[l]) of each layer
+  /// live in pinned host memory, read in place by the tiered GEMM / attention (direct path); a
+  /// smaller batch fills the plan's HBM sequences first (batch - (plan batch - kv_host_seqs[l]) on
+  /// the host, at least 0). nullopt: everything in HBM.
   std::optional<Placement> placement;
   OffloadMode offload_mode = OffloadMode::kDirect;
   /// Called while a checkpoint's weights upload (core/engine.h's LoadProgress); empty: none.

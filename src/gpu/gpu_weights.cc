@@ -272,7 +272,7 @@ constexpr uint64_t kChunkElems = 16ull << 20;  // fp32 elements per staging chun
 class Stager {
  public:
   Stager(uint64_t chunk_elems, cudaStream_t stream) : chunk_(chunk_elems), stream_(stream) {
-    arena_ = HbmArena(2 * HbmArena::aligned_size(chunk_ * sizeof(float)), "weight upload staging");
+    arena_ = HbmArena(2 * HbmArena::aligned_size(chunk_ * sizeof(float)), "weight upload staging", kWeightHbmFix);
     for (Slot& s : slots_) {
       s.g_f32 = arena_.allocate_array<float>(chunk_, "staging chunk");
       DAK_CUDA_CHECK(cudaMallocHost(&s.h_f32, chunk_ * sizeof(float)));
@@ -371,9 +371,10 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement, 
   const uint64_t chunk = std::max<uint64_t>(1, std::min(kChunkElems, largest));
   const uint64_t staging = 2 * HbmArena::aligned_size(chunk * sizeof(float));
   require_free_hbm(w.bytes + staging, fmt::format("the bf16 weights of {} ({}) plus upload staging ({})", where,
-                                                  format_gib(w.bytes), format_gib(staging)));
+                                                  format_gib(w.bytes), format_gib(staging)),
+                   kWeightHbmFix);
   make_host_arena(w, slices, where);
-  w.arena = HbmArena(w.bytes, "bf16 weights of " + where);
+  w.arena = HbmArena(w.bytes, "bf16 weights of " + where, kWeightHbmFix);
 
   uint64_t total = 0, done = 0;
   for (const Slice& s : slices) {
@@ -416,7 +417,7 @@ GpuWeights GpuWeights::random(const ModelConfig& config, uint64_t seed, const st
   const std::vector<Slice> slices = plan_slices(config, w, where, placement);
   w.bytes = arena_bytes(slices, config);
   // HbmArena refuses (before cudaMalloc) when the bytes do not fit in free HBM.
-  w.arena = HbmArena(w.bytes, fmt::format("random bf16 weights of {} (seed {})", where, seed));
+  w.arena = HbmArena(w.bytes, fmt::format("random bf16 weights of {} (seed {})", where, seed), kWeightHbmFix);
   make_host_arena(w, slices, where);
   uint64_t stream_id = 0;  // the part's index in random_tensor_table
   for (const Slice& s : slices) {

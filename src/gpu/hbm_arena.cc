@@ -10,20 +10,17 @@
 
 namespace dak::gpu {
 
-namespace {
-
-/// What a user can do when HBM runs short: dak's flags that shrink the request (generate: the
-/// prompts and --max-context; bench: --batch) or move bytes to the host (--gpu-memory).
-constexpr const char* kLessHbmFix =
-    "use fewer prompts at once (--max-batch) or a smaller --max-context (--batch in dak bench), give a budget that leaves the rest in host "
-    "memory (--gpu-memory, e.g. --gpu-memory 40GiB), free the GPU (nvidia-smi shows other processes), or run a "
-    "smaller model";
-
-}  // namespace
+const char* const kRunStateHbmFix =
+    "use fewer prompts at once (--max-batch) or a smaller --max-context (--batch in dak bench), give a budget that "
+    "leaves the rest in host memory (--gpu-memory, e.g. --gpu-memory 40GiB), free the GPU (nvidia-smi shows other "
+    "processes), or run a smaller model";
+const char* const kWeightHbmFix =
+    "give an HBM budget that leaves part of the weights in host memory (--gpu-memory 40GiB, --cpu-offload-gb 8 or "
+    "--offload-ratio 0.3), free the GPU (nvidia-smi shows other processes), or run a smaller model";
 
 std::string format_gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(bytes) / double(1ull << 30)); }
 
-void require_free_hbm(uint64_t needed_bytes, const std::string& what) {
+void require_free_hbm(uint64_t needed_bytes, const std::string& what, const char* fix) {
   size_t free_b = 0, total_b = 0;
   DAK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if (needed_bytes <= free_b) return;
@@ -33,12 +30,12 @@ void require_free_hbm(uint64_t needed_bytes, const std::string& what) {
                    "cuda:{}",
                    what, format_gib(needed_bytes), needed_bytes, format_gib(free_b), format_gib(total_b), device),
        fmt::format("cuda:{}", device),
-       kLessHbmFix);
+       fix ? fix : kRunStateHbmFix);
 }
 
-HbmArena::HbmArena(uint64_t capacity_bytes, std::string purpose)
+HbmArena::HbmArena(uint64_t capacity_bytes, std::string purpose, const char* fix)
     : capacity_(aligned_size(capacity_bytes)), purpose_(std::move(purpose)) {
-  require_free_hbm(capacity_, purpose_);
+  require_free_hbm(capacity_, purpose_, fix);
   if (capacity_ > 0) {
     const cudaError_t err = cudaMalloc(&base_, capacity_);
     if (err != cudaSuccess) {
@@ -46,7 +43,7 @@ HbmArena::HbmArena(uint64_t capacity_bytes, std::string purpose)
       base_ = nullptr;
       fail(fmt::format("cudaMalloc of {} for {} failed: {}", format_gib(capacity_), purpose_,
                        cudaGetErrorString(err)),
-           "HBM arena", kLessHbmFix);
+           "HBM arena", fix ? fix : kRunStateHbmFix);
     }
   }
 }

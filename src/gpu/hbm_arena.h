@@ -26,8 +26,8 @@ class HbmArena {
   /// Allocates `capacity_bytes` on the current CUDA device. `purpose` names the contents in
   /// messages ("bf16 weights of <model>"). Throws dak::Error before calling cudaMalloc when
   /// the capacity exceeds the free HBM (cudaMemGetInfo), giving both amounts in GiB, and when
-  /// cudaMalloc fails anyway.
-  HbmArena(uint64_t capacity_bytes, std::string purpose);
+  /// cudaMalloc fails anyway; `fix` is the errors' fix (empty: kRunStateHbmFix).
+  HbmArena(uint64_t capacity_bytes, std::string purpose, const char* fix = nullptr);
   ~HbmArena();
   HbmArena(const HbmArena&) = delete;
   HbmArena& operator=(const HbmArena&) = delete;
@@ -59,10 +59,18 @@ class HbmArena {
   std::string purpose_;
 };
 
+/// The fix of an HBM shortfall of the KV cache and activations: the flags that shrink them
+/// (prompts at once, --max-context; bench's --batch), an HBM budget, a free GPU, a smaller model.
+extern const char* const kRunStateHbmFix;
+/// The fix of an HBM shortfall of the weights: an HBM budget that leaves part of them in host
+/// memory (--gpu-memory / --cpu-offload-gb / --offload-ratio), a free GPU, a smaller model.
+extern const char* const kWeightHbmFix;
+
 /// Throws dak::Error unless `needed_bytes` fit in the current device's free HBM. `what` lists
 /// what the bytes are for (e.g. "bf16 weights 13.5 GiB + KV cache 2.0 GiB"). The message gives
-/// needed vs free in GiB. Used to refuse a configuration before allocating any of it.
-void require_free_hbm(uint64_t needed_bytes, const std::string& what);
+/// needed vs free in GiB, and `fix` (nullptr: kRunStateHbmFix). Used to refuse a configuration
+/// before allocating any of it.
+void require_free_hbm(uint64_t needed_bytes, const std::string& what, const char* fix = nullptr);
 
 /// "13.48 GiB"
 std::string format_gib(uint64_t bytes);

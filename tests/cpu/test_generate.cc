@@ -433,6 +433,26 @@ TEST(PrefillProgress, ReportsLayersOfTheFirstStepOnlyOnceItIsSlow) {
   EXPECT_EQ(progress_output(false, /*after_s=*/3600.0, calls), "");
 }
 
+// A line left unfinished (the work failed: a load that threw) ends with a newline on a terminal, so the
+// error printed next starts on its own line (the review of session 29).
+TEST(ProgressLine, AnUnfinishedTerminalLineIsEndedWhenDestroyed) {
+  for (const bool terminal : {true, false}) {
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    {
+      ProgressLine line(f, terminal, /*after_s=*/0.0, /*every_s=*/0.0);
+      line.update("dak: loading weights: 1.0 of 2.0 million parameters (50 %), 3 s");
+    }
+    std::rewind(f);
+    std::string out;
+    for (int ch; (ch = std::fgetc(f)) != EOF;) out += char(ch);
+    std::fclose(f);
+    EXPECT_EQ(out, terminal ? "\rdak: loading weights: 1.0 of 2.0 million parameters (50 %), 3 s\n"
+                            : "dak: loading weights: 1.0 of 2.0 million parameters (50 %), 3 s\n")
+        << terminal;
+  }
+}
+
 TEST(ProgressLine, ShowsUpdatesOnlyAfterItsSilentPeriodAndFinishesOnce) {
   auto run = [](bool terminal, double after_s) {
     std::FILE* f = std::tmpfile();

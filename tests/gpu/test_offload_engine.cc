@@ -244,10 +244,15 @@ TEST(OffloadEngine, KvPlacementTakesThePlansBatchOrLess) {
   }
   eng.start(2, 40);  // the planned shape works
   EXPECT_GT(eng.host_bytes(), 0u);
-  // A smaller batch works too (the last wave of dak generate --max-batch): its one sequence keeps
-  // its KV on the host, and prefill + decode logits are the bits of an all-HBM engine.
+  // A smaller batch works too (the last wave of dak generate --max-batch), filling the plan's HBM
+  // sequences first. A placement for batch 3 with 2 host sequences (1 in HBM): batch 1 keeps its KV
+  // in HBM, batch 2 puts one sequence on the host; either way the logits are the bits of an all-HBM
+  // engine.
+  GpuEngineOptions three;
+  three.placement = make_placement(ckpt->config(), 3, 40, 2, [](int64_t) { return int64_t(0); });
+  GpuEngine smaller(*ckpt, 0, three);
+  const auto full = token_rows(ckpt->config().vocab_size);
   const auto one_sequence = [&](GpuEngine& e) {
-    const auto full = token_rows(ckpt->config().vocab_size);
     std::vector<float> all;
     e.start(1, 40);
     std::vector<std::vector<int32_t>> step = {{full[0].begin(), full[0].begin() + 5}};
@@ -259,11 +264,14 @@ TEST(OffloadEngine, KvPlacementTakesThePlansBatchOrLess) {
     return all;
   };
   GpuEngine base(*ckpt, 0, GpuEngineOptions{1024, GemmBackend::kTiered});
-  const std::vector<float> want = one_sequence(base), got = one_sequence(eng);
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-      << "batch 1 under a batch-2 KV placement differs from the all-HBM run";
-  EXPECT_GT(eng.host_bytes(), 0u);
+  const std::vector<float> want1 = one_sequence(base), got1 = one_sequence(smaller);
+  ASSERT_EQ(got1.size(), want1.size());
+  EXPECT_EQ(std::memcmp(got1.data(), want1.data(), got1.size() * sizeof(float)), 0)
+      << "batch 1 under a batch-3 KV placement differs from the all-HBM run";
+  EXPECT_EQ(smaller.host_bytes(), 0u) << "batch 1 fits the plan's one HBM sequence";
+  const std::vector<float> want2 = run(base, full);  // batch 2 (run() starts it)
+  expect_bitwise(smaller, full, want2, "batch 2 under a batch-3 KV placement");
+  EXPECT_GT(smaller.host_bytes(), 0u) << "batch 2 has one sequence past the plan's HBM one";
 }
 
 }  // namespace

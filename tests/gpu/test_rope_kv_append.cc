@@ -17,6 +17,7 @@
 
 #include "gpu/kernels/kv_append.h"
 #include "gpu/kernels/rope.h"
+#include "gpu/launch.h"
 #include "gpu_test_util.h"
 #include "kernel_test_util.h"
 #include "kv_test_util.h"
@@ -129,6 +130,13 @@ TEST(RopeKvAppendKernel, MatchesRopeThenAppendAndFloat64Rotation) {
 // holds every token (8 slots x 70 positions).
 TEST(RopeKvAppendKernel, LargeLaunchesWithSeveralPairsPerThread) {
   DAK_REQUIRE_GPU_OR_SKIP();
+  if (dak::gpu::narrow_small_kernels()) GTEST_SKIP() << "DAK_NARROW_SMALL_KERNELS=1 turns the wide paths off";
+  // The pair counts against the thresholds (1024 threads per SM after grouping): T = 128 takes P = 2
+  // and not 4, T = 512 takes P = 4.
+  const int64_t per_sm = int64_t(dak::gpu::device_sm_count()) * 1024, pairs_128 = 128 * 40 * 64;
+  ASSERT_GE(pairs_128 / 2, per_sm);
+  ASSERT_LT(pairs_128 / 4, per_sm);
+  ASSERT_GE(4 * pairs_128 / 4, per_sm);
   const uint64_t seed = fresh_seed();
   const float yarn_m = float(0.1 * std::log(4.0) + 1.0);
   run_case(128, 32, 8, 128, 0, 0, 1.0f, seed, 8, 70);

@@ -7,8 +7,11 @@
 // (transformers/activations.py). Optional bias (plain form only): act(in + bias[i]), for GEMMs
 // whose bias the cuBLASLt epilogue did not take.
 // Tiling: grid-stride over the T*I outputs: 2 x 8 elements per thread-iteration with 16-byte
-// loads and stores when I % 8 == 0 and every pointer is 16-byte aligned (the engine's buffers),
-// else one element per thread-iteration; both compute each element with the same fp32 math.
+// loads and stores when T*I exceeds one pass of the element path's capped grid (SMs x 16 CTAs x
+// 256 threads: below, the launch is latency-bound and the element path is faster), I % 8 == 0,
+// every pointer is 16-byte aligned (the engine's buffers) and DAK_NARROW_SMALL_KERNELS is not set
+// (gpu/launch.h); else one element per thread-iteration. Both compute each element with the same
+// fp32 math, so the same bits.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -43,10 +43,12 @@ void apply_rope(const RopeParams& p, cudaStream_t stream);
 /// apply_rope(r) followed by kv_append(kv) (kv_append.h) in one launch, with bitwise the same
 /// results: q and k heads rotated in place in the QKV rows, the rotated k heads and the v heads
 /// written to the two-tier cache kv.kv (kv_cache.h; host-tier slots over PCIe). Grid (token,
-/// block): a thread rotates P consecutive (head, i) pairs with P-element loads and stores (P = 4
-/// where D / 2, the row stride, the q / k offsets and the base pointers allow 8-byte accesses, else
-/// 2, else 1; the same arithmetic per pair as apply_rope), and stores rotated k pairs to the cache
-/// too, or copies one 16-byte chunk (else one element) of v. Used when both describe the same QKV rows
+/// block): a thread rotates P consecutive (head, i) pairs with P-element loads and stores, with the
+/// same arithmetic per pair as apply_rope: P = 4 (8-byte accesses) or 2 where D / 2, the row
+/// stride, the q / k offsets and the base pointers allow it and the T x (Hq + Hkv) x D / 2 pairs
+/// still give at least 1024 threads per SM at P a thread (below, the launch is latency-bound), and
+/// DAK_NARROW_SMALL_KERNELS is not set (gpu/launch.h); else P = 1. It also stores rotated k pairs
+/// to the cache, or copies one 16-byte chunk (else one element) of v. Used when both describe the same QKV rows
 /// (same g_qkv, row_stride, k_offset, T, and the cache's Hkv and D equal num_k_heads and
 /// head_dim); otherwise the two kernels run one after the other.
 /// Throws dak::Error for invalid append parameters (check_kv_append) or on a launch error.
