@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <fstream>
 #include <iostream>
@@ -698,6 +700,85 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
 std::shared_ptr<ProgressLine> stderr_progress_line(double after_s) {
   const bool terminal = isatty(fileno(stderr)) == 1;
   return std::make_shared<ProgressLine>(stderr, terminal, after_s, terminal ? 0.25 : 10.0);
+}
+
+namespace {
+
+/// All of file descriptor `fd` (standard input, a file, a pipe), read in chunks and no further than
+/// kMaxPerplexityTextBytes: past it, an error naming the cap (`what`: "standard input" or "the text
+/// file", `where`, and the fix `too_long_fix` gives). A failed read (a closed standard input, a
+/// folder) is "cannot read <what>: <strerror>" with `read_fix`.
+std::string read_capped(int fd, const std::string& what, const std::string& where, const std::string& read_fix,
+                        const std::string& command, const std::function<std::string()>& too_long_fix) {
+  std::string text;
+  std::vector<char> chunk(size_t(1) << 20);
+  while (true) {
+    const ssize_t got = ::read(fd, chunk.data(), chunk.size());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      fail(fmt::format("cannot read {}: {}", what, std::strerror(err)), where, read_fix);
+    }
+    if (got == 0) return text;
+    if (int64_t(text.size()) + int64_t(got) > kMaxPerplexityTextBytes) {
+      fail(fmt::format("{} holds more than {} of text, the most {} reads", what,
+                       format_bytes(double(kMaxPerplexityTextBytes)), command),
+           where, too_long_fix());
+    }
+    text.append(chunk.data(), size_t(got));
+  }
+}
+
+}  // namespace
+
+std::string read_text_input(const std::string& path, const TextInputTerms& t) {
+  if (path == "-") {
+    // A terminal waits for the user to type: say so, and how to end it.
+    if (isatty(STDIN_FILENO) == 1) {
+      std::fprintf(stderr, "dak: notice: reading %s from standard input (end it with Ctrl-D)\n", t.noun.c_str());
+    }
+    return read_capped(STDIN_FILENO, "standard input", "standard input (" + t.flag + " -)",
+                       fmt::format("pipe a UTF-8 text into dak (e.g. {} {} - < text.txt), or pass a file to {}",
+                                   t.command, t.flag, t.flag),
+                       t.command, [&] { return t.too_long_fix(""); });
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found) fail("no such file", path, "check the path passed to " + t.flag);
+  // A folder on the way this user may not enter, a link loop: what is at fault (path_error), not "no such file".
+  if (ec) throw path_error(path, ec);
+  // Regular files and pipes (e.g. <(command)); a folder or a device is refused.
+  if (!fs::is_regular_file(st) && !fs::is_fifo(st)) {
+    fail(fs::is_directory(st) ? fmt::format("the {} path is a folder, not a text file", t.flag)
+                              : fmt::format("the {} path is not a regular file (a device or socket)", t.flag),
+         path, fmt::format("pass a UTF-8 text file to {}, or - to read standard input", t.flag));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw_if_no_permission(path, err);  // as every command says it: who may read it, and how to allow it
+    fail(fmt::format("cannot read the text file: {}", std::strerror(err)), path, "check the path passed to " + t.flag);
+  }
+  const auto file_fix = [&] { return t.too_long_fix(shell_word(path)); };
+  struct stat fst {};
+  // A regular file's size is known up front: refused before reading any of it.
+  if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && int64_t(fst.st_size) > kMaxPerplexityTextBytes) {
+    ::close(fd);
+    fail(fmt::format("the text file is {}, more than the {} {} reads", format_bytes(double(fst.st_size)),
+                     format_bytes(double(kMaxPerplexityTextBytes)), t.command),
+         path, file_fix());
+  }
+  std::string text;
+  try {
+    text = read_capped(fd, "the text file", path, "check the file (a disk error, or a file that is not one)",
+                       t.command, file_fix);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return text;
 }
 
 LoadProgress load_progress_line() {

@@ -268,6 +268,23 @@ void capture_stdout_errors();
 /// (capture_stdout_errors), left out only when the system gave none.
 void flush_stdout_or_fail();
 
+/// How read_text_input names its input in messages.
+struct TextInputTerms {
+  std::string flag;     // the option that takes the path: "--file"
+  std::string command;  // "dak perplexity"
+  std::string noun;     // what the text is for: "the text to score", "the prompt"
+  /// The fix for an input over kMaxPerplexityTextBytes: given the file as a shell word, "" for
+  /// standard input.
+  std::function<std::string(const std::string& file)> too_long_fix;
+};
+
+/// The bytes of `path` (`-`: standard input, with a notice when it is a terminal): a regular file or
+/// a pipe, at most kMaxPerplexityTextBytes (64 MiB). Throws dak::Error naming the path and
+/// terms.flag for a missing file, a folder or device, a file this user may not read (path_error),
+/// a failed read, and an input over the cap (refused before reading when the size is known). The
+/// caller checks the UTF-8.
+std::string read_text_input(const std::string& path, const TextInputTerms& terms);
+
 /// The CLI's progress line for work that may take minutes (a long CPU prefill, perplexity, the decode
 /// steps of a CPU batch): on stderr (stdout carries only results), silent for the first `after_s`
 /// seconds, then live (at most every 0.25 s) on a terminal and every 10 s in a log.

@@ -27,17 +27,21 @@
 namespace dak::cli {
 namespace {
 
-/// One prompt of the batch: the value of a --prompt (text) or a --prompt-ids (a comma list of ids).
+/// One prompt of the batch: the value of a --prompt (text), the text of a --prompt-file, or a
+/// --prompt-ids (a comma list of ids).
 struct PromptInput {
   bool ids = false;
   std::string value;
+  std::string source = "--prompt";  // where messages place it: "--prompt", or "--prompt-file FILE"
 };
 
 struct GenerateArgs {
   std::string model;
   std::vector<std::string> prompts;     // the --prompt values, in their order
   std::vector<std::string> prompt_ids;  // the --prompt-ids values, in their order
-  std::vector<PromptInput> inputs;      // both, in command-line order: the batch's order
+  std::vector<std::string> prompt_files;  // the --prompt-file paths, in their order
+  std::vector<PromptInput> inputs;      // all of them, in command-line order: the batch's order
+  bool has_text() const { return !prompts.empty() || !prompt_files.empty(); }  // text to encode
   std::string system;
   bool chat = false;
   int64_t max_new_tokens = 64;
@@ -81,7 +85,7 @@ void run_generate(const GenerateArgs& a) {
   }
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     if (a.inputs[i].ids) continue;
-    check_utf8(a.inputs[i].value, prompt_label(i, a.inputs.size()), "--prompt",
+    check_utf8(a.inputs[i].value, prompt_label(i, a.inputs.size()), a.inputs[i].source,
                "pass the prompt as UTF-8 text (iconv -t UTF-8 converts other encodings), or as token ids with "
                "--prompt-ids");
   }
@@ -115,8 +119,9 @@ void run_generate(const GenerateArgs& a) {
   // Why the output is shown as token ids (--prompt-ids alone, with a tokenizer that cannot be used).
   std::string ids_only_notice;
   if (a.random_weights) {
-    if (!a.prompts.empty()) {
-      fail("--random-weights has no tokenizer, so text prompts cannot be encoded", "--prompt",
+    if (a.has_text()) {
+      fail("--random-weights has no tokenizer, so text prompts cannot be encoded",
+           a.prompts.empty() ? "--prompt-file" : "--prompt",
            "pass the prompt as token ids with --prompt-ids 1,2,3");
     }
     // Without --model, the model --model defaults to (README): $DAK_MODEL, else the default model.
@@ -126,7 +131,7 @@ void run_generate(const GenerateArgs& a) {
   } else {
     // A config given for weights: --random-weights runs it, with the prompts as ids (no tokenizer).
     ckpt = open_model(a.model, "--model", "",
-                      a.prompts.empty() ? " --random-weights"
+                      !a.has_text() ? " --random-weights"
                                         : " --random-weights --prompt-ids 1,2,3 in place of --prompt" +
                                               (a.chat ? " (without " + drop_chat + ")" : std::string()));
     model_path = ckpt->path().string();
@@ -141,7 +146,7 @@ void run_generate(const GenerateArgs& a) {
           *tok, ckpt->config().vocab_size,
           fmt::format("pass the prompt as token ids below {} with --prompt-ids", ckpt->config().vocab_size));
     } catch (const Error& e) {
-      if (!a.prompts.empty()) throw;  // text prompts need a tokenizer; ids alone do not
+      if (a.has_text()) throw;  // text prompts need a tokenizer; ids alone do not
       tok.reset();
       if (has_tokenizer(*ckpt)) {
         ids_only_notice = fmt::format(
@@ -200,9 +205,11 @@ void run_generate(const GenerateArgs& a) {
     prompt_texts.push_back(tok ? text_of(prompts.back(), false) : std::string());
   }
   int64_t longest = 0;
-  for (const auto& p : prompts) {
-    if (p.empty()) fail("a prompt encodes to zero tokens", "--prompt", "give a non-empty prompt");
-    longest = std::max(longest, int64_t(p.size()));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (prompts[i].empty())
+      fail(fmt::format("{} encodes to zero tokens", prompt_label(i, prompts.size())), a.inputs[i].source,
+           "give a non-empty prompt");
+    longest = std::max(longest, int64_t(prompts[i].size()));
   }
   if (a.max_context > config.max_position_embeddings)
     fail(fmt::format("--max-context {} is beyond the model's context of {} tokens", a.max_context,
@@ -428,14 +435,20 @@ void add_generate_command(CLI::App& app) {
       c->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
           ->allow_extra_args(false)
           ->check(value_syntax([](const std::string& s) { parse_id_list(s, "--prompt-ids"); }));
+  CLI::Option* prompt_file =
+      c->add_option("--prompt-file,-f", a->prompt_files,
+                    "Prompt text read from a file, the whole file (one trailing newline dropped, as llama.cpp's -f); "
+                    "- reads standard input; repeat for a batch")
+          ->allow_extra_args(false);
   // A prompt has no default: an empty one is not fixed by leaving the option out (the new-user trial).
   set_empty_value_fix(prompt, "give the prompt text, e.g. --prompt \"Hello\"");
   set_empty_value_fix(prompt_ids, "give token ids, e.g. --prompt-ids 1,2,3");
+  set_empty_value_fix(prompt_file, "give a text file, e.g. --prompt-file prompt.txt, or - for standard input");
   // A required input missing from the command line, as `dak perplexity` without --file: exit 2.
-  add_required_input_check(c, [prompt, prompt_ids] {
-    if (prompt->count() == 0 && prompt_ids->count() == 0) {
-      fail_usage("no prompt given: dak generate needs --prompt or --prompt-ids", "dak generate",
-                 "pass --prompt TEXT or --prompt-ids 1,2,3 (repeat either for a batch)");
+  add_required_input_check(c, [prompt, prompt_ids, prompt_file] {
+    if (prompt->count() == 0 && prompt_ids->count() == 0 && prompt_file->count() == 0) {
+      fail_usage("no prompt given: dak generate needs --prompt, --prompt-file or --prompt-ids", "dak generate",
+                 "pass --prompt TEXT, --prompt-file FILE or --prompt-ids 1,2,3 (repeat any of them for a batch)");
     }
   });
   c->add_flag("--chat", a->chat, "Apply the model's chat template to each prompt (default: plain completion)");
@@ -473,19 +486,39 @@ void add_generate_command(CLI::App& app) {
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   add_gemm_option(c, &a->gemm);
   add_offload_options(c, &a->offload);
-  c->callback([a, c, prompt, prompt_ids, weights_seed, seed, max_new, system] {
+  c->callback([a, c, prompt, prompt_ids, prompt_file, weights_seed, seed, max_new, system] {
     a->system_given = system->count() > 0;
     a->seed_given = seed->count() > 0;
     a->max_new_tokens_given = max_new->count() > 0;
     // The batch in command-line order: CLI11 records each value of an option as it parses it.
     a->inputs.clear();
-    size_t next_text = 0, next_ids = 0;
+    size_t next_text = 0, next_ids = 0, next_file = 0;
+    bool stdin_read = false;
+    const auto file_input = [&](const std::string& path) {
+      if (path == "-" && std::exchange(stdin_read, true)) {
+        fail("--prompt-file - is given twice: standard input holds one prompt", "--prompt-file -",
+             "give the other prompts as files or with --prompt");
+      }
+      std::string text = read_text_input(
+          path, TextInputTerms{"--prompt-file", "dak generate", "the prompt", [](const std::string&) {
+                                 return std::string("no model's context holds a prompt that long: give a part of it");
+                               }});
+      if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f
+      return PromptInput{false, std::move(text),
+                         path == "-" ? "--prompt-file - (standard input)" : "--prompt-file " + path};
+    };
     for (const CLI::Option* o : c->parse_order()) {
       if (o == prompt && next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});
-      if (o == prompt_ids && next_ids < a->prompt_ids.size()) a->inputs.push_back({true, a->prompt_ids[next_ids++]});
+      if (o == prompt_ids && next_ids < a->prompt_ids.size()) {
+        a->inputs.push_back({true, a->prompt_ids[next_ids++], "--prompt-ids"});
+      }
+      if (o == prompt_file && next_file < a->prompt_files.size()) {
+        a->inputs.push_back(file_input(a->prompt_files[next_file++]));
+      }
     }
     while (next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});  // none: a guard
-    while (next_ids < a->prompt_ids.size()) a->inputs.push_back({true, a->prompt_ids[next_ids++]});
+    while (next_ids < a->prompt_ids.size()) a->inputs.push_back({true, a->prompt_ids[next_ids++], "--prompt-ids"});
+    while (next_file < a->prompt_files.size()) a->inputs.push_back(file_input(a->prompt_files[next_file++]));
     check_weights_seed(*weights_seed, a->random_weights);
     // No notice where the run takes the CPU path: --device cpu refuses the plan, auto ignores it there
     // (--random-weights has no CPU path).

@@ -4,18 +4,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <iostream>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -27,34 +20,6 @@
 #include "core/tokenizer.h"
 
 namespace dak::cli {
-namespace {
-
-/// All of file descriptor `fd` (standard input, a file, a pipe), read in chunks and no further than
-/// kMaxPerplexityTextBytes: past it, an error naming the cap (`what`: "standard input" or "the text
-/// file", `where`, and the fix `part_fix` gives). A failed read (a closed standard input, a folder) is
-/// "cannot read <what>: <strerror>" with `read_fix`.
-std::string read_capped(int fd, const std::string& what, const std::string& where, const std::string& read_fix,
-                        const std::function<std::string()>& part_fix) {
-  std::string text;
-  std::vector<char> chunk(size_t(1) << 20);
-  while (true) {
-    const ssize_t got = ::read(fd, chunk.data(), chunk.size());
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      fail(fmt::format("cannot read {}: {}", what, std::strerror(err)), where, read_fix);
-    }
-    if (got == 0) return text;
-    if (int64_t(text.size()) + int64_t(got) > kMaxPerplexityTextBytes) {
-      fail(fmt::format("{} holds more than {} of text, the most dak perplexity reads", what,
-                       format_bytes(double(kMaxPerplexityTextBytes))),
-           where, part_fix());
-    }
-    text.append(chunk.data(), size_t(got));
-  }
-}
-
-}  // namespace
 
 void add_perplexity_command(CLI::App& app) {
   struct Args {
@@ -105,53 +70,8 @@ void add_perplexity_command(CLI::App& app) {
                          file.empty() ? "pipe" : "score", perplexity_part_words(part), command,
                          file.empty() ? "" : " (or split it with split -C 32M and score each part)");
     };
-    std::string text;
-    if (from_stdin) {
-      // A terminal waits for the user to type: say so, and how to end it.
-      if (isatty(STDIN_FILENO) == 1) {
-        std::fputs("dak: notice: reading the text to score from standard input (end it with Ctrl-D)\n", stderr);
-      }
-      text = read_capped(STDIN_FILENO, "standard input", source,
-                         "pipe a UTF-8 text into dak (e.g. dak perplexity --file - < text.txt), or pass a file to --file",
-                         [&] { return part_fix(""); });
-    } else {
-      namespace fs = std::filesystem;
-      std::error_code ec;
-      const fs::file_status st = fs::status(a->file, ec);
-      if (st.type() == fs::file_type::not_found) fail("no such file", a->file, "check the path passed to --file");
-      // A folder on the way this user may not enter, a link loop: what is at fault (path_error), not "no such file".
-      if (ec) throw path_error(a->file, ec);
-      // Regular files and pipes (e.g. <(command)); a folder or a device is refused.
-      if (!fs::is_regular_file(st) && !fs::is_fifo(st)) {
-        fail(fs::is_directory(st) ? "the --file path is a folder, not a text file"
-                                  : "the --file path is not a regular file (a device or socket)",
-             a->file,
-             "pass a UTF-8 text file to --file, or - to read standard input");
-      }
-      const int fd = ::open(a->file.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) {
-        const int err = errno;
-        throw_if_no_permission(a->file, err);  // as every command says it: who may read it, and how to allow it
-        fail(fmt::format("cannot read the text file: {}", std::strerror(err)), a->file, "check the path passed to --file");
-      }
-      const auto file_part_fix = [&] { return part_fix(shell_word(a->file)); };
-      struct stat fst {};
-      // A regular file's size is known up front: refused before reading any of it.
-      if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && int64_t(fst.st_size) > kMaxPerplexityTextBytes) {
-        ::close(fd);
-        fail(fmt::format("the text file is {}, more than the {} dak perplexity reads",
-                         format_bytes(double(fst.st_size)), format_bytes(double(kMaxPerplexityTextBytes))),
-             a->file, file_part_fix());
-      }
-      try {
-        text = read_capped(fd, "the text file", a->file, "check the file (a disk error, or a file that is not one)",
-                           file_part_fix);
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
-      ::close(fd);
-    }
+    const std::string text =
+        read_text_input(a->file, TextInputTerms{"--file", "dak perplexity", "the text to score", part_fix});
     check_utf8(text, from_stdin ? "standard input" : "the text file", source,
                from_stdin ? "convert the text to UTF-8 (e.g. pipe it through iconv -f LATIN1 -t UTF-8)"
                           : "convert the file to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8 in.txt > out.txt) and pass that "

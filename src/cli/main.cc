@@ -90,6 +90,7 @@ std::string closest_option(const CLI::App& app, const std::string& name) {
       {"--max-batch-size", "--max-batch"},   {"--parallel", "--max-batch"},
       {"--n-parallel", "--max-batch"},       {"--max-seqs", "--max-batch"},
       {"--batch", "--max-batch"},            {"--max-batch", "--batch"},
+      {"--file", "--prompt-file"},
   };
   for (const auto& [other, ours] : kOtherEngines) {
     if (name == other && app.get_option_no_throw(ours) != nullptr) return ours;

@@ -78,7 +78,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kGen + "--bogus", 2, "dak generate has no option --bogus"},
       // A required input missing is a usage error, as `dak perplexity` without --file (the session-23
       // trial: no prompt exited 1), also before a value out of range.
-      {kGenNoPrompt, 2, "no prompt given: dak generate needs --prompt or --prompt-ids"},
+      {kGenNoPrompt, 2, "no prompt given: dak generate needs --prompt, --prompt-file or --prompt-ids"},
       {kGenNoPrompt + "-n 0", 2, "no prompt given"},
       {kGenNoPrompt + "--promt Hi", 2, "did you mean --prompt?"},
       {kGen + "-p two words", 2, "the following argument was not expected: words"},

@@ -366,7 +366,51 @@ TEST(CliGenerate, MaxBatchRunsWavesWithTheIdsOfOneBatch) {
       {"generate --batch 4 -p hi", "did you mean --max-batch?"},
       {"generate -np 4 -p hi", "dak generate runs at most --max-batch sequences at once"},
       {"plan --max-batch 8 --model llama-2-7b", "did you mean --batch?"},
+      {"generate --file prompt.txt", "did you mean --prompt-file?"},
   });
+}
+
+// --prompt-file / -f (llama.cpp's -f): the whole file is a text prompt, one trailing newline dropped;
+// - reads standard input (once); files take their place in the batch's command-line order; bad paths
+// and empty files are named by their flag and path.
+TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_prompt_files";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "a.txt") << "The capital of France is\n";
+  std::ofstream(dir / "two_lines.txt") << "Line one\nline two";
+  std::ofstream(dir / "empty.txt") << "";
+  const std::string a = (dir / "a.txt").string(), two = (dir / "two_lines.txt").string();
+  const std::string base = "generate --device cpu -n 4 --output json";
+  const RunResult from_file = run_dak(base + " -f " + a, false);
+  const RunResult from_flag = run_dak(base + " -p 'The capital of France is'", false);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  ASSERT_EQ(from_flag.exit_code, 0) << from_flag.output;
+  const nlohmann::json jf = nlohmann::json::parse(from_file.output), jp = nlohmann::json::parse(from_flag.output);
+  EXPECT_EQ(jf["sequences"][0]["prompt"], "The capital of France is");
+  EXPECT_EQ(jf["sequences"][0]["generated_ids"], jp["sequences"][0]["generated_ids"]);
+  // Order: -p, then the file, then standard input, then ids.
+  const RunResult mixed = dak::testing::run_shell("printf 'From stdin' | " + std::string(DAK_BINARY) + " " + base +
+                                    " -p Hi --prompt-file " + two + " -f - --prompt-ids 1,2 2>/dev/null");
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.output;
+  const nlohmann::json jm = nlohmann::json::parse(mixed.output);
+  ASSERT_EQ(jm["sequences"].size(), 4u) << mixed.output;
+  EXPECT_EQ(jm["sequences"][0]["prompt"], "Hi");
+  EXPECT_EQ(jm["sequences"][1]["prompt"], "Line one\nline two");
+  EXPECT_EQ(jm["sequences"][2]["prompt"], "From stdin");
+  EXPECT_EQ(jm["sequences"][3]["prompt_ids"], (std::vector<int>{1, 2}));
+  const auto refused = [&](const std::string& args, const std::vector<std::string>& parts) {
+    const RunResult r = run_dak("generate --device cpu -n 2 " + args + " < /dev/null");
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    for (const std::string& part : parts) EXPECT_TRUE(contains(r.output, part)) << args << "\n" << r.output;
+  };
+  refused("-f " + (dir / "missing.txt").string(), {"no such file", "check the path passed to --prompt-file"});
+  refused("-f " + dir.string(), {"the --prompt-file path is a folder, not a text file"});
+  refused("-f - -f -", {"--prompt-file - is given twice"});
+  refused("-p Hi -f " + (dir / "empty.txt").string(),
+          {"prompt 2 of 2 encodes to zero tokens", "where: --prompt-file " + (dir / "empty.txt").string()});
+  refused("--random-weights --model llama-2-7b -f " + a, {"--random-weights has no tokenizer", "where: --prompt-file"});
+  fs::remove_all(dir);
 }
 
 TEST(CliGenerate, OtherEnginesOptionNamesPointToDaks) {
