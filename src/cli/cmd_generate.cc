@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -76,7 +77,7 @@ void run_generate(const GenerateArgs& a) {
   }
   if (a.chat && !a.prompt_ids.empty()) {
     fail("--chat renders text prompts with the chat template; --prompt-ids are used as given", "--chat",
-         "give the prompt as text with --prompt, or drop " + drop_chat);
+         "give the prompt as text with --prompt or --prompt-file, or drop " + drop_chat);
   }
   // The tokenizer checks its text too, but names its own file and counts bytes in the rendered chat:
   // here the message names the flag and the byte of what the user typed, before the model loads.
@@ -438,7 +439,8 @@ void add_generate_command(CLI::App& app) {
   CLI::Option* prompt_file =
       c->add_option("--prompt-file,-f", a->prompt_files,
                     "Prompt text read from a file, the whole file (one trailing newline dropped, as llama.cpp's -f); "
-                    "- reads standard input; repeat for a batch")
+                    "- reads standard input; at most 64 MiB; repeat for a batch")
+          ->type_name("FILE")
           ->allow_extra_args(false);
   // A prompt has no default: an empty one is not fixed by leaving the option out (the new-user trial).
   set_empty_value_fix(prompt, "give the prompt text, e.g. --prompt \"Hello\"");
@@ -493,17 +495,31 @@ void add_generate_command(CLI::App& app) {
     // The batch in command-line order: CLI11 records each value of an option as it parses it.
     a->inputs.clear();
     size_t next_text = 0, next_ids = 0, next_file = 0;
-    bool stdin_read = false;
+    // Before anything is read (a terminal would wait for a prompt first).
+    if (std::count(a->prompt_files.begin(), a->prompt_files.end(), "-") > 1) {
+      fail("--prompt-file - is given twice: standard input holds one prompt", "--prompt-file -",
+           "give the other prompts as files or with --prompt");
+    }
     const auto file_input = [&](const std::string& path) {
-      if (path == "-" && std::exchange(stdin_read, true)) {
-        fail("--prompt-file - is given twice: standard input holds one prompt", "--prompt-file -",
-             "give the other prompts as files or with --prompt");
+      // A value that is no file but looks like an option or `-f=PATH`: the path was left out or
+      // glued on (the trial of session 29: `-f --chat` looked for a file named --chat).
+      std::error_code ec;
+      if (path.size() > 1 && (path[0] == '-' || path[0] == '=') && !std::filesystem::exists(path, ec)) {
+        fail_usage(path[0] == '='
+                       ? fmt::format("--prompt-file got '{}': -f=PATH is read as a path that starts with '='", path)
+                       : fmt::format("--prompt-file got '{}', an option, as its file: the path is missing", path),
+                   "--prompt-file", "give the file after a space (-f prompt.txt) or as --prompt-file=prompt.txt");
       }
       std::string text = read_text_input(
           path, TextInputTerms{"--prompt-file", "dak generate", "the prompt", [](const std::string&) {
                                  return std::string("no model's context holds a prompt that long: give a part of it");
                                }});
       if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f
+      if (text.empty()) {  // as -p '' is refused
+        fail(path == "-" ? "standard input holds no prompt (nothing, or one newline)"
+                         : "the prompt file is empty (or holds one newline)",
+             path == "-" ? "--prompt-file -" : "--prompt-file " + path, "give a file with the prompt text");
+      }
       return PromptInput{false, std::move(text),
                          path == "-" ? "--prompt-file - (standard input)" : "--prompt-file " + path};
     };

@@ -252,7 +252,7 @@ std::string load_progress_text(uint64_t done, uint64_t total, double seconds) {
   if (done >= total)
     return fmt::format("dak: loading weights: done, {:.1f} {} parameters in {:.0f} s", double(total) / unit, name,
                        seconds);
-  return fmt::format("dak: loading weights: {:.1f} of {:.1f} {} parameters ({:.0f} %), {:.0f} s", double(done) / unit,
+  return fmt::format("dak: loading weights: {:.1f} of {:.1f} {} parameters ({:.0f}%), {:.0f} s", double(done) / unit,
                      double(total) / unit, name, total > 0 ? 100.0 * double(done) / double(total) : 0.0, seconds);
 }
 

@@ -114,7 +114,7 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-/// A checkpoint load's progress line: "dak: loading weights: 3.2 of 6.7 billion parameters (48 %),
+/// A checkpoint load's progress line: "dak: loading weights: 3.2 of 6.7 billion parameters (48%),
 /// 21 s", and at done >= total "dak: loading weights: done, 6.7 billion parameters in 43 s"
 /// (millions below 10^9 parameters). `seconds` since the load began.
 std::string load_progress_text(uint64_t done, uint64_t total, double seconds);

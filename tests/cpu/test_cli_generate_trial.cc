@@ -408,7 +408,13 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
   refused("-f " + dir.string(), {"the --prompt-file path is a folder, not a text file"});
   refused("-f - -f -", {"--prompt-file - is given twice"});
   refused("-p Hi -f " + (dir / "empty.txt").string(),
-          {"prompt 2 of 2 encodes to zero tokens", "where: --prompt-file " + (dir / "empty.txt").string()});
+          {"the prompt file is empty (or holds one newline)", "where: --prompt-file " + (dir / "empty.txt").string()});
+  // A path left out or glued on (trial 29b): named as such, a usage error.
+  for (const std::string args : {"-f --chat -n 2", "-f=x.txt -n 2"}) {
+    const RunResult r = run_dak("generate --device cpu " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "give the file after a space (-f prompt.txt)")) << args << "\n" << r.output;
+  }
   refused("--random-weights --model llama-2-7b -f " + a, {"--random-weights has no tokenizer", "where: --prompt-file"});
   fs::remove_all(dir);
 }

@@ -253,11 +253,11 @@ TEST(Generate, MaxBatchRunsWavesWithTheSameIds) {
 
 TEST(LoadProgressText, BillionsOrMillionsAndTheLastLine) {
   EXPECT_EQ(load_progress_text(3'210'000'000, 6'740'000'000, 21.2),
-            "dak: loading weights: 3.2 of 6.7 billion parameters (48 %), 21 s");
+            "dak: loading weights: 3.2 of 6.7 billion parameters (48%), 21 s");
   EXPECT_EQ(load_progress_text(6'740'000'000, 6'740'000'000, 43.4),
             "dak: loading weights: done, 6.7 billion parameters in 43 s");
   EXPECT_EQ(load_progress_text(10'000'000, 134'500'000, 2.6),
-            "dak: loading weights: 10.0 of 134.5 million parameters (7 %), 3 s");
+            "dak: loading weights: 10.0 of 134.5 million parameters (7%), 3 s");
   EXPECT_EQ(load_progress_text(0, 0, 0.0), "dak: loading weights: done, 0.0 million parameters in 0 s");
 }
 
@@ -441,14 +441,14 @@ TEST(ProgressLine, AnUnfinishedTerminalLineIsEndedWhenDestroyed) {
     ASSERT_NE(f, nullptr);
     {
       ProgressLine line(f, terminal, /*after_s=*/0.0, /*every_s=*/0.0);
-      line.update("dak: loading weights: 1.0 of 2.0 million parameters (50 %), 3 s");
+      line.update("dak: loading weights: 1.0 of 2.0 million parameters (50%), 3 s");
     }
     std::rewind(f);
     std::string out;
     for (int ch; (ch = std::fgetc(f)) != EOF;) out += char(ch);
     std::fclose(f);
-    EXPECT_EQ(out, terminal ? "\rdak: loading weights: 1.0 of 2.0 million parameters (50 %), 3 s\n"
-                            : "dak: loading weights: 1.0 of 2.0 million parameters (50 %), 3 s\n")
+    EXPECT_EQ(out, terminal ? "\rdak: loading weights: 1.0 of 2.0 million parameters (50%), 3 s\n"
+                            : "dak: loading weights: 1.0 of 2.0 million parameters (50%), 3 s\n")
         << terminal;
   }
 }
