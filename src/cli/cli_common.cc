@@ -765,14 +765,9 @@ std::string read_text_input(const std::string& path, const TextInputTerms& t) {
   // A regular file's size is known up front: refused before reading any of it.
   if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && int64_t(fst.st_size) > kMaxPerplexityTextBytes) {
     ::close(fd);
-    // In bytes where the rounded sizes would read alike ("64.00 MiB, more than the 64.00 MiB").
-    const bool alike = format_bytes(double(fst.st_size)) == format_bytes(double(kMaxPerplexityTextBytes));
-    fail(fmt::format("the text file is {}, more than the {} {} reads",
-                     alike ? fmt::format("{} bytes", int64_t(fst.st_size)) : format_bytes(double(fst.st_size)),
-                     alike ? fmt::format("{} bytes", kMaxPerplexityTextBytes)
-                           : format_bytes(double(kMaxPerplexityTextBytes)),
-                     t.command),
-         path, file_fix());
+    // Apart where the rounded sizes would read alike ("64.00 MiB, more than the 64.00 MiB").
+    const auto [size, cap] = format_bytes_apart(int64_t(fst.st_size), kMaxPerplexityTextBytes);
+    fail(fmt::format("the text file is {}, more than the {} {} reads", size, cap, t.command), path, file_fix());
   }
   std::string text;
   try {

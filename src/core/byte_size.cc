@@ -97,6 +97,8 @@ std::string format_bytes(double bytes) {
   return k == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, kUnitNames[k]);
 }
 
+std::string format_gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(uint64_t(1) << 30)); }
+
 std::pair<std::string, std::string> format_bytes_apart(int64_t a, int64_t b) {
   if (format_bytes(double(a)) != format_bytes(double(b)) || a == b) {
     return {format_bytes(double(a)), format_bytes(double(b))};

@@ -18,6 +18,10 @@ int64_t parse_byte_size(const std::string& text, const std::string& where);
 /// "512 B", "1.50 KiB", "20.00 GiB" (binary units, two decimals).
 std::string format_bytes(double bytes);
 
+/// "13.48 GiB": `bytes` in GiB with two decimals, whatever the size (memory messages that compare
+/// amounts: needed against free).
+std::string format_gib(double bytes);
+
 /// `a` and `b` bytes as format_bytes writes them, or, where that reads the same for different sizes,
 /// in their unit with as many decimals (up to nine) as they need to read differently: "12.585 GiB"
 /// against "12.583 GiB", not "12.58 GiB" twice (the session-25 second trial).

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/byte_size.h"
 #include "core/checkpoint.h"
 #include "core/cpu_ops.h"
 #include "core/host_memory.h"
@@ -262,13 +263,6 @@ uint64_t CpuModel::weight_bytes_for(const ModelConfig& c) {
   return n * sizeof(float);
 }
 
-namespace {
-
-/// "12.50 GiB": host sizes in the CPU path's memory errors.
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(uint64_t(1) << 30)); }
-
-}  // namespace
-
 CpuModel::CpuModel(const Checkpoint& ckpt, const LoadProgress& progress) : impl_(std::make_unique<Impl>()) {
   impl_->cfg = ckpt.config();
   impl_->cfg.validate(ckpt.path().string());
@@ -279,12 +273,12 @@ CpuModel::CpuModel(const Checkpoint& ckpt, const LoadProgress& progress) : impl_
   if (const std::optional<uint64_t> avail = mem_available_bytes(); avail && need > *avail)
     fail(fmt::format("the CPU path needs {} for this model's weights in fp32, more than the {} of memory available "
                      "({})",
-                     gib(double(need)), gib(double(*avail)), kMemAvailableSource),
+                     format_gib(double(need)), format_gib(double(*avail)), kMemAvailableSource),
          ckpt.path().string(), fix);
   try {
     impl_->load(ckpt, progress);
   } catch (const std::bad_alloc&) {
-    fail(fmt::format("out of memory while expanding the weights to fp32 ({} in all)", gib(double(need))),
+    fail(fmt::format("out of memory while expanding the weights to fp32 ({} in all)", format_gib(double(need))),
          ckpt.path().string(), fix);
   }
 }
@@ -337,19 +331,20 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
     m.batch = 0;
     fail(fmt::format("the fp32 KV cache needs {} for {} sequences x {} positions, more than the {} of memory "
                      "available",
-                     gib(cache_bytes), batch, max_context,
-                     avail ? gib(double(*avail)) + " (" + kMemAvailableSource + ")" : std::string("address space")),
+                     format_gib(cache_bytes), batch, max_context,
+                     avail ? format_gib(double(*avail)) + " (" + kMemAvailableSource + ")"
+                           : std::string("address space")),
          "the CPU path's KV cache",
-         "use fewer prompts at once (--max-batch), shorter prompts or fewer new tokens (--max-new-tokens), or a smaller "
-         "--max-context where one is given");
+         "use fewer prompts at once (--max-batch), shorter prompts or fewer new tokens (--max-new-tokens), or a "
+         "smaller --max-context where one is given");
   }
   try {
     m.k_cache = std::make_unique_for_overwrite<float[]>(elems);
     m.v_cache = std::make_unique_for_overwrite<float[]>(elems);
   } catch (const std::bad_alloc&) {
     m.batch = 0;
-    fail(fmt::format("cannot allocate the fp32 KV cache ({} for {} sequences x {} positions)", gib(cache_bytes),
-                     batch, max_context),
+    fail(fmt::format("cannot allocate the fp32 KV cache ({} for {} sequences x {} positions)",
+                     format_gib(cache_bytes), batch, max_context),
          "the CPU path's KV cache",
          "use fewer prompts at once (--max-batch), shorter prompts, fewer new tokens (--max-new-tokens) or a smaller "
          "--max-context, or raise the process's memory limit (ulimit -v)");

@@ -18,7 +18,6 @@ const char* const kWeightHbmFix =
     "give an HBM budget that leaves part of the weights in host memory (--gpu-memory 40GiB, --cpu-offload-gb 8 or "
     "--offload-ratio 0.3), free the GPU (nvidia-smi shows other processes), or run a smaller model";
 
-std::string format_gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(bytes) / double(1ull << 30)); }
 
 void require_free_hbm(uint64_t needed_bytes, const std::string& what, const char* fix) {
   size_t free_b = 0, total_b = 0;

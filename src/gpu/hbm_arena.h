@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/byte_size.h"
+
 namespace dak::gpu {
 
 class HbmArena {
@@ -72,7 +74,7 @@ extern const char* const kWeightHbmFix;
 /// before allocating any of it.
 void require_free_hbm(uint64_t needed_bytes, const std::string& what, const char* fix = nullptr);
 
-/// "13.48 GiB"
-std::string format_gib(uint64_t bytes);
+/// "13.48 GiB" (core/byte_size.h), used by the GPU layer's memory messages.
+using ::dak::format_gib;
 
 }  // namespace dak::gpu
