@@ -496,9 +496,13 @@ void add_generate_command(CLI::App& app) {
     a->inputs.clear();
     size_t next_text = 0, next_ids = 0, next_file = 0;
     // Before anything is read (a terminal would wait for a prompt first).
-    if (std::count(a->prompt_files.begin(), a->prompt_files.end(), "-") > 1) {
-      fail("--prompt-file - is given twice: standard input holds one prompt", "--prompt-file -",
-           "give the other prompts as files or with --prompt");
+    // /dev/stdin and its aliases are standard input too (after `-f -` they read nothing: trial 29b).
+    const auto is_stdin = [](const std::string& p) {
+      return p == "-" || p == "/dev/stdin" || p == "/dev/fd/0" || p == "/proc/self/fd/0";
+    };
+    if (std::count_if(a->prompt_files.begin(), a->prompt_files.end(), is_stdin) > 1) {
+      fail("--prompt-file - is given twice: standard input holds one prompt (/dev/stdin is standard input too)",
+           "--prompt-file -", "give the other prompts as files or with --prompt");
     }
     const auto file_input = [&](const std::string& path) {
       // A value that is no file but looks like an option or `-f=PATH`: the path was left out or

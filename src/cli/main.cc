@@ -275,6 +275,24 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // A file option followed by an option (`-f -n 3`: CLI11 takes -n as the path, then fails on the
+    // stray 3; trial 29b): the path is missing, said before parsing. `-` alone is standard input, and
+    // a file that does exist under such a name is the user's.
+    for (int i = 1; i + 1 < argc; ++i) {
+      const std::string_view flag = argv[i], next = argv[i + 1];
+      if ((flag == "-f" || flag == "--prompt-file" || flag == "--file") && next.size() > 1 && next[0] == '-') {
+        std::error_code ec;
+        if (std::filesystem::exists(std::string(next), ec)) continue;
+        std::fprintf(stderr, "dak: error: %s\n",
+                     dak::Error(std::string(flag) + " is followed by " + std::string(next) +
+                                    ", an option, where its file belongs: the path is missing",
+                                "the command line",
+                                "give the file right after " + std::string(flag) + " (" + std::string(flag) +
+                                    " prompt.txt, or - for standard input)")
+                         .what());
+        return 2;
+      }
+    }
     app.parse(argc, argv);
     // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
     // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).

@@ -407,13 +407,24 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
   refused("-f " + (dir / "missing.txt").string(), {"no such file", "check the path passed to --prompt-file"});
   refused("-f " + dir.string(), {"the --prompt-file path is a folder, not a text file"});
   refused("-f - -f -", {"--prompt-file - is given twice"});
+  refused("-f - -f /dev/stdin", {"--prompt-file - is given twice", "/dev/stdin is standard input too"});
   refused("-p Hi -f " + (dir / "empty.txt").string(),
           {"the prompt file is empty (or holds one newline)", "where: --prompt-file " + (dir / "empty.txt").string()});
-  // A path left out or glued on (trial 29b): named as such, a usage error.
-  for (const std::string args : {"-f --chat -n 2", "-f=x.txt -n 2"}) {
-    const RunResult r = run_dak("generate --device cpu " + args);
+  // A path left out or glued on (trial 29b): named as such, a usage error, before CLI11 takes the
+  // next option as the path and fails on its stray value (`-f -n 3`: "not expected: 3").
+  for (const std::string args : {"generate --device cpu -f --chat -n 2", "generate --device cpu -f -n 3",
+                                 "generate --device cpu --prompt-file -n 3", "perplexity --device cpu -f -c 100"}) {
+    const RunResult r = run_dak(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, "give the file after a space (-f prompt.txt)")) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "an option, where its file belongs: the path is missing")) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "(-f prompt.txt, or - for standard input)") ||
+                contains(r.output, "(--prompt-file prompt.txt, or - for standard input)"))
+        << args << "\n" << r.output;
+  }
+  {
+    const RunResult r = run_dak("generate --device cpu -f=x.txt -n 2");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "give the file after a space (-f prompt.txt)")) << r.output;
   }
   refused("--random-weights --model llama-2-7b -f " + a, {"--random-weights has no tokenizer", "where: --prompt-file"});
   fs::remove_all(dir);
