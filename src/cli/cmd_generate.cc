@@ -520,9 +520,10 @@ void add_generate_command(CLI::App& app) {
                                }});
       if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f
       if (text.empty()) {  // as -p '' is refused
+        // Where: as the read errors of the file say it (the path; standard input (--prompt-file -)).
         fail(path == "-" ? "standard input holds no prompt (nothing, or one newline)"
                          : "the prompt file is empty (or holds one newline)",
-             path == "-" ? "--prompt-file -" : "--prompt-file " + path, "give a file with the prompt text");
+             path == "-" ? "standard input (--prompt-file -)" : path, "give a file with the prompt text");
       }
       return PromptInput{false, std::move(text),
                          path == "-" ? "--prompt-file - (standard input)" : "--prompt-file " + path};

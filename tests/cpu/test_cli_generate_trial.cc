@@ -409,7 +409,7 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
   refused("-f - -f -", {"--prompt-file - is given twice"});
   refused("-f - -f /dev/stdin", {"--prompt-file - is given twice", "/dev/stdin is standard input too"});
   refused("-p Hi -f " + (dir / "empty.txt").string(),
-          {"the prompt file is empty (or holds one newline)", "where: --prompt-file " + (dir / "empty.txt").string()});
+          {"the prompt file is empty (or holds one newline)", "where: " + (dir / "empty.txt").string() + "\n"});
   // A path left out or glued on (trial 29b): named as such, a usage error, before CLI11 takes the
   // next option as the path and fails on its stray value (`-f -n 3`: "not expected: 3").
   for (const std::string args : {"generate --device cpu -f --chat -n 2", "generate --device cpu -f -n 3",
