@@ -232,8 +232,7 @@ void run_generate(const GenerateArgs& a) {
   // One prompt: the budget fixes leave "fewer prompts" out (ShapeTerms::one_prompt).
   const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1, a.max_context > 0};
   // The batch the engine runs at once: the plan and the KV cache are sized for it (--max-batch).
-  const int64_t batch = a.max_batch > 0 ? std::min<int64_t>(a.max_batch, int64_t(prompts.size()))
-                                        : int64_t(prompts.size());
+  const int64_t batch = generate_wave_size(int64_t(prompts.size()), a.max_batch);
   const EngineOffload offload{&a.offload, {batch, longest, gen_len, terms}, a.gemm};
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
@@ -306,7 +305,7 @@ void run_generate(const GenerateArgs& a) {
   // the run's last line counts them: the prefill gives each sequence its first token, every decode
   // step one more (trial 26's second pass: "400 steps" here against "399 decode steps" there; trial
   // 29: the count stopped at the first wave's).
-  const int64_t waves = (int64_t(prompts.size()) + batch - 1) / batch;
+  const int64_t waves = generate_wave_count(int64_t(prompts.size()), a.max_batch);
   int64_t wave = -1, wave_tokens = 0, steps_before = 0;
   if (!stream && dynamic_cast<CpuModel*>(engine.get())) {
     decode_line = stderr_progress_line(/*after_s=*/10.0);

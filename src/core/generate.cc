@@ -112,6 +112,15 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std
   return ids[n - 1];
 }
 
+int64_t generate_wave_size(int64_t count, int64_t max_batch) {
+  return max_batch > 0 ? std::min(max_batch, count) : count;
+}
+
+int64_t generate_wave_count(int64_t count, int64_t max_batch) {
+  const int64_t wave = generate_wave_size(count, max_batch);
+  return wave > 0 ? (count + wave - 1) / wave : 0;
+}
+
 GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                         const GenerateOptions& opts, const TokenCallback& on_token) {
   const int64_t model_ctx = engine.config().max_position_embeddings;
@@ -192,7 +201,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
 
   // One context for every wave: the KV cache of a wave holds the longest prompt of the run.
   const int64_t ctx = opts.max_context > 0 ? opts.max_context : std::min(model_ctx, longest + opts.max_new_tokens);
-  const int64_t wave = opts.max_batch > 0 ? std::min(opts.max_batch, count) : count;
+  const int64_t wave = generate_wave_size(count, opts.max_batch);
   const int64_t vocab = engine.config().vocab_size;
   for (int64_t first = 0; first < count; first += wave) {
     const int64_t batch = std::min(wave, count - first);  // the last wave may be smaller

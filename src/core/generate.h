@@ -72,6 +72,14 @@ std::string frame_sequence_text(const std::string& number, const std::string& te
 /// Called after every step with (sequence index, new token id).
 using TokenCallback = std::function<void(int64_t, int32_t)>;
 
+/// Sequences generate() runs at once for `count` prompts under max_batch (GenerateOptions::max_batch;
+/// 0: all of them): min(max_batch, count), or count. The engine's plan and KV cache are sized for it.
+int64_t generate_wave_size(int64_t count, int64_t max_batch);
+
+/// Waves generate() runs for `count` prompts under max_batch: ceil(count / generate_wave_size()),
+/// 0 without prompts. Sequence i runs in wave i / generate_wave_size().
+int64_t generate_wave_count(int64_t count, int64_t max_batch);
+
 /// Prefills all prompts as one batch (or, with opts.max_batch, each wave of at most that many in
 /// order), then decodes until every sequence hit EOS or max_new_tokens. Sequence i samples with
 /// sequence_rng(seed, i) whatever its wave. on_token gets the run's sequence index. Throws

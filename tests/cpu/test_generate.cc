@@ -233,6 +233,9 @@ TEST(Generate, MaxBatchRunsWavesWithTheSameIds) {
     const int64_t count = int64_t(prompts.size()), wave = std::min<int64_t>(max_batch, count);
     const int64_t n_waves = (count + wave - 1) / wave;
     EXPECT_EQ(r.waves, n_waves);
+    // The helpers the CLI's progress line counts with agree with the run.
+    EXPECT_EQ(generate_wave_size(count, max_batch), wave);
+    EXPECT_EQ(generate_wave_count(count, max_batch), r.waves);
     ASSERT_EQ(int64_t(waves.starts.size()), n_waves);
     for (int64_t w = 0; w < n_waves; ++w) {
       EXPECT_EQ(waves.starts[size_t(w)], (std::pair<int64_t, int64_t>{std::min(wave, count - w * wave), 9})) << w;
@@ -245,6 +248,9 @@ TEST(Generate, MaxBatchRunsWavesWithTheSameIds) {
     EXPECT_EQ(sorted, sorted_one);
     for (size_t k = 1; k < seen.size(); ++k) EXPECT_GE(seen[k].first / wave, seen[k - 1].first / wave) << k;
   }
+  EXPECT_EQ(generate_wave_size(5, 0), 5);  // 0: every prompt at once
+  EXPECT_EQ(generate_wave_count(5, 0), 1);
+  EXPECT_EQ(generate_wave_count(0, 3), 0);
   opts.max_batch = -1;
   ScriptedEngine bad(10, 64, 1.0f);
   expect_error([&] { generate(bad, prompts, opts); }, {"max_batch must be >= 0, got -1", "--max-batch"});
