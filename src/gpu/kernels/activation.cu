@@ -25,22 +25,26 @@ __device__ __forceinline__ float activate(float x, Activation a) {
   return x;
 }
 
+// One output element, for both kernels below (so their bits agree by construction): gated, x the
+// gate and v the up value: activate(gate) * up; plain, v the bias when there is one: activate(x + bias).
+__device__ __forceinline__ float activation_element(float x, float v, bool gated, bool has_bias, Activation a) {
+  return gated ? activate(x, a) * v : activate(has_bias ? x + v : x, a);
+}
+
 __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_constant__ ActivationParams p) {
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)
   const int64_t n = p.T * p.I;
   for (int64_t e = blockIdx.x * int64_t(kThreads) + threadIdx.x; e < n; e += int64_t(gridDim.x) * kThreads) {
     const int64_t t = e / p.I, i = e % p.I;
-    float y;
+    float x, v = 0.0f;
     if (p.gated) {
-      const float gate = bf16_to_float(p.g_in[t * 2 * p.I + i]);
-      const float up = bf16_to_float(p.g_in[t * 2 * p.I + p.I + i]);
-      y = activate(gate, p.act) * up;
+      x = bf16_to_float(p.g_in[t * 2 * p.I + i]);          // gate
+      v = bf16_to_float(p.g_in[t * 2 * p.I + p.I + i]);    // up
     } else {
-      float x = bf16_to_float(p.g_in[e]);
-      if (p.g_bias) x += bf16_to_float(p.g_bias[i]);
-      y = activate(x, p.act);
+      x = bf16_to_float(p.g_in[e]);
+      if (p.g_bias) v = bf16_to_float(p.g_bias[i]);
     }
-    p.g_out[e] = float_to_bf16(y);
+    p.g_out[e] = float_to_bf16(activation_element(x, v, p.gated, p.g_bias != nullptr, p.act));
   }
 }
 
@@ -48,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_const
 // 8-element chunks of one or two tokens' rows with 16-byte loads and stores, issuing every load of
 // its chunks before the math, so the launch streams near HBM bandwidth at large T (the scalar loop
 // above moves 2 bytes per load and divides 64-bit indices per element). The same fp32 math per
-// element as activation_kernel, so the same bits.
+// element as activation_kernel (activation_element), so the same bits.
 constexpr int kVec = 8;
 constexpr int kUnroll = 2;
 
@@ -78,17 +82,11 @@ __global__ void __launch_bounds__(kThreads) activation_vec_kernel(const __grid_c
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t c = c0 + int64_t(u) * kThreads;
       if (c >= chunks) break;
-      float x[kVec], y[kVec], v[kVec];
+      float x[kVec], y[kVec], v[kVec] = {};  // v: the up values, the bias, or 0
       bf16x8_to_float(a[u], x);
       if (p.gated || g_bias) bf16x8_to_float(b[u], v);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        if (p.gated) {
-          y[e] = activate(x[e], p.act) * v[e];
-        } else {
-          y[e] = activate(g_bias ? x[e] + v[e] : x[e], p.act);
-        }
-      }
+      for (int e = 0; e < kVec; ++e) y[e] = activation_element(x[e], v[e], p.gated, g_bias != nullptr, p.act);
       g_out[c] = float_to_bf16x8(y);
     }
   }

@@ -671,9 +671,7 @@ int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
 
 TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& shape, int64_t b_host,
                                                   const TieredAttentionLinkLimits& limits) {
-  int device = 0, sms = 0;
-  DAK_CUDA_CHECK(cudaGetDevice(&device));
-  DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = device_sm_count();
   TieredAttentionSchedule s = plan_tiered_attention(shape, b_host, sms, 2, limits);
   const int per_sm = tiered_attention_ctas_per_sm(s);
   if (per_sm < 1) {

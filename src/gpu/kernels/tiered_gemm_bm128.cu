@@ -13,9 +13,7 @@ int64_t co_resident_ctas(int32_t cluster) {
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim = {unsigned(cluster), 1, 1};
   cudaLaunchConfig_t cfg{};
-  int dev = 0, sms = 0;
-  DAK_CUDA_CHECK(cudaGetDevice(&dev));
-  DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = device_sm_count();
   cfg.gridDim = dim3(unsigned(sms / cluster * cluster));
   cfg.blockDim = dim3(unsigned(Cfg::kThreads));
   cfg.dynamicSmemBytes = Cfg::kSmemBytes;
