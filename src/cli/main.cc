@@ -225,6 +225,18 @@ int main(int argc, char** argv) {
   dak::cli::add_bench_command(app);
   dak::cli::add_profile_command(app);
   try {
+    // The subcommand named by the words before argv[i] (`dak bench attention ...`), and its path.
+    const auto command_before = [&](int i, std::string* path) {
+      const CLI::App* command = &app;
+      *path = "dak";
+      for (int j = 1; j < i && argv[j][0] != '-'; ++j) {
+        const auto subs = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == argv[j]; });
+        if (subs.empty()) break;
+        command = subs.front();
+        *path += " " + command->get_name();
+      }
+      return command;
+    };
     // An empty value ("--offload-ratio ''") would be taken by CLI11 as 0 or as not given, silently
     // (the session-8 trial: --offload-ratio '' forced 0 %); dak has no option whose value may be empty.
     for (int i = 1; i < argc; ++i) {
@@ -237,15 +249,8 @@ int main(int argc, char** argv) {
         const std::string name = empty_inline ? arg.substr(0, arg.size() - 1) : arg;
         // The command given (`dak bench attention`): its option says the fix (an option without a
         // default, as --prompt, cannot be left out).
-        const CLI::App* command = &app;
-        std::string path = "dak";
-        for (int j = 1; j < i && argv[j][0] != '-'; ++j) {
-          const auto subs = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == argv[j]; });
-          if (subs.empty()) break;
-          command = subs.front();
-          path += " " + command->get_name();
-        }
-        const CLI::Option* option = command->get_option_no_throw(name);
+        std::string path;
+        const CLI::Option* option = command_before(i, &path)->get_option_no_throw(name);
         std::fprintf(stderr, "dak: error: %s\n",
                      dak::Error(name + " was given an empty value", "the command line",
                                 option ? dak::cli::empty_value_fix(*option, path)
@@ -276,11 +281,18 @@ int main(int argc, char** argv) {
       }
     }
     // A file option followed by an option (`-f -n 3`: CLI11 takes -n as the path, then fails on the
-    // stray 3; trial 29b): the path is missing, said before parsing. `-` alone is standard input, and
-    // a file that does exist under such a name is the user's.
+    // stray 3; trial 29b): the path is missing, said before parsing. `-` alone is standard input, a
+    // file that does exist under such a name is the user's, and a -f that is the value of the option
+    // before it (`-p -f`: the prompt text "-f") is no file option.
     for (int i = 1; i + 1 < argc; ++i) {
       const std::string_view flag = argv[i], next = argv[i + 1];
       if ((flag == "-f" || flag == "--prompt-file" || flag == "--file") && next.size() > 1 && next[0] == '-') {
+        const std::string prev = argv[i - 1];
+        std::string path;
+        const CLI::Option* before = prev.size() > 1 && prev[0] == '-' && prev.find('=') == std::string::npos
+                                        ? command_before(i, &path)->get_option_no_throw(prev)
+                                        : nullptr;
+        if (before != nullptr && before->get_items_expected_min() > 0) continue;
         std::error_code ec;
         if (std::filesystem::exists(std::string(next), ec)) continue;
         std::fprintf(stderr, "dak: error: %s\n",

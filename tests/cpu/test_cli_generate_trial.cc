@@ -422,6 +422,12 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
         << args << "\n" << r.output;
   }
   {
+    // A -f that is another option's value is no file option: the prompt text "-f".
+    const RunResult r = run_dak("generate --device cpu -p -f -n 2 --output json", false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["sequences"][0]["prompt"], "-f") << r.output;
+  }
+  {
     const RunResult r = run_dak("generate --device cpu -f=x.txt -n 2");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_TRUE(contains(r.output, "give the file after a space (-f prompt.txt)")) << r.output;
