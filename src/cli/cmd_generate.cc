@@ -14,6 +14,9 @@
 #include <optional>
 #include <utility>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/offload_options.h"
@@ -495,13 +498,25 @@ void add_generate_command(CLI::App& app) {
     a->inputs.clear();
     size_t next_text = 0, next_ids = 0, next_file = 0;
     // Before anything is read (a terminal would wait for a prompt first).
-    // /dev/stdin and its aliases are standard input too (after `-f -` they read nothing: trial 29b).
+    // Standard input by any name: `-`, or a path to the same file as descriptor 0 (/dev/stdin,
+    // /dev/fd/0, a link to them) when that is a pipe, a terminal or a device, which read once (after
+    // `-f -` they read nothing: trial 29b); a regular file behind `<` may be opened again by its path.
     const auto is_stdin = [](const std::string& p) {
-      return p == "-" || p == "/dev/stdin" || p == "/dev/fd/0" || p == "/proc/self/fd/0";
+      if (p == "-") return true;
+      struct stat in {}, st {};
+      if (::fstat(STDIN_FILENO, &in) != 0 || S_ISREG(in.st_mode)) return false;
+      return ::stat(p.c_str(), &st) == 0 && st.st_dev == in.st_dev && st.st_ino == in.st_ino;
     };
-    if (std::count_if(a->prompt_files.begin(), a->prompt_files.end(), is_stdin) > 1) {
-      fail("--prompt-file - is given twice: standard input holds one prompt (/dev/stdin is standard input too)",
-           "--prompt-file -", "give the other prompts as files or with --prompt");
+    std::vector<std::string> stdin_names;
+    for (const std::string& p : a->prompt_files) {
+      if (is_stdin(p)) stdin_names.push_back(p);
+    }
+    if (stdin_names.size() > 1) {
+      std::string names;
+      for (size_t i = 0; i < stdin_names.size(); ++i) names += (i ? ", " : "") + stdin_names[i];
+      fail(fmt::format("standard input is given {} times as --prompt-file ({}): it holds one prompt",
+                       stdin_names.size(), names),
+           "--prompt-file", "give the other prompts as files or with --prompt");
     }
     const auto file_input = [&](const std::string& path) {
       // A value that is no file but looks like an option or `-f=PATH`: the path was left out or
@@ -513,19 +528,20 @@ void add_generate_command(CLI::App& app) {
                        : fmt::format("--prompt-file got '{}', an option, as its file: the path is missing", path),
                    "--prompt-file", "give the file after a space (-f prompt.txt) or as --prompt-file=prompt.txt");
       }
+      const bool from_stdin = is_stdin(path);  // /dev/stdin reads as - does (a device is no text file)
       std::string text = read_text_input(
-          path, TextInputTerms{"--prompt-file", "dak generate", "the prompt", [](const std::string&) {
+          from_stdin ? "-" : path, TextInputTerms{"--prompt-file", "dak generate", "the prompt", [](const std::string&) {
                                  return std::string("no model's context holds a prompt that long: give a part of it");
                                }});
       if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f
       if (text.empty()) {  // as -p '' is refused
         // Where: as the read errors of the file say it (the path; standard input (--prompt-file -)).
-        fail(path == "-" ? "standard input holds no prompt (nothing, or one newline)"
-                         : "the prompt file is empty (or holds one newline)",
-             path == "-" ? "standard input (--prompt-file -)" : path, "give a file with the prompt text");
+        fail(from_stdin ? "standard input holds no prompt (nothing, or one newline)"
+                        : "the prompt file is empty (or holds one newline)",
+             from_stdin ? "standard input (--prompt-file " + path + ")" : path, "give a file with the prompt text");
       }
       return PromptInput{false, std::move(text),
-                         path == "-" ? "--prompt-file - (standard input)" : "--prompt-file " + path};
+                         from_stdin ? "--prompt-file " + path + " (standard input)" : "--prompt-file " + path};
     };
     for (const CLI::Option* o : c->parse_order()) {
       if (o == prompt && next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -280,30 +281,50 @@ int main(int argc, char** argv) {
         }
       }
     }
-    // A file option followed by an option (`-f -n 3`: CLI11 takes -n as the path, then fails on the
-    // stray 3; trial 29b): the path is missing, said before parsing. `-` alone is standard input, a
-    // file that does exist under such a name is the user's, and a -f that is the value of the option
-    // before it (`-p -f`: the prompt text "-f") is no file option.
-    for (int i = 1; i + 1 < argc; ++i) {
-      const std::string_view flag = argv[i], next = argv[i + 1];
-      if ((flag == "-f" || flag == "--prompt-file" || flag == "--file") && next.size() > 1 && next[0] == '-') {
+    // A file option without its path (`-f -n 3`: CLI11 takes -n as the path, then fails on the stray
+    // 3; `perplexity -f=x`, `--file=-c`; trial 29b and session 30's): said before parsing, where the
+    // command has that option. `-` alone is standard input, `--` ends the options, a name that
+    // exists (a link too) is the user's file, and a -f that is the value of the option before it
+    // (`-p -f`: the prompt text "-f") or that follows an option the command lacks (CLI11 names that
+    // one) is no file option.
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      const size_t eq = arg.rfind("--", 0) == 0 ? arg.find('=') : arg.rfind("-f=", 0) == 0 ? 2 : std::string::npos;
+      const std::string flag = arg.substr(0, eq);
+      if (flag != "-f" && flag != "--prompt-file" && flag != "--file") continue;
+      std::string path;
+      const CLI::App* command = command_before(i, &path);
+      if (command->get_option_no_throw(flag) == nullptr) continue;
+      if (i >= 2) {
         const std::string prev = argv[i - 1];
-        std::string path;
-        const CLI::Option* before = prev.size() > 1 && prev[0] == '-' && prev.find('=') == std::string::npos
-                                        ? command_before(i, &path)->get_option_no_throw(prev)
-                                        : nullptr;
-        if (before != nullptr && before->get_items_expected_min() > 0) continue;
-        std::error_code ec;
-        if (std::filesystem::exists(std::string(next), ec)) continue;
-        std::fprintf(stderr, "dak: error: %s\n",
-                     dak::Error(std::string(flag) + " is followed by " + std::string(next) +
-                                    ", an option, where its file belongs: the path is missing",
-                                "the command line",
-                                "give the file right after " + std::string(flag) + " (" + std::string(flag) +
-                                    " prompt.txt, or - for standard input)")
-                         .what());
-        return 2;
+        if (prev.size() > 1 && prev[0] == '-' && prev != "--" && prev.find('=') == std::string::npos) {
+          const CLI::Option* before = command->get_option_no_throw(prev);
+          if (before == nullptr || before->get_items_expected_min() > 0) continue;
+        }
       }
+      const bool inline_value = eq != std::string::npos;
+      if (!inline_value && i + 1 >= argc) continue;  // CLI11: "1 required FILE missing"
+      const std::string value = inline_value ? arg.substr(eq + 1) : argv[i + 1];
+      const bool glued = inline_value && flag == "-f";  // -f=x: CLI11 reads the path "=x"
+      if (!glued && !(value.size() > 1 && value[0] == '-' && value != "--")) continue;
+      std::error_code ec;
+      const std::string as_read = glued ? "=" + value : value;
+      if (std::filesystem::symlink_status(as_read, ec).type() != std::filesystem::file_type::not_found) continue;
+      const std::string example = path == "dak perplexity" ? "text.txt" : "prompt.txt";
+      const std::string what =
+          glued ? fmt::format("{} reads '={}' as its path: -f=PATH keeps the '='", arg, value)
+          : inline_value ? fmt::format("{} gives {} as its file, which looks like an option: the path is missing", arg, value)
+                         : fmt::format("{} is followed by {}, which looks like an option, where its file belongs: the "
+                                       "path is missing",
+                                       flag, value);
+      std::fprintf(stderr, "dak: error: %s\n",
+                   dak::Error(what, flag + " (" + path + ")",
+                              fmt::format("give the file after a space ({} {}) or as {}={}; - reads standard input",
+                                          flag, example, flag == "-f" ? command->get_option_no_throw(flag)->get_name()
+                                                                      : flag,
+                                          example))
+                       .what());
+      return 2;
     }
     app.parse(argc, argv);
     // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
