@@ -311,12 +311,16 @@ int main(int argc, char** argv) {
       const std::string as_read = glued ? "=" + value : value;
       if (std::filesystem::symlink_status(as_read, ec).type() != std::filesystem::file_type::not_found) continue;
       const std::string example = path == "dak perplexity" ? "text.txt" : "prompt.txt";
-      const std::string what =
-          glued ? fmt::format("{} reads '={}' as its path: -f=PATH keeps the '='", arg, value)
-          : inline_value ? fmt::format("{} gives {} as its file, which looks like an option: the path is missing", arg, value)
-                         : fmt::format("{} is followed by {}, which looks like an option, where its file belongs: the "
-                                       "path is missing",
-                                       flag, value);
+      std::string what;
+      if (glued) {
+        what = fmt::format("{} reads '={}' as its path: -f=PATH keeps the '='", arg, value);
+      } else if (inline_value) {
+        what = fmt::format("{} gives {} as its file, which looks like an option: the path is missing", arg, value);
+      } else {
+        what = fmt::format("{} is followed by {}, which looks like an option, where its file belongs: the path is "
+                           "missing",
+                           flag, value);
+      }
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(what, flag + " (" + path + ")",
                               fmt::format("give the file after a space ({} {}) or as {}={}; - reads standard input",
