@@ -499,13 +499,16 @@ void add_generate_command(CLI::App& app) {
     size_t next_text = 0, next_ids = 0, next_file = 0;
     // Before anything is read (a terminal would wait for a prompt first).
     // Standard input by any name: `-`, or a path to the same file as descriptor 0 (/dev/stdin,
-    // /dev/fd/0, a link to them) when that is a pipe, a terminal or a device, which read once (after
-    // `-f -` they read nothing: trial 29b); a regular file behind `<` may be opened again by its path.
+    // /dev/fd/0, a link to them) when that is a pipe, a socket or a terminal, which read once (after
+    // `-f -` they read nothing: trial 29b); a regular file or a device behind `<` is opened again by
+    // its path.
     const auto is_stdin = [](const std::string& p) {
       if (p == "-") return true;
       struct stat in {}, st {};
-      if (::fstat(STDIN_FILENO, &in) != 0 || S_ISREG(in.st_mode)) return false;
-      return ::stat(p.c_str(), &st) == 0 && st.st_dev == in.st_dev && st.st_ino == in.st_ino;
+      if (::fstat(STDIN_FILENO, &in) != 0) return false;
+      // Read-once kinds only: a regular file or a device such as /dev/null or /dev/zero is opened again.
+      const bool read_once = S_ISFIFO(in.st_mode) || S_ISSOCK(in.st_mode) || isatty(STDIN_FILENO) == 1;
+      return read_once && ::stat(p.c_str(), &st) == 0 && st.st_dev == in.st_dev && st.st_ino == in.st_ino;
     };
     std::vector<std::string> stdin_names;
     for (const std::string& p : a->prompt_files) {
@@ -521,12 +524,15 @@ void add_generate_command(CLI::App& app) {
     const auto file_input = [&](const std::string& path) {
       // A value that is no file but looks like an option or `-f=PATH`: the path was left out or
       // glued on (the trial of session 29: `-f --chat` looked for a file named --chat).
+      // (`-f-n`, `-f=x`; the command line's own check in main.cc catches `-f -n` before parsing.)
       std::error_code ec;
-      if (path.size() > 1 && (path[0] == '-' || path[0] == '=') && !std::filesystem::exists(path, ec)) {
+      if (path.size() > 1 && (path[0] == '-' || path[0] == '=') &&
+          std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
         fail_usage(path[0] == '='
                        ? fmt::format("--prompt-file got '{}': -f=PATH is read as a path that starts with '='", path)
-                       : fmt::format("--prompt-file got '{}', an option, as its file: the path is missing", path),
-                   "--prompt-file", "give the file after a space (-f prompt.txt) or as --prompt-file=prompt.txt");
+                       : fmt::format("--prompt-file got '{}' as its file: the path is missing", path),
+                   "--prompt-file",
+                   "give the file after a space (-f prompt.txt) or as --prompt-file=prompt.txt; - reads standard input");
       }
       const bool from_stdin = is_stdin(path);  // /dev/stdin reads as - does (a device is no text file)
       std::string text = read_text_input(

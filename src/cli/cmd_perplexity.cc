@@ -33,7 +33,9 @@ void add_perplexity_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("perplexity", "Perplexity of a text file under a model");
   c->add_option("--model,-m", a->model, "HF model folder, .safetensors or .gguf (default: SmolLM2-135M-Instruct)");
-  c->add_option("--file,-f", a->file, "UTF-8 text file to score (at most 64 MiB); - reads standard input")->required();
+  c->add_option("--file,-f", a->file, "UTF-8 text file to score (at most 64 MiB); - reads standard input")
+      ->required()
+      ->type_name("FILE");
   c->add_option("--context", a->context, "Window length in tokens: 0 = the model context, else 2 to the model context. Every token "
                 "after the first is scored once: each window starts at the last token of the one before "
                 "(as context only), so short windows see little history")

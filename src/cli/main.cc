@@ -282,13 +282,20 @@ int main(int argc, char** argv) {
       }
     }
     // A file option without its path (`-f -n 3`: CLI11 takes -n as the path, then fails on the stray
-    // 3; `perplexity -f=x`, `--file=-c`; trial 29b and session 30's): said before parsing, where the
-    // command has that option. `-` alone is standard input, `--` ends the options, a name that
+    // 3; `perplexity -f=x`, `--file=-c`; trials 29b and 30): said before parsing, where the command
+    // has that option. `-` alone is standard input, words after `--` are no options, a name that
     // exists (a link too) is the user's file, and a -f that is the value of the option before it
     // (`-p -f`: the prompt text "-f") or that follows an option the command lacks (CLI11 names that
-    // one) is no file option.
+    // one) is no file option. A word before it that is itself a value (`--temperature -1 -f`) is no
+    // option.
+    const auto value_taking = [](const CLI::App* command, const std::string& word) -> const CLI::Option* {
+      if (word.size() < 2 || word[0] != '-' || word == "--" || word.find('=') != std::string::npos) return nullptr;
+      const CLI::Option* o = command->get_option_no_throw(word);
+      return o != nullptr && o->get_items_expected_min() > 0 ? o : nullptr;
+    };
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
+      if (arg == "--") break;
       const size_t eq = arg.rfind("--", 0) == 0 ? arg.find('=') : arg.rfind("-f=", 0) == 0 ? 2 : std::string::npos;
       const std::string flag = arg.substr(0, eq);
       if (flag != "-f" && flag != "--prompt-file" && flag != "--file") continue;
@@ -297,7 +304,9 @@ int main(int argc, char** argv) {
       if (command->get_option_no_throw(flag) == nullptr) continue;
       if (i >= 2) {
         const std::string prev = argv[i - 1];
-        if (prev.size() > 1 && prev[0] == '-' && prev != "--" && prev.find('=') == std::string::npos) {
+        const bool prev_is_value = i >= 3 && value_taking(command, argv[i - 2]) != nullptr;
+        if (!prev_is_value && prev.size() > 1 && prev[0] == '-' && prev != "--" &&
+            prev.find('=') == std::string::npos) {
           const CLI::Option* before = command->get_option_no_throw(prev);
           if (before == nullptr || before->get_items_expected_min() > 0) continue;
         }
@@ -306,7 +315,7 @@ int main(int argc, char** argv) {
       if (!inline_value && i + 1 >= argc) continue;  // CLI11: "1 required FILE missing"
       const std::string value = inline_value ? arg.substr(eq + 1) : argv[i + 1];
       const bool glued = inline_value && flag == "-f";  // -f=x: CLI11 reads the path "=x"
-      if (!glued && !(value.size() > 1 && value[0] == '-' && value != "--")) continue;
+      if (!glued && !(value.size() > 1 && value[0] == '-')) continue;
       std::error_code ec;
       const std::string as_read = glued ? "=" + value : value;
       if (std::filesystem::symlink_status(as_read, ec).type() != std::filesystem::file_type::not_found) continue;
@@ -315,11 +324,9 @@ int main(int argc, char** argv) {
       if (glued) {
         what = fmt::format("{} reads '={}' as its path: -f=PATH keeps the '='", arg, value);
       } else if (inline_value) {
-        what = fmt::format("{} gives {} as its file, which looks like an option: the path is missing", arg, value);
+        what = fmt::format("{} gives {} as its file: the path is missing", arg, value);
       } else {
-        what = fmt::format("{} is followed by {}, which looks like an option, where its file belongs: the path is "
-                           "missing",
-                           flag, value);
+        what = fmt::format("{} is followed by {} where its file belongs: the path is missing", flag, value);
       }
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(what, flag + " (" + path + ")",

@@ -423,8 +423,14 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
     std::string args, what, fix;
   };
   for (const Missing& m : std::vector<Missing>{
-           {"generate --device cpu -f --chat -n 2", "-f is followed by --chat, which looks like an option",
+           {"generate --device cpu -f --chat -n 2", "-f is followed by --chat where its file belongs",
             "(-f prompt.txt) or as --prompt-file=prompt.txt"},
+           // A value before -f that starts with '-' is a value, not an option (session 30's second trial).
+           {"generate --device cpu --temperature -1 -f -n 3", "-f is followed by -n", "the path is missing"},
+           {"generate --device cpu -p -x -f -n 3", "-f is followed by -n", "the path is missing"},
+           {"generate --device cpu -p -f -f -n 3", "-f is followed by -n", "the path is missing"},
+           {"perplexity --device cpu --context -5 -f -c 8", "-f is followed by -c", "(-f text.txt)"},
+           {"generate --device cpu -f -- -n 2", "-f is followed by -- where its file belongs", "the path is missing"},
            {"generate --device cpu -f -n 3", "-f is followed by -n", "where: -f (dak generate)"},
            {"generate --device cpu --prompt-file -n 3", "--prompt-file is followed by -n",
             "(--prompt-file prompt.txt)"},
