@@ -521,6 +521,21 @@ void add_generate_command(CLI::App& app) {
                        stdin_names.size(), names),
            "--prompt-file", "give the other prompts as files or with --prompt");
     }
+    // A named pipe (mkfifo) given twice: its second open would wait forever for another writer
+    // (session 30's trial). Same file: same device and inode.
+    for (size_t i = 0; i < a->prompt_files.size(); ++i) {
+      struct stat si {};
+      const std::string& first = a->prompt_files[i];
+      if (is_stdin(first) || ::stat(first.c_str(), &si) != 0 || !S_ISFIFO(si.st_mode)) continue;
+      for (size_t j = i + 1; j < a->prompt_files.size(); ++j) {
+        struct stat sj {};
+        if (::stat(a->prompt_files[j].c_str(), &sj) == 0 && sj.st_dev == si.st_dev && sj.st_ino == si.st_ino) {
+          fail(fmt::format("the named pipe {} is given twice as --prompt-file ({} and {}): it holds one prompt",
+                           first, first, a->prompt_files[j]),
+               "--prompt-file " + a->prompt_files[j], "give the other prompts as files or with --prompt");
+        }
+      }
+    }
     const auto file_input = [&](const std::string& path) {
       // A value that is no file but looks like an option or `-f=PATH`: the path was left out or
       // glued on (the trial of session 29: `-f --chat` looked for a file named --chat).

@@ -407,6 +407,12 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
   refused("-f " + (dir / "missing.txt").string(), {"no such file", "check the path passed to --prompt-file"});
   refused("-f " + dir.string(), {"the --prompt-file path is a folder, not a text file"});
   refused("-f - -f -", {"standard input is given 2 times as --prompt-file (-, -)"});
+  {
+    // A named pipe given twice would wait forever for a second writer (session 30's trial).
+    const std::string fifo = (dir / "prompt.fifo").string();
+    ASSERT_EQ(dak::testing::run_shell("mkfifo " + fifo).exit_code, 0);
+    refused("-f " + fifo + " -f " + fifo, {"the named pipe " + fifo + " is given twice as --prompt-file"});
+  }
   // Standard input by another name (session 30's trial): the same file as descriptor 0, a pipe here.
   for (const std::string other : {"/dev/stdin", "//dev/stdin", "/dev/fd/0"}) {
     const RunResult r = dak::testing::run_shell("printf 'From stdin' | " + std::string(DAK_BINARY) +
