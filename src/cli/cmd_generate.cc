@@ -510,9 +510,11 @@ void add_generate_command(CLI::App& app) {
       const bool read_once = S_ISFIFO(in.st_mode) || S_ISSOCK(in.st_mode) || isatty(STDIN_FILENO) == 1;
       return read_once && ::stat(p.c_str(), &st) == 0 && st.st_dev == in.st_dev && st.st_ino == in.st_ino;
     };
+    std::vector<bool> from_stdin;  // [prompt file]: is_stdin, asked once
     std::vector<std::string> stdin_names;
     for (const std::string& p : a->prompt_files) {
-      if (is_stdin(p)) stdin_names.push_back(p);
+      from_stdin.push_back(is_stdin(p));
+      if (from_stdin.back()) stdin_names.push_back(p);
     }
     if (stdin_names.size() > 1) {
       std::string names;
@@ -526,7 +528,7 @@ void add_generate_command(CLI::App& app) {
     for (size_t i = 0; i < a->prompt_files.size(); ++i) {
       struct stat si {};
       const std::string& first = a->prompt_files[i];
-      if (is_stdin(first) || ::stat(first.c_str(), &si) != 0 || !S_ISFIFO(si.st_mode)) continue;
+      if (from_stdin[i] || ::stat(first.c_str(), &si) != 0 || !S_ISFIFO(si.st_mode)) continue;
       for (size_t j = i + 1; j < a->prompt_files.size(); ++j) {
         struct stat sj {};
         if (::stat(a->prompt_files[j].c_str(), &sj) == 0 && sj.st_dev == si.st_dev && sj.st_ino == si.st_ino) {
@@ -536,7 +538,9 @@ void add_generate_command(CLI::App& app) {
         }
       }
     }
-    const auto file_input = [&](const std::string& path) {
+    const auto file_input = [&](size_t index) {
+      const std::string& path = a->prompt_files[index];
+      const bool stdin_file = from_stdin[index];  // /dev/stdin reads as - does (a device is no text file)
       // A value that is no file but looks like an option or `-f=PATH`: the path was left out or
       // glued on (the trial of session 29: `-f --chat` looked for a file named --chat).
       // (`-f-n`, `-f=x`; the command line's own check in main.cc catches `-f -n` before parsing.)
@@ -549,20 +553,19 @@ void add_generate_command(CLI::App& app) {
                    "--prompt-file",
                    "give the file after a space (-f prompt.txt) or as --prompt-file=prompt.txt; - reads standard input");
       }
-      const bool from_stdin = is_stdin(path);  // /dev/stdin reads as - does (a device is no text file)
       std::string text = read_text_input(
-          from_stdin ? "-" : path, TextInputTerms{"--prompt-file", "dak generate", "the prompt", [](const std::string&) {
+          stdin_file ? "-" : path, TextInputTerms{"--prompt-file", "dak generate", "the prompt", [](const std::string&) {
                                  return std::string("no model's context holds a prompt that long: give a part of it");
                                }});
       if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f
       if (text.empty()) {  // as -p '' is refused
         // Where: as the read errors of the file say it (the path; standard input (--prompt-file -)).
-        fail(from_stdin ? "standard input holds no prompt (nothing, or one newline)"
+        fail(stdin_file ? "standard input holds no prompt (nothing, or one newline)"
                         : "the prompt file is empty (or holds one newline)",
-             from_stdin ? "standard input (--prompt-file " + path + ")" : path, "give a file with the prompt text");
+             stdin_file ? "standard input (--prompt-file " + path + ")" : path, "give a file with the prompt text");
       }
       return PromptInput{false, std::move(text),
-                         from_stdin ? "--prompt-file " + path + " (standard input)" : "--prompt-file " + path};
+                         stdin_file ? "--prompt-file " + path + " (standard input)" : "--prompt-file " + path};
     };
     for (const CLI::Option* o : c->parse_order()) {
       if (o == prompt && next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});
@@ -570,12 +573,12 @@ void add_generate_command(CLI::App& app) {
         a->inputs.push_back({true, a->prompt_ids[next_ids++], "--prompt-ids"});
       }
       if (o == prompt_file && next_file < a->prompt_files.size()) {
-        a->inputs.push_back(file_input(a->prompt_files[next_file++]));
+        a->inputs.push_back(file_input(next_file++));
       }
     }
     while (next_text < a->prompts.size()) a->inputs.push_back({false, a->prompts[next_text++]});  // none: a guard
     while (next_ids < a->prompt_ids.size()) a->inputs.push_back({true, a->prompt_ids[next_ids++], "--prompt-ids"});
-    while (next_file < a->prompt_files.size()) a->inputs.push_back(file_input(a->prompt_files[next_file++]));
+    while (next_file < a->prompt_files.size()) a->inputs.push_back(file_input(next_file++));
     check_weights_seed(*weights_seed, a->random_weights);
     // No notice where the run takes the CPU path: --device cpu refuses the plan, auto ignores it there
     // (--random-weights has no CPU path).

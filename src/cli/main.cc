@@ -288,11 +288,10 @@ int main(int argc, char** argv) {
     // (`-p -f`: the prompt text "-f") or that follows an option the command lacks (CLI11 names that
     // one) is no file option. A word before it that is itself a value (`--temperature -1 -f`) is no
     // option.
-    const auto value_taking = [](const CLI::App* command, const std::string& word) -> const CLI::Option* {
-      if (word.size() < 2 || word[0] != '-' || word == "--" || word.find('=') != std::string::npos) return nullptr;
-      const CLI::Option* o = command->get_option_no_throw(word);
-      return o != nullptr && o->get_items_expected_min() > 0 ? o : nullptr;
+    const auto option_like = [](const std::string& word) {  // "-n", "--chat"; not "--", "-", "--x=y"
+      return word.size() > 1 && word[0] == '-' && word != "--" && word.find('=') == std::string::npos;
     };
+    const auto takes_value = [](const CLI::Option* o) { return o != nullptr && o->get_items_expected_min() > 0; };
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg == "--") break;
@@ -301,14 +300,14 @@ int main(int argc, char** argv) {
       if (flag != "-f" && flag != "--prompt-file" && flag != "--file") continue;
       std::string path;
       const CLI::App* command = command_before(i, &path);
-      if (command->get_option_no_throw(flag) == nullptr) continue;
+      const CLI::Option* file_option = command->get_option_no_throw(flag);
+      if (file_option == nullptr) continue;
       if (i >= 2) {
-        const std::string prev = argv[i - 1];
-        const bool prev_is_value = i >= 3 && value_taking(command, argv[i - 2]) != nullptr;
-        if (!prev_is_value && prev.size() > 1 && prev[0] == '-' && prev != "--" &&
-            prev.find('=') == std::string::npos) {
+        const std::string prev = argv[i - 1], before_prev = i >= 3 ? argv[i - 2] : "";
+        const bool prev_is_value = option_like(before_prev) && takes_value(command->get_option_no_throw(before_prev));
+        if (!prev_is_value && option_like(prev)) {
           const CLI::Option* before = command->get_option_no_throw(prev);
-          if (before == nullptr || before->get_items_expected_min() > 0) continue;
+          if (before == nullptr || takes_value(before)) continue;
         }
       }
       const bool inline_value = eq != std::string::npos;
@@ -331,9 +330,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(what, flag + " (" + path + ")",
                               fmt::format("give the file after a space ({} {}) or as {}={}; - reads standard input",
-                                          flag, example, flag == "-f" ? command->get_option_no_throw(flag)->get_name()
-                                                                      : flag,
-                                          example))
+                                          flag, example, file_option->get_name(), example))
                        .what());
       return 2;
     }
