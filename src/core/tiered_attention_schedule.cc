@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/hardware_profile.h"
 
@@ -19,6 +20,10 @@ int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }
 constexpr int64_t kReferenceCtasPerSm = 2;  // workers assumed by the split heuristic
 constexpr int64_t kItemOverheadSteps = 2;   // per-item cost (q load, partial write) in 16-key steps
 constexpr int64_t kMaxSplits = 4096;
+// A split count the CTA cannot merge itself (not 1, 2 or 4) launches the combine kernel: ~2.3 us of
+// increment a layer at batch 1 (session 13's timeline) against ~0.8 for the CTA's merge (session 17),
+// priced here as this many 16-key steps of the makespan.
+constexpr int64_t kCombineKernelSteps = 2;
 
 }  // namespace
 
@@ -113,13 +118,17 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
   const int64_t steps = ceil_div(s.max_ctx, ta::kStepKeys);  // 16-key steps of the longest sequence
   const int64_t pairs = s.batch * s.num_kv_heads;
   const int64_t workers = ta::kWarps * kReferenceCtasPerSm * std::max<int64_t>(1, sm_count);
+  // DAK_ATTN_SPLIT_RULE=items (A/B switch, docs/perf-notes.md session 31): the makespan alone, as
+  // before session 31, without the combine kernel's price.
+  static const bool items_only = env_choice("DAK_ATTN_SPLIT_RULE", {"combine", "items"}) == 1;
   int64_t best_cost = std::numeric_limits<int64_t>::max();
   int64_t best_steps = steps;
   for (int64_t n = 1; n <= std::min(steps, kMaxSplits); ++n) {
     const int64_t per_split = ceil_div(steps, n);
     const int64_t used = ceil_div(steps, per_split);  // no always-empty split
     if (used != n) continue;
-    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps);
+    const int64_t combine = n > 1 && !ta::cta_combine_possible(n) && !items_only ? kCombineKernelSteps : 0;
+    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps) + combine;
     if (cost < best_cost) {
       best_cost = cost;
       best_steps = per_split;

@@ -193,10 +193,13 @@ struct TieredAttentionSchedule {
 /// G <= 16, max_ctx in [1, 2^31 - 16]).
 void check_tiered_attention_shape(const TieredAttentionShape& shape);
 
-/// The key split for a shape on a GPU of `sm_count` SMs: the number of splits minimizing the
+/// The key split for a shape on a GPU of `sm_count` SMs: the number of splits S minimizing the
 /// estimated makespan ceil(B * Hkv * S / workers) * (steps per split + 2) of the worst case
-/// (every sequence at max_ctx), with workers = 4 warps x 2 CTAs x sm_count and ties to the
-/// fewest splits. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
+/// (every sequence at max_ctx), with workers = 4 warps x 2 CTAs x sm_count, plus 2 steps where S
+/// is not 1, 2 or 4 (the CTA cannot merge the splits, so the combine kernel runs), ties to the
+/// fewest splits (Llama-2-7B at batch 1: 2 splits at 48 keys instead of 3). Depends only on
+/// (B, Hkv, max_ctx, sm_count): never on b_host. DAK_ATTN_SPLIT_RULE=items in the environment
+/// drops the combine term (A/B measurements).
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
 
 /// The default schedule for `b_host` host sequences on `sm_count` SMs with `hbm_ctas_per_sm`

@@ -122,6 +122,23 @@ TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
   dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 1"});
 }
 
+TEST(TieredAttentionSchedule, SplitCountsTheCtaCannotMergeArePricedTheCombineKernel) {
+  // Llama-2-7B at batch 1 / 8 with a KV cache of 48 or 80 keys (dak generate's default context for
+  // a short prompt): the makespan alone takes 3 or 5 splits of one step, which the CTA cannot merge;
+  // with the combine kernel priced the rule takes 2 splits, merged in the CTA.
+  for (int64_t batch : {1, 8}) {
+    for (int64_t ctx : {48, 80}) {
+      const TieredAttentionSchedule s = dak::plan_tiered_attention({batch, 32, 32, 128, ctx}, 0, kSms);
+      EXPECT_EQ(s.split.num_splits, 2) << s.to_string();
+      EXPECT_TRUE(s.cta_combine) << s.to_string();
+    }
+  }
+  // Where the combine kernel is a small part of a long split, splits past 4 stay.
+  const auto long_ctx = dak::choose_tiered_attention_split({1, 32, 32, 128, 4096}, kSms);
+  EXPECT_GT(long_ctx.num_splits, 4) << long_ctx.num_splits;
+  EXPECT_FALSE(ta::cta_combine_possible(long_ctx.num_splits));
+}
+
 TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
   for (int64_t ctx : {1, 15, 16, 17, 100, 511, 512, 513, 4096, 32767, 32768, 32769, 131072}) {
     for (int64_t batch : {1, 8, 64, 512}) {
