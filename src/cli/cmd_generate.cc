@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -541,18 +540,6 @@ void add_generate_command(CLI::App& app) {
     const auto file_input = [&](size_t index) {
       const std::string& path = a->prompt_files[index];
       const bool stdin_file = from_stdin[index];  // /dev/stdin reads as - does (a device is no text file)
-      // A value that is no file but looks like an option or `-f=PATH`: the path was left out or
-      // glued on (the trial of session 29: `-f --chat` looked for a file named --chat).
-      // (`-f-n`, `-f=x`; the command line's own check in main.cc catches `-f -n` before parsing.)
-      std::error_code ec;
-      if (path.size() > 1 && (path[0] == '-' || path[0] == '=') &&
-          std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
-        fail_usage(path[0] == '='
-                       ? fmt::format("--prompt-file got '{}': -f=PATH is read as a path that starts with '='", path)
-                       : fmt::format("--prompt-file got '{}' as its file: the path is missing", path),
-                   "--prompt-file",
-                   "give the file after a space (-f prompt.txt) or as --prompt-file=prompt.txt; - reads standard input");
-      }
       std::string text = read_text_input(
           stdin_file ? "-" : path, TextInputTerms{"--prompt-file", "dak generate", "the prompt", [](const std::string&) {
                                  return std::string("no model's context holds a prompt that long: give a part of it");

@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
       }
     }
     // A file option without its path (`-f -n 3`: CLI11 takes -n as the path, then fails on the stray
-    // 3; `perplexity -f=x`, `--file=-c`; trials 29b and 30): said before parsing, where the command
+    // 3; `perplexity -f=x`, `--file=-c`, `-f-n`, `-f =x`; trials 29b and 30): said before parsing, where the command
     // has that option. `-` alone is standard input, words after `--` are no options, a name that
     // exists (a link too) is the user's file, and a -f that is the value of the option before it
     // (`-p -f`: the prompt text "-f") or that follows an option the command lacks (CLI11 names that
@@ -295,8 +295,12 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg == "--") break;
-      const size_t eq = arg.rfind("--", 0) == 0 ? arg.find('=') : arg.rfind("-f=", 0) == 0 ? 2 : std::string::npos;
-      const std::string flag = arg.substr(0, eq);
+      // -fVALUE (CLI11 reads VALUE as the path): `-f-n` is -f with the path "-n".
+      const bool short_glued = arg.size() > 2 && arg.rfind("-f", 0) == 0 && arg[2] != '=';
+      const size_t eq = arg.rfind("--", 0) == 0 ? arg.find('=')
+                        : arg.rfind("-f=", 0) == 0 || short_glued ? 2
+                                                                  : std::string::npos;
+      const std::string flag = short_glued ? "-f" : arg.substr(0, eq);
       if (flag != "-f" && flag != "--prompt-file" && flag != "--file") continue;
       std::string path;
       const CLI::App* command = command_before(i, &path);
@@ -312,9 +316,10 @@ int main(int argc, char** argv) {
       }
       const bool inline_value = eq != std::string::npos;
       if (!inline_value && i + 1 >= argc) continue;  // CLI11: "1 required FILE missing"
-      const std::string value = inline_value ? arg.substr(eq + 1) : argv[i + 1];
-      const bool glued = inline_value && flag == "-f";  // -f=x: CLI11 reads the path "=x"
-      if (!glued && !(value.size() > 1 && value[0] == '-')) continue;
+      const std::string value = short_glued ? arg.substr(2) : inline_value ? arg.substr(eq + 1) : argv[i + 1];
+      const bool glued = inline_value && flag == "-f" && !short_glued;  // -f=x: CLI11 reads the path "=x"
+      const bool equals_led = !inline_value && value.size() > 1 && value[0] == '=';  // `-f =x`: the path "=x"
+      if (!glued && !equals_led && !(value.size() > 1 && value[0] == '-')) continue;
       std::error_code ec;
       const std::string as_read = glued ? "=" + value : value;
       if (std::filesystem::symlink_status(as_read, ec).type() != std::filesystem::file_type::not_found) continue;
@@ -322,6 +327,10 @@ int main(int argc, char** argv) {
       std::string what;
       if (glued) {
         what = fmt::format("{} reads '={}' as its path: -f=PATH keeps the '='", arg, value);
+      } else if (equals_led) {
+        what = fmt::format("{} {} reads '{}' as its path, which does not exist", flag, value, value);
+      } else if (short_glued) {
+        what = fmt::format("{} reads '{}' as its path: the path is missing", arg, value);
       } else if (inline_value) {
         what = fmt::format("{} gives {} as its file: the path is missing", arg, value);
       } else {

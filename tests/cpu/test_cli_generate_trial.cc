@@ -444,7 +444,13 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
            {"perplexity --device cpu -f -c 100", "-f is followed by -c", "(-f text.txt) or as --file=text.txt"},
            {"perplexity --device cpu --file=-c 100", "--file=-c gives -c as its file", "where: --file (dak perplexity)"},
            {"perplexity --device cpu -f=text.txt", "-f=text.txt reads '=text.txt' as its path", "(-f text.txt)"},
-           {"generate --device cpu -f=x.txt -n 2", "-f=x.txt reads '=x.txt' as its path", "(-f prompt.txt)"}}) {
+           {"generate --device cpu -f=x.txt -n 2", "-f=x.txt reads '=x.txt' as its path", "(-f prompt.txt)"},
+           // The glued short form and a path led by '=' (session 30's review: perplexity said "no such
+           // file", exit 1, where generate gave a usage error).
+           {"generate --device cpu -f-n 2", "-f-n reads '-n' as its path: the path is missing", "(-f prompt.txt)"},
+           {"perplexity --device cpu -f-c 100", "-f-c reads '-c' as its path", "where: -f (dak perplexity)"},
+           {"perplexity --device cpu -f =text.txt", "-f =text.txt reads '=text.txt' as its path", "(-f text.txt)"},
+           {"generate --device cpu -f =x -n 2", "-f =x reads '=x' as its path", "or as --prompt-file=prompt.txt"}}) {
     const RunResult r = run_dak(m.args);
     EXPECT_EQ(r.exit_code, 2) << m.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, m.what)) << m.args << "\n" << r.output;
