@@ -8,7 +8,8 @@
 #    makespan alone (DAK_ATTN_SPLIT_RULE=items), two interleaved rounds: Llama-2-7B batch 1 / 8 at
 #    prompt 32 gen 16 (48 keys: 2 splits against 3) and prompt 16 gen 64 (80 keys: 2 against 5),
 #    Llama-3-8B batch 1 / 8 at prompt 32 gen 16; issue 3's points (prompt 32 gen 32, batch 1 / 8 / 64,
-#    4 splits either way) once.
+#    4 splits either way) once; batch 64 on the tiered GEMM against auto (cuBLASLt there): the H100
+#    of call 1 had the tiered GEMM 2 % ahead, session 26's H200 cuBLASLt 3.5 %.
 # Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
@@ -31,12 +32,13 @@ echo "--- qkv rows (second layer)"; awk '/^=== /{n=$0} /^qkv /{c[n]++; if (c[n]=
 round() {
   for v in "X=1 llama-2-7b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=items llama-2-7b 32 16 1,8" \
            "X=1 llama-2-7b 16 64 1,8" "DAK_ATTN_SPLIT_RULE=items llama-2-7b 16 64 1,8" \
-           "X=1 llama-3-8b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=items llama-3-8b 32 16 1,8"; do
+           "X=1 llama-3-8b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=items llama-3-8b 32 16 1,8" \
+           "X=1 llama-2-7b 32 32 64 tiered" "X=1 llama-2-7b 32 32 64 auto"; do
     set -- $v
     left 40 || { echo "skip $v (time)"; continue; }
     env $1 timeout 60 build-gpu/dak bench --random-weights --repeats 5 --model $2 --batch $5 --prompt-len $3 \
-      --gen-len $4 > /tmp/d.txt 2>/dev/null
-    echo "=== [$1 $2 p$3 g$4] rep $R rc=$?"; grep -E "^\| [0-9]+ \| $3 \| $4" /tmp/d.txt
+      --gen-len $4 --gemm ${6:-auto} > /tmp/d.txt 2>/dev/null
+    echo "=== [$1 $2 p$3 g$4 ${6:-auto}] rep $R rc=$?"; grep -E "^\| [0-9]+ \| $3 \| $4" /tmp/d.txt
   done
 }
 R=1 round >> "$OUT/decode.txt"
