@@ -372,10 +372,45 @@ int main(int argc, char** argv) {
     const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || required) {
       // CLI11 listed the words in reverse ("not expected: 4 --cpu-offload-gb", "France of capital").
-      const std::vector<std::string> words = in_command_line_order(deepest->remaining(), argc, argv);
-      std::string option;
+      // Words before the command's name (`dak -f p.txt generate`) or after `--` are the top-level
+      // app's extras, not the command's.
+      std::vector<std::string> remaining = deepest->remaining();
+      if (remaining.empty() && deepest != &app) remaining = app.remaining();
+      const std::vector<std::string> words = in_command_line_order(remaining, argc, argv);
+      // An option of the command given before its name (trial 30): CLI11 parses the words before a
+      // command as the top-level app's, which has none of the command's options.
+      char** const command_at = deepest != &app ? std::find(argv + 1, argv + argc, deepest->get_name()) : argv + argc;
       for (const std::string& w : words) {
-        if (w.size() > 1 && w[0] == '-' && !(w[1] >= '0' && w[1] <= '9') && w[1] != '.') {
+        char** const at = std::find(argv + 1, argv + argc, w);
+        const std::string flag = w.substr(0, w.find('='));
+        if (at >= command_at || w.size() < 2 || w[0] != '-' || deepest->get_option_no_throw(flag) == nullptr) continue;
+        // The command line with the command's names first: each name of `path` ("dak bench
+        // attention") left out at its first place, the other words in their order.
+        std::vector<std::string> names;
+        for (size_t b = path.find(' '); b != std::string::npos;) {
+          const size_t e = path.find(' ', b + 1);
+          names.push_back(path.substr(b + 1, e == std::string::npos ? std::string::npos : e - b - 1));
+          b = e;
+        }
+        std::string moved;
+        for (int i = 1; i < argc; ++i) {
+          const std::string word = argv[i];
+          if (const auto n = std::find(names.begin(), names.end(), word); n != names.end()) {
+            names.erase(n);
+            continue;
+          }
+          moved += " " + (word.find_first_of(" \t'\"") == std::string::npos ? word : "'" + word + "'");
+        }
+        const dak::Error err(flag + " is given before `" + path.substr(4) + "`: a command's options follow its name",
+                             path, "write `" + path + moved + "`");
+        std::fprintf(stderr, "dak: error: %s\n", err.what());
+        return 2;
+      }
+      std::string option;
+      char** const dashdash = std::find(argv + 1, argv + argc, std::string("--"));  // words after it are no options
+      for (const std::string& w : words) {
+        if (w.size() > 1 && w[0] == '-' && !(w[1] >= '0' && w[1] <= '9') && w[1] != '.' &&
+            std::find(argv + 1, dashdash, w) != dashdash) {
           option = w.substr(0, w.find('='));
           break;
         }

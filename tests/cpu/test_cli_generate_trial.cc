@@ -458,6 +458,16 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
   }
   // Where the command has no such option, or the word before is an option it lacks, CLI11 names
   // that one (session 30's trial: `inspect -f --output json` said the path was missing).
+  // A command's options given before its name (session 30's trial) are named, with the command line
+  // rewritten; words after `--` are listed in the order given, not as options (CLI11 reversed them).
+  expect_usage_hints({
+      {"-f p.txt generate --device cpu -n 2", "-f is given before `generate`: a command's options follow its name"},
+      {"-f p.txt generate --device cpu -n 2", "write `dak generate -f p.txt --device cpu -n 2`"},
+      {"--batch 8 bench attention --quick", "write `dak bench attention --batch 8 --quick`"},
+      {"--device cpu generate -p hi", "where: dak generate"},
+      {"generate --device cpu -n 2 -- -f p.txt", "not expected: -f p.txt"},
+      {"generate --device cpu -n 2 -- The capital", "not expected: The capital"},
+  });
   expect_usage_hints({
       {"inspect -f --output json", "dak inspect has no option -f"},
       {"generate --file -n 4", "did you mean --prompt-file?"},
