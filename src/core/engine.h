@@ -44,6 +44,12 @@ class Engine {
 
   /// Current length (tokens in the KV cache) of sequence b.
   virtual int64_t position(int64_t b) const = 0;
+  /// Whether a decode step in which every sequence appends exactly one token is much cheaper than
+  /// one in which some append none: the GPU engine replays its captured decode graph only for the
+  /// former and runs the latter kernel by kernel. generate() then keeps a finished sequence in the
+  /// step with a token it discards (its position still stays within the context it was sized
+  /// for). The CPU reference computes every row it is given, so it says no.
+  virtual bool prefers_full_decode_steps() const { return false; }
 };
 
 }  // namespace dak

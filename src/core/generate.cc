@@ -233,6 +233,12 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     if (first == 0) res.prefill_s = seconds_since(t0);
     ++res.waves;
 
+    // A finished sequence stays in the step with its last token, its output unused, where the engine
+    // runs full decode steps much faster (the GPU's decode graph; Engine::prefers_full_decode_steps):
+    // a wave whose sequences stop at different EOS steps kept running kernel by kernel. Each sequence
+    // gets at most max_new_tokens - 1 decode steps after the prefill, so its position stays below
+    // the context checked above.
+    const bool full_steps = engine.prefers_full_decode_steps();
     std::vector<std::vector<int32_t>> step_tokens(static_cast<size_t>(batch));
     while (true) {
       std::vector<bool> active(static_cast<size_t>(batch));
@@ -241,7 +247,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
         active[b] = !done[b];
         any = any || active[b];
         step_tokens[b].clear();
-        if (active[b]) step_tokens[b].push_back(res.sequences[first + b].generated_ids.back());
+        if (active[b] || full_steps) step_tokens[b].push_back(res.sequences[first + b].generated_ids.back());
       }
       if (!any) break;
       t0 = Clock::now();

@@ -81,7 +81,8 @@ int64_t generate_wave_size(int64_t count, int64_t max_batch);
 int64_t generate_wave_count(int64_t count, int64_t max_batch);
 
 /// Prefills all prompts as one batch (or, with opts.max_batch, each wave of at most that many in
-/// order), then decodes until every sequence hit EOS or max_new_tokens. Sequence i samples with
+/// order), then decodes until every sequence hit EOS or max_new_tokens (a finished sequence stays in
+/// the decode steps with a discarded token where Engine::prefers_full_decode_steps()). Sequence i samples with
 /// sequence_rng(seed, i) whatever its wave. on_token gets the run's sequence index. Throws
 /// dak::Error if a prompt is empty, max_batch is negative, or prompt + max_new_tokens exceeds the
 /// model context (message gives both numbers and the limit); every prompt is checked before the

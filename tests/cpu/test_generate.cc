@@ -52,7 +52,9 @@ class ScriptedEngine : public Engine {
     return out;
   }
   int64_t position(int64_t b) const override { return pos_[b]; }
+  bool prefers_full_decode_steps() const override { return full_steps; }
 
+  bool full_steps = false;                                 // as the GPU engine (its decode graph)
   std::vector<std::pair<int64_t, int64_t>> starts;        // (batch, max_context)
   std::vector<std::vector<std::vector<int32_t>>> steps;   // tokens of every step
 
@@ -480,6 +482,56 @@ TEST(ProgressLine, ShowsUpdatesOnlyAfterItsSilentPeriodAndFinishesOnce) {
   // On a terminal: rewritten in place, each line blanked to the length of the one it replaces.
   EXPECT_EQ(run(true, 0.0), "\rdak: step 1 of 2, long text\rdak: step 2 of 2           \rdak: done       \n");
   EXPECT_EQ(run(false, 3600.0), "");  // quick work prints nothing, not even the end
+}
+
+TEST(Generate, FinishedSequencesStayInFullDecodeSteps) {
+  // Sequences that stop at EOS at different steps: an engine that prefers full decode steps (the
+  // GPU's graph) gets every sequence in every decode step, one token each, the finished ones with
+  // their last token; the results are those of the engine that gets only the active sequences, the
+  // positions stay within the context (ScriptedEngine throws past it), with and without --max-batch
+  // and --max-context.
+  const std::vector<std::vector<int32_t>> prompts = {{1, 3}, {7}, {2, 5, 9}, {4}};
+  for (const int64_t max_batch : {int64_t(0), int64_t(3)}) {
+    for (const int64_t max_context : {int64_t(0), int64_t(15)}) {
+      GenerateOptions o;
+      o.max_new_tokens = 12;
+      o.eos_ids = {10};
+      o.max_batch = max_batch;
+      o.max_context = max_context;
+      ScriptedEngine partial(16, 64, 8.0f), full(16, 64, 8.0f);
+      full.full_steps = true;
+      const GenerateResult a = generate(partial, prompts, o), b = generate(full, prompts, o);
+      ASSERT_EQ(a.sequences.size(), b.sequences.size());
+      for (size_t i = 0; i < a.sequences.size(); ++i) {
+        EXPECT_EQ(a.sequences[i].generated_ids, b.sequences[i].generated_ids) << i;
+        EXPECT_EQ(a.sequences[i].stopped_at_eos, b.sequences[i].stopped_at_eos) << i;
+        EXPECT_TRUE(b.sequences[i].stopped_at_eos) << i;
+      }
+      EXPECT_EQ(a.decode_steps, b.decode_steps);
+      EXPECT_EQ(a.sequences[0].generated_ids.size(), 7u);  // 4, 5, ..., 10
+      EXPECT_EQ(a.sequences[2].generated_ids.size(), 1u);  // 10 at once
+      bool partial_seen = false;
+      for (const auto& step : partial.steps) {
+        for (const auto& t : step) partial_seen = partial_seen || t.empty();
+      }
+      EXPECT_TRUE(partial_seen) << "the sequences should stop at different steps";
+      const auto tokens_fed = [](const ScriptedEngine& e) {
+        size_t n = 0;
+        for (const auto& step : e.steps) {
+          for (const auto& t : step) n += t.size();
+        }
+        return n;
+      };
+      EXPECT_GT(tokens_fed(full), tokens_fed(partial)) << "the finished sequences got no tokens";
+      ASSERT_EQ(full.starts.size(), partial.starts.size());
+      for (size_t k = 0; k < full.steps.size(); ++k) {
+        const bool prefill = k == 0 || (max_batch > 0 && full.steps[k].size() != full.steps[k - 1].size()) ||
+                             std::any_of(full.steps[k].begin(), full.steps[k].end(), [](const auto& t) { return t.size() > 1; });
+        if (prefill) continue;
+        for (const auto& t : full.steps[k]) EXPECT_EQ(t.size(), 1u) << "step " << k;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -271,6 +271,41 @@ TEST(GpuEngineMeasuring, RestartWithTheSameShapeReusesTheGraphAndGivesTheSameIds
   EXPECT_GT(eng.last_step_gpu_s(), 0.0);
 }
 
+TEST(GpuEngineMeasuring, ASequenceAtEosKeepsTheDecodeStepsOnTheGraph) {
+  // generate() keeps a finished sequence in the decode steps (Engine::prefers_full_decode_steps), so
+  // a batch whose sequences stop at different EOS steps replays the graph at every decode step
+  // (before, the steps after the first EOS ran kernel by kernel), and the others' ids are those of
+  // the run without EOS (the same full-batch graph computes them).
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const auto c = fixture_config("llama_gqa");
+  dak::gpu::GpuEngine eng(c, 7, "llama_gqa", 0);
+  const Batch prompts{{3, 1, 4, 1, 5}, {9, 2, 6}, {2, 7}};
+  dak::GenerateOptions o;
+  o.max_new_tokens = 8;
+  const dak::GenerateResult plain = dak::generate(eng, prompts, o);
+  ASSERT_EQ(plain.decode_steps, 7);
+  // An EOS id that sequence 0 emits early and sequence 1 never does.
+  const auto& ids0 = plain.sequences[0].generated_ids;
+  const auto& ids1 = plain.sequences[1].generated_ids;
+  int32_t eos = -1;
+  for (size_t k = 1; k + 2 < ids0.size() && eos < 0; ++k) {
+    if (std::find(ids1.begin(), ids1.end(), ids0[k]) == ids1.end()) eos = ids0[k];
+  }
+  if (eos < 0) GTEST_SKIP() << "no id of sequence 0 is absent from sequence 1's output";
+  o.eos_ids = {eos};
+  const int64_t before = eng.graph_replays();
+  const dak::GenerateResult r = dak::generate(eng, prompts, o);
+  EXPECT_EQ(r.decode_steps, 7) << "sequence 1 never emits the EOS id";
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& full = plain.sequences[i].generated_ids;
+    const auto stop = std::find(full.begin(), full.end(), eos);
+    const std::vector<int32_t> want(full.begin(), stop == full.end() ? full.end() : stop + 1);
+    EXPECT_EQ(r.sequences[i].generated_ids, want) << "sequence " << i;
+  }
+  EXPECT_LT(r.sequences[0].generated_ids.size(), ids0.size() - 1) << "sequence 0 should stop early";
+  EXPECT_EQ(eng.graph_replays() - before, r.decode_steps) << "a decode step after the first EOS ran without the graph";
+}
+
 TEST(GpuEngineMeasuring, ProfiledDecodeStepTimesEveryOperatorAndSamplesLikeTheGraph) {
   DAK_REQUIRE_GPU_OR_SKIP();
   for (const char* name : {"llama_gqa", "opt"}) {
