@@ -17,7 +17,7 @@ dak_build dak dak_gpu_tests
 dak_build_probe
 echo "probe built $(( $(date +%s) - t0 )) s"
 dak_gpu_tests 120 2
-limit=${DAK_CALL_LIMIT:-540}
+limit=${DAK_CALL_LIMIT:-420}
 left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
 
 for n in 8 64; do
