@@ -209,6 +209,81 @@ class DakApp : public CLI::App {
 
 }  // namespace
 
+/// The option `word` names (its part before '='; a glued short option `-fX` by its first two
+/// characters) in `command` or any command below it, or null.
+const CLI::Option* find_option_anywhere(const CLI::App& command, const std::string& word) {
+  if (word.size() < 2 || word[0] != '-' || word == "--") return nullptr;
+  const std::string name = word[1] == '-' ? word.substr(0, word.find('=')) : word.substr(0, 2);
+  if (const CLI::Option* o = command.get_option_no_throw(name)) return o;
+  for (const CLI::App* sub : command.get_subcommands([](const CLI::App*) { return true; })) {
+    if (const CLI::Option* o = find_option_anywhere(*sub, word)) return o;
+  }
+  return nullptr;
+}
+
+/// Whether `word` is an option, of some command, whose value is the next word: it takes a value and
+/// `word` carries none (`--model` and `-f`, not `--model=x`, `-fx` or a flag).
+bool takes_value_anywhere(const CLI::App& app, const std::string& word) {
+  const CLI::Option* o = find_option_anywhere(app, word);
+  if (o == nullptr || o->get_items_expected_min() == 0) return false;
+  return word[1] == '-' ? word.find('=') == std::string::npos : word.size() == 2;
+}
+
+/// Options given before the name of the command they belong to: `dak -f p.txt generate` (CLI11
+/// parses the words before a command as its parent's, which lacks them) and `dak bench -b 64
+/// attention` (the parent `dak bench` took --batch, and `dak bench attention` ran with its default,
+/// silently; the trial of session 31). Returns the error, with the command line rewritten so that
+/// the command's names come first, or nothing. -h / --help / --version keep their meaning, words
+/// after `--` are not looked at, and the word after an option that takes a value is that value
+/// (`dak -p inspect generate`: the prompt "inspect").
+std::optional<std::string> options_before_command(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* command = &app;
+  std::vector<int> names;  // argv indices of the command names, in order
+  int first_misplaced = -1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.size() > 1 && word[0] == '-') {
+      const bool help = word == "-h" || word == "--help" || (command == &app && word == "--version");
+      if (!help && first_misplaced < 0 && !command->get_subcommands([](const CLI::App*) { return true; }).empty()) {
+        first_misplaced = i;  // an option before a command's subcommand (checked below: one must follow)
+      }
+      if (takes_value_anywhere(app, word)) ++i;  // its value
+      continue;
+    }
+    const auto subs = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == word; });
+    if (subs.empty()) continue;
+    command = subs.front();
+    names.push_back(i);
+    if (first_misplaced >= 0) {
+      // The misplaced options sit before this name: report them with the whole chain of names.
+      for (int j = i + 1; j < argc && std::string(argv[j]) != "--"; ++j) {
+        const std::string next = argv[j];
+        if (next.size() > 1 && next[0] == '-') {
+          if (takes_value_anywhere(app, next)) ++j;
+          continue;
+        }
+        const auto deeper = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == next; });
+        if (deeper.empty()) continue;
+        command = deeper.front();
+        names.push_back(j);
+      }
+      std::string path = "dak", rewritten = "dak";
+      for (int n : names) path += std::string(" ") + argv[n];
+      rewritten = path;
+      for (int j = 1; j < argc; ++j) {
+        if (std::find(names.begin(), names.end(), j) == names.end()) rewritten += " " + dak::shell_word(argv[j]);
+      }
+      const std::string misplaced = std::string(argv[first_misplaced]);
+      const std::string flag = misplaced[1] == '-' ? misplaced.substr(0, misplaced.find('=')) : misplaced.substr(0, 2);
+      return dak::Error(flag + " is given before `" + path.substr(4) + "`: a command's options follow its name",
+                        path, "write `" + rewritten + "`")
+          .what();
+    }
+  }
+  return std::nullopt;
+}
+
 int main(int argc, char** argv) {
   dak::cli::capture_stdout_errors();  // before anything is written: a failed write keeps its reason
   DakApp app{"dak: LLM inference on one Hopper GPU with weights and KV cache read directly "
@@ -271,8 +346,10 @@ int main(int argc, char** argv) {
     // llama.cpp's -ngl and -np would parse as -n gl / -n p ("'gl' is not a whole number"), and its -t
     // (threads) was taken as dak's temperature (trial 28b: -t 8 sampled garbage): say what dak takes
     // instead.
+    // A word that is the value of the option before it (`-f -t`: a file named -t) is no flag.
     for (int i = 1; i < argc; ++i) {
       const std::string_view a = argv[i];
+      if (i >= 2 && takes_value_anywhere(app, argv[i - 1])) continue;
       for (const char* flag : {"-ngl", "-t", "-np"}) {
         if (a == flag || a.starts_with(std::string(flag) + "=")) {
           std::fprintf(stderr, "dak: error: %s\n",
@@ -280,6 +357,30 @@ int main(int argc, char** argv) {
           return 2;
         }
       }
+    }
+    // A short option with '=' (`-p=hi`, `-n=2`): CLI11 takes "=hi" as the value, a prompt that starts
+    // with '=' or "'=2' is not a whole number" (the trial of session 31). -f has its own check below
+    // (a file named "=x" may exist).
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--") break;
+      if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || arg[2] != '=' || arg[1] == 'f') continue;
+      if (i >= 2 && takes_value_anywhere(app, argv[i - 1])) continue;  // the value of the option before
+      std::string path;
+      const CLI::Option* o = command_before(i, &path)->get_option_no_throw(arg.substr(0, 2));
+      if (o == nullptr || o->get_items_expected_min() == 0) continue;
+      const std::string value = arg.substr(3), flag = arg.substr(0, 2);
+      std::fprintf(stderr, "dak: error: %s\n",
+                   dak::Error(fmt::format("{} reads '={}' as its value: a short option keeps the '='", arg, value),
+                              flag + " (" + path + ")",
+                              fmt::format("give the value after a space ({} {}) or as {}={}", flag, dak::shell_word(value),
+                                          o->get_name(), dak::shell_word(value)))
+                       .what());
+      return 2;
+    }
+    if (const std::optional<std::string> misplaced = options_before_command(app, argc, argv)) {
+      std::fprintf(stderr, "dak: error: %s\n", misplaced->c_str());
+      return 2;
     }
     // A file option without its path (`-f -n 3`: CLI11 takes -n as the path, then fails on the stray
     // 3; `perplexity -f=x`, `--file=-c`, `-f-n`, `-f =x`; trials 29b and 30): said before parsing, where the command
@@ -375,37 +476,10 @@ int main(int argc, char** argv) {
       // Words before the command's name (`dak -f p.txt generate`) or after `--` are the top-level
       // app's extras, not the command's.
       std::vector<std::string> remaining = deepest->remaining();
-      if (remaining.empty() && deepest != &app) remaining = app.remaining();
-      const std::vector<std::string> words = in_command_line_order(remaining, argc, argv);
-      // An option of the command given before its name (trial 30): CLI11 parses the words before a
-      // command as the top-level app's, which has none of the command's options.
-      char** const command_at = deepest != &app ? std::find(argv + 1, argv + argc, deepest->get_name()) : argv + argc;
-      for (const std::string& w : words) {
-        char** const at = std::find(argv + 1, argv + argc, w);
-        const std::string flag = w.substr(0, w.find('='));
-        if (at >= command_at || w.size() < 2 || w[0] != '-' || deepest->get_option_no_throw(flag) == nullptr) continue;
-        // The command line with the command's names first: each name of `path` ("dak bench
-        // attention") left out at its first place, the other words in their order.
-        std::vector<std::string> names;
-        for (size_t b = path.find(' '); b != std::string::npos;) {
-          const size_t e = path.find(' ', b + 1);
-          names.push_back(path.substr(b + 1, e == std::string::npos ? std::string::npos : e - b - 1));
-          b = e;
-        }
-        std::string moved;
-        for (int i = 1; i < argc; ++i) {
-          const std::string word = argv[i];
-          if (const auto n = std::find(names.begin(), names.end(), word); n != names.end()) {
-            names.erase(n);
-            continue;
-          }
-          moved += " " + (word.find_first_of(" \t'\"") == std::string::npos ? word : "'" + word + "'");
-        }
-        const dak::Error err(flag + " is given before `" + path.substr(4) + "`: a command's options follow its name",
-                             path, "write `" + path + moved + "`");
-        std::fprintf(stderr, "dak: error: %s\n", err.what());
-        return 2;
+      for (const CLI::App* up = deepest->get_parent(); remaining.empty() && up != nullptr; up = up->get_parent()) {
+        remaining = up->remaining();
       }
+      const std::vector<std::string> words = in_command_line_order(remaining, argc, argv);
       std::string option;
       char** const dashdash = std::find(argv + 1, argv + argc, std::string("--"));  // words after it are no options
       for (const std::string& w : words) {
@@ -452,6 +526,8 @@ int main(int argc, char** argv) {
       if (!words.empty() && !required) {
         what = "the following argument" + std::string(words.size() > 1 ? "s were" : " was") + " not expected:";
         for (const std::string& w : words) what += " " + w;
+        // Words after `--` are no options (`dak generate -- -p hi`): say so.
+        if (std::find(dashdash, argv + argc, words.front()) != argv + argc) what += " (after --, which ends the options)";
       }
     }
     // A value the option's own check refused reads "--flag: 'value' is ...": the flag is the place.

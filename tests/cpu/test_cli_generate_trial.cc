@@ -465,8 +465,21 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
       {"-f p.txt generate --device cpu -n 2", "write `dak generate -f p.txt --device cpu -n 2`"},
       {"--batch 8 bench attention --quick", "write `dak bench attention --batch 8 --quick`"},
       {"--device cpu generate -p hi", "where: dak generate"},
-      {"generate --device cpu -n 2 -- -f p.txt", "not expected: -f p.txt"},
+      {"generate --device cpu -n 2 -- -f p.txt", "not expected: -f p.txt (after --, which ends the options)"},
       {"generate --device cpu -n 2 -- The capital", "not expected: The capital"},
+      // Session 31's trial: a parent command's options before its subcommand were dropped silently
+      // (`dak bench -b 64 attention` ran the default batches); a value that looks like help, or that
+      // names a command, is the option's value; the rewrite is quoted for the shell.
+      {"bench -b 64 attention --dry-run", "write `dak bench attention -b 64 --dry-run`"},
+      {"bench --quick attention", "--quick is given before `bench attention`"},
+      {"-p -hi generate -n 2", "write `dak generate -p -hi -n 2`"},
+      {"-p inspect generate -n 2", "-p is given before `generate`"},
+      {"-fp.txt generate -n 2", "write `dak generate -fp.txt -n 2`"},
+      {"-p 'a`echo X`c' generate", "write `dak generate -p 'a`echo X`c'`"},
+      {"-p \"it's\" generate", "write `dak generate -p 'it'\\''s'`"},
+      // A short option with '=' keeps the '=' in CLI11: said, with both right forms.
+      {"generate --device cpu -p=hi -n 2", "-p=hi reads '=hi' as its value"},
+      {"generate --device cpu -n=2 -p hi", "(-n 2) or as --max-new-tokens=2"},
   });
   expect_usage_hints({
       {"inspect -f --output json", "dak inspect has no option -f"},
@@ -480,6 +493,28 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
     EXPECT_EQ(nlohmann::json::parse(r.output)["sequences"][0]["prompt"], "-f") << r.output;
   }
   refused("--random-weights --model llama-2-7b -f " + a, {"--random-weights has no tokenizer", "where: --prompt-file"});
+  fs::remove_all(dir);
+}
+
+TEST(CliGenerate, AFileNamedLikeAnotherEnginesFlagIsReadAsAFile) {
+  // `-f -t` with a file named -t (session 31's trial): the word after -f is its value, not llama.cpp's
+  // -t, which is refused only where it is an option.
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_flag_named_files";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const std::string name : {"-t", "-np"}) {
+    {
+      std::ofstream f(dir / name);
+      f << "The sky is";
+    }
+    const RunResult r = dak::testing::run_shell("cd " + dir.string() + " && " + std::string(DAK_BINARY) +
+                                                " generate --device cpu -n 2 --output json -f " + name + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "\"prompt\": \"The sky is\"")) << name << "\n" << r.output;
+  }
+  const RunResult t = run_dak("generate --device cpu -t 8 -p hi");
+  EXPECT_EQ(t.exit_code, 2) << t.output;
+  EXPECT_TRUE(contains(t.output, "dak has no -t")) << t.output;
   fs::remove_all(dir);
 }
 
