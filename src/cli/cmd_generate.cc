@@ -234,7 +234,7 @@ void run_generate(const GenerateArgs& a) {
   // One prompt: the budget fixes leave "fewer prompts" out (ShapeTerms::one_prompt).
   const ShapeTerms terms{ShapeTerms::Command::kGenerate, prompts.size() == 1, a.max_context > 0};
   // The batch the engine runs at once: the plan and the KV cache are sized for it (--max-batch).
-  const int64_t batch = generate_wave_size(int64_t(prompts.size()), a.max_batch);
+  const int64_t batch = generate_slot_count(int64_t(prompts.size()), a.max_batch);
   const EngineOffload offload{&a.offload, {batch, longest, gen_len, terms}, a.gemm};
   engine = located ? make_random_engine(*located, a.weights_seed, a.device, &offload)
                    : make_engine(*ckpt, a.device, &offload);
@@ -303,28 +303,23 @@ void run_generate(const GenerateArgs& a) {
   // ran minutes without a word). Silent for the first 10 s of decoding.
   std::shared_ptr<ProgressLine> decode_line;
   std::vector<int64_t> produced(prompts.size(), 0);
-  // Decode steps so far: those of the finished waves (--max-batch) and of the current one, counted as
-  // the run's last line counts them: the prefill gives each sequence its first token, every decode
-  // step one more (trial 26's second pass: "400 steps" here against "399 decode steps" there; trial
-  // 29: the count stopped at the first wave's).
-  const int64_t waves = generate_wave_count(int64_t(prompts.size()), a.max_batch);
-  int64_t wave = -1, wave_tokens = 0, steps_before = 0;
+  // The tokens so far against the most the run can make (each sequence stops at EOS or -n): with
+  // --max-batch the prompts take the slots of finished sequences, so there is no step count to give
+  // in advance (trial 29: a count of the first batch's steps stopped there).
+  const int64_t most = int64_t(prompts.size()) * max_new_tokens;
+  int64_t made = 0, finished = 0;
   if (!stream && dynamic_cast<CpuModel*>(engine.get())) {
     decode_line = stderr_progress_line(/*after_s=*/10.0);
-    on_token = [&](int64_t seq, int32_t) {
-      if (wave < 0) decode_line->restart();  // from the first token on: the prefill has its own line
-      if (seq / batch != wave) {             // a new wave: its prefill gives every sequence a token
-        if (wave >= 0) steps_before += wave_tokens - 1;
-        wave = seq / batch;
-        wave_tokens = 0;
+    on_token = [&](int64_t seq, int32_t id) {
+      if (made++ == 0) decode_line->restart();  // from the first token on: the prefill has its own line
+      if (++produced[size_t(seq)] >= max_new_tokens ||
+          std::find(opts.eos_ids.begin(), opts.eos_ids.end(), id) != opts.eos_ids.end()) {
+        ++finished;
       }
-      wave_tokens = std::max(wave_tokens, ++produced[size_t(seq)]);
-      const std::string what = prompts.size() == 1 ? std::string("one sequence")
-                               : waves == 1        ? fmt::format("{} sequences", prompts.size())
-                                                   : fmt::format("{} sequences, wave {} of {}", prompts.size(),
-                                                                 wave + 1, waves);
-      decode_line->update(fmt::format("dak: decoding {}: step {} of at most {}, {:.0f} s", what,
-                                      steps_before + wave_tokens - 1, waves * (max_new_tokens - 1),
+      const std::string what = prompts.size() == 1
+                                   ? std::string("one sequence")
+                                   : fmt::format("{} sequences ({} done)", prompts.size(), finished);
+      decode_line->update(fmt::format("dak: decoding {}: {} of at most {} tokens, {:.0f} s", what, made, most,
                                       decode_line->seconds()));
     };
   }
@@ -380,7 +375,8 @@ void run_generate(const GenerateArgs& a) {
     }
     j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
                     {"decode_steps", r.decode_steps}, {"tpot_s", json_or_null(tpot)},
-                    {"decode_tokens_per_s", json_or_null(tok_per_s)}, {"waves", r.waves}};
+                    {"decode_tokens_per_s", json_or_null(tok_per_s)}, {"max_batch", batch},
+                    {"refills", r.refills}};
     std::cout << json_text(j) << '\n';
     flush_stdout_or_fail();  // here, where the write's errno says why it failed
     notice_ids_without_token();
@@ -409,10 +405,13 @@ void run_generate(const GenerateArgs& a) {
   notice_ids_without_token();
   const std::string decode = decoded ? fmt::format("TPOT {:.1f} ms, {:.1f} tokens/s", tpot * 1e3, tok_per_s)
                                      : std::string("TPOT n/a, n/a tokens/s (no decode step ran)");
-  // Waves (--max-batch): TTFT is the first wave's, the decode steps and TPOT are every wave's.
+  // --max-batch below the prompt count: TTFT is the first batch's prefill; the decode steps and TPOT
+  // count every later step, those whose pass also prefills a prompt in a finished sequence's slot.
   const std::string waves_text =
-      r.waves > 1 ? fmt::format(" in {} waves of at most {} sequence{}", r.waves, batch, batch == 1 ? "" : "s")
-                  : std::string();
+      int64_t(prompts.size()) > batch
+          ? fmt::format(" ({} at a time, {} prompt{} in finished sequences' slots)", batch, r.refills,
+                        r.refills == 1 ? "" : "s")
+          : std::string();
   std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s%s, %s\n", engine->device_name().c_str(),
                load_s, r.prefill_s, static_cast<long long>(r.decode_steps), r.decode_steps == 1 ? "" : "s",
                waves_text.c_str(), decode.c_str());
@@ -469,8 +468,9 @@ void add_generate_command(CLI::App& app) {
                 "context)")
       ->transform(whole_number("a count of tokens of at least 2 (a prompt token and a new one)", 2));
   c->add_option("--max-batch", a->max_batch,
-                "Sequences run at once (vLLM's --max-num-seqs): more prompts run in waves of this many, in order, "
-                "and the KV cache and offload plan are sized for it (default: every prompt at once)")
+                "Sequences run at once (vLLM's --max-num-seqs): a finished sequence's slot takes the next prompt, "
+                "in order (continuous batching); the KV cache and offload plan are sized for it (default: every "
+                "prompt at once)")
       ->transform(whole_number("a count of sequences of at least 1", 1));
   c->add_option("--temperature", a->temperature, "Sampling temperature, from 0 (greedy) to 100")->capture_default_str()
       ->transform(decimal_number("a temperature from 0 (greedy) to 100", 0.0, 100.0));

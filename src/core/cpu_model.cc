@@ -354,6 +354,14 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
   m.pos.assign(static_cast<size_t>(batch), 0);
 }
 
+void CpuModel::reset(int64_t b) {
+  Impl& m = *impl_;
+  if (b < 0 || b >= m.batch)
+    fail(fmt::format("sequence {} is outside the batch of {}", b, m.batch), "CpuModel::reset",
+         "call start() with a larger batch");
+  m.pos[b] = 0;
+}
+
 int64_t CpuModel::position(int64_t b) const {
   const Impl& m = *impl_;
   if (b < 0 || b >= m.batch)

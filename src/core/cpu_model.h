@@ -103,6 +103,7 @@ class CpuModel : public Engine {
   void start(int64_t batch, int64_t max_context) override;
   std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) override;
   int64_t position(int64_t b) const override;
+  void reset(int64_t b) override;
 
   /// Bytes of fp32 weights held.
   uint64_t weight_bytes() const;

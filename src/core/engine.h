@@ -44,6 +44,11 @@ class Engine {
 
   /// Current length (tokens in the KV cache) of sequence b.
   virtual int64_t position(int64_t b) const = 0;
+  /// Empties sequence b for a new one (continuous batching: generate() gives a finished sequence's
+  /// slot to the next prompt): its position goes back to 0, its cached keys and values are
+  /// overwritten as the new sequence appends; the other sequences keep theirs. Throws dak::Error
+  /// for b outside [0, batch) (or before start()).
+  virtual void reset(int64_t b) = 0;
   /// Whether a decode step in which every sequence appends exactly one token is much cheaper than
   /// one in which some append none: the GPU engine replays its captured decode graph only for the
   /// former and runs the latter kernel by kernel. generate() then keeps a finished sequence in the

@@ -112,13 +112,8 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std
   return ids[n - 1];
 }
 
-int64_t generate_wave_size(int64_t count, int64_t max_batch) {
+int64_t generate_slot_count(int64_t count, int64_t max_batch) {
   return max_batch > 0 ? std::min(max_batch, count) : count;
-}
-
-int64_t generate_wave_count(int64_t count, int64_t max_batch) {
-  const int64_t wave = generate_wave_size(count, max_batch);
-  return wave > 0 ? (count + wave - 1) / wave : 0;
 }
 
 GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
@@ -201,59 +196,80 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
 
   // One context for every wave: the KV cache of a wave holds the longest prompt of the run.
   const int64_t ctx = opts.max_context > 0 ? opts.max_context : std::min(model_ctx, longest + opts.max_new_tokens);
-  const int64_t wave = generate_wave_size(count, opts.max_batch);
+  const int64_t slots = generate_slot_count(count, opts.max_batch);
   const int64_t vocab = engine.config().vocab_size;
-  for (int64_t first = 0; first < count; first += wave) {
-    const int64_t batch = std::min(wave, count - first);  // the last wave may be smaller
-    const std::vector<std::vector<int32_t>> wave_prompts(prompts.begin() + first, prompts.begin() + first + batch);
-    engine.start(batch, ctx);
-    // Seeded by the run's sequence number: the ids do not depend on max_batch.
-    std::vector<std::mt19937_64> rngs;
-    for (int64_t b = 0; b < batch; ++b) rngs.push_back(sequence_rng(opts.sampling.seed, first + b));
-    std::vector<bool> done(size_t(batch), false);
-
-    auto emit = [&](const std::vector<float>& logits, const std::vector<bool>& active) {
-      for (int64_t b = 0; b < batch; ++b) {
-        if (!active[b]) continue;
-        std::span<const float> row(logits.data() + b * vocab, size_t(vocab));
-        const int32_t id = sample_token(row, opts.sampling, rngs[b]);
-        SequenceResult& s = res.sequences[first + b];
-        s.generated_ids.push_back(id);
-        if (std::find(opts.eos_ids.begin(), opts.eos_ids.end(), id) != opts.eos_ids.end()) {
-          s.stopped_at_eos = true;
-          done[b] = true;
+  // Continuous batching (vLLM's scheduler, at the granularity of whole prompts): `slots` sequences
+  // run at once, and a slot whose sequence finished takes the next prompt in the next step (its
+  // prefill runs in the same pass as the others' decode tokens); the first step prefills the first
+  // `slots` prompts as one batch. Sequence i samples with sequence_rng(seed, i) whichever slot and
+  // step it runs in.
+  engine.start(slots, ctx);
+  std::vector<int64_t> seq_of(static_cast<size_t>(slots), -1);  // the sequence a slot holds (-1: none yet)
+  std::vector<bool> idle(static_cast<size_t>(slots), false);    // finished with no prompt left, reset once
+  std::vector<bool> done(static_cast<size_t>(count), false);
+  std::vector<std::mt19937_64> rngs(static_cast<size_t>(count));
+  // Where the engine runs full decode steps much faster (the GPU's decode graph;
+  // Engine::prefers_full_decode_steps), a finished slot with no prompt left stays in the steps with
+  // a discarded token: reset once, so that its position, one more per step for at most
+  // max_new_tokens - 1 steps (the longest any other sequence still needs), stays inside the context.
+  const bool full_steps = engine.prefers_full_decode_steps();
+  int64_t next = 0;  // the next prompt to admit
+  std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(slots));
+  std::vector<bool> emits(static_cast<size_t>(slots));
+  bool first_step = true;
+  while (true) {
+    bool any = false;
+    for (int64_t s = 0; s < slots; ++s) {
+      tokens[s].clear();
+      emits[s] = false;
+      const int64_t i = seq_of[s];
+      if (i >= 0 && !done[i]) {
+        tokens[s].push_back(res.sequences[i].generated_ids.back());
+        emits[s] = true;
+      } else if (next < count) {
+        if (i >= 0) {
+          engine.reset(s);
+          ++res.refills;
         }
-        if (int64_t(s.generated_ids.size()) >= opts.max_new_tokens) done[b] = true;
-        if (on_token) on_token(first + b, id);
+        seq_of[s] = next;
+        rngs[size_t(next)] = sequence_rng(opts.sampling.seed, next);
+        tokens[s] = prompts[size_t(next++)];
+        emits[s] = true;
       }
-    };
-
-    auto t0 = Clock::now();
-    emit(engine.step(wave_prompts, false), std::vector<bool>(size_t(batch), true));
-    if (first == 0) res.prefill_s = seconds_since(t0);
-    ++res.waves;
-
-    // A finished sequence stays in the step with its last token, its output unused, where the engine
-    // runs full decode steps much faster (the GPU's decode graph; Engine::prefers_full_decode_steps):
-    // a wave whose sequences stop at different EOS steps kept running kernel by kernel. Each sequence
-    // gets at most max_new_tokens - 1 decode steps after the prefill, so its position stays below
-    // the context checked above.
-    const bool full_steps = engine.prefers_full_decode_steps();
-    std::vector<std::vector<int32_t>> step_tokens(static_cast<size_t>(batch));
-    while (true) {
-      std::vector<bool> active(static_cast<size_t>(batch));
-      bool any = false;
-      for (int64_t b = 0; b < batch; ++b) {
-        active[b] = !done[b];
-        any = any || active[b];
-        step_tokens[b].clear();
-        if (active[b] || full_steps) step_tokens[b].push_back(res.sequences[first + b].generated_ids.back());
+      any = any || emits[s];
+    }
+    if (!any) break;
+    if (full_steps) {
+      for (int64_t s = 0; s < slots; ++s) {
+        if (emits[s] || seq_of[s] < 0) continue;
+        if (!idle[s]) engine.reset(s);
+        idle[s] = true;
+        tokens[s].push_back(res.sequences[seq_of[s]].generated_ids.back());
       }
-      if (!any) break;
-      t0 = Clock::now();
-      emit(engine.step(step_tokens, false), active);
-      res.decode_s += seconds_since(t0);
+    }
+    const auto t0 = Clock::now();
+    const std::vector<float> logits = engine.step(tokens, false);
+    const double dt = seconds_since(t0);
+    if (first_step) {
+      res.prefill_s = dt;
+    } else {
+      res.decode_s += dt;
       ++res.decode_steps;
+    }
+    first_step = false;
+    for (int64_t s = 0; s < slots; ++s) {
+      if (!emits[s]) continue;
+      const int64_t i = seq_of[s];
+      std::span<const float> row(logits.data() + s * vocab, size_t(vocab));
+      const int32_t id = sample_token(row, opts.sampling, rngs[size_t(i)]);
+      SequenceResult& seq = res.sequences[i];
+      seq.generated_ids.push_back(id);
+      if (std::find(opts.eos_ids.begin(), opts.eos_ids.end(), id) != opts.eos_ids.end()) {
+        seq.stopped_at_eos = true;
+        done[i] = true;
+      }
+      if (int64_t(seq.generated_ids.size()) >= opts.max_new_tokens) done[i] = true;
+      if (on_token) on_token(i, id);
     }
   }
   return res;

@@ -44,8 +44,8 @@ struct GenerateOptions {
                                  // max_new_tokens, capped at the model's context
   bool chat = false;             // prompts rendered with the chat template: a length refusal says so
   int64_t max_batch = 0;         // sequences run at once (dak generate --max-batch; vLLM's max_num_seqs): the
-                                 // prompts run in waves of at most this many, in order, each wave's KV cache
-                                 // sized for it; 0: every prompt in one batch
+                                 // engine's batch (KV cache slots); a finished sequence's slot takes the next
+                                 // prompt, in order (continuous batching); 0: every prompt in one batch
 };
 
 struct SequenceResult {
@@ -56,10 +56,11 @@ struct SequenceResult {
 
 struct GenerateResult {
   std::vector<SequenceResult> sequences;
-  double prefill_s = 0;        // wall time of the first wave's batched prefill = TTFT (seconds)
-  double decode_s = 0;         // wall time of all decode steps of every wave (seconds)
+  double prefill_s = 0;        // wall time of the first step (the batched prefill of the first prompts) = TTFT (s)
+  double decode_s = 0;         // wall time of every later step (seconds), the steps that admit a prompt
+                               // into a finished sequence's slot included (its prefill runs in them)
   int64_t decode_steps = 0;    // TPOT = decode_s / decode_steps
-  int64_t waves = 0;           // batches run one after the other (GenerateOptions::max_batch)
+  int64_t refills = 0;         // prompts that took a finished sequence's slot (GenerateOptions::max_batch)
 };
 
 /// A batch's sequence `text` after its number `number` ("[i] "), as dak generate prints it: every
@@ -74,16 +75,15 @@ using TokenCallback = std::function<void(int64_t, int32_t)>;
 
 /// Sequences generate() runs at once for `count` prompts under max_batch (GenerateOptions::max_batch;
 /// 0: all of them): min(max_batch, count), or count. The engine's plan and KV cache are sized for it.
-int64_t generate_wave_size(int64_t count, int64_t max_batch);
+int64_t generate_slot_count(int64_t count, int64_t max_batch);
 
-/// Waves generate() runs for `count` prompts under max_batch: ceil(count / generate_wave_size()),
-/// 0 without prompts. Sequence i runs in wave i / generate_wave_size().
-int64_t generate_wave_count(int64_t count, int64_t max_batch);
-
-/// Prefills all prompts as one batch (or, with opts.max_batch, each wave of at most that many in
-/// order), then decodes until every sequence hit EOS or max_new_tokens (a finished sequence stays in
-/// the decode steps with a discarded token where Engine::prefers_full_decode_steps()). Sequence i samples with
-/// sequence_rng(seed, i) whatever its wave. on_token gets the run's sequence index. Throws
+/// Runs the prompts in generate_slot_count(count, max_batch) slots of one engine batch (continuous
+/// batching): the first step prefills the first prompts as one batch; every later step decodes one
+/// token per running sequence and gives each slot whose sequence finished (EOS or max_new_tokens) the
+/// next prompt, in order (Engine::reset, its prefill in the same step); it ends when every sequence
+/// has finished. A finished sequence with no prompt left to take its slot stays in the steps with a
+/// discarded token where Engine::prefers_full_decode_steps(). Sequence i samples with
+/// sequence_rng(seed, i) whatever its slot and step. on_token gets the run's sequence index. Throws
 /// dak::Error if a prompt is empty, max_batch is negative, or prompt + max_new_tokens exceeds the
 /// model context (message gives both numbers and the limit); every prompt is checked before the
 /// engine starts.

@@ -150,6 +150,8 @@ class GpuEngine : public Engine {
   void start(int64_t batch, int64_t max_context) override;
   std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) override;
   int64_t position(int64_t b) const override;
+  /// Sequence b back to position 0 (Engine::reset); the KV cache, its placement and the decode graph stay.
+  void reset(int64_t b) override;
   /// True: a decode step of every sequence replays the captured graph (Engine::prefers_full_decode_steps).
   bool prefers_full_decode_steps() const override { return true; }
 

@@ -335,8 +335,9 @@ void expect_usage_hints(const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-// --max-batch (issue 7's flag, vLLM's --max-num-seqs): prompts beyond it run in waves, in order, with
-// the ids of one batch (greedy and seeded sampling); the run's last line says so; below 1 is refused.
+// --max-batch (issue 7's flag, vLLM's --max-num-seqs): prompts beyond it take finished sequences'
+// slots, in order, with the ids of one batch (greedy and seeded sampling); the run's last line says
+// so; below 1 is refused.
 TEST(CliGenerate, MaxBatchRunsWavesWithTheIdsOfOneBatch) {
   const std::string base = "generate --device cpu --model " + kTiny +
                            " --prompt-ids 1,50,60,70 --prompt-ids 9 --prompt-ids 3,4 -n 5 --output json";
@@ -350,13 +351,15 @@ TEST(CliGenerate, MaxBatchRunsWavesWithTheIdsOfOneBatch) {
       EXPECT_EQ(b["sequences"][i]["prompt_ids"], a["sequences"][i]["prompt_ids"]) << sampling << i;
       EXPECT_EQ(b["sequences"][i]["generated_ids"], a["sequences"][i]["generated_ids"]) << sampling << i;
     }
-    EXPECT_EQ(a["timings"]["waves"], 1) << one.output;
-    EXPECT_EQ(b["timings"]["waves"], 2) << waves.output;
+    EXPECT_EQ(a["timings"]["refills"], 0) << one.output;
+    EXPECT_EQ(b["timings"]["refills"], 1) << waves.output;
+    EXPECT_EQ(b["timings"]["max_batch"], 2) << waves.output;
   }
   const RunResult text = run_dak("generate --device cpu --model " + kTiny +
                                  " --prompt-ids 1,2 --prompt-ids 3 --prompt-ids 4 -n 3 --max-batch 1");
   EXPECT_EQ(text.exit_code, 0) << text.output;
-  EXPECT_TRUE(contains(text.output, "decode steps in 3 waves of at most 1 sequence,")) << text.output;
+  EXPECT_TRUE(contains(text.output, "decode steps (1 at a time, 2 prompts in finished sequences' slots),"))
+      << text.output;
   const RunResult zero = run_dak(base + " --max-batch 0");
   EXPECT_NE(zero.exit_code, 0) << zero.output;
   EXPECT_TRUE(contains(zero.output, "--max-batch: '0' is too small")) << zero.output;

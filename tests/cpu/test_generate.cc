@@ -52,7 +52,14 @@ class ScriptedEngine : public Engine {
     return out;
   }
   int64_t position(int64_t b) const override { return pos_[b]; }
+  void reset(int64_t b) override {
+    if (b < 0 || b >= int64_t(pos_.size())) fail("reset outside the batch", "ScriptedEngine", "");
+    pos_[b] = 0;
+    ++resets;
+  }
   bool prefers_full_decode_steps() const override { return full_steps; }
+
+  int64_t resets = 0;
 
   bool full_steps = false;                                 // as the GPU engine (its decode graph)
   std::vector<std::pair<int64_t, int64_t>> starts;        // (batch, max_context)
@@ -205,54 +212,92 @@ TEST(Generate, BatchedPrefillThenDecodeStopsAtEosPerSequence) {
   EXPECT_GE(r.decode_s, 0.0);
 }
 
-// --max-batch: waves of at most max_batch sequences, in order, each its own start; the ids, the
-// callback's sequence numbers and the sampled streams are those of one batch.
-TEST(Generate, MaxBatchRunsWavesWithTheSameIds) {
-  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, {5}, {8, 9}, {4}, {0, 1}};
+// --max-batch: max_batch slots of one engine batch, a finished sequence's slot taken by the next
+// prompt (continuous batching); the ids, the callback's sequence numbers and the sampled streams are
+// those of one batch, the positions stay in the context, and every prompt is admitted in order.
+TEST(Generate, MaxBatchRefillsFinishedSlotsWithTheSameIds) {
+  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, {5}, {8, 9}, {4}, {0, 1}, {6}, {2, 2, 2, 2}};
   GenerateOptions opts;
   opts.max_new_tokens = 6;
   opts.eos_ids = {7};
-  opts.sampling.temperature = 1.0f;  // sampled: each sequence's stream must follow it into its wave
+  opts.sampling.temperature = 1.0f;  // sampled: each sequence's stream must follow it into its slot
   opts.sampling.seed = 11;
   ScriptedEngine one(10, 64, 1.0f);
   std::vector<std::pair<int64_t, int32_t>> seen_one;
   const GenerateResult all = generate(one, prompts, opts, [&](int64_t b, int32_t id) { seen_one.push_back({b, id}); });
   ASSERT_EQ(one.starts.size(), 1u);
-  EXPECT_EQ(all.waves, 1);
-  for (int64_t max_batch : {1, 2, 4, 5, 9}) {
-    SCOPED_TRACE("max_batch " + std::to_string(max_batch));
-    opts.max_batch = max_batch;
-    ScriptedEngine waves(10, 64, 1.0f);
-    std::vector<std::pair<int64_t, int32_t>> seen;
-    const GenerateResult r = generate(waves, prompts, opts, [&](int64_t b, int32_t id) { seen.push_back({b, id}); });
-    ASSERT_EQ(r.sequences.size(), prompts.size());
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      EXPECT_EQ(r.sequences[i].prompt_ids, prompts[i]) << i;
-      EXPECT_EQ(r.sequences[i].generated_ids, all.sequences[i].generated_ids) << i;
-      EXPECT_EQ(r.sequences[i].stopped_at_eos, all.sequences[i].stopped_at_eos) << i;
+  EXPECT_EQ(all.refills, 0);
+  int64_t eos_stops = 0;
+  for (const auto& sq : all.sequences) eos_stops += sq.stopped_at_eos ? 1 : 0;
+  EXPECT_GT(eos_stops, 0) << "some sequence should stop at EOS (seed 11), so that slots free at different steps";
+  for (const bool full : {false, true}) {
+    for (int64_t max_batch : {1, 2, 4, 7, 9}) {
+      SCOPED_TRACE("max_batch " + std::to_string(max_batch) + (full ? " full steps" : ""));
+      opts.max_batch = max_batch;
+      ScriptedEngine slots(10, 64, 1.0f);
+      slots.full_steps = full;
+      std::vector<std::pair<int64_t, int32_t>> seen;
+      const GenerateResult r = generate(slots, prompts, opts, [&](int64_t b, int32_t id) { seen.push_back({b, id}); });
+      ASSERT_EQ(r.sequences.size(), prompts.size());
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(r.sequences[i].prompt_ids, prompts[i]) << i;
+        EXPECT_EQ(r.sequences[i].generated_ids, all.sequences[i].generated_ids) << i;
+        EXPECT_EQ(r.sequences[i].stopped_at_eos, all.sequences[i].stopped_at_eos) << i;
+      }
+      // One start, for min(max_batch, count) slots and the run's context (4 + 6 = 10); every prompt
+      // past the first batch took a finished sequence's slot.
+      const int64_t count = int64_t(prompts.size()), batch = std::min<int64_t>(max_batch, count);
+      EXPECT_EQ(generate_slot_count(count, max_batch), batch);
+      ASSERT_EQ(slots.starts.size(), 1u);
+      EXPECT_EQ(slots.starts[0], (std::pair<int64_t, int64_t>{batch, 10}));
+      EXPECT_EQ(r.refills, count - batch);
+      // Each prompt reaches the engine once, whole, in order: the first batch in the first step, the
+      // others each in one slot of a later step.
+      std::vector<std::vector<int32_t>> admitted;
+      for (const auto& step : slots.steps) {
+        for (const auto& t : step) {
+          if (t.size() > 1 || (&step == &slots.steps.front() && !t.empty())) admitted.push_back(t);
+        }
+      }
+      std::vector<std::vector<int32_t>> multi;  // the prompts longer than one token, in order
+      for (const auto& p : prompts) {
+        if (p.size() > 1 || batch == count) multi.push_back(p);
+      }
+      std::vector<std::vector<int32_t>> admitted_multi;
+      for (const auto& t : admitted) {
+        if (t.size() > 1 || batch == count) admitted_multi.push_back(t);
+      }
+      EXPECT_EQ(admitted_multi, multi);
+      // The callback numbers sequences within the run: the same (sequence, id) pairs.
+      std::vector<std::pair<int64_t, int32_t>> sorted = seen, sorted_one = seen_one;
+      std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
+      std::stable_sort(sorted_one.begin(), sorted_one.end(), [](auto& a, auto& b) { return a.first < b.first; });
+      EXPECT_EQ(sorted, sorted_one);
+      // With full steps every step after the first gives every slot a token.
+      if (full) {
+        for (size_t k = 1; k < slots.steps.size(); ++k) {
+          for (const auto& t : slots.steps[k]) EXPECT_FALSE(t.empty()) << "step " << k;
+        }
+      }
     }
-    // Every wave starts the engine for its own batch (the last one smaller) and the run's context (9).
-    const int64_t count = int64_t(prompts.size()), wave = std::min<int64_t>(max_batch, count);
-    const int64_t n_waves = (count + wave - 1) / wave;
-    EXPECT_EQ(r.waves, n_waves);
-    // The helpers the CLI's progress line counts with agree with the run.
-    EXPECT_EQ(generate_wave_size(count, max_batch), wave);
-    EXPECT_EQ(generate_wave_count(count, max_batch), r.waves);
-    ASSERT_EQ(int64_t(waves.starts.size()), n_waves);
-    for (int64_t w = 0; w < n_waves; ++w) {
-      EXPECT_EQ(waves.starts[size_t(w)], (std::pair<int64_t, int64_t>{std::min(wave, count - w * wave), 9})) << w;
-    }
-    // The callback numbers sequences within the run: the same (sequence, id) pairs, a wave's after
-    // the one before.
-    std::vector<std::pair<int64_t, int32_t>> sorted = seen, sorted_one = seen_one;
-    std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    std::stable_sort(sorted_one.begin(), sorted_one.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    EXPECT_EQ(sorted, sorted_one);
-    for (size_t k = 1; k < seen.size(); ++k) EXPECT_GE(seen[k].first / wave, seen[k - 1].first / wave) << k;
   }
-  EXPECT_EQ(generate_wave_size(5, 0), 5);  // 0: every prompt at once
-  EXPECT_EQ(generate_wave_count(5, 0), 1);
-  EXPECT_EQ(generate_wave_count(0, 3), 0);
+  // Fewer steps than waves when sequences stop at EOS: a freed slot does not wait for its batch.
+  opts.max_batch = 2;
+  opts.sampling = {};  // greedy: the scripted engine's next id is last + 1, EOS 7
+  opts.max_new_tokens = 8;
+  const std::vector<std::vector<int32_t>> staggered = {{6}, {0}, {5}, {1}};  // stop after 1, 7, 2 and 6 tokens
+  ScriptedEngine e(10, 64, 8.0f);
+  const GenerateResult r = generate(e, staggered, opts);
+  EXPECT_EQ(r.sequences[0].generated_ids, (std::vector<int32_t>{7}));
+  EXPECT_EQ(r.sequences[1].generated_ids, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(r.sequences[2].generated_ids, (std::vector<int32_t>{6, 7}));
+  EXPECT_EQ(r.sequences[3].generated_ids, (std::vector<int32_t>{2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(r.refills, 2);
+  EXPECT_EQ(e.resets, 2);
+  // Waves would take 6 decode steps for {6, 0} and 5 for {5, 1}: 11. Here {5} takes slot 0 in step 1
+  // and {1} in step 3, beside {0}: 8 steps after the prefill.
+  EXPECT_EQ(r.decode_steps, 8);
+  EXPECT_EQ(generate_slot_count(5, 0), 5);  // 0: every prompt at once
   opts.max_batch = -1;
   ScriptedEngine bad(10, 64, 1.0f);
   expect_error([&] { generate(bad, prompts, opts); }, {"max_batch must be >= 0, got -1", "--max-batch"});

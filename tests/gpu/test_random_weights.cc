@@ -306,6 +306,33 @@ TEST(GpuEngineMeasuring, ASequenceAtEosKeepsTheDecodeStepsOnTheGraph) {
   EXPECT_EQ(eng.graph_replays() - before, r.decode_steps) << "a decode step after the first EOS ran without the graph";
 }
 
+TEST(GpuEngineMeasuring, MaxBatchRefillsFinishedSlotsOnTheGpu) {
+  // Continuous batching on the GPU engine: 5 prompts in 2 slots; a finished slot is reset and takes
+  // the next prompt in a pass beside the other slot's decode token. Two runs give the same ids (the
+  // same passes), every sequence gets its tokens, the first tokens (prefill rows) match the run
+  // with every prompt in one batch, and every step that admits no prompt replays the graph.
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const auto c = fixture_config("llama_gqa");
+  dak::gpu::GpuEngine eng(c, 7, "llama_gqa", 0);
+  const Batch prompts{{3, 1, 4, 1, 5}, {9, 2, 6}, {2, 7}, {8, 8, 8, 8, 8, 8, 8}, {5}};
+  dak::GenerateOptions o;
+  o.max_new_tokens = 6;
+  const dak::GenerateResult all = dak::generate(eng, prompts, o);
+  o.max_batch = 2;
+  const dak::GenerateResult first = dak::generate(eng, prompts, o);
+  const int64_t before = eng.graph_replays();
+  const dak::GenerateResult r = dak::generate(eng, prompts, o);
+  EXPECT_EQ(r.refills, 3);
+  // Steps: prefill, 5 decode, one admitting 2 prompts, 5 decode, one admitting 1, 5 decode.
+  EXPECT_EQ(r.decode_steps, 17);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(r.sequences[i].generated_ids, first.sequences[i].generated_ids) << "sequence " << i;
+    ASSERT_EQ(r.sequences[i].generated_ids.size(), 6u) << "sequence " << i;
+    EXPECT_EQ(r.sequences[i].generated_ids[0], all.sequences[i].generated_ids[0]) << "sequence " << i;
+  }
+  EXPECT_EQ(eng.graph_replays() - before, r.decode_steps - 2) << "a step without an admission ran without the graph";
+}
+
 TEST(GpuEngineMeasuring, ProfiledDecodeStepTimesEveryOperatorAndSamplesLikeTheGraph) {
   DAK_REQUIRE_GPU_OR_SKIP();
   for (const char* name : {"llama_gqa", "opt"}) {
