@@ -17,6 +17,7 @@ dak_build dak dak_gpu_tests
 dak_build_probe
 echo "probe built $(( $(date +%s) - t0 )) s"
 dak_gpu_tests 120 2
+dak_gtest 'GpuEngineMeasuring.*' 120
 limit=${DAK_CALL_LIMIT:-420}
 left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
 
