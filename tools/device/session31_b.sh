@@ -21,15 +21,6 @@ dak_gtest 'GpuEngineMeasuring.*' 120
 limit=${DAK_CALL_LIMIT:-420}
 left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
 
-for n in 8 64; do
-  for q in 1 2 3; do
-    timeout 30 build-gpu/gemm_probe trace 2 $q 0 0 0 $n > /tmp/tr.txt 2>&1
-    echo "=== N=$n qkv_splits=$q rc=$?"; cat /tmp/tr.txt
-  done
-done > "$OUT/trace.txt"
-echo "--- gemm_probe trace (us)"; grep -E "^=== |per layer" "$OUT/trace.txt" | paste - - | sed 's/trace: //'
-echo "--- qkv rows (second layer)"; awk '/^=== /{n=$0} /^qkv /{c[n]++; if (c[n]==2) print n, $0}' "$OUT/trace.txt" | cut -c1-150
-
 round() {
   for v in "X=1 llama-2-7b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=items llama-2-7b 32 16 1,8" \
            "X=1 llama-2-7b 16 64 1,8" "DAK_ATTN_SPLIT_RULE=items llama-2-7b 16 64 1,8" \
@@ -43,6 +34,16 @@ round() {
   done
 }
 R=1 round >> "$OUT/decode.txt"
+if left 60; then
+  for n in 8 64; do
+    for q in 1 2 3; do
+      timeout 30 build-gpu/gemm_probe trace 2 $q 0 0 0 $n > /tmp/tr.txt 2>&1
+      echo "=== N=$n qkv_splits=$q rc=$?"; cat /tmp/tr.txt
+    done
+  done > "$OUT/trace.txt"
+  echo "--- gemm_probe trace (us)"; grep -E "^=== |per layer" "$OUT/trace.txt" | paste - - | sed 's/trace: //'
+  echo "--- qkv rows (second layer)"; awk '/^=== /{n=$0} /^qkv /{c[n]++; if (c[n]==2) print n, $0}' "$OUT/trace.txt" | cut -c1-150
+fi
 R=2 round >> "$OUT/decode.txt"
 if left 60; then
   timeout 60 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch 1,8,64 --prompt-len 32 \
