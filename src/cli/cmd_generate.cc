@@ -328,12 +328,11 @@ void run_generate(const GenerateArgs& a) {
     decode_line->finish(fmt::format("dak: decoding done: {} decode step{} in {:.1f} s", r.decode_steps,
                                     r.decode_steps == 1 ? "" : "s", decode_line->seconds()));
   }
-  const int64_t new_tokens = [&] { int64_t n = 0; for (auto& s : r.sequences) n += int64_t(s.generated_ids.size()); return n; }();
   // TPOT and the decode rate exist only when a decode step ran: -n 1 (or EOS right after the prefill)
   // has none, and printed 0.0 ms and 0.0 tokens/s. Then "n/a" in the text, null in the JSON.
   const bool decoded = r.decode_steps > 0 && r.decode_s > 0;
   const double tpot = decoded ? r.decode_s / double(r.decode_steps) : 0.0;
-  const double tok_per_s = decoded ? double(new_tokens - int64_t(prompts.size())) / r.decode_s : 0.0;
+  const double tok_per_s = decoded ? double(r.decode_tokens) / r.decode_s : 0.0;
   const auto json_or_null = [decoded](double v) { return decoded ? nlohmann::json(v) : nlohmann::json(); };
   // After the text: how many ids of the run printed as nothing (text_of).
   const auto notice_ids_without_token = [&] {
@@ -409,8 +408,8 @@ void run_generate(const GenerateArgs& a) {
   // count every later step, those whose pass also prefills a prompt in a finished sequence's slot.
   const std::string waves_text =
       int64_t(prompts.size()) > batch
-          ? fmt::format(" ({} at a time, {} prompt{} in finished sequences' slots)", batch, r.refills,
-                        r.refills == 1 ? "" : "s")
+          ? fmt::format(" ({} at a time, {} prompt{} in {})", batch, r.refills, r.refills == 1 ? "" : "s",
+                        r.refills == 1 ? "a finished sequence's slot" : "finished sequences' slots")
           : std::string();
   std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s%s, %s\n", engine->device_name().c_str(),
                load_s, r.prefill_s, static_cast<long long>(r.decode_steps), r.decode_steps == 1 ? "" : "s",

@@ -218,7 +218,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   std::vector<bool> emits(static_cast<size_t>(slots));
   bool first_step = true;
   while (true) {
-    bool any = false;
+    bool any = false, decodes = false;
     for (int64_t s = 0; s < slots; ++s) {
       tokens[s].clear();
       emits[s] = false;
@@ -226,6 +226,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       if (i >= 0 && !done[i]) {
         tokens[s].push_back(res.sequences[i].generated_ids.back());
         emits[s] = true;
+        decodes = true;
       } else if (next < count) {
         if (i >= 0) {
           engine.reset(s);
@@ -250,11 +251,16 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     const auto t0 = Clock::now();
     const std::vector<float> logits = engine.step(tokens, false);
     const double dt = seconds_since(t0);
+    int64_t made = 0;  // tokens this step gives (the admitted prompts' first ones too)
+    for (int64_t s = 0; s < slots; ++s) made += emits[s] ? 1 : 0;
     if (first_step) {
       res.prefill_s = dt;
-    } else {
+    } else if (decodes) {
       res.decode_s += dt;
       ++res.decode_steps;
+      res.decode_tokens += made;
+    } else {  // only admitted prompts' prefills (every running sequence had finished)
+      res.admit_s += dt;
     }
     first_step = false;
     for (int64_t s = 0; s < slots; ++s) {

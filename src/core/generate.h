@@ -57,9 +57,13 @@ struct SequenceResult {
 struct GenerateResult {
   std::vector<SequenceResult> sequences;
   double prefill_s = 0;        // wall time of the first step (the batched prefill of the first prompts) = TTFT (s)
-  double decode_s = 0;         // wall time of every later step (seconds), the steps that admit a prompt
-                               // into a finished sequence's slot included (its prefill runs in them)
-  int64_t decode_steps = 0;    // TPOT = decode_s / decode_steps
+  double decode_s = 0;         // wall time of every later step in which a running sequence decoded a token
+                               // (seconds); a step that also prefills a prompt admitted into a finished
+                               // sequence's slot included
+  int64_t decode_steps = 0;    // those steps: TPOT = decode_s / decode_steps
+  int64_t decode_tokens = 0;   // tokens those steps gave (an admitted prompt's first one included):
+                               // decode_tokens / decode_s is the decode rate
+  double admit_s = 0;          // wall time of the steps that only prefilled admitted prompts (seconds)
   int64_t refills = 0;         // prompts that took a finished sequence's slot (GenerateOptions::max_batch)
 };
 
