@@ -113,21 +113,28 @@ std::string TieredAttentionSchedule::to_string() const {
                      cta_combine ? " (combine in CTA)" : "");
 }
 
+bool tiered_attention_split_prices_combine() {
+  static const bool combine = env_choice("DAK_ATTN_SPLIT_RULE", {"items", "combine"}) == 1;
+  return combine;
+}
+
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
+  return choose_tiered_attention_split(s, sm_count, tiered_attention_split_prices_combine());
+}
+
+TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count,
+                                                   bool price_combine) {
   check_tiered_attention_shape(s);
   const int64_t steps = ceil_div(s.max_ctx, ta::kStepKeys);  // 16-key steps of the longest sequence
   const int64_t pairs = s.batch * s.num_kv_heads;
   const int64_t workers = ta::kWarps * kReferenceCtasPerSm * std::max<int64_t>(1, sm_count);
-  // DAK_ATTN_SPLIT_RULE=items (A/B switch, docs/perf-notes.md session 31): the makespan alone, as
-  // before session 31, without the combine kernel's price.
-  static const bool items_only = env_choice("DAK_ATTN_SPLIT_RULE", {"combine", "items"}) == 1;
   int64_t best_cost = std::numeric_limits<int64_t>::max();
   int64_t best_steps = steps;
   for (int64_t n = 1; n <= std::min(steps, kMaxSplits); ++n) {
     const int64_t per_split = ceil_div(steps, n);
     const int64_t used = ceil_div(steps, per_split);  // no always-empty split
     if (used != n) continue;
-    const int64_t combine = n > 1 && !ta::cta_combine_possible(n) && !items_only ? kCombineKernelSteps : 0;
+    const int64_t combine = price_combine && n > 1 && !ta::cta_combine_possible(n) ? kCombineKernelSteps : 0;
     const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps) + combine;
     if (cost < best_cost) {
       best_cost = cost;

@@ -5,7 +5,7 @@
 #    k-splits, N = 8 and 64: where qkv's time goes with the fuller last round (session 30 measured S = 2
 #    1.4 % slower in decode without a trace);
 # 3. the attention split rule (core/tiered_attention_schedule.cc, kCombineKernelSteps) against the
-#    makespan alone (DAK_ATTN_SPLIT_RULE=items), two interleaved rounds: Llama-2-7B batch 1 / 8 at
+#    makespan alone (the default; DAK_ATTN_SPLIT_RULE=combine the priced rule), two interleaved rounds: Llama-2-7B batch 1 / 8 at
 #    prompt 32 gen 16 (48 keys: 2 splits against 3) and prompt 16 gen 64 (80 keys: 2 against 5),
 #    Llama-3-8B batch 1 / 8 at prompt 32 gen 16; issue 3's points (prompt 32 gen 32, batch 1 / 8 / 64,
 #    4 splits either way) once; batch 64 on the tiered GEMM against auto (cuBLASLt there): the H100
@@ -22,9 +22,9 @@ limit=${DAK_CALL_LIMIT:-420}
 left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
 
 round() {
-  for v in "X=1 llama-2-7b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=items llama-2-7b 32 16 1,8" \
-           "X=1 llama-2-7b 16 64 1,8" "DAK_ATTN_SPLIT_RULE=items llama-2-7b 16 64 1,8" \
-           "X=1 llama-3-8b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=items llama-3-8b 32 16 1,8" \
+  for v in "X=1 llama-2-7b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=combine llama-2-7b 32 16 1,8" \
+           "X=1 llama-2-7b 16 64 1,8" "DAK_ATTN_SPLIT_RULE=combine llama-2-7b 16 64 1,8" \
+           "X=1 llama-3-8b 32 16 1,8" "DAK_ATTN_SPLIT_RULE=combine llama-3-8b 32 16 1,8" \
            "X=1 llama-2-7b 32 32 64 tiered" "X=1 llama-2-7b 32 32 64 auto"; do
     set -- $v
     left 40 || { echo "skip $v (time)"; continue; }
