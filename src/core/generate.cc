@@ -194,7 +194,7 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   for (int64_t b = 0; b < count; ++b) res.sequences[b].prompt_ids = prompts[b];
   if (opts.max_new_tokens == 0) return res;
 
-  // One context for every wave: the KV cache of a wave holds the longest prompt of the run.
+  // One context for every slot: the longest prompt of the run and its new tokens fit in any of them.
   const int64_t ctx = opts.max_context > 0 ? opts.max_context : std::min(model_ctx, longest + opts.max_new_tokens);
   const int64_t slots = generate_slot_count(count, opts.max_batch);
   const int64_t vocab = engine.config().vocab_size;
