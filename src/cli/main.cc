@@ -276,6 +276,11 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
       }
       const std::string misplaced = std::string(argv[first_misplaced]);
       const std::string flag = misplaced[1] == '-' ? misplaced.substr(0, misplaced.find('=')) : misplaced.substr(0, 2);
+      if (command->get_option_no_throw(flag) == nullptr) {  // moving it would not help (`bench -m x attention`)
+        return dak::Error(flag + " is given before `" + path.substr(4) + "`, which has no such option",
+                          path, "leave it out, or run `" + path + " --help` for the options it has")
+            .what();
+      }
       return dak::Error(flag + " is given before `" + path.substr(4) + "`: a command's options follow its name",
                         path, "write `" + rewritten + "`")
           .what();
@@ -286,6 +291,26 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
 
 int main(int argc, char** argv) {
   dak::cli::capture_stdout_errors();  // before anything is written: a failed write keeps its reason
+  // `--system=` is the empty system message (`--system ''`), but CLI11 reads an empty inline value
+  // as none and takes the next word (session 31's trial: `--system= --ignore-eos` made the system
+  // message "--ignore-eos", silently): given to it as `--system ''`. Words after `--` stay.
+  std::vector<std::string> words;
+  bool after_dashdash = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string w = argv[i];
+    after_dashdash = after_dashdash || (i > 0 && w == "--");
+    if (!after_dashdash && i > 0 && w == "--system=") {
+      words.push_back("--system");
+      words.push_back("");
+    } else {
+      words.push_back(w);
+    }
+  }
+  std::vector<char*> word_ptrs;
+  for (std::string& w : words) word_ptrs.push_back(w.data());
+  word_ptrs.push_back(nullptr);
+  argc = int(words.size());
+  argv = word_ptrs.data();
   DakApp app{"dak: LLM inference on one Hopper GPU with weights and KV cache read directly "
              "from host memory"};
   app.require_subcommand(1);
@@ -351,17 +376,27 @@ int main(int argc, char** argv) {
       const std::string_view a = argv[i];
       if (i >= 2 && takes_value_anywhere(app, argv[i - 1])) continue;
       for (const char* flag : {"-ngl", "-t", "-np"}) {
-        if (a == flag || a.starts_with(std::string(flag) + "=")) {
+        // `-t 4`, `-t=4` and llama.cpp's glued `-t4` (dak has no option -t to glue a value to).
+        const bool glued_count = a.size() > std::strlen(flag) && a.starts_with(flag) &&
+                                 std::isdigit(static_cast<unsigned char>(a[std::strlen(flag)]));
+        if (a == flag || a.starts_with(std::string(flag) + "=") || glued_count) {
           std::fprintf(stderr, "dak: error: %s\n",
                        dak::Error(std::string("dak has no ") + flag, "the command line", other_engine_hint(flag)).what());
           return 2;
         }
       }
     }
+    // -h / --help anywhere before `--` (not as an option's value) shows the help, as CLI11 does for a
+    // line with an unknown option: the two checks below yield to it (session 31's trial).
+    bool help_asked = false;
+    for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+      const std::string w = argv[i];
+      if ((w == "-h" || w == "--help") && !(i >= 2 && takes_value_anywhere(app, argv[i - 1]))) help_asked = true;
+    }
     // A short option with '=' (`-p=hi`, `-n=2`): CLI11 takes "=hi" as the value, a prompt that starts
     // with '=' or "'=2' is not a whole number" (the trial of session 31). -f has its own check below
     // (a file named "=x" may exist).
-    for (int i = 1; i < argc; ++i) {
+    for (int i = 1; i < argc && !help_asked; ++i) {
       const std::string arg = argv[i];
       if (arg == "--") break;
       if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || arg[2] != '=' || arg[1] == 'f') continue;
@@ -378,7 +413,7 @@ int main(int argc, char** argv) {
                        .what());
       return 2;
     }
-    if (const std::optional<std::string> misplaced = options_before_command(app, argc, argv)) {
+    if (const std::optional<std::string> misplaced = help_asked ? std::nullopt : options_before_command(app, argc, argv)) {
       std::fprintf(stderr, "dak: error: %s\n", misplaced->c_str());
       return 2;
     }
@@ -424,7 +459,11 @@ int main(int argc, char** argv) {
       std::error_code ec;
       const std::string as_read = glued ? "=" + value : value;
       if (std::filesystem::symlink_status(as_read, ec).type() != std::filesystem::file_type::not_found) continue;
-      const std::string example = path == "dak perplexity" ? "text.txt" : "prompt.txt";
+      // The user's own path where the mistake is only the '=' (-f=x, -f =x), else a placeholder.
+      const std::string example = (glued || equals_led) && value.size() > (equals_led ? 1u : 0u)
+                                      ? dak::shell_word(equals_led ? value.substr(1) : value)
+                                  : path == "dak perplexity" ? "text.txt"
+                                                             : "prompt.txt";
       std::string what;
       if (glued) {
         what = fmt::format("{} reads '={}' as its path: -f=PATH keeps the '='", arg, value);

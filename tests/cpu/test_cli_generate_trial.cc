@@ -447,13 +447,13 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
            {"perplexity --device cpu -f -c 100", "-f is followed by -c", "(-f text.txt) or as --file=text.txt"},
            {"perplexity --device cpu --file=-c 100", "--file=-c gives -c as its file", "where: --file (dak perplexity)"},
            {"perplexity --device cpu -f=text.txt", "-f=text.txt reads '=text.txt' as its path", "(-f text.txt)"},
-           {"generate --device cpu -f=x.txt -n 2", "-f=x.txt reads '=x.txt' as its path", "(-f prompt.txt)"},
+           {"generate --device cpu -f=x.txt -n 2", "-f=x.txt reads '=x.txt' as its path", "(-f x.txt)"},
            // The glued short form and a path led by '=' (session 30's review: perplexity said "no such
            // file", exit 1, where generate gave a usage error).
            {"generate --device cpu -f-n 2", "-f-n reads '-n' as its path: the path is missing", "(-f prompt.txt)"},
            {"perplexity --device cpu -f-c 100", "-f-c reads '-c' as its path", "where: -f (dak perplexity)"},
            {"perplexity --device cpu -f =text.txt", "-f =text.txt reads '=text.txt' as its path", "(-f text.txt)"},
-           {"generate --device cpu -f =x -n 2", "-f =x reads '=x' as its path", "or as --prompt-file=prompt.txt"}}) {
+           {"generate --device cpu -f =x -n 2", "-f =x reads '=x' as its path", "or as --prompt-file=x;"}}) {
     const RunResult r = run_dak(m.args);
     EXPECT_EQ(r.exit_code, 2) << m.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, m.what)) << m.args << "\n" << r.output;
@@ -562,6 +562,19 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   r = run_dak("generate --device cpu --model " + kTiny + " --prompt-ids 1 --system \"\" -n 1");
   EXPECT_TRUE(contains(r.output, "--system is a chat message, but --chat is not given")) << r.output;
+  // `--system=` is `--system ''` (session 31's trial: it took the next word as the message).
+  const RunResult eq = run_dak("generate --device cpu --model " + kTiny + " --prompt-ids 1 --system= -n 1");
+  EXPECT_EQ(eq.exit_code, r.exit_code) << eq.output;
+  EXPECT_EQ(eq.output, r.output);
+  // llama.cpp's glued thread count, a parent's option the subcommand lacks, and help over the new
+  // refusals.
+  expect_usage_hints({
+      {"generate -p hi -t4", "set OMP_NUM_THREADS"},
+      {"bench -m llama-2-7b attention --dry-run", "-m is given before `bench attention`, which has no such option"},
+  });
+  const RunResult help = run_dak("-n 2 generate --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_TRUE(contains(help.output, "--max-new-tokens")) << help.output;
 }
 
 }  // namespace
