@@ -207,8 +207,6 @@ class DakApp : public CLI::App {
   }
 };
 
-}  // namespace
-
 /// The option `word` names (its part before '='; a glued short option `-fX` by its first two
 /// characters) in `command` or any command below it, or null.
 const CLI::Option* find_option_anywhere(const CLI::App& command, const std::string& word) {
@@ -268,9 +266,9 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
         command = deeper.front();
         names.push_back(j);
       }
-      std::string path = "dak", rewritten = "dak";
+      std::string path = "dak";
       for (int n : names) path += std::string(" ") + argv[n];
-      rewritten = path;
+      std::string rewritten = path;
       for (int j = 1; j < argc; ++j) {
         if (std::find(names.begin(), names.end(), j) == names.end()) rewritten += " " + dak::shell_word(argv[j]);
       }
@@ -288,6 +286,8 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   dak::cli::capture_stdout_errors();  // before anything is written: a failed write keeps its reason
