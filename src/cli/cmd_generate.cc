@@ -375,7 +375,7 @@ void run_generate(const GenerateArgs& a) {
     j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
                     {"decode_steps", r.decode_steps}, {"tpot_s", json_or_null(tpot)},
                     {"decode_tokens_per_s", json_or_null(tok_per_s)}, {"max_batch", batch},
-                    {"refills", r.refills}};
+                    {"refills", r.refills}, {"admit_s", r.admit_s}};
     std::cout << json_text(j) << '\n';
     flush_stdout_or_fail();  // here, where the write's errno says why it failed
     notice_ids_without_token();

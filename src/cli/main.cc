@@ -270,7 +270,11 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
       for (int n : names) path += std::string(" ") + argv[n];
       std::string rewritten = path;
       for (int j = 1; j < argc; ++j) {
-        if (std::find(names.begin(), names.end(), j) == names.end()) rewritten += " " + dak::shell_word(argv[j]);
+        if (std::find(names.begin(), names.end(), j) != names.end()) continue;
+        const std::string w = argv[j];
+        // A short option written with '=' (`-n=2`, refused on its own) is given as `-n 2`.
+        const bool short_equals = w.size() > 3 && w[0] == '-' && w[1] != '-' && w[2] == '=' && takes_value_anywhere(app, w.substr(0, 2));
+        rewritten += " " + (short_equals ? w.substr(0, 2) + " " + dak::shell_word(w.substr(3)) : dak::shell_word(w));
       }
       const std::string misplaced = std::string(argv[first_misplaced]);
       const std::string flag = misplaced[1] == '-' ? misplaced.substr(0, misplaced.find('=')) : misplaced.substr(0, 2);

@@ -354,6 +354,7 @@ TEST(CliGenerate, MaxBatchRunsWavesWithTheIdsOfOneBatch) {
     EXPECT_EQ(a["timings"]["refills"], 0) << one.output;
     EXPECT_EQ(b["timings"]["refills"], 1) << waves.output;
     EXPECT_EQ(b["timings"]["max_batch"], 2) << waves.output;
+    EXPECT_TRUE(b["timings"]["admit_s"].is_number()) << waves.output;
   }
   const RunResult text = run_dak("generate --device cpu --model " + kTiny +
                                  " --prompt-ids 1,2 --prompt-ids 3 --prompt-ids 4 -n 3 --max-batch 1");
@@ -478,6 +479,7 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
       {"-p -hi generate -n 2", "write `dak generate -p -hi -n 2`"},
       {"-p inspect generate -n 2", "-p is given before `generate`"},
       {"-fp.txt generate -n 2", "write `dak generate -fp.txt -n 2`"},
+      {"-n=2 generate -p hi", "write `dak generate -n 2 -p hi`"},
       {"-p 'a`echo X`c' generate", "write `dak generate -p 'a`echo X`c'`"},
       {"-p \"it's\" generate", "write `dak generate -p 'it'\\''s'`"},
       // A short option with '=' keeps the '=' in CLI11: said, with both right forms.
