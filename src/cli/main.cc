@@ -207,12 +207,18 @@ class DakApp : public CLI::App {
   }
 };
 
-/// The option `word` names (its part before '='; a glued short option `-fX` by its first two
-/// characters) in `command` or any command below it, or null.
+/// The option name in a command-line word: `--model` of `--model=x`, `-f` of `-fX` or `-f=x`.
+std::string option_name(const std::string& word) {
+  return word.size() > 1 && word[1] == '-' ? word.substr(0, word.find('=')) : word.substr(0, 2);
+}
+
+/// Whether option `o` (null: none) reads a value.
+bool option_takes_value(const CLI::Option* o) { return o != nullptr && o->get_items_expected_min() > 0; }
+
+/// The option `word` names (option_name) in `command` or any command below it, or null.
 const CLI::Option* find_option_anywhere(const CLI::App& command, const std::string& word) {
   if (word.size() < 2 || word[0] != '-' || word == "--") return nullptr;
-  const std::string name = word[1] == '-' ? word.substr(0, word.find('=')) : word.substr(0, 2);
-  if (const CLI::Option* o = command.get_option_no_throw(name)) return o;
+  if (const CLI::Option* o = command.get_option_no_throw(option_name(word))) return o;
   for (const CLI::App* sub : command.get_subcommands([](const CLI::App*) { return true; })) {
     if (const CLI::Option* o = find_option_anywhere(*sub, word)) return o;
   }
@@ -222,8 +228,7 @@ const CLI::Option* find_option_anywhere(const CLI::App& command, const std::stri
 /// Whether `word` is an option, of some command, whose value is the next word: it takes a value and
 /// `word` carries none (`--model` and `-f`, not `--model=x`, `-fx` or a flag).
 bool takes_value_anywhere(const CLI::App& app, const std::string& word) {
-  const CLI::Option* o = find_option_anywhere(app, word);
-  if (o == nullptr || o->get_items_expected_min() == 0) return false;
+  if (!option_takes_value(find_option_anywhere(app, word))) return false;
   return word[1] == '-' ? word.find('=') == std::string::npos : word.size() == 2;
 }
 
@@ -237,14 +242,14 @@ bool takes_value_anywhere(const CLI::App& app, const std::string& word) {
 std::optional<std::string> options_before_command(const CLI::App& app, int argc, char** argv) {
   const CLI::App* command = &app;
   std::vector<int> names;  // argv indices of the command names, in order
-  int first_misplaced = -1;
+  int first_misplaced = -1;  // the first option given while its command still had a subcommand to name
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word == "--") break;
     if (word.size() > 1 && word[0] == '-') {
       const bool help = word == "-h" || word == "--help" || (command == &app && word == "--version");
       if (!help && first_misplaced < 0 && !command->get_subcommands([](const CLI::App*) { return true; }).empty()) {
-        first_misplaced = i;  // an option before a command's subcommand (checked below: one must follow)
+        first_misplaced = i;
       }
       if (takes_value_anywhere(app, word)) ++i;  // its value
       continue;
@@ -253,42 +258,29 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
     if (subs.empty()) continue;
     command = subs.front();
     names.push_back(i);
-    if (first_misplaced >= 0) {
-      // The misplaced options sit before this name: report them with the whole chain of names.
-      for (int j = i + 1; j < argc && std::string(argv[j]) != "--"; ++j) {
-        const std::string next = argv[j];
-        if (next.size() > 1 && next[0] == '-') {
-          if (takes_value_anywhere(app, next)) ++j;
-          continue;
-        }
-        const auto deeper = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == next; });
-        if (deeper.empty()) continue;
-        command = deeper.front();
-        names.push_back(j);
-      }
-      std::string path = "dak";
-      for (int n : names) path += std::string(" ") + argv[n];
-      std::string rewritten = path;
-      for (int j = 1; j < argc; ++j) {
-        if (std::find(names.begin(), names.end(), j) != names.end()) continue;
-        const std::string w = argv[j];
-        // A short option written with '=' (`-n=2`, refused on its own) is given as `-n 2`.
-        const bool short_equals = w.size() > 3 && w[0] == '-' && w[1] != '-' && w[2] == '=' && takes_value_anywhere(app, w.substr(0, 2));
-        rewritten += " " + (short_equals ? w.substr(0, 2) + " " + dak::shell_word(w.substr(3)) : dak::shell_word(w));
-      }
-      const std::string misplaced = std::string(argv[first_misplaced]);
-      const std::string flag = misplaced[1] == '-' ? misplaced.substr(0, misplaced.find('=')) : misplaced.substr(0, 2);
-      if (command->get_option_no_throw(flag) == nullptr) {  // moving it would not help (`bench -m x attention`)
-        return dak::Error(flag + " is given before `" + path.substr(4) + "`, which has no such option",
-                          path, "leave it out, or run `" + path + " --help` for the options it has")
-            .what();
-      }
-      return dak::Error(flag + " is given before `" + path.substr(4) + "`: a command's options follow its name",
-                        path, "write `" + rewritten + "`")
-          .what();
-    }
   }
-  return std::nullopt;
+  // Misplaced only where a command's name follows the option.
+  if (first_misplaced < 0 || names.empty() || names.back() < first_misplaced) return std::nullopt;
+  std::string path = "dak";
+  for (int n : names) path += std::string(" ") + argv[n];
+  const std::string flag = option_name(argv[first_misplaced]);
+  if (command->get_option_no_throw(flag) == nullptr) {  // moving it would not help (`bench -m x attention`)
+    return dak::Error(flag + " is given before `" + path.substr(4) + "`, which has no such option", path,
+                      "leave it out, or run `" + path + " --help` for the options it has")
+        .what();
+  }
+  std::string rewritten = path;
+  for (int j = 1; j < argc; ++j) {
+    if (std::find(names.begin(), names.end(), j) != names.end()) continue;
+    const std::string w = argv[j];
+    // A short option written with '=' (`-n=2`, refused on its own) is given as `-n 2`.
+    const bool short_equals =
+        w.size() > 3 && w[0] == '-' && w[1] != '-' && w[2] == '=' && takes_value_anywhere(app, w.substr(0, 2));
+    rewritten += " " + (short_equals ? w.substr(0, 2) + " " + dak::shell_word(w.substr(3)) : dak::shell_word(w));
+  }
+  return dak::Error(flag + " is given before `" + path.substr(4) + "`: a command's options follow its name", path,
+                    "write `" + rewritten + "`")
+      .what();
 }
 
 }  // namespace
@@ -406,8 +398,8 @@ int main(int argc, char** argv) {
       if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || arg[2] != '=' || arg[1] == 'f') continue;
       if (i >= 2 && takes_value_anywhere(app, argv[i - 1])) continue;  // the value of the option before
       std::string path;
-      const CLI::Option* o = command_before(i, &path)->get_option_no_throw(arg.substr(0, 2));
-      if (o == nullptr || o->get_items_expected_min() == 0) continue;
+      const CLI::Option* o = command_before(i, &path)->get_option_no_throw(option_name(arg));
+      if (!option_takes_value(o)) continue;
       const std::string value = arg.substr(3), flag = arg.substr(0, 2);
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(fmt::format("{} reads '={}' as its value: a short option keeps the '='", arg, value),
@@ -431,7 +423,6 @@ int main(int argc, char** argv) {
     const auto option_like = [](const std::string& word) {  // "-n", "--chat"; not "--", "-", "--x=y"
       return word.size() > 1 && word[0] == '-' && word != "--" && word.find('=') == std::string::npos;
     };
-    const auto takes_value = [](const CLI::Option* o) { return o != nullptr && o->get_items_expected_min() > 0; };
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg == "--") break;
@@ -448,10 +439,10 @@ int main(int argc, char** argv) {
       if (file_option == nullptr) continue;
       if (i >= 2) {
         const std::string prev = argv[i - 1], before_prev = i >= 3 ? argv[i - 2] : "";
-        const bool prev_is_value = option_like(before_prev) && takes_value(command->get_option_no_throw(before_prev));
+        const bool prev_is_value = option_like(before_prev) && option_takes_value(command->get_option_no_throw(before_prev));
         if (!prev_is_value && option_like(prev)) {
           const CLI::Option* before = command->get_option_no_throw(prev);
-          if (before == nullptr || takes_value(before)) continue;
+          if (before == nullptr || option_takes_value(before)) continue;
         }
       }
       const bool inline_value = eq != std::string::npos;

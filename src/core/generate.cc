@@ -218,7 +218,8 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   std::vector<bool> emits(static_cast<size_t>(slots));
   bool first_step = true;
   while (true) {
-    bool any = false, decodes = false;
+    int64_t emitting = 0;  // slots that get a token this step (the admitted prompts' first ones too)
+    bool decodes = false;
     for (int64_t s = 0; s < slots; ++s) {
       tokens[s].clear();
       emits[s] = false;
@@ -237,9 +238,9 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
         tokens[s] = prompts[size_t(next++)];
         emits[s] = true;
       }
-      any = any || emits[s];
+      emitting += emits[s] ? 1 : 0;
     }
-    if (!any) break;
+    if (emitting == 0) break;
     if (full_steps) {
       for (int64_t s = 0; s < slots; ++s) {
         if (emits[s] || seq_of[s] < 0) continue;
@@ -251,14 +252,12 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     const auto t0 = Clock::now();
     const std::vector<float> logits = engine.step(tokens, false);
     const double dt = seconds_since(t0);
-    int64_t made = 0;  // tokens this step gives (the admitted prompts' first ones too)
-    for (int64_t s = 0; s < slots; ++s) made += emits[s] ? 1 : 0;
     if (first_step) {
       res.prefill_s = dt;
     } else if (decodes) {
       res.decode_s += dt;
       ++res.decode_steps;
-      res.decode_tokens += made;
+      res.decode_tokens += emitting;
     } else {  // only admitted prompts' prefills (every running sequence had finished)
       res.admit_s += dt;
     }
