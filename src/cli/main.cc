@@ -357,6 +357,17 @@ int main(int argc, char** argv) {
       }
     }
     const auto known = app.get_subcommands([&](CLI::App* sub) { return argc >= 2 && sub->get_name() == argv[1]; });
+    // `dak -- generate`: after `--` no word is a subcommand (CLI11 said only "a subcommand is required").
+    if (argc >= 3 && std::string(argv[1]) == "--") {
+      const auto named = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == argv[2]; });
+      std::fprintf(stderr, "dak: error: %s\n",
+                   dak::Error("`--` ends the options and comes after the subcommand: no word after it names one",
+                              "the command line",
+                              named.empty() ? "start with one of " + subcommand_list(app) + " (dak --help)"
+                                            : std::string("leave the -- out: dak ") + argv[2] + " ...")
+                       .what());
+      return 2;
+    }
     if (argc >= 2 && argv[1][0] != '-' && known.empty()) {
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(std::string("unknown subcommand '") + argv[1] + "'", "the command line",
@@ -388,6 +399,23 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
       const std::string w = argv[i];
       if ((w == "-h" || w == "--help") && !(i >= 2 && takes_value_anywhere(app, argv[i - 1]))) help_asked = true;
+    }
+    // The help of the command named, whatever else the line holds (`dak generate -n=2 --help`: CLI11
+    // checked -n's value first and refused it; session 31's trial): the command's path and --help.
+    if (help_asked) {
+      std::vector<std::string> words{argv[0]};
+      const CLI::App* command = &app;
+      for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+        if (argv[i][0] == '-' || (i >= 2 && takes_value_anywhere(app, argv[i - 1]))) continue;
+        const auto subs = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == argv[i]; });
+        if (subs.empty()) continue;
+        command = subs.front();
+        words.push_back(argv[i]);
+      }
+      words.emplace_back("--help");
+      std::vector<char*> help_argv;
+      for (std::string& w : words) help_argv.push_back(w.data());
+      app.parse(int(help_argv.size()), help_argv.data());  // throws CLI::CallForHelp
     }
     // A short option with '=' (`-p=hi`, `-n=2`): CLI11 takes "=hi" as the value, a prompt that starts
     // with '=' or "'=2' is not a whole number" (the trial of session 31). -f has its own check below

@@ -577,6 +577,22 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
   const RunResult help = run_dak("-n 2 generate --help");
   EXPECT_EQ(help.exit_code, 0) << help.output;
   EXPECT_TRUE(contains(help.output, "--max-new-tokens")) << help.output;
+  // Session 32: help over a value CLI11 would refuse first (`-n=2`, a misspelled option), and the
+  // help of the command named, not the top-level one.
+  for (const char* line : {"generate -n=2 --help", "generate --temp 0.5 -h", "bench attention -b=x --help"}) {
+    const RunResult r = run_dak(line);
+    EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, std::string_view(line).starts_with("bench") ? "Usage: " : "--max-new-tokens"))
+        << line << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, std::string_view(line).starts_with("bench") ? "bench attention" : "generate"))
+        << line << "\n" << r.output;
+  }
+  // `--` before the subcommand: said, with the line without it.
+  expect_usage_hints({
+      {"-- generate -p hi", "`--` ends the options and comes after the subcommand"},
+      {"-- generate -p hi", "leave the -- out: dak generate ..."},
+      {"-- foo", "start with one of generate"},
+  });
 }
 
 }  // namespace
