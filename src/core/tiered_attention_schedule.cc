@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "core/hardware_profile.h"
 
@@ -20,10 +19,6 @@ int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }
 constexpr int64_t kReferenceCtasPerSm = 2;  // workers assumed by the split heuristic
 constexpr int64_t kItemOverheadSteps = 2;   // per-item cost (q load, partial write) in 16-key steps
 constexpr int64_t kMaxSplits = 4096;
-// A split count the CTA cannot merge itself (not 1, 2 or 4) launches the combine kernel: ~2.3 us of
-// increment a layer at batch 1 (session 13's timeline) against ~0.8 for the CTA's merge (session 17),
-// priced here as this many 16-key steps of the makespan.
-constexpr int64_t kCombineKernelSteps = 2;
 
 }  // namespace
 
@@ -113,17 +108,7 @@ std::string TieredAttentionSchedule::to_string() const {
                      cta_combine ? " (combine in CTA)" : "");
 }
 
-bool tiered_attention_split_prices_combine() {
-  static const bool combine = env_choice("DAK_ATTN_SPLIT_RULE", {"items", "combine"}) == 1;
-  return combine;
-}
-
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
-  return choose_tiered_attention_split(s, sm_count, tiered_attention_split_prices_combine());
-}
-
-TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count,
-                                                   bool price_combine) {
   check_tiered_attention_shape(s);
   const int64_t steps = ceil_div(s.max_ctx, ta::kStepKeys);  // 16-key steps of the longest sequence
   const int64_t pairs = s.batch * s.num_kv_heads;
@@ -134,8 +119,7 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
     const int64_t per_split = ceil_div(steps, n);
     const int64_t used = ceil_div(steps, per_split);  // no always-empty split
     if (used != n) continue;
-    const int64_t combine = price_combine && n > 1 && !ta::cta_combine_possible(n) ? kCombineKernelSteps : 0;
-    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps) + combine;
+    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps);
     if (cost < best_cost) {
       best_cost = cost;
       best_steps = per_split;

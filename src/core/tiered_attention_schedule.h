@@ -193,23 +193,13 @@ struct TieredAttentionSchedule {
 /// G <= 16, max_ctx in [1, 2^31 - 16]).
 void check_tiered_attention_shape(const TieredAttentionShape& shape);
 
-/// The key split for a shape on a GPU of `sm_count` SMs: the number of splits S minimizing the
+/// The key split for a shape on a GPU of `sm_count` SMs: the number of splits minimizing the
 /// estimated makespan ceil(B * Hkv * S / workers) * (steps per split + 2) of the worst case
-/// (every sequence at max_ctx), with workers = 4 warps x 2 CTAs x sm_count, ties to the fewest
-/// splits; with `price_combine`, plus 2 steps where S is not 1, 2 or 4 (the CTA cannot merge the
-/// splits, so the combine kernel runs: Llama-2-7B at batch 1 takes 2 splits at 48 keys instead of 3;
-/// docs/perf-notes.md session 31, not measured yet, so not the default). Depends only on
-/// (B, Hkv, max_ctx, sm_count, price_combine): never on b_host.
-TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count,
-                                                   bool price_combine);
-
-/// The same with price_combine = tiered_attention_split_prices_combine(): what the engine, the
-/// planner and the benchmarks use.
+/// (every sequence at max_ctx), with workers = 4 warps x 2 CTAs x sm_count and ties to the
+/// fewest splits. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host. (A rule that also
+/// priced the combine kernel of 3 or 5 splits measured equal on Llama-2-7B and 2 % slower on
+/// Llama-3-8B: docs/perf-notes.md session 32.)
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
-
-/// Whether the split rule prices the combine kernel: DAK_ATTN_SPLIT_RULE=combine in the environment
-/// (read once per process); by default (items) it does not.
-bool tiered_attention_split_prices_combine();
 
 /// The default schedule for `b_host` host sequences on `sm_count` SMs with `hbm_ctas_per_sm`
 /// resident HBM CTAs per SM (the kernel's occupancy at this SMEM size):

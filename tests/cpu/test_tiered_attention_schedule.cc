@@ -122,28 +122,6 @@ TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
   dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 1"});
 }
 
-TEST(TieredAttentionSchedule, SplitCountsTheCtaCannotMergeArePricedTheCombineKernel) {
-  // Llama-2-7B at batch 1 / 8 with a KV cache of 48 or 80 keys (dak generate's default context for
-  // a short prompt): the makespan alone takes 3 or 5 splits of one step, which the CTA cannot merge;
-  // with the combine kernel priced (DAK_ATTN_SPLIT_RULE=combine) the rule takes 2, merged in the CTA.
-  EXPECT_FALSE(dak::tiered_attention_split_prices_combine()) << "the default is the measured rule";
-  for (int64_t batch : {1, 8}) {
-    for (int64_t ctx : {48, 80}) {
-      const TieredAttentionShape sh{batch, 32, 32, 128, ctx};
-      const auto items = dak::choose_tiered_attention_split(sh, kSms, false);
-      EXPECT_FALSE(ta::cta_combine_possible(items.num_splits)) << ctx << ": " << items.num_splits;  // 3 or 5
-      EXPECT_EQ(dak::choose_tiered_attention_split(sh, kSms), items);
-      const auto priced = dak::choose_tiered_attention_split(sh, kSms, true);
-      EXPECT_EQ(priced.num_splits, 2) << ctx;
-      EXPECT_TRUE(ta::cta_combine_possible(priced.num_splits));
-    }
-  }
-  // Where the combine kernel is a small part of a long split, splits past 4 stay.
-  const auto long_ctx = dak::choose_tiered_attention_split({1, 32, 32, 128, 4096}, kSms, true);
-  EXPECT_GT(long_ctx.num_splits, 4) << long_ctx.num_splits;
-  EXPECT_FALSE(ta::cta_combine_possible(long_ctx.num_splits));
-}
-
 TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
   for (int64_t ctx : {1, 15, 16, 17, 100, 511, 512, 513, 4096, 32767, 32768, 32769, 131072}) {
     for (int64_t batch : {1, 8, 64, 512}) {
