@@ -34,7 +34,10 @@ TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& pr
 int64_t TieredAttentionSchedule::smem_bytes() const {
   int64_t b = 0;
   if (host_ctas > 0) b = std::max(b, ta::host_cta_smem_bytes(shape.head_dim, host_stages));
-  if (hbm_ctas > 0) b = std::max(b, ta::hbm_cta_smem_bytes(shape.head_dim, hbm_stages));
+  if (hbm_ctas > 0) {
+    b = std::max(b, hbm_staged ? ta::host_cta_smem_bytes(shape.head_dim, hbm_stages)
+                               : ta::hbm_cta_smem_bytes(shape.head_dim, hbm_stages));
+  }
   return b;
 }
 
@@ -104,7 +107,7 @@ std::string TieredAttentionSchedule::to_string() const {
                      "hbm_ctas={}x{} stages{}{}",
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
                      split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages,
-                     hbm_bulk_rows && hbm_ctas > 0 ? " (bulk rows)" : "",
+                     hbm_ctas == 0 ? "" : hbm_staged ? " (staged)" : hbm_bulk_rows ? " (bulk rows)" : "",
                      cta_combine ? " (combine in CTA)" : "");
 }
 

@@ -139,6 +139,12 @@ struct TieredAttentionSchedule {
   // the copy); true = one TMA bulk copy per live K / V row into the padded step, completing on the
   // slot's mbarrier (the consumer zeroes the rows past len). Same SMEM layout, same output bits.
   bool hbm_bulk_rows = false;
+  // HBM warps load a step as host warps do (overrides hbm_bulk_rows): one TMA bulk copy per operand
+  // (16 contiguous rows of K, of V) into a ring of hbm_stages staging steps, then the warp copies the
+  // landed rows into its one padded step (zeros past len). 2 bulk copies a step instead of up to 32
+  // (bulk rows) or 16 cp.async per lane; SMEM as a host CTA (host_cta_smem_bytes). Same padded
+  // step, same math, same output bits. Off in the default plans (A/B: DAK_ATTN_HBM_COPY=staged).
+  bool hbm_staged = false;
   // Where the live splits of a sequence are merged: false = a second kernel (one CTA per (head,
   // sequence)); true = inside the attention kernel by the CTA whose warps ran them, after a CTA
   // barrier per round of items. Needs num_splits > 1 dividing kWarps (then a CTA's 4 warps hold

@@ -68,13 +68,6 @@ struct PassDims {
   bool all_rows = true;
 };
 
-/// The tiered attention's HBM load path: DAK_ATTN_HBM_COPY=cp.async (0) or bulk (1) overrides the
-/// plan's choice (TieredAttentionSchedule::hbm_bulk_rows) in every layer; -1 keeps the plan's.
-int attention_hbm_copy_override() {
-  static const int v = env_choice("DAK_ATTN_HBM_COPY", {"cp.async", "bulk"});
-  return v;
-}
-
 /// Where the tiered attention merges split sequences: DAK_ATTN_COMBINE=kernel (0) or cta (1)
 /// overrides the plan's choice (TieredAttentionSchedule::cta_combine; cta only where the split
 /// allows it) in every layer; -1 keeps the plan's.
@@ -379,11 +372,10 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   uint64_t attn_ws_bytes = 0;
   if (tiered_attn) {
     const TieredAttentionShape shape{b, c.num_heads, c.num_kv_heads, c.head_dim, ctx};
-    const int hbm_copy = attention_hbm_copy_override(), combine = attention_combine_override();
+    const int combine = attention_combine_override();  // DAK_ATTN_HBM_COPY: in tiered_attention_schedule()
     for (size_t l = 0; l < L; ++l) {
       const bool same = l > 0 && kv_host_seqs[l] == scheds.back().b_host;
       scheds.push_back(same ? scheds.back() : tiered_attention_schedule(shape, kv_host_seqs[l]));
-      if (hbm_copy >= 0) scheds.back().hbm_bulk_rows = hbm_copy == 1;
       if (combine >= 0) {
         scheds.back().cta_combine = combine == 1 && tiered_attention::cta_combine_possible(scheds.back().split.num_splits);
       }

@@ -227,6 +227,25 @@ TEST(TieredAttentionSchedule, PaddedRowsKeepLdmatrixConflictFree) {
   EXPECT_EQ(ta::host_cta_smem_bytes(128, 2), 4 * (8704 + 2 * 8192 + 16));
 }
 
+TEST(TieredAttentionSchedule, StagedHbmStepsTakeAHostCtasSmemAndSayIt) {
+  // hbm_staged: the HBM warps land whole steps in a staging ring as host warps do, so an HBM CTA
+  // needs a host CTA's SMEM for its stages; the schedule's text names the path.
+  TieredAttentionSchedule s = dak::plan_tiered_attention({8, 32, 32, 128, 4096}, 0, kSms);
+  ASSERT_TRUE(s.hbm_bulk_rows) << s.to_string();
+  EXPECT_EQ(s.smem_bytes(), ta::hbm_cta_smem_bytes(128, s.hbm_stages));
+  EXPECT_NE(s.to_string().find("(bulk rows)"), std::string::npos) << s.to_string();
+  s.hbm_staged = true;
+  s.hbm_stages = 2;
+  s.validate();
+  EXPECT_EQ(s.smem_bytes(), ta::host_cta_smem_bytes(128, 2));
+  EXPECT_LE(s.smem_bytes(), ta::kSmemTargetBytes) << "2 CTAs per SM at 2 stages";
+  EXPECT_NE(s.to_string().find("(staged)"), std::string::npos) << s.to_string();
+  EXPECT_EQ(s.to_string().find("bulk rows"), std::string::npos) << "staged overrides bulk rows: " << s.to_string();
+  s.hbm_stages = 8;
+  s.shape.head_dim = 256;
+  dak::testing::expect_error([&] { s.validate(); }, {"bytes of SMEM per CTA exceed"});
+}
+
 TEST(TieredAttentionSchedule, PipeStateWrapsAndFlipsThePhase) {
   ta::PipeState p{3, 0, 0};
   const int expect_stage[] = {1, 2, 0, 1, 2, 0, 1};

@@ -266,6 +266,15 @@ TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
   return s;
 }
 
+/// `s` with its HBM warps on the staged load path (whole-step TMA copies into a staging ring, then
+/// the padded step: TieredAttentionSchedule::hbm_staged), `stages` steps in flight.
+TieredAttentionSchedule staged(TieredAttentionSchedule s, int32_t stages) {
+  s.hbm_staged = true;
+  s.hbm_stages = stages;
+  s.validate();
+  return s;
+}
+
 TEST(TieredAttentionKernel, EveryHostSplitMatchesTheReferenceWithTheSameBits) {
   DAK_REQUIRE_GPU_OR_SKIP();
   const uint64_t seed = fresh_seed();
@@ -291,6 +300,10 @@ TEST(TieredAttentionKernel, EveryHostSplitMatchesTheReferenceWithTheSameBits) {
       expect_same_bits(hx.run(b_host, &dp), base, "congestion settings " + dp.to_string() + ", " + at);
       const TieredAttentionSchedule st = starved(sh, b_host, 32);
       expect_same_bits(hx.run(b_host, &st), base_starved, "starved " + st.to_string() + ", " + at);
+      const TieredAttentionSchedule sg = staged(dak::gpu::tiered_attention_schedule(sh, b_host), 2);
+      expect_same_bits(hx.run(b_host, &sg), base, "staged HBM steps " + sg.to_string() + ", " + at);
+      const TieredAttentionSchedule sst = staged(starved(sh, b_host, 32), 1);
+      expect_same_bits(hx.run(b_host, &sst), base_starved, "staged, starved " + sst.to_string() + ", " + at);
     }
   }
 }
@@ -319,7 +332,11 @@ TEST(TieredAttentionKernel, HeadDimsAndGroupSizesMatchTheReference) {
         expect_same_bits(hx.run(b_host), base, at);
         const TieredAttentionSchedule st = starved(sh, b_host, 48);
         expect_same_bits(hx.run(b_host, &st), base_starved, "starved " + at);
+        const TieredAttentionSchedule sst = staged(starved(sh, b_host, 48), 1);
+        expect_same_bits(hx.run(b_host, &sst), base_starved, "staged, starved " + at);
       }
+      const TieredAttentionSchedule sg = staged(dak::gpu::tiered_attention_schedule(sh, 0), 2);
+      expect_same_bits(hx.run(0, &sg), base, "staged HBM steps, b_host 0 " + what);
       ++k;
     }
   }
@@ -348,6 +365,8 @@ TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
     TieredAttentionSchedule other = dak::gpu::tiered_attention_schedule(c.shape, 0);
     other.hbm_bulk_rows = !other.hbm_bulk_rows;
     expect_same_bits(hx.run(0, &other), base, "the other HBM load path, " + other.to_string() + " " + what);
+    const TieredAttentionSchedule sg = staged(dak::gpu::tiered_attention_schedule(c.shape, 0), 2);
+    expect_same_bits(hx.run(0, &sg), base, "staged HBM steps, " + sg.to_string() + " " + what);
     // One step per split: up to 2048 live splits per row, past the combine's SMEM weights (1024).
     auto fine = [&](int64_t b_host) {
       TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(c.shape, b_host);

@@ -141,9 +141,13 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const int64_t rounds = cta_combine ? (n_items - cta_first + workers - 1) / workers : my_items;
 
   const int stages = host ? s.host_stages : s.hbm_stages;
-  // SMEM (core/tiered_attention_schedule.h): HBM CTA [warp][stage] padded steps; host CTA [warp]
-  // padded step | [warp][stage] staging steps | [warp][stage] mbarriers.
-  bf16* s_pad = reinterpret_cast<bf16*>(smem) + warp * (host ? 1 : stages) * kPadElems;
+  // The load path: host warps, and HBM warps with schedule.hbm_staged, land whole steps by TMA in a
+  // staging ring and copy them into one padded step ("staged"); the other HBM warps load into a
+  // ring of padded steps (cp.async or bulk rows).
+  const bool staged = host || s.hbm_staged;
+  // SMEM (core/tiered_attention_schedule.h): HBM CTA [warp][stage] padded steps; host CTA (and a
+  // staged HBM CTA) [warp] padded step | [warp][stage] staging steps | [warp][stage] mbarriers.
+  bf16* s_pad = reinterpret_cast<bf16*>(smem) + warp * (staged ? 1 : stages) * kPadElems;
   bf16* s_stg = reinterpret_cast<bf16*>(smem + ta::kWarps * ta::padded_step_bytes(D)) + warp * stages * kStgElems;
   uint64_t* s_full =
       reinterpret_cast<uint64_t*>(smem + ta::kWarps * (ta::padded_step_bytes(D) + stages * ta::staging_step_bytes(D))) +
@@ -173,7 +177,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     return w;
   };
 
-  if (host) {
+  if (staged) {
     if (lane == 0) {
       for (int st = 0; st < stages; ++st) ptx::mbarrier_init(&s_full[st], 1);
       ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
@@ -181,7 +185,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     __syncwarp();
   }
   // HBM warps with bulk row copies: one "full" mbarrier per ring slot.
-  const bool bulk = !host && s.hbm_bulk_rows;
+  const bool bulk = !staged && s.hbm_bulk_rows;
   __shared__ uint64_t s_hbm_full_all[ta::kWarps][ta::kMaxStages];
   uint64_t* s_hfull = s_hbm_full_all[warp];
   if (bulk) {
@@ -212,7 +216,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     const int key0 = lw.kb + lc * ta::kStepKeys;
     const int n = min(ta::kStepKeys, lw.ke - key0);                      // live rows, >= 1
     const int64_t row0 = ((lw.seq - slot0) * Hkv + lw.hk) * int64_t(max_ctx) + key0;  // tier row
-    if (host) {
+    if (staged) {
       if (lane == 0) {
         bf16* dst = s_stg + issue_slot * kStgElems;
         const uint32_t bytes = uint32_t(n) * D * 2;
@@ -255,16 +259,16 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   // tiered_attention.h: in a decode step only key len - 1 is new, appended by the kernel just
   // before), so the steps that end before key len - 1 are requested before the dependency wait,
   // while the previous kernels finish; q, key len - 1 and the outputs wait for it.
-  const int prologue = host ? stages : stages - 1;
+  const int prologue = staged ? stages : stages - 1;
   int j = 0;
   for (; p.early_kv && j < prologue && lk < my_items && lw.kb + (lc + 1) * ta::kStepKeys < lw.len; ++j) {
     issue();
-    if (!host) __pipeline_commit();
+    if (!staged) __pipeline_commit();
   }
   dependency_wait();
   for (; j < prologue; ++j) {
     issue();
-    if (!host) __pipeline_commit();
+    if (!staged) __pipeline_commit();
   }
 
   const int g = lane >> 2, j2 = 2 * (lane & 3);  // mma fragment row (and row g + 8) and column pair
@@ -324,7 +328,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     for (int c = 0; c < w.steps; ++c) {
       const int n = min(ta::kStepKeys, w.ke - (w.kb + c * ta::kStepKeys));  // live keys of the step, >= 1
       bf16* pad;
-      if (host) {
+      if (staged) {
         while (!ptx::mbarrier_try_wait_parity(&s_full[ps.stage], ps.phase)) {
         }
         const bf16* stg = s_stg + ps.stage * kStgElems;
@@ -680,6 +684,15 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
          "tiered_attention_schedule " + s.to_string(), "run on an H200 (227 KiB of SMEM per CTA)");
   }
   if (per_sm != 2) s = plan_tiered_attention(shape, b_host, sms, per_sm, limits);
+  // A/B of the HBM load path (docs/perf-notes.md sessions 16 and 32): DAK_ATTN_HBM_COPY=cp.async |
+  // bulk | staged overrides the plan's. Staged steps take a host CTA's SMEM, so the ring is cut to
+  // the plan's SMEM target (2 CTAs per SM).
+  static const int copy = env_choice("DAK_ATTN_HBM_COPY", {"cp.async", "bulk", "staged"});
+  if (copy >= 0) {
+    s.hbm_bulk_rows = copy == 1;
+    s.hbm_staged = copy == 2;
+    while (s.hbm_staged && s.hbm_stages > 1 && s.smem_bytes() > ta::kSmemTargetBytes) --s.hbm_stages;
+  }
   return s;
 }
 
