@@ -149,13 +149,20 @@ struct Plan {
   std::vector<double> ratios;
 };
 
+/// SMEM bytes per CTA of a ring of `stages` steps: a host CTA's (`host`), or the larger of an HBM
+/// CTA's two layouts (padded steps, or staged steps as a host CTA's: the plan stages long splits).
+int64_t ring_smem_bytes(bool host, int64_t d, int64_t stages) {
+  namespace ta = tiered_attention;
+  return host ? ta::host_cta_smem_bytes(d, stages)
+              : std::max(ta::hbm_cta_smem_bytes(d, stages), ta::host_cta_smem_bytes(d, stages));
+}
+
 /// The deepest ring --host-stages (`host`) or --hbm-stages allows at head_dim `d`: kMaxStages, or
 /// fewer where a CTA's SMEM would exceed kSmemLimitBytes (TieredAttentionSchedule::validate refuses
 /// those), at least 1.
 int64_t deepest_stages(bool host, int64_t d) {
-  namespace ta = tiered_attention;
-  int64_t st = ta::kMaxStages;
-  while (st > 1 && (host ? ta::host_cta_smem_bytes(d, st) : ta::hbm_cta_smem_bytes(d, st)) > ta::kSmemLimitBytes) --st;
+  int64_t st = tiered_attention::kMaxStages;
+  while (st > 1 && ring_smem_bytes(host, d, st) > tiered_attention::kSmemLimitBytes) --st;
   return st;
 }
 
@@ -230,7 +237,7 @@ Plan check_args(const BenchAttentionArgs& a) {
       const int stages = host ? a.host_stages : a.hbm_stages;
       const int64_t deepest = deepest_stages(host, m.head_dim);
       if (stages <= deepest) continue;
-      const int64_t smem = host ? ta::host_cta_smem_bytes(m.head_dim, stages) : ta::hbm_cta_smem_bytes(m.head_dim, stages);
+      const int64_t smem = ring_smem_bytes(host, m.head_dim, stages);
       const char* flag = host ? "--host-stages" : "--hbm-stages";
       fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} an H200 CTA has",
                        flag, stages, smem, m.name, m.head_dim, ta::kSmemLimitBytes),

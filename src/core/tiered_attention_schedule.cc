@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/hardware_profile.h"
 
@@ -147,17 +148,26 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   s.shape = shape;
   s.b_host = b_host;
   s.split = choose_tiered_attention_split(shape, sm_count);
-  s.hbm_bulk_rows = s.split.split_keys >= ta::kBulkRowsMinKeys;
+  s.hbm_staged = s.split.split_keys >= ta::kStagedMinKeys;
+  // A/B of the HBM load path (docs/perf-notes.md sessions 16 and 32): DAK_ATTN_HBM_COPY forces one.
+  static const int forced_copy = env_choice("DAK_ATTN_HBM_COPY", {"cp.async", "bulk", "staged"});
+  if (forced_copy >= 0) {
+    s.hbm_bulk_rows = forced_copy == 1;
+    s.hbm_staged = forced_copy == 2;
+  }
   s.cta_combine = ta::cta_combine_possible(s.split.num_splits);
 
+  const auto hbm_smem = [&](int64_t stages) {
+    return s.hbm_staged ? ta::host_cta_smem_bytes(d, stages) : ta::hbm_cta_smem_bytes(d, stages);
+  };
   s.hbm_stages = 2;
   for (int32_t st = ta::kMaxStages; st > 2; --st) {
-    if (ta::hbm_cta_smem_bytes(d, st) <= ta::kSmemTargetBytes) {
+    if (hbm_smem(st) <= ta::kSmemTargetBytes) {
       s.hbm_stages = st;
       break;
     }
   }
-  const int64_t host_budget = std::max(ta::kSmemTargetBytes, ta::hbm_cta_smem_bytes(d, s.hbm_stages));
+  const int64_t host_budget = std::max(ta::kSmemTargetBytes, hbm_smem(s.hbm_stages));
   s.host_stages = 1;
   for (int32_t st = 4; st > 1; --st) {
     if (ta::host_cta_smem_bytes(d, st) <= host_budget && st * ta::cta_stage_bytes(d) <= limits.cta_inflight_cap_bytes) {

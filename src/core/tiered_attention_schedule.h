@@ -48,7 +48,7 @@ constexpr int32_t kRowPad = 8;                   // bf16 padding per staged SMEM
 constexpr int32_t kMaxStages = 8;                // deepest ring per warp (cp.async.wait_group immediates)
 constexpr int64_t kSmemLimitBytes = 227 * 1024;  // H200 per-CTA opt-in
 constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it: 2 CTAs per SM
-constexpr int32_t kBulkRowsMinKeys = 512;         // default plans load HBM steps by TMA bulk rows from this split size
+constexpr int32_t kStagedMinKeys = 512;           // default plans load HBM steps staged from this split size
 
 DAK_HD constexpr bool head_dim_supported(int64_t d) { return d == 64 || d == 80 || d == 96 || d == 128 || d == 256; }
 
@@ -143,7 +143,7 @@ struct TieredAttentionSchedule {
   // (16 contiguous rows of K, of V) into a ring of hbm_stages staging steps, then the warp copies the
   // landed rows into its one padded step (zeros past len). 2 bulk copies a step instead of up to 32
   // (bulk rows) or 16 cp.async per lane; SMEM as a host CTA (host_cta_smem_bytes). Same padded
-  // step, same math, same output bits. Off in the default plans (A/B: DAK_ATTN_HBM_COPY=staged).
+  // step, same math, same output bits. The default plans take it for splits of >= kStagedMinKeys.
   bool hbm_staged = false;
   // Where the live splits of a sequence are merged: false = a second kernel (one CTA per (head,
   // sequence)); true = inside the attention kernel by the CTA whose warps ran them, after a CTA
@@ -209,7 +209,8 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 
 /// The default schedule for `b_host` host sequences on `sm_count` SMs with `hbm_ctas_per_sm`
 /// resident HBM CTAs per SM (the kernel's occupancy at this SMEM size):
-/// - hbm_stages: the most in [2, 8] with hbm_cta_smem_bytes <= 110 KiB (2 CTAs per SM), at least 2;
+/// - hbm_stages: the most in [2, 8] whose HBM CTA SMEM (hbm_cta_smem_bytes, or host_cta_smem_bytes
+///   when staged) is <= 110 KiB (2 CTAs per SM), at least 2;
 /// - host_stages: the most in [1, 4] with host_cta_smem_bytes <= max(110 KiB, the HBM CTA's) and
 ///   host_stages * cta_stage_bytes <= cta_inflight_cap_bytes (at least 1);
 /// - host_ctas: 0 without host sequences, else inflight_cap / (host_stages * cta_stage_bytes),
@@ -218,11 +219,14 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 /// - hbm_ctas: (sm_count - host_ctas) * hbm_ctas_per_sm, at most ceil(HBM items / 4);
 /// - cta_combine: num_splits in {2, 4} (divides kWarps), which saves the combine kernel's launch
 ///   and round trips;
-/// - hbm_bulk_rows: split_keys >= kBulkRowsMinKeys. Measured on the H200 (session 16,
-///   bench/tiered_attention_probe.cu, Llama-2-7B batch 8, b_host = 0): bulk rows stream long
-///   splits ~5 % faster (4096 keys: 146-148 vs 154-157 us; 32768: 1024-1027 vs 1038-1058 us) and
-///   the warps finish together (last step p0-max 114-140 vs 92-147 us), but the first step lands
-///   ~3 us later (9 vs 6 us), which costs short splits (512 keys in splits of 128: 34.6 vs 34.0 us).
+/// - the HBM load path: staged (hbm_staged) for split_keys >= kStagedMinKeys, else cp.async
+///   (hbm_bulk_rows stays false). Measured on an H100 (session 32, `dak bench attention` at x = 0,
+///   two rounds): against bulk rows, which session 16 had chosen for those splits (~5 % faster than
+///   cp.async there), staged steps reach 0.90-0.97 of ideal where bulk rows reached 0.86-0.92
+///   (Llama-2-7B batch 64 at 4096 keys 1563 -> 1412 us, batch 8 at 32768 1529 -> 1411 us;
+///   Llama-3-8B batch 64 at 32768 3034 -> 2823 us); on short splits cp.async stays (staged was
+///   2-5 % slower on two of four such cells and decode at 32-64 keys 0.2-0.3 % slower).
+///   DAK_ATTN_HBM_COPY=cp.async|bulk|staged in the environment forces one path (A/B measurements).
 /// Throws dak::Error for an unsupported shape, b_host outside [0, B] or sm_count < 2.
 TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
                                               int64_t hbm_ctas_per_sm = 2,

@@ -77,23 +77,28 @@ TEST(TieredAttentionSchedule, SplitAndWorkspaceDoNotDependOnHostSequences) {
   }
 }
 
-TEST(TieredAttentionSchedule, LongSplitsLoadHbmStepsByBulkRows) {
-  // Session 16 (H200): TMA bulk rows stream splits of >= 512 keys faster; shorter splits keep
-  // cp.async, whose first step lands sooner. Llama-2-7B batch 8: 512 keys in 4 splits of 128,
-  // 4096 in 4 of 1024.
+TEST(TieredAttentionSchedule, LongSplitsLoadHbmStepsStaged) {
+  // Session 32 (H100): staged steps (whole-step TMA copies, as host warps do) stream splits of
+  // >= 512 keys faster than bulk rows (session 16's choice there); shorter splits keep cp.async,
+  // whose first step lands sooner. Llama-2-7B batch 8: 512 keys in 4 splits of 128, 4096 in 4 of
+  // 1024. A staged HBM CTA needs a host CTA's SMEM: 2 stages at head_dim 128 keep 2 CTAs per SM.
   const TieredAttentionSchedule short_ctx = dak::plan_tiered_attention({8, 32, 32, 128, 512}, 0, kSms);
   EXPECT_EQ(short_ctx.split.split_keys, 128) << short_ctx.to_string();
+  EXPECT_FALSE(short_ctx.hbm_staged) << short_ctx.to_string();
   EXPECT_FALSE(short_ctx.hbm_bulk_rows) << short_ctx.to_string();
+  EXPECT_EQ(short_ctx.hbm_stages, 3) << short_ctx.to_string();
   const TieredAttentionSchedule long_ctx = dak::plan_tiered_attention({8, 32, 32, 128, 4096}, 3, kSms);
   EXPECT_EQ(long_ctx.split.split_keys, 1024) << long_ctx.to_string();
-  EXPECT_TRUE(long_ctx.hbm_bulk_rows) << long_ctx.to_string();
-  EXPECT_NE(long_ctx.to_string().find("hbm_ctas=" + std::to_string(long_ctx.hbm_ctas) + "x3 stages (bulk rows)"),
+  EXPECT_TRUE(long_ctx.hbm_staged) << long_ctx.to_string();
+  EXPECT_NE(long_ctx.to_string().find("hbm_ctas=" + std::to_string(long_ctx.hbm_ctas) + "x2 stages (staged)"),
             std::string::npos)
       << long_ctx.to_string();
   for (const TieredAttentionShape& sh : shapes()) {
     for (int64_t b_host : {int64_t(0), sh.batch / 2, sh.batch}) {
       const TieredAttentionSchedule s = dak::plan_tiered_attention(sh, b_host, kSms);
-      EXPECT_EQ(s.hbm_bulk_rows, s.split.split_keys >= dak::tiered_attention::kBulkRowsMinKeys) << s.to_string();
+      EXPECT_EQ(s.hbm_staged, s.split.split_keys >= dak::tiered_attention::kStagedMinKeys) << s.to_string();
+      EXPECT_FALSE(s.hbm_bulk_rows) << s.to_string();
+      if (sh.head_dim <= 128) EXPECT_LE(s.smem_bytes(), dak::tiered_attention::kSmemTargetBytes) << s.to_string();
     }
   }
 }
@@ -231,7 +236,8 @@ TEST(TieredAttentionSchedule, StagedHbmStepsTakeAHostCtasSmemAndSayIt) {
   // hbm_staged: the HBM warps land whole steps in a staging ring as host warps do, so an HBM CTA
   // needs a host CTA's SMEM for its stages; the schedule's text names the path.
   TieredAttentionSchedule s = dak::plan_tiered_attention({8, 32, 32, 128, 4096}, 0, kSms);
-  ASSERT_TRUE(s.hbm_bulk_rows) << s.to_string();
+  s.hbm_staged = false;
+  s.hbm_bulk_rows = true;
   EXPECT_EQ(s.smem_bytes(), ta::hbm_cta_smem_bytes(128, s.hbm_stages));
   EXPECT_NE(s.to_string().find("(bulk rows)"), std::string::npos) << s.to_string();
   s.hbm_staged = true;

@@ -251,11 +251,12 @@ TieredAttentionSchedule starved(const TieredAttentionShape& sh, int64_t b_host, 
   return s;
 }
 
-/// The default split with other congestion settings (deeper rings, other CTA counts) and the
-/// other HBM load path (bulk rows <-> cp.async).
+/// The default split with other congestion settings (deeper rings, other CTA counts) and another
+/// HBM load path (staged -> bulk rows, cp.async <-> bulk rows).
 TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
   TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
-  s.hbm_bulk_rows = !s.hbm_bulk_rows;
+  s.hbm_bulk_rows = s.hbm_staged || !s.hbm_bulk_rows;
+  s.hbm_staged = false;
   s.host_ctas = 2;
   s.hbm_ctas = 5;
   s.hbm_stages = 4;
@@ -362,9 +363,13 @@ TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
     for (int64_t b_host = 1; b_host <= c.shape.batch; ++b_host) {
       expect_same_bits(hx.run(b_host), base, "b_host " + std::to_string(b_host) + " " + what);
     }
-    TieredAttentionSchedule other = dak::gpu::tiered_attention_schedule(c.shape, 0);
-    other.hbm_bulk_rows = !other.hbm_bulk_rows;
-    expect_same_bits(hx.run(0, &other), base, "the other HBM load path, " + other.to_string() + " " + what);
+    for (const bool bulk : {false, true}) {  // the HBM load paths the plan does not take here
+      TieredAttentionSchedule other = dak::gpu::tiered_attention_schedule(c.shape, 0);
+      other.hbm_staged = false;
+      other.hbm_bulk_rows = bulk;
+      other.hbm_stages = 3;
+      expect_same_bits(hx.run(0, &other), base, "another HBM load path, " + other.to_string() + " " + what);
+    }
     const TieredAttentionSchedule sg = staged(dak::gpu::tiered_attention_schedule(c.shape, 0), 2);
     expect_same_bits(hx.run(0, &sg), base, "staged HBM steps, " + sg.to_string() + " " + what);
     // One step per split: up to 2048 live splits per row, past the combine's SMEM weights (1024).

@@ -684,15 +684,6 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
          "tiered_attention_schedule " + s.to_string(), "run on an H200 (227 KiB of SMEM per CTA)");
   }
   if (per_sm != 2) s = plan_tiered_attention(shape, b_host, sms, per_sm, limits);
-  // A/B of the HBM load path (docs/perf-notes.md sessions 16 and 32): DAK_ATTN_HBM_COPY=cp.async |
-  // bulk | staged overrides the plan's. Staged steps take a host CTA's SMEM, so the ring is cut to
-  // the plan's SMEM target (2 CTAs per SM).
-  static const int copy = env_choice("DAK_ATTN_HBM_COPY", {"cp.async", "bulk", "staged"});
-  if (copy >= 0) {
-    s.hbm_bulk_rows = copy == 1;
-    s.hbm_staged = copy == 2;
-    while (s.hbm_staged && s.hbm_stages > 1 && s.smem_bytes() > ta::kSmemTargetBytes) --s.hbm_stages;
-  }
   return s;
 }
 
