@@ -124,8 +124,7 @@ int main(int argc, char** argv) {
     dak::TieredAttentionShape sh{c.B, c.H, c.Hkv, c.D, c.ctx};
     dak::TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, 0);
     if (hbm_stages > 0) s.hbm_stages = hbm_stages;
-    // DAK_PROBE_HBM_COPY=cp.async|bulk: force the HBM warps' load path (default: the plan's).
-    if (const char* copy = std::getenv("DAK_PROBE_HBM_COPY")) s.hbm_bulk_rows = std::string(copy) == "bulk";
+    // DAK_ATTN_HBM_COPY=cp.async|bulk|staged forces the HBM warps' load path (plan_tiered_attention).
     void *q = nullptr, *out = nullptr, *ws = nullptr, *len = nullptr;
     DAK_CUDA_CHECK(cudaMalloc(&q, size_t(c.B * c.H * c.D * 2)));
     DAK_CUDA_CHECK(cudaMalloc(&out, size_t(c.B * c.H * c.D * 2)));

@@ -14,13 +14,15 @@
 // keys j < len[b] of kv head h / G, rounded to bf16 once.
 // Worker = warp (4 per CTA, 128 threads), persistent: it walks its items (sequence, kv head,
 // split) and streams each item's keys in steps of 16 through a per-warp SMEM ring:
-// - HBM warps: copies straight into padded rows ([16][D + 8] bf16 for K and for V), hbm_stages
-//   steps in flight, by one of two paths with the same result (schedule.hbm_bulk_rows, chosen by
-//   split size): 16-byte cp.async per lane (rows past len zero-filled by the copy), or one TMA
-//   bulk copy per live row completing on the slot's mbarrier (the warp zeroes the rows past len);
-// - host warps: one TMA bulk copy per operand and step (16 contiguous rows of the [max_ctx, D]
-//   block) completing on the step's mbarrier, host_stages steps in flight, then the warp copies
-//   the landed rows into its padded step (zeros past len) and refills the ring slot.
+// - host warps, and HBM warps with schedule.hbm_staged (the plan's path for splits of >= 512
+//   keys): one TMA bulk copy per operand and step (16 contiguous rows of the [max_ctx, D] block)
+//   completing on the step's mbarrier, host_stages / hbm_stages steps in flight, then the warp
+//   copies the landed rows into its padded step (zeros past len) and refills the ring slot;
+// - the other HBM warps: copies straight into a ring of padded rows ([16][D + 8] bf16 for K and
+//   for V), hbm_stages steps in flight, by 16-byte cp.async per lane (rows past len zero-filled by
+//   the copy; the plan's path for short splits) or, with schedule.hbm_bulk_rows, one TMA bulk copy
+//   per live row completing on the slot's mbarrier (the warp zeroes the rows past len).
+// All paths give the same result.
 // Both then run the same code on the padded step (one copy of it in the kernel, so the same
 // instructions): S = Q K^T with mma.sync m16n8k16 (bf16 in, fp32 accumulate; rows = the G <= 16
 // query heads of the kv head, rows >= G zero), fp32 online softmax in base 2 (scores scaled by
