@@ -6,7 +6,7 @@
 // per-operand step size). Medians of 7 after 2 warm-ups, with min and max.
 // `attention_probe B H Hkv D ctx [hbm_stages]` runs one shape; `attention_probe once B H Hkv D ctx`
 // launches it 3 times without timing (for Nsight Compute).
-// DAK_PROBE_HBM_COPY=cp.async|bulk forces the HBM load path. With -DDAK_ATT_TRACE (building
+// DAK_ATTN_HBM_COPY=cp.async|bulk|staged forces the HBM load path. With -DDAK_ATT_TRACE (building
 // src/gpu/kernels/tiered_attention.cu next to the probe, whose object overrides the library's
 // copy) each warp records %globaltimer stamps and the probe prints their distribution after each
 // shape: tools/device/session16_e.sh.
