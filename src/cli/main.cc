@@ -163,6 +163,17 @@ std::string subcommand_list(const CLI::App& app) {
   return list;
 }
 
+/// "did you mean X? " for the subcommand of `app` within 2 edits of `word` (`generat`, `atention`), else "".
+std::string closest_subcommand_hint(const CLI::App& app, const std::string& word) {
+  std::string best;
+  size_t best_d = 3;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    const size_t d = edit_distance(word, sub->get_name());
+    if (d < best_d) best_d = d, best = sub->get_name();
+  }
+  return best.empty() ? "" : "did you mean " + best + "? ";
+}
+
 /// The deepest subcommand given on the command line that `app` parsed (`app` itself when none), and
 /// its path ("dak bench attention") in `*path`.
 const CLI::App& deepest_command(const CLI::App& app, std::string* path) {
@@ -361,7 +372,7 @@ int main(int argc, char** argv) {
     if (argc >= 3 && std::string(argv[1]) == "--") {
       const auto named = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == argv[2]; });
       std::fprintf(stderr, "dak: error: %s\n",
-                   dak::Error("`--` ends the options and comes after the subcommand: no word after it names one",
+                   dak::Error("`--` ends the options, so the words after it are arguments, not a subcommand",
                               "the command line",
                               named.empty() ? "start with one of " + subcommand_list(app) + " (dak --help)"
                                             : std::string("leave the -- out: dak ") + argv[2] + " ...")
@@ -371,7 +382,8 @@ int main(int argc, char** argv) {
     if (argc >= 2 && argv[1][0] != '-' && known.empty()) {
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(std::string("unknown subcommand '") + argv[1] + "'", "the command line",
-                              "use one of " + subcommand_list(app) + " (dak --help)")
+                              closest_subcommand_hint(app, argv[1]) + "use one of " + subcommand_list(app) +
+                                  " (dak --help)")
                        .what());
       return 2;
     }
@@ -408,6 +420,19 @@ int main(int argc, char** argv) {
       for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
         if (argv[i][0] == '-' || (i >= 2 && takes_value_anywhere(app, argv[i - 1]))) continue;
         const auto subs = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == argv[i]; });
+        const bool has_subcommands = !command->get_subcommands([](const CLI::App*) { return true; }).empty();
+        if (subs.empty() && has_subcommands && command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) {
+          // `dak bench atention --help`, `dak --help foo`: a misspelled subcommand, said as without --help.
+          std::string path = "dak";
+          for (size_t w = 1; w < words.size(); ++w) path += " " + words[w];
+          std::fprintf(stderr, "dak: error: %s\n",
+                       dak::Error(fmt::format("unknown subcommand '{}'{}", argv[i], command == &app ? "" : " of " + path),
+                                  path == "dak" ? "the command line" : path,
+                                  closest_subcommand_hint(*command, argv[i]) + "use one of " + subcommand_list(*command) +
+                                      (command == &app ? "" : ", or none") + " (" + path + " --help)")
+                           .what());
+          return 2;
+        }
         if (subs.empty()) continue;
         command = subs.front();
         words.push_back(argv[i]);
@@ -580,7 +605,8 @@ int main(int argc, char** argv) {
                             deepest->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
       if (sub_word) {
         const dak::Error err("unknown subcommand '" + words.front() + "' of " + path, path,
-                             "use one of " + subcommand_list(*deepest) + ", or none (run `" + help +
+                             closest_subcommand_hint(*deepest, words.front()) + "use one of " +
+                                 subcommand_list(*deepest) + ", or none (run `" + help +
                                  "` for what each does)");
         std::fprintf(stderr, "dak: error: %s\n", err.what());
         return 2;

@@ -589,9 +589,16 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
   }
   // `--` before the subcommand: said, with the line without it.
   expect_usage_hints({
-      {"-- generate -p hi", "`--` ends the options and comes after the subcommand"},
+      {"-- generate -p hi", "`--` ends the options, so the words after it are arguments, not a subcommand"},
       {"-- generate -p hi", "leave the -- out: dak generate ..."},
       {"-- foo", "start with one of generate"},
+      // Session 32's trial: a misspelled subcommand is said with --help on the line too (it showed
+      // the parent's help), and a near miss is named.
+      {"bench atention --help", "unknown subcommand 'atention' of dak bench"},
+      {"bench atention --help", "did you mean attention?"},
+      {"--help foo", "unknown subcommand 'foo'"},
+      {"generat -p hi", "did you mean generate?"},
+      {"bench gem", "did you mean gemm?"},
   });
 }
 
