@@ -108,7 +108,10 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
   // A leading 0 is ten: --host-stages 010 is refused as 10 (octal 8 passed the [0, 8] check).
   r = run_dak(bench + " --host-stages 010");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "--host-stages 10 / --hbm-stages 0 outside [0, 8]")) << r.output;
+  EXPECT_TRUE(contains(r.output, "steps in flight --host-stages 10 outside [0, 8]")) << r.output;
+  r = run_dak(bench + " --hbm-stages 9");  // the flag given is named, not both (session 32's trial)
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "steps in flight --hbm-stages 9 outside [0, 8]\n  where: --hbm-stages (dak bench attention)\n")) << r.output;
   for (const char* flag : {"--repeats", "--hbm-runs"}) {
     // Decimal 1001 is above 1000 (octal 01001 = 513 was accepted).
     r = run_dak(bench + " " + flag + " 01001");
