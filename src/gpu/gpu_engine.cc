@@ -68,13 +68,6 @@ struct PassDims {
   bool all_rows = true;
 };
 
-/// Where the tiered attention merges split sequences: DAK_ATTN_COMBINE=kernel (0) or cta (1)
-/// overrides the plan's choice (TieredAttentionSchedule::cta_combine; cta only where the split
-/// allows it) in every layer; -1 keeps the plan's.
-int attention_combine_override() {
-  static const int v = env_choice("DAK_ATTN_COMBINE", {"kernel", "cta"});
-  return v;
-}
 
 /// Whether tiered decode steps fold RoPE and the KV append into the attention kernel
 /// (TieredAttentionArgs::g_new; the bits are the same either way): only with DAK_ATTN_FUSE_ROPE=1.
@@ -372,13 +365,10 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   uint64_t attn_ws_bytes = 0;
   if (tiered_attn) {
     const TieredAttentionShape shape{b, c.num_heads, c.num_kv_heads, c.head_dim, ctx};
-    const int combine = attention_combine_override();  // DAK_ATTN_HBM_COPY: in tiered_attention_schedule()
+    // DAK_ATTN_HBM_COPY and DAK_ATTN_COMBINE (A/B switches) are read by plan_tiered_attention.
     for (size_t l = 0; l < L; ++l) {
       const bool same = l > 0 && kv_host_seqs[l] == scheds.back().b_host;
       scheds.push_back(same ? scheds.back() : tiered_attention_schedule(shape, kv_host_seqs[l]));
-      if (combine >= 0) {
-        scheds.back().cta_combine = combine == 1 && tiered_attention::cta_combine_possible(scheds.back().split.num_splits);
-      }
       attn_ws_bytes = std::max(attn_ws_bytes, uint64_t(scheds.back().workspace_bytes()));
     }
   }
@@ -452,6 +442,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   fin_e = static_cast<bf16*>(take("project_out output"));
   logits = static_cast<float*>(take("logits"));
   partial = static_cast<float*>(take("decode attention workspace"));
+  const size_t attn_ws_index = i;
   attn_ws = take("tiered attention workspace");
   g_meta = static_cast<int32_t*>(take("step metadata"));
   g_sampled = static_cast<int32_t*>(take("sampled ids"));
@@ -466,6 +457,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   norm_sumsq[0] = static_cast<float*>(take("fused norm block sums"));
   norm_sumsq[1] = norm_sumsq[0] ? norm_sumsq[0] + (hd / 64) * kFusedNormMaxTokens : nullptr;
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
+  // The tiered attention's arrival counters (last_merge) start at zero; every launch leaves them so.
+  if (attn_ws) DAK_CUDA_CHECK(cudaMemsetAsync(attn_ws, 0, sizes[attn_ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
 
