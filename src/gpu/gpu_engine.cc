@@ -68,7 +68,6 @@ struct PassDims {
   bool all_rows = true;
 };
 
-
 /// Whether tiered decode steps fold RoPE and the KV append into the attention kernel
 /// (TieredAttentionArgs::g_new; the bits are the same either way): only with DAK_ATTN_FUSE_ROPE=1.
 /// Off by default: measured slower (session 17, Llama-2-7B decode: the fused attention kernel adds
