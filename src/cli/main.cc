@@ -665,12 +665,20 @@ int main(int argc, char** argv) {
         (std::islower(static_cast<unsigned char>(what[1])) || what[1] == ' ')) {
       what[0] = char(std::tolower(static_cast<unsigned char>(what[0])));
     }
+    // `-n --help`: the help flag became the option's value (session 32's trial); say so first.
+    bool help_as_value = false;
+    for (const char* v : {": '--help' ", ": '-h' ", ": --help not in {", ": -h not in {"}) {
+      help_as_value = help_as_value || what.find(v) != std::string::npos;
+    }
     const dak::Error err(what, where,
-                         out_of_range && !out_of_range->fix().empty()
+                         std::string(help_as_value ? "an option takes the word after it as its value, --help too: "
+                                                     "give the value first, or put --help elsewhere; "
+                                                   : "") +
+                         (out_of_range && !out_of_range->fix().empty()
                              ? out_of_range->fix()
                              : quote + (requires_other ? "give the option it requires too, or drop it; " : "") +
                                    (advice.empty() ? "" : advice + ", or ") + "run `" + help + "` for " +
-                                   (has_subcommands ? "the subcommands, options" : "its options") + " and their values");
+                                   (has_subcommands ? "the subcommands, options" : "its options") + " and their values"));
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return out_of_range != nullptr ? 1 : 2;
   } catch (const dak::UsageError& e) {  // text its option cannot parse (a list parser's refusal)

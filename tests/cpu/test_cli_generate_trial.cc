@@ -599,6 +599,9 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
       {"--help foo", "unknown subcommand 'foo'"},
       {"generat -p hi", "did you mean generate?"},
       {"bench gem", "did you mean gemm?"},
+      // --help right after an option is its value (CLI11): the refusal says so first.
+      {"generate -n --help", "an option takes the word after it as its value, --help too"},
+      {"generate --output -h", "an option takes the word after it as its value, --help too"},
   });
 }
 
