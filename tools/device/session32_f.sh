@@ -30,7 +30,7 @@ done > "$OUT/decode-last.txt"
 cat "$OUT/decode-last.txt"
 for v in X=1 DAK_ATTN_COMBINE=last; do
   left 60 || { echo "skip attention $v (time)"; continue; }
-  env $v timeout 90 build-gpu/dak bench attention --models llama-2-7b,llama-3-8b --batch 1,8 --ctx 48,700,4096 \
+  env $v timeout 90 build-gpu/dak bench attention --models llama-2-7b,llama-3-8b --batch 1,8 --ctx 48,512,700,4096 \
     --ratios 0 --no-balance-point --max-host-gib 1 --output csv > "$OUT/att-${v#*=}.csv" 2> /dev/null
   echo "attention $v rc=$?"
 done
