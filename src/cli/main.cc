@@ -360,7 +360,8 @@ int main(int argc, char** argv) {
         std::string path;
         const CLI::Option* option = command_before(i, &path)->get_option_no_throw(name);
         std::fprintf(stderr, "dak: error: %s\n",
-                     dak::Error(name + " was given an empty value", "the command line",
+                     dak::Error(name + " was given an empty value",
+                                option ? name + " (" + path + ")" : "the command line",  // as other value errors
                                 option ? dak::cli::empty_value_fix(*option, path)
                                        : "give a value, or leave the option out for its default")
                          .what());
