@@ -47,5 +47,10 @@ done | sort -k2,2 -k3,3 -k4,4 -s
 if left 50; then
   dec X=1 1,8,64 32 32
   dec X=1 64 32 32 tiered
+  # Batch 64 at 33-64 keys: the attention ran at ~half of B_g in session 28's eager table (1.02 ms a
+  # step); its splits are short (cp.async): the staged path forced, against the plan.
+  dec DAK_ATTN_HBM_COPY=staged 64 32 32
+  dec X=1 64 32 32
+  dec DAK_ATTN_HBM_COPY=staged 64 32 32
 fi
 echo "total $(( $(date +%s) - t0 )) s"
