@@ -17,9 +17,12 @@ dak_build dak dak_gpu_tests
 dak_gpu_tests 120 2
 limit=${DAK_CALL_LIMIT:-540}
 left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
-dec() {  # $1 env, $2 batches, $3 prompt, $4 gen, $5 gemm
+n=0
+dec() {  # $1 env, $2 batches, $3 prompt, $4 gen, $5 gemm; the whole report (per-operator tables too) in $OUT
+  n=$((n + 1))
   env $1 timeout 90 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch $2 --prompt-len $3 \
-    --gen-len $4 --gemm ${5:-auto} 2> /dev/null | grep -E "^\| [0-9]+ \| $3 \| $4" | sed "s/^/[$1 ${5:-auto}] /" | cut -c1-130
+    --gen-len $4 --gemm ${5:-auto} 2> /dev/null > "$OUT/bench-$n.txt"
+  grep -E "^\| [0-9]+ \| $3 \| $4" "$OUT/bench-$n.txt" | sed "s/^/[$1 ${5:-auto}] /" | cut -c1-130
 }
 for R in 1 2; do
   for v in X=1 DAK_ATTN_COMBINE=last; do
