@@ -174,6 +174,15 @@ std::string closest_subcommand_hint(const CLI::App& app, const std::string& word
   return best.empty() ? "" : "did you mean " + best + "? ";
 }
 
+/// The refusal of `word` where a subcommand of `command` (its path "dak ...") belongs: a near miss
+/// named, then the list.
+dak::Error unknown_subcommand(const CLI::App& command, const std::string& path, const std::string& word) {
+  const bool top = command.get_parent() == nullptr;
+  return dak::Error("unknown subcommand '" + word + "'" + (top ? "" : " of " + path), top ? "the command line" : path,
+                    closest_subcommand_hint(command, word) + "use one of " + subcommand_list(command) +
+                        (top ? " (dak --help)" : ", or none (run `" + path + " --help` for what each does)"));
+}
+
 /// The deepest subcommand given on the command line that `app` parsed (`app` itself when none), and
 /// its path ("dak bench attention") in `*path`.
 const CLI::App& deepest_command(const CLI::App& app, std::string* path) {
@@ -381,11 +390,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (argc >= 2 && argv[1][0] != '-' && known.empty()) {
-      std::fprintf(stderr, "dak: error: %s\n",
-                   dak::Error(std::string("unknown subcommand '") + argv[1] + "'", "the command line",
-                              closest_subcommand_hint(app, argv[1]) + "use one of " + subcommand_list(app) +
-                                  " (dak --help)")
-                       .what());
+      std::fprintf(stderr, "dak: error: %s\n", unknown_subcommand(app, "dak", argv[1]).what());
       return 2;
     }
     // llama.cpp's -ngl and -np would parse as -n gl / -n p ("'gl' is not a whole number"), and its -t
@@ -407,14 +412,14 @@ int main(int argc, char** argv) {
       }
     }
     // -h / --help anywhere before `--` (not as an option's value) shows the help, as CLI11 does for a
-    // line with an unknown option: the two checks below yield to it (session 31's trial).
+    // line with an unknown option, before any check below (session 31's trial).
     bool help_asked = false;
     for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
       const std::string w = argv[i];
       if ((w == "-h" || w == "--help") && !(i >= 2 && takes_value_anywhere(app, argv[i - 1]))) help_asked = true;
     }
-    // The help of the command named, whatever else the line holds (`dak generate -n=2 --help`: CLI11
-    // checked -n's value first and refused it; session 31's trial): the command's path and --help.
+    // It is the help of the command named, whatever else the line holds (`dak generate -n=2 --help`:
+    // CLI11 checked -n's value first and refused it): the command's path and --help.
     if (help_asked) {
       std::vector<std::string> words{argv[0]};
       const CLI::App* command = &app;
@@ -426,12 +431,7 @@ int main(int argc, char** argv) {
           // `dak bench atention --help`, `dak --help foo`: a misspelled subcommand, said as without --help.
           std::string path = "dak";
           for (size_t w = 1; w < words.size(); ++w) path += " " + words[w];
-          std::fprintf(stderr, "dak: error: %s\n",
-                       dak::Error(fmt::format("unknown subcommand '{}'{}", argv[i], command == &app ? "" : " of " + path),
-                                  path == "dak" ? "the command line" : path,
-                                  closest_subcommand_hint(*command, argv[i]) + "use one of " + subcommand_list(*command) +
-                                      (command == &app ? "" : ", or none") + " (" + path + " --help)")
-                           .what());
+          std::fprintf(stderr, "dak: error: %s\n", unknown_subcommand(*command, path, argv[i]).what());
           return 2;
         }
         if (subs.empty()) continue;
@@ -441,12 +441,12 @@ int main(int argc, char** argv) {
       words.emplace_back("--help");
       std::vector<char*> help_argv;
       for (std::string& w : words) help_argv.push_back(w.data());
-      app.parse(int(help_argv.size()), help_argv.data());  // throws CLI::CallForHelp
+      app.parse(int(help_argv.size()), help_argv.data());  // throws CLI::CallForHelp: nothing below runs
     }
     // A short option with '=' (`-p=hi`, `-n=2`): CLI11 takes "=hi" as the value, a prompt that starts
     // with '=' or "'=2' is not a whole number" (the trial of session 31). -f has its own check below
     // (a file named "=x" may exist).
-    for (int i = 1; i < argc && !help_asked; ++i) {
+    for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg == "--") break;
       if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || arg[2] != '=' || arg[1] == 'f') continue;
@@ -463,7 +463,7 @@ int main(int argc, char** argv) {
                        .what());
       return 2;
     }
-    if (const std::optional<std::string> misplaced = help_asked ? std::nullopt : options_before_command(app, argc, argv)) {
+    if (const std::optional<std::string> misplaced = options_before_command(app, argc, argv)) {
       std::fprintf(stderr, "dak: error: %s\n", misplaced->c_str());
       return 2;
     }
@@ -605,11 +605,7 @@ int main(int argc, char** argv) {
                             !deepest->get_subcommands([](const CLI::App*) { return true; }).empty() &&
                             deepest->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
       if (sub_word) {
-        const dak::Error err("unknown subcommand '" + words.front() + "' of " + path, path,
-                             closest_subcommand_hint(*deepest, words.front()) + "use one of " +
-                                 subcommand_list(*deepest) + ", or none (run `" + help +
-                                 "` for what each does)");
-        std::fprintf(stderr, "dak: error: %s\n", err.what());
+        std::fprintf(stderr, "dak: error: %s\n", unknown_subcommand(*deepest, path, words.front()).what());
         return 2;
       }
       if (!words.empty() && !required) {
