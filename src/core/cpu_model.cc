@@ -355,19 +355,13 @@ void CpuModel::start(int64_t batch, int64_t max_context) {
 }
 
 void CpuModel::reset(int64_t b) {
-  Impl& m = *impl_;
-  if (b < 0 || b >= m.batch)
-    fail(fmt::format("sequence {} is outside the batch of {}", b, m.batch), "CpuModel::reset",
-         "call start() with a larger batch");
-  m.pos[b] = 0;
+  check_sequence_index(b, impl_->batch, "CpuModel::reset");
+  impl_->pos[b] = 0;
 }
 
 int64_t CpuModel::position(int64_t b) const {
-  const Impl& m = *impl_;
-  if (b < 0 || b >= m.batch)
-    fail(fmt::format("sequence {} is outside the batch of {}", b, m.batch), "CpuModel::position",
-         "call start() with a larger batch");
-  return m.pos[b];
+  check_sequence_index(b, impl_->batch, "CpuModel::position");
+  return impl_->pos[b];
 }
 
 std::vector<float> CpuModel::step(std::span<const std::vector<int32_t>> tokens, bool all_logits) {

@@ -20,6 +20,11 @@ namespace dak {
 /// none.
 using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 
+/// Throws dak::Error ("sequence b is outside the batch of batch", at `where`, fix: a larger batch
+/// at start()) unless 0 <= b < batch: the sequence-index check of every engine's position() and
+/// reset().
+void check_sequence_index(int64_t b, int64_t batch, const char* where);
+
 class Engine {
  public:
   virtual ~Engine() = default;

@@ -1047,19 +1047,12 @@ std::string GpuEngine::device_name() const { return impl_->name; }
 void GpuEngine::start(int64_t batch, int64_t max_context) { impl_->start(batch, max_context); }
 
 void GpuEngine::reset(int64_t b) {
-  Impl& m = *impl_;
-  if (b < 0 || b >= m.batch) {
-    fail(fmt::format("sequence {} is outside the batch of {}", b, m.batch), "GpuEngine::reset",
-         "call start() with a larger batch");
-  }
-  m.pos[size_t(b)] = 0;
+  check_sequence_index(b, impl_->batch, "GpuEngine::reset");
+  impl_->pos[size_t(b)] = 0;
 }
 
 int64_t GpuEngine::position(int64_t b) const {
-  if (b < 0 || b >= impl_->batch) {
-    fail(fmt::format("sequence {} is outside the batch of {}", b, impl_->batch), "GpuEngine::position",
-         "call start() with a larger batch");
-  }
+  check_sequence_index(b, impl_->batch, "GpuEngine::position");
   return impl_->pos[size_t(b)];
 }
 

@@ -53,7 +53,7 @@ class ScriptedEngine : public Engine {
   }
   int64_t position(int64_t b) const override { return pos_[b]; }
   void reset(int64_t b) override {
-    if (b < 0 || b >= int64_t(pos_.size())) fail("reset outside the batch", "ScriptedEngine", "");
+    dak::check_sequence_index(b, int64_t(pos_.size()), "ScriptedEngine::reset");
     pos_[b] = 0;
     ++resets;
   }
@@ -88,6 +88,17 @@ void expect_frequencies(const std::map<int32_t, int>& h, const std::vector<doubl
     const double want = n * p[i], sd = std::sqrt(n * p[i] * (1 - p[i]));
     const int got = h.count(int32_t(i)) ? h.at(int32_t(i)) : 0;
     EXPECT_LE(std::abs(got - want), 5 * sd + 1e-9) << "id " << i << ": " << got << " draws, expected " << want;
+  }
+}
+
+TEST(Engine, ASequenceIndexOutsideTheBatchIsRefusedWithItsPlace) {
+  // The check of every engine's position() and reset() (CpuModel, GpuEngine, the scripted engine).
+  dak::check_sequence_index(0, 1, "here");
+  dak::check_sequence_index(7, 8, "here");
+  for (const int64_t b : {int64_t(-1), int64_t(8), int64_t(9)}) {
+    dak::testing::expect_error([&] { dak::check_sequence_index(b, 8, "CpuModel::reset"); },
+                               {"sequence " + std::to_string(b) + " is outside the batch of 8", "where: CpuModel::reset",
+                                "call start() with a larger batch"});
   }
 }
 
