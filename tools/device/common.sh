@@ -159,3 +159,20 @@ for line in open(sys.argv[1]):
         print(f"| {label} | {cells[6]} | {cells[7]} | {cells[8]} | {cells[9]} | {cells[10]} |")
 PY
 }
+
+# dak_attention_rows FILE...: one line per tiered point of `dak bench attention --output csv` files
+# named att-LABEL.csv (LABEL first), sorted by model, batch and context: x, split, median us, of ideal
+# and the schedule's end (which HBM load path and merge ran).
+dak_attention_rows() {
+  for f in "$@"; do
+    python3 - "$f" <<'PY'
+import csv, sys, os
+name = os.path.basename(sys.argv[1])[4:-4]
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["kernel"] != "tiered" or r["skipped"] == "true": continue
+    print(f"{name:10s} {r['model']:11s} B={r['batch']:>3s} ctx={r['context']:>5s} x={float(r['ratio']):.3f} "
+          f"split={r['split']:>8s} {1000 * float(r['time_ms']):9.1f} us of_ideal={float(r['of_ideal']):.3f} "
+          f"{r['schedule'][-34:]}")
+PY
+  done | sort -k2,2 -k3,3 -k4,4 -s
+}

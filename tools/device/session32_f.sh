@@ -37,16 +37,7 @@ for v in X=1 DAK_ATTN_COMBINE=last; do
     --ratios 0 --no-balance-point --max-host-gib 1 --output csv > "$OUT/att-${v#*=}.csv" 2> /dev/null
   echo "attention $v rc=$?"
 done
-for f in "$OUT"/att-*.csv; do
-  python3 - "$f" <<'PY'
-import csv, sys, os
-name = os.path.basename(sys.argv[1])[4:-4]
-for r in csv.DictReader(open(sys.argv[1])):
-    if r["kernel"] != "tiered" or r["skipped"] == "true": continue
-    print(f"{name:5s} {r['model']:11s} B={r['batch']:>2s} ctx={r['context']:>5s} split={r['split']:>8s} "
-          f"{1000 * float(r['time_ms']):8.1f} us of_ideal={float(r['of_ideal']):.3f}")
-PY
-done | sort -k2,2 -k3,3 -k4,4 -s
+dak_attention_rows "$OUT"/att-*.csv
 if left 50; then
   dec X=1 1,8,64 32 32
   dec X=1 64 32 32 tiered
