@@ -129,7 +129,6 @@ int main(int argc, char** argv) {
     DAK_CUDA_CHECK(cudaMalloc(&q, size_t(c.B * c.H * c.D * 2)));
     DAK_CUDA_CHECK(cudaMalloc(&out, size_t(c.B * c.H * c.D * 2)));
     DAK_CUDA_CHECK(cudaMalloc(&ws, size_t(std::max<int64_t>(256, s.workspace_bytes()))));
-    dak::gpu::tiered_attention_clear_arrivals(s, ws, nullptr);  // last_merge (DAK_ATTN_COMBINE=last)
     DAK_CUDA_CHECK(cudaMalloc(&len, size_t(c.B * 4)));
     DAK_CUDA_CHECK(cudaMemset(q, 0x3c, size_t(c.B * c.H * c.D * 2)));
     std::vector<int32_t> lens(size_t(c.B), int32_t(c.ctx));

@@ -50,12 +50,8 @@ int64_t TieredAttentionSchedule::workspace_o_offset() const {
   return align256(shape.batch * shape.num_heads * split.num_splits * 2 * 4);
 }
 
-int64_t TieredAttentionSchedule::workspace_arrivals_offset() const {
-  return workspace_o_offset() + align256(shape.batch * shape.num_heads * split.num_splits * shape.head_dim * 4);
-}
-
 int64_t TieredAttentionSchedule::workspace_bytes() const {
-  return workspace_arrivals_offset() + align256(shape.batch * shape.num_kv_heads * 4);
+  return workspace_o_offset() + align256(shape.batch * shape.num_heads * split.num_splits * shape.head_dim * 4);
 }
 
 void check_tiered_attention_shape(const TieredAttentionShape& s) {
@@ -97,9 +93,6 @@ void TieredAttentionSchedule::validate() const {
     fail(fmt::format("stages in flight host {} / HBM {} outside [1, {}]", host_stages, hbm_stages, ta::kMaxStages),
          where, "use 1 to 8 steps in flight per warp");
   }
-  if (last_merge && cta_combine) {
-    fail("the splits are merged both in the CTA and by their last warp", where, "set cta_combine or last_merge, not both");
-  }
   if (cta_combine && !ta::cta_combine_possible(split.num_splits)) {
     fail(fmt::format("the splits are merged in the CTA but there are {} of them", split.num_splits), where,
          fmt::format("merge in the CTA only with 2 or 4 splits (a divisor of the {} warps of a CTA)", ta::kWarps));
@@ -116,7 +109,7 @@ std::string TieredAttentionSchedule::to_string() const {
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
                      split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages,
                      hbm_ctas == 0 ? "" : hbm_staged ? " (staged)" : hbm_bulk_rows ? " (bulk rows)" : "",
-                     cta_combine ? " (combine in CTA)" : last_merge && split.num_splits > 1 ? " (last warp merges)" : "");
+                     cta_combine ? " (combine in CTA)" : "");
 }
 
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
@@ -164,11 +157,10 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   }
   s.cta_combine = ta::cta_combine_possible(s.split.num_splits);
   // A/B of where split sequences are merged (docs/perf-notes.md sessions 17 and 32):
-  // DAK_ATTN_COMBINE=kernel (the combine kernel), cta (the plan: in the CTA where the split allows
-  // it, else the kernel) or last (in the CTA where it allows it, else by the last warp).
-  static const int forced_combine = env_choice("DAK_ATTN_COMBINE", {"kernel", "cta", "last"});
+  // DAK_ATTN_COMBINE=kernel (the combine kernel) or cta (the plan: in the CTA where the split allows
+  // it, else the kernel).
+  static const int forced_combine = env_choice("DAK_ATTN_COMBINE", {"kernel", "cta"});
   if (forced_combine == 0) s.cta_combine = false;
-  s.last_merge = forced_combine == 2 && s.split.num_splits > 1 && !s.cta_combine;
 
   const auto hbm_smem = [&](int64_t stages) {
     return s.hbm_staged ? ta::host_cta_smem_bytes(d, stages) : ta::hbm_cta_smem_bytes(d, stages);

@@ -153,13 +153,6 @@ struct TieredAttentionSchedule {
   // orders, so the two differ in the last bits; the choice depends only on the split, so every
   // b_host gives the same bits.
   bool cta_combine = false;
-  // With several splits and no cta_combine: the warp that writes a (sequence, kv head)'s last live
-  // partial merges them (an arrival counter per pair in the workspace, left at zero again), so no
-  // combine kernel runs. The merge is the CTA merge's arithmetic for any split count, so its bits
-  // equal cta_combine's where both apply. Off by default until measured (A/B:
-  // DAK_ATTN_COMBINE=last); needs the workspace's arrival counters zeroed once before the first
-  // launch (workspace_arrivals_offset()).
-  bool last_merge = false;
 
   DAK_HD int64_t host_items() const { return b_host * shape.num_kv_heads * split.num_splits; }
   DAK_HD int64_t hbm_items() const { return (shape.batch - b_host) * shape.num_kv_heads * split.num_splits; }
@@ -190,14 +183,10 @@ struct TieredAttentionSchedule {
   /// Host bytes in flight GPU-wide: host_ctas * host_stages * cta_stage_bytes(D).
   int64_t host_inflight_bytes() const;
   /// HBM workspace of the split partials: fp32 (m, l) [B][H][num_splits][2] (m in log2 units),
-  /// then, 256-byte aligned, fp32 unnormalized outputs [B][H][num_splits][D], then the arrival
-  /// counters (workspace_arrivals_offset). Independent of b_host and of the congestion fields.
+  /// then, 256-byte aligned, fp32 unnormalized outputs [B][H][num_splits][D]. Independent of
+  /// b_host and of the congestion fields.
   int64_t workspace_bytes() const;
   int64_t workspace_o_offset() const;  // bytes from the workspace start to the partial outputs
-  /// Bytes from the workspace start to the arrival counters of last_merge: uint32 [B][Hkv], the
-  /// workspace's last 256-byte aligned region (they must be zero before the first last_merge launch;
-  /// every completed launch leaves them zero).
-  int64_t workspace_arrivals_offset() const;
 
   /// Throws dak::Error (naming the field) for an unsupported shape, b_host outside [0, B], a
   /// split that does not cover max_ctx, a side with items but no CTA, stages outside [1, 8] or

@@ -144,7 +144,6 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
   auto* g_meta = arena.allocate_array<int32_t>(uint64_t(B) * 5, "lengths and segments");
   auto* g_dpart = arena.allocate_array<float>(sizes[3] / 4, "decode workspace");
   void* g_ws = arena.allocate(sizes[4], "tiered attention workspace");
-  DAK_CUDA_CHECK(cudaMemsetAsync(g_ws, 0, sizes[4], timer.stream));  // last_merge's arrival counters start at 0
   random_fill_bf16(RandomFillParams{g_q, int64_t(q_elems), 7, 0, 0.0f, 1.0f}, timer.stream);
   std::vector<int32_t> meta(size_t(B) * 5);
   for (int64_t b = 0; b < B; ++b) {

@@ -441,7 +441,6 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   fin_e = static_cast<bf16*>(take("project_out output"));
   logits = static_cast<float*>(take("logits"));
   partial = static_cast<float*>(take("decode attention workspace"));
-  const size_t attn_ws_index = i;
   attn_ws = take("tiered attention workspace");
   g_meta = static_cast<int32_t*>(take("step metadata"));
   g_sampled = static_cast<int32_t*>(take("sampled ids"));
@@ -456,8 +455,6 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   norm_sumsq[0] = static_cast<float*>(take("fused norm block sums"));
   norm_sumsq[1] = norm_sumsq[0] ? norm_sumsq[0] + (hd / 64) * kFusedNormMaxTokens : nullptr;
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
-  // The tiered attention's arrival counters (last_merge) start at zero; every launch leaves them so.
-  if (attn_ws) DAK_CUDA_CHECK(cudaMemsetAsync(attn_ws, 0, sizes[attn_ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
 

@@ -252,25 +252,6 @@ TEST(TieredAttentionSchedule, StagedHbmStepsTakeAHostCtasSmemAndSayIt) {
   dak::testing::expect_error([&] { s.validate(); }, {"bytes of SMEM per CTA exceed"});
 }
 
-TEST(TieredAttentionSchedule, LastMergeCountersCloseTheWorkspaceAndExcludeTheCtaMerge) {
-  // last_merge: one uint32 arrival counter per (sequence, kv head), 256-byte aligned after the
-  // partial outputs; never together with cta_combine; the schedule's text says who merges.
-  TieredAttentionSchedule s = dak::plan_tiered_attention({3, 12, 4, 128, 1500}, 1, kSms);
-  ASSERT_GT(s.split.num_splits, 4) << s.to_string();
-  EXPECT_FALSE(s.last_merge) << "off unless DAK_ATTN_COMBINE=last";
-  const int64_t o_bytes = 3 * 12 * int64_t(s.split.num_splits) * 128 * 4;
-  EXPECT_EQ(s.workspace_arrivals_offset(), s.workspace_o_offset() + (o_bytes + 255) / 256 * 256);
-  EXPECT_EQ(s.workspace_arrivals_offset() % 256, 0);
-  EXPECT_EQ(s.workspace_bytes(), s.workspace_arrivals_offset() + 256);  // 12 counters, one aligned block
-  s.last_merge = true;
-  s.validate();
-  EXPECT_NE(s.to_string().find("(last warp merges)"), std::string::npos) << s.to_string();
-  TieredAttentionSchedule two = dak::plan_tiered_attention({8, 32, 32, 128, 4096}, 0, kSms);
-  ASSERT_TRUE(two.cta_combine) << two.to_string();
-  two.last_merge = true;
-  dak::testing::expect_error([&] { two.validate(); }, {"merged both in the CTA and by their last warp"});
-}
-
 TEST(TieredAttentionSchedule, PipeStateWrapsAndFlipsThePhase) {
   ta::PipeState p{3, 0, 0};
   const int expect_stage[] = {1, 2, 0, 1, 2, 0, 1};

@@ -162,16 +162,9 @@ class Harness {
 
     DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
     ws.poison();
-    dak::gpu::tiered_attention_clear_arrivals(s, ws.get(), nullptr);
     out_.poison();
     dak::gpu::tiered_attention(args(b_host), s, ws.get(), nullptr);
     DAK_CUDA_CHECK(cudaDeviceSynchronize());
-    if (s.last_merge) {  // every pair's counter is back at zero for the next launch
-      const std::vector<uint8_t> w = ws.download();
-      const int64_t off = s.workspace_arrivals_offset(), pairs = s.shape.batch * s.shape.num_kv_heads;
-      EXPECT_TRUE(std::all_of(w.begin() + off, w.begin() + off + 4 * pairs, [](uint8_t v) { return v == 0; }))
-          << "arrival counters left non-zero by " << s.to_string();
-    }
     EXPECT_EQ(0, std::memcmp(host_before.data(), h_k_, size_t(b_host * d_.per_seq()) * 2)) << "host K was written";
     EXPECT_EQ(0, std::memcmp(host_before.data() + b_host * d_.per_seq(), h_v_, size_t(b_host * d_.per_seq()) * 2))
         << "host V was written";
@@ -279,15 +272,6 @@ TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
 TieredAttentionSchedule staged(TieredAttentionSchedule s, int32_t stages) {
   s.hbm_staged = true;
   s.hbm_stages = stages;
-  s.validate();
-  return s;
-}
-
-/// `s` with its splits merged by the warp whose partial arrives last (last_merge), not by the CTA
-/// or the combine kernel.
-TieredAttentionSchedule last_merged(TieredAttentionSchedule s) {
-  s.cta_combine = false;
-  s.last_merge = s.split.num_splits > 1;
   s.validate();
   return s;
 }
@@ -402,14 +386,9 @@ TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
     check_reference(d, base_fine, "split 16, b_host 0 " + what);
     const TieredAttentionSchedule f1 = fine(1);
     expect_same_bits(hx.run(1, &f1), base_fine, "split 16, b_host 1 " + what);
-    // Every split merged by its last warp (up to 2048 live splits a pair): within bf16 of the
-    // reference, the same bits for every b_host.
-    const TieredAttentionSchedule l0 = last_merged(fine(0));
-    const std::vector<Bf16Bits> base_last = hx.run(0, &l0);
-    check_reference(d, base_last, "split 16 merged by the last warp, b_host 0 " + what);
-    for (int64_t b_host = 1; b_host <= c.shape.batch; ++b_host) {
-      const TieredAttentionSchedule lb = last_merged(fine(b_host));
-      expect_same_bits(hx.run(b_host, &lb), base_last, "split 16 merged by the last warp, b_host " + std::to_string(b_host));
+    for (int64_t b_host = 2; b_host <= c.shape.batch; ++b_host) {
+      const TieredAttentionSchedule fb = fine(b_host);
+      expect_same_bits(hx.run(b_host, &fb), base_fine, "split 16, b_host " + std::to_string(b_host) + " " + what);
     }
     ++k;
   }
@@ -462,9 +441,6 @@ TEST(TieredAttentionKernel, SplitsMergedInTheCtaMatchTheReferenceWithTheSameBits
         for (int variant : {0, 1, 2}) {
           const TieredAttentionSchedule s = merged(sh, b_host, splits, true, variant);
           expect_same_bits(hx.run(b_host, &s), base, s.to_string() + ", b_host " + std::to_string(b_host) + " " + what);
-          // The last warp's merge is the CTA merge's arithmetic: the same bits (session 32).
-          const TieredAttentionSchedule lm = last_merged(merged(sh, b_host, splits, false, variant));
-          expect_same_bits(hx.run(b_host, &lm), base, lm.to_string() + ", b_host " + std::to_string(b_host) + " " + what);
         }
       }
       ++k;
@@ -575,7 +551,6 @@ TEST(TieredAttentionKernel, ReadsTheKeyAppendedByThePreviousKernel) {
       ap.T = B;
       DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
       ws.poison();
-      dak::gpu::tiered_attention_clear_arrivals(s, ws.get(), st);
       hx.out().poison();
       dak::gpu::kv_append(ap, st);
       dak::gpu::tiered_attention(a, s, ws.get(), st);
@@ -661,7 +636,6 @@ TEST(TieredAttentionKernel, FusedRopeAndAppendGiveTheBitsOfTheSeparateKernel) {
           }
           DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
           ws.poison();
-          dak::gpu::tiered_attention_clear_arrivals(s, ws.get(), nullptr);
           hx.out().poison();
           dak::gpu::tiered_attention(a, s, ws.get(), nullptr);
           DAK_CUDA_CHECK(cudaDeviceSynchronize());
@@ -689,42 +663,33 @@ TEST(TieredAttentionKernel, OneCapturedGraphServesChangingLengths) {
   Harness hx(d);
   const int64_t b_host = 2;
   hx.place(b_host);
-  // The plan's merge, and every split merged by its last warp: the arrival counters must return to
-  // zero after each replay, whatever the live split counts (they change with the lengths).
-  for (const bool last : {false, true}) {
-    TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
-    if (last) {
-      ASSERT_GT(s.split.num_splits, 4) << s.to_string();
-      s.cta_combine = false;
-      s.last_merge = true;
-      s.validate();
-    }
-    SCOPED_TRACE(s.to_string());
-    DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
-    ws.poison();
-    dak::gpu::tiered_attention_clear_arrivals(s, ws.get(), nullptr);
-    cudaStream_t st;
-    DAK_CUDA_CHECK(cudaStreamCreate(&st));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    DAK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    dak::gpu::tiered_attention(hx.args(b_host), s, ws.get(), st);
-    DAK_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
-    DAK_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    for (const std::vector<int32_t>& lens : {std::vector<int32_t>{1, 2, 3, 4}, std::vector<int32_t>{1500, 777, 16, 1200},
-                                            std::vector<int32_t>{33, 1500, 1499, 0}, std::vector<int32_t>{1500, 1500, 40, 700}}) {
-      d.lens = lens;
-      const std::string what = describe(sh, lens, seed);
-      hx.lens().upload(lens);
-      hx.out().poison();
-      DAK_CUDA_CHECK(cudaGraphLaunch(exec, st));
-      DAK_CUDA_CHECK(cudaStreamSynchronize(st));
-      check_reference(d, hx.out().download(), "graph replay " + what);
-    }
-    DAK_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    DAK_CUDA_CHECK(cudaGraphDestroy(graph));
-    DAK_CUDA_CHECK(cudaStreamDestroy(st));
+  // The plan's split at 1500 keys: more than 4 splits, merged by the combine kernel, whose live
+  // split counts change with the lengths.
+  const TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
+  ASSERT_GT(s.split.num_splits, 4) << s.to_string();
+  DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
+  ws.poison();
+  cudaStream_t st;
+  DAK_CUDA_CHECK(cudaStreamCreate(&st));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  DAK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  dak::gpu::tiered_attention(hx.args(b_host), s, ws.get(), st);
+  DAK_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+  DAK_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const std::vector<int32_t>& lens : {std::vector<int32_t>{1, 2, 3, 4}, std::vector<int32_t>{1500, 777, 16, 1200},
+                                          std::vector<int32_t>{33, 1500, 1499, 0}, std::vector<int32_t>{1500, 1500, 40, 700}}) {
+    d.lens = lens;
+    const std::string what = describe(sh, lens, seed);
+    hx.lens().upload(lens);
+    hx.out().poison();
+    DAK_CUDA_CHECK(cudaGraphLaunch(exec, st));
+    DAK_CUDA_CHECK(cudaStreamSynchronize(st));
+    check_reference(d, hx.out().download(), "graph replay " + what + " " + s.to_string());
   }
+  DAK_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  DAK_CUDA_CHECK(cudaGraphDestroy(graph));
+  DAK_CUDA_CHECK(cudaStreamDestroy(st));
 }
 
 TEST(TieredAttentionKernel, RefusesBadArguments) {

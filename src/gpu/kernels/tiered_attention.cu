@@ -31,7 +31,6 @@ struct KernelParams {
   TieredAttentionSchedule s;
   float* g_part_ml = nullptr;    // [B][H][num_splits][2] fp32, HBM: (m in log2 units, l) per split
   float* g_part_o = nullptr;     // [B][H][num_splits][D] fp32, HBM: unnormalized output per split
-  uint32_t* g_arrivals = nullptr;  // [B][Hkv] uint32, HBM: partials written per pair (last_merge), 0 between launches
   float scale_log2 = 0.f;        // scale * log2(e)
   bool early_kv = true;          // request the steps before key len - 1 before the dependency wait
 };
@@ -276,27 +275,6 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const int mi = lane >> 3, mr = lane & 7;       // ldmatrix: matrix and row this lane addresses
   ta::PipeState ps{stages, 0, 0};                // consumer's ring position
 
-  // Merges the n_live > 1 partials of (sequence seq, kv head hk) into its G output rows: the CTA
-  // merge's arithmetic below (M = the largest m in split order, then L and the numerator as fmaf
-  // chains in split order), over the warp's lanes; partials written by other SMs are read from L2.
-  auto merge_pair = [&](int64_t seq, int32_t hk, int n_live) {
-    for (int e = lane; e < G * D; e += 32) {
-      const int i = e / D, d = e % D;
-      const int64_t row = seq * H + int64_t(hk) * G + i;  // (sequence, query head)
-      const float* ml = p.g_part_ml + row * S * 2;
-      const float* po = p.g_part_o + row * S * D + d;
-      float M = __ldcg(ml);
-      for (int sp = 1; sp < n_live; ++sp) M = fmaxf(M, __ldcg(ml + 2 * sp));
-      float L = 0.f, acc = 0.f;
-      for (int sp = 0; sp < n_live; ++sp) {
-        const float wgt = exp2f(__ldcg(ml + 2 * sp) - M);
-        L = fmaf(wgt, __ldcg(ml + 2 * sp + 1), L);
-        acc = fmaf(wgt, __ldcg(po + int64_t(sp) * D), acc);
-      }
-      a.g_out[row * D + d] = __float2bfloat16_rn(acc * (L > 0.f ? 1.f / L : 0.f));
-    }
-  };
-
   // Runs item k of this worker: its steps, then its output row (the only live split) or partial.
   auto run_item = [&](int64_t k) {
     const Work w = work_of(k);
@@ -527,19 +505,6 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       if (g < G) *reinterpret_cast<float2*>(p.g_part_ml + (hb + g * S) * 2) = make_float2(m0, l0);
       if (g + 8 < G) *reinterpret_cast<float2*>(p.g_part_ml + (hb + (g + 8) * S) * 2) = make_float2(m1, l1);
     }
-    if (!s.last_merge) return;
-    // last_merge: the warp whose partial is the pair's last to arrive merges the pair's live splits
-    // (the threadFenceReduction pattern: each lane's writes are fenced before lane 0 counts the
-    // arrival; the last warp fences again and reads the partials from L2), then resets the counter.
-    __threadfence();
-    __syncwarp();
-    uint32_t* arrivals = p.g_arrivals + w.seq * Hkv + w.hk;
-    int last = 0;
-    if (lane == 0) last = atomicAdd(arrivals, 1u) == uint32_t(n_live - 1);
-    if (!__shfl_sync(0xffffffffu, last, 0)) return;
-    __threadfence();
-    if (lane == 0) *arrivals = 0u;  // the next launch starts after this one completes (stream order)
-    merge_pair(w.seq, w.hk, n_live);
   };
 
   for (int64_t k = 0; k < rounds; ++k) {
@@ -667,7 +632,7 @@ void launch(const KernelParams& kp, cudaStream_t stream) {
   launch_dependent(tiered_attention_kernel<D>, dim3(unsigned(kp.s.host_ctas + kp.s.hbm_ctas)), dim3(ta::kThreads),
                    size_t(smem), stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
-  if (kp.s.split.num_splits == 1 || kp.s.cta_combine || kp.s.last_merge) return;  // every row written by the first kernel
+  if (kp.s.split.num_splits == 1 || kp.s.cta_combine) return;  // every row written by the first kernel
   const dim3 grid(unsigned(kp.s.shape.num_heads), unsigned(kp.s.shape.batch));
   launch_dependent(tiered_attention_combine_kernel, grid, dim3(kCombineThreads), 0, stream, kp);
   DAK_CUDA_CHECK(cudaGetLastError());
@@ -722,11 +687,6 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
   return s;
 }
 
-void tiered_attention_clear_arrivals(const TieredAttentionSchedule& s, void* g_workspace, cudaStream_t stream) {
-  const int64_t off = s.workspace_arrivals_offset();
-  DAK_CUDA_CHECK(cudaMemsetAsync(static_cast<uint8_t*>(g_workspace) + off, 0, size_t(s.workspace_bytes() - off), stream));
-}
-
 void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedule& s, void* g_workspace,
                       cudaStream_t stream) {
   s.validate();
@@ -766,7 +726,6 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
   auto* ws = static_cast<uint8_t*>(g_workspace);
   kp.g_part_ml = reinterpret_cast<float*>(ws);
   kp.g_part_o = reinterpret_cast<float*>(ws + s.workspace_o_offset());
-  kp.g_arrivals = reinterpret_cast<uint32_t*>(ws + s.workspace_arrivals_offset());
   kp.scale_log2 = a.scale * 1.4426950408889634f;
   kp.early_kv = early_kv_enabled();
   switch (sh.head_dim) {

@@ -31,11 +31,9 @@
 // Splits: an item holding the only live split of its sequence normalizes and writes bf16 out;
 // with several live splits each writes (O unnormalized, m, l) fp32 to the workspace and they are
 // merged in split order, out = sum_k 2^(m_k - M) O_k / sum_k 2^(m_k - M) l_k, either by a second
-// kernel (one CTA per (head, sequence), launched when num_splits > 1 and neither of the others), or,
-// with schedule.cta_combine (2 or 4 splits), by the CTA that ran them, after a CTA barrier that ends
-// each round of items (its 4 warps then hold whole (sequence, kv head) pairs), or, with
-// schedule.last_merge, by the warp whose partial arrives last (a per-pair counter in the
-// workspace), with the CTA merge's arithmetic.
+// kernel (one CTA per (head, sequence), launched when num_splits > 1 and not cta_combine) or, with
+// schedule.cta_combine (2 or 4 splits), by the CTA that ran them, after a CTA barrier that ends
+// each round of items (its 4 warps then hold whole (sequence, kv head) pairs).
 // Invariants: host memory is only read; every out row of [0, B) is written exactly once; the
 // output bits do not depend on b_host or on the congestion fields (same split, same per-item
 // arithmetic and the same combine order on either side).
@@ -96,16 +94,11 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
 /// must have been written before that kernel began (in a decode step: by earlier passes; only the
 /// new row len - 1 may come from the kernel just before, e.g. kv_append). q, row len - 1 and the
 /// outputs are accessed after the wait. `g_workspace`: HBM,
-/// schedule.workspace_bytes(), 256-byte aligned, not shared with a concurrently running launch; it
-/// needs no initialization except, for schedule.last_merge, arrival counters at zero before the
-/// first such launch (tiered_attention_clear_arrivals; each completed launch leaves them zero).
+/// schedule.workspace_bytes(), 256-byte aligned, needs no initialization, and is not shared with
+/// a concurrently running launch.
 /// Throws dak::Error for an invalid schedule, a missing or misaligned pointer (tier bases 16-byte
 /// aligned), host tiers that are not pinned mapped memory, or a launch error.
 void tiered_attention(const TieredAttentionArgs& args, const TieredAttentionSchedule& schedule, void* g_workspace,
                       cudaStream_t stream);
-
-/// Zeroes the arrival counters of `schedule`'s workspace layout (TieredAttentionSchedule::last_merge)
-/// on `stream`: once after the workspace is allocated or poisoned. Throws dak::Error on a CUDA error.
-void tiered_attention_clear_arrivals(const TieredAttentionSchedule& schedule, void* g_workspace, cudaStream_t stream);
 
 }  // namespace dak::gpu
