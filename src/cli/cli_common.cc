@@ -143,6 +143,7 @@ int64_t free_hbm_bytes_now() {
   return dev ? int64_t(dev->hbm_free_bytes) : 0;
 }
 
+
 gpu::GemmBackend gemm_backend_of(const std::string& gemm) {
   if (gemm == "cublas") return gpu::GemmBackend::kCublas;
   if (gemm == "tiered") return gpu::GemmBackend::kTiered;
@@ -596,7 +597,34 @@ void check_weights_seed(const CLI::Option& seed, bool random_weights) {
   }
 }
 
+HardwareProfile gpu_default_profile() {
+#ifndef DAK_HAVE_CUDA
+  return HardwareProfile::h200_default();  // a CPU-only build: what `dak plan` assumes
+#else
+  std::string why;
+  const std::optional<gpu::DeviceInfo> dev = gpu::probe_device(0, &why);
+  if (!dev) return HardwareProfile::h200_default();  // no GPU: what `dak plan` assumes
+  if (std::optional<HardwareProfile> p = HardwareProfile::for_device(dev->name, dev->sm_count, dev->hbm_bytes)) {
+    return *p;
+  }
+  static bool noted = false;
+  if (!noted) {
+    noted = true;
+    std::fprintf(stderr,
+                 "dak: notice: no compiled-in hardware profile was measured on a %s (%d SMs, %.1f GiB); the planner "
+                 "uses h200-default, whose bandwidths may not be this GPU's: measure it once with `dak profile "
+                 "--output gpu.json` and pass --profile gpu.json\n",
+                 dev->name.c_str(), dev->sm_count, double(dev->hbm_bytes) / double(uint64_t(1) << 30));
+  }
+  return HardwareProfile::h200_default();
+#endif
+}
+
 HardwareProfile load_profile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {  // a file of that name wins over a compiled-in name
+    if (std::optional<HardwareProfile> b = HardwareProfile::builtin(path)) return *b;
+  }
   HardwareProfile p = HardwareProfile::load(path);
   static std::vector<std::string> noted;
   if (std::find(noted.begin(), noted.end(), path) == noted.end()) {

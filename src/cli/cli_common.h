@@ -146,10 +146,17 @@ void write_text_file(const std::string& path, const std::string& text, const std
 /// dak::Error naming the option.
 void check_report_files(const std::string& json_file, const std::string& csv_file);
 
-/// HardwareProfile::load(path) for --profile, printing a notice on stderr (once per path and
-/// process) for each field the reader does not know: a misspelt optional field would otherwise
-/// silently keep its default. Throws dak::Error as HardwareProfile::load does.
+/// The profile --profile names: a file (HardwareProfile::load), or, where no file has that name, a
+/// compiled-in profile (HardwareProfile::builtin_names(): h200-default, h100-default). Prints a
+/// notice on stderr (once per path and process) for each field the reader does not know: a
+/// misspelt optional field would otherwise silently keep its default. Throws dak::Error as
+/// HardwareProfile::load does.
 HardwareProfile load_profile(const std::string& path);
+
+/// The planner's profile for a GPU run without --profile: the compiled-in profile of GPU 0
+/// (HardwareProfile::for_device), else h200-default, with a notice on stderr (once per process)
+/// that says how to measure this GPU. Without a GPU: h200-default, silently.
+HardwareProfile gpu_default_profile();
 
 /// Refuses a count of timed repetitions (`flag`: --repeats, --runs) outside [5, 1000]: medians need
 /// at least 5, and more than 1000 would run for hours. Throws dak::Error naming the flag.

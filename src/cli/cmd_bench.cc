@@ -56,8 +56,17 @@ struct OffloadPoint {
   double host_step_bytes = 0;   // bytes a decode step reads from the host tier (the plan's)
   double staged_step_bytes = 0; // the part of them the copy engine stages into HBM (this mode)
   double predicted_s = 0;       // the planner's TPOT
+  std::string profile_name;     // the hardware profile the plan was made with
   double floor_s = 0;           // core/offload_floor.h: max((HBM + 2 staged) / B_g, direct / B_h + staged / B_ce)
 };
+
+/// The profile name of the first point that applied a plan ("-" where none did).
+[[maybe_unused]] std::string planned_profile_name(const std::vector<OffloadPoint>& points) {
+  for (const OffloadPoint& p : points) {
+    if (p.planned && !p.profile_name.empty()) return p.profile_name;
+  }
+  return "-";
+}
 
 constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medians over repeats, [min, max] of the per-repeat medians):
   TTFT   prefill of batch x prompt-len tokens, first ids sampled and copied back.
@@ -69,7 +78,8 @@ constexpr const char* kFooter = R"(Metrics (all GPU times from CUDA events; medi
   EB     bytes / TPOT.   floor = bytes / B_g.   TPOT/floor = 1.0 means at the HBM bound.
   B_g    best HBM read bandwidth of this run: TMA bulk copies (cp.async.bulk into an SMEM ring on
          mbarriers, all SMs) of a buffer of --hbm-buffer-gib, best launch of --hbm-runs per configuration.
-  model  the planner's cost model TPOT (no offload, H200 default profile with this run's B_g).
+  model  the planner's cost model TPOT (no offload; the compiled-in profile of this GPU, h200-default
+         where none matches, with this run's B_g).
   target the GPU engine's targets for Llama-2-7B shapes, prompt 32, gen 32: TPOT <= 1.15 x floor at
          batch 1 and 8, <= 1.25 x floor at batch 64 (shown only for those runs).
   offload with --offload-ratio (a comma list sweeps), --gpu-memory, --cpu-offload-gb or --plan, every
@@ -294,6 +304,7 @@ void run_bench_command(const BenchArgs& a) {
           pt.planned = true;
           pt.host_ratio = plan->totals.host_ratio;
           pt.predicted_s = plan->predicted_tpot_s;
+          pt.profile_name = plan->inputs.profile_name;
           for (const PlanOp& op : plan->ops) {
             const double host_step = op.step_bytes * op.host_fraction;
             pt.host_step_bytes += host_step;
@@ -462,8 +473,8 @@ void run_bench_command(const BenchArgs& a) {
                        "TPOT for this mode ({})\n",
                        a.offload.mode, host_bw.best_bytes_per_s * 1e-9, host_bw.configs, copy_gbps.median,
                        !a.offload.plan_file.empty() ? "from --plan " + a.offload.plan_file
-                       : a.offload.profile.empty()  ? std::string("compiled-in h200-default profile")
-                                                    : "profile " + a.offload.profile);
+                       : a.offload.profile.empty() ? "compiled-in profile " + planned_profile_name(points)
+                                                   : "profile " + a.offload.profile);
     txt << "| batch | ratio | host % | host GiB | host GB/step | staged GB/step | TPOT ms | predicted ms | TPOT/pred | "
            "floor ms | TPOT/floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (size_t i = 0; i < results.size(); ++i) {

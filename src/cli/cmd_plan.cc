@@ -129,7 +129,9 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"greedy", "uniform"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
-  c->add_option("--profile", a->profile, "hardware profile JSON (default: the compiled-in h200-default)");
+  c->add_option("--profile", a->profile,
+                "hardware profile: a JSON file (dak profile --output) or a compiled-in name, h200-default or "
+                "h100-default (default: h200-default)");
   c->add_option("--phase", a->phase,
                 "decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x prompt "
                 "tokens: the TTFT)")

@@ -158,7 +158,10 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
           ->capture_default_str()
           ->check(CLI::IsMember({"greedy", "uniform"}));
   c->add_option("--plan", a->plan_file, "apply this plan (dak plan --output json) instead of planning");
-  c->add_option("--profile", a->profile, "hardware profile JSON for the planner (default: compiled-in h200-default)");
+  c->add_option("--profile", a->profile,
+                "hardware profile for the planner: a JSON file (dak profile --output) or a compiled-in name, "
+                "h200-default or h100-default (default: the compiled-in profile of this GPU; h200-default where "
+                "none matches it, with a notice)");
 }
 
 namespace {
@@ -334,7 +337,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
     }
     return plan;
   }
-  const HardwareProfile profile = a.profile.empty() ? HardwareProfile::h200_default() : load_profile(a.profile);
+  const HardwareProfile profile = a.profile.empty() ? gpu_default_profile() : load_profile(a.profile);
   PlanRequest req;
   req.model_name = model_name;
   req.shape.batch = shape.batch;

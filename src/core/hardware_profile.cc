@@ -316,12 +316,40 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
 
 HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {
   const json j = read_json_file(path, "hardware profile",
-                                "check the path given to --profile; fix the JSON (compare profiles/h200-default.json)");
+                                "check the path given to --profile, or name a compiled-in profile (h200-default, "
+                                "h100-default); fix the JSON (compare profiles/h200-default.json)");
   return from_json(j, path.string());
 }
 
 HardwareProfile HardwareProfile::h200_default() {
   return from_json(json::parse(h200_default_json()), "compiled-in profile h200-default");
+}
+
+HardwareProfile HardwareProfile::h100_default() {
+  return from_json(json::parse(h100_default_json()), "compiled-in profile h100-default");
+}
+
+const std::vector<std::string>& HardwareProfile::builtin_names() {
+  static const std::vector<std::string> names = {"h200-default", "h100-default"};
+  return names;
+}
+
+std::optional<HardwareProfile> HardwareProfile::builtin(const std::string& name) {
+  if (name == "h200-default") return h200_default();
+  if (name == "h100-default") return h100_default();
+  return std::nullopt;
+}
+
+std::optional<HardwareProfile> HardwareProfile::for_device(const std::string& device_name, int64_t sm_count,
+                                                           uint64_t hbm_bytes) {
+  if (sm_count != 132) return std::nullopt;
+  // The H100 80GB HBM3 (SXM) reports 79.2 GiB; the 94 GB NVL and 64 GB parts differ in B_g.
+  const double gib = double(hbm_bytes) / double(uint64_t(1) << 30);
+  if (device_name.find("H100 80GB HBM3") != std::string::npos && gib > 75 && gib < 82) return h100_default();
+  if (device_name.find("H200") != std::string::npos && device_name.find("GH200") == std::string::npos) {
+    return h200_default();
+  }
+  return std::nullopt;
 }
 
 json HardwareProfile::to_json() const {

@@ -1,7 +1,10 @@
 // HardwareProfile: the measured constants of one GPU + host link that the cost model uses
 // (DESIGN.md §1-2). Never datasheet numbers: every value comes from a measurement, named in
-// the profile's "sources" map. `dak plan` uses the compiled-in H200 default (identical to
-// profiles/h200-default.json) unless --profile FILE is given; `dak profile` measures and writes
+// the profile's "sources" map. Two profiles are compiled in: h200-default (identical to
+// profiles/h200-default.json) and h100-default (profiles/h100-default.json, measured by `dak
+// profile` on an H100 80GB HBM3). `dak plan` uses h200-default unless --profile names a file or
+// a compiled-in profile; a GPU run (generate, bench) takes the compiled-in profile of its GPU
+// (for_device), h200-default with a notice where none matches. `dak profile` measures and writes
 // the same format.
 //
 // File format, JSON, "format": "dak.hardware_profile", "version": 1 (all fields required
@@ -93,6 +96,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -215,6 +219,25 @@ struct HardwareProfile {
   static HardwareProfile h200_default();
   /// The compiled-in JSON text of h200_default().
   static const char* h200_default_json();
+  /// The profile of the NVIDIA H100 80GB HBM3 (SXM, 132 SMs) of our device machine, measured by
+  /// `dak profile` (text identical to profiles/h100-default.json). Its B_h on the SM path is
+  /// 34.7 GB/s against the copy engine's 55.2 (the H200's: 51.4 / 55.5), so plans for it stage
+  /// more host bytes by the copy engine (docs/perf-notes.md session 33).
+  static HardwareProfile h100_default();
+  /// The compiled-in JSON text of h100_default().
+  static const char* h100_default_json();
+  /// Names of the compiled-in profiles, which --profile takes in place of a file path:
+  /// {"h200-default", "h100-default"}.
+  static const std::vector<std::string>& builtin_names();
+  /// The compiled-in profile named `name` (one of builtin_names()), or nullopt.
+  static std::optional<HardwareProfile> builtin(const std::string& name);
+  /// The compiled-in profile measured on a GPU of this kind, or nullopt where none was: `device_name`
+  /// as cudaGetDeviceProperties gives it, `sm_count` its SMs, `hbm_bytes` its total memory (bytes).
+  /// H100 80GB HBM3 with 132 SMs -> h100-default; an H200 (any name containing "H200") with 132 SMs
+  /// -> h200-default. Other GPUs (H100 PCIe or NVL, GH200, ...) differ in HBM or host link, so
+  /// neither profile describes them: measure one with `dak profile`.
+  static std::optional<HardwareProfile> for_device(const std::string& device_name, int64_t sm_count,
+                                                   uint64_t hbm_bytes);
 
   nlohmann::json to_json() const;
 

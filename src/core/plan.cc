@@ -411,8 +411,8 @@ Plan Plan::from_json(const json& j, const std::string& where) {
     t.bad("hbm_bytes", fmt::format("must be in [0, capacity.hbm_budget_bytes] ([0, {}])", pc.hbm_budget_bytes));
   const int64_t layers =
       std::count_if(p.ops.begin(), p.ops.end(), [](const PlanOp& o) { return o.kind == OpKind::kAttention; });
-  const HardwareProfile compiled_in = HardwareProfile::h200_default();
-  const int64_t max_stages = pi.profile_name == compiled_in.name ? compiled_in.max_stages_per_cta : 1024;
+  const std::optional<HardwareProfile> compiled_in = HardwareProfile::builtin(pi.profile_name);
+  const int64_t max_stages = compiled_in ? compiled_in->max_stages_per_cta : 1024;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const PlanOp& o = p.ops[i];
     Reader op(ops[i], fmt::format("{}: operators[{}]", where, i));
@@ -425,7 +425,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
       if (o.stages_per_cta < 1 || o.stages_per_cta > max_stages)
         op.bad("stages_per_cta", fmt::format("must be in [1, {}] on a direct-path operator with host bytes{}", max_stages,
                                              max_stages == 1024 ? std::string()
-                                                                : " (the profile's " + compiled_in.name +
+                                                                : " (the profile's " + pi.profile_name +
                                                                       " max_stages_per_cta)"));
     }
   }

@@ -14,6 +14,7 @@
 #include "core/profile_fit.h"
 #include "gpu/bench_util.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device.h"
 #include "gpu/hbm_arena.h"
 #include "gpu/kernels/hbm_stream.h"
 #include "gpu/kernels/random_fill.h"
@@ -210,8 +211,13 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
   const OpGraph graph = build_op_graph(c, ss);
   r.step_bytes = graph.step_model_bytes();
   // Priced as the planner prices this step (decode steps of <= kTieredDecodeMaxTokens take the tiered
-  // GEMM's per-kernel overhead, as under --gemm auto), at the B_g measured in this run.
-  HardwareProfile profile = HardwareProfile::h200_default().for_step(true, shape.batch);
+  // GEMM's per-kernel overhead, as under --gemm auto) with the compiled-in profile of this GPU
+  // (h200-default where none matches), at the B_g measured in this run.
+  std::string why;
+  const std::optional<DeviceInfo> dev = probe_device(0, &why);
+  const std::optional<HardwareProfile> matched =
+      dev ? HardwareProfile::for_device(dev->name, dev->sm_count, dev->hbm_bytes) : std::nullopt;
+  HardwareProfile profile = matched.value_or(HardwareProfile::h200_default()).for_step(true, shape.batch);
   profile.hbm_read_gbps = hbm_bytes_per_s * 1e-9;
   const CostModel model(profile);
   std::vector<double> op_bytes(size_t(StepOp::kCount), 0.0);

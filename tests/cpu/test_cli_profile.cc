@@ -161,4 +161,32 @@ TEST(CliProfile, ASymbolicLinkAsOutputIsRefusedEvenDanglingOrWithForce) {
   EXPECT_EQ(read_file(target), "keep");
 }
 
+TEST(CliProfile, PlanTakesACompiledInProfileByNameAndAFileOfThatNameFirst) {
+  const RunResult h100 = run_dak("plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 --profile h100-default");
+  EXPECT_EQ(h100.exit_code, 0) << h100.output;
+  EXPECT_TRUE(dak::testing::contains(h100.output, "profile   h100-default (v1)")) << h100.output;
+  const RunResult plain = run_dak("plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1");
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_TRUE(dak::testing::contains(plain.output, "profile   h200-default (v1)")) << plain.output;
+  // A misspelt name is a missing file whose fix lists the compiled-in names.
+  const RunResult typo = run_dak("plan --model llama-2-7b --batch 8 --offload-ratio 0.1 --profile h100-defalt");
+  EXPECT_EQ(typo.exit_code, 1) << typo.output;
+  for (const char* s : {"h100-defalt", "h200-default, h100-default"}) {
+    EXPECT_TRUE(dak::testing::contains(typo.output, s)) << s << " missing from:\n" << typo.output;
+  }
+  // A file called h100-default in the working folder is what --profile h100-default reads.
+  TempDir dir("by_name");
+  std::string text = read_file(fs::path(DAK_SOURCE_DIR) / "profiles" / "h200-default.json");
+  const std::string from = "\"name\": \"h200-default\"";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "\"name\": \"my-file\"");
+  std::ofstream(dir.path() / "h100-default") << text;
+  const RunResult in_dir = dak::testing::run_shell("cd " + dir.path().string() + " && " + kNoGpu + " " +
+                                                   std::string(DAK_BINARY) +
+                                                   " plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 "
+                                                   "--profile h100-default 2>&1");
+  EXPECT_EQ(in_dir.exit_code, 0) << in_dir.output;
+  EXPECT_TRUE(dak::testing::contains(in_dir.output, "profile   my-file (v1)")) << in_dir.output;
+}
+
 }  // namespace

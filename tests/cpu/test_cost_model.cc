@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -59,6 +60,45 @@ TEST(HardwareProfile, CompiledInDefaultMatchesShippedFile) {
   const HardwareProfile file = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h200-default.json");
   EXPECT_EQ(file, h200());
   EXPECT_EQ(HardwareProfile::from_json(h200().to_json(), "round trip"), h200());
+}
+
+TEST(HardwareProfile, CompiledInH100DefaultMatchesShippedFile) {
+  const HardwareProfile file = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h100-default.json");
+  const HardwareProfile h100 = HardwareProfile::h100_default();
+  EXPECT_EQ(file, h100);
+  EXPECT_EQ(HardwareProfile::from_json(h100.to_json(), "round trip"), h100);
+  EXPECT_EQ(h100.name, "h100-default");
+  EXPECT_EQ(h100.sm_count, 132);
+  // Measured on the H100 (session 33, call 3): its SMs read pinned host memory at ~35 GB/s, below
+  // the copy engine's ~55 GB/s, and its HBM at ~3.2 TB/s.
+  EXPECT_NEAR(h100.host_sm_read_gbps, 34.7, 1.0);
+  EXPECT_NEAR(h100.host_copy_engine_gbps, 55.2, 1.0);
+  EXPECT_NEAR(h100.hbm_read_gbps, 3173, 50);
+  EXPECT_TRUE(h100.unknown_fields.empty());
+}
+
+TEST(HardwareProfile, BuiltinNamesAndTheProfileOfADevice) {
+  ASSERT_EQ(HardwareProfile::builtin_names(), (std::vector<std::string>{"h200-default", "h100-default"}));
+  for (const std::string& name : HardwareProfile::builtin_names()) {
+    const std::optional<HardwareProfile> p = HardwareProfile::builtin(name);
+    ASSERT_TRUE(p.has_value()) << name;
+    EXPECT_EQ(p->name, name);
+  }
+  EXPECT_FALSE(HardwareProfile::builtin("h100-defalt").has_value());
+  EXPECT_FALSE(HardwareProfile::builtin("profiles/h200-default.json").has_value());
+  // cudaGetDeviceProperties names and totals of the GPUs the device machine lends.
+  const std::optional<HardwareProfile> h100 = HardwareProfile::for_device("NVIDIA H100 80GB HBM3", 132, 85017493504ull);
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_EQ(h100->name, "h100-default");
+  const std::optional<HardwareProfile> h200 = HardwareProfile::for_device("NVIDIA H200", 132, 150109880320ull);
+  ASSERT_TRUE(h200.has_value());
+  EXPECT_EQ(h200->name, "h200-default");
+  // Hoppers that neither profile describes: another HBM size, SM count or host link.
+  EXPECT_FALSE(HardwareProfile::for_device("NVIDIA H100 PCIe", 114, 85017493504ull).has_value());
+  EXPECT_FALSE(HardwareProfile::for_device("NVIDIA H100 NVL", 132, 100485038080ull).has_value());
+  EXPECT_FALSE(HardwareProfile::for_device("NVIDIA H100 80GB HBM3", 124, 85017493504ull).has_value());
+  EXPECT_FALSE(HardwareProfile::for_device("NVIDIA GH200 480GB", 132, 102005473280ull).has_value());
+  EXPECT_FALSE(HardwareProfile::for_device("NVIDIA A100-SXM4-80GB", 108, 85899345920ull).has_value());
 }
 
 TEST(HardwareProfile, CarriesTheProbeNumbers) {
