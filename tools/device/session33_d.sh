@@ -5,7 +5,7 @@ set -uo pipefail
 source tools/device/common.sh
 dak_build dak
 nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -Ithird_party/cutlass/include -DDAK_HAVE_CUDA=1 \
-  bench/host_read_probe.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt \
+  bench/host_read_probe.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcuda -lcublasLt -lcublas -lfmt -lgomp \
   -o build-gpu/host_read_probe || exit 1
 nvidia-smi topo -m 2>&1 | head -8
 lscpu | grep -E "NUMA|Model name|Socket"
