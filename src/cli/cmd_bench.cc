@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "cli/offload_options.h"
 #include "core/config_locator.h"
 #include "core/error.h"
+#include "core/hardware_profile.h"
 #ifdef DAK_HAVE_CUDA
 #include "core/offload_floor.h"
 #include "core/placement.h"
@@ -59,6 +61,22 @@ struct OffloadPoint {
   std::string profile_name;     // the hardware profile the plan was made with
   double floor_s = 0;           // core/offload_floor.h: max((HBM + 2 staged) / B_g, direct / B_h + staged / B_ce)
 };
+
+/// Says on stderr when this host's link, measured by the run (B_h of the SMs' TMA reads, B_ce of the
+/// copy engine, GB/s), differs by more than 15 % from the profile the planner uses: hosts with the
+/// same GPU differ (two H100 machines of session 33: SM reads 34.7 and 51.3 GB/s), and plans and
+/// predictions follow the profile.
+[[maybe_unused]] void notice_host_link_mismatch(const HardwareProfile& prof, double sm_gbps, double ce_gbps) {
+  const auto off = [](double measured, double assumed) {
+    return assumed > 0 && measured > 0 && std::abs(measured / assumed - 1) > 0.15;
+  };
+  if (!off(sm_gbps, prof.host_sm_read_gbps) && !off(ce_gbps, prof.host_copy_engine_gbps)) return;
+  std::fprintf(stderr,
+               "dak: notice: this host's link measured B_h %.1f GB/s (SM reads) and B_ce %.1f GB/s (copy engine); the "
+               "planner's profile '%s' assumes %.1f and %.1f, so its plans and predictions may not fit this machine: "
+               "measure it once with `dak profile --output host.json` and pass --profile host.json\n",
+               sm_gbps, ce_gbps, prof.name.c_str(), prof.host_sm_read_gbps, prof.host_copy_engine_gbps);
+}
 
 /// The profile name of the first point that applied a plan ("-" where none did).
 [[maybe_unused]] std::string planned_profile_name(const std::vector<OffloadPoint>& points) {
@@ -271,6 +289,10 @@ void run_bench_command(const BenchArgs& a) {
     gpu::HbmArena dst(probe.capacity(), "B_ce measurement buffer");
     copy_gbps = gpu::measure_h2d_copy_gbps(dst.allocate(probe.capacity(), "copy destination"), probe.base(),
                                            probe.capacity(), 5);
+    if (a.offload.plan_file.empty()) {
+      const HardwareProfile prof = a.offload.profile.empty() ? gpu_default_profile() : load_profile(a.offload.profile);
+      notice_host_link_mismatch(prof, host_bw.best_bytes_per_s * 1e-9, copy_gbps.median);
+    }
   }
   std::unique_ptr<gpu::GpuEngine> engine;  // the all-HBM engine, made on first use
   std::vector<gpu::BenchResult> results;

@@ -271,6 +271,21 @@ TEST(HardwareProfile, UnknownFieldsAreListed) {
   EXPECT_TRUE(m.unknown_fields.empty()) << m.unknown_fields.front();
 }
 
+TEST(HardwareProfile, TheFastHostH100ProfileLoads) {
+  // `dak profile` on a second H100 machine of the device pool (session 33, call 7): the same GPU as
+  // h100-default's (B_g within 3 %, the same SMs) on a host whose SMs read pinned memory at ~51 GB/s
+  // instead of ~35; the copy engine moves ~55 GB/s on both.
+  const HardwareProfile m = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h100-measured.json");
+  const HardwareProfile d = HardwareProfile::h100_default();
+  EXPECT_EQ(m.name, "h100-measured");
+  EXPECT_EQ(m.sm_count, d.sm_count);
+  EXPECT_NEAR(m.hbm_read_gbps / d.hbm_read_gbps, 1.0, 0.03);
+  EXPECT_NEAR(m.host_sm_read_gbps, 51.3, 1.0);
+  EXPECT_GT(m.host_sm_read_gbps, 1.4 * d.host_sm_read_gbps);
+  EXPECT_NEAR(m.host_copy_engine_gbps / d.host_copy_engine_gbps, 1.0, 0.05);
+  EXPECT_TRUE(m.unknown_fields.empty());
+}
+
 TEST(HardwareProfile, TheMeasuredH200ProfileLoads) {
   // `dak profile` on the H200 (2026-12-02, session 11), shipped next to the default; the default
   // took its zero-copy rates from it (rounded to 0.1 GB/s) and its 1 MiB congestion cap from the
