@@ -78,6 +78,21 @@ bool attention_fuse_rope() {
   return on;
 }
 
+/// Diagnostic builds only (-DDAK_DIAG_SKIP_KERNELS; wrong outputs, never a release): whether
+/// DAK_DIAG_SKIP (a comma list of rope, act, attn) drops that kernel from every layer, to bound
+/// what fusing it away could save (docs/perf-notes.md session 33). Always false otherwise.
+#ifdef DAK_DIAG_SKIP_KERNELS
+bool diag_skip(const char* what) {
+  static const std::string v = [] {
+    const char* e = std::getenv("DAK_DIAG_SKIP");
+    return "," + std::string(e ? e : "") + ",";
+  }();
+  return v.find("," + std::string(what) + ",") != std::string::npos;
+}
+#else
+constexpr bool diag_skip(const char*) { return false; }
+#endif
+
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
 /// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names, counts 0-64) sets it, for A/B measurements.
@@ -670,7 +685,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     // kernel (same bits; off by default, see attention_fuse_rope()).
     const bool fused_append = tiered_step && attention_fuse_rope() &&
                               (!w.inv_freq || tiered_attention_rope_fusable(c.head_dim));
-    if (fused_append) {
+    if (fused_append || (d.max_len == 1 && diag_skip("rope"))) {
       // nothing here: tiered_attention below rotates q and writes row len - 1
     } else if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
       apply_rope_kv_append(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
@@ -691,7 +706,9 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     ap.window = int32_t(c.sliding_window);
     ap.scale = scale;
     mark(StepOp::kAttention, s);
-    if (tiered_step) {
+    if (d.max_len == 1 && diag_skip("attn")) {
+      // diagnostic: no attention kernel
+    } else if (tiered_step) {
       TieredAttentionArgs ta{qkv, qkvd, kvl.h_k, kvl.h_v, kvl.g_k, kvl.g_v, g_meta + meta_kv_len, attn, scale};
       if (fused_append) {
         ta.g_new = qkv;
@@ -721,7 +738,7 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     const bf16* down_in = gu;
     if (c.gated_mlp) {
       mark(StepOp::kActivation, s);
-      mlp_activation(ActivationParams{gu, nullptr, act, T, I, c.activation, true}, s);
+      if (!(d.max_len == 1 && diag_skip("act"))) mlp_activation(ActivationParams{gu, nullptr, act, T, I, c.activation, true}, s);
       down_in = act;
     } else if (!relu_epilogue) {
       mark(StepOp::kActivation, s);
