@@ -443,6 +443,26 @@ int main(int argc, char** argv) {
       for (std::string& w : words) help_argv.push_back(w.data());
       app.parse(int(help_argv.size()), help_argv.data());  // throws CLI::CallForHelp: nothing below runs
     }
+    // After `--` every word is an argument, yet CLI11 still acted on -h / --help / --version there:
+    // `dak generate -- --help` showed the help where `dak inspect -- --help` reads a model of that
+    // name (the trial of session 32). A command without positional arguments refuses them as it
+    // refuses any other word after `--`.
+    if (char** const dd = std::find(argv + 1, argv + argc, std::string("--")); dd != argv + argc) {
+      std::string path;
+      const CLI::App* command = command_before(int(dd - argv), &path);
+      if (command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) {
+        for (char** w = dd + 1; w != argv + argc; ++w) {
+          const std::string word = *w;
+          if (word != "-h" && word != "--help" && word != "--version") continue;
+          std::fprintf(stderr, "dak: error: %s\n",
+                       dak::Error("the following argument was not expected: " + word +
+                                      " (after --, which ends the options)",
+                                  path, "put " + word + " before the --, or leave the -- out")
+                           .what());
+          return 2;
+        }
+      }
+    }
     // A short option with '=' (`-p=hi`, `-n=2`): CLI11 takes "=hi" as the value, a prompt that starts
     // with '=' or "'=2' is not a whole number" (the trial of session 31). -f has its own check below
     // (a file named "=x" may exist).

@@ -602,7 +602,18 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
       // --help right after an option is its value (CLI11): the refusal says so first.
       {"generate -n --help", "an option takes the word after it as its value, --help too"},
       {"generate --output -h", "an option takes the word after it as its value, --help too"},
+      // Session 33: after `--` a help or version flag is a word like any other: a command without
+      // positional arguments refuses it (it showed the help), as it refuses any other word there.
+      {"generate -p hi -- --help", "not expected: --help (after --, which ends the options)"},
+      {"generate -p hi -- --help", "put --help before the --, or leave the -- out"},
+      {"plan --model llama-2-7b -- -h", "not expected: -h (after --"},
+      {"bench -- --version", "not expected: --version (after --"},
   });
+  // inspect takes MODEL: a word `--help` after `--` is that path (no such file here), not the help.
+  const RunResult model = run_dak("inspect -- --help");
+  EXPECT_NE(model.exit_code, 0) << model.output;
+  EXPECT_TRUE(contains(model.output, "'--help'")) << model.output;
+  EXPECT_FALSE(contains(model.output, "Usage:")) << model.output;
 }
 
 }  // namespace
