@@ -620,15 +620,67 @@ HardwareProfile gpu_default_profile() {
 #endif
 }
 
+namespace {
+
+/// "h200-default, h100-default": the compiled-in profiles' names, for messages.
+std::string builtin_profile_list() {
+  std::string out;
+  for (const std::string& n : HardwareProfile::builtin_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 HardwareProfile load_profile(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {  // a file of that name wins over a compiled-in name
-    if (std::optional<HardwareProfile> b = HardwareProfile::builtin(path)) return *b;
+  // A compiled-in name is that profile, whatever the working directory holds (the session-33 trial:
+  // a folder or a broken file named h200-default hid it, a dangling link did not).
+  if (std::optional<HardwareProfile> b = HardwareProfile::builtin(path)) {
+    static bool noted = false;
+    if (!noted && std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found) {
+      noted = true;
+      std::fprintf(stderr, "dak: notice: --profile %s is the compiled-in profile; the '%s' in the working "
+                   "directory is not read (pass ./%s for it)\n", path.c_str(), path.c_str(), path.c_str());
+    }
+    return *b;
+  }
+  if (!std::filesystem::exists(path, ec)) {
+    std::string lower = path;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    for (const std::string& name : HardwareProfile::builtin_names()) {
+      if (edit_distance(lower, name) <= 2) {
+        fail(fmt::format("no hardware profile file '{}', and no compiled-in profile of that name", path), "--profile",
+             fmt::format("did you mean {}? (compiled-in: {})", name, builtin_profile_list()));
+      }
+    }
   }
   HardwareProfile p = HardwareProfile::load(path);
   static std::vector<std::string> noted;
-  if (std::find(noted.begin(), noted.end(), path) == noted.end()) {
-    noted.push_back(path);
+  const bool first = std::find(noted.begin(), noted.end(), path) == noted.end();
+  if (first) noted.push_back(path);
+  // An edited copy of a shipped profile keeps its name (the session-33 trial): plans made with it
+  // would read as made with the compiled-in one.
+  if (std::optional<HardwareProfile> b = HardwareProfile::builtin(p.name); first && b && !(*b == p)) {
+    std::fprintf(stderr, "dak: notice: %s calls itself '%s', the name of a compiled-in profile, but its values "
+                 "differ from it; plans record only the name, so give the file its own \"name\" to tell them apart\n",
+                 path.c_str(), p.name.c_str());
+  }
+  if (first) {
     for (const std::string& f : p.unknown_fields) {
       std::fprintf(stderr, "dak: notice: %s: unknown field '%s' ignored (check its spelling against "
                    "profiles/h200-default.json)\n", path.c_str(), f.c_str());

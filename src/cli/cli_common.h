@@ -146,11 +146,17 @@ void write_text_file(const std::string& path, const std::string& text, const std
 /// dak::Error naming the option.
 void check_report_files(const std::string& json_file, const std::string& csv_file);
 
-/// The profile --profile names: a file (HardwareProfile::load), or, where no file has that name, a
-/// compiled-in profile (HardwareProfile::builtin_names(): h200-default, h100-default). Prints a
-/// notice on stderr (once per path and process) for each field the reader does not know: a
-/// misspelt optional field would otherwise silently keep its default. Throws dak::Error as
-/// HardwareProfile::load does.
+/// Edit distance of two short strings (insertions, deletions, substitutions): the did-you-mean
+/// suggestions of the CLI.
+size_t edit_distance(const std::string& a, const std::string& b);
+
+/// The profile --profile names: a compiled-in profile (HardwareProfile::builtin_names():
+/// h200-default, h100-default), always, with a notice where a file of that name exists in the
+/// working directory (./NAME reads it); else a file (HardwareProfile::load). Prints a notice on
+/// stderr (once per path and process) for each field the reader does not know: a misspelt optional
+/// field would otherwise silently keep its default. Throws dak::Error as HardwareProfile::load does,
+/// naming the compiled-in profile when a missing file's name is close to one; a file whose "name"
+/// is a compiled-in profile's while its values differ gets a notice (plans record only the name).
 HardwareProfile load_profile(const std::string& path);
 
 /// The planner's profile for a GPU run without --profile: the compiled-in profile of GPU 0

@@ -34,22 +34,6 @@ void commands_with_option(const CLI::App& app, const std::string& path, const st
   }
 }
 
-/// Edit distance of two short strings (insertions, deletions, substitutions).
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 /// `s` with its first letter in lower case (CLI11's sentences start with a capital; dak's do not).
 std::string lower_first(std::string s) {
   if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = char(s[0] - 'A' + 'a');
@@ -100,7 +84,7 @@ std::string closest_option(const CLI::App& app, const std::string& name) {
   size_t best_d = 3;
   for (const CLI::Option* o : app.get_options()) {
     for (const std::string& l : o->get_lnames()) {
-      const size_t d = edit_distance(name, "--" + l);
+      const size_t d = dak::cli::edit_distance(name, "--" + l);
       if (d < best_d) best_d = d, best = "--" + l;
     }
   }
@@ -168,7 +152,7 @@ std::string closest_subcommand_hint(const CLI::App& app, const std::string& word
   std::string best;
   size_t best_d = 3;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    const size_t d = edit_distance(word, sub->get_name());
+    const size_t d = dak::cli::edit_distance(word, sub->get_name());
     if (d < best_d) best_d = d, best = sub->get_name();
   }
   return best.empty() ? "" : "did you mean " + best + "? ";

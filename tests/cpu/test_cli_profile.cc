@@ -161,32 +161,74 @@ TEST(CliProfile, ASymbolicLinkAsOutputIsRefusedEvenDanglingOrWithForce) {
   EXPECT_EQ(read_file(target), "keep");
 }
 
-TEST(CliProfile, PlanTakesACompiledInProfileByNameAndAFileOfThatNameFirst) {
-  const RunResult h100 = run_dak("plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 --profile h100-default");
+TEST(CliProfile, PlanTakesACompiledInProfileByName) {
+  const std::string plan = "plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 ";
+  const RunResult h100 = run_dak(plan + "--profile h100-default");
   EXPECT_EQ(h100.exit_code, 0) << h100.output;
   EXPECT_TRUE(dak::testing::contains(h100.output, "profile   h100-default (v1)")) << h100.output;
-  const RunResult plain = run_dak("plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1");
+  const RunResult plain = run_dak(plan);
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_TRUE(dak::testing::contains(plain.output, "profile   h200-default (v1)")) << plain.output;
-  // A misspelt name is a missing file whose fix lists the compiled-in names.
-  const RunResult typo = run_dak("plan --model llama-2-7b --batch 8 --offload-ratio 0.1 --profile h100-defalt");
-  EXPECT_EQ(typo.exit_code, 1) << typo.output;
-  for (const char* s : {"h100-defalt", "h200-default, h100-default"}) {
-    EXPECT_TRUE(dak::testing::contains(typo.output, s)) << s << " missing from:\n" << typo.output;
+  // A near miss of a compiled-in name that is no file: the name is suggested.
+  for (const char* typo : {"h100-defalt", "H100-default", "h200-defualt"}) {
+    const RunResult r = run_dak(plan + "--profile " + typo);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    for (const std::string s : {std::string("no hardware profile file '") + typo + "'", std::string("did you mean h"),
+                                std::string("where: --profile (dak plan)")}) {
+      EXPECT_TRUE(dak::testing::contains(r.output, s)) << s << " missing from:\n" << r.output;
+    }
   }
-  // A file called h100-default in the working folder is what --profile h100-default reads.
+}
+
+TEST(CliProfile, ACompiledInNameIsNeverShadowedByTheWorkingDirectory) {
+  // The session-33 trial: a folder or broken file named h200-default in the working directory hid
+  // the compiled-in profile, while a dangling link did not. The name always means the compiled-in
+  // profile, with a notice; ./NAME reads the file.
   TempDir dir("by_name");
   std::string text = read_file(fs::path(DAK_SOURCE_DIR) / "profiles" / "h200-default.json");
   const std::string from = "\"name\": \"h200-default\"";
   ASSERT_NE(text.find(from), std::string::npos);
   text.replace(text.find(from), from.size(), "\"name\": \"my-file\"");
   std::ofstream(dir.path() / "h100-default") << text;
-  const RunResult in_dir = dak::testing::run_shell("cd " + dir.path().string() + " && " + kNoGpu + " " +
-                                                   std::string(DAK_BINARY) +
-                                                   " plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 "
-                                                   "--profile h100-default 2>&1");
-  EXPECT_EQ(in_dir.exit_code, 0) << in_dir.output;
-  EXPECT_TRUE(dak::testing::contains(in_dir.output, "profile   my-file (v1)")) << in_dir.output;
+  fs::create_directory(dir.path() / "h200-default");
+  const std::string plan = " plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 --profile ";
+  const auto in_dir = [&](const std::string& profile) {
+    return dak::testing::run_shell("cd " + dir.path().string() + " && " + kNoGpu + " " + std::string(DAK_BINARY) +
+                                   plan + profile + " 2>&1");
+  };
+  for (const char* name : {"h100-default", "h200-default"}) {
+    const RunResult r = in_dir(name);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(dak::testing::contains(r.output, std::string("profile   ") + name + " (v1)")) << r.output;
+    EXPECT_TRUE(dak::testing::contains(r.output, std::string("pass ./") + name + " for it")) << r.output;
+  }
+  const RunResult file = in_dir("./h100-default");
+  EXPECT_EQ(file.exit_code, 0) << file.output;
+  EXPECT_TRUE(dak::testing::contains(file.output, "profile   my-file (v1)")) << file.output;
+}
+
+TEST(CliProfile, AFileThatPassesForACompiledInProfileIsSaid) {
+  // The session-33 trial: h100-default's values under the name h200-default were planned and
+  // recorded as h200-default, silently. An edited copy of a shipped profile is still used (the
+  // natural way to change one value), with a notice; the shipped copies themselves get none.
+  TempDir dir("impostor");
+  std::string text = read_file(fs::path(DAK_SOURCE_DIR) / "profiles" / "h100-default.json");
+  const std::string from = "\"name\": \"h100-default\"";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "\"name\": \"h200-default\"");
+  const fs::path impostor = dir.path() / "impostor.json";
+  std::ofstream(impostor) << text;
+  const std::string plan = "plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 --profile ";
+  const RunResult r = run_dak(plan + impostor.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"notice:", "calls itself 'h200-default'", "values differ", "its own \"name\""}) {
+    EXPECT_TRUE(dak::testing::contains(r.output, s)) << s << " missing from:\n" << r.output;
+  }
+  for (const char* shipped : {"h200-default.json", "h100-default.json"}) {
+    const RunResult ok = run_dak(plan + (fs::path(DAK_SOURCE_DIR) / "profiles" / shipped).string());
+    EXPECT_EQ(ok.exit_code, 0) << shipped << ": " << ok.output;
+    EXPECT_FALSE(dak::testing::contains(ok.output, "notice")) << shipped << ": " << ok.output;
+  }
 }
 
 }  // namespace

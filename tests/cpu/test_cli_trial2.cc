@@ -187,6 +187,29 @@ TEST(CliTrial2, PlanFileFixesAreCompleteCommandsThatWork) {
   EXPECT_EQ(model.exit_code, 1) << model.output;
   EXPECT_TRUE(contains(model.output, "--gpu-memory 20GiB --output json > ")) << model.output;
   EXPECT_FALSE(contains(model.output, "you planned with")) << model.output;
+  // The profile a plan was made with is given too (session 33's trial: an h100-default plan was
+  // re-planned for dak plan's default, h200-default); dak plan's default is not repeated.
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 8 --gen-len 8 --offload-ratio 0.3 --profile "
+                    "h100-default --output json > " + plan).exit_code,
+            0);
+  const RunResult h100 = run_dak(gen + plan + " -n 20");
+  EXPECT_EQ(h100.exit_code, 1) << h100.output;
+  EXPECT_TRUE(contains(h100.output, "--offload-ratio 0.3 --profile h100-default --output json > ")) << h100.output;
+  ASSERT_EQ(run_fix_command(h100.output, "make the plan for this run: ").exit_code, 0) << h100.output;
+  const RunResult h100_again = run_dak(gen + dir + "/p-llama-2-7b.json -n 20");
+  EXPECT_FALSE(contains(h100_again.output, "the plan ")) << h100_again.output;
+  std::filesystem::remove(dir + "/p-llama-2-7b.json");
+  // A profile file: the plan records only its name, so the fix says which file to pass.
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 8 --gen-len 8 --offload-ratio 0.3 --profile " +
+                    kData + "/../../profiles/h200-measured.json --output json > " + plan).exit_code,
+            0);
+  const RunResult measured = run_dak(gen + plan + " -n 20");
+  EXPECT_TRUE(contains(measured.output, "--profile \"<file of profile 'dak-profile-2026-12-02'>\"")) << measured.output;
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 8 --gen-len 8 --offload-ratio 0.3 --output json > " +
+                    plan).exit_code,
+            0);
+  const RunResult plain = run_dak(gen + plan + " -n 20");
+  EXPECT_FALSE(contains(plain.output, "--profile")) << plain.output;
   std::filesystem::remove_all(dir);
 }
 
