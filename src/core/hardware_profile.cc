@@ -96,6 +96,13 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
 
   HardwareProfile p;
   p.name = text(j, "name", where);
+  // The name is printed in plan headers and messages and recorded in plans (the session-33 trial
+  // printed a newline and an escape sequence from it).
+  if (p.name.empty() ||
+      std::any_of(p.name.begin(), p.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    fail("hardware profile field 'name' must be a non-empty name without control characters", where,
+         "give it a short name such as \"my-h100\"");
+  }
   p.device = text(j, "device", where);
   p.sm_count = positive_int(j, "sm_count", where, false, 1024);
 

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/hardware_profile.h"
 #include "core/tiered_gemm_schedule.h"
+#include "error_test_util.h"
 
 namespace dak {
 namespace {
@@ -159,6 +160,13 @@ TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
     }
   }
   EXPECT_THROW(HardwareProfile::load("/nonexistent/profile.json"), Error);
+  // A name is printed and recorded in plans: none empty or with control characters (session 33).
+  for (const char* name : {"", "evil\nname", "esc\x1b[31m", "tab\t"}) {
+    j = h200().to_json();
+    j["name"] = name;
+    dak::testing::expect_error([&] { HardwareProfile::from_json(j, "test"); },
+                               {"field 'name' must be a non-empty name without control characters"});
+  }
   // Implausible values (the session-8 new-user trial: sm_count 1e12 failed an allocation, 1e7 hung,
   // stage_bytes 2^62 divided by zero, read_gbps 1e-300 printed 300-digit times).
   const std::vector<std::pair<std::vector<std::string>, nlohmann::json>> bad = {
