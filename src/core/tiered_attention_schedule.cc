@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <limits>
 
 #include "core/env.h"
@@ -192,10 +191,6 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   if (s.hbm_items() > 0) {
     const int64_t ctas = (sm_count - s.host_ctas) * hbm_ctas_per_sm;
     s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
-    // Experiment (session 33): at most this many HBM CTAs, leaving SMs free for the next kernel's
-    // CTAs (launched early under PDL) to prefetch their weights.
-    static const int cap = env_choice("DAK_ATTN_HBM_CTAS_CAP", {"32", "64", "128", "192"});
-    if (cap >= 0) s.hbm_ctas = std::min<int32_t>(s.hbm_ctas, std::array<int32_t, 4>{32, 64, 128, 192}[size_t(cap)]);
   }
   s.validate();
   return s;
