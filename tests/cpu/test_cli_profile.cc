@@ -46,6 +46,16 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
+/// The text of profiles/SHIPPED.json with its "name" changed to `name`.
+std::string shipped_profile_named(const std::string& shipped, const std::string& name) {
+  std::string text = read_file(fs::path(DAK_SOURCE_DIR) / "profiles" / (shipped + ".json"));
+  const std::string from = "\"name\": \"" + shipped + "\"";
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << shipped;
+  if (at != std::string::npos) text.replace(at, from.size(), "\"name\": \"" + name + "\"");
+  return text;
+}
+
 TEST(CliProfile, HelpDocumentsOptionsAndQuantities) {
   const RunResult r = run_dak("profile --help", "");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -185,11 +195,7 @@ TEST(CliProfile, ACompiledInNameIsNeverShadowedByTheWorkingDirectory) {
   // the compiled-in profile, while a dangling link did not. The name always means the compiled-in
   // profile, with a notice; ./NAME reads the file.
   TempDir dir("by_name");
-  std::string text = read_file(fs::path(DAK_SOURCE_DIR) / "profiles" / "h200-default.json");
-  const std::string from = "\"name\": \"h200-default\"";
-  ASSERT_NE(text.find(from), std::string::npos);
-  text.replace(text.find(from), from.size(), "\"name\": \"my-file\"");
-  std::ofstream(dir.path() / "h100-default") << text;
+  std::ofstream(dir.path() / "h100-default") << shipped_profile_named("h200-default", "my-file");
   fs::create_directory(dir.path() / "h200-default");
   const std::string plan = " plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 --profile ";
   const auto in_dir = [&](const std::string& profile) {
@@ -212,12 +218,8 @@ TEST(CliProfile, AFileThatPassesForACompiledInProfileIsSaid) {
   // recorded as h200-default, silently. An edited copy of a shipped profile is still used (the
   // natural way to change one value), with a notice; the shipped copies themselves get none.
   TempDir dir("impostor");
-  std::string text = read_file(fs::path(DAK_SOURCE_DIR) / "profiles" / "h100-default.json");
-  const std::string from = "\"name\": \"h100-default\"";
-  ASSERT_NE(text.find(from), std::string::npos);
-  text.replace(text.find(from), from.size(), "\"name\": \"h200-default\"");
   const fs::path impostor = dir.path() / "impostor.json";
-  std::ofstream(impostor) << text;
+  std::ofstream(impostor) << shipped_profile_named("h100-default", "h200-default");
   const std::string plan = "plan --model llama-2-7b --batch 8 --gen-len 8 --offload-ratio 0.1 --profile ";
   const RunResult r = run_dak(plan + impostor.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
