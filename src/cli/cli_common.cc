@@ -143,7 +143,6 @@ int64_t free_hbm_bytes_now() {
   return dev ? int64_t(dev->hbm_free_bytes) : 0;
 }
 
-
 gpu::GemmBackend gemm_backend_of(const std::string& gemm) {
   if (gemm == "cublas") return gpu::GemmBackend::kCublas;
   if (gemm == "tiered") return gpu::GemmBackend::kTiered;

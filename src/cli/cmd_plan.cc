@@ -131,7 +131,8 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   c->add_option("--profile", a->profile,
                 "hardware profile: a JSON file (dak profile --output) or a compiled-in name, h200-default or "
-                "h100-default (default: h200-default)");
+                "h100-default (default: the compiled-in profile of this machine's GPU; h200-default without a GPU "
+                "or where none matches it, with a notice)");
   c->add_option("--phase", a->phase,
                 "decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x prompt "
                 "tokens: the TTFT)")
@@ -155,8 +156,9 @@ void add_plan_command(CLI::App& app) {
   c->callback([a, ratio_opt, cpu_gb_opt] {
     const LocatedConfig model = locate_model_config(a->model);
     notice_defaulted_sizes(model.config, model.path.string());
-    const HardwareProfile profile =
-        a->profile.empty() ? HardwareProfile::h200_default() : load_profile(a->profile);
+    // Without --profile: the compiled-in profile of this machine's GPU, as generate and bench take
+    // it, so a plan made here fits the runs here; h200-default on a machine without a GPU.
+    const HardwareProfile profile = a->profile.empty() ? gpu_default_profile() : load_profile(a->profile);
     PlanRequest req;
     req.model_name = model.name;
     check_batch_size(a->batch, "--batch");

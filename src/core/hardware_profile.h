@@ -2,9 +2,9 @@
 // (DESIGN.md §1-2). Never datasheet numbers: every value comes from a measurement, named in
 // the profile's "sources" map. Two profiles are compiled in: h200-default (identical to
 // profiles/h200-default.json) and h100-default (profiles/h100-default.json, measured by `dak
-// profile` on an H100 80GB HBM3). `dak plan` uses h200-default unless --profile names a file or
-// a compiled-in profile; a GPU run (generate, bench) takes the compiled-in profile of its GPU
-// (for_device), h200-default with a notice where none matches. `dak profile` measures and writes
+// profile` on an H100 80GB HBM3). Without --profile (a file or a compiled-in name) dak plan,
+// generate and bench take the compiled-in profile of the machine's GPU (for_device):
+// h200-default with a notice where none matches, and silently without a GPU. `dak profile` measures and writes
 // the same format.
 //
 // File format, JSON, "format": "dak.hardware_profile", "version": 1 (all fields required

@@ -589,9 +589,9 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
     flags += fmt::format(" --gpu-memory {}{}", v, kUnits[unit]);
   }
   if (inputs.offload_ratio) flags += fmt::format(" --offload-ratio {}", *inputs.offload_ratio);
-  // dak plan defaults to h200-default; a plan made with another profile keeps it (a GPU run on an
-  // H100 plans with h100-default: the session-33 trial's fix re-planned it for the H200).
-  if (!inputs.profile_name.empty() && inputs.profile_name != "h200-default") {
+  // The profile too: dak plan's default depends on the machine's GPU (the session-33 trial's fix
+  // re-planned an h100-default plan for h200-default).
+  if (!inputs.profile_name.empty()) {
     flags += HardwareProfile::builtin(inputs.profile_name)
                  ? " --profile " + inputs.profile_name
                  : fmt::format(" --profile \"<file of profile '{}'>\"", inputs.profile_name);

@@ -166,8 +166,8 @@ std::string plan_command_for(const std::string& model, const RequestedShape& sha
 /// The --gpu-memory (unless the profile's default), --offload-ratio and --profile a plan was made
 /// with, as dak plan flags with a leading space (" --gpu-memory 40GiB --offload-ratio 0.3 --profile
 /// h100-default"; "" for none): the budget is written exactly, in the largest binary unit that
-/// divides it; the profile unless it is dak plan's default (h200-default), by its compiled-in name,
-/// or as "<file of profile 'NAME'>" where the plan records only a file's profile name.
+/// divides it; the profile by its compiled-in name, or as "<file of profile 'NAME'>" where the plan
+/// records only a file's profile name.
 std::string planned_budget_flags(const PlanInputs& inputs);
 
 /// A file name for a new plan that a fix suggests in place of the refused `plan_file` (the user's,

@@ -173,19 +173,21 @@ TEST(CliBench, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
     std::string args, plan, command;
   } cases[] = {
       {"bench --random-weights --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8", plan_file,
-       "dak plan --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8 --output json > " + fresh_plan},
+       "dak plan --model llama-3-8b --batch 2 --prompt-len 16 --gen-len 8 --profile h200-default --output json > " +
+           fresh_plan},
       // (A sweep with --plan is refused before the model check: a plan serves one shape; CliTrial25b.)
       // The plan's mode, which the run shares.
       {"bench --random-weights --model llama-3-8b --batch 1 --offload direct", direct_plan,
-       "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --offload-ratio 0.1 --output "
-       "json > " + dir +
+       "dak plan --model llama-3-8b --batch 1 --prompt-len 32 --gen-len 32 --offload direct --offload-ratio 0.1 "
+       "--profile h200-default --output json > " + dir +
            "dak_bench_other_model_direct_plan-llama-3-8b.json"},
       // generate: its prompts are the batch, the longest the prompt length, -n the generation.
       {"generate --random-weights --model " + llama3 + " --prompt-ids 1,2,3 --prompt-ids 4 -n 5", plan_file,
-       "dak plan --model " + llama3 + " --batch 2 --prompt-len 3 --gen-len 5 --output json > " + fresh_plan},
+       "dak plan --model " + llama3 + " --batch 2 --prompt-len 3 --gen-len 5 --profile h200-default --output json > " +
+           fresh_plan},
       // The default model on the CPU path: refused all the same, with its own shape.
       {"generate --prompt-ids 1,2,3,4 -n 6", plan_file,
-       "--batch 1 --prompt-len 4 --gen-len 6 --output json > " + dir +
+       "--batch 1 --prompt-len 4 --gen-len 6 --profile h200-default --output json > " + dir +
            "dak_bench_other_model_plan-SmolLM2-135M-Instruct.Q4_1.json"},
   };
   for (const auto& c : cases) {

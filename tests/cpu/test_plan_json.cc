@@ -61,7 +61,8 @@ TEST(PlanJson, APlanMatchesOnlyTheModelItWasMadeFor) {
   testing::expect_error([&] { check_plan_model(plan, fewer, "my-model", "plan.json", run); },
                         {"the plan was made for the model 'llama-2-7b', but the loaded model is 'my-model' (30 layers",
                          "32 layers in the plan, 30 in the loaded model", "plan.json",
-                         "dak plan --model my-model --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 40GiB --output json > "
+                         "dak plan --model my-model --batch 8 --prompt-len 32 --gen-len 32 --gpu-memory 40GiB --profile h200-default "
+                         "--output json > "
                          "plan-my-model.json"});
   ModelConfig gqa = own;
   gqa.num_kv_heads = 8;  // the same names and layer count: the shapes tell them apart
@@ -83,7 +84,7 @@ TEST(PlanJson, APlanForAnotherModelSuggestsThePlanOfTheRunsOwnShape) {
   } catch (const Error& e) {
     EXPECT_EQ(e.fix_part(),
               "make a plan for this model: dak plan --model llama-3-8b --batch 2 --prompt-len 100 --gen-len 20 "
-              "--gpu-memory 40GiB --output json > plan-llama-3-8b.json");
+              "--gpu-memory 40GiB --profile h200-default --output json > plan-llama-3-8b.json");
   }
   // The command itself: the model as a shell word, a mode other than auto, and a decode step to plan.
   EXPECT_EQ(plan_command_for("my model/config.json", RequestedShape{1, 7, 1}, "direct", "my plan.json"),
