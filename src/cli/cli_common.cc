@@ -645,6 +645,13 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::string profile_file_of(const std::string& profile) {
+  if (profile.empty() || HardwareProfile::builtin(profile)) return "";
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(profile, ec);
+  return ec ? profile : abs.lexically_normal().string();
+}
+
 HardwareProfile load_profile(const std::string& path) {
   std::error_code ec;
   // A compiled-in name is that profile, whatever the working directory holds (the session-33 trial:
@@ -659,14 +666,19 @@ HardwareProfile load_profile(const std::string& path) {
     return *b;
   }
   if (!std::filesystem::exists(path, ec)) {
-    std::string lower = path;
+    // The nearest compiled-in name within 2 edits (case aside), else the list (session-33 trials).
+    std::string lower = path, nearest;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    size_t best = 3;
     for (const std::string& name : HardwareProfile::builtin_names()) {
-      if (edit_distance(lower, name) <= 2) {
-        fail(fmt::format("no hardware profile file '{}', and no compiled-in profile of that name", path), "--profile",
-             fmt::format("did you mean {}? (compiled-in: {})", name, builtin_profile_list()));
-      }
+      if (const size_t d = edit_distance(lower, name); d < best) best = d, nearest = name;
     }
+    const bool link = std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec));
+    fail(fmt::format("no hardware profile file '{}'{}{}", path, link ? " (a broken symbolic link)" : "",
+                     nearest.empty() ? "" : ", and no compiled-in profile of that name"),
+         "--profile",
+         nearest.empty() ? fmt::format("check the path, or name a compiled-in profile: {}", builtin_profile_list())
+                         : fmt::format("did you mean {}? (compiled-in: {})", nearest, builtin_profile_list()));
   }
   HardwareProfile p = HardwareProfile::load(path);
   static std::vector<std::string> noted;

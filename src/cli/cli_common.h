@@ -159,6 +159,10 @@ size_t edit_distance(const std::string& a, const std::string& b);
 /// is a compiled-in profile's while its values differ gets a notice (plans record only the name).
 HardwareProfile load_profile(const std::string& path);
 
+/// The file a --profile value names, as an absolute path for a plan to record; "" for none or a
+/// compiled-in name (load_profile's rule).
+std::string profile_file_of(const std::string& profile);
+
 /// The planner's profile for a GPU run without --profile: the compiled-in profile of GPU 0
 /// (HardwareProfile::for_device), else h200-default, with a notice on stderr (once per process)
 /// that says how to measure this GPU. Without a GPU: h200-default, silently.

@@ -131,8 +131,8 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   c->add_option("--profile", a->profile,
                 "hardware profile: a JSON file (dak profile --output) or a compiled-in name, h200-default or "
-                "h100-default (default: the compiled-in profile of this machine's GPU; h200-default without a GPU "
-                "or where none matches it, with a notice)");
+                "h100-default (default: the compiled-in profile of this machine's GPU; h200-default where none "
+                "matches it, with a notice, or without a GPU)");
   c->add_option("--phase", a->phase,
                 "decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x prompt "
                 "tokens: the TTFT)")
@@ -161,6 +161,7 @@ void add_plan_command(CLI::App& app) {
     const HardwareProfile profile = a->profile.empty() ? gpu_default_profile() : load_profile(a->profile);
     PlanRequest req;
     req.model_name = model.name;
+    req.profile_file = profile_file_of(a->profile);
     check_batch_size(a->batch, "--batch");
     for (const auto& [value, flag] : {std::pair{a->prompt_len, "--prompt-len"}, std::pair{a->gen_len, "--gen-len"},
                                       std::pair{a->tile_rows, "--tile-rows"}}) {

@@ -283,13 +283,14 @@ void run_profile_command(const ProfileArgs& a) {
                    o->get_name().c_str());
     }
   }
+  if (!a.name.empty()) HardwareProfile::check_name(a.name, "--name");
   if (a.output.empty()) fail("no output file", "--output", "pass --output FILE");
   check_output(a.output, a.force);
   const std::string why = gpu_unavailable_reason();
   if (!why.empty()) {
     fail("dak profile needs a Hopper GPU: " + why, "dak profile",
-         "run it on the GPU machine; without one, `dak plan` uses the compiled-in H200 profile "
-         "(profiles/h200-default.json)");
+         "run it on the GPU machine; without one, `dak plan` uses the compiled-in h200-default profile "
+         "(profiles/h200-default.json; --profile h100-default names the H100's)");
   }
 #ifdef DAK_HAVE_CUDA
   gpu::ProfileOptions opts = a.quick ? gpu::ProfileOptions::quick() : gpu::ProfileOptions{};

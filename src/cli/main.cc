@@ -427,24 +427,38 @@ int main(int argc, char** argv) {
       for (std::string& w : words) help_argv.push_back(w.data());
       app.parse(int(help_argv.size()), help_argv.data());  // throws CLI::CallForHelp: nothing below runs
     }
-    // After `--` every word is an argument, yet CLI11 still acted on -h / --help / --version there:
-    // `dak generate -- --help` showed the help where `dak inspect -- --help` reads a model of that
-    // name (the trial of session 32). A command without positional arguments refuses them as it
-    // refuses any other word after `--`.
-    if (char** const dd = std::find(argv + 1, argv + argc, std::string("--")); dd != argv + argc) {
+    // After `--` every word is an argument, and a command without positional arguments takes none:
+    // all of them are refused here, listed in order. CLI11 still acted on -h / --help / --version
+    // there (`dak generate -- --help` showed the help; session 32's trial) and took an option given
+    // before `--` as the same option after it (`--batch 8 -- --batch 4`: "has no option --batch";
+    // session 33's). `dak inspect -- --help` reads a model of that name.
+    // (A `--` right after an option that takes a value is that value: `-f --` has its own check below.)
+    char** dd = argv + argc;
+    for (int i = 1; i < argc && dd == argv + argc; ++i) {
+      if (std::string(argv[i]) == "--" && !(i >= 2 && takes_value_anywhere(app, argv[i - 1]))) dd = argv + i;
+    }
+    if (dd != argv + argc && dd + 1 != argv + argc) {
       std::string path;
       const CLI::App* command = command_before(int(dd - argv), &path);
-      if (command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) {
+      if (command != &app && command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) {
+        std::string words, fix;
         for (char** w = dd + 1; w != argv + argc; ++w) {
           const std::string word = *w;
-          if (word != "-h" && word != "--help" && word != "--version") continue;
-          std::fprintf(stderr, "dak: error: %s\n",
-                       dak::Error("the following argument was not expected: " + word +
-                                      " (after --, which ends the options)",
-                                  path, "put " + word + " before the --, or leave the -- out")
-                           .what());
-          return 2;
+          words += " " + dak::shell_word(word);
+          if (!fix.empty()) continue;
+          if (word == "-h" || word == "--help") fix = "put " + word + " before the --, or leave the -- out";
+          if (word == "--version") fix = "--version is dak's own option: run `dak --version`";
         }
+        if (fix.empty()) {
+          fix = "leave the -- out: " + path + " takes no arguments after it" +
+                (path == "dak generate" ? "; give a prompt with -p \"text\"" : "");
+        }
+        std::fprintf(stderr, "dak: error: %s\n",
+                     dak::Error("the following argument" + std::string(dd + 2 == argv + argc ? " was" : "s were") +
+                                    " not expected:" + words + " (after --, which ends the options)",
+                                path, fix)
+                         .what());
+        return 2;
       }
     }
     // A short option with '=' (`-p=hi`, `-n=2`): CLI11 takes "=hi" as the value, a prompt that starts

@@ -161,7 +161,7 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--profile", a->profile,
                 "hardware profile for the planner: a JSON file (dak profile --output) or a compiled-in name, "
                 "h200-default or h100-default (default: the compiled-in profile of this GPU; h200-default where "
-                "none matches it, with a notice)");
+                "none matches it, with a notice, or without a GPU)");
 }
 
 namespace {
@@ -340,6 +340,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
   const HardwareProfile profile = a.profile.empty() ? gpu_default_profile() : load_profile(a.profile);
   PlanRequest req;
   req.model_name = model_name;
+  req.profile_file = profile_file_of(a.profile);
   req.shape.batch = shape.batch;
   req.shape.prompt_len = shape.prompt_len;
   req.shape.gen_len = shape.gen_len;

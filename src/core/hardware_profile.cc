@@ -96,13 +96,7 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
 
   HardwareProfile p;
   p.name = text(j, "name", where);
-  // The name is printed in plan headers and messages and recorded in plans (the session-33 trial
-  // printed a newline and an escape sequence from it).
-  if (p.name.empty() ||
-      std::any_of(p.name.begin(), p.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
-    fail("hardware profile field 'name' must be a non-empty name without control characters", where,
-         "give it a short name such as \"my-h100\"");
-  }
+  check_name(p.name, where + ": field 'name'");
   p.device = text(j, "device", where);
   p.sm_count = positive_int(j, "sm_count", where, false, 1024);
 
@@ -319,6 +313,20 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
   }
   p.unknown_fields = unknown_json_fields(j, known, "sources");
   return p;
+}
+
+void HardwareProfile::check_name(const std::string& name, const std::string& where) {
+  // Printed in plan headers and messages and recorded in plans: the session-33 trials printed a
+  // newline and an escape sequence from it, and "h100-default " or a look-alike dash passed for
+  // the compiled-in name.
+  const bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '+';
+  });
+  if (!ok) {
+    fail(fmt::format("the hardware profile name '{}' is not 1 to 64 letters, digits, '-', '_', '.' or '+'",
+                     name),
+         where, "give a short name such as my-h100");
+  }
 }
 
 HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {

@@ -213,6 +213,9 @@ struct HardwareProfile {
   /// (negative counts, m_host outside [0, M], a side with rows but no CTA, more CTAs than SMs, a
   /// duplicate shape).
   static HardwareProfile from_json(const nlohmann::json& j, const std::string& where);
+  /// Refuses (dak::Error at `where`) a profile name that is not 1 to 64 ASCII letters, digits, '-',
+  /// '_', '.' or '+': names are printed in plan headers and messages and recorded in plans.
+  static void check_name(const std::string& name, const std::string& where);
   /// Reads a profile file. Throws dak::Error (unreadable file, bad JSON, invalid profile).
   static HardwareProfile load(const std::filesystem::path& path);
   /// The profile of our H200 compiled into the binary (text identical to profiles/h200-default.json).

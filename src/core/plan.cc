@@ -223,6 +223,7 @@ json Plan::to_json() const {
                    {"staging_chunk_bytes", in.staging_chunk_bytes},
                    {"staging_ring_bytes", in.staging_ring_bytes},
                    {"profile_name", in.profile_name},
+                   {"profile_file", in.profile_file},
                    {"profile_version", in.profile_version}};
   const Capacity& c = capacity;
   json cap_j = {{"weight_bytes", c.weight_bytes},
@@ -310,6 +311,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   if (pi.tile_n < 1) in.bad("tile_n", "must be positive");
   pi.staging_chunk_bytes = in.i64("staging_chunk_bytes"), pi.staging_ring_bytes = in.i64("staging_ring_bytes");
   pi.profile_name = in.str("profile_name");
+  if (r.at("inputs").contains("profile_file")) pi.profile_file = in.str("profile_file");  // since session 33
   pi.profile_version = in.i64("profile_version");
 
   Reader c(r.at("capacity"), where + ": capacity");
@@ -591,10 +593,12 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
   if (inputs.offload_ratio) flags += fmt::format(" --offload-ratio {}", *inputs.offload_ratio);
   // The profile too: dak plan's default depends on the machine's GPU (the session-33 trial's fix
   // re-planned an h100-default plan for h200-default).
-  if (!inputs.profile_name.empty()) {
-    flags += HardwareProfile::builtin(inputs.profile_name)
-                 ? " --profile " + inputs.profile_name
-                 : fmt::format(" --profile \"<file of profile '{}'>\"", inputs.profile_name);
+  if (!inputs.profile_file.empty()) {
+    flags += " --profile " + shell_word(inputs.profile_file);
+  } else if (HardwareProfile::builtin(inputs.profile_name)) {
+    flags += " --profile " + inputs.profile_name;
+  } else if (!inputs.profile_name.empty()) {  // a file's profile, in a plan that does not record the file
+    flags += " --profile " + shell_word("<file of profile " + inputs.profile_name + ">");
   }
   return flags;
 }

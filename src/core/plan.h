@@ -103,6 +103,10 @@ struct PlanInputs {
   /// staging_ring_bytes is that (the trial of session 27 read the two as one).
   int64_t staging_chunk_bytes = 0, staging_ring_bytes = 0;
   std::string profile_name;
+  /// The profile file the plan was made with (absolute path as given to --profile), "" for a
+  /// compiled-in profile or a plan file from before session 33 (optional in the JSON): the fixes
+  /// that suggest a new plan pass it again.
+  std::string profile_file;
   int64_t profile_version = 0;
   bool operator==(const PlanInputs&) const = default;
 };
@@ -166,8 +170,8 @@ std::string plan_command_for(const std::string& model, const RequestedShape& sha
 /// The --gpu-memory (unless the profile's default), --offload-ratio and --profile a plan was made
 /// with, as dak plan flags with a leading space (" --gpu-memory 40GiB --offload-ratio 0.3 --profile
 /// h100-default"; "" for none): the budget is written exactly, in the largest binary unit that
-/// divides it; the profile by its compiled-in name, or as "<file of profile 'NAME'>" where the plan
-/// records only a file's profile name.
+/// divides it; the profile as its file (profile_file, shell-quoted) or compiled-in name, or as
+/// '<file of profile NAME>' where an older plan records only a file's profile name.
 std::string planned_budget_flags(const PlanInputs& inputs);
 
 /// A file name for a new plan that a fix suggests in place of the refused `plan_file` (the user's,

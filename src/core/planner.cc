@@ -462,6 +462,7 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   in.staging_chunk_bytes = request_.cost.staging_chunk_bytes;
   in.staging_ring_bytes = request_.staging_ring_chunks * request_.cost.staging_chunk_bytes;
   in.profile_name = profile_.name;
+  in.profile_file = request_.profile_file;
   in.profile_version = HardwareProfile::kVersion;
   p.capacity = capacity_;
 

@@ -53,6 +53,7 @@ constexpr int64_t kMaxPlanCurvePoints = int64_t(1) << 24;
 
 struct PlanRequest {
   std::string model_name;                   // recorded in the plan
+  std::string profile_file;                 // recorded in the plan: the --profile file, "" if compiled in
   StepShape shape;                          // batch, lengths, phase, tile sizes
   std::optional<int64_t> gpu_memory_bytes;  // HBM budget; default: profile.default_hbm_budget_bytes()
   std::optional<double> offload_ratio;      // in [0, 1]: forced global ratio, overrides the budget

@@ -608,6 +608,12 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
       {"generate -p hi -- --help", "put --help before the --, or leave the -- out"},
       {"plan --model llama-2-7b -- -h", "not expected: -h (after --"},
       {"bench -- --version", "not expected: --version (after --"},
+      {"bench -- --version", "--version is dak's own option: run `dak --version`"},
+      // Session 33's second trial: an option given before `--` and again after it ("dak plan has no
+      // option --batch"), or only after it ("--model is required").
+      {"plan --model llama-2-7b --batch 8 -- --batch 4", "not expected: --batch 4 (after --"},
+      {"plan --model llama-2-7b --batch 8 -- --batch 4", "leave the -- out: dak plan takes no arguments after it"},
+      {"plan -- --model llama-2-7b", "not expected: --model llama-2-7b (after --"},
   });
   // inspect takes MODEL: a word `--help` after `--` is that path (no such file here), not the help.
   const RunResult model = run_dak("inspect -- --help");

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_test_util.h"
 
@@ -179,14 +181,33 @@ TEST(CliProfile, PlanTakesACompiledInProfileByName) {
   const RunResult plain = run_dak(plan);
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_TRUE(dak::testing::contains(plain.output, "profile   h200-default (v1)")) << plain.output;
-  // A near miss of a compiled-in name that is no file: the name is suggested.
-  for (const char* typo : {"h100-defalt", "H100-default", "h200-defualt"}) {
+  // A near miss of a compiled-in name that is no file: the nearest name is suggested (the second
+  // trial of session 33 got h200-default for h100-defaul: the first within 2 edits).
+  for (const auto& [typo, near] : std::vector<std::pair<std::string, std::string>>{
+           {"h100-defalt", "h100-default"}, {"h100-defaul", "h100-default"}, {"H100-DEFAULT", "h100-default"},
+           {"100-default", "h100-default"}, {"h200-defualt", "h200-default"}}) {
     const RunResult r = run_dak(plan + "--profile " + typo);
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    for (const std::string s : {std::string("no hardware profile file '") + typo + "'", std::string("did you mean h"),
+    for (const std::string s : {"no hardware profile file '" + typo + "'", "did you mean " + near + "?",
                                 std::string("where: --profile (dak plan)")}) {
       EXPECT_TRUE(dak::testing::contains(r.output, s)) << s << " missing from:\n" << r.output;
     }
+  }
+  // Far from every name: no guess, the names listed.
+  const RunResult far = run_dak(plan + "--profile h100");
+  EXPECT_EQ(far.exit_code, 1) << far.output;
+  EXPECT_TRUE(dak::testing::contains(far.output, "no hardware profile file 'h100'")) << far.output;
+  EXPECT_TRUE(dak::testing::contains(far.output, "name a compiled-in profile: h200-default, h100-default")) << far.output;
+  EXPECT_FALSE(dak::testing::contains(far.output, "did you mean")) << far.output;
+}
+
+TEST(CliProfile, ANameDakProfileCouldNotReadBackIsRefusedFirst) {
+  TempDir dir("bad_name");
+  for (const char* name : {"'my h100'", "'h100-default '", "''"}) {
+    const RunResult r = run_dak("profile --output " + (dir.path() / "p.json").string() + " --name " + name);
+    EXPECT_NE(r.exit_code, 0) << name << ": " << r.output;  // 1, or 2 for the empty value (a usage error)
+    EXPECT_TRUE(dak::testing::contains(r.output, "where: --name")) << name << ": " << r.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "p.json"));
   }
 }
 

@@ -203,8 +203,17 @@ TEST(CliTrial2, PlanFileFixesAreCompleteCommandsThatWork) {
   ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 8 --gen-len 8 --offload-ratio 0.3 --profile " +
                     kData + "/../../profiles/h200-measured.json --output json > " + plan).exit_code,
             0);
+  // A profile file: the plan records its absolute path, which the fix passes again (session 33's
+  // second trial: a placeholder that did not run and quoted the name unsafely).
   const RunResult measured = run_dak(gen + plan + " -n 20");
-  EXPECT_TRUE(contains(measured.output, "--profile \"<file of profile 'dak-profile-2026-12-02'>\"")) << measured.output;
+  const std::string measured_file =
+      std::filesystem::absolute(kData + "/../../profiles/h200-measured.json").lexically_normal().string();
+  EXPECT_TRUE(contains(measured.output, "--offload-ratio 0.3 --profile " + measured_file + " --output json > "))
+      << measured.output;
+  ASSERT_EQ(run_fix_command(measured.output, "make the plan for this run: ").exit_code, 0) << measured.output;
+  const RunResult measured_again = run_dak(gen + dir + "/p-llama-2-7b.json -n 20");
+  EXPECT_FALSE(contains(measured_again.output, "the plan ")) << measured_again.output;
+  std::filesystem::remove(dir + "/p-llama-2-7b.json");
   ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 8 --gen-len 8 --offload-ratio 0.3 --output json > " +
                     plan).exit_code,
             0);

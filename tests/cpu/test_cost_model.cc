@@ -160,12 +160,21 @@ TEST(HardwareProfile, InvalidProfilesAreClearErrors) {
     }
   }
   EXPECT_THROW(HardwareProfile::load("/nonexistent/profile.json"), Error);
-  // A name is printed and recorded in plans: none empty or with control characters (session 33).
-  for (const char* name : {"", "evil\nname", "esc\x1b[31m", "tab\t"}) {
+  // A name is printed and recorded in plans: 1 to 64 of [A-Za-z0-9._+-] (session 33's trials:
+  // control characters, blanks, a trailing space, a look-alike dash, 5000 characters).
+  for (const std::string name : {std::string(""), std::string("evil\nname"), std::string("esc\x1b[31m"),
+                                 std::string("   "), std::string("h100-default "), std::string("h100\u2011default"),
+                                 std::string(65, 'a'), std::string("a\"b")}) {
     j = h200().to_json();
     j["name"] = name;
     dak::testing::expect_error([&] { HardwareProfile::from_json(j, "test"); },
-                               {"field 'name' must be a non-empty name without control characters"});
+                               {"is not 1 to 64 letters, digits", "test: field 'name'", "such as my-h100"});
+  }
+  for (const std::string name : {std::string("h100-default"), std::string("dak-profile-2026-12-02"),
+                                 std::string("my_h100.v2+fast"), std::string(64, 'a')}) {
+    j = h200().to_json();
+    j["name"] = name;
+    EXPECT_EQ(HardwareProfile::from_json(j, "test").name, name);
   }
   // Implausible values (the session-8 new-user trial: sm_count 1e12 failed an allocation, 1e7 hung,
   // stage_bytes 2^62 divided by zero, read_gbps 1e-300 printed 300-digit times).
