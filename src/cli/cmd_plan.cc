@@ -245,6 +245,14 @@ void add_plan_command(CLI::App& app) {
                                                 : "")
                   << table;
       }
+      // A sweep with no plan at all answered nothing (the session-33 trial's all-refused sweep exited
+      // 0): the table stays on stdout, the run fails with the first refusal.
+      if (!rows.empty() && std::all_of(rows.begin(), rows.end(), [](const RatioSweepRow& r) { return !r.refused.empty(); })) {
+        std::cout << std::flush;
+        fail(fmt::format("every ratio of the sweep was refused; the first: {}", rows.front().refused), "--sweep-ratios",
+             "sweep ratios the planner can place (each row above says why it refused), or change --gpu-memory / "
+             "--profile");
+      }
       return;
     }
     if (cpu_gb && ratio_opt->count() > 0) {

@@ -299,6 +299,17 @@ TEST(Cli, PlanSweepRefusesTheFlagsItIgnoresAndRepeatsNoRatio) {
   const RunResult ns = run_dak("plan --model llama-2-7b --sweep-ratios 0,50 --no-staged", false);
   ASSERT_EQ(ns.exit_code, 0) << ns.output;
   EXPECT_NE(ns.output.find("--offload auto --no-staged (staged path off)\n"), std::string::npos) << ns.output;
+  // Session 33's trial: a sweep whose every ratio is refused exited 0. The table is still printed
+  // (each row says why), then the run fails; a sweep with one plan succeeds.
+  const std::string small_pin = "--profile " + std::string(DAK_SOURCE_DIR) + "/profiles/h200-measured.json";
+  const RunResult none = run_dak("plan --model llama-2-7b " + small_pin + " --sweep-ratios 50:100:25");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  for (const char* part : {"| 50 % | refused:", "| 100 % | refused:", "every ratio of the sweep was refused; the first:",
+                           "where: --sweep-ratios (dak plan)"}) {
+    EXPECT_NE(none.output.find(part), std::string::npos) << part << "\n" << none.output;
+  }
+  const RunResult some = run_dak("plan --model llama-2-7b " + small_pin + " --sweep-ratios 0,50");
+  EXPECT_EQ(some.exit_code, 0) << some.output;
 }
 
 TEST(Cli, ExitStatusFollowsTheReadme) {
