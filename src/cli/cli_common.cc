@@ -652,6 +652,15 @@ std::string profile_file_of(const std::string& profile) {
   return ec ? profile : abs.lexically_normal().string();
 }
 
+std::string nearest_name(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_d = 3;
+  for (const std::string& n : names) {
+    if (const size_t d = edit_distance(word, n); d < best_d) best_d = d, best = n;
+  }
+  return best;
+}
+
 HardwareProfile load_profile(const std::string& path) {
   std::error_code ec;
   // A compiled-in name is that profile, whatever the working directory holds (the session-33 trial:
@@ -667,12 +676,9 @@ HardwareProfile load_profile(const std::string& path) {
   }
   if (!std::filesystem::exists(path, ec)) {
     // The nearest compiled-in name within 2 edits (case aside), else the list (session-33 trials).
-    std::string lower = path, nearest;
+    std::string lower = path;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    size_t best = 3;
-    for (const std::string& name : HardwareProfile::builtin_names()) {
-      if (const size_t d = edit_distance(lower, name); d < best) best = d, nearest = name;
-    }
+    const std::string nearest = nearest_name(lower, HardwareProfile::builtin_names());
     const bool link = std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec));
     fail(fmt::format("no hardware profile file '{}'{}{}", path, link ? " (a broken symbolic link)" : "",
                      nearest.empty() ? "" : ", and no compiled-in profile of that name"),

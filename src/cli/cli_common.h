@@ -150,6 +150,9 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
 /// suggestions of the CLI.
 size_t edit_distance(const std::string& a, const std::string& b);
 
+/// The did-you-mean of the CLI: the first of `names` nearest to `word`, if within 2 edits; else "".
+std::string nearest_name(const std::string& word, const std::vector<std::string>& names);
+
 /// The profile --profile names: a compiled-in profile (HardwareProfile::builtin_names():
 /// h200-default, h100-default), always, with a notice where a file of that name exists in the
 /// working directory (./NAME reads it); else a file (HardwareProfile::load). Prints a notice on

@@ -34,6 +34,16 @@ void commands_with_option(const CLI::App& app, const std::string& path, const st
   }
 }
 
+/// Whether `command` has subcommands (`dak`, `dak bench`).
+bool has_subcommands(const CLI::App& command) {
+  return !command.get_subcommands([](const CLI::App*) { return true; }).empty();
+}
+
+/// Whether `command` takes positional arguments (`dak inspect MODEL`).
+bool takes_arguments(const CLI::App& command) {
+  return !command.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+}
+
 /// `s` with its first letter in lower case (CLI11's sentences start with a capital; dak's do not).
 std::string lower_first(std::string s) {
   if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = char(s[0] - 'A' + 'a');
@@ -80,15 +90,11 @@ std::string closest_option(const CLI::App& app, const std::string& name) {
   for (const auto& [other, ours] : kOtherEngines) {
     if (name == other && app.get_option_no_throw(ours) != nullptr) return ours;
   }
-  std::string best;
-  size_t best_d = 3;
+  std::vector<std::string> long_names;
   for (const CLI::Option* o : app.get_options()) {
-    for (const std::string& l : o->get_lnames()) {
-      const size_t d = dak::cli::edit_distance(name, "--" + l);
-      if (d < best_d) best_d = d, best = "--" + l;
-    }
+    for (const std::string& l : o->get_lnames()) long_names.push_back("--" + l);
   }
-  return best;
+  return dak::cli::nearest_name(name, long_names);
 }
 
 /// The words CLI11 did not expect (`remaining`, in any order), in the order the user gave them.
@@ -149,12 +155,9 @@ std::string subcommand_list(const CLI::App& app) {
 
 /// "did you mean X? " for the subcommand of `app` within 2 edits of `word` (`generat`, `atention`), else "".
 std::string closest_subcommand_hint(const CLI::App& app, const std::string& word) {
-  std::string best;
-  size_t best_d = 3;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    const size_t d = dak::cli::edit_distance(word, sub->get_name());
-    if (d < best_d) best_d = d, best = sub->get_name();
-  }
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  const std::string best = dak::cli::nearest_name(word, names);
   return best.empty() ? "" : "did you mean " + best + "? ";
 }
 
@@ -252,7 +255,7 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
     if (word == "--") break;
     if (word.size() > 1 && word[0] == '-') {
       const bool help = word == "-h" || word == "--help" || (command == &app && word == "--version");
-      if (!help && first_misplaced < 0 && !command->get_subcommands([](const CLI::App*) { return true; }).empty()) {
+      if (!help && first_misplaced < 0 && has_subcommands(*command)) {
         first_misplaced = i;
       }
       if (takes_value_anywhere(app, word)) ++i;  // its value
@@ -410,8 +413,7 @@ int main(int argc, char** argv) {
       for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
         if (argv[i][0] == '-' || (i >= 2 && takes_value_anywhere(app, argv[i - 1]))) continue;
         const auto subs = command->get_subcommands([&](const CLI::App* sub) { return sub->get_name() == argv[i]; });
-        const bool has_subcommands = !command->get_subcommands([](const CLI::App*) { return true; }).empty();
-        if (subs.empty() && has_subcommands && command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) {
+        if (subs.empty() && has_subcommands(*command) && !takes_arguments(*command)) {
           // `dak bench atention --help`, `dak --help foo`: a misspelled subcommand, said as without --help.
           std::string path = "dak";
           for (size_t w = 1; w < words.size(); ++w) path += " " + words[w];
@@ -440,7 +442,7 @@ int main(int argc, char** argv) {
     if (dd != argv + argc && dd + 1 != argv + argc) {
       std::string path;
       const CLI::App* command = command_before(int(dd - argv), &path);
-      if (command != &app && command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) {
+      if (command != &app && !takes_arguments(*command)) {
         std::string words, fix;
         for (char** w = dd + 1; w != argv + argc; ++w) {
           const std::string word = *w;
@@ -620,8 +622,7 @@ int main(int argc, char** argv) {
       const bool right_after = !words.empty() && named + 1 < argv + argc && words.front() == named[1];
       const bool sub_word = right_after && !required && deepest != &app &&
                             std::isalpha(static_cast<unsigned char>(words.front()[0])) &&
-                            !deepest->get_subcommands([](const CLI::App*) { return true; }).empty() &&
-                            deepest->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+                            has_subcommands(*deepest) && !takes_arguments(*deepest);
       if (sub_word) {
         std::fprintf(stderr, "dak: error: %s\n", unknown_subcommand(*deepest, path, words.front()).what());
         return 2;
@@ -652,7 +653,7 @@ int main(int argc, char** argv) {
                                          : "quote a value that contains spaces, or ";
     // "--weights-seed requires --random-weights": give both or neither.
     const bool requires_other = dynamic_cast<const CLI::RequiresError*>(&e) != nullptr;
-    const bool has_subcommands = !deepest->get_subcommands([](const CLI::App*) { return true; }).empty();
+    const bool subcommands = has_subcommands(*deepest);
     // A value out of its option's range: the fix gives the range (the second trial of session 24 met
     // "run --help" for `--cpu-offload-gb 1e400`).
     const auto* out_of_range = dynamic_cast<const OutOfRangeError*>(&e);
@@ -672,7 +673,7 @@ int main(int argc, char** argv) {
     } else if (const size_t use = what.rfind("; use "); use != std::string::npos) {
       advice = what.substr(use + 2);
       what = what.substr(0, use);
-    } else if (required && has_subcommands && deepest == &app) {  // bare `dak` (trial 26: no list)
+    } else if (required && subcommands && deepest == &app) {  // bare `dak` (trial 26: no list)
       advice = "use one of " + subcommand_list(app);
     }
     // CLI11's own sentences start with a capital ("A subcommand is required"); dak's do not.
@@ -693,7 +694,7 @@ int main(int argc, char** argv) {
                              ? out_of_range->fix()
                              : quote + (requires_other ? "give the option it requires too, or drop it; " : "") +
                                    (advice.empty() ? "" : advice + ", or ") + "run `" + help + "` for " +
-                                   (has_subcommands ? "the subcommands, options" : "its options") + " and their values"));
+                                   (subcommands ? "the subcommands, options" : "its options") + " and their values"));
     std::fprintf(stderr, "dak: error: %s\n", err.what());
     return out_of_range != nullptr ? 1 : 2;
   } catch (const dak::UsageError& e) {  // text its option cannot parse (a list parser's refusal)
