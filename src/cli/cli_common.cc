@@ -600,22 +600,22 @@ HardwareProfile gpu_default_profile() {
 #ifndef DAK_HAVE_CUDA
   return HardwareProfile::h200_default();  // a CPU-only build: what `dak plan` assumes
 #else
-  std::string why;
-  const std::optional<gpu::DeviceInfo> dev = gpu::probe_device(0, &why);
-  if (!dev) return HardwareProfile::h200_default();  // no GPU: what `dak plan` assumes
-  if (std::optional<HardwareProfile> p = HardwareProfile::for_device(dev->name, dev->sm_count, dev->hbm_bytes)) {
-    return *p;
-  }
-  static bool noted = false;
-  if (!noted) {
-    noted = true;
+  // The device is probed once per process (bench plans every offload point), and the notice said once.
+  static const HardwareProfile chosen = [] {
+    std::string why;
+    const std::optional<gpu::DeviceInfo> dev = gpu::probe_device(0, &why);
+    if (!dev) return HardwareProfile::h200_default();  // no GPU: what `dak plan` assumes
+    if (std::optional<HardwareProfile> p = HardwareProfile::for_device(dev->name, dev->sm_count, dev->hbm_bytes)) {
+      return *p;
+    }
     std::fprintf(stderr,
                  "dak: notice: no compiled-in hardware profile was measured on a %s (%d SMs, %.1f GiB); the planner "
                  "uses h200-default, whose bandwidths may not be this GPU's: measure it once with `dak profile "
                  "--output gpu.json` and pass --profile gpu.json\n",
                  dev->name.c_str(), dev->sm_count, double(dev->hbm_bytes) / double(uint64_t(1) << 30));
-  }
-  return HardwareProfile::h200_default();
+    return HardwareProfile::h200_default();
+  }();
+  return chosen;
 #endif
 }
 
@@ -646,7 +646,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string profile_file_of(const std::string& profile) {
-  if (profile.empty() || HardwareProfile::builtin(profile)) return "";
+  if (profile.empty() || HardwareProfile::is_builtin(profile)) return "";
   std::error_code ec;
   const std::filesystem::path abs = std::filesystem::absolute(profile, ec);
   return ec ? profile : abs.lexically_normal().string();

@@ -336,17 +336,26 @@ HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {
   return from_json(j, path.string());
 }
 
+// Each compiled-in text is parsed once per process (the H100's is 38 KB; plans, bench steps and
+// name checks ask for them repeatedly).
 HardwareProfile HardwareProfile::h200_default() {
-  return from_json(json::parse(h200_default_json()), "compiled-in profile h200-default");
+  static const HardwareProfile p = from_json(json::parse(h200_default_json()), "compiled-in profile h200-default");
+  return p;
 }
 
 HardwareProfile HardwareProfile::h100_default() {
-  return from_json(json::parse(h100_default_json()), "compiled-in profile h100-default");
+  static const HardwareProfile p = from_json(json::parse(h100_default_json()), "compiled-in profile h100-default");
+  return p;
 }
 
 const std::vector<std::string>& HardwareProfile::builtin_names() {
   static const std::vector<std::string> names = {"h200-default", "h100-default"};
   return names;
+}
+
+bool HardwareProfile::is_builtin(const std::string& name) {
+  const std::vector<std::string>& names = builtin_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::optional<HardwareProfile> HardwareProfile::builtin(const std::string& name) {

@@ -232,6 +232,8 @@ struct HardwareProfile {
   /// Names of the compiled-in profiles, which --profile takes in place of a file path:
   /// {"h200-default", "h100-default"}.
   static const std::vector<std::string>& builtin_names();
+  /// Whether `name` is one of builtin_names().
+  static bool is_builtin(const std::string& name);
   /// The compiled-in profile named `name` (one of builtin_names()), or nullopt.
   static std::optional<HardwareProfile> builtin(const std::string& name);
   /// The compiled-in profile measured on a GPU of this kind, or nullopt where none was: `device_name`

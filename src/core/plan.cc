@@ -595,7 +595,7 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
   // re-planned an h100-default plan for h200-default).
   if (!inputs.profile_file.empty()) {
     flags += " --profile " + shell_word(inputs.profile_file);
-  } else if (HardwareProfile::builtin(inputs.profile_name)) {
+  } else if (HardwareProfile::is_builtin(inputs.profile_name)) {
     flags += " --profile " + inputs.profile_name;
   } else if (!inputs.profile_name.empty()) {  // a file's profile, in a plan that does not record the file
     flags += " --profile " + shell_word("<file of profile " + inputs.profile_name + ">");
