@@ -35,11 +35,12 @@ TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& pr
 int64_t TieredAttentionSchedule::smem_bytes() const {
   int64_t b = 0;
   if (host_ctas > 0) b = std::max(b, ta::host_cta_smem_bytes(shape.head_dim, host_stages));
-  if (hbm_ctas > 0) {
-    b = std::max(b, hbm_staged ? ta::host_cta_smem_bytes(shape.head_dim, hbm_stages)
-                               : ta::hbm_cta_smem_bytes(shape.head_dim, hbm_stages));
-  }
+  if (hbm_ctas > 0) b = std::max(b, hbm_cta_smem_bytes(hbm_stages));
   return b;
+}
+
+int64_t TieredAttentionSchedule::hbm_cta_smem_bytes(int64_t stages) const {
+  return hbm_staged ? ta::host_cta_smem_bytes(shape.head_dim, stages) : ta::hbm_cta_smem_bytes(shape.head_dim, stages);
 }
 
 int64_t TieredAttentionSchedule::host_inflight_bytes() const {
@@ -162,17 +163,14 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   static const int forced_combine = env_choice("DAK_ATTN_COMBINE", {"kernel", "cta"});
   if (forced_combine == 0) s.cta_combine = false;
 
-  const auto hbm_smem = [&](int64_t stages) {
-    return s.hbm_staged ? ta::host_cta_smem_bytes(d, stages) : ta::hbm_cta_smem_bytes(d, stages);
-  };
   s.hbm_stages = 2;
   for (int32_t st = ta::kMaxStages; st > 2; --st) {
-    if (hbm_smem(st) <= ta::kSmemTargetBytes) {
+    if (s.hbm_cta_smem_bytes(st) <= ta::kSmemTargetBytes) {
       s.hbm_stages = st;
       break;
     }
   }
-  const int64_t host_budget = std::max(ta::kSmemTargetBytes, hbm_smem(s.hbm_stages));
+  const int64_t host_budget = std::max(ta::kSmemTargetBytes, s.hbm_cta_smem_bytes(s.hbm_stages));
   s.host_stages = 1;
   for (int32_t st = 4; st > 1; --st) {
     if (ta::host_cta_smem_bytes(d, st) <= host_budget && st * ta::cta_stage_bytes(d) <= limits.cta_inflight_cap_bytes) {

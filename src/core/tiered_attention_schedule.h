@@ -180,6 +180,9 @@ struct TieredAttentionSchedule {
 
   /// Dynamic SMEM bytes per CTA: the larger of the two roles present.
   int64_t smem_bytes() const;
+  /// An HBM CTA's dynamic SMEM bytes with a ring of `stages` steps on this schedule's load path:
+  /// tiered_attention::host_cta_smem_bytes when hbm_staged, else tiered_attention::hbm_cta_smem_bytes.
+  int64_t hbm_cta_smem_bytes(int64_t stages) const;
   /// Host bytes in flight GPU-wide: host_ctas * host_stages * cta_stage_bytes(D).
   int64_t host_inflight_bytes() const;
   /// HBM workspace of the split partials: fp32 (m, l) [B][H][num_splits][2] (m in log2 units),
