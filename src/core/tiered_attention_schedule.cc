@@ -130,6 +130,10 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
       best_steps = per_split;
     }
   }
+  // Experiment (session 34): DAK_ATTN_SPLITS=n forces n splits of the longest sequence (still a
+  // function of the shape only, so every b_host gives the same bits).
+  static const int forced = env_choice("DAK_ATTN_SPLITS", {"1", "2", "4", "8", "16"});
+  if (forced >= 0) best_steps = ceil_div(steps, std::min<int64_t>(steps, int64_t(1) << forced));
   TieredAttentionSplit r;
   r.split_keys = int32_t(best_steps * ta::kStepKeys);
   r.num_splits = int32_t(ceil_div(s.max_ctx, r.split_keys));
