@@ -20,6 +20,13 @@ int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }
 constexpr int64_t kReferenceCtasPerSm = 2;  // workers assumed by the split heuristic
 constexpr int64_t kItemOverheadSteps = 2;   // per-item cost (q load, partial write) in 16-key steps
 constexpr int64_t kMaxSplits = 4096;
+// The split rule's merge and occupancy terms (choose_tiered_attention_split), fitted to Llama-2-7B
+// decode at 64 keys on the H100 (docs/perf-notes.md session 34: 1, 2 and 4 splits at batch 1 and 8;
+// a 16-key step ~1.7 us, a merge of split sequences ~3.2 us, CTAs filling every SM ~2.7 us of the
+// next kernel's early start).
+constexpr int64_t kMergeSteps = 2;     // the merge of a split sequence (partials, barrier), in steps
+constexpr int64_t kOccupancyNum = 4;   // steps per launch whose CTAs fill every SM once: 4 / 3
+constexpr int64_t kOccupancyDen = 3;
 
 }  // namespace
 
@@ -115,25 +122,32 @@ std::string TieredAttentionSchedule::to_string() const {
 
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
   check_tiered_attention_shape(s);
+  const int64_t sms = std::max<int64_t>(1, sm_count);
   const int64_t steps = ceil_div(s.max_ctx, ta::kStepKeys);  // 16-key steps of the longest sequence
   const int64_t pairs = s.batch * s.num_kv_heads;
-  const int64_t workers = ta::kWarps * kReferenceCtasPerSm * std::max<int64_t>(1, sm_count);
+  const int64_t workers = ta::kWarps * kReferenceCtasPerSm * sms;
+  // DAK_ATTN_SPLIT_RULE=makespan: the rule before session 34 (no merge or occupancy term), for A/B runs.
+  static const bool makespan_only = env_choice("DAK_ATTN_SPLIT_RULE", {"makespan"}) == 0;
   int64_t best_cost = std::numeric_limits<int64_t>::max();
   int64_t best_steps = steps;
   for (int64_t n = 1; n <= std::min(steps, kMaxSplits); ++n) {
     const int64_t per_split = ceil_div(steps, n);
     const int64_t used = ceil_div(steps, per_split);  // no always-empty split
     if (used != n) continue;
-    const int64_t cost = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps);
+    const int64_t makespan = ceil_div(pairs * used, workers) * (per_split + kItemOverheadSteps);
+    int64_t cost = makespan;
+    if (!makespan_only) {
+      // In units of 1 / (kOccupancyDen * sms) step: the makespan, the merge of split sequences, and
+      // the SMs the launch occupies (CTAs / sms, at most kReferenceCtasPerSm), which the next
+      // kernel's early CTAs cannot use.
+      const int64_t ctas = std::min(ceil_div(pairs * used, ta::kWarps), kReferenceCtasPerSm * sms);
+      cost = (makespan + (used > 1 ? kMergeSteps : 0)) * kOccupancyDen * sms + kOccupancyNum * ctas;
+    }
     if (cost < best_cost) {
       best_cost = cost;
       best_steps = per_split;
     }
   }
-  // Experiment (session 34): DAK_ATTN_SPLITS=n forces n splits of the longest sequence (still a
-  // function of the shape only, so every b_host gives the same bits).
-  static const int forced = env_choice("DAK_ATTN_SPLITS", {"1", "2", "4", "8", "16"});
-  if (forced >= 0) best_steps = ceil_div(steps, std::min<int64_t>(steps, int64_t(1) << forced));
   TieredAttentionSplit r;
   r.split_keys = int32_t(best_steps * ta::kStepKeys);
   r.num_splits = int32_t(ceil_div(s.max_ctx, r.split_keys));

@@ -202,10 +202,15 @@ struct TieredAttentionSchedule {
 /// G <= 16, max_ctx in [1, 2^31 - 16]).
 void check_tiered_attention_shape(const TieredAttentionShape& shape);
 
-/// The key split for a shape on a GPU of `sm_count` SMs: the number of splits minimizing the
-/// estimated makespan ceil(B * Hkv * S / workers) * (steps per split + 2) of the worst case
-/// (every sequence at max_ctx), with workers = 4 warps x 2 CTAs x sm_count and ties to the
-/// fewest splits. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host. (A rule that also
+/// The key split for a shape on a GPU of `sm_count` SMs: the number of splits S minimizing, in
+/// 16-key steps, the estimated makespan ceil(B * Hkv * S / workers) * (steps per split + 2) of the
+/// worst case (every sequence at max_ctx; workers = 4 warps x 2 CTAs x sm_count), plus 2 for the
+/// merge when S > 1, plus 4/3 x (CTAs / sm_count) for the SMs the launch keeps from the next
+/// kernel's early CTAs (CTAs = B * Hkv * S / 4, at most 2 per SM); ties to the fewest splits.
+/// Measured on the H100 (docs/perf-notes.md session 34), Llama-2-7B decode at 64 keys: batch 8
+/// takes 1 split instead of 4 (256 -> 64 CTAs), TPOT -1.3 %; batch 1 keeps 4. Long contexts keep
+/// their many splits. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
+/// DAK_ATTN_SPLIT_RULE=makespan drops the two terms (the rule before session 34). (A rule that
 /// priced the combine kernel of 3 or 5 splits measured equal on Llama-2-7B and 2 % slower on
 /// Llama-3-8B: docs/perf-notes.md session 32.)
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
