@@ -78,6 +78,14 @@ bool attention_fuse_rope() {
   return on;
 }
 
+/// Whether qkv's epilogue may run RoPE and the KV append (TieredGemmRopeOut; same bits as the
+/// separate apply_rope_kv_append launch). DAK_ROPE_EPILOGUE=0 keeps the separate kernel (A/B runs).
+/// Measured on the H100: docs/perf-notes.md session 34.
+bool rope_epilogue_enabled() {
+  static const bool on = env_flag("DAK_ROPE_EPILOGUE", true);
+  return on;
+}
+
 /// Diagnostic builds only (-DDAK_DIAG_SKIP_KERNELS; wrong outputs, never a release): whether
 /// DAK_DIAG_SKIP (a comma list of rope, act, attn) drops that kernel from every layer, to bound
 /// what fusing it away could save (docs/perf-notes.md session 33). Always false otherwise.
@@ -290,9 +298,12 @@ struct GpuEngine::Impl {
   /// tier): the tiered GEMM or cuBLASLt per use_tiered. `op`: the step operator it computes
   /// (names the GEMM for DAK_EARLY_W).
   /// `norm_out` / `norm_in` (fused-norm passes only): the tiered GEMM's RMSNorm epilogues.
-  void linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s,
+  /// `rope` (qkv only, paired rows): the RoPE + KV append epilogue where the linear runs on the
+  /// tiered GEMM's 64-row tiles with host rows a multiple of 16. Returns whether it ran (else the
+  /// caller launches apply_rope_kv_append).
+  bool linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s,
               StepOp op = StepOp::kLogits, const TieredGemmNormOut* norm_out = nullptr,
-              const TieredGemmNormIn* norm_in = nullptr);
+              const TieredGemmNormIn* norm_in = nullptr, const TieredGemmRopeOut* rope = nullptr);
   void run_pass(const Pass& p, bool eager = false);
 };
 
@@ -602,8 +613,9 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     residual_norm(NormParams{x, resid, n.w, n.b, normed, T, hd, c.norm_eps, norm_type, mode}, s);
   };
   auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, StepOp op, bool relu = false,
-                    const TieredGemmNormOut* norm_out = nullptr, const TieredGemmNormIn* norm_in = nullptr) {
-    this->linear(x, l, y, T, relu, false, s, op, norm_out, norm_in);
+                    const TieredGemmNormOut* norm_out = nullptr, const TieredGemmNormIn* norm_in = nullptr,
+                    const TieredGemmRopeOut* rope = nullptr) {
+    return this->linear(x, l, y, T, relu, false, s, op, norm_out, norm_in, rope);
   };
   // Fused norms (short passes of pre-LN RMSNorm models, fused_norm): o_proj and each layer's down
   // but the last end in the norm-out epilogue (residual add, x~ = bf16(resid * weight) into
@@ -676,21 +688,32 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
       mark(StepOp::kNorm, s);
       norm(l == 0 ? nullptr : sub, L.attn_norm, NormResidual::kPreNorm);
     }
-    mark(StepOp::kQkvProj, s);
-    linear(normed, L.qkv, qkv, StepOp::kQkvProj, false, nullptr, fused_in ? &norm_in[1] : nullptr);
-    mark(StepOp::kRopeKvAppend, s);
     const KvCacheLayer& kvl = kv_layers[size_t(l)];
     const KvAppendParams kv{qkv, qkvd, qd, qd + kvd, slots, positions, kvl, T};
-    // With DAK_ATTN_FUSE_ROPE=1 a tiered decode step folds RoPE and the append into the attention
-    // kernel (same bits; off by default, see attention_fuse_rope()).
+    // With DAK_ATTN_FUSE_ROPE=1 a tiered decode step folds the append into the attention kernel
+    // (same bits; off by default, see attention_fuse_rope()), RoPE too where q / k keep the natural
+    // row order (the attention rotates pairs (i, i + D/2)).
     const bool fused_append = tiered_step && attention_fuse_rope() &&
-                              (!w.inv_freq || tiered_attention_rope_fusable(c.head_dim));
-    if (fused_append || (d.max_len == 1 && diag_skip("rope"))) {
-      // nothing here: tiered_attention below rotates q and writes row len - 1
+                              (!w.inv_freq || (!w.rope_paired_rows && tiered_attention_rope_fusable(c.head_dim)));
+    const bool skip_rope = d.max_len == 1 && diag_skip("rope");
+    // RoPE and the append in qkv's epilogue where it runs on the 64-row tiles (paired rows only).
+    TieredGemmRopeOut rope_out;
+    const bool offer_rope = w.inv_freq && w.rope_paired_rows && !fused_append && !skip_rope && rope_epilogue_enabled();
+    if (offer_rope) {
+      rope_out = TieredGemmRopeOut{positions, w.inv_freq, w.rope_attention_factor, int32_t(c.num_heads),
+                                   slots, positions, kvl};
+    }
+    mark(StepOp::kQkvProj, s);
+    const bool rope_done = linear(normed, L.qkv, qkv, StepOp::kQkvProj, false, nullptr,
+                                  fused_in ? &norm_in[1] : nullptr, offer_rope ? &rope_out : nullptr);
+    mark(StepOp::kRopeKvAppend, s);
+    if (rope_done || fused_append || skip_rope) {
+      // nothing here: qkv's epilogue did it, or tiered_attention below writes row len - 1
     } else if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
-      apply_rope_kv_append(RopeParams{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
-                                      int32_t(c.num_kv_heads), int32_t(c.head_dim), w.rope_attention_factor},
-                           kv, s);
+      RopeParams rp{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
+                    int32_t(c.num_kv_heads), int32_t(c.head_dim), w.rope_attention_factor};
+      rp.paired_rows = w.rope_paired_rows;
+      apply_rope_kv_append(rp, kv, s);
     } else {
       kv_append(kv, s);
     }
@@ -867,9 +890,9 @@ bool GpuEngine::Impl::on_64_row_tiles(const GpuLinear& l, int64_t N) const {
   return runs_tiered(l, N) && choose_tiered_gemm_tile(l.out, N, l.in, sm_count, gemm_limits.compute_bn).bm == 64;
 }
 
-void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
+bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
                              cudaStream_t s, StepOp op, const TieredGemmNormOut* norm_out,
-                             const TieredGemmNormIn* norm_in) {
+                             const TieredGemmNormIn* norm_in, const TieredGemmRopeOut* rope) {
   const int64_t M = l.out, K = l.in;
   const bool staged = staged_next < staged_order.size() && staged_order[staged_next] == &l;
   if (runs_tiered(l, N)) {  // host rows only where K % 8 == 0 (checked at load)
@@ -911,9 +934,11 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
       // decode, session 24 call 3): batch 1 3.695 / 3.683 -> 3.666 ms, batch 8 unchanged.
       if (a.early_w_stages < 0) a.early_w_stages = 64;  // capped by the ring in the kernel
     }
+    const bool rope_here = rope && it->second.tile.bm == 64 && l.m_host % 16 == 0;
+    if (rope_here) a.rope = *rope;
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
-    return;
+    return rope_here;
   }
   if (norm_out || norm_in) {
     fail("a fused-norm linear reached cuBLASLt", "GpuEngine::linear", "report this as a bug (fused_norm() decides)");
@@ -937,6 +962,7 @@ void GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
   };
   if (l.m_host > 0) run(l.h_w, 0, l.m_host);
   if (l.m_host < M) run(l.w, l.m_host, M - l.m_host);
+  return false;
 }
 
 void GpuEngine::Impl::run_pass(const Pass& p, bool eager) {

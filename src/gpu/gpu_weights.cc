@@ -10,6 +10,7 @@
 #include "core/checkpoint.h"
 #include "core/cpu_ops.h"
 #include "core/error.h"
+#include "core/rope_layout.h"
 #include "core/tensor_names.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/convert.h"
@@ -32,6 +33,8 @@ struct Slice {
     uint64_t elems = 0;
     float mean = 0.0f;           // random source: values mean + half_range * U[-1, 1)
     float half_range = kInitHalfRange;
+    int64_t paired_head_dim = 0;  // > 0: q or k heads of this head_dim, rows stored in the paired
+                                  //   order (core/rope_layout.h; shape[0] rows of `cols` elements)
   };
   uint64_t elems = 0;
   int64_t cols = 1;       // elements per row
@@ -90,8 +93,9 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     slices.push_back(std::move(s));
   };
   // Row-wise concatenation of `parts` (name, rows), all with `in` columns.
+  // The first `paired_parts` parts hold q / k heads (core/rope_layout.h) when the model uses them.
   auto linear = [&](std::initializer_list<std::pair<std::string, int64_t>> parts, int64_t in, bool bias,
-                    GpuLinear& l) {
+                    GpuLinear& l, int paired_parts = 0) {
     l.in = in;
     l.out = 0;
     for (const auto& part : parts) l.out += part.second;
@@ -103,10 +107,16 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     bs.target = &l.b;
     std::vector<TensorPart> split;
     int64_t row = 0;
+    int index = 0;
     for (const auto& [base, rows] : parts) {
+      const int64_t paired = index++ < paired_parts && w.rope_paired_rows ? c.head_dim : 0;
       ws.parts.push_back({base + ".weight", {rows, in}, uint64_t(row * in), uint64_t(rows * in)});
+      ws.parts.back().paired_head_dim = paired;
       split.push_back({base + ".weight", rows});
-      if (bias) bs.parts.push_back({base + ".bias", {rows}, uint64_t(row), uint64_t(rows)});
+      if (bias) {
+        bs.parts.push_back({base + ".bias", {rows}, uint64_t(row), uint64_t(rows)});
+        bs.parts.back().paired_head_dim = paired;
+      }
       row += rows;
     }
     ws.elems = uint64_t(l.out * in);
@@ -131,6 +141,7 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
   };
 
   const int64_t hd = c.hidden_size, e = c.embed_dim();
+  w.rope_paired_rows = c.arch != Arch::kOpt && rope_layout::pairable(c.head_dim);
   table(std::string(nm.embed) + ".weight", c.vocab_size, e, w.embed);
   if (*nm.positions) {
     table(std::string(nm.positions) + ".weight", c.max_position_embeddings + c.position_offset, hd, w.positions);
@@ -152,7 +163,7 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     const std::string p = fmt::format("{}{}.", nm.layer, l);
     norm(p + nm.attn_norm, L.attn_norm);
     norm(p + nm.mlp_norm, L.mlp_norm);
-    linear({{p + nm.q, c.q_dim()}, {p + nm.k, c.kv_dim()}, {p + nm.v, c.kv_dim()}}, hd, c.qkv_bias, L.qkv);
+    linear({{p + nm.q, c.q_dim()}, {p + nm.k, c.kv_dim()}, {p + nm.v, c.kv_dim()}}, hd, c.qkv_bias, L.qkv, 2);
     linear({{p + nm.o, hd}}, c.q_dim(), c.o_bias, L.o);
     if (c.gated_mlp) {
       linear({{p + nm.gate, c.intermediate_size}, {p + nm.up, c.intermediate_size}}, hd, c.mlp_bias, L.gate_up);
@@ -262,6 +273,21 @@ void check_supported(const ModelConfig& c, const std::string& where) {
   if (c.head_dim > 256) {
     fail(fmt::format("head_dim {} is larger than the 256 the GPU attention kernels support", c.head_dim), where,
          "run this model with --device cpu");
+  }
+}
+
+/// Reorders the rows of part `p` (q or k heads, [heads * D, cols] fp32, natural order) into the
+/// paired order of core/rope_layout.h, in place.
+void to_paired_rows(std::vector<float>& v, const Slice::Part& p) {
+  const int64_t D = p.paired_head_dim, rows = p.shape[0];
+  const int64_t cols = p.shape.size() > 1 ? p.shape[1] : 1;
+  std::vector<float> head(size_t(D * cols));
+  for (int64_t h0 = 0; h0 + D <= rows; h0 += D) {
+    float* src = v.data() + h0 * cols;
+    std::copy(src, src + D * cols, head.begin());
+    for (int64_t i = 0; i < D; ++i) {
+      std::copy_n(head.begin() + i * cols, cols, src + rope_layout::paired_row(i, D) * cols);
+    }
   }
 }
 
@@ -388,7 +414,8 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement, 
       const Slice& s = slices[i];
       const SliceDst dst = place_slice(s, w);
       for (size_t j = 0; j < s.parts.size(); ++j) {
-        const std::vector<float> v = ckpt.read_f32(*infos[i][j]);
+        std::vector<float> v = ckpt.read_f32(*infos[i][j]);
+        if (s.parts[j].paired_head_dim > 0) to_paired_rows(v, s.parts[j]);
         // Host-tier pieces are converted on the GPU and written in place over PCIe (mapped).
         for_each_piece(s, dst, s.parts[j].offset, v.size(), [&](bf16* d, uint64_t first, uint64_t n) {
           stager.upload(v.data() + first, n, d);
@@ -424,8 +451,12 @@ GpuWeights GpuWeights::random(const ModelConfig& config, uint64_t seed, const st
     const SliceDst dst = place_slice(s, w);
     for (const Slice::Part& p : s.parts) {
       for_each_piece(s, dst, p.offset, p.elems, [&](bf16* d, uint64_t first, uint64_t n) {
-        random_fill_bf16(RandomFillParams{d, int64_t(n), seed, stream_id, p.mean, p.half_range, int64_t(first)},
-                         nullptr);
+        RandomFillParams f{d, int64_t(n), seed, stream_id, p.mean, p.half_range, int64_t(first)};
+        if (p.paired_head_dim > 0) {
+          f.paired_head_dim = p.paired_head_dim;
+          f.row_elems = p.shape.size() > 1 ? p.shape[1] : 1;
+        }
+        random_fill_bf16(f, nullptr);
       });
       ++stream_id;
     }

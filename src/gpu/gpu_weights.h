@@ -94,6 +94,10 @@ struct GpuWeights {
   std::vector<GpuLayer> layers;
   const float* inv_freq = nullptr;  // [D/2] fp32 RoPE inverse frequencies; null for OPT
   float rope_attention_factor = 1.f;  // cos / sin multiplier (cpu::rope_attention_factor; yarn)
+  /// The q and k heads of every layer's qkv (weight rows and bias) are in the paired row order
+  /// (core/rope_layout.h): true for RoPE models whose head_dim is pairable (every RoPE model the GPU
+  /// kernels run), so RoPE kernels and the qkv GEMM's RoPE epilogue must take that order.
+  bool rope_paired_rows = false;
   uint64_t bytes = 0;               // HBM arena bytes (bf16 weights + inv_freq, aligned)
   uint64_t host_bytes = 0;          // host-tier bytes (the offloaded rows, 256-byte aligned slices)
 

@@ -5,7 +5,8 @@
 // multiples of 8) and the element path (padded rows, D = 20), GQA and MQA, an out-of-range token,
 // caches with slots in pinned mapped host memory (b_host 0, 1 and every slot), cos / sin
 // multipliers 1 and yarn's 0.1 ln 4 + 1 (RopeParams::attention_factor), and launches large
-// enough for 2 and 4 pairs per thread (at least 1024 threads per SM after grouping).
+// enough for 2 and 4 pairs per thread (at least 1024 threads per SM after grouping). The paired row
+// order (RopeParams::paired_rows, core/rope_layout.h): bitwise the natural order's results moved.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/rope_layout.h"
 #include "gpu/kernels/kv_append.h"
 #include "gpu/kernels/rope.h"
 #include "gpu/launch.h"
@@ -143,6 +145,104 @@ TEST(RopeKvAppendKernel, LargeLaunchesWithSeveralPairsPerThread) {
   run_case(512, 32, 8, 128, 0, 3, yarn_m, seed + 1, 8, 70);
   run_case(512, 32, 8, 128, 3, 8, 1.0f, seed + 2, 8, 70);
   run_case(512, 32, 32, 64, 0, 8, 1.0f, seed + 3, 8, 70);
+}
+
+/// The q / k heads of `rows` ([T, stride]: q heads at 0, k heads at qd, H + Hkv heads of D) moved
+/// from the natural order into the paired one (core/rope_layout.h); v and padding unchanged.
+std::vector<Bf16Bits> to_paired(const std::vector<Bf16Bits>& rows, int64_t T, int64_t stride, int64_t heads, int64_t D) {
+  std::vector<Bf16Bits> out = rows;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < D; ++i) {
+        out[size_t(t * stride + h * D + dak::rope_layout::paired_row(i, D))] = rows[size_t(t * stride + h * D + i)];
+      }
+    }
+  }
+  return out;
+}
+
+// RoPE + KV append on q / k heads in the paired row order: rotating the moved values gives the
+// natural order's bits moved the same way, in the rows and in the cached k (v unchanged), for
+// apply_rope + kv_append and for the fused launch, at 1, 2 and 4 pairs per thread.
+void run_paired_case(int64_t T, int H, int Hkv, int D, int64_t b_host, float m, uint64_t seed, int64_t slots,
+                     int64_t ctx) {
+  const std::string what = "paired T=" + std::to_string(T) + " H=" + std::to_string(H) + " Hkv=" +
+                           std::to_string(Hkv) + " D=" + std::to_string(D) + " b_host=" + std::to_string(b_host) +
+                           " seed=" + std::to_string(seed);
+  std::mt19937_64 rng(seed);
+  const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D, stride = qd + 2 * kvd;
+  const auto natural = random_bf16(size_t(T * stride), rng);
+  std::vector<int32_t> slot(static_cast<size_t>(T)), pos(static_cast<size_t>(T)), rope_pos(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    slot[size_t(t)] = int32_t(t % slots);
+    pos[size_t(t)] = int32_t((t / slots) % ctx);
+    rope_pos[size_t(t)] = int32_t(rng() % 131072);
+  }
+  std::vector<float> inv_freq(size_t(D / 2));
+  for (int i = 0; i < D / 2; ++i) inv_freq[size_t(i)] = float(1.0 / std::pow(10000.0, 2.0 * i / D));
+  DeviceBuffer<int32_t> d_slot(slot), d_pos(pos), d_rope_pos(rope_pos);
+  DeviceBuffer<float> d_f(inv_freq);
+  auto params = [&](DeviceBuffer<Bf16Bits>& rows, const TwoTierKvCache& cache, bool paired) {
+    dak::gpu::RopeParams r;
+    r.g_qkv = bf(rows.get());
+    r.row_stride = stride;
+    r.k_offset = qd;
+    r.g_positions = d_rope_pos.get();
+    r.g_inv_freq = d_f.get();
+    r.T = T;
+    r.num_q_heads = H;
+    r.num_k_heads = Hkv;
+    r.head_dim = D;
+    r.attention_factor = m;
+    r.paired_rows = paired;
+    const dak::gpu::KvAppendParams kv{bf(rows.get()), stride, qd, qd + kvd, d_slot.get(), d_pos.get(),
+                                      cache.layer(), T};
+    return std::pair{r, kv};
+  };
+  DeviceBuffer<Bf16Bits> rows_n(natural), rows_a(to_paired(natural, T, stride, H + Hkv, D)),
+      rows_b(to_paired(natural, T, stride, H + Hkv, D));
+  TwoTierKvCache cache_n(slots, b_host, Hkv, D, ctx), cache_a(slots, b_host, Hkv, D, ctx),
+      cache_b(slots, b_host, Hkv, D, ctx);
+  cache_n.poison();
+  cache_a.poison();
+  cache_b.poison();
+  const auto [rn, kvn] = params(rows_n, cache_n, false);
+  dak::gpu::apply_rope_kv_append(rn, kvn, nullptr);
+  const auto [ra, kva] = params(rows_a, cache_a, true);
+  dak::gpu::apply_rope(ra, nullptr);
+  dak::gpu::kv_append(kva, nullptr);
+  const auto [rb, kvb] = params(rows_b, cache_b, true);
+  dak::gpu::apply_rope_kv_append(rb, kvb, nullptr);
+  const auto want_rows = to_paired(rows_n.download(), T, stride, H + Hkv, D);
+  // The cache's k rows [slots][Hkv][ctx][D] are heads of D: the same move, row by row.
+  const int64_t cache_rows = slots * Hkv * ctx;
+  const auto want_k = to_paired(cache_n.k(), cache_rows, D, 1, D);
+  EXPECT_EQ(rows_a.download(), want_rows) << what << ": apply_rope's rows are not the natural ones moved";
+  EXPECT_EQ(rows_b.download(), want_rows) << what << ": apply_rope_kv_append's rows are not the natural ones moved";
+  EXPECT_EQ(cache_a.k(), want_k) << what << ": cached k (apply_rope + kv_append) is not the natural one moved";
+  EXPECT_EQ(cache_b.k(), want_k) << what << ": cached k (fused launch) is not the natural one moved";
+  EXPECT_EQ(cache_a.v(), cache_n.v()) << what << ": cached v differs";
+  EXPECT_EQ(cache_b.v(), cache_n.v()) << what << ": cached v differs (fused launch)";
+}
+
+TEST(RopeKvAppendKernel, PairedRowsGiveTheNaturalBitsMoved) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  const float yarn_m = float(0.1 * std::log(4.0) + 1.0);
+  uint64_t k = 0;
+  for (int D : {16, 64, 80, 128, 256}) {
+    for (auto [H, Hkv] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{8, 8}}) {
+      for (int64_t T : {1, 5, 33}) {
+        run_paired_case(T, H, Hkv, D, int64_t(k % 3), k % 4 == 3 ? yarn_m : 1.0f, seed + k, 3, 23);
+        ++k;
+      }
+    }
+  }
+  // Launches wide enough for 2 and 4 pairs per thread (Llama-3-8B heads), host slots included.
+  if (!dak::gpu::narrow_small_kernels()) {
+    run_paired_case(128, 32, 8, 128, 2, 1.0f, seed + 100, 8, 70);
+    run_paired_case(512, 32, 8, 128, 3, yarn_m, seed + 101, 8, 70);
+  }
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // inputs with poisoned outputs; offload ratios {0, one tile, 1 %, 10 %, 50 %, 100 %}; split
 // invariance (identical output bits for every m_host); the host rows are never written; awkward
 // shapes (M, N not multiples of the tile, K not a multiple of 64), strided x and y, bias, ReLU,
-// fp32 output, forced congestion parameters, k-splits, and CUDA-graph replay.
+// fp32 output, forced congestion parameters, k-splits, and CUDA-graph replay. The fused epilogues
+// (RMSNorm across the boundary; RoPE + KV append) against the plain GEMM and their own kernels.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -19,9 +21,11 @@
 #include "gpu/device.h"
 #include "gpu/host_arena.h"
 #include "gpu/kernels/norm.h"
+#include "gpu/kernels/rope.h"
 #include "gpu/kernels/tiered_gemm.h"
 #include "gpu_test_util.h"
 #include "kernel_test_util.h"
+#include "kv_test_util.h"
 
 namespace {
 
@@ -709,6 +713,134 @@ TEST(TieredGemm, NormEpiloguesRefuseShapesTheyCannotServe) {
   n.C = 100;
   EXPECT_NO_THROW(dak::gpu::rms_norm_out(n, nullptr));
   DAK_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// The RoPE + KV append epilogue (TieredGemmRopeOut) of the qkv GEMM: y and both KV tiers bitwise
+// equal to the plain GEMM followed by apply_rope_kv_append with paired rows (kernels/rope.h), on
+// fresh random inputs with poisoned y (and guard elements) and caches: head_dim 64 / 80 / 128,
+// MHA and GQA, N from 1 to 64 (one token out of the cache's range), host rows of W (m_host
+// multiples of 16, also mid-tile) and host-tier cache slots, with and without bias, the norm-in
+// epilogue before it, and forced k-splits.
+TEST(TieredGemm, RopeEpilogueMatchesThePlainGemmThenRopeKvAppend) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int sms = sm_count();
+  const int64_t K = 512, slots = 4, ctx = 40;
+  int k = 0;
+  for (auto [H, Hkv, D] : {std::tuple{4, 4, 64}, std::tuple{6, 2, 80}, std::tuple{4, 1, 128}}) {
+    const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D, M = qd + 2 * kvd;
+    for (int64_t N : {1, 5, 8, 33, 64}) {
+      for (int64_t m_host : {int64_t(0), int64_t(48), int64_t(128), M}) {
+        const bool bias = k % 2 == 0, norm_in = k % 3 == 1;
+        const int32_t forced_splits = k % 4 == 3 ? 2 : 0;
+        const int64_t b_host = k % 3;
+        ++k;
+        auto sched = dak::plan_tiered_gemm(M, N, K, m_host, sms);
+        if (forced_splits) sched.k_splits = forced_splits;
+        sched.validate();
+        ASSERT_EQ(sched.tile.bm, 64) << sched.to_string();
+        const std::string what = "H=" + std::to_string(H) + " Hkv=" + std::to_string(Hkv) + " D=" + std::to_string(D) +
+                                 " bias=" + std::to_string(bias) + " norm_in=" + std::to_string(norm_in) +
+                                 " b_host=" + std::to_string(b_host) + " " + sched.to_string();
+        const auto x = random_bf16(size_t(N * K), rng), w = random_bf16(size_t(M * K), rng, 0.05f);
+        const auto b = random_bf16(size_t(M), rng);
+        std::vector<float> sumsq(static_cast<size_t>(K / 64 * N));
+        std::uniform_real_distribution<float> ud(1.0f, 8.0f);
+        for (auto& v : sumsq) v = ud(rng);
+        std::vector<int32_t> slot(static_cast<size_t>(N)), pos(static_cast<size_t>(N)), rope_pos(static_cast<size_t>(N));
+        for (int64_t t = 0; t < N; ++t) {
+          slot[size_t(t)] = int32_t(t % slots);
+          pos[size_t(t)] = int32_t(t / slots);
+          rope_pos[size_t(t)] = int32_t(rng() % 131072);
+        }
+        if (N > 2) pos[size_t(N - 1)] = int32_t(ctx);  // out of the cache's range: rotated in y, not cached
+        std::vector<float> inv_freq(size_t(D / 2));
+        for (int64_t i = 0; i < D / 2; ++i) inv_freq[size_t(i)] = float(1.0 / std::pow(10000.0, 2.0 * double(i) / D));
+        DeviceBuffer<Bf16Bits> d_x(x), d_b(b);
+        DeviceBuffer<float> d_sumsq(sumsq), d_f(inv_freq);
+        DeviceBuffer<int32_t> d_slot(slot), d_pos(pos), d_rope_pos(rope_pos);
+        PlacedW pw(w, M, K, m_host);
+        auto run = [&](bool fused, TwoTierKvCache& cache) {
+          DeviceBuffer<Bf16Bits> d_y(size_t(N * M) + 8);
+          d_y.poison();
+          cache.poison();
+          DeviceBuffer<uint8_t> ws(size_t(sched.workspace_bytes()));
+          ws.poison();
+          dak::gpu::tiered_gemm_workspace_init(ws.get(), sched, nullptr);
+          TieredGemmArgs a;
+          a.g_x = bf(d_x.get());
+          a.h_w = pw.h_w;
+          a.g_w = pw.g_w;
+          a.g_bias = bias ? bf(d_b.get()) : nullptr;
+          a.g_y = d_y.get();
+          if (norm_in) a.norm_in = {d_sumsq.get(), 1e-5f};
+          const float factor = D == 80 ? 1.25f : 1.0f;
+          if (fused) {
+            a.rope = {d_rope_pos.get(), d_f.get(), factor, int32_t(H), d_slot.get(), d_pos.get(), cache.layer()};
+          }
+          dak::gpu::tiered_gemm(a, sched, ws.get(), nullptr);
+          if (!fused) {
+            dak::gpu::RopeParams r;
+            r.g_qkv = bf(d_y.get());
+            r.row_stride = M;
+            r.k_offset = qd;
+            r.g_positions = d_rope_pos.get();
+            r.g_inv_freq = d_f.get();
+            r.T = N;
+            r.num_q_heads = H;
+            r.num_k_heads = Hkv;
+            r.head_dim = int32_t(D);
+            r.attention_factor = factor;
+            r.paired_rows = true;
+            const dak::gpu::KvAppendParams kv{bf(d_y.get()), M, qd, qd + kvd, d_slot.get(), d_pos.get(),
+                                              cache.layer(), N};
+            dak::gpu::apply_rope_kv_append(r, kv, nullptr);
+          }
+          return d_y.download();
+        };
+        TwoTierKvCache cache_a(slots, b_host, Hkv, D, ctx), cache_b(slots, b_host, Hkv, D, ctx);
+        const auto y_plain = run(false, cache_a);
+        const auto y_fused = run(true, cache_b);
+        EXPECT_TRUE(same_bits(y_plain, y_fused)) << what << ": y differs from the plain GEMM + apply_rope_kv_append";
+        EXPECT_TRUE(same_bits(cache_a.k(), cache_b.k())) << what << ": cached k differs";
+        EXPECT_TRUE(same_bits(cache_a.v(), cache_b.v())) << what << ": cached v differs";
+        for (size_t g = size_t(N * M); g < y_fused.size(); ++g) EXPECT_EQ(y_fused[g], 0xffff) << what << ": guard written";
+        // The rows of the last cached token were written (not left poisoned) in both tiers' layout.
+        const auto kc = cache_b.k();
+        const int64_t t = N > 2 ? N - 2 : N - 1;
+        const size_t at = size_t(((int64_t(slot[size_t(t)]) * Hkv) * ctx + pos[size_t(t)]) * D);
+        EXPECT_NE(kc[at], 0xffff) << what << ": the k row of token " << t << " was not cached";
+      }
+    }
+  }
+}
+
+TEST(TieredGemm, RopeEpilogueRefusesShapesItCannotServe) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const int64_t H = 4, Hkv = 2, D = 64, M = (H + 2 * Hkv) * D, K = 256;
+  DeviceBuffer<Bf16Bits> x(128 * K), w(M * K), y(128 * M);
+  DeviceBuffer<float> f(D / 2);
+  DeviceBuffer<int32_t> idx(128);
+  TwoTierKvCache cache(2, 0, Hkv, D, 8);
+  TieredGemmArgs a;
+  a.g_x = bf(x.get());
+  a.g_w = bf(w.get());
+  a.g_y = y.get();
+  a.rope = {idx.get(), f.get(), 1.0f, int32_t(H), idx.get(), idx.get(), cache.layer()};
+  // The 128-row compute tiles (N > 64) have no RoPE epilogue.
+  auto s = dak::plan_tiered_gemm(M, 128, K, 0, sm_count());
+  DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()) + (1 << 20));
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // M that is not (H + 2 Hkv) * D.
+  a.rope.num_q_heads = int32_t(H + 1);
+  s = dak::plan_tiered_gemm(M, 8, K, 0, sm_count());
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // fp32 output.
+  a.rope.num_q_heads = int32_t(H);
+  a.out = TieredGemmOut::kF32;
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
 }
 
 TEST(TieredGemm, RejectsBadArguments) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
 
 namespace dak::gpu {
@@ -25,6 +26,15 @@ __device__ __forceinline__ __nv_bfloat16 value_at(uint64_t key, int64_t i, float
   return __float2bfloat16_rn(__fmaf_rn(x, half_range, mean));
 }
 
+// The stream element written at position j of the tensor: j itself, or, for q / k heads in the
+// paired row order (RandomFillParams::paired_head_dim), the element of the natural row it holds.
+__device__ __forceinline__ int64_t source_element(const RandomFillParams& p, int64_t j) {
+  if (p.paired_head_dim <= 0) return j;
+  const int64_t D = p.paired_head_dim, row = j / p.row_elems, col = j % p.row_elems;
+  const int64_t head0 = row / D * D;
+  return (head0 + rope_layout::natural_index(row - head0, D)) * p.row_elems + col;
+}
+
 template <bool kVectorized>
 __global__ void __launch_bounds__(kThreads) random_fill_kernel(const __grid_constant__ RandomFillParams p) {
   const uint64_t key = mix64(p.seed + (p.stream + 1) * kStreamStep);
@@ -35,12 +45,12 @@ __global__ void __launch_bounds__(kThreads) random_fill_kernel(const __grid_cons
     for (int64_t g = first; g < groups; g += stride) {
       alignas(16) __nv_bfloat16 r[kVec];  // registers
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) r[v] = value_at(key, p.first + g * kVec + v, p.mean, p.half_range);
+      for (int v = 0; v < kVec; ++v) r[v] = value_at(key, source_element(p, p.first + g * kVec + v), p.mean, p.half_range);
       *reinterpret_cast<uint4*>(p.g_out + g * kVec) = *reinterpret_cast<const uint4*>(r);
     }
-    for (int64_t i = groups * kVec + first; i < p.n; i += stride) p.g_out[i] = value_at(key, p.first + i, p.mean, p.half_range);
+    for (int64_t i = groups * kVec + first; i < p.n; i += stride) p.g_out[i] = value_at(key, source_element(p, p.first + i), p.mean, p.half_range);
   } else {
-    for (int64_t i = first; i < p.n; i += stride) p.g_out[i] = value_at(key, p.first + i, p.mean, p.half_range);
+    for (int64_t i = first; i < p.n; i += stride) p.g_out[i] = value_at(key, source_element(p, p.first + i), p.mean, p.half_range);
   }
 }
 

@@ -1,7 +1,8 @@
 // Deterministic random bf16 fill: the values of `--random-weights` (gpu_weights.h), generated
 // in place in HBM so that a config of any size needs neither host memory nor a file.
 //
-//   out[i] = bf16_rn(fma(x_j, half_range, mean)), j = first + i,  x_j = (int32(bits_j >> 40) - 2^23) * 2^-23
+//   out[i] = bf16_rn(fma(x_j, half_range, mean)), j = first + i (or, for paired q / k rows, the
+//            natural element that position first + i holds: RandomFillParams::paired_head_dim),  x_j = (int32(bits_j >> 40) - 2^23) * 2^-23
 //   bits_j = splitmix64_mix(key + (j + 1) * 0x9E3779B97F4A7C15)      (element j of the stream)
 //   key    = splitmix64_mix(seed + (stream + 1) * 0xD1B54A32D192ED03)
 // where splitmix64_mix(z) is the SplitMix64 output function (Steele, Lea, Flood, "Fast
@@ -31,6 +32,10 @@ struct RandomFillParams {
   float half_range = 0.0f;         // values lie in [mean - half_range, mean + half_range)
   int64_t first = 0;               // stream index of g_out[0]: out[i] gets element first + i, so a
                                    //   tensor split over two tiers fills as two calls, bitwise the same
+  int64_t paired_head_dim = 0;     // > 0: the tensor is q or k heads of this head_dim ([heads * D,
+                                   //   row_elems]) stored in the paired row order (core/rope_layout.h):
+                                   //   position j of the tensor gets the element of the natural row it holds
+  int64_t row_elems = 1;           // elements per row (paired_head_dim > 0 only)
 };
 
 /// Launches the fill on `stream`. n == 0 is a no-op. Throws dak::Error on a launch error.

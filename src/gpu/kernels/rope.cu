@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
 #include "gpu/launch.h"
 #include "gpu/kernels/reduce.cuh"
@@ -12,21 +13,29 @@ namespace {
 
 constexpr int kThreads = 128;
 
-// Rotates the pair (i, i + D/2) of one head in place; y receives the two rotated values.
+// Offsets within a head of the two values of pair i (x[i], x[i + D/2]): i and i + D/2 in the
+// natural order, else the paired rows of core/rope_layout.h (8 apart; P consecutive pairs from a
+// multiple of P <= 8 stay contiguous in both orders).
+__device__ __forceinline__ int pair_lo(int i, int half, bool paired) {
+  return paired ? int(rope_layout::paired_row(i, 2 * half)) : i;
+}
+__device__ __forceinline__ int pair_gap(int half, bool paired) { return paired ? 8 : half; }
+
+// Rotates pair i of one head in place (values at lo and lo + gap); y receives the two rotated values.
 // m multiplies cos and sin (RopeParams::attention_factor; x * 1 is exact, so m = 1 changes no bit).
-__device__ __forceinline__ void rotate_pair(__nv_bfloat16* g_head, int i, int half, float pos, float inv_freq,
+__device__ __forceinline__ void rotate_pair(__nv_bfloat16* g_head, int lo, int gap, float pos, float inv_freq,
                                             float m, __nv_bfloat16* y) {
   const float a = pos * inv_freq;
   float s, c;
   sincosf(a, &s, &c);
   c = __fmul_rn(c, m);
   s = __fmul_rn(s, m);
-  const float x1 = bf16_to_float(g_head[i]), x2 = bf16_to_float(g_head[i + half]);
+  const float x1 = bf16_to_float(g_head[lo]), x2 = bf16_to_float(g_head[lo + gap]);
   // Explicit roundings (no FMA contraction), so every kernel that calls this rounds alike.
   y[0] = float_to_bf16(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)));
   y[1] = float_to_bf16(__fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
-  g_head[i] = y[0];
-  g_head[i + half] = y[1];
+  g_head[lo] = y[0];
+  g_head[lo + gap] = y[1];
 }
 
 __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ RopeParams p) {
@@ -41,7 +50,8 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
     __nv_bfloat16* g_head = head < p.num_q_heads ? g_row + p.q_offset + int64_t(head) * p.head_dim
                                                  : g_row + p.k_offset + int64_t(head - p.num_q_heads) * p.head_dim;
     __nv_bfloat16 y[2];
-    rotate_pair(g_head, i, half, pos, p.g_inv_freq[i], p.attention_factor, y);
+    rotate_pair(g_head, pair_lo(i, half, p.paired_rows), pair_gap(half, p.paired_rows), pos, p.g_inv_freq[i],
+                p.attention_factor, y);
   }
 }
 
@@ -64,10 +74,11 @@ struct BfVec<4> {
 };
 
 template <int P>
-__device__ __forceinline__ void rotate_pairs(__nv_bfloat16* g_head, int i, int half, float pos, const float* g_inv_freq,
-                                             float m, __nv_bfloat16* y_lo, __nv_bfloat16* y_hi) {
+__device__ __forceinline__ void rotate_pairs(__nv_bfloat16* g_head, int i, int at, int gap, float pos,
+                                             const float* g_inv_freq, float m, __nv_bfloat16* y_lo,
+                                             __nv_bfloat16* y_hi) {
   using V = typename BfVec<P>::type;
-  V lo = *reinterpret_cast<const V*>(g_head + i), hi = *reinterpret_cast<const V*>(g_head + i + half);
+  V lo = *reinterpret_cast<const V*>(g_head + at), hi = *reinterpret_cast<const V*>(g_head + at + gap);
   const __nv_bfloat16* x1 = reinterpret_cast<const __nv_bfloat16*>(&lo);
   const __nv_bfloat16* x2 = reinterpret_cast<const __nv_bfloat16*>(&hi);
 #pragma unroll
@@ -82,8 +93,8 @@ __device__ __forceinline__ void rotate_pairs(__nv_bfloat16* g_head, int i, int h
     y_lo[q] = float_to_bf16(__fsub_rn(__fmul_rn(f1, c), __fmul_rn(f2, s)));
     y_hi[q] = float_to_bf16(__fadd_rn(__fmul_rn(f2, c), __fmul_rn(f1, s)));
   }
-  *reinterpret_cast<V*>(g_head + i) = *reinterpret_cast<const V*>(y_lo);
-  *reinterpret_cast<V*>(g_head + i + half) = *reinterpret_cast<const V*>(y_hi);
+  *reinterpret_cast<V*>(g_head + at) = *reinterpret_cast<const V*>(y_lo);
+  *reinterpret_cast<V*>(g_head + at + gap) = *reinterpret_cast<const V*>(y_hi);
 }
 
 // Work items of token t: [0, pairs / P) groups of P rope pairs of the q then k heads, then the v
@@ -109,20 +120,21 @@ __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(const __grid_c
        j += int64_t(gridDim.y) * kThreads) {
     if (j < groups) {
       const int head = int(j) / groups_per_head, i = (int(j) % groups_per_head) * P;
+      const int at = pair_lo(i, half, r.paired_rows), gap = pair_gap(half, r.paired_rows);
       alignas(2 * P) __nv_bfloat16 y_lo[P];
       alignas(2 * P) __nv_bfloat16 y_hi[P];
       if (head < r.num_q_heads) {
-        rotate_pairs<P>(g_row + r.q_offset + int64_t(head) * r.head_dim, i, half, pos, r.g_inv_freq, r.attention_factor,
-                        y_lo, y_hi);
+        rotate_pairs<P>(g_row + r.q_offset + int64_t(head) * r.head_dim, i, at, gap, pos, r.g_inv_freq,
+                        r.attention_factor, y_lo, y_hi);
       } else {
         const int hk = head - r.num_q_heads;
-        rotate_pairs<P>(g_row + r.k_offset + int64_t(hk) * r.head_dim, i, half, pos, r.g_inv_freq, r.attention_factor,
-                        y_lo, y_hi);
+        rotate_pairs<P>(g_row + r.k_offset + int64_t(hk) * r.head_dim, i, at, gap, pos, r.g_inv_freq,
+                        r.attention_factor, y_lo, y_hi);
         if (in_cache) {
           using V = typename BfVec<P>::type;
           __nv_bfloat16* d_k = kv.kv.k_block(slot, hk) + cpos * D;  // [D] row of the cache
-          *reinterpret_cast<V*>(d_k + i) = *reinterpret_cast<const V*>(y_lo);
-          *reinterpret_cast<V*>(d_k + i + half) = *reinterpret_cast<const V*>(y_hi);
+          *reinterpret_cast<V*>(d_k + at) = *reinterpret_cast<const V*>(y_lo);
+          *reinterpret_cast<V*>(d_k + at + gap) = *reinterpret_cast<const V*>(y_hi);
           wrote_host = host_row;
         }
       }

@@ -10,6 +10,8 @@
 // (default, linear, llama3, yarn) differ in inv_freq, built on the host by cpu::rope_inv_freq
 // (core/cpu_ops.h), the same table the CPU reference uses, and yarn also in m
 // (cpu::rope_attention_factor, HF's attention_scaling).
+// With paired_rows the two values of pair i sit at the paired rows of core/rope_layout.h instead of
+// i and i + D/2 (same arithmetic, same bits, values moved).
 // Tiling: grid (token, pair block); a thread rotates about one (head, i) pair of the q and k
 // heads together (grid-stride beyond 65535 blocks).
 #pragma once
@@ -35,6 +37,9 @@ struct RopeParams {
   int32_t num_k_heads = 0;               // Hkv
   int32_t head_dim = 0;                  // D, even
   float attention_factor = 1.f;          // m: cos / sin multiplier (cpu::rope_attention_factor)
+  bool paired_rows = false;              // heads in the paired row order (core/rope_layout.h): the
+                                         //   pair (x[i], x[i + D/2]) at rows 16 (i/8) + i%8 and + 8 of
+                                         //   the head (D % 16 == 0); false: the natural order
 };
 
 /// Launches on `stream`; T == 0 is a no-op. Throws dak::Error on a launch error.

@@ -69,6 +69,18 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
     fail("the norm-in epilogue needs the 64-row tiles with one n-tile (N <= bn) and K a multiple of 64", where,
          "normalize x with residual_norm (kernels/norm.h) and run the plain GEMM");
   }
+  if (a.rope.g_positions) {
+    const TieredGemmRopeOut& r = a.rope;
+    const int64_t D = r.kv.head_dim;
+    if (s.tile.bm != 64 || a.out != TieredGemmOut::kBf16 || a.relu || norm_out || !a.g_y || D % 16 != 0 ||
+        r.num_q_heads < 1 || s.M != (r.num_q_heads + 2 * int64_t(r.kv.num_kv_heads)) * D || s.m_host % 16 != 0 ||
+        !r.g_inv_freq || !r.g_slots || !r.g_cache_positions) {
+      fail("the RoPE epilogue needs the 64-row tiles (N <= 64), bf16 output without ReLU or norm-out, M = (H + 2 Hkv) "
+           "* D with D a multiple of 16, m_host a multiple of 16, and its inv_freq, slots and cache positions",
+           where, "run the plain GEMM, then apply_rope_kv_append (kernels/rope.h) with paired_rows for the same bits");
+    }
+    check_kv_cache_layer(r.kv, where);
+  }
   if (s.m_host > 0 && !a.host_rows_staged) check_host_rows(a.h_w, where);
   using namespace tiered_gemm_detail;
   const int bm = s.tile.bm, bn = s.tile.bn;

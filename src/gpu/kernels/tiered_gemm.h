@@ -44,6 +44,7 @@
 #include <cstdint>
 
 #include "core/tiered_gemm_schedule.h"
+#include "gpu/kernels/kv_cache.h"
 
 namespace dak::gpu {
 
@@ -74,6 +75,32 @@ struct TieredGemmNormIn {
   float eps = 1e-6f;                       // the RMSNorm's epsilon
 };
 
+/// RoPE and the KV append in the epilogue of the qkv GEMM (64-row tiles), so a decode step needs no
+/// RoPE / append launch between qkv and the attention. y holds each token's fused q | k | v row
+/// (q heads at column 0, k heads at H * D, v heads at (H + Hkv) * D) with the q and k heads in the
+/// paired row order of core/rope_layout.h (the engine's W_qkv order), so the two values of each
+/// RoPE pair are rows r and r + 8 of one warp's 16, held by one thread. The epilogue rounds each
+/// value to bf16 as the plain store does (after the bias and the norm-in scale), rotates the q and
+/// k pairs with apply_rope's arithmetic (rope.h: fp32 from the bf16 values, sincosf of
+/// float(pos) * inv_freq[i], cos and sin times attention_factor, explicit roundings), stores the
+/// rotated q / k and the plain v to y, and writes each token's k and v rows into its KV cache row
+/// (kv_append.h: slot slots[t], position cache_positions[t]; tokens out of the cache's range
+/// skipped; host-tier slots by posted stores over PCIe, then a system-scope fence). Bitwise equal to
+/// the plain GEMM followed by apply_rope_kv_append (RopeParams::paired_rows) on the same rows.
+/// Needs the 64-row tiles (N <= 64), bf16 output, no ReLU, no norm-out, y's row pitch ldy with the
+/// M = (H + 2 Hkv) * D columns, D % 16 == 0, and m_host a multiple of 16 (a pair never straddles the
+/// host / HBM boundary). Source: the engine's decode step (gpu_engine.cc; docs/perf-notes.md
+/// session 34).
+struct TieredGemmRopeOut {
+  const int32_t* g_positions = nullptr;        // [N] int32, HBM: RoPE position of each token; null: off
+  const float* g_inv_freq = nullptr;           // [D/2] fp32, HBM (cpu::rope_inv_freq)
+  float attention_factor = 1.f;                // cos / sin multiplier (cpu::rope_attention_factor)
+  int32_t num_q_heads = 0;                     // H
+  const int32_t* g_slots = nullptr;            // [N] int32, HBM: cache slot (sequence) of each token
+  const int32_t* g_cache_positions = nullptr;  // [N] int32, HBM: cache row written for each token
+  KvCacheLayer kv;                             // one layer's two-tier cache (Hkv, D from it), written
+};
+
 struct TieredGemmArgs {
   const __nv_bfloat16* g_x = nullptr;     // [N, ldx] bf16, HBM: first K columns used (16-byte aligned)
   int64_t ldx = 0;                        // elements between rows of x (0: K); a multiple of 8
@@ -96,6 +123,7 @@ struct TieredGemmArgs {
   TieredGemmNormOut norm_out;             // g_residual non-null: the norm-out epilogue (y not written;
                                           //   g_y may be null)
   TieredGemmNormIn norm_in;               // g_sumsq non-null: the norm-in epilogue
+  TieredGemmRopeOut rope;                 // g_positions non-null: the RoPE + KV append epilogue
   uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`): HBM,
                                           //   [host_ctas + hbm_ctas, 8] u64 per CTA: SM id, then
                                           //   %globaltimer ns at entry, after the producer's
@@ -119,8 +147,8 @@ void tiered_gemm_workspace_init(void* g_workspace, const TieredGemmSchedule& sch
 /// schedule.workspace_bytes() bytes, initialized once by tiered_gemm_workspace_init, and is not
 /// shared with a concurrently running GEMM.
 /// Throws dak::Error for an invalid schedule, misaligned or missing pointers (a side with rows
-/// needs its pointer), host memory that is not mapped for the device, a norm epilogue the schedule
-/// cannot carry (TieredGemmNormOut / NormIn: their conditions), or a launch failure.
+/// needs its pointer), host memory that is not mapped for the device, a norm or RoPE epilogue the
+/// schedule cannot carry (TieredGemmNormOut / NormIn / RopeOut: their conditions), or a launch failure.
 void tiered_gemm(const TieredGemmArgs& args, const TieredGemmSchedule& schedule, void* g_workspace,
                  cudaStream_t stream);
 

@@ -54,6 +54,7 @@
 #include <cutlass/numeric_types.h>
 
 #include "core/env.h"
+#include "core/rope_layout.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/tiered_gemm.h"
@@ -180,6 +181,7 @@ struct KernelParams {
   float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
   TieredGemmNormOut norm_out;     // g_residual non-null: the norm-out epilogue (64-row tiles)
   TieredGemmNormIn norm_in;       // g_sumsq non-null: the norm-in epilogue (64-row tiles, one n-tile)
+  TieredGemmRopeOut rope;         // g_positions non-null: the RoPE + KV append epilogue (64-row tiles)
   uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
   TMA::CacheHintSm90 w_hint;      // L2 eviction policy of the W loads (weight_cache_hint())
   int32_t early_stages;           // stages an HBM CTA requests before waiting for the previous grid
@@ -302,6 +304,62 @@ __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const 
     o.g_sumsq[(row0 / 64) * s.N + n0 + ctid] = t;
   }
   cutlass::arch::NamedBarrier::sync(128, 1 + group);  // `red` is the group's again at its next unit
+}
+
+/// The RoPE + KV append epilogue (TieredGemmRopeOut) of one 64-row output tile (rows [row0, row0 +
+/// 64) of y, `rows_left` of them inside the side, tokens from n0), one math group's thread. In the
+/// fragment (norm_out_epilogue's comment) values i and i + 2 are rows m and m + 8 of one token, with
+/// m % 16 < 8: the two values of a RoPE pair in the paired row order (core/rope_layout.h), or two v
+/// rows. Per value: (acc + bias) rounded to bf16, as store_y writes it; q and k pairs then rotated
+/// with rope.cu's rotate_pair arithmetic. y gets every value; the KV cache row of the token gets its
+/// k and v values. A thread that wrote a host-tier row fences at system scope (kv_append_kernel).
+template <class Params, class Acc, class Coord>
+__device__ inline void rope_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, int64_t row0,
+                                     int64_t rows_left, int64_t n0) {
+  constexpr int kFrag = decltype(size(acc))::value;
+  const TieredGemmSchedule& s = p.sched;
+  const TieredGemmRopeOut& r = p.rope;
+  const KvCacheLayer& kv = r.kv;
+  const int64_t D = kv.head_dim, qd = int64_t(r.num_q_heads) * D, kd = int64_t(kv.num_kv_heads) * D;
+  __nv_bfloat16* const y = static_cast<__nv_bfloat16*>(p.g_y);
+  bool wrote_host = false;
+#pragma unroll
+  for (int i = 0; i < kFrag; ++i) {
+    if (i & 2) continue;  // value i + 2 (row m + 8) goes with value i
+    const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
+    if (m + 8 >= rows_left || n >= s.N) continue;  // rows_left is a multiple of 16: both rows or neither
+    const int64_t col = row0 + m;                   // column of y (row of W) of the first value
+    float v0 = acc(i), v1 = acc(i + 2);
+    if (p.g_bias) {
+      v0 += __bfloat162float(p.g_bias[col]);
+      v1 += __bfloat162float(p.g_bias[col + 8]);
+    }
+    __nv_bfloat16 y0 = __float2bfloat16(v0), y1 = __float2bfloat16(v1);
+    const int64_t section = col < qd ? 0 : col < qd + kd ? 1 : 2;  // q, k or v
+    const int64_t in_head = (col - (section == 0 ? 0 : section == 1 ? qd : qd + kd)) % D;
+    if (section < 2) {
+      const float pos = float(r.g_positions[n]);
+      const float a = pos * r.g_inv_freq[rope_layout::pair_of_row(in_head)];
+      float sn, cs;
+      sincosf(a, &sn, &cs);
+      cs = __fmul_rn(cs, r.attention_factor);
+      sn = __fmul_rn(sn, r.attention_factor);
+      const float x1 = __bfloat162float(y0), x2 = __bfloat162float(y1);
+      y0 = __float2bfloat16(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
+      y1 = __float2bfloat16(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
+    }
+    y[n * p.ldy + col] = y0;
+    y[n * p.ldy + col + 8] = y1;
+    if (section == 0) continue;
+    const int64_t slot = r.g_slots[n], cpos = r.g_cache_positions[n];
+    if (slot < 0 || slot >= kv.batch || cpos < 0 || cpos >= kv.max_ctx) continue;
+    const int64_t hk = (col - (section == 1 ? qd : qd + kd)) / D;
+    __nv_bfloat16* row = (section == 1 ? kv.k_block(slot, hk) : kv.v_block(slot, hk)) + cpos * D;
+    row[in_head] = y0;
+    row[in_head + 8] = y1;
+    wrote_host |= kv.on_host(slot);
+  }
+  if (wrote_host) __threadfence_system();
 }
 
 template <int kBm, int kBn>
@@ -687,6 +745,10 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) acc(i) = __fmul_rn(acc(i), smem.norm_rinv[get<1>(tCcC(i))]);
       }
+      if (p.rope.g_positions) {
+        rope_epilogue(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
+        continue;
+      }
       if (p.norm_out.g_residual) {
         if constexpr (!Cfg::kNormPrefetch) {
           norm_out_load(p, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0, pre_resid, pre_weight);
@@ -901,6 +963,7 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.g_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(g_workspace) + s.counter_bytes());
   p.norm_out = a.norm_out;
   p.norm_in = a.norm_in;
+  p.rope = a.rope;
   p.g_trace = a.g_trace;
   p.w_hint = weight_cache_hint(s);
   p.early_stages = a.early_w_stages >= 0 ? a.early_w_stages : Cfg::kAtoms > 1 ? kEarlyWideStages : Cfg::kStages;
