@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hardware_profile.h"
+#include "core/rope_layout.h"
 
 namespace dak {
 
@@ -129,7 +130,12 @@ class GraphBuilder {
 
   void add_attention(int64_t layer) {
     Op& op = push("attention", layer, OpKind::kAttention);
-    op.kernels = 2;  // the engine's RoPE + KV append (or KV append), then attention
+    // The engine's RoPE + KV append (or KV append), then attention; passes of up to
+    // kTieredDecodeMaxTokens of a RoPE model with a pairable head_dim run RoPE and the append in
+    // qkv's epilogue (gpu_engine.cc, kernels/tiered_gemm.h TieredGemmRopeOut): the attention alone.
+    const bool rope_epilogue =
+        c_.arch != Arch::kOpt && rope_layout::pairable(c_.head_dim) && tokens_ <= kTieredDecodeMaxTokens;
+    op.kernels = rope_epilogue ? 1 : 2;
     const bool prefill = s_.phase == Phase::kPrefill;
     const int64_t kv_token_bytes = 2 * c_.kv_dim() * kBf16Bytes;  // K and V of one position
     op.batch = s_.batch;

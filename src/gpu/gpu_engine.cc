@@ -706,15 +706,17 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     mark(StepOp::kQkvProj, s);
     const bool rope_done = linear(normed, L.qkv, qkv, StepOp::kQkvProj, false, nullptr,
                                   fused_in ? &norm_in[1] : nullptr, offer_rope ? &rope_out : nullptr);
-    mark(StepOp::kRopeKvAppend, s);
     if (rope_done || fused_append || skip_rope) {
-      // nothing here: qkv's epilogue did it, or tiered_attention below writes row len - 1
+      // nothing here (no launch, so no profiled interval): qkv's epilogue did it, or
+      // tiered_attention below writes row len - 1
     } else if (w.inv_freq) {  // one launch: RoPE on q and k, rotated k and v into the cache
+      mark(StepOp::kRopeKvAppend, s);
       RopeParams rp{qkv, qkvd, 0, qd, positions, w.inv_freq, T, int32_t(c.num_heads),
                     int32_t(c.num_kv_heads), int32_t(c.head_dim), w.rope_attention_factor};
       rp.paired_rows = w.rope_paired_rows;
       apply_rope_kv_append(rp, kv, s);
     } else {
+      mark(StepOp::kRopeKvAppend, s);
       kv_append(kv, s);
     }
     AttentionParams ap;

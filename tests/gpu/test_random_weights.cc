@@ -24,6 +24,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/generate.h"
+#include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu_engine.h"
 #include "gpu/gpu_weights.h"
@@ -361,17 +362,21 @@ TEST(GpuEngineMeasuring, ProfiledDecodeStepTimesEveryOperatorAndSamplesLikeTheGr
     const auto& times = prof.ops;
     ASSERT_EQ(times.size(), size_t(dak::gpu::StepOp::kCount));
     // Launch counts from the model's structure: per layer two norms (+ post-LN has the same
-    // count), one of each GEMM, RoPE/KV append, attention; OPT's ReLU rides the fc1 epilogue.
+    // count), one of each GEMM, RoPE / KV append (unless in qkv's epilogue), attention; OPT's ReLU
+    // rides the fc1 epilogue.
     // RMSNorm models (hidden 64 here) carry the norms in the tiered GEMMs' epilogues at batch 3:
     // only layer 0's attention norm and the final norm launch (kFusedNormMaxTokens).
     const int64_t L = c.num_layers;
     const bool opt = c.arch == dak::Arch::kOpt;
     const bool final_norm = !opt || c.do_layer_norm_before;
     const bool fused = !opt && !dak::env_flag("DAK_NO_FUSED_NORM", false);
+    // RoPE models with a pairable head_dim (16 here) rotate q / k and append the KV row in qkv's
+    // epilogue (tiered GEMM, 64-row tiles): no RoPE / append launch. OPT appends in its own kernel.
+    const bool rope_epilogue = !opt && dak::rope_layout::pairable(c.head_dim) && dak::env_flag("DAK_ROPE_EPILOGUE", true);
     using dak::gpu::StepOp;
     const std::vector<std::pair<StepOp, int64_t>> want_launches = {
         {StepOp::kEmbedding, 1},  {StepOp::kNorm, fused ? 2 : 2 * L + (final_norm ? 1 : 0)},
-        {StepOp::kQkvProj, L},    {StepOp::kRopeKvAppend, L},
+        {StepOp::kQkvProj, L},    {StepOp::kRopeKvAppend, rope_epilogue ? 0 : L},
         {StepOp::kAttention, L},  {StepOp::kOProj, L},
         {StepOp::kMlpUp, L},      {StepOp::kActivation, opt ? 0 : L},
         {StepOp::kMlpDown, L},    {StepOp::kLogits, 1},
