@@ -745,9 +745,11 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) acc(i) = __fmul_rn(acc(i), smem.norm_rinv[get<1>(tCcC(i))]);
       }
-      if (p.rope.g_positions) {
-        rope_epilogue(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
-        continue;
+      if constexpr (kBn <= kRopeEpilogueMaxBn) {
+        if (p.rope.g_positions) {
+          rope_epilogue(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
+          continue;
+        }
       }
       if (p.norm_out.g_residual) {
         if constexpr (!Cfg::kNormPrefetch) {
