@@ -12,7 +12,9 @@
 
 #include "gpu/cuda_check.h"
 #include "gpu/host_arena.h"
+#include "gpu/kernels/kv_append.h"
 #include "gpu/kernels/kv_cache.h"
+#include "gpu/kernels/rope.h"
 #include "kernel_test_util.h"
 
 namespace dak::test {
@@ -92,5 +94,33 @@ class TwoTierKvCache {
   Bf16Bits* h_k_ = nullptr;             // [b_host][Hkv][max_ctx][D], pinned mapped host
   Bf16Bits* h_v_ = nullptr;
 };
+
+/// What apply_rope_kv_append takes for fused QKV rows [T, stride] (q heads at column 0, k heads at
+/// H * D, v heads at (H + Hkv) * D): RoPE at `rope_positions` (cos / sin times m; `paired`: q / k
+/// heads in the paired row order), then k and v into `kv` at (slots[t], cache_positions[t]).
+struct QkvRopeAppend {
+  dak::gpu::RopeParams rope;
+  dak::gpu::KvAppendParams kv;
+};
+inline QkvRopeAppend qkv_rope_append(Bf16Bits* rows, int64_t stride, int H, int Hkv, int D, const int32_t* rope_positions,
+                                     const float* inv_freq, float m, bool paired, const int32_t* slots,
+                                     const int32_t* cache_positions, const dak::gpu::KvCacheLayer& kv, int64_t T) {
+  const int64_t qd = int64_t(H) * D, kvd = int64_t(Hkv) * D;
+  QkvRopeAppend a;
+  a.rope.g_qkv = bf(rows);
+  a.rope.row_stride = stride;
+  a.rope.q_offset = 0;
+  a.rope.k_offset = qd;
+  a.rope.g_positions = rope_positions;
+  a.rope.g_inv_freq = inv_freq;
+  a.rope.T = T;
+  a.rope.num_q_heads = H;
+  a.rope.num_k_heads = Hkv;
+  a.rope.head_dim = D;
+  a.rope.attention_factor = m;
+  a.rope.paired_rows = paired;
+  a.kv = dak::gpu::KvAppendParams{bf(rows), stride, qd, qd + kvd, slots, cache_positions, kv, T};
+  return a;
+}
 
 }  // namespace dak::test

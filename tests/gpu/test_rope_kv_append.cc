@@ -53,21 +53,9 @@ void run_case(int64_t T, int H, int Hkv, int D, int64_t pad, int64_t b_host, flo
   DeviceBuffer<int32_t> d_slot(slot), d_pos(pos), d_rope_pos(rope_pos);
   DeviceBuffer<float> d_f(inv_freq);
   auto params = [&](DeviceBuffer<Bf16Bits>& rows, const TwoTierKvCache& cache) {
-    dak::gpu::RopeParams r;
-    r.g_qkv = bf(rows.get());
-    r.row_stride = stride;
-    r.q_offset = 0;
-    r.k_offset = qd;
-    r.g_positions = d_rope_pos.get();
-    r.g_inv_freq = d_f.get();
-    r.T = T;
-    r.num_q_heads = H;
-    r.num_k_heads = Hkv;
-    r.head_dim = D;
-    r.attention_factor = m;
-    const dak::gpu::KvAppendParams kv{bf(rows.get()), stride, qd, qd + kvd, d_slot.get(), d_pos.get(),
-                                      cache.layer(), T};
-    return std::pair{r, kv};
+    const QkvRopeAppend p = qkv_rope_append(rows.get(), stride, H, Hkv, D, d_rope_pos.get(), d_f.get(), m, false,
+                                            d_slot.get(), d_pos.get(), cache.layer(), T);
+    return std::pair{p.rope, p.kv};
   };
   DeviceBuffer<Bf16Bits> rows_a(qkv), rows_b(qkv);
   TwoTierKvCache cache_a(slots, b_host, Hkv, D, ctx), cache_b(slots, b_host, Hkv, D, ctx);
@@ -183,21 +171,9 @@ void run_paired_case(int64_t T, int H, int Hkv, int D, int64_t b_host, float m, 
   DeviceBuffer<int32_t> d_slot(slot), d_pos(pos), d_rope_pos(rope_pos);
   DeviceBuffer<float> d_f(inv_freq);
   auto params = [&](DeviceBuffer<Bf16Bits>& rows, const TwoTierKvCache& cache, bool paired) {
-    dak::gpu::RopeParams r;
-    r.g_qkv = bf(rows.get());
-    r.row_stride = stride;
-    r.k_offset = qd;
-    r.g_positions = d_rope_pos.get();
-    r.g_inv_freq = d_f.get();
-    r.T = T;
-    r.num_q_heads = H;
-    r.num_k_heads = Hkv;
-    r.head_dim = D;
-    r.attention_factor = m;
-    r.paired_rows = paired;
-    const dak::gpu::KvAppendParams kv{bf(rows.get()), stride, qd, qd + kvd, d_slot.get(), d_pos.get(),
-                                      cache.layer(), T};
-    return std::pair{r, kv};
+    const QkvRopeAppend p = qkv_rope_append(rows.get(), stride, H, Hkv, D, d_rope_pos.get(), d_f.get(), m, paired,
+                                            d_slot.get(), d_pos.get(), cache.layer(), T);
+    return std::pair{p.rope, p.kv};
   };
   DeviceBuffer<Bf16Bits> rows_n(natural), rows_a(to_paired(natural, T, stride, H + Hkv, D)),
       rows_b(to_paired(natural, T, stride, H + Hkv, D));

@@ -782,21 +782,9 @@ TEST(TieredGemm, RopeEpilogueMatchesThePlainGemmThenRopeKvAppend) {
           }
           dak::gpu::tiered_gemm(a, sched, ws.get(), nullptr);
           if (!fused) {
-            dak::gpu::RopeParams r;
-            r.g_qkv = bf(d_y.get());
-            r.row_stride = M;
-            r.k_offset = qd;
-            r.g_positions = d_rope_pos.get();
-            r.g_inv_freq = d_f.get();
-            r.T = N;
-            r.num_q_heads = H;
-            r.num_k_heads = Hkv;
-            r.head_dim = int32_t(D);
-            r.attention_factor = factor;
-            r.paired_rows = true;
-            const dak::gpu::KvAppendParams kv{bf(d_y.get()), M, qd, qd + kvd, d_slot.get(), d_pos.get(),
-                                              cache.layer(), N};
-            dak::gpu::apply_rope_kv_append(r, kv, nullptr);
+            const QkvRopeAppend r = qkv_rope_append(d_y.get(), M, H, Hkv, int(D), d_rope_pos.get(), d_f.get(), factor,
+                                                    true, d_slot.get(), d_pos.get(), cache.layer(), N);
+            dak::gpu::apply_rope_kv_append(r.rope, r.kv, nullptr);
           }
           return d_y.download();
         };
