@@ -824,6 +824,15 @@ TEST(TieredGemm, RopeEpilogueRefusesShapesItCannotServe) {
   s = dak::plan_tiered_gemm(M, 64, K, 0, sm_count());
   ASSERT_EQ(s.tile.bn, 64) << s.to_string();
   EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // M that is not (H + 2 Hkv) * D.
+  a.rope.num_q_heads = int32_t(H + 1);
+  s = dak::plan_tiered_gemm(M, 8, K, 0, sm_count());
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // fp32 output.
+  a.rope.num_q_heads = int32_t(H);
+  a.out = TieredGemmOut::kF32;
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  a.out = TieredGemmOut::kBf16;
   // Host rows that split a 16-row slab (W placed for real, so only that is wrong).
   const PlacedW pw(std::vector<Bf16Bits>(size_t(M * K), 0), M, K, 40);
   a.h_w = pw.h_w;
@@ -834,14 +843,6 @@ TEST(TieredGemm, RopeEpilogueRefusesShapesItCannotServe) {
   dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
   EXPECT_NO_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr)) << "the same GEMM without the RoPE epilogue";
   DAK_CUDA_CHECK(cudaDeviceSynchronize());
-  // M that is not (H + 2 Hkv) * D.
-  a.rope.num_q_heads = int32_t(H + 1);
-  s = dak::plan_tiered_gemm(M, 8, K, 0, sm_count());
-  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
-  // fp32 output.
-  a.rope.num_q_heads = int32_t(H);
-  a.out = TieredGemmOut::kF32;
-  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
 }
 
 TEST(TieredGemm, RejectsBadArguments) {
