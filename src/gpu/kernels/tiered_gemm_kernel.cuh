@@ -306,92 +306,55 @@ __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const 
   cutlass::arch::NamedBarrier::sync(128, 1 + group);  // `red` is the group's again at its next unit
 }
 
-/// The RoPE + KV append epilogue's inputs that do not depend on the accumulators, for one thread
-/// and one 64-row tile (rows [row0, row0 + 64) of y, `rows_left` inside the side, tokens from n0):
-/// the bias and inv_freq of the thread's row pair, and per token of the thread (kTok = kFrag / 2;
-/// value i's token is index (i & 1) + 2 (i >> 2)) the RoPE position and the cache slot and row.
-/// Loaded before the unit's main loop on tiles of up to kRopePrefetchMaxBn tokens, so their L2
-/// round trips hide behind it; at the epilogue otherwise.
-template <int kTok>
-struct RopeInputs {
-  float bias0 = 0.0f, bias1 = 0.0f;  // bias of rows m and m + 8 (0 without bias: not added then)
-  float freq = 0.0f;                  // inv_freq of the row pair (q and k rows)
-  float pos[kTok];
-  int32_t slot[kTok], cpos[kTok];     // -1 for tokens past N
-};
-constexpr int kRopePrefetchMaxBn = 16;
-
-template <class Params, class Coord, int kTok>
-__device__ inline void rope_inputs_load(const Params& p, const Coord& tCcC, int64_t row0, int64_t rows_left,
-                                        int64_t n0, RopeInputs<kTok>& in) {
-  const TieredGemmRopeOut& r = p.rope;
-  const int64_t D = r.kv.head_dim, qd = int64_t(r.num_q_heads) * D, kd = int64_t(r.kv.num_kv_heads) * D;
-  const int64_t m = get<0>(tCcC(0)), col = row0 + m;  // the thread's row m (value 0): every value i with i & 2 == 0
-  if (m + 8 < rows_left) {
-    if (p.g_bias) {
-      in.bias0 = __bfloat162float(p.g_bias[col]);
-      in.bias1 = __bfloat162float(p.g_bias[col + 8]);
-    }
-    if (col < qd + kd) in.freq = r.g_inv_freq[rope_layout::pair_of_row((col < qd ? col : col - qd) % D)];
-  }
-#pragma unroll
-  for (int q = 0; q < kTok; ++q) {
-    const int64_t n = n0 + get<1>(tCcC((q & 1) + 4 * (q >> 1)));
-    const bool in_n = n < p.sched.N;
-    in.pos[q] = in_n ? float(r.g_positions[n]) : 0.0f;
-    in.slot[q] = in_n ? r.g_slots[n] : -1;
-    in.cpos[q] = in_n ? r.g_cache_positions[n] : -1;
-  }
-}
-
-/// The RoPE + KV append epilogue (TieredGemmRopeOut) of one 64-row output tile (as rope_inputs_load,
-/// whose inputs it takes), one math group's thread. In the fragment (norm_out_epilogue's comment)
-/// values i and i + 2 are rows m and m + 8 of one token, with m % 16 < 8: the two values of a RoPE
-/// pair in the paired row order (core/rope_layout.h), or two v rows. Per value: (acc + bias) rounded
-/// to bf16, as store_y writes it; q and k pairs then rotated with rope.cu's rotate_pair arithmetic.
-/// y gets every value; the KV cache row of the token gets its k and v values. A thread that wrote a
-/// host-tier row fences at system scope (kv_append_kernel).
-template <class Params, class Acc, class Coord, int kTok>
-__device__ inline void rope_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, const RopeInputs<kTok>& in,
-                                     int64_t row0, int64_t rows_left, int64_t n0) {
+/// The RoPE + KV append epilogue (TieredGemmRopeOut) of one 64-row output tile (rows [row0, row0 +
+/// 64) of y, `rows_left` of them inside the side, tokens from n0), one math group's thread. In the
+/// fragment (norm_out_epilogue's comment) values i and i + 2 are rows m and m + 8 of one token, with
+/// m % 16 < 8: the two values of a RoPE pair in the paired row order (core/rope_layout.h), or two v
+/// rows. Per value: (acc + bias) rounded to bf16, as store_y writes it; q and k pairs then rotated
+/// with rope.cu's rotate_pair arithmetic. y gets every value; the KV cache row of the token gets its
+/// k and v values. A thread that wrote a host-tier row fences at system scope (kv_append_kernel).
+template <class Params, class Acc, class Coord>
+__device__ inline void rope_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, int64_t row0,
+                                     int64_t rows_left, int64_t n0) {
   constexpr int kFrag = decltype(size(acc))::value;
-  static_assert(kTok * 2 == kFrag, "one token per two values");
+  const TieredGemmSchedule& s = p.sched;
   const TieredGemmRopeOut& r = p.rope;
   const KvCacheLayer& kv = r.kv;
   const int64_t D = kv.head_dim, qd = int64_t(r.num_q_heads) * D, kd = int64_t(kv.num_kv_heads) * D;
-  const int64_t m = get<0>(tCcC(0)), col = row0 + m;
-  if (m + 8 >= rows_left) return;  // rows_left is a multiple of 16: both rows or neither
-  const int section = col < qd ? 0 : col < qd + kd ? 1 : 2;  // q, k or v
-  const int64_t in_side = col - (section == 0 ? 0 : section == 1 ? qd : qd + kd);
-  const int64_t in_head = in_side % D, head = in_side / D;
-  __nv_bfloat16* const y = static_cast<__nv_bfloat16*>(p.g_y) + col;
+  __nv_bfloat16* const y = static_cast<__nv_bfloat16*>(p.g_y);
   bool wrote_host = false;
 #pragma unroll
   for (int i = 0; i < kFrag; ++i) {
     if (i & 2) continue;  // value i + 2 (row m + 8) goes with value i
-    const int q = (i & 1) + 2 * (i >> 2);
-    const int64_t n = n0 + get<1>(tCcC(i));
-    if (n >= p.sched.N) continue;
+    const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
+    if (m + 8 >= rows_left || n >= s.N) continue;  // rows_left is a multiple of 16: both rows or neither
+    const int64_t col = row0 + m;                   // column of y (row of W) of the first value
     float v0 = acc(i), v1 = acc(i + 2);
     if (p.g_bias) {
-      v0 += in.bias0;
-      v1 += in.bias1;
+      v0 += __bfloat162float(p.g_bias[col]);
+      v1 += __bfloat162float(p.g_bias[col + 8]);
     }
     __nv_bfloat16 y0 = __float2bfloat16(v0), y1 = __float2bfloat16(v1);
+    const int64_t section = col < qd ? 0 : col < qd + kd ? 1 : 2;  // q, k or v
+    const int64_t in_head = (col - (section == 0 ? 0 : section == 1 ? qd : qd + kd)) % D;
     if (section < 2) {
+      const float pos = float(r.g_positions[n]);
+      const float a = pos * r.g_inv_freq[rope_layout::pair_of_row(in_head)];
       float sn, cs;
-      sincosf(in.pos[q] * in.freq, &sn, &cs);
+      sincosf(a, &sn, &cs);
       cs = __fmul_rn(cs, r.attention_factor);
       sn = __fmul_rn(sn, r.attention_factor);
       const float x1 = __bfloat162float(y0), x2 = __bfloat162float(y1);
       y0 = __float2bfloat16(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
       y1 = __float2bfloat16(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
     }
-    y[n * p.ldy] = y0;
-    y[n * p.ldy + 8] = y1;
-    const int64_t slot = in.slot[q], cpos = in.cpos[q];
-    if (section == 0 || slot < 0 || slot >= kv.batch || cpos < 0 || cpos >= kv.max_ctx) continue;
-    __nv_bfloat16* row = (section == 1 ? kv.k_block(slot, head) : kv.v_block(slot, head)) + cpos * D;
+    y[n * p.ldy + col] = y0;
+    y[n * p.ldy + col + 8] = y1;
+    if (section == 0) continue;
+    const int64_t slot = r.g_slots[n], cpos = r.g_cache_positions[n];
+    if (slot < 0 || slot >= kv.batch || cpos < 0 || cpos >= kv.max_ctx) continue;
+    const int64_t hk = (col - (section == 1 ? qd : qd + kd)) / D;
+    __nv_bfloat16* row = (section == 1 ? kv.k_block(slot, hk) : kv.v_block(slot, hk)) + cpos * D;
     row[in_head] = y0;
     row[in_head + 8] = y1;
     wrote_host |= kv.on_host(slot);
@@ -649,13 +612,6 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     for (int a = 0; a < kAcc; ++a) clear(part[a]);
     // Norm-out: this tile's residual and norm weight, requested now, used in the epilogue.
     float pre_resid[kFrag], pre_weight[kFrag];
-    // RoPE epilogue: this tile's positions, cache slots and rows, requested now (small tiles).
-    RopeInputs<kFrag / 2> rope_in;
-    if constexpr (kBm == 64 && kBn <= kRopePrefetchMaxBn) {
-      if (p.rope.g_positions && n_tile < s.n_tiles() && (s.k_splits == 1 || unit.split == s.k_splits - 1)) {
-        rope_inputs_load(p, tCcC, side_row0 + unit.m_tile * kBm, side_rows - unit.m_tile * kBm, n_tile * kBn, rope_in);
-      }
-    }
     if constexpr (kBm == 64 && Cfg::kNormPrefetch) {
       if (p.norm_out.g_residual && n_tile < s.n_tiles() && (s.k_splits == 1 || unit.split == s.k_splits - 1)) {
         norm_out_load(p, tCcC, side_row0 + unit.m_tile * kBm, side_rows - unit.m_tile * kBm, n_tile * kBn,
@@ -791,10 +747,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
       }
       if constexpr (kBn <= kRopeEpilogueMaxBn) {
         if (p.rope.g_positions) {
-          if constexpr (kBn > kRopePrefetchMaxBn) {
-            rope_inputs_load(p, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0, rope_in);
-          }
-          rope_epilogue(p, acc, tCcC, rope_in, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
+          rope_epilogue(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
           continue;
         }
       }
