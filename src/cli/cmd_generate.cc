@@ -227,6 +227,16 @@ void run_generate(const GenerateArgs& a) {
                                      ? std::min(a.max_new_tokens, limit - longest)
                                      : a.max_new_tokens;
   const bool fits = max_new_tokens <= limit - longest;
+  {
+    // generate()'s request checks before the weights load (the new-user trial waited for a load to
+    // hear that its prompt could not fit): the same messages, seconds earlier on a large model.
+    GenerateOptions early;
+    early.max_new_tokens = max_new_tokens;
+    early.max_context = a.max_context;
+    early.max_batch = a.max_batch;
+    early.chat = a.chat;
+    check_generate_request(prompts, early, config.max_position_embeddings, config.vocab_size);
+  }
   // The KV cache generate() sizes: --max-context tokens, else longest prompt + new tokens within the
   // model's context. The plan is made for the same cache.
   const int64_t gen_len = a.max_context > 0 ? std::max<int64_t>(1, a.max_context - longest)

@@ -116,9 +116,8 @@ int64_t generate_slot_count(int64_t count, int64_t max_batch) {
   return max_batch > 0 ? std::min(max_batch, count) : count;
 }
 
-GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                        const GenerateOptions& opts, const TokenCallback& on_token) {
-  const int64_t model_ctx = engine.config().max_position_embeddings;
+void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, const GenerateOptions& opts,
+                            int64_t model_ctx, int64_t model_vocab) {
   if (prompts.empty()) fail("no prompts to generate from", "generate", "pass at least one prompt");
   if (opts.max_new_tokens < 0)
     fail(fmt::format("max_new_tokens must be >= 0, got {}", opts.max_new_tokens), "--max-new-tokens",
@@ -141,6 +140,17 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
         prompt_label(i, prompts.size()) + (opts.chat ? " (rendered with the chat template)" : "");
     if (n == 0)
       fail(which + " is empty", "generate", "give a non-empty prompt (with BOS, if the model uses one)");
+    if (n >= limit && opts.max_new_tokens >= limit && limit > 1) {
+      // The prompt alone fills the context and --max-new-tokens is no smaller than it (the default 64
+      // against a small --max-context): lowering -n alone cannot help, so the fix is the prompt.
+      fail(fmt::format("{} has {} token{}, which fills {} of {} tokens: no room for a new token", which, n,
+                       n == 1 ? "" : "s", limit_name, limit),
+           opts.max_context > 0 ? "--max-context / prompt" : "prompt",
+           fmt::format("shorten the prompt to at most {} tokens (prompt + new tokens <= {}){}", limit - 1, limit,
+                       opts.max_context > 0 && opts.max_context < model_ctx
+                           ? fmt::format(", or raise --max-context (up to the model's {})", model_ctx)
+                           : std::string()));
+    }
     if (opts.max_new_tokens > limit - n) {  // n + max_new_tokens > limit, without overflow
       std::string fix;
       const std::string raise =
@@ -174,7 +184,6 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   }
   // Ids the model has no embedding row for: named by the prompt here, before the engine sees them
   // (its own check can only name itself).
-  const int64_t model_vocab = engine.config().vocab_size;
   for (size_t i = 0; i < prompts.size(); ++i) {
     for (size_t k = 0; k < prompts[i].size(); ++k) {
       const int32_t id = prompts[i][k];
@@ -188,6 +197,14 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
     }
   }
 
+}
+
+GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                        const GenerateOptions& opts, const TokenCallback& on_token) {
+  const int64_t model_ctx = engine.config().max_position_embeddings;
+  check_generate_request(prompts, opts, model_ctx, engine.config().vocab_size);
+  int64_t longest = 0;
+  for (const auto& p : prompts) longest = std::max(longest, int64_t(p.size()));
   GenerateResult res;
   const int64_t count = int64_t(prompts.size());
   res.sequences.resize(size_t(count));

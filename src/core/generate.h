@@ -81,6 +81,15 @@ using TokenCallback = std::function<void(int64_t, int32_t)>;
 /// 0: all of them): min(max_batch, count), or count. The engine's plan and KV cache are sized for it.
 int64_t generate_slot_count(int64_t count, int64_t max_batch);
 
+/// The checks generate() makes on a request before the engine starts, for a model of `model_ctx`
+/// positions and `model_vocab` ids (so a caller can run them before loading the weights): prompts
+/// present and non-empty, max_new_tokens and max_batch non-negative, max_context within the model's,
+/// every prompt plus max_new_tokens within the context (a prompt that alone fills it is named as
+/// such: no count of new tokens helps), every id inside the vocabulary. Throws dak::Error with the
+/// numbers and the way out.
+void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, const GenerateOptions& opts,
+                            int64_t model_ctx, int64_t model_vocab);
+
 /// Runs the prompts in generate_slot_count(count, max_batch) slots of one engine batch (continuous
 /// batching): the first step prefills the first prompts as one batch; every later step decodes one
 /// token per running sequence and gives each slot whose sequence finished (EOS or max_new_tokens) the

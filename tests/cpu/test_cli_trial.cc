@@ -82,8 +82,19 @@ TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
   const RunResult context =
       run_dak("generate --random-weights --model llama-2-7b --prompt-ids " + ids + " --gpu-memory 20GiB");
   EXPECT_EQ(context.exit_code, 1) << context.output;
-  EXPECT_TRUE(contains(context.output, "where: the prompts / --max-new-tokens")) << context.output;
-  EXPECT_TRUE(contains(context.output, "fix:   give a shorter prompt")) << context.output;
+  // Since session 34 generate's own request check runs before the weights load and the plan, in
+  // generate's terms too.
+  EXPECT_TRUE(contains(context.output, "where: --max-new-tokens / prompt")) << context.output;
+  EXPECT_TRUE(contains(context.output, "fix:   shorten the prompt to at most 4032 tokens")) << context.output;
+  EXPECT_FALSE(contains(context.output, "--prompt-len")) << context.output;
+  // Session 34's trial: a 16-token prompt with --max-context 8 and no -n was told to use
+  // "--max-new-tokens 7 or less" (no help: the prompt alone fills the context), after the load.
+  const RunResult fills = run_dak("generate --model " + kTiny + " --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 "
+                                  "--max-context 8");
+  EXPECT_EQ(fills.exit_code, 1) << fills.output;
+  EXPECT_TRUE(contains(fills.output, "the prompt has 16 tokens, which fills the --max-context of 8 tokens")) << fills.output;
+  EXPECT_TRUE(contains(fills.output, "shorten the prompt to at most 7 tokens")) << fills.output;
+  EXPECT_FALSE(contains(fills.output, "--max-new-tokens 7")) << fills.output;
   // dak plan keeps its own flags.
   const RunResult plan = run_dak("plan --model llama-2-7b --offload-ratio 0 --gpu-memory 1GiB");
   EXPECT_EQ(plan.exit_code, 1) << plan.output;

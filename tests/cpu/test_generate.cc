@@ -351,8 +351,16 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   opts.max_new_tokens = std::numeric_limits<int64_t>::max();
   expect_error([&] { generate(engine, {{1, 2, 3}}, opts); }, {"over 2^63", "--max-new-tokens 13 or less"});
   opts.max_new_tokens = 20;
+  // (New-user trial, session 34: a 16-token prompt with --max-context 8 and the default 64 new tokens
+  // was told to use "--max-new-tokens 7 or less", which cannot help.)
   expect_error([&] { generate(engine, std::vector<std::vector<int32_t>>{std::vector<int32_t>(16, 1)}, opts); },
-               {"the prompt has 16 tokens", "--max-new-tokens 15 or less", "<= 16"});
+               {"the prompt has 16 tokens, which fills the model context of 16 tokens: no room for a new token",
+                "shorten the prompt to at most 15 tokens", "<= 16"});
+  opts.max_context = 8;
+  opts.max_new_tokens = 64;
+  expect_error([&] { check_generate_request({std::vector<int32_t>(16, 1)}, opts, 16, 10); },
+               {"fills the --max-context of 8 tokens", "at most 7 tokens", "raise --max-context (up to the model's 16)"});
+  opts.max_context = 0;
   // Singular counts, 1-based prompt numbers in a batch (the trial read "prompt 0 has 1 tokens").
   opts.max_new_tokens = 16;
   expect_error([&] { generate(engine, {{1, 2}, {1}}, opts); },
