@@ -338,6 +338,9 @@ void parse_llama_like(const json& j, ModelConfig& c, const std::string& where) {
   const bool head_dim_given = find_key(j, "head_dim") != nullptr;
   c.head_dim = get_int(j, "head_dim", 0, where);
   if (!head_dim_given) {
+    if (c.hidden_size <= 0)  // validate() names it too, but hidden_size / heads comes first here
+      fail("hidden_size must be positive, got " + std::to_string(c.hidden_size), field_where(where, "hidden_size"),
+           "fix config.json");
     if (c.hidden_size % c.num_heads != 0)
       fail("hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                std::to_string(c.num_heads) + " and no head_dim is given",
@@ -381,7 +384,12 @@ void parse_opt(const json& j, ModelConfig& c, const std::string& where) {
   c.num_layers = get_int(j, "num_hidden_layers", 12, where);
   c.intermediate_size = get_int(j, "ffn_dim", 3072, where);
   c.num_heads = get_int(j, "num_attention_heads", 12, where);
-  if (c.num_heads <= 0 || c.hidden_size % c.num_heads != 0)
+  if (c.hidden_size <= 0)
+    fail("hidden_size must be positive, got " + std::to_string(c.hidden_size), field_where(where, "hidden_size"),
+         "fix config.json");
+  if (c.num_heads <= 0)
+    fail("num_attention_heads must be positive", field_where(where, "num_attention_heads"), "fix config.json");
+  if (c.hidden_size % c.num_heads != 0)
     fail("hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
              std::to_string(c.num_heads),
          field_where(where, "num_attention_heads"), "fix config.json");

@@ -398,6 +398,12 @@ TEST(ModelConfig, RejectsUnsupportedFieldsNamingThem) {
   expect_error(R"({"hidden_size": 64})", {"config.json", "model_type"});
   expect_error(R"({"model_type": "llama", "hidden_size": null})", {"config.json", "hidden_size", "null"});
   expect_error(R"({"model_type": "opt", "ffn_dim": null})", {"config.json", "ffn_dim", "null"});
+  // A negative hidden_size is named as such, not as "not divisible" (session 34's trial: -5 and 3 heads).
+  expect_error(R"({"model_type": "llama", "hidden_size": -5, "num_attention_heads": 3})",
+               {"hidden_size must be positive, got -5", "hidden_size"});
+  expect_error(R"({"model_type": "opt", "hidden_size": -5, "num_attention_heads": 3})",
+               {"hidden_size must be positive, got -5"});
+  expect_error(R"({"model_type": "opt", "num_attention_heads": 0})", {"num_attention_heads must be positive"});
   expect_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "dynamic", "factor": 4}})",
                {"config.json", "rope_type", "'dynamic'", "sequence length"});
   expect_error(R"({"model_type": "qwen2", "rope_scaling": {"type": "longrope", "short_factor": [1]}})",
