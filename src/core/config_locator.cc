@@ -111,14 +111,22 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
   const std::vector<std::string> shipped_names = shipped_config_names();
   std::string names;
   for (const std::string& n : shipped_names) names += (names.empty() ? "" : ", ") + n;
+  if (names.empty()) {
+    // Say why there are none (the session-34 trial read "(none found)" for a DAK_CONFIGS_DIR that did not exist).
+    const char* env = std::getenv("DAK_CONFIGS_DIR");
+    const bool from_env = env && *env;
+    names = fs::is_directory(shipped_configs_dir(), ec)
+                ? std::string("(none found: the folder holds no .json config)")
+                : fmt::format("(none found: the folder does not exist{})",
+                              from_env ? "; DAK_CONFIGS_DIR names it: unset it for the shipped configs" : "");
+  }
   if (!bare) {
     fail_missing_model_path(model, option,
                             fmt::format("check the path, or give the name of a shipped config (from {}): {}",
-                                        shipped_configs_dir().string(), names.empty() ? "(none found)" : names));
+                                        shipped_configs_dir().string(), names));
   }
   fail(fmt::format("'{}' is neither a config.json, a model folder, nor a shipped config", model), option,
-       fmt::format("pass a path, or one of the configs in {}: {}", shipped_configs_dir().string(),
-                   names.empty() ? "(none found)" : names));
+       fmt::format("pass a path, or one of the configs in {}: {}", shipped_configs_dir().string(), names));
 }
 
 }  // namespace dak

@@ -151,6 +151,11 @@ TEST(CliTrial25Files, PlanSaysAModelPathDoesNotExist) {
   r = run_dak("plan --model no-such-model");
   EXPECT_TRUE(contains(r.output, "'no-such-model' is neither a config.json, a model folder, nor a shipped config"))
       << r.output;
+  // A DAK_CONFIGS_DIR that does not exist is named as the reason there are no names to offer
+  // (session 34's trial read "(none found)").
+  r = dak::testing::run_dak_env("DAK_CONFIGS_DIR=/nonexistent/dak-configs", "plan --model llama-2-7b");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "the folder does not exist; DAK_CONFIGS_DIR names it")) << r.output;
 }
 
 /// The text of README.md and of every docs/*.md, by path.
