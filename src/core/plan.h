@@ -115,7 +115,10 @@ struct PlanTotals {
   double sum_op_time_s = 0;             // Σ T_i (overheads included)
   double overhead_s = 0;                // Σ launch overheads and ring fills
   double link_floor_s = 0;              // host bytes / shared-link rate when both paths are used; zero-copy
-                                        //   plans: zero-copy host bytes / B_h; else 0
+                                        //   plans: zero-copy host bytes / B_h; else 0 (the operators' own
+                                        //   host terms bound a one-path plan). A floor of sum_op_time_s
+                                        //   only: with a copy pipeline (prefetch_pipeline_s > 0) the copies
+                                        //   run above the shared rate, so the prediction may be below it
   double prefetch_pipeline_s = 0;       // plans with staged linears (auto, prefetch): the copy pipeline's length, else 0
                                         //   (optional in the JSON: absent = 0)
   double step_bytes = 0;                // weight + KV bytes read per step (EB's numerator)
