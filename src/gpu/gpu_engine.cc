@@ -299,7 +299,7 @@ struct GpuEngine::Impl {
   /// (names the GEMM for DAK_EARLY_W).
   /// `norm_out` / `norm_in` (fused-norm passes only): the tiered GEMM's RMSNorm epilogues.
   /// `rope` (qkv only, paired rows): the RoPE + KV append epilogue where the linear runs on the
-  /// tiered GEMM's 64-row tiles of at most kRopeEpilogueMaxBn tokens with host rows a multiple of 16. Returns whether it ran (else the
+  /// tiered GEMM's 64-row tiles with host rows a multiple of 16. Returns whether it ran (else the
   /// caller launches apply_rope_kv_append).
   bool linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s,
               StepOp op = StepOp::kLogits, const TieredGemmNormOut* norm_out = nullptr,
@@ -936,8 +936,7 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
       // decode, session 24 call 3): batch 1 3.695 / 3.683 -> 3.666 ms, batch 8 unchanged.
       if (a.early_w_stages < 0) a.early_w_stages = 64;  // capped by the ring in the kernel
     }
-    const bool rope_here =
-        rope && it->second.tile.bm == 64 && it->second.tile.bn <= kRopeEpilogueMaxBn && l.m_host % 16 == 0;
+    const bool rope_here = rope && it->second.tile.bm == 64 && l.m_host % 16 == 0;
     if (rope_here) a.rope = *rope;
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));

@@ -72,10 +72,10 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
   if (a.rope.g_positions) {
     const TieredGemmRopeOut& r = a.rope;
     const int64_t D = r.kv.head_dim;
-    if (s.tile.bm != 64 || s.tile.bn > kRopeEpilogueMaxBn || a.out != TieredGemmOut::kBf16 || a.relu || norm_out || !a.g_y || D % 16 != 0 ||
+    if (s.tile.bm != 64 || a.out != TieredGemmOut::kBf16 || a.relu || norm_out || !a.g_y || D % 16 != 0 ||
         r.num_q_heads < 1 || s.M != (r.num_q_heads + 2 * int64_t(r.kv.num_kv_heads)) * D || s.m_host % 16 != 0 ||
         !r.g_inv_freq || !r.g_slots || !r.g_cache_positions) {
-      fail("the RoPE epilogue needs the 64-row tiles with at most 32 tokens a tile (N <= 32), bf16 output without ReLU or norm-out, M = (H + 2 Hkv) "
+      fail("the RoPE epilogue needs the 64-row tiles (N <= 64), bf16 output without ReLU or norm-out, M = (H + 2 Hkv) "
            "* D with D a multiple of 16, m_host a multiple of 16, and its inv_freq, slots and cache positions",
            where, "run the plain GEMM, then apply_rope_kv_append (kernels/rope.h) with paired_rows for the same bits");
     }

@@ -87,14 +87,10 @@ struct TieredGemmNormIn {
 /// (kv_append.h: slot slots[t], position cache_positions[t]; tokens out of the cache's range
 /// skipped; host-tier slots by posted stores over PCIe, then a system-scope fence). Bitwise equal to
 /// the plain GEMM followed by apply_rope_kv_append (RopeParams::paired_rows) on the same rows.
-/// Needs the 64-row tiles with bn <= kRopeEpilogueMaxBn (N <= 32), bf16 output, no ReLU, no norm-out, y's row pitch ldy with the
+/// Needs the 64-row tiles (N <= 64), bf16 output, no ReLU, no norm-out, y's row pitch ldy with the
 /// M = (H + 2 Hkv) * D columns, D % 16 == 0, and m_host a multiple of 16 (a pair never straddles the
 /// host / HBM boundary). Source: the engine's decode step (gpu_engine.cc; docs/perf-notes.md
 /// session 34).
-/// The widest tile (tokens, bn) compiled with the RoPE epilogue: at bn = 64 its code made ptxas spill
-/// 128 bytes in the kernel and the plain GEMM ~8 % slower (H100, docs/perf-notes.md session 34).
-inline constexpr int32_t kRopeEpilogueMaxBn = 32;
-
 struct TieredGemmRopeOut {
   const int32_t* g_positions = nullptr;        // [N] int32, HBM: RoPE position of each token; null: off
   const float* g_inv_freq = nullptr;           // [D/2] fp32, HBM (cpu::rope_inv_freq)

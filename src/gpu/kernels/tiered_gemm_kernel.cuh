@@ -313,51 +313,76 @@ __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const 
 /// rows. Per value: (acc + bias) rounded to bf16, as store_y writes it; q and k pairs then rotated
 /// with rope.cu's rotate_pair arithmetic. y gets every value; the KV cache row of the token gets its
 /// k and v values. A thread that wrote a host-tier row fences at system scope (kv_append_kernel).
-template <class Params, class Acc, class Coord>
+/// One value pair of the RoPE + KV append epilogue: rows col and col + 8 of y for token n, with
+/// their fp32 results v0 / v1 (norm-in scale applied, bias not yet): (v + bias) rounded to bf16 as
+/// store_y writes it; a q or k pair rotated with rope.cu's rotate_pair arithmetic; y gets both
+/// values, the token's KV cache row its k / v values. Returns whether it wrote a host-tier row.
+__device__ __forceinline__ bool rope_pair_out(const TieredGemmRopeOut& r, __nv_bfloat16* y, int64_t ldy,
+                                           const __nv_bfloat16* bias, int64_t col, int64_t n, float v0, float v1) {
+  const KvCacheLayer& kv = r.kv;
+  const int64_t D = kv.head_dim, qd = int64_t(r.num_q_heads) * D, kd = int64_t(kv.num_kv_heads) * D;
+  if (bias) {
+    v0 += __bfloat162float(bias[col]);
+    v1 += __bfloat162float(bias[col + 8]);
+  }
+  __nv_bfloat16 y0 = __float2bfloat16(v0), y1 = __float2bfloat16(v1);
+  const int section = col < qd ? 0 : col < qd + kd ? 1 : 2;  // q, k or v
+  const int64_t in_side = col - (section == 0 ? 0 : section == 1 ? qd : qd + kd);
+  const int64_t in_head = in_side % D;
+  if (section < 2) {
+    const float pos = float(r.g_positions[n]);
+    const float a = pos * r.g_inv_freq[rope_layout::pair_of_row(in_head)];
+    float sn, cs;
+    sincosf(a, &sn, &cs);
+    cs = __fmul_rn(cs, r.attention_factor);
+    sn = __fmul_rn(sn, r.attention_factor);
+    const float x1 = __bfloat162float(y0), x2 = __bfloat162float(y1);
+    y0 = __float2bfloat16(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
+    y1 = __float2bfloat16(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
+  }
+  y[n * ldy + col] = y0;
+  y[n * ldy + col + 8] = y1;
+  if (section == 0) return false;
+  const int64_t slot = r.g_slots[n], cpos = r.g_cache_positions[n];
+  if (slot < 0 || slot >= kv.batch || cpos < 0 || cpos >= kv.max_ctx) return false;
+  __nv_bfloat16* row = (section == 1 ? kv.k_block(slot, in_side / D) : kv.v_block(slot, in_side / D)) + cpos * D;
+  row[in_head] = y0;
+  row[in_head + 8] = y1;
+  return kv.on_host(slot);
+}
+
+/// rope_pair_out out of line, for the 64 x 64 tile: inlined there, the epilogue's registers made
+/// ptxas spill 128 bytes in the kernel and the plain GEMM ~8 % slower (H100, docs/perf-notes.md
+/// session 34); a call keeps the kernel at 168 registers without spills.
+__device__ __noinline__ bool rope_pair_out_call(const TieredGemmRopeOut& r, __nv_bfloat16* y, int64_t ldy,
+                                                const __nv_bfloat16* bias, int64_t col, int64_t n, float v0,
+                                                float v1) {
+  return rope_pair_out(r, y, ldy, bias, col, n, v0, v1);
+}
+
+/// The RoPE + KV append epilogue (TieredGemmRopeOut) of one 64-row output tile (rows [row0, row0 +
+/// 64) of y, `rows_left` of them inside the side, tokens from n0), one math group's thread. In the
+/// fragment (norm_out_epilogue's comment) values i and i + 2 are rows m and m + 8 of one token, with
+/// m % 16 < 8: the two values of a RoPE pair in the paired row order (core/rope_layout.h), or two v
+/// rows; rope_pair_out writes each such pair. A thread that wrote a host-tier row fences at system
+/// scope (kv_append_kernel).
+template <int kBn, class Params, class Acc, class Coord>
 __device__ inline void rope_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, int64_t row0,
                                      int64_t rows_left, int64_t n0) {
   constexpr int kFrag = decltype(size(acc))::value;
-  const TieredGemmSchedule& s = p.sched;
-  const TieredGemmRopeOut& r = p.rope;
-  const KvCacheLayer& kv = r.kv;
-  const int64_t D = kv.head_dim, qd = int64_t(r.num_q_heads) * D, kd = int64_t(kv.num_kv_heads) * D;
-  __nv_bfloat16* const y = static_cast<__nv_bfloat16*>(p.g_y);
+  constexpr bool kCall = kBn > 32;
   bool wrote_host = false;
 #pragma unroll
   for (int i = 0; i < kFrag; ++i) {
     if (i & 2) continue;  // value i + 2 (row m + 8) goes with value i
     const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
-    if (m + 8 >= rows_left || n >= s.N) continue;  // rows_left is a multiple of 16: both rows or neither
-    const int64_t col = row0 + m;                   // column of y (row of W) of the first value
-    float v0 = acc(i), v1 = acc(i + 2);
-    if (p.g_bias) {
-      v0 += __bfloat162float(p.g_bias[col]);
-      v1 += __bfloat162float(p.g_bias[col + 8]);
+    if (m + 8 >= rows_left || n >= p.sched.N) continue;  // rows_left is a multiple of 16: both rows or neither
+    auto* y = static_cast<__nv_bfloat16*>(p.g_y);
+    if constexpr (kCall) {
+      wrote_host |= rope_pair_out_call(p.rope, y, p.ldy, p.g_bias, row0 + m, n, acc(i), acc(i + 2));
+    } else {
+      wrote_host |= rope_pair_out(p.rope, y, p.ldy, p.g_bias, row0 + m, n, acc(i), acc(i + 2));
     }
-    __nv_bfloat16 y0 = __float2bfloat16(v0), y1 = __float2bfloat16(v1);
-    const int64_t section = col < qd ? 0 : col < qd + kd ? 1 : 2;  // q, k or v
-    const int64_t in_head = (col - (section == 0 ? 0 : section == 1 ? qd : qd + kd)) % D;
-    if (section < 2) {
-      const float pos = float(r.g_positions[n]);
-      const float a = pos * r.g_inv_freq[rope_layout::pair_of_row(in_head)];
-      float sn, cs;
-      sincosf(a, &sn, &cs);
-      cs = __fmul_rn(cs, r.attention_factor);
-      sn = __fmul_rn(sn, r.attention_factor);
-      const float x1 = __bfloat162float(y0), x2 = __bfloat162float(y1);
-      y0 = __float2bfloat16(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
-      y1 = __float2bfloat16(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
-    }
-    y[n * p.ldy + col] = y0;
-    y[n * p.ldy + col + 8] = y1;
-    if (section == 0) continue;
-    const int64_t slot = r.g_slots[n], cpos = r.g_cache_positions[n];
-    if (slot < 0 || slot >= kv.batch || cpos < 0 || cpos >= kv.max_ctx) continue;
-    const int64_t hk = (col - (section == 1 ? qd : qd + kd)) / D;
-    __nv_bfloat16* row = (section == 1 ? kv.k_block(slot, hk) : kv.v_block(slot, hk)) + cpos * D;
-    row[in_head] = y0;
-    row[in_head + 8] = y1;
-    wrote_host |= kv.on_host(slot);
   }
   if (wrote_host) __threadfence_system();
 }
@@ -745,11 +770,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) acc(i) = __fmul_rn(acc(i), smem.norm_rinv[get<1>(tCcC(i))]);
       }
-      if constexpr (kBn <= kRopeEpilogueMaxBn) {
-        if (p.rope.g_positions) {
-          rope_epilogue(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
-          continue;
-        }
+      if (p.rope.g_positions) {
+        rope_epilogue<kBn>(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
+        continue;
       }
       if (p.norm_out.g_residual) {
         if constexpr (!Cfg::kNormPrefetch) {
