@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Session 34, call 6 (the landing tree, first of three back-to-back calls; carry: third_party,
-# models/.p1): build; every gpu test; then two interleaved rounds of the RoPE epilogue against the
+# Session 34, call 6 (the landing tree, first of four back-to-back calls; carry: third_party): build; every gpu test; then two interleaved rounds of the RoPE epilogue against the
 # separate kernel (DAK_ROPE_EPILOGUE=0), Llama-2-7B decode batch 1 / 8 / 16 (prompt 32, gen 32), and
 # batch 64 under auto (cuBLASLt) against --gemm tiered with and without the epilogue (the 64 x 64
 # tile's out-of-line pair writer).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 34, call 8 (the last of three back-to-back calls; carry: models/.p3, after call 6's build
-# and call 7's models/.p2): the default model on the GPU and the CPU (tools/device/model_check.sh:
+# Session 34, call 9 (the last of four back-to-back calls; carry: models/.p3, after call 6's build
+# and calls 7 and 8's models/.p1 and .p2): the default model on the GPU and the CPU (tools/device/model_check.sh:
 # README's first command, with offload, perplexity on both, the SmolLM2 tests), then issue 7's
 # Llama-2-7B batch-8 points (prompt 32, gen 8: auto at 10 / 30 %, each mode at 10 %) and issue 3's
 # decode points (batch 1 / 8 / 64, prompt 32, gen 32); a short table last.
