@@ -354,7 +354,7 @@ __device__ __forceinline__ bool rope_pair_out(const TieredGemmRopeOut& r, __nv_b
 /// rope_pair_out out of line, for the 64 x 64 tile: inlined there, the epilogue's registers made
 /// ptxas spill 128 bytes in the kernel and the plain GEMM ~8 % slower (H100, docs/perf-notes.md
 /// session 34); a call keeps the kernel at 168 registers without spills.
-__device__ __noinline__ bool rope_pair_out_call(const TieredGemmRopeOut& r, __nv_bfloat16* y, int64_t ldy,
+static __device__ __noinline__ bool rope_pair_out_call(const TieredGemmRopeOut& r, __nv_bfloat16* y, int64_t ldy,
                                                 const __nv_bfloat16* bias, int64_t col, int64_t n, float v0,
                                                 float v1) {
   return rope_pair_out(r, y, ldy, bias, col, n, v0, v1);
