@@ -3,7 +3,7 @@
 # with the tracked tree, ~27.5 MB in session 34, and CUTLASS, ~28 MB, when carried), so it travels in
 # three parts of 33 + 33 + 32.4 MB under models/ (ignored by .gitignore; the device machine keeps them
 # between back-to-back calls while it is warm): build in one call carrying third_party, then carry
-# [models/.p1], [models/.p2] and [models/.p3] in the next three, the last running
+# [models/.p1], [models/.p2] and [models/.p3, models/.p3.sha256] in the next three, the last running
 # tools/device/model_check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
