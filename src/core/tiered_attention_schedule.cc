@@ -208,22 +208,6 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     const int64_t ctas = (sm_count - s.host_ctas) * hbm_ctas_per_sm;
     s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
   }
-  // A deeper HBM ring where the HBM side needs at most one CTA per SM and no host CTA shares the
-  // SMs (short contexts at small batch): the CTA count, not the SMEM, bounds its residency, so each
-  // warp may request every step it walks at once, within the per-CTA SMEM limit. Stages do not
-  // change the bits (congestion settings never do). DAK_ATTN_DEEP_RING=0 keeps the 2-per-SM ring.
-  static const bool deep_ring = env_flag("DAK_ATTN_DEEP_RING", true);
-  const int64_t hbm_cta_need = ceil_div(s.hbm_items(), ta::kWarps);
-  if (deep_ring && s.host_items() == 0 && s.hbm_items() > 0 && hbm_cta_need <= sm_count) {
-    const int64_t per_split = ceil_div(std::min<int64_t>(shape.max_ctx, s.split.split_keys), ta::kStepKeys);
-    const int64_t warp_steps = ceil_div(s.hbm_items(), int64_t(s.hbm_ctas) * ta::kWarps) * per_split;
-    for (int32_t st = int32_t(std::min<int64_t>(ta::kMaxStages, warp_steps)); st > s.hbm_stages; --st) {
-      if (s.hbm_cta_smem_bytes(st) <= ta::kSmemLimitBytes) {
-        s.hbm_stages = st;
-        break;
-      }
-    }
-  }
   s.validate();
   return s;
 }
