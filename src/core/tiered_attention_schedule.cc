@@ -207,13 +207,6 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   if (s.hbm_items() > 0) {
     const int64_t ctas = (sm_count - s.host_ctas) * hbm_ctas_per_sm;
     s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
-    // No more stages than the steps a warp walks (one step at short contexts in many splits): the
-    // SMEM of stages no step fills is left to the next kernel's early CTAs. Stages do not change
-    // the bits. DAK_ATTN_TRIM_RING=0 keeps the full ring (A/B runs).
-    static const bool trim = env_flag("DAK_ATTN_TRIM_RING", true);
-    const int64_t per_split = ceil_div(std::min<int64_t>(shape.max_ctx, s.split.split_keys), ta::kStepKeys);
-    const int64_t warp_steps = ceil_div(s.hbm_items(), int64_t(s.hbm_ctas) * ta::kWarps) * per_split;
-    if (trim && warp_steps < s.hbm_stages) s.hbm_stages = int32_t(std::max<int64_t>(1, warp_steps));
   }
   s.validate();
   return s;

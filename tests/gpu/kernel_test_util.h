@@ -73,12 +73,15 @@ inline std::vector<float> random_f32(size_t n, std::mt19937_64& rng, float sigma
   return v;
 }
 
-/// Per-element check |got - ref| <= atol + rtol * |ref| (NaN in got fails unless ref is NaN).
-/// On failure prints the count and the 5 worst elements with their flat index; `what`
-/// carries the parameters of the case.
+/// Per-element check |got - ref| <= atol + extra_atol[i] + rtol * |ref| (NaN in got fails unless ref
+/// is NaN); `extra_atol` empty: none. On failure prints the count and the 5 worst elements with their
+/// flat index; `what` carries the parameters of the case.
 inline void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double atol, double rtol,
-                         const std::string& what) {
+                         const std::string& what, const std::vector<double>& extra_atol = {}) {
   ASSERT_EQ(got.size(), ref.size()) << what;
+  if (!extra_atol.empty()) {
+    ASSERT_EQ(extra_atol.size(), ref.size()) << what;
+  }
   struct Bad {
     size_t i;
     double excess;
@@ -88,7 +91,7 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
     const double g = got[i], r = ref[i];
     if (std::isnan(r) && std::isnan(g)) continue;
     const double err = std::abs(g - r);
-    const double tol = atol + rtol * std::abs(r);
+    const double tol = atol + (extra_atol.empty() ? 0.0 : extra_atol[i]) + rtol * std::abs(r);
     if (!(err <= tol)) bad.push_back({i, std::isnan(err) ? INFINITY : err - tol});
   }
   if (bad.empty()) return;

@@ -42,23 +42,32 @@ void run_case(int64_t T, int64_t I, Activation a, bool gated, bool bias, uint64_
   dak::gpu::ActivationParams p{bf(d_in.get()), bias ? bf(d_b.get()) : nullptr, bf(d_out.get()), T, I, a, gated};
   dak::gpu::mlp_activation(p, nullptr);
   const auto got = d_out.download();
-  std::vector<double> ref(static_cast<size_t>(T * I)), g(size_t(T * I));
+  std::vector<double> ref(static_cast<size_t>(T * I)), g(static_cast<size_t>(T * I)), slack(static_cast<size_t>(T * I));
+  const bool gelu = a == Activation::kGelu || a == Activation::kGeluTanh;
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t i = 0; i < I; ++i) {
-      double y;
+      double y, x, scale = 1.0;
       if (gated) {
-        y = act_ref(to_f(in[size_t(t * in_w + i)]), a) * to_f(in[size_t(t * in_w + I + i)]);
+        x = to_f(in[size_t(t * in_w + i)]);
+        scale = std::abs(double(to_f(in[size_t(t * in_w + I + i)])));
+        y = act_ref(float(x), a) * to_f(in[size_t(t * in_w + I + i)]);
       } else {
         // The kernel adds the bias in fp32 before activating.
-        const float x = to_f(in[size_t(t * I + i)]) + (bias ? to_f(b[size_t(i)]) : 0.f);
-        y = act_ref(x, a);
+        const float xf = to_f(in[size_t(t * I + i)]) + (bias ? to_f(b[size_t(i)]) : 0.f);
+        x = xf;
+        y = act_ref(xf, a);
       }
       ref[size_t(t * I + i)] = y;
       g[size_t(t * I + i)] = to_f(got[size_t(t * I + i)]);
+      // HF's fp32 GELU, 0.5 x (1 + erf(x / sqrt 2)) (tanh alike), cancels in its negative tail: 1 + erf
+      // near 0 keeps the absolute error of fp32 values near 1 (a few 2^-24), which the product carries
+      // as 0.5 |x| 2^-22 (times |up| when gated). Session 34 drew x ~ -3.5 against up ~ 2: 2 bf16 ulps
+      // of a 1.3e-4 result.
+      slack[size_t(t * I + i)] = gelu ? 0.5 * std::abs(x) * std::ldexp(1.0, -22) * scale : 0.0;
     }
   }
   // One bf16 rounding; fp32 expf/erff/tanhf are within a few ulps (atol covers values near 0).
-  expect_close(g, ref, 1e-6, kBf16Rtol, what);
+  expect_close(g, ref, 1e-6, kBf16Rtol, what, slack);
   for (size_t k = size_t(T * I); k < got.size(); ++k) EXPECT_EQ(got[k], 0xffff) << what << ": wrote past the end";
 }
 
