@@ -27,6 +27,9 @@
 #   dak_bench_point LABEL ENV SECONDS FLAGS...  `dak bench --random-weights --repeats 5 FLAGS` under the
 #                           environment assignment ENV (X=1 for none); JSON in /tmp/s-LABEL.json, the text
 #                           appended to $OUT/offload.txt
+#   dak_tpot ENV LABEL ARGS...  `dak bench --random-weights --repeats 5 ARGS` (prompt 32) under the
+#                           environment assignment ENV (X=1 for none) into /tmp/r-LABEL.txt; prints a line
+#                           per result row: LABEL, batch, TPOT [min, max], TPOT / floor
 #   dak_merge_points        every /tmp/s-*.json of this call into $OUT/offload.json, then the offload rows
 #                           of $OUT/offload.txt, one line each
 
@@ -119,6 +122,12 @@ dak_cpu_tests_and_generate() {
   echo "cpu tests rc=$?"; grep -E "tests passed|\*\*\*Failed" "$OUT/cpu-tests.log" | tail -n 8
   build-gpu/dak generate --model llama-2-7b --random-weights --prompt-ids 1,2,3 -n 4 --seed 010 --output json \
     > "$OUT/gen.json" 2> "$OUT/gen.err"; echo "generate --random-weights rc=$?"; tail -n 2 "$OUT/gen.err"
+}
+
+dak_tpot() {
+  local envs=$1 label=$2; shift 2
+  env $envs timeout 90 build-gpu/dak bench --random-weights --repeats 5 "$@" 2> /dev/null > "/tmp/r-$label.txt"
+  grep -E "^\| [0-9]+ \| 32 \| " "/tmp/r-$label.txt" | awk -F'|' -v l="$label" '{print l, "batch", $2, "TPOT", $7, "ratio", $10}'
 }
 
 dak_bench_point() {

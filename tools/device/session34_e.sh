@@ -8,15 +8,10 @@ set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
 dak_gpu_tests 120 2
-run() {  # run ENV LABEL ARGS...
-  local envs=$1 label=$2; shift 2
-  env $envs timeout 90 build-gpu/dak bench --random-weights --repeats 5 "$@" 2> /dev/null > "/tmp/r-$label.txt"
-  grep -E "^\| [0-9]+ \| 32 \| " "/tmp/r-$label.txt" | awk -F'|' -v l="$label" '{print l, "batch", $2, "TPOT", $7, "ratio", $10}'
-}
 for R in 1 2; do
-  for v in X=1 DAK_ROPE_EPILOGUE=0; do run $v l7-$R-${v%%=*} --model llama-2-7b --batch 1,8,16 --prompt-len 32 --gen-len 32; done
-  run X=1 auto64-$R --model llama-2-7b --batch 64 --prompt-len 32 --gen-len 32
-  run X=1 tiered64-$R --model llama-2-7b --batch 64 --prompt-len 32 --gen-len 32 --gemm tiered
+  for v in X=1 DAK_ROPE_EPILOGUE=0; do dak_tpot $v l7-$R-${v%%=*} --model llama-2-7b --batch 1,8,16 --prompt-len 32 --gen-len 32; done
+  dak_tpot X=1 auto64-$R --model llama-2-7b --batch 64 --prompt-len 32 --gen-len 32
+  dak_tpot X=1 tiered64-$R --model llama-2-7b --batch 64 --prompt-len 32 --gen-len 32 --gemm tiered
 done | tee "$OUT/rope.txt"
 cp /tmp/r-l7-1-X.txt "$OUT/bench-l7.txt"
 echo "total $(( $(date +%s) - t0 )) s"
