@@ -597,6 +597,20 @@ int main(int argc, char** argv) {
           break;
         }
       }
+      // A word right after the name of a command that has subcommands and takes no arguments (`dak
+      // bench foo`) is most likely a misspelled subcommand, named as `dak foo` is (the trial of session
+      // 27), also before an option the command lacks (`dak bench attenton --quick` named --quick: the
+      // trial of session 34); a stray word elsewhere (`dak bench --batch 1 8`) is a value list cut at
+      // a space.
+      char** const named = std::find(argv + 1, argv + argc, deepest->get_name());
+      const bool right_after = !words.empty() && named + 1 < argv + argc && words.front() == named[1];
+      const bool sub_word = right_after && !required && deepest != &app &&
+                            std::isalpha(static_cast<unsigned char>(words.front()[0])) &&
+                            has_subcommands(*deepest) && !takes_arguments(*deepest);
+      if (sub_word) {
+        std::fprintf(stderr, "dak: error: %s\n", unknown_subcommand(*deepest, path, words.front()).what());
+        return 2;
+      }
       if (!option.empty()) {  // an option this command does not have (its value, if any, was a stray word)
         std::vector<std::string> others;
         commands_with_option(app, "dak", option, others);
@@ -613,18 +627,6 @@ int main(int argc, char** argv) {
             (other.empty() ? "" : other + "; ") + (near.empty() ? "" : "did you mean " + near + "? ") + "run `" +
                 help + "` for its options");
         std::fprintf(stderr, "dak: error: %s\n", err.what());
-        return 2;
-      }
-      // A word right after the name of a command that has subcommands and takes no arguments (`dak
-      // bench foo`) is most likely a misspelled subcommand, named as `dak foo` is (the trial of session
-      // 27); a stray word elsewhere (`dak bench --batch 1 8`) is a value list cut at a space.
-      char** const named = std::find(argv + 1, argv + argc, deepest->get_name());
-      const bool right_after = !words.empty() && named + 1 < argv + argc && words.front() == named[1];
-      const bool sub_word = right_after && !required && deepest != &app &&
-                            std::isalpha(static_cast<unsigned char>(words.front()[0])) &&
-                            has_subcommands(*deepest) && !takes_arguments(*deepest);
-      if (sub_word) {
-        std::fprintf(stderr, "dak: error: %s\n", unknown_subcommand(*deepest, path, words.front()).what());
         return 2;
       }
       if (!words.empty() && !required) {

@@ -599,6 +599,10 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
       {"--help foo", "unknown subcommand 'foo'"},
       {"generat -p hi", "did you mean generate?"},
       {"bench gem", "did you mean gemm?"},
+      // Session 34's trial: before an option the command lacks, the misspelled subcommand is named
+      // (it named --quick).
+      {"bench attenton --quick", "unknown subcommand 'attenton' of dak bench"},
+      {"bench attenton --quick", "did you mean attention?"},
       // --help right after an option is its value (CLI11): the refusal says so first.
       {"generate -n --help", "an option takes the word after it as its value, --help too"},
       {"generate --output -h", "an option takes the word after it as its value, --help too"},
