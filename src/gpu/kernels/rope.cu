@@ -7,6 +7,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/launch.h"
 #include "gpu/kernels/reduce.cuh"
+#include "gpu/kernels/rope_pair.cuh"
 
 namespace dak::gpu {
 namespace {
@@ -21,19 +22,11 @@ __device__ __forceinline__ int pair_lo(int i, int half, bool paired) {
 }
 __device__ __forceinline__ int pair_gap(int half, bool paired) { return paired ? 8 : half; }
 
-// Rotates pair i of one head in place (values at lo and lo + gap); y receives the two rotated values.
-// m multiplies cos and sin (RopeParams::attention_factor; x * 1 is exact, so m = 1 changes no bit).
+// Rotates pair i of one head in place (values at lo and lo + gap; rope_pair.cuh's arithmetic); y
+// receives the two rotated values. m multiplies cos and sin (RopeParams::attention_factor).
 __device__ __forceinline__ void rotate_pair(__nv_bfloat16* g_head, int lo, int gap, float pos, float inv_freq,
                                             float m, __nv_bfloat16* y) {
-  const float a = pos * inv_freq;
-  float s, c;
-  sincosf(a, &s, &c);
-  c = __fmul_rn(c, m);
-  s = __fmul_rn(s, m);
-  const float x1 = bf16_to_float(g_head[lo]), x2 = bf16_to_float(g_head[lo + gap]);
-  // Explicit roundings (no FMA contraction), so every kernel that calls this rounds alike.
-  y[0] = float_to_bf16(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)));
-  y[1] = float_to_bf16(__fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
+  rope_pair(bf16_to_float(g_head[lo]), bf16_to_float(g_head[lo + gap]), pos, inv_freq, m, y[0], y[1]);
   g_head[lo] = y[0];
   g_head[lo + gap] = y[1];
 }
@@ -55,8 +48,8 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
   }
 }
 
-// P consecutive pairs (i .. i + P - 1, i a multiple of P) of one head: rotate_pair's arithmetic per
-// pair (cos and sin times m), with P-element loads and stores (P = 2: 4 bytes, 4: 8 bytes). Returns the rotated values:
+// P consecutive pairs (i .. i + P - 1, i a multiple of P) of one head: rope_pair per pair, with
+// P-element loads and stores (P = 2: 4 bytes, 4: 8 bytes). Returns the rotated values:
 // y_lo[p] for column i + p, y_hi[p] for i + p + D/2.
 template <int P>
 struct BfVec;
@@ -83,15 +76,7 @@ __device__ __forceinline__ void rotate_pairs(__nv_bfloat16* g_head, int i, int a
   const __nv_bfloat16* x2 = reinterpret_cast<const __nv_bfloat16*>(&hi);
 #pragma unroll
   for (int q = 0; q < P; ++q) {
-    const float a = pos * g_inv_freq[i + q];
-    float s, c;
-    sincosf(a, &s, &c);
-    c = __fmul_rn(c, m);  // the attention factor, as rotate_pair
-    s = __fmul_rn(s, m);
-    const float f1 = bf16_to_float(x1[q]), f2 = bf16_to_float(x2[q]);
-    // rotate_pair's explicit roundings, so the bits are the same as apply_rope's.
-    y_lo[q] = float_to_bf16(__fsub_rn(__fmul_rn(f1, c), __fmul_rn(f2, s)));
-    y_hi[q] = float_to_bf16(__fadd_rn(__fmul_rn(f2, c), __fmul_rn(f1, s)));
+    rope_pair(bf16_to_float(x1[q]), bf16_to_float(x2[q]), pos, g_inv_freq[i + q], m, y_lo[q], y_hi[q]);
   }
   *reinterpret_cast<V*>(g_head + at) = *reinterpret_cast<const V*>(y_lo);
   *reinterpret_cast<V*>(g_head + at + gap) = *reinterpret_cast<const V*>(y_hi);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/reduce.cuh"
+#include "gpu/kernels/rope_pair.cuh"
 #include "gpu/launch.h"
 
 namespace dak::gpu {
@@ -64,20 +65,6 @@ __device__ __forceinline__ void ldsm_x4(const bf16* row, uint32_t (&r)[4]) {
 }
 __device__ __forceinline__ void ldsm_x4_trans(const bf16* row, uint32_t (&r)[4]) {
   cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
-}
-
-/// RoPE of one pair (x1, x2) = (x[i], x[i + D/2]) at angle pos * inv_freq, cos and sin times m,
-/// with the explicit roundings of rope.cu's rotate_pair (no FMA contraction), so the fused path
-/// gives its bits.
-__device__ __forceinline__ void rope_pair(float x1, float x2, float pos, float inv_freq, float m, bf16& y1,
-                                          bf16& y2) {
-  const float ang = pos * inv_freq;
-  float sn, cs;
-  sincosf(ang, &sn, &cs);
-  cs = __fmul_rn(cs, m);
-  sn = __fmul_rn(sn, m);
-  y1 = __float2bfloat16_rn(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
-  y2 = __float2bfloat16_rn(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
 }
 
 /// One worker's view of an item.

@@ -54,9 +54,10 @@
 #include <cutlass/numeric_types.h>
 
 #include "core/env.h"
-#include "core/rope_layout.h"
 #include "core/error.h"
+#include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
+#include "gpu/kernels/rope_pair.cuh"
 #include "gpu/kernels/tiered_gemm.h"
 #include "gpu/launch.h"
 
@@ -306,17 +307,11 @@ __device__ inline void norm_out_epilogue(const Params& p, const Acc& acc, const 
   cutlass::arch::NamedBarrier::sync(128, 1 + group);  // `red` is the group's again at its next unit
 }
 
-/// The RoPE + KV append epilogue (TieredGemmRopeOut) of one 64-row output tile (rows [row0, row0 +
-/// 64) of y, `rows_left` of them inside the side, tokens from n0), one math group's thread. In the
-/// fragment (norm_out_epilogue's comment) values i and i + 2 are rows m and m + 8 of one token, with
-/// m % 16 < 8: the two values of a RoPE pair in the paired row order (core/rope_layout.h), or two v
-/// rows. Per value: (acc + bias) rounded to bf16, as store_y writes it; q and k pairs then rotated
-/// with rope.cu's rotate_pair arithmetic. y gets every value; the KV cache row of the token gets its
-/// k and v values. A thread that wrote a host-tier row fences at system scope (kv_append_kernel).
 /// One value pair of the RoPE + KV append epilogue: rows col and col + 8 of y for token n, with
 /// their fp32 results v0 / v1 (norm-in scale applied, bias not yet): (v + bias) rounded to bf16 as
-/// store_y writes it; a q or k pair rotated with rope.cu's rotate_pair arithmetic; y gets both
-/// values, the token's KV cache row its k / v values. Returns whether it wrote a host-tier row.
+/// store_y writes it; a q or k pair rotated by rope_pair (rope_pair.cuh, as every RoPE kernel); y
+/// gets both values, the token's KV cache row its k / v values. Returns whether it wrote a host-tier
+/// row.
 __device__ __forceinline__ bool rope_pair_out(const TieredGemmRopeOut& r, __nv_bfloat16* y, int64_t ldy,
                                            const __nv_bfloat16* bias, int64_t col, int64_t n, float v0, float v1) {
   const KvCacheLayer& kv = r.kv;
@@ -330,15 +325,8 @@ __device__ __forceinline__ bool rope_pair_out(const TieredGemmRopeOut& r, __nv_b
   const int64_t in_side = col - (section == 0 ? 0 : section == 1 ? qd : qd + kd);
   const int64_t in_head = in_side % D;
   if (section < 2) {
-    const float pos = float(r.g_positions[n]);
-    const float a = pos * r.g_inv_freq[rope_layout::pair_of_row(in_head)];
-    float sn, cs;
-    sincosf(a, &sn, &cs);
-    cs = __fmul_rn(cs, r.attention_factor);
-    sn = __fmul_rn(sn, r.attention_factor);
-    const float x1 = __bfloat162float(y0), x2 = __bfloat162float(y1);
-    y0 = __float2bfloat16(__fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn)));
-    y1 = __float2bfloat16(__fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn)));
+    rope_pair(__bfloat162float(y0), __bfloat162float(y1), float(r.g_positions[n]),
+              r.g_inv_freq[rope_layout::pair_of_row(in_head)], r.attention_factor, y0, y1);
   }
   y[n * ldy + col] = y0;
   y[n * ldy + col + 8] = y1;
@@ -371,13 +359,13 @@ __device__ inline void rope_epilogue(const Params& p, const Acc& acc, const Coor
                                      int64_t rows_left, int64_t n0) {
   constexpr int kFrag = decltype(size(acc))::value;
   constexpr bool kCall = kBn > 32;
+  __nv_bfloat16* const y = static_cast<__nv_bfloat16*>(p.g_y);
   bool wrote_host = false;
 #pragma unroll
   for (int i = 0; i < kFrag; ++i) {
     if (i & 2) continue;  // value i + 2 (row m + 8) goes with value i
     const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
     if (m + 8 >= rows_left || n >= p.sched.N) continue;  // rows_left is a multiple of 16: both rows or neither
-    auto* y = static_cast<__nv_bfloat16*>(p.g_y);
     if constexpr (kCall) {
       wrote_host |= rope_pair_out_call(p.rope, y, p.ldy, p.g_bias, row0 + m, n, acc(i), acc(i + 2));
     } else {
