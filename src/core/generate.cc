@@ -196,7 +196,6 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
       }
     }
   }
-
 }
 
 GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,

@@ -134,7 +134,7 @@ class GraphBuilder {
     // kTieredDecodeMaxTokens of a RoPE model with a pairable head_dim run RoPE and the append in
     // qkv's epilogue (gpu_engine.cc, kernels/tiered_gemm.h TieredGemmRopeOut): the attention alone.
     const bool rope_epilogue =
-        c_.arch != Arch::kOpt && rope_layout::pairable(c_.head_dim) && tokens_ <= kTieredDecodeMaxTokens;
+        rope_layout::engine_pairs_rows(c_) && tokens_ <= kTieredDecodeMaxTokens;
     op.kernels = rope_epilogue ? 1 : 2;
     const bool prefill = s_.phase == Phase::kPrefill;
     const int64_t kv_token_bytes = 2 * c_.kv_dim() * kBf16Bytes;  // K and V of one position

@@ -27,7 +27,16 @@
 #define DAK_ROPE_HD
 #endif
 
+namespace dak {
+struct ModelConfig;
+}
+
 namespace dak::rope_layout {
+
+/// Whether the GPU engine keeps model `c`'s q / k heads in the paired order: a RoPE model (not OPT)
+/// whose head_dim is pairable. The one rule for the weight upload (gpu_weights.cc), the planner's
+/// kernel count (op_graph.cc) and the tests. Host only (rope_layout.cc).
+bool engine_pairs_rows(const ModelConfig& c);
 
 /// Whether a head of `head_dim` values can take the paired order (head_dim % 16 == 0, > 0).
 DAK_ROPE_HD constexpr bool pairable(int64_t head_dim) { return head_dim > 0 && head_dim % 16 == 0; }

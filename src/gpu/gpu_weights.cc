@@ -141,7 +141,7 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
   };
 
   const int64_t hd = c.hidden_size, e = c.embed_dim();
-  w.rope_paired_rows = c.arch != Arch::kOpt && rope_layout::pairable(c.head_dim);
+  w.rope_paired_rows = rope_layout::engine_pairs_rows(c);
   table(std::string(nm.embed) + ".weight", c.vocab_size, e, w.embed);
   if (*nm.positions) {
     table(std::string(nm.positions) + ".weight", c.max_position_embeddings + c.position_offset, hd, w.positions);

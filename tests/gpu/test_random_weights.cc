@@ -372,7 +372,7 @@ TEST(GpuEngineMeasuring, ProfiledDecodeStepTimesEveryOperatorAndSamplesLikeTheGr
     const bool fused = !opt && !dak::env_flag("DAK_NO_FUSED_NORM", false);
     // RoPE models with a pairable head_dim (16 here) rotate q / k and append the KV row in qkv's
     // epilogue (tiered GEMM, 64-row tiles): no RoPE / append launch. OPT appends in its own kernel.
-    const bool rope_epilogue = !opt && dak::rope_layout::pairable(c.head_dim) && dak::env_flag("DAK_ROPE_EPILOGUE", true);
+    const bool rope_epilogue = dak::rope_layout::engine_pairs_rows(c) && dak::env_flag("DAK_ROPE_EPILOGUE", true);
     using dak::gpu::StepOp;
     const std::vector<std::pair<StepOp, int64_t>> want_launches = {
         {StepOp::kEmbedding, 1},  {StepOp::kNorm, fused ? 2 : 2 * L + (final_norm ? 1 : 0)},

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
 
 namespace dak::gpu {
@@ -72,7 +73,7 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
   if (a.rope.g_positions) {
     const TieredGemmRopeOut& r = a.rope;
     const int64_t D = r.kv.head_dim;
-    if (s.tile.bm != 64 || a.out != TieredGemmOut::kBf16 || a.relu || norm_out || !a.g_y || D % 16 != 0 ||
+    if (s.tile.bm != 64 || a.out != TieredGemmOut::kBf16 || a.relu || norm_out || !a.g_y || !rope_layout::pairable(D) ||
         r.num_q_heads < 1 || s.M != (r.num_q_heads + 2 * int64_t(r.kv.num_kv_heads)) * D || s.m_host % 16 != 0 ||
         !r.g_inv_freq || !r.g_slots || !r.g_cache_positions) {
       fail("the RoPE epilogue needs the 64-row tiles (N <= 64), bf16 output without ReLU or norm-out, M = (H + 2 Hkv) "
