@@ -195,7 +195,12 @@ class GraphBuilder {
     if (c_.gated_mlp) {
       add_linear("gate_up_proj", l, tokens_, c_.hidden_size,
                  {{p + "mlp.gate_proj.weight", inter}, {p + "mlp.up_proj.weight", inter}}, c_.mlp_bias);
-      ops_.back().kernels = 2;  // + the gated activation kernel
+      // + the gated activation kernel. In passes of up to kTieredDecodeMaxTokens with the paired
+      // gate_up order the engine runs it in gate_up's epilogue (kernels/tiered_gemm.h
+      // TieredGemmActOut), but its cost stays priced as a kernel: removing it measured 10-22 us a
+      // step (docs/perf-notes.md sessions 33 and 35), less than the model's per-kernel overhead
+      // (2.5-4.3 us a layer), which would make the calibrated decode predictions ~3 % fast.
+      ops_.back().kernels = 2;
       add_linear("down_proj", l, tokens_, inter, {{p + "mlp.down_proj.weight", c_.hidden_size}}, c_.mlp_bias);
     } else {
       const std::string mlp = opt ? "" : "mlp.";

@@ -38,6 +38,13 @@ namespace dak::rope_layout {
 /// kernel count (op_graph.cc) and the tests. Host only (rope_layout.cc).
 bool engine_pairs_rows(const ModelConfig& c);
 
+/// Whether the GPU engine keeps model `c`'s fused gate_up rows (gate_proj then up_proj, [2I, K]) in
+/// the paired order with D = 2I, one "head" for the whole matrix: gate row j and up row j are the
+/// pair (x[j], x[j + I]), on rows 16 (j / 8) + j % 8 and + 8, so both sit in one thread of the wgmma
+/// fragment and the gated activation runs in gate_up's epilogue (kernels/tiered_gemm.h,
+/// TieredGemmActOut). A gated MLP with I % 8 == 0 (pairable(2I)). Host only (rope_layout.cc).
+bool engine_pairs_gate_up(const ModelConfig& c);
+
 /// Whether a head of `head_dim` values can take the paired order (head_dim % 16 == 0, > 0).
 DAK_ROPE_HD constexpr bool pairable(int64_t head_dim) { return head_dim > 0 && head_dim % 16 == 0; }
 

@@ -86,6 +86,12 @@ bool rope_epilogue_enabled() {
   return on;
 }
 
+/// DAK_ACT_EPILOGUE=0: the gated activation in its own kernel instead of gate_up's epilogue (A/B).
+bool act_epilogue_enabled() {
+  static const bool on = env_flag("DAK_ACT_EPILOGUE", true);
+  return on;
+}
+
 /// Diagnostic builds only (-DDAK_DIAG_SKIP_KERNELS; wrong outputs, never a release): whether
 /// DAK_DIAG_SKIP (a comma list of rope, act, attn) drops that kernel from every layer, to bound
 /// what fusing it away could save (docs/perf-notes.md session 33). Always false otherwise.
@@ -299,11 +305,14 @@ struct GpuEngine::Impl {
   /// (names the GEMM for DAK_EARLY_W).
   /// `norm_out` / `norm_in` (fused-norm passes only): the tiered GEMM's RMSNorm epilogues.
   /// `rope` (qkv only, paired rows): the RoPE + KV append epilogue where the linear runs on the
-  /// tiered GEMM's 64-row tiles with host rows a multiple of 16. Returns whether it ran (else the
-  /// caller launches apply_rope_kv_append).
+  /// tiered GEMM's 64-row tiles with host rows a multiple of 16. `act` (gate_up only, paired rows):
+  /// the gated activation epilogue under the same conditions (y is then not written). Returns
+  /// whether the offered epilogue ran (else the caller launches apply_rope_kv_append or
+  /// mlp_activation).
   bool linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out, cudaStream_t s,
               StepOp op = StepOp::kLogits, const TieredGemmNormOut* norm_out = nullptr,
-              const TieredGemmNormIn* norm_in = nullptr, const TieredGemmRopeOut* rope = nullptr);
+              const TieredGemmNormIn* norm_in = nullptr, const TieredGemmRopeOut* rope = nullptr,
+              const TieredGemmActOut* act = nullptr);
   void run_pass(const Pass& p, bool eager = false);
 };
 
@@ -614,8 +623,8 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
   };
   auto linear = [&](const bf16* x, const GpuLinear& l, bf16* y, StepOp op, bool relu = false,
                     const TieredGemmNormOut* norm_out = nullptr, const TieredGemmNormIn* norm_in = nullptr,
-                    const TieredGemmRopeOut* rope = nullptr) {
-    return this->linear(x, l, y, T, relu, false, s, op, norm_out, norm_in, rope);
+                    const TieredGemmRopeOut* rope = nullptr, const TieredGemmActOut* act = nullptr) {
+    return this->linear(x, l, y, T, relu, false, s, op, norm_out, norm_in, rope, act);
   };
   // Fused norms (short passes of pre-LN RMSNorm models, fused_norm): o_proj and each layer's down
   // but the last end in the norm-out epilogue (residual add, x~ = bf16(resid * weight) into
@@ -759,11 +768,20 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     }
     const bool relu_epilogue = !c.gated_mlp && c.activation == Activation::kRelu;
     mark(StepOp::kMlpUp, s);
-    linear(normed, L.gate_up, gu, StepOp::kMlpUp, relu_epilogue, nullptr, fuse ? &norm_in[0] : nullptr);
+    // The gated activation in gate_up's epilogue where it runs on the 64-row tiles (paired rows only).
+    const bool skip_act = d.max_len == 1 && diag_skip("act");
+    const TieredGemmActOut act_out{act, I, c.activation};
+    const bool offer_act = c.gated_mlp && w.gate_up_paired_rows && !skip_act && act_epilogue_enabled();
+    const bool act_done = linear(normed, L.gate_up, gu, StepOp::kMlpUp, relu_epilogue, nullptr,
+                                 fuse ? &norm_in[0] : nullptr, nullptr, offer_act ? &act_out : nullptr);
     const bf16* down_in = gu;
     if (c.gated_mlp) {
-      mark(StepOp::kActivation, s);
-      if (!(d.max_len == 1 && diag_skip("act"))) mlp_activation(ActivationParams{gu, nullptr, act, T, I, c.activation, true}, s);
+      if (!act_done && !skip_act) {  // no launch (no profiled interval) when gate_up's epilogue did it
+        mark(StepOp::kActivation, s);
+        ActivationParams ap{gu, nullptr, act, T, I, c.activation, true};
+        ap.paired = w.gate_up_paired_rows;
+        mlp_activation(ap, s);
+      }
       down_in = act;
     } else if (!relu_epilogue) {
       mark(StepOp::kActivation, s);
@@ -894,7 +912,8 @@ bool GpuEngine::Impl::on_64_row_tiles(const GpuLinear& l, int64_t N) const {
 
 bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t N, bool relu, bool f32_out,
                              cudaStream_t s, StepOp op, const TieredGemmNormOut* norm_out,
-                             const TieredGemmNormIn* norm_in, const TieredGemmRopeOut* rope) {
+                             const TieredGemmNormIn* norm_in, const TieredGemmRopeOut* rope,
+                             const TieredGemmActOut* act) {
   const int64_t M = l.out, K = l.in;
   const bool staged = staged_next < staged_order.size() && staged_order[staged_next] == &l;
   if (runs_tiered(l, N)) {  // host rows only where K % 8 == 0 (checked at load)
@@ -938,9 +957,11 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     }
     const bool rope_here = rope && it->second.tile.bm == 64 && l.m_host % 16 == 0;
     if (rope_here) a.rope = *rope;
+    const bool act_here = act && it->second.tile.bm == 64 && l.m_host % 16 == 0;
+    if (act_here) a.act_out = *act;
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
-    return rope_here;
+    return rope_here || act_here;
   }
   if (norm_out || norm_in) {
     fail("a fused-norm linear reached cuBLASLt", "GpuEngine::linear", "report this as a bug (fused_norm() decides)");

@@ -35,6 +35,9 @@ struct Slice {
     float half_range = kInitHalfRange;
     int64_t paired_head_dim = 0;  // > 0: q or k heads of this head_dim, rows stored in the paired
                                   //   order (core/rope_layout.h; shape[0] rows of `cols` elements)
+    bool pairs_with_next = false;  // gate_proj of a paired gate_up (rope_layout engine_pairs_gate_up):
+                                   //   this part and the next (up_proj, as many rows) are stored as one
+                                   //   paired "head" of D = 2 * rows rows, filled together
   };
   uint64_t elems = 0;
   int64_t cols = 1;       // elements per row
@@ -93,9 +96,10 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     slices.push_back(std::move(s));
   };
   // Row-wise concatenation of `parts` (name, rows), all with `in` columns.
-  // The first `paired_parts` parts hold q / k heads (core/rope_layout.h) when the model uses them.
+  // The first `paired_parts` parts hold q / k heads (core/rope_layout.h) when the model uses them;
+  // with `gate_up` the two parts (gate, up) are stored interleaved when w.gate_up_paired_rows.
   auto linear = [&](std::initializer_list<std::pair<std::string, int64_t>> parts, int64_t in, bool bias,
-                    GpuLinear& l, int paired_parts = 0) {
+                    GpuLinear& l, int paired_parts = 0, bool gate_up = false) {
     l.in = in;
     l.out = 0;
     for (const auto& part : parts) l.out += part.second;
@@ -110,12 +114,15 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     int index = 0;
     for (const auto& [base, rows] : parts) {
       const int64_t paired = index++ < paired_parts && w.rope_paired_rows ? c.head_dim : 0;
+      const bool pairs_with_next = gate_up && w.gate_up_paired_rows && row == 0;
       ws.parts.push_back({base + ".weight", {rows, in}, uint64_t(row * in), uint64_t(rows * in)});
       ws.parts.back().paired_head_dim = paired;
+      ws.parts.back().pairs_with_next = pairs_with_next;
       split.push_back({base + ".weight", rows});
       if (bias) {
         bs.parts.push_back({base + ".bias", {rows}, uint64_t(row), uint64_t(rows)});
         bs.parts.back().paired_head_dim = paired;
+        bs.parts.back().pairs_with_next = pairs_with_next;
       }
       row += rows;
     }
@@ -142,6 +149,7 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
 
   const int64_t hd = c.hidden_size, e = c.embed_dim();
   w.rope_paired_rows = rope_layout::engine_pairs_rows(c);
+  w.gate_up_paired_rows = rope_layout::engine_pairs_gate_up(c);
   table(std::string(nm.embed) + ".weight", c.vocab_size, e, w.embed);
   if (*nm.positions) {
     table(std::string(nm.positions) + ".weight", c.max_position_embeddings + c.position_offset, hd, w.positions);
@@ -166,7 +174,8 @@ std::vector<Slice> plan_slices(const ModelConfig& c, GpuWeights& w, const std::s
     linear({{p + nm.q, c.q_dim()}, {p + nm.k, c.kv_dim()}, {p + nm.v, c.kv_dim()}}, hd, c.qkv_bias, L.qkv, 2);
     linear({{p + nm.o, hd}}, c.q_dim(), c.o_bias, L.o);
     if (c.gated_mlp) {
-      linear({{p + nm.gate, c.intermediate_size}, {p + nm.up, c.intermediate_size}}, hd, c.mlp_bias, L.gate_up);
+      linear({{p + nm.gate, c.intermediate_size}, {p + nm.up, c.intermediate_size}}, hd, c.mlp_bias, L.gate_up, 0,
+             true);
     } else {
       linear({{p + nm.up, c.intermediate_size}}, hd, c.mlp_bias, L.gate_up);
     }
@@ -276,11 +285,9 @@ void check_supported(const ModelConfig& c, const std::string& where) {
   }
 }
 
-/// Reorders the rows of part `p` (q or k heads, [heads * D, cols] fp32, natural order) into the
-/// paired order of core/rope_layout.h, in place.
-void to_paired_rows(std::vector<float>& v, const Slice::Part& p) {
-  const int64_t D = p.paired_head_dim, rows = p.shape[0];
-  const int64_t cols = p.shape.size() > 1 ? p.shape[1] : 1;
+/// Reorders `rows` rows of `cols` fp32 values (heads of D rows, natural order) into the paired
+/// order of core/rope_layout.h, in place.
+void to_paired_rows(std::vector<float>& v, int64_t D, int64_t rows, int64_t cols) {
   std::vector<float> head(size_t(D * cols));
   for (int64_t h0 = 0; h0 + D <= rows; h0 += D) {
     float* src = v.data() + h0 * cols;
@@ -414,13 +421,21 @@ GpuWeights GpuWeights::load(const Checkpoint& ckpt, const Placement* placement, 
       const Slice& s = slices[i];
       const SliceDst dst = place_slice(s, w);
       for (size_t j = 0; j < s.parts.size(); ++j) {
+        const Slice::Part& part = s.parts[j];
+        const int64_t cols = part.shape.size() > 1 ? part.shape[1] : 1;
         std::vector<float> v = ckpt.read_f32(*infos[i][j]);
-        if (s.parts[j].paired_head_dim > 0) to_paired_rows(v, s.parts[j]);
+        if (part.paired_head_dim > 0) to_paired_rows(v, part.paired_head_dim, part.shape[0], cols);
+        if (part.pairs_with_next) {  // gate then up, as one paired "head" of 2I rows
+          const std::vector<float> up = ckpt.read_f32(*infos[i][j + 1]);
+          v.insert(v.end(), up.begin(), up.end());
+          to_paired_rows(v, 2 * part.shape[0], 2 * part.shape[0], cols);
+          done += s.parts[++j].elems;  // the up part is filled here
+        }
         // Host-tier pieces are converted on the GPU and written in place over PCIe (mapped).
-        for_each_piece(s, dst, s.parts[j].offset, v.size(), [&](bf16* d, uint64_t first, uint64_t n) {
+        for_each_piece(s, dst, part.offset, v.size(), [&](bf16* d, uint64_t first, uint64_t n) {
           stager.upload(v.data() + first, n, d);
         });
-        done += s.parts[j].elems;
+        done += part.elems;
         if (progress) progress(done, total);
       }
     }
@@ -449,16 +464,21 @@ GpuWeights GpuWeights::random(const ModelConfig& config, uint64_t seed, const st
   uint64_t stream_id = 0;  // the part's index in random_tensor_table
   for (const Slice& s : slices) {
     const SliceDst dst = place_slice(s, w);
-    for (const Slice::Part& p : s.parts) {
-      for_each_piece(s, dst, p.offset, p.elems, [&](bf16* d, uint64_t first, uint64_t n) {
+    for (size_t j = 0; j < s.parts.size(); ++j) {
+      const Slice::Part& p = s.parts[j];
+      // A paired gate_up fills gate and up in one pass, from their two streams (stream_id, + 1).
+      const uint64_t elems = p.pairs_with_next ? p.elems + s.parts[j + 1].elems : p.elems;
+      for_each_piece(s, dst, p.offset, elems, [&](bf16* d, uint64_t first, uint64_t n) {
         RandomFillParams f{d, int64_t(n), seed, stream_id, p.mean, p.half_range, int64_t(first)};
-        if (p.paired_head_dim > 0) {
-          f.paired_head_dim = p.paired_head_dim;
+        if (p.paired_head_dim > 0 || p.pairs_with_next) {
+          f.paired_head_dim = p.pairs_with_next ? 2 * p.shape[0] : p.paired_head_dim;
+          f.second_half_next_stream = p.pairs_with_next;
           f.row_elems = p.shape.size() > 1 ? p.shape[1] : 1;
         }
         random_fill_bf16(f, nullptr);
       });
-      ++stream_id;
+      stream_id += p.pairs_with_next ? 2 : 1;
+      if (p.pairs_with_next) ++j;
     }
   }
   upload_inv_freq(w);

@@ -98,6 +98,10 @@ struct GpuWeights {
   /// (core/rope_layout.h): true for RoPE models whose head_dim is pairable (every RoPE model the GPU
   /// kernels run), so RoPE kernels and the qkv GEMM's RoPE epilogue must take that order.
   bool rope_paired_rows = false;
+  /// Every layer's gate_up (weight rows and bias) is in the paired order with D = 2I (gate row j and
+  /// up row j 8 rows apart: core/rope_layout.h engine_pairs_gate_up), so the activation kernel takes
+  /// ActivationParams::paired and the gate_up GEMM may run the gated activation in its epilogue.
+  bool gate_up_paired_rows = false;
   uint64_t bytes = 0;               // HBM arena bytes (bf16 weights + inv_freq, aligned)
   uint64_t host_bytes = 0;          // host-tier bytes (the offloaded rows, 256-byte aligned slices)
 

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "core/model_config.h"
 #include "core/rope_layout.h"
 
 namespace {
@@ -12,7 +13,8 @@ namespace {
 namespace rl = dak::rope_layout;
 
 TEST(RopeLayout, PairedRowsAreABijectionWithEachPairInOneSlab) {
-  for (int64_t D : {16, 64, 80, 96, 128, 256}) {
+  // Head dims, and gate_up's 2I of SmolLM2 (1536) and Llama-2-7B (11008) as one "head".
+  for (int64_t D : {16, 64, 80, 96, 128, 256, 2 * 1536, 2 * 11008}) {
     ASSERT_TRUE(rl::pairable(D)) << D;
     std::vector<int> hits(static_cast<size_t>(D), 0);
     for (int64_t i = 0; i < D; ++i) {
@@ -40,6 +42,19 @@ TEST(RopeLayout, PairedRowsAreABijectionWithEachPairInOneSlab) {
   EXPECT_EQ(rl::paired_row(73, 128), 25);
   EXPECT_FALSE(rl::pairable(20));
   EXPECT_FALSE(rl::pairable(0));
+}
+
+TEST(RopeLayout, GateUpIsPairedForGatedMlpsOfWholeSlabs) {
+  dak::ModelConfig c;
+  c.gated_mlp = true;
+  c.intermediate_size = 11008;  // Llama-2-7B: gate row j and up row j on rows 8 apart
+  EXPECT_TRUE(rl::engine_pairs_gate_up(c));
+  EXPECT_EQ(rl::paired_row(11008 + 9, 2 * 11008), rl::paired_row(9, 2 * 11008) + 8);
+  c.intermediate_size = 1100;  // I % 8 != 0: a pair would straddle a 16-row slab
+  EXPECT_FALSE(rl::engine_pairs_gate_up(c));
+  c.intermediate_size = 11008;
+  c.gated_mlp = false;  // OPT's fc1 has no pairs
+  EXPECT_FALSE(rl::engine_pairs_gate_up(c));
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/error.h"
+#include "core/rope_layout.h"
 #include "gpu/kernels/activation.h"
 #include "gpu/launch.h"
 #include "gpu_test_util.h"
@@ -123,6 +125,47 @@ TEST(ActivationKernel, VectorAndElementPathsGiveTheSameBits) {
       expect_close(got, ref, 1e-6, kBf16Rtol, what);
     }
   }
+}
+
+// The paired gate_up order (core/rope_layout.h engine_pairs_gate_up: gate i at column
+// paired_row(i, 2I), up i 8 columns later) gives the natural order's bits, moved: the same input
+// permuted, on both the element path (small T x I) and the 16-byte path (large), every activation.
+TEST(ActivationKernel, PairedGateUpGivesTheNaturalBits) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  const bool vec_path = !dak::gpu::narrow_small_kernels();
+  for (auto [T, I] : {std::pair<int64_t, int64_t>{1, 8}, {3, 1376}, {800, 1376}}) {
+    for (Activation a : {Activation::kSilu, Activation::kGelu, Activation::kGeluTanh, Activation::kRelu}) {
+      const std::string what = "T=" + std::to_string(T) + " I=" + std::to_string(I) + " act=" +
+                               std::to_string(int(a)) + " seed=" + std::to_string(seed);
+      const auto in = random_bf16(size_t(T * 2 * I), rng, 3.f);
+      std::vector<Bf16Bits> paired(in.size());
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t c = 0; c < 2 * I; ++c) {
+          paired[size_t(t * 2 * I + dak::rope_layout::paired_row(c, 2 * I))] = in[size_t(t * 2 * I + c)];
+        }
+      }
+      DeviceBuffer<Bf16Bits> d_in(in), d_paired(paired), d_a(size_t(T * I) + 8), d_b(size_t(T * I) + 8);
+      d_a.poison();
+      d_b.poison();
+      dak::gpu::mlp_activation({bf(d_in.get()), nullptr, bf(d_a.get()), T, I, a, true}, nullptr);
+      dak::gpu::ActivationParams p{bf(d_paired.get()), nullptr, bf(d_b.get()), T, I, a, true};
+      p.paired = true;
+      dak::gpu::mlp_activation(p, nullptr);
+      const auto want = d_a.download(), got = d_b.download();
+      EXPECT_TRUE(want == got) << what << (vec_path && T == 800 ? " (16-byte path)" : "");
+      EXPECT_EQ(got[size_t(T * I)], 0xffff) << what << ": wrote past the end";
+    }
+  }
+  // Refused: the paired order of a plain MLP, or of I % 8 != 0.
+  DeviceBuffer<Bf16Bits> d(64);
+  dak::gpu::ActivationParams bad{bf(d.get()), nullptr, bf(d.get()), 1, 12, Activation::kSilu, true};
+  bad.paired = true;
+  EXPECT_THROW(dak::gpu::mlp_activation(bad, nullptr), dak::Error);
+  bad.I = 8;
+  bad.gated = false;
+  EXPECT_THROW(dak::gpu::mlp_activation(bad, nullptr), dak::Error);
 }
 
 TEST(ActivationKernel, AddBiasRows) {

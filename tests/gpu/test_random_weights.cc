@@ -373,12 +373,14 @@ TEST(GpuEngineMeasuring, ProfiledDecodeStepTimesEveryOperatorAndSamplesLikeTheGr
     // RoPE models with a pairable head_dim (16 here) rotate q / k and append the KV row in qkv's
     // epilogue (tiered GEMM, 64-row tiles): no RoPE / append launch. OPT appends in its own kernel.
     const bool rope_epilogue = dak::rope_layout::engine_pairs_rows(c) && dak::env_flag("DAK_ROPE_EPILOGUE", true);
+    // Gated MLPs with I % 8 == 0 run the activation in gate_up's epilogue: no activation launch.
+    const bool act_epilogue = dak::rope_layout::engine_pairs_gate_up(c) && dak::env_flag("DAK_ACT_EPILOGUE", true);
     using dak::gpu::StepOp;
     const std::vector<std::pair<StepOp, int64_t>> want_launches = {
         {StepOp::kEmbedding, 1},  {StepOp::kNorm, fused ? 2 : 2 * L + (final_norm ? 1 : 0)},
         {StepOp::kQkvProj, L},    {StepOp::kRopeKvAppend, rope_epilogue ? 0 : L},
         {StepOp::kAttention, L},  {StepOp::kOProj, L},
-        {StepOp::kMlpUp, L},      {StepOp::kActivation, opt ? 0 : L},
+        {StepOp::kMlpUp, L},      {StepOp::kActivation, opt || act_epilogue ? 0 : L},
         {StepOp::kMlpDown, L},    {StepOp::kLogits, 1},
         {StepOp::kSampling, 1}};
     for (const auto& [op, n] : want_launches) {

@@ -20,6 +20,7 @@
 #include "core/tiered_gemm_schedule.h"
 #include "gpu/device.h"
 #include "gpu/host_arena.h"
+#include "gpu/kernels/activation.h"
 #include "gpu/kernels/norm.h"
 #include "gpu/kernels/rope.h"
 #include "gpu/kernels/tiered_gemm.h"
@@ -421,22 +422,27 @@ TEST(TieredGemm, CongestionParametersDoNotChangeBits) {
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  const Problem p{1000, 16, 1032};
-  Operands o(p, rng);
-  std::vector<uint8_t> first;
-  // One CTA per side (each walks many units through its ring), odd stage counts, many CTAs.
-  struct Launch {
-    int32_t host_ctas, host_stages, hbm_ctas, hbm_stages;
-  };
-  for (const Launch l : {Launch{1, 1, 1, 1}, Launch{1, 3, 2, 5}, Launch{3, 2, 7, 16}, Launch{16, 4, 100, 2}}) {
-    TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, 333, sm_count());
-    s.host_ctas = l.host_ctas;
-    s.host_stages = std::min(l.host_stages, s.tile.max_stages());
-    s.hbm_ctas = l.hbm_ctas;
-    s.hbm_stages = std::min(l.hbm_stages, s.tile.max_stages());
-    const RunResult r = run_and_check(o, s, describe(p) + " " + s.to_string());
-    if (first.empty()) first = r.bytes;
-    EXPECT_TRUE(first == r.bytes) << s.to_string() << ": bits depend on the launch parameters";
+  // bn 16 / 32 / 64 (N = 16 / 24 / 56): each ring depth of the decode tiles, walked across units of
+  // 5 k-blocks (the last one ragged) by one to 100 CTAs a side.
+  for (const int64_t N : {16, 24, 56}) {
+    const Problem p{1000, N, 1032};
+    Operands o(p, rng);
+    std::vector<uint8_t> first;
+    // One CTA per side (each walks many units through its ring), odd stage counts, many CTAs.
+    struct Launch {
+      int32_t host_ctas, host_stages, hbm_ctas, hbm_stages;
+    };
+    for (const Launch l : {Launch{1, 1, 1, 1}, Launch{1, 3, 2, 5}, Launch{3, 2, 7, 16}, Launch{16, 4, 100, 2},
+                           Launch{2, 5, 3, 3}}) {
+      TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, 333, sm_count());
+      s.host_ctas = l.host_ctas;
+      s.host_stages = std::min(l.host_stages, s.tile.max_stages());
+      s.hbm_ctas = l.hbm_ctas;
+      s.hbm_stages = std::min(l.hbm_stages, s.tile.max_stages());
+      const RunResult r = run_and_check(o, s, describe(p) + " " + s.to_string());
+      if (first.empty()) first = r.bytes;
+      EXPECT_TRUE(first == r.bytes) << s.to_string() << ": bits depend on the launch parameters";
+    }
   }
 }
 
@@ -448,21 +454,23 @@ TEST(TieredGemm, EarlyWStagesKeepBits) {
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  const Problem p{1000, 8, 4096};
-  Operands o(p, rng);
-  std::vector<uint8_t> first;
-  for (const int64_t m_host : {int64_t(0), int64_t(333)}) {
-    TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sm_count());
-    s.hbm_ctas = 3;  // each HBM CTA walks many units through its ring
-    s.hbm_stages = 4;
-    for (const int32_t early : {-1, 0, 1, 3, 7}) {
-      for (const bool graph : {false, true}) {
-        const std::string what =
-            describe(p) + " " + s.to_string() + " early_w_stages=" + std::to_string(early) + (graph ? " graph" : "");
-        const RunResult r =
-            run_and_check(o, s, what, graph, nullptr, [&](TieredGemmArgs& a) { a.early_w_stages = early; });
-        if (first.empty()) first = r.bytes;
-        EXPECT_TRUE(first == r.bytes) << what << ": bits depend on the early W stages";
+  for (const int64_t N : {8, 48}) {  // 48: the 64 x 64 tile, a 3-stage ring
+    const Problem p{1000, N, 4096};
+    Operands o(p, rng);
+    std::vector<uint8_t> first;
+    for (const int64_t m_host : {int64_t(0), int64_t(333)}) {
+      TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sm_count());
+      s.hbm_ctas = 3;  // each HBM CTA walks many units through its ring
+      s.hbm_stages = std::min(4, s.tile.max_stages());
+      for (const int32_t early : {-1, 0, 1, 3, 7}) {
+        for (const bool graph : {false, true}) {
+          const std::string what =
+              describe(p) + " " + s.to_string() + " early_w_stages=" + std::to_string(early) + (graph ? " graph" : "");
+          const RunResult r =
+              run_and_check(o, s, what, graph, nullptr, [&](TieredGemmArgs& a) { a.early_w_stages = early; });
+          if (first.empty()) first = r.bytes;
+          EXPECT_TRUE(first == r.bytes) << what << ": bits depend on the early W stages";
+        }
       }
     }
   }
@@ -840,6 +848,117 @@ TEST(TieredGemm, RopeEpilogueRefusesShapesItCannotServe) {
   a.rope = {};
   dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
   EXPECT_NO_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr)) << "the same GEMM without the RoPE epilogue";
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+TEST(TieredGemm, ActEpilogueMatchesThePlainGemmThenPairedActivation) {
+  // The gated activation in gate_up's epilogue (TieredGemmActOut) against the plain GEMM followed by
+  // mlp_activation on the paired gate_up order: the same bits, for every activation, with and
+  // without bias and the norm-in scale, host rows (also mid-tile), k-splits, and N across the
+  // 64-row tiles; y is not written.
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int sms = sm_count();
+  const int64_t K = 512;
+  const dak::Activation acts[] = {dak::Activation::kSilu, dak::Activation::kGelu, dak::Activation::kGeluTanh,
+                                  dak::Activation::kRelu};
+  int k = 0;
+  for (int64_t I : {64, 200, 688}) {
+    const int64_t M = 2 * I;
+    for (int64_t N : {1, 5, 8, 17, 32, 33, 64}) {
+      for (int64_t m_host : {int64_t(0), int64_t(48), int64_t(128), M}) {
+        const bool bias = k % 2 == 0, norm_in = k % 3 == 1;
+        const int32_t forced_splits = k % 4 == 3 ? 2 : 0;
+        const dak::Activation act = acts[k % 4];
+        ++k;
+        auto sched = dak::plan_tiered_gemm(M, N, K, m_host, sms);
+        if (forced_splits) sched.k_splits = forced_splits;
+        sched.validate();
+        ASSERT_EQ(sched.tile.bm, 64) << sched.to_string();
+        const std::string what = "I=" + std::to_string(I) + " act=" + std::to_string(int(act)) +
+                                 " bias=" + std::to_string(bias) + " norm_in=" + std::to_string(norm_in) + " " +
+                                 sched.to_string();
+        const auto x = random_bf16(size_t(N * K), rng), w = random_bf16(size_t(M * K), rng, 0.1f);
+        const auto b = random_bf16(size_t(M), rng);
+        std::vector<float> sumsq(static_cast<size_t>(K / 64 * N));
+        std::uniform_real_distribution<float> ud(1.0f, 8.0f);
+        for (auto& v : sumsq) v = ud(rng);
+        DeviceBuffer<Bf16Bits> d_x(x), d_b(b);
+        DeviceBuffer<float> d_sumsq(sumsq);
+        PlacedW pw(w, M, K, m_host);
+        auto run = [&](bool fused, std::vector<Bf16Bits>* y_out) {
+          DeviceBuffer<Bf16Bits> d_y(size_t(N * M) + 8), d_out(size_t(N * I) + 8);
+          d_y.poison();
+          d_out.poison();
+          DeviceBuffer<uint8_t> ws(size_t(sched.workspace_bytes()));
+          ws.poison();
+          dak::gpu::tiered_gemm_workspace_init(ws.get(), sched, nullptr);
+          TieredGemmArgs a;
+          a.g_x = bf(d_x.get());
+          a.h_w = pw.h_w;
+          a.g_w = pw.g_w;
+          a.g_bias = bias ? bf(d_b.get()) : nullptr;
+          a.g_y = d_y.get();
+          if (norm_in) a.norm_in = {d_sumsq.get(), 1e-5f};
+          if (fused) a.act_out = {bf(d_out.get()), 0, act};
+          dak::gpu::tiered_gemm(a, sched, ws.get(), nullptr);
+          if (!fused) {
+            dak::gpu::ActivationParams ap{bf(d_y.get()), nullptr, bf(d_out.get()), N, I, act, true};
+            ap.paired = true;
+            dak::gpu::mlp_activation(ap, nullptr);
+          }
+          *y_out = d_y.download();
+          return d_out.download();
+        };
+        std::vector<Bf16Bits> y_plain, y_fused;
+        const auto out_plain = run(false, &y_plain);
+        const auto out_fused = run(true, &y_fused);
+        EXPECT_TRUE(same_bits(out_plain, out_fused)) << what << ": differs from the plain GEMM + mlp_activation";
+        for (size_t g = size_t(N * I); g < out_fused.size(); ++g) EXPECT_EQ(out_fused[g], 0xffff) << what << ": guard written";
+        int64_t y_written = 0;
+        for (const Bf16Bits v : y_fused) y_written += v != 0xffff;
+        EXPECT_EQ(y_written, 0) << what << ": the activation epilogue wrote y";
+        EXPECT_NE(out_fused[size_t(N * I - 1)], 0xffff) << what << ": the last output was not written";
+      }
+    }
+  }
+}
+
+TEST(TieredGemm, ActEpilogueRefusesShapesItCannotServe) {
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const int64_t I = 64, M = 2 * I, K = 256;
+  DeviceBuffer<Bf16Bits> x(128 * K), w(M * K), y(128 * M), out(128 * I);
+  TieredGemmArgs a;
+  a.g_x = bf(x.get());
+  a.g_w = bf(w.get());
+  a.g_y = y.get();
+  a.act_out = {bf(out.get()), 0, dak::Activation::kSilu};
+  // The 128-row compute tiles (N > 64) have no activation epilogue.
+  auto s = dak::plan_tiered_gemm(M, 128, K, 0, sm_count());
+  DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()) + (1 << 20));
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  // ReLU, fp32 output, an output pitch below I.
+  s = dak::plan_tiered_gemm(M, 8, K, 0, sm_count());
+  a.relu = true;
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  a.relu = false;
+  a.out = TieredGemmOut::kF32;
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  a.out = TieredGemmOut::kBf16;
+  a.act_out.ldo = I - 8;
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  a.act_out.ldo = 0;
+  // Host rows that split a 16-row slab (W placed for real, so only that is wrong).
+  const PlacedW pw(std::vector<Bf16Bits>(size_t(M * K), 0), M, K, 40);
+  a.h_w = pw.h_w;
+  a.g_w = pw.g_w;
+  s = dak::plan_tiered_gemm(M, 8, K, 40, sm_count());
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
+  a.act_out = {};
+  dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
+  EXPECT_NO_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr)) << "the same GEMM without the activation epilogue";
   DAK_CUDA_CHECK(cudaDeviceSynchronize());
 }
 

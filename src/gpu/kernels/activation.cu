@@ -2,34 +2,19 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
+#include "core/error.h"
+#include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
 #include "gpu/launch.h"
+#include "gpu/kernels/activation.cuh"
 #include "gpu/kernels/reduce.cuh"
 
 namespace dak::gpu {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ float activate(float x, Activation a) {
-  switch (a) {
-    case Activation::kSilu: return x / (1.f + expf(-x));
-    case Activation::kRelu: return fmaxf(x, 0.f);
-    case Activation::kGelu: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-    case Activation::kGeluTanh: {
-      const float k0 = 0.7978845608028654f;  // sqrt(2/pi)
-      return 0.5f * x * (1.f + tanhf(k0 * (x + 0.044715f * x * x * x)));
-    }
-  }
-  return x;
-}
-
-// One output element, for both kernels below (so their bits agree by construction): gated, x the
-// gate and v the up value: activate(gate) * up; plain, v the bias when there is one: activate(x + bias).
-__device__ __forceinline__ float activation_element(float x, float v, bool gated, bool has_bias, Activation a) {
-  return gated ? activate(x, a) * v : activate(has_bias ? x + v : x, a);
-}
 
 __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_constant__ ActivationParams p) {
   dependency_wait();  // launched by launch_dependent (gpu/launch.h)
@@ -38,8 +23,11 @@ __global__ void __launch_bounds__(kThreads) activation_kernel(const __grid_const
     const int64_t t = e / p.I, i = e % p.I;
     float x, v = 0.0f;
     if (p.gated) {
-      x = bf16_to_float(p.g_in[t * 2 * p.I + i]);          // gate
-      v = bf16_to_float(p.g_in[t * 2 * p.I + p.I + i]);    // up
+      // gate i and up i: columns i and I + i, or their paired rows (core/rope_layout.h, D = 2I)
+      const int64_t gc = p.paired ? rope_layout::paired_row(i, 2 * p.I) : i;
+      const int64_t uc = p.paired ? rope_layout::paired_row(p.I + i, 2 * p.I) : p.I + i;
+      x = bf16_to_float(p.g_in[t * 2 * p.I + gc]);  // gate
+      v = bf16_to_float(p.g_in[t * 2 * p.I + uc]);  // up
     } else {
       x = bf16_to_float(p.g_in[e]);
       if (p.g_bias) v = bf16_to_float(p.g_bias[i]);
@@ -71,8 +59,9 @@ __global__ void __launch_bounds__(kThreads) activation_vec_kernel(const __grid_c
       if (c >= chunks) break;
       const int64_t t = c / row_chunks, i = c - t * row_chunks;
       if (p.gated) {
-        a[u] = g_in[t * 2 * row_chunks + i];               // gate
-        b[u] = g_in[t * 2 * row_chunks + row_chunks + i];  // up
+        // Paired: the gates of chunk i (8 values) are columns 16 i .. 16 i + 7, their ups the next 8.
+        a[u] = g_in[t * 2 * row_chunks + (p.paired ? 2 * i : i)];                   // gate
+        b[u] = g_in[t * 2 * row_chunks + (p.paired ? 2 * i + 1 : row_chunks + i)];  // up
       } else {
         a[u] = g_in[c];
         if (g_bias) b[u] = __ldg(g_bias + i);
@@ -110,6 +99,11 @@ unsigned grid_for(int64_t n) {
 
 void mlp_activation(const ActivationParams& p, cudaStream_t stream) {
   if (p.T <= 0 || p.I <= 0) return;
+  if (p.paired && (!p.gated || !rope_layout::pairable(2 * p.I))) {
+    fail(std::string("the paired gate_up order needs a gated MLP with I % 8 == 0 (") + (p.gated ? "gated" : "not gated") +
+             ", I = " + std::to_string(p.I) + ")",
+         "mlp_activation", "pass paired = false, or use rope_layout::engine_pairs_gate_up to decide");
+  }
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   // The 16-byte path where the element path would need more than one pass of its capped grid: below,
   // a pass is latency-bound and 16 x fewer threads take longer (session 28, H100: at batch 1 the

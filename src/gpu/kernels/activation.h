@@ -1,7 +1,9 @@
 // MLP activations on the GEMM outputs, fp32 math on bf16 operands, one rounding to bf16.
 //
 // Gated (Llama/Mistral/Qwen2 LlamaMLP):  in [T, 2I] = [gate | up] (the fused gate_up GEMM's
-//   output: columns 0..I-1 are gate_proj, I..2I-1 up_proj) -> out[t, i] = act(gate) * up.
+//   output: columns 0..I-1 are gate_proj, I..2I-1 up_proj; or, with `paired`, the GPU engine's
+//   paired order: gate i at column 16 (i / 8) + i % 8 and up i 8 columns later) -> out[t, i] =
+//   act(gate) * up.
 // Plain (OPT fc1 -> act):                in [T, I] -> out[t, i] = act(in[t, i]) (out may alias in).
 // act: SiLU x*sigmoid(x); ReLU; GELU exact 0.5x(1+erf(x/sqrt2)); GELU tanh approximation
 // (transformers/activations.py). Optional bias (plain form only): act(in + bias[i]), for GEMMs
@@ -31,6 +33,9 @@ struct ActivationParams {
   int64_t I = 0;                          // output width
   Activation act = Activation::kSilu;
   bool gated = true;
+  bool paired = false;                    // gated only: g_in in the engine's paired gate_up order
+                                          //   (core/rope_layout.h engine_pairs_gate_up): gate i at
+                                          //   column 16 (i / 8) + i % 8, up i 8 columns after it
 };
 
 /// Launches on `stream`; T*I == 0 is a no-op. Throws dak::Error on a launch error.

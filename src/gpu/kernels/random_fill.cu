@@ -26,18 +26,33 @@ __device__ __forceinline__ __nv_bfloat16 value_at(uint64_t key, int64_t i, float
   return __float2bfloat16_rn(__fmaf_rn(x, half_range, mean));
 }
 
-// The stream element written at position j of the tensor: j itself, or, for q / k heads in the
-// paired row order (RandomFillParams::paired_head_dim), the element of the natural row it holds.
-__device__ __forceinline__ int64_t source_element(const RandomFillParams& p, int64_t j) {
+// The stream element written at position j of the tensor: j itself, or, for rows in the paired
+// order (RandomFillParams::paired_head_dim), the element of the natural row it holds; `second`
+// tells whether that element belongs to the next stream (second_half_next_stream).
+__device__ __forceinline__ int64_t source_element(const RandomFillParams& p, int64_t j, bool& second) {
+  second = false;
   if (p.paired_head_dim <= 0) return j;
   const int64_t D = p.paired_head_dim, row = j / p.row_elems, col = j % p.row_elems;
   const int64_t head0 = row / D * D;
-  return (head0 + rope_layout::natural_index(row - head0, D)) * p.row_elems + col;
+  int64_t natural = rope_layout::natural_index(row - head0, D);
+  if (p.second_half_next_stream && natural >= D / 2) {
+    second = true;
+    natural -= D / 2;
+    return ((head0 / 2) + natural) * p.row_elems + col;
+  }
+  return ((p.second_half_next_stream ? head0 / 2 : head0) + natural) * p.row_elems + col;
+}
+
+__device__ __forceinline__ __nv_bfloat16 value_of(const RandomFillParams& p, uint64_t key, uint64_t key2, int64_t j) {
+  bool second = false;
+  const int64_t e = source_element(p, j, second);
+  return value_at(second ? key2 : key, e, p.mean, p.half_range);
 }
 
 template <bool kVectorized>
 __global__ void __launch_bounds__(kThreads) random_fill_kernel(const __grid_constant__ RandomFillParams p) {
   const uint64_t key = mix64(p.seed + (p.stream + 1) * kStreamStep);
+  const uint64_t key2 = mix64(p.seed + (p.stream + 2) * kStreamStep);  // the next stream
   const int64_t stride = int64_t(gridDim.x) * kThreads;
   const int64_t first = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (kVectorized) {
@@ -45,12 +60,12 @@ __global__ void __launch_bounds__(kThreads) random_fill_kernel(const __grid_cons
     for (int64_t g = first; g < groups; g += stride) {
       alignas(16) __nv_bfloat16 r[kVec];  // registers
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) r[v] = value_at(key, source_element(p, p.first + g * kVec + v), p.mean, p.half_range);
+      for (int v = 0; v < kVec; ++v) r[v] = value_of(p, key, key2, p.first + g * kVec + v);
       *reinterpret_cast<uint4*>(p.g_out + g * kVec) = *reinterpret_cast<const uint4*>(r);
     }
-    for (int64_t i = groups * kVec + first; i < p.n; i += stride) p.g_out[i] = value_at(key, source_element(p, p.first + i), p.mean, p.half_range);
+    for (int64_t i = groups * kVec + first; i < p.n; i += stride) p.g_out[i] = value_of(p, key, key2, p.first + i);
   } else {
-    for (int64_t i = first; i < p.n; i += stride) p.g_out[i] = value_at(key, source_element(p, p.first + i), p.mean, p.half_range);
+    for (int64_t i = first; i < p.n; i += stride) p.g_out[i] = value_of(p, key, key2, p.first + i);
   }
 }
 

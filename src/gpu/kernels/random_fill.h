@@ -2,7 +2,8 @@
 // in place in HBM so that a config of any size needs neither host memory nor a file.
 //
 //   out[i] = bf16_rn(fma(x_j, half_range, mean)), j = first + i (or, for paired q / k rows, the
-//            natural element that position first + i holds: RandomFillParams::paired_head_dim),  x_j = (int32(bits_j >> 40) - 2^23) * 2^-23
+//            natural element that position first + i holds: RandomFillParams::paired_head_dim; for
+//            paired gate_up rows, that element of the gate's or the up's stream),  x_j = (int32(bits_j >> 40) - 2^23) * 2^-23
 //   bits_j = splitmix64_mix(key + (j + 1) * 0x9E3779B97F4A7C15)      (element j of the stream)
 //   key    = splitmix64_mix(seed + (stream + 1) * 0xD1B54A32D192ED03)
 // where splitmix64_mix(z) is the SplitMix64 output function (Steele, Lea, Flood, "Fast
@@ -36,6 +37,10 @@ struct RandomFillParams {
                                    //   row_elems]) stored in the paired row order (core/rope_layout.h):
                                    //   position j of the tensor gets the element of the natural row it holds
   int64_t row_elems = 1;           // elements per row (paired_head_dim > 0 only)
+  bool second_half_next_stream = false;  // paired only: the natural rows [D/2, D) of each head come
+                                   //   from stream + 1 (its rows [0, D/2)): gate_up as one paired
+                                   //   "head" of D = 2I rows whose gate_proj and up_proj are two
+                                   //   tensors (core/rope_layout.h engine_pairs_gate_up)
 };
 
 /// Launches the fill on `stream`. n == 0 is a no-op. Throws dak::Error on a launch error.

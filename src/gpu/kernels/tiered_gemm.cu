@@ -50,7 +50,8 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
   const int64_t ldx = a.ldx > 0 ? a.ldx : s.K;
   const int64_t ldy = a.ldy > 0 ? a.ldy : s.M;
   const bool norm_out = a.norm_out.g_residual != nullptr, norm_in = a.norm_in.g_sumsq != nullptr;
-  if (!a.g_x || (!a.g_y && !norm_out) || !g_workspace || (s.m_host > 0 && !a.h_w) || (s.m_host < s.M && !a.g_w)) {
+  const bool act_out = a.act_out.g_out != nullptr;
+  if (!a.g_x || (!a.g_y && !norm_out && !act_out) || !g_workspace || (s.m_host > 0 && !a.h_w) || (s.m_host < s.M && !a.g_w)) {
     fail("a required pointer is null (x, y, workspace, or the W rows of a side that has rows)", where,
          "pass every operand; h_w may be null only when m_host == 0 and g_w only when m_host == M");
   }
@@ -81,6 +82,12 @@ void tiered_gemm(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_w
            where, "run the plain GEMM, then apply_rope_kv_append (kernels/rope.h) with paired_rows for the same bits");
     }
     check_kv_cache_layer(r.kv, where);
+  }
+  if (act_out && (s.tile.bm != 64 || a.out != TieredGemmOut::kBf16 || a.relu || norm_out || a.rope.g_positions ||
+                  !rope_layout::pairable(s.M) || s.m_host % 16 != 0 || (a.act_out.ldo != 0 && a.act_out.ldo < s.M / 2))) {
+    fail("the activation epilogue needs the 64-row tiles (N <= 64), bf16 output without ReLU, norm-out or RoPE, M "
+         "(= 2I) and m_host multiples of 16, and an output row pitch of at least M / 2",
+         where, "run the plain GEMM, then mlp_activation (kernels/activation.h) with paired for the same bits");
   }
   if (s.m_host > 0 && !a.host_rows_staged) check_host_rows(a.h_w, where);
   using namespace tiered_gemm_detail;

@@ -33,7 +33,9 @@
 // RMSNorm across the GEMM boundary (TieredGemmNormOut / NormIn, below): on the 64-row tiles the
 // epilogue may add y to the residual stream and emit the next norm's input and block statistics
 // instead of y, or scale y by 1 / rms computed (by the producer warpgroup's idle warp 1) from a
-// previous GEMM's block statistics.
+// previous GEMM's block statistics. RoPE and the KV append (TieredGemmRopeOut) and the gated MLP
+// activation (TieredGemmActOut) may also run in the 64-row tiles' epilogue, on weights whose row
+// pairs sit 8 rows apart (core/rope_layout.h).
 // Invariants: host memory is only read; y rows [0, M) x tokens [0, N) are written exactly once
 // (with norm-out: the residual and scaled-x rows instead).
 #pragma once
@@ -43,6 +45,7 @@
 
 #include <cstdint>
 
+#include "core/model_config.h"
 #include "core/tiered_gemm_schedule.h"
 #include "gpu/kernels/kv_cache.h"
 
@@ -101,6 +104,23 @@ struct TieredGemmRopeOut {
   KvCacheLayer kv;                             // one layer's two-tier cache (Hkv, D from it), written
 };
 
+/// The gated MLP activation in the epilogue of the gate_up GEMM (64-row tiles), so a decode step
+/// needs no activation launch between gate_up and down. W_gate_up (and its bias) is in the paired
+/// order of core/rope_layout.h with D = M = 2I (engine_pairs_gate_up: gate row j and up row j are
+/// rows r and r + 8 of one warp's 16, held by one thread). The epilogue rounds both values to bf16 as
+/// the plain store does (after the bias and the norm-in scale) and writes
+/// g_out[n, j] = bf16(act(gate) * up) with the activation kernel's arithmetic (activation.cuh); y
+/// itself is not written. Bitwise equal to the plain GEMM followed by mlp_activation with
+/// ActivationParams::paired. Needs the 64-row tiles (N <= 64), bf16 output without ReLU, norm-out
+/// or RoPE, M a multiple of 16 and m_host a multiple of 16 (a pair never straddles the host / HBM
+/// boundary). Source: LlamaMLP (HF modeling_llama.py: down(act(gate(x)) * up(x))); the engine's
+/// decode step (gpu_engine.cc; docs/perf-notes.md session 35).
+struct TieredGemmActOut {
+  __nv_bfloat16* g_out = nullptr;  // [N, ldo] bf16, HBM (out): columns [0, M / 2); null: off
+  int64_t ldo = 0;                 // elements between rows of g_out (0: M / 2)
+  Activation act = Activation::kSilu;
+};
+
 struct TieredGemmArgs {
   const __nv_bfloat16* g_x = nullptr;     // [N, ldx] bf16, HBM: first K columns used (16-byte aligned)
   int64_t ldx = 0;                        // elements between rows of x (0: K); a multiple of 8
@@ -124,6 +144,8 @@ struct TieredGemmArgs {
                                           //   g_y may be null)
   TieredGemmNormIn norm_in;               // g_sumsq non-null: the norm-in epilogue
   TieredGemmRopeOut rope;                 // g_positions non-null: the RoPE + KV append epilogue
+  TieredGemmActOut act_out;               // g_out non-null: the gated activation epilogue (y not
+                                          //   written; g_y may be null)
   uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`): HBM,
                                           //   [host_ctas + hbm_ctas, 8] u64 per CTA: SM id, then
                                           //   %globaltimer ns at entry, after the producer's
@@ -147,8 +169,9 @@ void tiered_gemm_workspace_init(void* g_workspace, const TieredGemmSchedule& sch
 /// schedule.workspace_bytes() bytes, initialized once by tiered_gemm_workspace_init, and is not
 /// shared with a concurrently running GEMM.
 /// Throws dak::Error for an invalid schedule, misaligned or missing pointers (a side with rows
-/// needs its pointer), host memory that is not mapped for the device, a norm or RoPE epilogue the
-/// schedule cannot carry (TieredGemmNormOut / NormIn / RopeOut: their conditions), or a launch failure.
+/// needs its pointer), host memory that is not mapped for the device, a norm, RoPE or activation
+/// epilogue the schedule cannot carry (TieredGemmNormOut / NormIn / RopeOut / ActOut: their
+/// conditions), or a launch failure.
 void tiered_gemm(const TieredGemmArgs& args, const TieredGemmSchedule& schedule, void* g_workspace,
                  cudaStream_t stream);
 

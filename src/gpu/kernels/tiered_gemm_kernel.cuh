@@ -57,6 +57,7 @@
 #include "core/error.h"
 #include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
+#include "gpu/kernels/activation.cuh"
 #include "gpu/kernels/rope_pair.cuh"
 #include "gpu/kernels/tiered_gemm.h"
 #include "gpu/launch.h"
@@ -183,6 +184,7 @@ struct KernelParams {
   TieredGemmNormOut norm_out;     // g_residual non-null: the norm-out epilogue (64-row tiles)
   TieredGemmNormIn norm_in;       // g_sumsq non-null: the norm-in epilogue (64-row tiles, one n-tile)
   TieredGemmRopeOut rope;         // g_positions non-null: the RoPE + KV append epilogue (64-row tiles)
+  TieredGemmActOut act_out;       // g_out non-null: the gated activation epilogue (64-row tiles)
   uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
   TMA::CacheHintSm90 w_hint;      // L2 eviction policy of the W loads (weight_cache_hint())
   int32_t early_stages;           // stages an HBM CTA requests before waiting for the previous grid
@@ -348,31 +350,79 @@ static __device__ __noinline__ bool rope_pair_out_call(const TieredGemmRopeOut& 
   return rope_pair_out(r, y, ldy, bias, col, n, v0, v1);
 }
 
-/// The RoPE + KV append epilogue (TieredGemmRopeOut) of one 64-row output tile (rows [row0, row0 +
-/// 64) of y, `rows_left` of them inside the side, tokens from n0), one math group's thread. In the
-/// fragment (norm_out_epilogue's comment) values i and i + 2 are rows m and m + 8 of one token, with
-/// m % 16 < 8: the two values of a RoPE pair in the paired row order (core/rope_layout.h), or two v
-/// rows; rope_pair_out writes each such pair. A thread that wrote a host-tier row fences at system
-/// scope (kv_append_kernel).
-template <int kBn, class Params, class Acc, class Coord>
-__device__ inline void rope_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, int64_t row0,
-                                     int64_t rows_left, int64_t n0) {
+/// Calls f(m, n, v0, v1) for each pair of a math group's thread's fragment values that are rows m
+/// and m + 8 (m % 16 < 8) of one token n of a 64-row output tile (`rows_left` of its rows inside
+/// the side, a multiple of 16; tokens from n0): in the fragment (norm_out_epilogue's comment)
+/// values i and i + 2 are such a pair. The pairs of the RoPE and the activation epilogues.
+template <class Params, class Acc, class Coord, class F>
+__device__ __forceinline__ void for_each_row_pair(const Params& p, const Acc& acc, const Coord& tCcC,
+                                                  int64_t rows_left, int64_t n0, F&& f) {
   constexpr int kFrag = decltype(size(acc))::value;
-  constexpr bool kCall = kBn > 32;
-  __nv_bfloat16* const y = static_cast<__nv_bfloat16*>(p.g_y);
-  bool wrote_host = false;
 #pragma unroll
   for (int i = 0; i < kFrag; ++i) {
     if (i & 2) continue;  // value i + 2 (row m + 8) goes with value i
     const int64_t m = get<0>(tCcC(i)), n = n0 + get<1>(tCcC(i));
     if (m + 8 >= rows_left || n >= p.sched.N) continue;  // rows_left is a multiple of 16: both rows or neither
-    if constexpr (kCall) {
-      wrote_host |= rope_pair_out_call(p.rope, y, p.ldy, p.g_bias, row0 + m, n, acc(i), acc(i + 2));
-    } else {
-      wrote_host |= rope_pair_out(p.rope, y, p.ldy, p.g_bias, row0 + m, n, acc(i), acc(i + 2));
-    }
+    f(m, n, acc(i), acc(i + 2));
   }
+}
+
+/// The RoPE + KV append epilogue (TieredGemmRopeOut) of one 64-row output tile (rows [row0, row0 +
+/// 64) of y): each row pair (for_each_row_pair) is the two values of a RoPE pair in the paired row
+/// order (core/rope_layout.h), or two v rows; rope_pair_out writes it. A thread that wrote a
+/// host-tier row fences at system scope (kv_append_kernel).
+template <int kBn, class Params, class Acc, class Coord>
+__device__ inline void rope_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, int64_t row0,
+                                     int64_t rows_left, int64_t n0) {
+  __nv_bfloat16* const y = static_cast<__nv_bfloat16*>(p.g_y);
+  bool wrote_host = false;
+  for_each_row_pair(p, acc, tCcC, rows_left, n0, [&](int64_t m, int64_t n, float v0, float v1) {
+    if constexpr (kBn > 32) {
+      wrote_host |= rope_pair_out_call(p.rope, y, p.ldy, p.g_bias, row0 + m, n, v0, v1);
+    } else {
+      wrote_host |= rope_pair_out(p.rope, y, p.ldy, p.g_bias, row0 + m, n, v0, v1);
+    }
+  });
   if (wrote_host) __threadfence_system();
+}
+
+/// One gate / up pair of the activation epilogue: rows col (gate j) and col + 8 (up j) of the paired
+/// gate_up for token n, their fp32 results v0 / v1 (norm-in scale applied, bias not yet): each value
+/// (v + bias) rounded to bf16 as store_y writes it, then out[n, j] = bf16(act(gate) * up) as the
+/// activation kernel computes it (activation.cuh).
+__device__ __forceinline__ void act_pair_out(const TieredGemmActOut& o, int64_t ldo, const __nv_bfloat16* bias,
+                                             int64_t col, int64_t n, float v0, float v1) {
+  if (bias) {
+    v0 += __bfloat162float(bias[col]);
+    v1 += __bfloat162float(bias[col + 8]);
+  }
+  const float gate = __bfloat162float(__float2bfloat16(v0)), up = __bfloat162float(__float2bfloat16(v1));
+  o.g_out[n * ldo + rope_layout::pair_of_row(col)] =
+      __float2bfloat16_rn(activation_element(gate, up, true, false, o.act));
+}
+
+/// act_pair_out out of line, for the 64 x 64 tile (as rope_pair_out_call: the inlined epilogue's
+/// registers would spill there).
+static __device__ __noinline__ void act_pair_out_call(const TieredGemmActOut& o, int64_t ldo,
+                                                      const __nv_bfloat16* bias, int64_t col, int64_t n, float v0,
+                                                      float v1) {
+  act_pair_out(o, ldo, bias, col, n, v0, v1);
+}
+
+/// The activation epilogue (TieredGemmActOut) of one 64-row output tile (rows [row0, row0 + 64) of
+/// the paired gate_up): each row pair (for_each_row_pair) is the gate and the up of one output
+/// column; act_pair_out writes it.
+template <int kBn, class Params, class Acc, class Coord>
+__device__ inline void act_epilogue(const Params& p, const Acc& acc, const Coord& tCcC, int64_t row0,
+                                    int64_t rows_left, int64_t n0) {
+  const int64_t ldo = p.act_out.ldo > 0 ? p.act_out.ldo : p.sched.M / 2;
+  for_each_row_pair(p, acc, tCcC, rows_left, n0, [&](int64_t m, int64_t n, float v0, float v1) {
+    if constexpr (kBn > 32) {
+      act_pair_out_call(p.act_out, ldo, p.g_bias, row0 + m, n, v0, v1);
+    } else {
+      act_pair_out(p.act_out, ldo, p.g_bias, row0 + m, n, v0, v1);
+    }
+  });
 }
 
 template <int kBm, int kBn>
@@ -762,6 +812,10 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
         rope_epilogue<kBn>(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
         continue;
       }
+      if (p.act_out.g_out) {
+        act_epilogue<kBn>(p, acc, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0);
+        continue;
+      }
       if (p.norm_out.g_residual) {
         if constexpr (!Cfg::kNormPrefetch) {
           norm_out_load(p, tCcC, side_row0 + tile_row0, side_rows - tile_row0, tile_n0, pre_resid, pre_weight);
@@ -977,6 +1031,7 @@ void launch(const TieredGemmArgs& a, const TieredGemmSchedule& s, void* g_worksp
   p.norm_out = a.norm_out;
   p.norm_in = a.norm_in;
   p.rope = a.rope;
+  p.act_out = a.act_out;
   p.g_trace = a.g_trace;
   p.w_hint = weight_cache_hint(s);
   p.early_stages = a.early_w_stages >= 0 ? a.early_w_stages : Cfg::kAtoms > 1 ? kEarlyWideStages : Cfg::kStages;
