@@ -388,6 +388,15 @@ std::optional<double> parse_number(const std::string& tok) {
   return v;
 }
 
+bool number_underflows(const std::string& tok) {
+  const std::optional<double> v = parse_number(tok);
+  if (!v || std::fabs(*v) >= std::numeric_limits<double>::min()) return false;
+  if (*v != 0) return true;  // a denormal ("1e-310")
+  errno = 0;
+  std::strtod(tok.c_str(), nullptr);
+  return errno == ERANGE;  // "1e-400" reads as 0 with ERANGE; "0" and "0.000" without
+}
+
 namespace {
 /// A command-line value as the validators' messages show it: quoted, or its first characters and
 /// its length when long.
@@ -463,6 +472,15 @@ CLI::Validator decimal_number(const std::string& allowed, double min, double max
       [allowed, min, max, min_exclusive, name](std::string& s) -> std::string {
         const std::optional<double> v = parse_number(s);
         if (!v) return fmt::format("{} is not a number; use {}", shown_value(s), allowed);
+        if (number_underflows(s)) {  // "1e-400": not the 0 (or denormal) it would round to
+          out_of_range_values().push_back(
+              {name,
+               fmt::format("{} is too small to hold (below {:g}, the smallest normal double)", shown_value(s),
+                           std::numeric_limits<double>::min()),
+               "use " + allowed});
+          s = fmt::format("{}", std::clamp(0.0, min, max));  // converts; refused once the command line has parsed
+          return "";
+        }
         // Beyond double's range ("1e400": +-HUGE_VAL) is out of range whatever the bounds.
         const bool small = *v < min || (min_exclusive && *v == min) || *v == -HUGE_VAL;
         if (small || *v > max || *v == HUGE_VAL) {

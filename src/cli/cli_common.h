@@ -117,9 +117,15 @@ std::optional<int64_t> parse_integer(const std::string& tok);
 /// The whole of `tok` as a decimal number (strtod); nullopt when it is empty, has anything after
 /// the number, is nan, or is hexadecimal ("0x.8"). A number beyond double's range is +-HUGE_VAL
 /// ("1e400", "-1e400"), and so is an infinity written out ("inf", "+INF", "-infinity", any case);
-/// one below the range rounds towards 0 ("1e-400"): so the caller's range check refuses them as out
+/// one below the range rounds towards 0 ("1e-400"; number_underflows tells it): so the caller's range check refuses them as out
 /// of range (exit 1), not as text that is not a number (exit 2).
 std::optional<double> parse_number(const std::string& tok);
+
+/// Whether `tok` is a nonzero decimal number below double's normal range ("1e-400", "-1e-310"),
+/// which parse_number rounds towards 0: what a range check names as too small to hold instead of
+/// taking it as 0 (a new-user trial: `--temperature 1e-400` ran greedy with a notice about
+/// temperature 0, and `--offload-ratio 1e-400` planned 0 %).
+bool number_underflows(const std::string& tok);
 
 /// Whether `tok` is written as a decimal integer: an optional sign, then digits only, whatever its
 /// size ("-5", "010", a 300-digit number; not "", "1.5", "0x10"). What a list parser refuses as not

@@ -112,6 +112,11 @@ std::vector<double> OffloadArgs::ratios(bool list) const {
                  "give a fraction, e.g. --offload-ratio 0.3 for 30 % of the weight + KV bytes on the host (dak bench "
                  "also takes a comma list, e.g. 0,0.1,0.3, and sweeps it)");
     if (!(*v >= 0 && *v <= 1)) fail(fmt::format("'{}' is not a fraction in [0, 1]", item), "--offload-ratio", fix);
+    if (number_underflows(item)) {
+      fail(fmt::format("'{}' is too small to hold (below {:g}, the smallest normal double), so it would plan 0 %", item,
+                       std::numeric_limits<double>::min()),
+           "--offload-ratio", "give 0 for no offload, or a fraction such as 0.001");
+    }
     out.push_back(*v);
   }
   if (!list && out.size() > 1) {

@@ -218,14 +218,24 @@ TEST(CliTrial, NumbersBeyondDoublesRangeAreOutOfRangeNotNotANumber) {
   const RunResult plan = run_dak("plan --model llama-2-7b --offload-ratio 1e400");
   EXPECT_EQ(plan.exit_code, 1) << plan.output;
   EXPECT_TRUE(contains(plan.output, "'1e400' is not a fraction in [0, 1]")) << plan.output;  // as generate says
-  // Text that is not a number is still a usage error, and a number below double's range a number;
+  // Text that is not a number is still a usage error;
   // an infinity written out is out of range, as 1e400 is.
   EXPECT_EQ(run_dak(gen + "--temperature nan").exit_code, 2);
   const RunResult inf = run_dak(gen + "--temperature inf");
   EXPECT_EQ(inf.exit_code, 1) << inf.output;
   EXPECT_TRUE(contains(inf.output, "--temperature: 'inf' is too large\n")) << inf.output;
-  const RunResult tiny = run_dak(gen + "-n 1 --temperature 1e-400");
-  EXPECT_EQ(tiny.exit_code, 0) << tiny.output;
+  // A nonzero number below double's normal range is refused as too small to hold, not taken as the
+  // 0 it rounds to (session 35's trial: `--temperature 1e-400` ran greedy with a notice about
+  // temperature 0, and `--offload-ratio 1e-400` planned 0 % without a word).
+  for (const std::string tiny_value : {"1e-400", "1e-310"}) {
+    const RunResult tiny = run_dak(gen + "-n 1 --temperature " + tiny_value);
+    EXPECT_EQ(tiny.exit_code, 1) << tiny.output;
+    EXPECT_TRUE(contains(tiny.output, "--temperature: '" + tiny_value + "' is too small to hold")) << tiny.output;
+  }
+  EXPECT_EQ(run_dak(gen + "-n 1 --temperature 0.000").exit_code, 0);
+  const RunResult tiny_ratio = run_dak("plan --model llama-2-7b --offload-ratio 1e-400");
+  EXPECT_EQ(tiny_ratio.exit_code, 1) << tiny_ratio.output;
+  EXPECT_TRUE(contains(tiny_ratio.output, "'1e-400' is too small to hold")) << tiny_ratio.output;
 }
 
 TEST(CliTrial, HelpStatesTheRangesAndCpuOffloadGbSaysToDropAUnit) {
