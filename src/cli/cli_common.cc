@@ -720,6 +720,16 @@ HardwareProfile load_profile(const std::string& path) {
       std::fprintf(stderr, "dak: notice: %s: unknown field '%s' ignored (check its spelling against "
                    "profiles/h200-default.json)\n", path.c_str(), f.c_str());
     }
+    // The session-35 trial: "zero_copy": {} passed without a word, and the zero-copy mode was then
+    // priced 13 % faster than with the measured section.
+    if (p.zero_copy_gemm.empty() || !(p.zero_copy_attention_gbps > 0)) {
+      std::fprintf(stderr, "dak: notice: %s has no zero_copy %s measurements: the planner prices the zero-copy mode's "
+                   "host reads there at the SM read rate host_sm_read_gbps (%.1f GB/s), which the ordinary kernels "
+                   "reach only in part; `dak profile` measures them\n",
+                   path.c_str(), p.zero_copy_gemm.empty() ? (p.zero_copy_attention_gbps > 0 ? "gemm" : "gemm or attention")
+                                                          : "attention",
+                   p.host_sm_read_gbps);
+    }
   }
   return p;
 }

@@ -93,12 +93,19 @@ void add_perplexity_command(CLI::App& app) {
            "or tokenizer.model next to config.json, or a GGUF with its tokenizer metadata)");
     }
     check_tokenizer_fits_model(*tok, ckpt->config().vocab_size);  // before a text hits an id past the embedding
+    // Tokenized before the weights load, so a text too short to score is refused at once (session-35
+    // trial: an empty file loaded the model for 6 s first).
+    const auto t_encode = std::chrono::steady_clock::now();
+    const std::vector<int32_t> ids = tok->encode(text, /*allow_bos=*/true);
+    const double encode_s = seconds_since(t_encode);
+    if (ids.size() < 2) {
+      fail(text.empty() ? std::string("the text is empty") : "the text has fewer than two tokens", source,
+           "give a text of two or more tokens (perplexity scores each token after the first)");
+    }
     EngineOffload gemm_only;  // no offload flags on this command: only the GEMM backend
     gemm_only.gemm = a->gemm;
     auto engine = make_engine(*ckpt, a->device, &gemm_only);
-    const double load_s = seconds_since(t0);
-    const std::vector<int32_t> ids = tok->encode(text, /*allow_bos=*/true);
-    if (ids.size() < 2) fail("the text has fewer than two tokens", source, "give a longer text");
+    const double load_s = seconds_since(t0) - encode_s;
     // A long text on the CPU takes hours: the estimate up front, as dak generate's before a long prefill.
     if (dynamic_cast<CpuModel*>(engine.get())) {
       const int64_t window = perplexity_window(a->context, engine->config().max_position_embeddings);

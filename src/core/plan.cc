@@ -296,7 +296,12 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   pi.gpu_memory_bytes = in.i64("gpu_memory_bytes");
   if (pi.gpu_memory_bytes < 1) in.bad("gpu_memory_bytes", "must be a positive number of bytes");
   pi.gpu_memory_default = in.boolean("gpu_memory_default");
-  if (!in.at("offload_ratio").is_null()) pi.offload_ratio = in.num("offload_ratio");
+  if (!in.at("offload_ratio").is_null()) {
+    pi.offload_ratio = in.num("offload_ratio");
+    // The --offload-ratio the plan was made with (reported, and redone by `dak plan` from a file):
+    // a fraction, as the flag takes (session-35 trial: 7 was accepted).
+    if (!(*pi.offload_ratio >= 0 && *pi.offload_ratio <= 1)) in.bad("offload_ratio", "must be a fraction in [0, 1] or null");
+  }
   pi.allocator = parse_allocator(in.str("allocator"), in.where());
   pi.allow_staged = in.boolean("allow_staged");
   pi.offload_mode.clear();  // absent: a plan file from before session 11

@@ -265,6 +265,26 @@ TEST(Cli, UnknownProfileFieldsAreANotice) {
   EXPECT_NE(r.output.find("unknown field 'tiered_gemn'"), std::string::npos) << r.output;
 }
 
+TEST(Cli, AProfileWithoutZeroCopyMeasurementsSaysWhatStandsIn) {
+  // The session-35 trial: "zero_copy": {} passed silently, and zero-copy plans were then priced at
+  // the SM read rate. The shipped profiles carry the section: no notice for them.
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/dak_no_zero_copy_profile.json";
+  nlohmann::json j = dak::HardwareProfile::h200_default().to_json();
+  j["name"] = "mine";
+  j["zero_copy"] = nlohmann::json::object();
+  std::ofstream(path) << j.dump();
+  const RunResult r = run_dak("plan --model llama-2-7b --offload zero-copy --offload-ratio 0.3 --profile " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("has no zero_copy gemm or attention measurements"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("host_sm_read_gbps"), std::string::npos) << r.output;
+  const RunResult shipped =
+      run_dak("plan --model llama-2-7b --profile " + std::string(DAK_SOURCE_DIR) + "/profiles/h200-measured.json");
+  EXPECT_EQ(shipped.exit_code, 0) << shipped.output;
+  EXPECT_EQ(shipped.output.find("zero_copy"), std::string::npos) << shipped.output;
+}
+
 TEST(Cli, PlanCountsNameTheirFlag) {
   // The planner's own check said "step shape"; the CLI names the flag the user typed.
   for (const char* flag : {"--batch", "--prompt-len", "--gen-len", "--tile-rows"}) {

@@ -102,6 +102,25 @@ TEST(CliTextIo, PerplexitySaysWhyStandardInputCannotBeRead) {
   fs::remove_all(dir);
 }
 
+TEST(CliTextIo, PerplexityRefusesATextTooShortBeforeLoadingTheWeights) {
+  // The session-35 trial: an empty file loaded the model (6 s) and then said "fewer than two tokens".
+  const std::string model = default_model();
+  ASSERT_TRUE(fs::exists(model)) << model << " is missing: run tools/setup.sh to download the default model";
+  const fs::path dir = fresh_dir("dak_ppl_short");
+  const struct {
+    std::string name, text, says;
+  } cases[] = {{"empty.txt", "", "the text is empty"}, {"one.txt", "Hi", "the text has fewer than two tokens"}};
+  for (const auto& c : cases) {
+    const fs::path f = dir / c.name;
+    std::ofstream(f) << c.text;
+    const RunResult r = run_shell(kDak + " perplexity --device cpu --model " + model + " --file " + f.string() + " 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find("dak: error: " + c.says), std::string::npos) << c.name << ": " << r.output;
+    EXPECT_EQ(r.output.find("loading weights"), std::string::npos) << c.name << ": the weights loaded first: " << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(CliTextIo, PerplexityEstimatesALongCpuRunBeforeScoring) {
   const std::string model = default_model();
   ASSERT_TRUE(fs::exists(model)) << model << " is missing: run tools/setup.sh to download the default model";

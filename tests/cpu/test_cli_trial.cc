@@ -163,6 +163,27 @@ TEST(CliTrial, PlanFileFieldsOutOfRangeAreRefusedNamingTheFileAndField) {
   std::remove(edited.c_str());
 }
 
+TEST(CliTrial, APlanFileOffloadRatioOutsideAFractionIsRefused) {
+  // The session-35 trial: inputs.offload_ratio 7 in a hand-edited plan was accepted.
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "dak_trial_plan_ratio.json", edited = dir + "dak_trial_plan_ratio_edited.json";
+  ASSERT_EQ(run_dak("plan --model " + kTiny + " --batch 1 --prompt-len 2 --gen-len 2 --offload-ratio 0.3 --output json > " +
+                    good + " 2>/dev/null")
+                .exit_code,
+            0);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(good));
+  for (const double bad : {7.0, -0.1}) {
+    j["inputs"]["offload_ratio"] = bad;
+    std::ofstream(edited) << j.dump();
+    const RunResult r = run_dak("generate --model " + kTiny + " --prompt-ids 1,2 -n 2 --plan " + edited);
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "offload_ratio")) << bad << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "must be a fraction in [0, 1] or null")) << bad << ": " << r.output;
+  }
+  std::remove(good.c_str());
+  std::remove(edited.c_str());
+}
+
 TEST(CliTrial, UnknownPlanFieldsAreNamedInANotice) {
   // Session 23's leftover: a misspelt or extra field of a hand-edited plan was ignored silently.
   const std::string dir = ::testing::TempDir();
