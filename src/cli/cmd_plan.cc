@@ -165,7 +165,13 @@ void add_plan_command(CLI::App& app) {
     check_batch_size(a->batch, "--batch");
     for (const auto& [value, flag] : {std::pair{a->prompt_len, "--prompt-len"}, std::pair{a->gen_len, "--gen-len"},
                                       std::pair{a->tile_rows, "--tile-rows"}}) {
-      if (value < 1) fail(fmt::format("{} {} is not a positive count", flag, value), flag, "pass 1 or more");
+      if (value < 1) {
+        fail(fmt::format("{} {} is not a positive count", flag, value), flag,
+             std::string(flag) == "--tile-rows"
+                 ? fmt::format("pass --tile-rows between 1 and {} (default 128: the rows of one tiered GEMM tile)",
+                               kMaxTileRows)
+                 : "pass 1 or more");
+      }
     }
     // The planner's own check says "step shape"; the user typed --tile-rows (the session-23 trial).
     if (a->tile_rows > kMaxTileRows) {

@@ -532,8 +532,8 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
              " is not a multiple of num_key_value_heads " + std::to_string(num_kv_heads),
          field_where(where, "num_key_value_heads"), fix);
   if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
-    fail("normalization epsilon must be positive", field_where(where, "rms_norm_eps"),
-         fix);
+    fail(fmt::format("normalization epsilon {} must be a positive finite number", norm_eps),
+         field_where(where, "rms_norm_eps"), fix);
   if (arch != Arch::kOpt) {
     if (head_dim % 2 != 0)
       fail("head_dim " + std::to_string(head_dim) + " is odd; rotary embeddings need an even head_dim",

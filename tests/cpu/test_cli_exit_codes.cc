@@ -100,6 +100,7 @@ TEST(CliExitCodes, EveryCommandFollowsTheReadmeRule) {
       {kPlan + "--gen-len 1 --phase prefill", 0, ""},
       {kPlan + "--gen-len 1 --bogus", 2, "dak plan has no option --bogus"},
       {kPlan + "--tile-rows 0", 1, "--tile-rows 0 is not a positive count"},
+      {kPlan + "--tile-rows 0", 1, "pass --tile-rows between 1 and 16384"},  // the range, both ends (session 35)
       {kPlan + "--offload-ratio 2", 1, "[0, 1]"},
       {kPlan + "--offload-ratio x", 2, "'x' is not a number, so not a fraction in [0, 1]"},  // generate's words
       {kPlan + "--gpu-memory 20XB", 2, "'20XB' has an unknown unit 'XB'"},

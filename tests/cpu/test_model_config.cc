@@ -5,7 +5,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -88,6 +91,16 @@ TEST(ModelConfig, ValidationFixNamesTheSource) {
   ModelConfig c = parse(kSmolLM2);
   c.num_kv_heads = 2;
   testing::expect_error([&] { c.validate("config.json"); }, {"num_key_value_heads", "fix config.json"});
+}
+
+TEST(ModelConfig, ABadEpsilonIsShownInItsError) {
+  // Session-35 trial: a GGUF with a NaN epsilon said "must be positive" without the value.
+  ModelConfig c = parse(kSmolLM2);
+  for (const float bad : {std::nanf(""), -1e-5f, 0.0f}) {
+    c.norm_eps = bad;
+    const std::string shown = fmt::format("normalization epsilon {} must be a positive finite number", bad);
+    testing::expect_error([&] { c.validate("model.gguf", "fix the GGUF's metadata"); }, {shown, "rms_norm_eps"});
+  }
 }
 
 TEST(ModelConfig, ParsesLlama31RopeScalingAndEosList) {
