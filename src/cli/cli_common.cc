@@ -722,12 +722,12 @@ HardwareProfile load_profile(const std::string& path) {
     }
     // The session-35 trial: "zero_copy": {} passed without a word, and the zero-copy mode was then
     // priced 13 % faster than with the measured section.
-    if (p.zero_copy_gemm.empty() || !(p.zero_copy_attention_gbps > 0)) {
+    const bool no_gemm = p.zero_copy_gemm.empty(), no_attention = !(p.zero_copy_attention_gbps > 0);
+    if (no_gemm || no_attention) {
       std::fprintf(stderr, "dak: notice: %s has no zero_copy %s measurements: the planner prices the zero-copy mode's "
                    "host reads there at the SM read rate host_sm_read_gbps (%.1f GB/s), which the ordinary kernels "
                    "reach only in part; `dak profile` measures them\n",
-                   path.c_str(), p.zero_copy_gemm.empty() ? (p.zero_copy_attention_gbps > 0 ? "gemm" : "gemm or attention")
-                                                          : "attention",
+                   path.c_str(), no_gemm && no_attention ? "gemm or attention" : no_gemm ? "gemm" : "attention",
                    p.host_sm_read_gbps);
     }
   }
