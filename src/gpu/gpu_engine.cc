@@ -955,9 +955,10 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
       // decode, session 24 call 3): batch 1 3.695 / 3.683 -> 3.666 ms, batch 8 unchanged.
       if (a.early_w_stages < 0) a.early_w_stages = 64;  // capped by the ring in the kernel
     }
-    const bool rope_here = rope && it->second.tile.bm == 64 && l.m_host % 16 == 0;
+    // The pair epilogues (RoPE, activation) need the 64-row tiles and no row pair split by m_host.
+    const bool pair_epilogue = it->second.tile.bm == 64 && l.m_host % 16 == 0;
+    const bool rope_here = rope && pair_epilogue, act_here = act && pair_epilogue;
     if (rope_here) a.rope = *rope;
-    const bool act_here = act && it->second.tile.bm == 64 && l.m_host % 16 == 0;
     if (act_here) a.act_out = *act;
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
