@@ -17,13 +17,15 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// The fields of a schedule that its tile and split counts depend on (max_output_tiles(),
 /// workspace_bytes()), for the choices made before a schedule exists.
-TieredGemmSchedule split_shape(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int32_t k_splits) {
+TieredGemmSchedule split_shape(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int32_t k_splits,
+                               int32_t k_chunks = 1) {
   TieredGemmSchedule s;
   s.M = M;
   s.N = N;
   s.K = K;
   s.tile = tile;
   s.k_splits = k_splits;
+  s.k_chunks = k_chunks;
   return s;
 }
 
@@ -49,7 +51,8 @@ int32_t cluster_of(const TieredGemmTile& tile, int64_t N, int64_t m_host, int64_
 }  // namespace
 
 int64_t TieredGemmSchedule::workspace_bytes() const {
-  const int64_t partials = k_splits > 1 ? max_output_tiles() * k_splits * int64_t(tile.bm) * tile.bn * 4 : 0;
+  const int64_t partials =
+      partial_slots() > 1 ? max_output_tiles() * partial_slots() * int64_t(tile.bm) * tile.bn * 4 : 0;
   return counter_bytes() + partials;
 }
 
@@ -74,6 +77,16 @@ void TieredGemmSchedule::validate() const {
     fail(fmt::format("k_splits {} with {} output tiles: the workspace counts at most {} split tiles", k_splits,
                      max_output_tiles(), kMaxSplitTiles),
          where, "use k_splits = 1 for this shape (choose_tiered_gemm_k_splits() does)");
+  }
+  if (k_chunks < 1 || k_chunks > k_blocks() || (k_chunks > 1 && (k_splits != 1 || tile.bm != 64 || tile.bn > 16))) {
+    fail(fmt::format("k_chunks {} with k_splits {} on a {}x{} tile of {} k-blocks", k_chunks, k_splits, tile.bm,
+                     tile.bn, k_blocks()),
+         where, "use choose_tiered_gemm_k_chunks() (chunks only for unsplit 64 x 8 / 64 x 16 tiles)");
+  }
+  if (k_chunks > 1 && max_output_tiles() > kMaxSplitTiles) {
+    fail(fmt::format("k_chunks {} with {} output tiles: the workspace counts at most {} split tiles", k_chunks,
+                     max_output_tiles(), kMaxSplitTiles),
+         where, "use k_chunks = 1 for this shape (choose_tiered_gemm_k_chunks() does)");
   }
   if ((host_units() > 0 && host_ctas < 1) || (hbm_units() > 0 && hbm_ctas < 1) || host_ctas < 0 || hbm_ctas < 0 ||
       host_ctas + hbm_ctas < 1) {
@@ -101,8 +114,9 @@ void TieredGemmSchedule::validate() const {
 
 std::string TieredGemmSchedule::to_string() const {
   return fmt::format(
-      "M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} host_ctas={}x{} stages hbm_ctas={}x{} stages cluster={}", M, N,
-      K, m_host, tile.bm, tile.bn, tile.bk(), k_splits, host_ctas, host_stages, hbm_ctas, hbm_stages,
+      "M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} k_chunks={} host_ctas={}x{} stages hbm_ctas={}x{} stages "
+      "cluster={}",
+      M, N, K, m_host, tile.bm, tile.bn, tile.bk(), k_splits, k_chunks, host_ctas, host_stages, hbm_ctas, hbm_stages,
       cluster);
 }
 
@@ -110,7 +124,8 @@ int64_t tiered_gemm_workspace_bound(int64_t M, int64_t K, int64_t max_n, int64_t
   int64_t most = TieredGemmSchedule::counter_bytes();
   for (int64_t N = 1; N <= max_n; ++N) {
     const TieredGemmTile tile = choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn);
-    most = std::max(most, split_shape(M, N, K, tile, choose_tiered_gemm_k_splits(M, N, K, tile, sm_count))
+    most = std::max(most, split_shape(M, N, K, tile, choose_tiered_gemm_k_splits(M, N, K, tile, sm_count),
+                                      choose_tiered_gemm_k_chunks(M, N, K, tile, sm_count))
                               .workspace_bytes());
   }
   return most;
@@ -240,6 +255,16 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
   return best;
 }
 
+int32_t choose_tiered_gemm_k_chunks(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count) {
+  if (M < 1 || N < 1 || K < 1 || sm_count < 1 || tile.bm != 64 || tile.bn > 16) return 1;
+  if (choose_tiered_gemm_k_splits(M, N, K, tile, sm_count) != 1) return 1;
+  const TieredGemmSchedule shape = split_shape(M, N, K, tile, 1, kTieredGemmKChunks);
+  if (shape.k_blocks() < 8 * kTieredGemmKChunks || shape.max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles) {
+    return 1;
+  }
+  return kTieredGemmKChunks;
+}
+
 int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
                                       int64_t max_cluster, int32_t compute_bn) {
   return cluster_of(choose_tiered_gemm_tile(M, N, K, sm_count, compute_bn), N, m_host, max_cluster);
@@ -260,6 +285,7 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   s.m_host = m_host;
   s.tile = choose_tiered_gemm_tile(M, N, K, sm_count, limits.compute_bn);
   s.k_splits = choose_tiered_gemm_k_splits(M, N, K, s.tile, sm_count);
+  s.k_chunks = choose_tiered_gemm_k_chunks(M, N, K, s.tile, sm_count);
   const int32_t ring = s.tile.max_stages();
   s.host_stages = 1;
   s.hbm_stages = ring;
@@ -284,6 +310,13 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
     // stage each under the in-flight cap (with 36 KiB stages the compute share alone put 2.3 MiB in
     // flight for Llama-2-7B's qkv at 50 % host rows, where HBM reads slow down).
     if (s.tile.bm == 64) host_ctas = std::min(host_ctas, std::max(link_ctas, limits.inflight_cap_bytes / stage));
+    if (s.k_chunks > 1) {
+      // The host units split k_chunks ways: one read stream each, up to the cap at 3 stages a
+      // stream, in rounds of equal unit counts.
+      host_ctas = std::max(host_ctas, std::min(host_units, limits.inflight_cap_bytes / (stage * std::min(3, ring))));
+      host_ctas = std::clamp<int64_t>(host_ctas, 1, host_units);
+      host_ctas = ceil_div(host_units, ceil_div(host_units, host_ctas));
+    }
     host_ctas = std::min(host_ctas, host_units * C);
     host_ctas = std::min(host_ctas, hbm_units > 0 ? grid - C : grid);
     host_ctas = std::max<int64_t>(ceil_div(host_ctas, C) * C, C);

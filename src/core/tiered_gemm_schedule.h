@@ -115,6 +115,12 @@ struct TieredGemmSchedule {
   // Tiling.
   TieredGemmTile tile;
   int32_t k_splits = 1;  // S, from (M, N, K, tile, sm_count) only
+  int32_t k_chunks = 1;  // P > 1 only with k_splits == 1 on the 64 x 8 / 64 x 16 tiles, from (M, N, K,
+                         //   tile, sm_count) only (choose_tiered_gemm_k_chunks): every HBM unit sums
+                         //   its k-blocks in P chunks (split_begin(c, P)) exactly as P k-splits would
+                         //   be summed (fp32, from 0.0f, in chunk order), so the host side may split
+                         //   each of its units P ways over P CTAs with the same bits: a few host
+                         //   m-tiles get the read streams the loaded link needs
   // Launch (congestion control).
   int32_t host_ctas = 0;    // CTAs that only read host tiles
   int32_t hbm_ctas = 0;     // CTAs that only read HBM tiles
@@ -132,14 +138,19 @@ struct TieredGemmSchedule {
   DAK_HD int64_t max_output_tiles() const { return ((M + tile.bm - 1) / tile.bm + 1) * n_tiles(); }
   /// n-groups: ceil(n_tiles / cluster) (n_tiles when cluster == 1).
   DAK_HD int64_t n_groups() const { return (n_tiles() + cluster - 1) / cluster; }
+  /// K splits of one side's units: k_chunks on the host side when k_chunks > 1, else k_splits.
+  DAK_HD int64_t side_splits(bool host_side) const { return host_side && k_chunks > 1 ? k_chunks : k_splits; }
+  /// Partial slots per output tile in the workspace: the most splits either side has.
+  DAK_HD int64_t partial_slots() const { return k_splits > k_chunks ? k_splits : k_chunks; }
   /// Units of each side, each computed by one cluster (one CTA when cluster == 1).
-  DAK_HD int64_t host_units() const { return host_m_tiles() * n_groups() * k_splits; }
-  DAK_HD int64_t hbm_units() const { return hbm_m_tiles() * n_groups() * k_splits; }
+  DAK_HD int64_t host_units() const { return host_m_tiles() * n_groups() * side_splits(true); }
+  DAK_HD int64_t hbm_units() const { return hbm_m_tiles() * n_groups() * side_splits(false); }
   /// Clusters of each side (the workers of its units).
   DAK_HD int64_t host_clusters() const { return host_ctas / cluster; }
   DAK_HD int64_t hbm_clusters() const { return hbm_ctas / cluster; }
-  /// First k-block of split s (s in [0, k_splits]; s == k_splits gives k_blocks()).
-  DAK_HD int64_t split_begin(int64_t s) const { return s * k_blocks() / k_splits; }
+  /// First k-block of split s of `splits` (s in [0, splits]; s == splits gives k_blocks()): the
+  /// k-split ranges (splits = side_splits) and the HBM units' accumulation chunks (splits = k_chunks).
+  DAK_HD int64_t split_begin(int64_t s, int64_t splits) const { return s * k_blocks() / splits; }
 
   /// Unit u of one side -> (m-tile within the side, n-group, split); CTA rank r of the cluster
   /// takes n-tile n_group * cluster + r (the n-tile itself when cluster == 1). Splits of one
@@ -147,9 +158,10 @@ struct TieredGemmSchedule {
   struct Unit {
     int64_t m_tile, n_group, split;
   };
-  DAK_HD Unit unit(int64_t u) const {
-    const int64_t s = u % k_splits;
-    const int64_t t = u / k_splits;
+  DAK_HD Unit unit(int64_t u, bool host_side) const {
+    const int64_t splits = side_splits(host_side);
+    const int64_t s = u % splits;
+    const int64_t t = u / splits;
     return Unit{t / n_groups(), t % n_groups(), s};
   }
   /// Index of an output tile in the workspace: host tiles first, then HBM tiles.
@@ -166,7 +178,7 @@ struct TieredGemmSchedule {
   static constexpr int64_t kMaxSplitTiles = 16384;
   DAK_HD static constexpr int64_t counter_bytes() { return kMaxSplitTiles * 4; }
   /// Bytes of HBM workspace the kernel needs: counter_bytes(), plus fp32 partials
-  /// [output tiles][k_splits][bm * bn] when k_splits > 1. Independent of m_host.
+  /// [output tiles][partial_slots()][bm * bn] when k_splits or k_chunks > 1. Independent of m_host.
   int64_t workspace_bytes() const;
 
   /// Host bytes one host cluster keeps in flight per stage: the W tile (bm x bk bf16, loaded once
@@ -260,6 +272,16 @@ int64_t tiered_gemm_workspace_bound(int64_t M, int64_t K, int64_t max_n, int64_t
 /// (docs/perf-notes.md, session 10).
 double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_t sm_count);
 
+/// Accumulation chunks (TieredGemmSchedule::k_chunks) of a shape: kTieredGemmKChunks when the
+/// shape runs unsplit (choose_tiered_gemm_k_splits == 1) on a 64 x 8 or 64 x 16 tile with at least
+/// 8 k-blocks per chunk (K >= 8192), else 1. Why: a host m-tile is read by one CTA per split, and
+/// one CTA's ring (5 stages, 180 KiB) keeps too few bytes in flight for the link while the HBM
+/// side loads the memory system (a host read then takes ~8-14 us): Llama-2-70B's down (K = 28672)
+/// with 128 host rows read them at ~41 GB/s of 51 on two CTAs (docs/perf-notes.md, session 36).
+/// Depends only on the arguments, so it is the same for every m_host (split invariance).
+inline constexpr int32_t kTieredGemmKChunks = 4;
+int32_t choose_tiered_gemm_k_chunks(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count);
+
 /// k_splits in [1, min(16, k_blocks / 2)] minimizing tiered_gemm_split_cost (ties: the smallest S);
 /// when N > 64 (the 128-row tiles) the S in [1, min(8, k_blocks / 8)] minimizing
 /// tiered_gemm_compute_cost, taken only if it saves more than 3 % and makes at most
@@ -270,6 +292,7 @@ double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_
 int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count);
 
 /// The default schedule for a shape and host row count on `sm_count` SMs:
+/// - k_splits and k_chunks from the shape (choose_tiered_gemm_k_splits / _k_chunks);
 /// - no host rows: every SM an HBM CTA with all stages of the ring in flight;
 /// - host rows: host CTAs = max(enough to keep min_inflight_bytes in flight with up to 4 stages
 ///   each, the host share of the compute ceil(m_host / M * grid)), on the bandwidth path (64-row
@@ -277,7 +300,10 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 ///   by grid - cluster when HBM rows remain (grid: sm_count, or the CTAs co-resident in
 ///   clusters); stages per host CTA = the most that keep
 ///   host_clusters * stages * host_stage_inflight_bytes() <= inflight_cap_bytes (at least 1);
-///   the remaining SMs are HBM CTAs (no more than the HBM units).
+///   the remaining SMs are HBM CTAs (no more than the HBM units). With k_chunks > 1 the host side
+///   takes at least one CTA per host unit up to inflight_cap_bytes / (3 stages), in rounds of equal
+///   unit counts (e.g. 128 host rows of a 64 x 8 tile: 8 units on 8 CTAs of 3 stages each).
+
 /// - multicast: with a 128-row tile (N > 64), host rows and at least 2 n-tiles, cluster = 4
 ///   when n_tiles >= 4, else 2 (capped by limits.max_cluster); host CTAs are rounded up to whole
 ///   clusters (at most one cluster per host unit), HBM CTAs down to whole clusters, and with

@@ -666,8 +666,9 @@ std::vector<GemmSweepResult> sweep_tiered_gemm(const std::vector<GemmShape>& sha
         if (std::find(done.begin(), done.end(), m_host) != done.end()) continue;
         done.push_back(m_host);
         const TieredGemmSchedule planned = plan_tiered_gemm(M, n, K, m_host, sm_count, limits);
-        if (planned.k_splits != base.k_splits || !(planned.tile == base.tile)) {
-          fail(fmt::format("the schedule of m_host = {} differs from the all-HBM one in tile or k_splits", m_host),
+        if (planned.k_splits != base.k_splits || planned.k_chunks != base.k_chunks || !(planned.tile == base.tile)) {
+          fail(fmt::format("the schedule of m_host = {} differs from the all-HBM one in tile, k_splits or k_chunks",
+                           m_host),
                "dak profile: " + planned.to_string(), "report this as a bug (split invariance)");
         }
         std::vector<TieredGemmSchedule> cands = {planned};

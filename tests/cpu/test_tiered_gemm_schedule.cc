@@ -27,11 +27,12 @@ void expect_exact_cover(const TieredGemmSchedule& s) {
     for (int64_t c = 0; c < workers; ++c) {
       for (int64_t u = c; u < units; u += workers) {
         ++visited;
-        const auto unit = s.unit(u);
+        const auto unit = s.unit(u, side == 0);
+        const int64_t splits = s.side_splits(side == 0);
         for (int64_t r = 0; r < C; ++r) {
           const int64_t n_tile = unit.n_group * C + r;
           if (n_tile >= s.n_tiles()) continue;
-          for (int64_t kb = s.split_begin(unit.split); kb < s.split_begin(unit.split + 1); ++kb) {
+          for (int64_t kb = s.split_begin(unit.split, splits); kb < s.split_begin(unit.split + 1, splits); ++kb) {
             ++seen[{side, unit.m_tile, n_tile, kb}];
           }
         }
@@ -58,6 +59,7 @@ TEST(TieredGemmSchedule, ExactCoverAndInvariance) {
     for (int64_t m_host : {int64_t(0), int64_t(1), int64_t(64), M / 100, M / 10, M / 2, M - 1, M}) {
       const TieredGemmSchedule s = dak::plan_tiered_gemm(M, N, K, m_host, 132);
       EXPECT_EQ(s.k_splits, base.k_splits) << "k_splits must not depend on m_host: " << s.to_string();
+      EXPECT_EQ(s.k_chunks, base.k_chunks) << "k_chunks must not depend on m_host: " << s.to_string();
       EXPECT_EQ(s.workspace_bytes(), base.workspace_bytes()) << s.to_string();
       EXPECT_LE(s.host_ctas + s.hbm_ctas, 132) << s.to_string();
       if (m_host > 0) {
@@ -294,6 +296,48 @@ TEST(TieredGemmSchedule, TileAndSplitChoices) {
   // k-blocks of a schedule count bk()-wide blocks, the last one partial.
   EXPECT_EQ(dak::plan_tiered_gemm(300, 8, 576, 0, 132).k_blocks(), 3);
   EXPECT_EQ(dak::plan_tiered_gemm(300, 100, 576, 0, 132).k_blocks(), 9);
+}
+
+TEST(TieredGemmSchedule, AccumulationChunksSplitFewHostTiles) {
+  // Unsplit 64 x 8 / 64 x 16 tiles with K >= 8192 sum K in 4 chunks; the host side splits its units
+  // 4 ways, so Llama-2-70B's down (K = 28672) with 128 host rows reads them on 8 CTAs, not 2.
+  const auto t8 = dak::choose_tiered_gemm_tile(8192, 8, 28672, 132);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(8192, 8, 28672, t8, 132), dak::kTieredGemmKChunks);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(8192, 16, 28672, dak::choose_tiered_gemm_tile(8192, 16, 28672, 132), 132),
+            dak::kTieredGemmKChunks);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(57344, 8, 8192, t8, 132), dak::kTieredGemmKChunks);
+  // Not: K = 4096 (16 k-blocks), a shape that already splits K (Llama-2-7B's down), bn 32 / 64, the
+  // compute tiles.
+  EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(12288, 8, 4096, t8, 132), 1);
+  EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(4096, 8, 11008, t8, 132), 1);
+  for (int64_t N : {32, 64, 512}) {
+    EXPECT_EQ(dak::plan_tiered_gemm(8192, N, 28672, 128, 132).k_chunks, 1) << "N = " << N;
+  }
+  const TieredGemmSchedule base = dak::plan_tiered_gemm(8192, 8, 28672, 0, 132);
+  EXPECT_EQ(base.k_splits, 1);
+  EXPECT_EQ(base.k_chunks, 4);
+  EXPECT_EQ(base.hbm_units(), 128);
+  EXPECT_GT(base.workspace_bytes(), TieredGemmSchedule::counter_bytes());  // host partials, any m_host
+  const TieredGemmSchedule s = dak::plan_tiered_gemm(8192, 8, 28672, 128, 132);
+  EXPECT_EQ(s.host_units(), 8) << s.to_string();
+  EXPECT_EQ(s.host_ctas, 8) << s.to_string();
+  EXPECT_EQ(s.host_stages, 3) << s.to_string();
+  EXPECT_EQ(s.hbm_units(), 126) << s.to_string();
+  EXPECT_EQ(s.workspace_bytes(), base.workspace_bytes());
+  // Host units in rounds of equal counts: 24 units (384 rows) on 8 CTAs, not 9.
+  const TieredGemmSchedule s384 = dak::plan_tiered_gemm(8192, 8, 28672, 384, 132);
+  EXPECT_EQ(s384.host_units() % s384.host_ctas, 0) << s384.to_string();
+  for (int64_t m_host : {int64_t(0), int64_t(1), int64_t(64), int64_t(128), int64_t(384), int64_t(4000), int64_t(8192)}) {
+    expect_exact_cover(dak::plan_tiered_gemm(8192, 8, 28672, m_host, 132));
+    expect_exact_cover(dak::plan_tiered_gemm(8192, 13, 8200, m_host, 132));
+  }
+  // Chunks with k-splits, or on a tile without the chunked accumulation, are refused.
+  TieredGemmSchedule bad = base;
+  bad.k_splits = 2;
+  EXPECT_THROW(bad.validate(), dak::Error);
+  bad = dak::plan_tiered_gemm(8192, 32, 28672, 0, 132);
+  bad.k_chunks = 4;
+  EXPECT_THROW(bad.validate(), dak::Error);
 }
 
 TEST(TieredGemmSchedule, RefusesBadShapes) {

@@ -218,7 +218,9 @@ std::vector<int64_t> host_rows_for(int64_t M, int32_t bm) {
 
 /// `compute_bn` 128 / 256 forces the compute tile (TieredGemmLinkLimits::compute_bn): test shapes
 /// are too small for the wave rule to pick 128 x 256 by itself.
-void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn = 0) {
+/// `chunks` > 0 forces TieredGemmSchedule::k_chunks (unsplit 64 x 8 / 64 x 16 tiles), the CTAs
+/// re-derived for the new host unit count: test shapes are too small for the rule to take chunks.
+void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn = 0, int32_t chunks = 0) {
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   Operands o(p, rng);
@@ -228,7 +230,12 @@ void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn 
   const auto tile = dak::choose_tiered_gemm_tile(p.M, p.N, p.K, sms, compute_bn);
   std::vector<uint8_t> first;
   for (int64_t m_host : host_rows_for(p.M, tile.bm)) {
-    const TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, limits);
+    TieredGemmSchedule s = dak::plan_tiered_gemm(p.M, p.N, p.K, m_host, sms, limits);
+    if (chunks > 0) {
+      s.k_splits = 1;
+      s.k_chunks = chunks;
+      s = dak::with_congestion(s, std::min<int64_t>(s.host_units(), 5), s.host_stages, 0, sms);
+    }
     EXPECT_EQ(s.tile, tile) << s.to_string();
     const std::string what = describe(p) + " " + s.to_string();
     const RunResult r = run_and_check(o, s, what);
@@ -243,6 +250,20 @@ void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn 
 TEST(TieredGemm, BandwidthPathAllRatios) {
   DAK_REQUIRE_GPU_OR_SKIP();
   for (int64_t N : {1, 5, 8, 13, 32, 64}) check_split_invariance({300, N, 520}, fresh_seed());
+}
+
+TEST(TieredGemm, AccumulationChunksGiveTheSplitBits) {
+  // k_chunks: the HBM units sum K in chunks exactly as the host side's k-splits are summed, so the
+  // bits are the same at every m_host (m_host = 0: all chunked, M: all split). 33 k-blocks in chunks
+  // of 8, 8, 8, 9; 4 chunks of 2 k-blocks; 3 host CTAs over 4 or more host units.
+  DAK_REQUIRE_GPU_OR_SKIP();
+  for (int64_t N : {1, 8, 13, 16}) check_split_invariance({300, N, 8200}, fresh_seed(), 0, 4);
+  check_split_invariance({200, 8, 2048}, fresh_seed(), 0, 4);
+  check_split_invariance({130, 16, 8200}, fresh_seed(), 0, 3);
+  // The rule's own choice on a shape it chunks (Llama-2-70B's down at N = 8 has K = 28672; this one
+  // 132 m-tiles of 8192 columns).
+  const auto planned = dak::plan_tiered_gemm(132 * 64, 8, 8192, 128, sm_count());
+  if (planned.k_chunks > 1) check_split_invariance({132 * 64, 8, 8192}, fresh_seed());
 }
 
 TEST(TieredGemm, ComputePathAllRatios) {
@@ -730,6 +751,24 @@ TEST(TieredGemm, NormEpiloguesRefuseShapesTheyCannotServe) {
 // token out of the cache's range), host rows of W (m_host
 // multiples of 16, also mid-tile) and host-tier cache slots, with and without bias, the norm-in
 // epilogue before it, and forced k-splits.
+// The shared end of the epilogue-refusal tests: host rows that split a 16-row slab (W placed for
+// real, so only that is wrong) are refused with the epilogue set in `a`; the same GEMM with that
+// epilogue cleared (`a.*epilogue = {}`) then runs. `ws` holds at least the M x 8 x K plan's workspace.
+template <typename Epilogue>
+void expect_split_slab_refused_then_plain_gemm_runs(TieredGemmArgs a, int64_t M, int64_t K,
+                                                    Epilogue TieredGemmArgs::* epilogue, void* ws,
+                                                    const char* name) {
+  const PlacedW pw(std::vector<Bf16Bits>(size_t(M * K), 0), M, K, 40);
+  a.h_w = pw.h_w;
+  a.g_w = pw.g_w;
+  const auto s = dak::plan_tiered_gemm(M, 8, K, 40, sm_count());
+  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws, nullptr), dak::Error) << name << " epilogue, host rows mid-slab";
+  a.*epilogue = {};
+  dak::gpu::tiered_gemm_workspace_init(ws, s, nullptr);
+  EXPECT_NO_THROW(dak::gpu::tiered_gemm(a, s, ws, nullptr)) << "the same GEMM without the " << name << " epilogue";
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 TEST(TieredGemm, RopeEpilogueMatchesThePlainGemmThenRopeKvAppend) {
   DAK_REQUIRE_GPU_OR_SKIP();
   const uint64_t seed = fresh_seed();
@@ -839,16 +878,7 @@ TEST(TieredGemm, RopeEpilogueRefusesShapesItCannotServe) {
   a.out = TieredGemmOut::kF32;
   EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
   a.out = TieredGemmOut::kBf16;
-  // Host rows that split a 16-row slab (W placed for real, so only that is wrong).
-  const PlacedW pw(std::vector<Bf16Bits>(size_t(M * K), 0), M, K, 40);
-  a.h_w = pw.h_w;
-  a.g_w = pw.g_w;
-  s = dak::plan_tiered_gemm(M, 8, K, 40, sm_count());
-  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
-  a.rope = {};
-  dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
-  EXPECT_NO_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr)) << "the same GEMM without the RoPE epilogue";
-  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_split_slab_refused_then_plain_gemm_runs(a, M, K, &TieredGemmArgs::rope, ws.get(), "RoPE");
 }
 
 TEST(TieredGemm, ActEpilogueMatchesThePlainGemmThenPairedActivation) {
@@ -950,16 +980,7 @@ TEST(TieredGemm, ActEpilogueRefusesShapesItCannotServe) {
   a.act_out.ldo = I - 8;
   EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
   a.act_out.ldo = 0;
-  // Host rows that split a 16-row slab (W placed for real, so only that is wrong).
-  const PlacedW pw(std::vector<Bf16Bits>(size_t(M * K), 0), M, K, 40);
-  a.h_w = pw.h_w;
-  a.g_w = pw.g_w;
-  s = dak::plan_tiered_gemm(M, 8, K, 40, sm_count());
-  EXPECT_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr), dak::Error);
-  a.act_out = {};
-  dak::gpu::tiered_gemm_workspace_init(ws.get(), s, nullptr);
-  EXPECT_NO_THROW(dak::gpu::tiered_gemm(a, s, ws.get(), nullptr)) << "the same GEMM without the activation epilogue";
-  DAK_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_split_slab_refused_then_plain_gemm_runs(a, M, K, &TieredGemmArgs::act_out, ws.get(), "activation");
 }
 
 TEST(TieredGemm, RejectsBadArguments) {

@@ -128,6 +128,9 @@ struct Config {
   // Norm-out: the tile's residual and norm weight are loaded before the unit's main loop (their
   // L2 round trip off the epilogue) up to this many tokens per tile (registers: 2 per value).
   static constexpr bool kNormPrefetch = kBn <= 32;
+  // Accumulation chunks (TieredGemmSchedule::k_chunks) are compiled for the 64 x 8 / 64 x 16 tiles
+  // only: kBm * kBn / 128 more fp32 registers per thread (4 / 8).
+  static constexpr bool kChunked = kBm == 64 && kBn <= 16;
 
   struct alignas(1024) SharedStorage {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
@@ -443,6 +446,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
   const int64_t side_cta = (host_side ? blockIdx.x : blockIdx.x - s.host_ctas) / C;
   const int64_t side_ctas = host_side ? s.host_clusters() : s.hbm_clusters();
   const int64_t side_units = host_side ? s.host_units() : s.hbm_units();
+  const int64_t splits = s.side_splits(host_side);  // k-splits of this side's units
   const int64_t side_rows = host_side ? s.m_host : s.M - s.m_host;
   const int64_t side_row0 = host_side ? 0 : s.m_host;  // first row of W (and column of y) of this side
   const int32_t stages = host_side ? s.host_stages : s.hbm_stages;
@@ -570,12 +574,13 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     int st = 0;           // ring position across every unit of this CTA ...
     uint32_t phase = 0;   // ... and its pass parity (no 64-bit division in the loop)
     for (int64_t u = side_cta; u < side_units; u += side_ctas) {
-      const TieredGemmSchedule::Unit unit = s.unit(u);
+      const TieredGemmSchedule::Unit unit = s.unit(u, host_side);
       // A cluster rank past the last n-tile still loads its W slice for its peers; its x tile is
       // the last real one (never a box entirely out of bounds) and it stores nothing.
       const int64_t mine = unit.n_group * C + rank;
       const int64_t n_tile = mine < n_tiles ? mine : n_tiles - 1;
-      for (int64_t kb = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1); kb < kb_end; ++kb) {
+      for (int64_t kb = s.split_begin(unit.split, splits), kb_end = s.split_begin(unit.split + 1, splits); kb < kb_end;
+           ++kb) {
         if (!dependency_met && pending >= early_stages) {  // the early W tiles are out: their x is due
           meet_dependency();
         }
@@ -656,9 +661,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
   int64_t local = 0;    // unit index within this CTA
   int64_t mine = 0;     // units this group computed (trace)
   for (int64_t u = side_cta; u < side_units; u += side_ctas, ++local) {
-    const TieredGemmSchedule::Unit unit = s.unit(u);
+    const TieredGemmSchedule::Unit unit = s.unit(u, host_side);
     const int64_t n_tile = unit.n_group * C + rank;  // may be past the last n-tile (then no store)
-    const int64_t kb_begin = s.split_begin(unit.split), kb_end = s.split_begin(unit.split + 1);
+    const int64_t kb_begin = s.split_begin(unit.split, splits), kb_end = s.split_begin(unit.split + 1, splits);
     if (Cfg::kMathGroups > 1 && local % Cfg::kMathGroups != group) {
       // The other group's unit: skip its k-blocks in the ring.
       const int32_t adv = st + int32_t(kb_end - kb_begin);
@@ -676,13 +681,24 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     // Norm-out: this tile's residual and norm weight, requested now, used in the epilogue.
     float pre_resid[kFrag], pre_weight[kFrag];
     if constexpr (kBm == 64 && Cfg::kNormPrefetch) {
-      if (p.norm_out.g_residual && n_tile < s.n_tiles() && (s.k_splits == 1 || unit.split == s.k_splits - 1)) {
+      if (p.norm_out.g_residual && n_tile < s.n_tiles() && unit.split == splits - 1) {
         norm_out_load(p, tCcC, side_row0 + unit.m_tile * kBm, side_rows - unit.m_tile * kBm, n_tile * kBn,
                            pre_resid, pre_weight);
       }
     }
     int held = -1;  // ring slot whose wgmma may still be running
     ++mine;
+    // Accumulation chunks (TieredGemmSchedule::k_chunks) of an HBM unit: chunk c's result is added
+    // to chunk_sum (from 0.0f, in chunk order) and the accumulators restart at its end, so the unit
+    // sums exactly what the split reduction of the host side's k_chunks splits sums.
+    [[maybe_unused]] float chunk_sum[Cfg::kChunked ? kFrag : 1];
+    [[maybe_unused]] int64_t chunk_end = kb_end;
+    [[maybe_unused]] int64_t chunk = 0;
+    if constexpr (Cfg::kChunked) {
+#pragma unroll
+      for (int i = 0; i < kFrag; ++i) chunk_sum[i] = 0.0f;
+      if (!host_side && s.k_chunks > 1) chunk_end = s.split_begin(1, s.k_chunks);
+    }
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       wait_parity(&smem.full[st], phase);
       if (trace && local == 0 && kb == kb_begin && ctid == 0) trace[kTraceFirstFull] = trace_now();
@@ -707,6 +723,27 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
         for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
         release(st);
       }
+      if constexpr (Cfg::kChunked) {
+        if (kb + 1 == chunk_end && kb + 1 < kb_end) {
+          // The end of a chunk (not the unit's last): its wgmma done, its result summed as a split
+          // partial, the accumulators cleared for the next chunk.
+          warpgroup_wait<0>();
+#pragma unroll
+          for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
+          if (held >= 0) release(held);
+          held = -1;
+#pragma unroll
+          for (int a = 1; a < kAcc; ++a) {  // fixed order: ((p0 + p1) + p2) + p3, as at the unit's end
+#pragma unroll
+            for (int i = 0; i < kFrag; ++i) acc(i) += part[a](i);
+          }
+#pragma unroll
+          for (int i = 0; i < kFrag; ++i) chunk_sum[i] += acc(i);
+#pragma unroll
+          for (int a = 0; a < kAcc; ++a) clear(part[a]);
+          chunk_end = s.split_begin(++chunk + 1, s.k_chunks);
+        }
+      }
       if (++st == stages) st = 0, phase ^= 1u;
     }
     warpgroup_wait<0>();
@@ -718,13 +755,20 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
 #pragma unroll
       for (int i = 0; i < size(acc); ++i) acc(i) += part[a](i);
     }
+    if constexpr (Cfg::kChunked) {
+      // The last chunk's result added as the split reducer adds its own partial (below).
+      if (!host_side && s.k_chunks > 1) {
+#pragma unroll
+        for (int i = 0; i < kFrag; ++i) acc(i) = chunk_sum[i] + acc(i);
+      }
+    }
     if (Cfg::kMathGroups > 1 && ctid == 0) ptx::mbarrier_arrive(&smem.turn[(group + 1) % Cfg::kMathGroups]);
     if (n_tile >= s.n_tiles()) continue;  // a multicast rank past the last n-tile: nothing to store
 
     // Epilogue.
     const int64_t tile_row0 = unit.m_tile * kBm;  // within the side
     const int64_t tile_n0 = n_tile * kBn;
-    if (s.k_splits > 1) {
+    if (splits > 1) {
       // The split reduction. The tile's last split (S - 1) is its reducer: the others store their
       // fp32 partial, and thread 0 makes it visible GPU-wide (the CTA barrier orders every thread's
       // partial before its cumulative fence) and counts it with a fire-and-forget atomic; the
@@ -736,8 +780,8 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
       // tile are consecutive units (neighbouring CTAs, the same round), so the wait is short; every
       // CTA of the grid is resident, so it ends.
       const int64_t tile = s.output_tile(host_side, unit.m_tile, n_tile);
-      float* g_part = p.g_partials + tile * s.k_splits * (kBm * kBn);
-      const int64_t reducer = s.k_splits - 1;
+      float* g_part = p.g_partials + tile * s.partial_slots() * (kBm * kBn);
+      const int64_t reducer = splits - 1;
       if (unit.split != reducer) {
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) g_part[(unit.split * kFrag + i) * kConsumerThreads + ctid] = acc(i);
