@@ -312,9 +312,17 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
     if (s.tile.bm == 64) host_ctas = std::min(host_ctas, std::max(link_ctas, limits.inflight_cap_bytes / stage));
     if (s.k_chunks > 1) {
       // The host units split k_chunks ways: one read stream each, up to the cap at 3 stages a
-      // stream, in rounds of equal unit counts.
-      host_ctas = std::max(host_ctas, std::min(host_units, limits.inflight_cap_bytes / (stage * std::min(3, ring))));
-      host_ctas = std::clamp<int64_t>(host_ctas, 1, host_units);
+      // stream, as long as the HBM side keeps the rounds it has beside the unsplit units' CTAs
+      // (Llama-2-70B's down: 126 HBM units on 124 CTAs took two rounds, 162 -> 195 us), in rounds of
+      // equal unit counts.
+      const int64_t base = std::clamp<int64_t>(host_units / s.k_chunks, 1, host_ctas);
+      int64_t most = host_units;
+      if (hbm_units > 0) {
+        const int64_t rounds = ceil_div(hbm_units, std::max<int64_t>(grid - base, 1));
+        most = std::max(base, grid - ceil_div(hbm_units, rounds));
+      }
+      host_ctas = std::max(base, std::min(host_units, limits.inflight_cap_bytes / (stage * std::min(3, ring))));
+      host_ctas = std::clamp<int64_t>(std::min(host_ctas, most), 1, host_units);
       host_ctas = ceil_div(host_units, ceil_div(host_units, host_ctas));
     }
     host_ctas = std::min(host_ctas, host_units * C);
