@@ -232,6 +232,12 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
       t.hbm_ctas = positive_int(tg[i], "hbm_ctas", wt, true);
       t.hbm_stages = positive_int(tg[i], "hbm_stages", wt);
       t.k_splits = positive_int(tg[i], "k_splits", wt);
+      if (tg[i].contains("k_chunks")) {
+        t.k_chunks = positive_int(tg[i], "k_chunks", wt);
+        if (t.k_chunks > 1 && t.k_splits != 1)
+          fail(fmt::format("k_chunks {} with k_splits {}", t.k_chunks, t.k_splits), wt,
+               "accumulation chunks go with k_splits 1 only: set one of them to 1");
+      }
       if (tg[i].contains("cluster")) {
         t.cluster = positive_int(tg[i], "cluster", wt);
         if (t.cluster != 1 && t.cluster != 2 && t.cluster != 4)
@@ -398,6 +404,7 @@ json HardwareProfile::to_json() const {
                      {"hbm_stages", t.hbm_stages},
                      {"k_splits", t.k_splits},
                      {"cluster", t.cluster},
+                     {"k_chunks", t.k_chunks},
                      {"time_us", t.time_us},
                      {"eb_gbps", t.eb_gbps}});
   json j = {

@@ -77,7 +77,8 @@
 //      "hbm_ctas": 124, "hbm_stages": 16,   //   HBM CTAs and their stages,
 //      "k_splits": 4,                       //   the schedule's K split (fixed by M, N, K, SM count),
 //      "time_us": 312.5, "eb_gbps": 322.1,  // median GEMM time and weight bytes (M K 2) / time,
-//      "cluster": 1}, ...                   //   CTAs per multicast cluster (1, 2, 4; optional, 1)
+//      "cluster": 1,                        //   CTAs per multicast cluster (1, 2, 4; optional, 1),
+//      "k_chunks": 1}, ...                  //   accumulation chunks (k_splits 1 only; optional, 1)
 //   ],                                      // one entry per (M, N, K, m_host); added in place of a
 //                                           //   version bump: older readers ignore the field
 //   "zero_copy": {                          // optional (absent: zero-copy priced at sm_read_gbps): the
@@ -140,6 +141,8 @@ struct TieredGemmTuning {
   double time_us = 0;       // median GEMM time, > 0
   double eb_gbps = 0;       // effective bandwidth: M * K * 2 bytes / time, GB/s, > 0
   int64_t cluster = 1;      // 1, 2 or 4: CTAs per multicast cluster (optional in the JSON, default 1)
+  int64_t k_chunks = 1;     // >= 1: the HBM units' accumulation chunks, the host units' split
+                            //   (TieredGemmSchedule::k_chunks; optional in the JSON, default 1)
   bool operator==(const TieredGemmTuning&) const = default;
 };
 

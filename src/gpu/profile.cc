@@ -501,6 +501,7 @@ TieredGemmTuning tuning_of(const TieredGemmSchedule& s, double seconds) {
   t.hbm_stages = s.hbm_stages;
   t.k_splits = s.k_splits;
   t.cluster = s.cluster;
+  t.k_chunks = s.k_chunks;
   t.time_us = seconds * 1e6;
   t.eb_gbps = double(s.M) * double(s.K) * 2.0 / seconds * 1e-9;
   return t;

@@ -103,6 +103,23 @@ TEST(HardwareProfileGemm, MulticastClusterFieldIsOptionalAndChecked) {
   expect_error([&] { HardwareProfile::from_json(bad, "six"); }, {"tiered_gemm[1]", "whole clusters of 4"});
 }
 
+TEST(HardwareProfileGemm, AccumulationChunksFieldIsOptionalAndChecked) {
+  // Written always, read when present (profiles before session 36 have none: 1); chunks only with
+  // k_splits 1, as TieredGemmSchedule::validate requires.
+  HardwareProfile p = with_gemms();
+  p.tiered_gemm[1].k_splits = 1;
+  p.tiered_gemm[1].k_chunks = 4;
+  const json j = p.to_json();
+  EXPECT_EQ(j["tiered_gemm"][1]["k_chunks"], 4);
+  EXPECT_EQ(HardwareProfile::from_json(j, "round trip"), p);
+  json old = j;
+  old["tiered_gemm"][1].erase("k_chunks");
+  EXPECT_EQ(HardwareProfile::from_json(old, "old").tiered_gemm[1].k_chunks, 1);
+  expect_error([] { HardwareProfile::from_json(with_field("k_chunks", 0), "zero"); }, {"tiered_gemm[1]", "k_chunks"});
+  expect_error([] { HardwareProfile::from_json(with_field("k_chunks", 4), "with splits"); },
+               {"tiered_gemm[1]", "k_chunks 4 with k_splits 4", "k_splits 1 only"});
+}
+
 TEST(HardwareProfileGemm, InvalidEntriesAreRefused) {
   expect_error([] { HardwareProfile::from_json(with_field("host_ctas", -1), "neg"); },
                {"tiered_gemm[1]", "host_ctas", ">= 0", "-1"});
