@@ -84,16 +84,23 @@ TEST(HardwareProfileGemm, MissingSectionMeansNoEntries) {
   EXPECT_NE(with_gemms(), shipped);
 }
 
+/// An optional field of tiered_gemm[index] (set to a value other than 1 in `p`): written, read back
+/// equal, and read as 1 from a profile without it (one written before the field existed).
+void expect_optional_field(const HardwareProfile& p, size_t index, const std::string& key,
+                           int64_t dak::TieredGemmTuning::* field) {
+  const json j = p.to_json();
+  EXPECT_EQ(j["tiered_gemm"][index][key], p.tiered_gemm[index].*field) << key;
+  EXPECT_EQ(HardwareProfile::from_json(j, "round trip"), p) << key;
+  json old = j;
+  old["tiered_gemm"][index].erase(key);
+  EXPECT_EQ(HardwareProfile::from_json(old, "old").tiered_gemm[index].*field, 1) << key;
+}
+
 TEST(HardwareProfileGemm, MulticastClusterFieldIsOptionalAndChecked) {
   // Written always, read when present (profiles of earlier versions have none: 1).
   HardwareProfile p = with_gemms();
   p.tiered_gemm[3].cluster = 4;
-  const json j = p.to_json();
-  EXPECT_EQ(j["tiered_gemm"][3]["cluster"], 4);
-  EXPECT_EQ(HardwareProfile::from_json(j, "round trip"), p);
-  json old = j;
-  old["tiered_gemm"][3].erase("cluster");
-  EXPECT_EQ(HardwareProfile::from_json(old, "old").tiered_gemm[3].cluster, 1);
+  expect_optional_field(p, 3, "cluster", &dak::TieredGemmTuning::cluster);
   expect_error([] { HardwareProfile::from_json(with_field("cluster", 3), "three"); },
                {"tiered_gemm[1]", "cluster 3", "1, 2 or 4"});
   // Entry 1 has 8 host and 124 HBM CTAs: whole clusters of 4; 6 host CTAs are not.
@@ -109,12 +116,7 @@ TEST(HardwareProfileGemm, AccumulationChunksFieldIsOptionalAndChecked) {
   HardwareProfile p = with_gemms();
   p.tiered_gemm[1].k_splits = 1;
   p.tiered_gemm[1].k_chunks = 4;
-  const json j = p.to_json();
-  EXPECT_EQ(j["tiered_gemm"][1]["k_chunks"], 4);
-  EXPECT_EQ(HardwareProfile::from_json(j, "round trip"), p);
-  json old = j;
-  old["tiered_gemm"][1].erase("k_chunks");
-  EXPECT_EQ(HardwareProfile::from_json(old, "old").tiered_gemm[1].k_chunks, 1);
+  expect_optional_field(p, 1, "k_chunks", &dak::TieredGemmTuning::k_chunks);
   expect_error([] { HardwareProfile::from_json(with_field("k_chunks", 0), "zero"); }, {"tiered_gemm[1]", "k_chunks"});
   expect_error([] { HardwareProfile::from_json(with_field("k_chunks", 4), "with splits"); },
                {"tiered_gemm[1]", "k_chunks 4 with k_splits 4", "k_splits 1 only"});
