@@ -73,20 +73,15 @@ void TieredGemmSchedule::validate() const {
     fail(fmt::format("k_splits {} outside [1, {} k-blocks]", k_splits, k_blocks()), where,
          "use choose_tiered_gemm_k_splits()");
   }
-  if (k_splits > 1 && max_output_tiles() > kMaxSplitTiles) {
-    fail(fmt::format("k_splits {} with {} output tiles: the workspace counts at most {} split tiles", k_splits,
-                     max_output_tiles(), kMaxSplitTiles),
-         where, "use k_splits = 1 for this shape (choose_tiered_gemm_k_splits() does)");
-  }
   if (k_chunks < 1 || k_chunks > k_blocks() || (k_chunks > 1 && (k_splits != 1 || tile.bm != 64 || tile.bn > 16))) {
     fail(fmt::format("k_chunks {} with k_splits {} on a {}x{} tile of {} k-blocks", k_chunks, k_splits, tile.bm,
                      tile.bn, k_blocks()),
          where, "use choose_tiered_gemm_k_chunks() (chunks only for unsplit 64 x 8 / 64 x 16 tiles)");
   }
-  if (k_chunks > 1 && max_output_tiles() > kMaxSplitTiles) {
-    fail(fmt::format("k_chunks {} with {} output tiles: the workspace counts at most {} split tiles", k_chunks,
-                     max_output_tiles(), kMaxSplitTiles),
-         where, "use k_chunks = 1 for this shape (choose_tiered_gemm_k_chunks() does)");
+  if (partial_slots() > 1 && max_output_tiles() > kMaxSplitTiles) {  // split partials of either side
+    fail(fmt::format("k_splits {} / k_chunks {} with {} output tiles: the workspace counts at most {} split tiles",
+                     k_splits, k_chunks, max_output_tiles(), kMaxSplitTiles),
+         where, "use k_splits = 1 and k_chunks = 1 for this shape (choose_tiered_gemm_k_splits() / _k_chunks() do)");
   }
   if ((host_units() > 0 && host_ctas < 1) || (hbm_units() > 0 && hbm_ctas < 1) || host_ctas < 0 || hbm_ctas < 0 ||
       host_ctas + hbm_ctas < 1) {

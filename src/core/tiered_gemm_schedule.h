@@ -305,7 +305,6 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 ///   side the rounds it has beside the unsplit units' CTAs, in rounds of equal unit counts (128
 ///   host rows of a 64 x 8 tile: 8 units on 8 CTAs of 3 stages where 112 HBM units leave 20 SMs
 ///   free, on 4 CTAs of 5 stages where 126 HBM units leave 6).
-
 /// - multicast: with a 128-row tile (N > 64), host rows and at least 2 n-tiles, cluster = 4
 ///   when n_tiles >= 4, else 2 (capped by limits.max_cluster); host CTAs are rounded up to whole
 ///   clusters (at most one cluster per host unit), HBM CTAs down to whole clusters, and with
