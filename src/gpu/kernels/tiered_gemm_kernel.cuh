@@ -655,6 +655,20 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
       ptx::mbarrier_arrive(&smem.empty[slot]);
     }
   };
+  // The end of a chunk or of a unit: every wgmma done, the last slot in flight (held, if any)
+  // released, and the accumulators added into part[0] in the fixed order ((p0 + p1) + p2) + p3.
+  auto drain_and_combine = [&](int& held) {
+    warpgroup_wait<0>();
+#pragma unroll
+    for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
+    if (held >= 0) release(held);
+    held = -1;
+#pragma unroll
+    for (int a = 1; a < kAcc; ++a) {
+#pragma unroll
+      for (int i = 0; i < kFrag; ++i) acc(i) += part[a](i);
+    }
+  };
   int st = 0;           // ring position of this CTA's next unit ...
   uint32_t phase = 0;   // ... and its pass parity
   uint32_t turns = 0;   // main loops this group has waited its turn for
@@ -725,18 +739,9 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
       }
       if constexpr (Cfg::kChunked) {
         if (kb + 1 == chunk_end && kb + 1 < kb_end) {
-          // The end of a chunk (not the unit's last): its wgmma done, its result summed as a split
-          // partial, the accumulators cleared for the next chunk.
-          warpgroup_wait<0>();
-#pragma unroll
-          for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
-          if (held >= 0) release(held);
-          held = -1;
-#pragma unroll
-          for (int a = 1; a < kAcc; ++a) {  // fixed order: ((p0 + p1) + p2) + p3, as at the unit's end
-#pragma unroll
-            for (int i = 0; i < kFrag; ++i) acc(i) += part[a](i);
-          }
+          // The end of a chunk (not the unit's last): its result summed as a split partial, the
+          // accumulators cleared for the next chunk.
+          drain_and_combine(held);
 #pragma unroll
           for (int i = 0; i < kFrag; ++i) chunk_sum[i] += acc(i);
 #pragma unroll
@@ -746,15 +751,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
       }
       if (++st == stages) st = 0, phase ^= 1u;
     }
-    warpgroup_wait<0>();
-#pragma unroll
-    for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
-    if (held >= 0) release(held);
-#pragma unroll
-    for (int a = 1; a < kAcc; ++a) {  // fixed order: ((p0 + p1) + p2) + p3
-#pragma unroll
-      for (int i = 0; i < size(acc); ++i) acc(i) += part[a](i);
-    }
+    drain_and_combine(held);
     if constexpr (Cfg::kChunked) {
       // The last chunk's result added as the split reducer adds its own partial (below).
       if (!host_side && s.k_chunks > 1) {
