@@ -4,8 +4,8 @@
 // Operands: W rows [0, m_host) in pinned host memory (h_w, read over PCIe by TMA straight into
 // SMEM: no HBM staging), rows [m_host, M) in HBM (g_w); x and y in HBM.
 // Work decomposition and CTA roles: core/tiered_gemm_schedule.h (host CTAs read only host tiles,
-// HBM CTAs only HBM tiles, one persistent launch; k_splits independent of m_host, partials added in
-// a fixed order, so y is bitwise identical for every m_host).
+// HBM CTAs only HBM tiles, one persistent launch; k_splits and k_chunks independent of m_host,
+// partials added in a fixed order, so y is bitwise identical for every m_host).
 // Pipeline (per CTA, warp-specialized): a producer warp keeps up to `stages` (schedule's
 // host_stages or hbm_stages) TMA loads in flight into an SMEM ring of tile.max_stages() stages;
 // each stage holds a bm x bk tile of W and a bn x bk tile of x (bk = tile.bk(): 256 for the 64-row
@@ -17,7 +17,8 @@
 // 128-row tiles' whole bf16 tiles go through SMEM and out in 16-byte vectors),
 // or (k_splits > 1) an fp32 partial to the workspace, where the tile's last split (its reducer: it
 // waits on an atomic counter of the other splits, and resets it) sums the partials in split order
-// and stores. TMA
+// and stores. With k_chunks > 1 (unsplit 64 x 8 / 64 x 16 tiles) the host units are split that way
+// k_chunks ways, and each HBM unit sums its k_chunks chunks of K in the same order itself. TMA
 // zero-fills rows past M or m_host, tokens past N and columns past K, so any M, N and K % 8 == 0
 // work. The W loads carry an L2 eviction hint: EVICT_FIRST when the launch reads each W tile once
 // (one n-tile), so a decode step's weight stream does not push the small kernels' data out of L2.

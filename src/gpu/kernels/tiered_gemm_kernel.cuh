@@ -182,8 +182,8 @@ struct KernelParams {
   int64_t ldy;
   TieredGemmOut out;
   bool relu;
-  int32_t* g_counters;            // [kMaxSplitTiles] zero between runs (k_splits > 1 only)
-  float* g_partials;              // [max_output_tiles, k_splits, kBm * kBn] (k_splits > 1)
+  int32_t* g_counters;            // [kMaxSplitTiles] zero between runs (split partials only)
+  float* g_partials;              // [max_output_tiles, partial_slots(), kBm * kBn] (k_splits or k_chunks > 1)
   TieredGemmNormOut norm_out;     // g_residual non-null: the norm-out epilogue (64-row tiles)
   TieredGemmNormIn norm_in;       // g_sumsq non-null: the norm-in epilogue (64-row tiles, one n-tile)
   TieredGemmRopeOut rope;         // g_positions non-null: the RoPE + KV append epilogue (64-row tiles)
