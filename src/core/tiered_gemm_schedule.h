@@ -274,7 +274,7 @@ double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_
 
 /// Accumulation chunks (TieredGemmSchedule::k_chunks) of a shape: kTieredGemmKChunks when the
 /// shape runs unsplit (choose_tiered_gemm_k_splits == 1) on a 64 x 8 or 64 x 16 tile with at least
-/// 8 k-blocks per chunk (K >= 8192), else 1. Why: a host m-tile is read by one CTA per split, and
+/// 8 k-blocks of 256 per chunk (32 k-blocks: K > 7936), else 1. Why: a host m-tile is read by one CTA per split, and
 /// one CTA's ring (5 stages, 180 KiB) keeps too few bytes in flight for the link while the HBM
 /// side loads the memory system (a host read then takes ~8-14 us): Llama-2-70B's down (K = 28672)
 /// with 128 host rows read them at ~41 GB/s of 51 on two CTAs (docs/perf-notes.md, session 36).
