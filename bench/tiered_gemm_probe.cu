@@ -2,6 +2,8 @@
 // Llama-2-7B decode linears at N = 1 and 8 for k_splits in {default, 1, 2, 3, 4}, and fixed-cost shapes; 8 back-to-back
 // launches on distinct copies of W (more than L2), as in a decode graph, medians of 5.
 // `gemm_probe M N K splits stages` runs one case (for Nsight Compute). Prints one line per case.
+// W and x are zeros, or random as in `dak bench gemm` with DAK_PROBE_FILL=random; DAK_PROBE_REPEAT=R
+// times each case R times over (sustained load, for clocks and power) and prints the last.
 // `gemm_probe host M N K m_host max_cluster host_ctas host_stages [cluster]` runs one GEMM with rows
 // [0, m_host) of W in pinned host memory (host_ctas / host_stages 0: the planned schedule; cluster
 // forces the multicast cluster with them): its time,
@@ -693,17 +695,32 @@ int main(int argc, char** argv) {
   DAK_CUDA_CHECK(cudaMalloc(&ws, 256 << 20));
   DAK_CUDA_CHECK(cudaMemset(w, 0, kWElems * 2));
   DAK_CUDA_CHECK(cudaMemset(x, 0, max_x * 2));
+  // DAK_PROBE_FILL=random: W and x random as in `dak bench gemm` (HF initializer scale for W)
+  // instead of zeros, to see whether the data changes the time (power, clocks).
+  const char* fill = std::getenv("DAK_PROBE_FILL");
+  const bool random = fill != nullptr && std::string(fill) == "random";
+  if (random) {
+    gpu::random_fill_bf16({static_cast<__nv_bfloat16*>(w), int64_t(kWElems), 0, 1, 0.0f, 0.02f * 1.7320508f}, nullptr);
+    gpu::random_fill_bf16({static_cast<__nv_bfloat16*>(x), int64_t(max_x), 0, 0, 0.0f, 1.0f}, nullptr);
+    DAK_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  const char* rep = std::getenv("DAK_PROBE_REPEAT");
+  const int repeat = rep != nullptr ? std::max(1, std::atoi(rep)) : 1;
+  std::printf("W and x: %s\n", random ? "random (DAK_PROBE_FILL=random)" : "zeros");
   for (auto& c : cases) {
     auto [s, a] = prepare_hbm_gemm(c.M, c.N, c.K, c.splits, c.stages, sms, x, w, y, ws);
     // 8 back-to-back launches, each on its own W copy (8 x W > L2), as in a decode graph.
     const size_t w_elems = size_t(c.M * c.K);
     const int copies = int(std::min<size_t>(8, kWElems / w_elems));
-    const double us = per_copy_us(
-        [&](const __nv_bfloat16* wi) {
-          a.g_w = wi;
-          gpu::tiered_gemm(a, s, ws, nullptr);
-        },
-        w, w_elems, copies);
+    double us = 0;
+    for (int r = 0; r < repeat; ++r) {  // DAK_PROBE_REPEAT: sustained load, the last repetition printed
+      us = per_copy_us(
+          [&](const __nv_bfloat16* wi) {
+            a.g_w = wi;
+            gpu::tiered_gemm(a, s, ws, nullptr);
+          },
+          w, w_elems, copies);
+    }
     std::printf("M=%6ld N=%3ld K=%6ld splits=%2d stages=%2d units=%5ld | %8.1f us  %7.1f GB/s", long(c.M), long(c.N),
                 long(c.K), s.k_splits, s.hbm_stages, long(s.hbm_units()), us, double(c.M * c.K * 2) / us * 1e-3);
     std::printf("\n");

@@ -130,9 +130,10 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"greedy", "uniform"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   c->add_option("--profile", a->profile,
-                "hardware profile: a JSON file (dak profile --output) or a compiled-in name, h200-default or "
-                "h100-default (default: the compiled-in profile of this machine's GPU; h200-default where none "
-                "matches it, with a notice, or without a GPU)");
+                "hardware profile: a JSON file (dak profile --output) or a compiled-in name, h200-default, "
+                "h100-default or h100-fast-link (default: the compiled-in profile of this machine's GPU, for an "
+                "H100 the one nearest to this host's measured link; h200-default where none matches it, with a "
+                "notice, or without a GPU)");
   c->add_option("--phase", a->phase,
                 "decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x prompt "
                 "tokens: the TTFT)")

@@ -290,7 +290,7 @@ void run_profile_command(const ProfileArgs& a) {
   if (!why.empty()) {
     fail("dak profile needs a Hopper GPU: " + why, "dak profile",
          "run it on the GPU machine; without one, `dak plan` uses the compiled-in h200-default profile "
-         "(profiles/h200-default.json; --profile h100-default names the H100's)");
+         "(profiles/h200-default.json; --profile h100-default or h100-fast-link names an H100's)");
   }
 #ifdef DAK_HAVE_CUDA
   gpu::ProfileOptions opts = a.quick ? gpu::ProfileOptions::quick() : gpu::ProfileOptions{};

@@ -118,7 +118,7 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
          // A forced ratio fixes the host bytes whatever the budget: raising it cannot help there.
          fmt::format("{}{}{}, or use a profile whose host_memory.pinnable_bytes "
                      "is larger (`dak profile --pin-test-gib N` measures up to N GiB; the compiled-in h200-default "
-                     "allows 120 GiB, h100-default 110 GiB)",
+                     "allows 120 GiB, h100-default and h100-fast-link 110 GiB)",
                      budget_binding ? "raise --gpu-memory, " : "", lower_all,
                      budget_binding || movable <= 0
                          ? std::string()

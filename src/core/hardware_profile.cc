@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -343,7 +344,7 @@ void HardwareProfile::check_name(const std::string& name, const std::string& whe
 HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {
   const json j = read_json_file(path, "hardware profile",
                                 "check the path given to --profile, or name a compiled-in profile (h200-default, "
-                                "h100-default); fix the JSON (compare profiles/h200-default.json)");
+                                "h100-default, h100-fast-link); fix the JSON (compare profiles/h200-default.json)");
   return from_json(j, path.string());
 }
 
@@ -359,8 +360,14 @@ HardwareProfile HardwareProfile::h100_default() {
   return p;
 }
 
+HardwareProfile HardwareProfile::h100_fast_link() {
+  static const HardwareProfile p =
+      from_json(json::parse(h100_fast_link_json()), "compiled-in profile h100-fast-link");
+  return p;
+}
+
 const std::vector<std::string>& HardwareProfile::builtin_names() {
-  static const std::vector<std::string> names = {"h200-default", "h100-default"};
+  static const std::vector<std::string> names = {"h200-default", "h100-default", "h100-fast-link"};
   return names;
 }
 
@@ -372,19 +379,49 @@ bool HardwareProfile::is_builtin(const std::string& name) {
 std::optional<HardwareProfile> HardwareProfile::builtin(const std::string& name) {
   if (name == "h200-default") return h200_default();
   if (name == "h100-default") return h100_default();
+  if (name == "h100-fast-link") return h100_fast_link();
   return std::nullopt;
 }
 
 std::optional<HardwareProfile> HardwareProfile::for_device(const std::string& device_name, int64_t sm_count,
                                                            uint64_t hbm_bytes) {
-  if (sm_count != 132) return std::nullopt;
+  std::vector<HardwareProfile> all = all_for_device(device_name, sm_count, hbm_bytes);
+  if (all.empty()) return std::nullopt;
+  return std::move(all.front());
+}
+
+std::vector<HardwareProfile> HardwareProfile::all_for_device(const std::string& device_name, int64_t sm_count,
+                                                             uint64_t hbm_bytes) {
+  if (sm_count != 132) return {};
   // The H100 80GB HBM3 (SXM) reports 79.2 GiB; the 94 GB NVL and 64 GB parts differ in B_g.
   const double gib = double(hbm_bytes) / double(uint64_t(1) << 30);
-  if (device_name.find("H100 80GB HBM3") != std::string::npos && gib > 75 && gib < 82) return h100_default();
-  if (device_name.find("H200") != std::string::npos && device_name.find("GH200") == std::string::npos) {
-    return h200_default();
+  if (device_name.find("H100 80GB HBM3") != std::string::npos && gib > 75 && gib < 82) {
+    return {h100_default(), h100_fast_link()};
   }
-  return std::nullopt;
+  if (device_name.find("H200") != std::string::npos && device_name.find("GH200") == std::string::npos) {
+    return {h200_default()};
+  }
+  return {};
+}
+
+const HardwareProfile& HardwareProfile::nearest_host_link(const std::vector<HardwareProfile>& candidates,
+                                                          double measured_sm_read_gbps) {
+  if (candidates.empty()) {
+    fail("no hardware profile to choose from", "HardwareProfile::nearest_host_link",
+         "pass the profiles all_for_device gives, and call it only where that list is not empty");
+  }
+  size_t best = 0;
+  if (std::isfinite(measured_sm_read_gbps) && measured_sm_read_gbps > 0) {
+    double best_distance = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const double d = std::abs(std::log(measured_sm_read_gbps / candidates[i].host_sm_read_gbps));
+      if (d < best_distance) {
+        best_distance = d;
+        best = i;
+      }
+    }
+  }
+  return candidates[best];
 }
 
 json HardwareProfile::to_json() const {

@@ -1,9 +1,11 @@
 // HardwareProfile: the measured constants of one GPU + host link that the cost model uses
 // (DESIGN.md §1-2). Never datasheet numbers: every value comes from a measurement, named in
-// the profile's "sources" map. Two profiles are compiled in: h200-default (identical to
-// profiles/h200-default.json) and h100-default (profiles/h100-default.json, measured by `dak
-// profile` on an H100 80GB HBM3). Without --profile (a file or a compiled-in name) dak plan,
-// generate and bench take the compiled-in profile of the machine's GPU (for_device):
+// the profile's "sources" map. Three profiles are compiled in: h200-default (identical to
+// profiles/h200-default.json), and h100-default and h100-fast-link (profiles/h100-*.json, measured by
+// `dak profile` on two H100 80GB HBM3 machines whose hosts' links differ: SM reads of pinned memory
+// at 34.7 and 51.3 GB/s). Without --profile (a file or a compiled-in name) dak plan, generate and
+// bench take the compiled-in profile of the machine's GPU (all_for_device; where there are two, the
+// one whose SM read rate is nearest to this host's, measured at start: nearest_host_link):
 // h200-default with a notice where none matches, and silently without a GPU. `dak profile` measures and writes
 // the same format.
 //
@@ -232,8 +234,15 @@ struct HardwareProfile {
   static HardwareProfile h100_default();
   /// The compiled-in JSON text of h100_default().
   static const char* h100_default_json();
+  /// The same GPU kind as h100_default() on a host whose SMs read pinned memory at 51.3 GB/s (copy
+  /// engine 53.7 GB/s), measured by `dak profile` on a second machine of our device pool (text
+  /// identical to profiles/h100-fast-link.json; docs/perf-notes.md sessions 33 and 37). Of the H100
+  /// machines we were lent, most read at ~51 GB/s and some at ~35.
+  static HardwareProfile h100_fast_link();
+  /// The compiled-in JSON text of h100_fast_link().
+  static const char* h100_fast_link_json();
   /// Names of the compiled-in profiles, which --profile takes in place of a file path:
-  /// {"h200-default", "h100-default"}.
+  /// {"h200-default", "h100-default", "h100-fast-link"}.
   static const std::vector<std::string>& builtin_names();
   /// Whether `name` is one of builtin_names().
   static bool is_builtin(const std::string& name);
@@ -246,6 +255,19 @@ struct HardwareProfile {
   /// neither profile describes them: measure one with `dak profile`.
   static std::optional<HardwareProfile> for_device(const std::string& device_name, int64_t sm_count,
                                                    uint64_t hbm_bytes);
+  /// Every compiled-in profile measured on a GPU of this kind (arguments as for_device), in
+  /// builtin_names() order; for_device() is the first. More than one where our machines with this
+  /// GPU had different host links: {h100-default, h100-fast-link} for the H100 80GB HBM3; pick
+  /// among them with nearest_host_link(). Empty where none was measured on this GPU.
+  static std::vector<HardwareProfile> all_for_device(const std::string& device_name, int64_t sm_count,
+                                                     uint64_t hbm_bytes);
+  /// The profile of `candidates` whose SM-path host read rate (host_sm_read_gbps, GB/s) is nearest
+  /// to `measured_sm_read_gbps`, the rate this host's SMs read pinned memory at (TMA bulk copies,
+  /// as `dak bench` measures B_h), by ratio (|log(measured / profile)|); the first on a tie, and the
+  /// first where the measurement is not a positive finite number. Throws dak::Error when
+  /// `candidates` is empty.
+  static const HardwareProfile& nearest_host_link(const std::vector<HardwareProfile>& candidates,
+                                                  double measured_sm_read_gbps);
 
   nlohmann::json to_json() const;
 

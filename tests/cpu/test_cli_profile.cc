@@ -197,7 +197,7 @@ TEST(CliProfile, PlanTakesACompiledInProfileByName) {
   const RunResult far = run_dak(plan + "--profile h100");
   EXPECT_EQ(far.exit_code, 1) << far.output;
   EXPECT_TRUE(dak::testing::contains(far.output, "no hardware profile file 'h100'")) << far.output;
-  EXPECT_TRUE(dak::testing::contains(far.output, "name a compiled-in profile: h200-default, h100-default")) << far.output;
+  EXPECT_TRUE(dak::testing::contains(far.output, "name a compiled-in profile: h200-default, h100-default, h100-fast-link")) << far.output;
   EXPECT_FALSE(dak::testing::contains(far.output, "did you mean")) << far.output;
 }
 
@@ -247,7 +247,7 @@ TEST(CliProfile, AFileThatPassesForACompiledInProfileIsSaid) {
   for (const char* s : {"notice:", "calls itself 'h200-default'", "values differ", "its own \"name\""}) {
     EXPECT_TRUE(dak::testing::contains(r.output, s)) << s << " missing from:\n" << r.output;
   }
-  for (const char* shipped : {"h200-default.json", "h100-default.json"}) {
+  for (const char* shipped : {"h200-default.json", "h100-default.json", "h100-fast-link.json"}) {
     const RunResult ok = run_dak(plan + (fs::path(DAK_SOURCE_DIR) / "profiles" / shipped).string());
     EXPECT_EQ(ok.exit_code, 0) << shipped << ": " << ok.output;
     EXPECT_FALSE(dak::testing::contains(ok.output, "notice")) << shipped << ": " << ok.output;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <optional>
@@ -79,7 +80,8 @@ TEST(HardwareProfile, CompiledInH100DefaultMatchesShippedFile) {
 }
 
 TEST(HardwareProfile, BuiltinNamesAndTheProfileOfADevice) {
-  ASSERT_EQ(HardwareProfile::builtin_names(), (std::vector<std::string>{"h200-default", "h100-default"}));
+  ASSERT_EQ(HardwareProfile::builtin_names(),
+            (std::vector<std::string>{"h200-default", "h100-default", "h100-fast-link"}));
   for (const std::string& name : HardwareProfile::builtin_names()) {
     const std::optional<HardwareProfile> p = HardwareProfile::builtin(name);
     ASSERT_TRUE(p.has_value()) << name;
@@ -100,6 +102,33 @@ TEST(HardwareProfile, BuiltinNamesAndTheProfileOfADevice) {
   EXPECT_FALSE(HardwareProfile::for_device("NVIDIA H100 80GB HBM3", 124, 85017493504ull).has_value());
   EXPECT_FALSE(HardwareProfile::for_device("NVIDIA GH200 480GB", 132, 102005473280ull).has_value());
   EXPECT_FALSE(HardwareProfile::for_device("NVIDIA A100-SXM4-80GB", 108, 85899345920ull).has_value());
+}
+
+TEST(HardwareProfile, TheH100sTwoHostLinksAndTheNearestOne) {
+  // Both H100 profiles describe the H100 80GB HBM3; for_device gives the first, and only them.
+  const std::vector<HardwareProfile> h100 = HardwareProfile::all_for_device("NVIDIA H100 80GB HBM3", 132, 85017493504ull);
+  ASSERT_EQ(h100.size(), 2u);
+  EXPECT_EQ(h100[0].name, "h100-default");
+  EXPECT_EQ(h100[1].name, "h100-fast-link");
+  EXPECT_EQ(HardwareProfile::for_device("NVIDIA H100 80GB HBM3", 132, 85017493504ull)->name, "h100-default");
+  const std::vector<HardwareProfile> h200 = HardwareProfile::all_for_device("NVIDIA H200", 132, 150109880320ull);
+  ASSERT_EQ(h200.size(), 1u);
+  EXPECT_EQ(h200[0].name, "h200-default");
+  EXPECT_TRUE(HardwareProfile::all_for_device("NVIDIA H100 PCIe", 114, 85017493504ull).empty());
+  // The B_h values dak bench measured on the H100 machines of sessions 33-37: 34.1-35.0 and
+  // 49.1-51.4 GB/s. The boundary is the geometric mean sqrt(34.7 * 51.3) = 42.2 GB/s.
+  for (double slow : {20.0, 34.09, 34.95, 40.0, 42.1}) {
+    EXPECT_EQ(HardwareProfile::nearest_host_link(h100, slow).name, "h100-default") << slow;
+  }
+  for (double fast : {42.3, 49.11, 51.44, 60.0, 200.0}) {
+    EXPECT_EQ(HardwareProfile::nearest_host_link(h100, fast).name, "h100-fast-link") << fast;
+  }
+  // No measurement: the first, as for_device.
+  for (double none : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    EXPECT_EQ(HardwareProfile::nearest_host_link(h100, none).name, "h100-default") << none;
+  }
+  EXPECT_EQ(HardwareProfile::nearest_host_link(h200, 34.7).name, "h200-default");
+  EXPECT_THROW(HardwareProfile::nearest_host_link({}, 50.0), dak::Error);
 }
 
 TEST(HardwareProfile, CarriesTheProbeNumbers) {
@@ -288,13 +317,15 @@ TEST(HardwareProfile, UnknownFieldsAreListed) {
   EXPECT_TRUE(m.unknown_fields.empty()) << m.unknown_fields.front();
 }
 
-TEST(HardwareProfile, TheFastHostH100ProfileLoads) {
+TEST(HardwareProfile, CompiledInH100FastLinkMatchesShippedFile) {
   // `dak profile` on a second H100 machine of the device pool (session 33, call 7): the same GPU as
   // h100-default's (B_g within 3 %, the same SMs) on a host whose SMs read pinned memory at ~51 GB/s
   // instead of ~35; the copy engine moves ~55 GB/s on both.
-  const HardwareProfile m = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h100-measured.json");
+  const HardwareProfile m = HardwareProfile::load(std::string(DAK_SOURCE_DIR) + "/profiles/h100-fast-link.json");
   const HardwareProfile d = HardwareProfile::h100_default();
-  EXPECT_EQ(m.name, "h100-measured");
+  EXPECT_EQ(m, HardwareProfile::h100_fast_link());
+  EXPECT_EQ(HardwareProfile::from_json(m.to_json(), "round trip"), m);
+  EXPECT_EQ(m.name, "h100-fast-link");
   EXPECT_EQ(m.sm_count, d.sm_count);
   EXPECT_NEAR(m.hbm_read_gbps / d.hbm_read_gbps, 1.0, 0.03);
   EXPECT_NEAR(m.host_sm_read_gbps, 51.3, 1.0);
