@@ -4,7 +4,7 @@
 // Measurements: gpu/bench_gemm.h; definitions and how to run: docs/bench-gemm.md.
 //
 //   dak bench gemm [--models llama-2-7b,llama-2-70b,opt-30b] [--tokens 8,512]
-//                  [--ratios 0,0.5,1,2,5,10,20,40,100] [--runs 7] [--layers 8]
+//                  [--ratios 0,0.5,1,2,5,10,20,40,100] [--runs 7] [--warmup-ms 20] [--layers 8]
 //                  [--congestion CTAS,STAGES] [--max-cluster 4|2|1] [--compute-tile auto|128|256] [--host-rows tile|row] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -49,6 +49,7 @@ struct BenchGemmArgs {
   std::string tokens = "8,512";
   std::string ratios = "0,0.5,1,2,5,10,20,40,100";
   int runs = 7;
+  double warmup_ms = 20;
   int layers = 8;
   std::string congestion;
   int max_cluster = 4;
@@ -75,7 +76,8 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-gemm.md has the 
   stack   --layers decoder layers (each its own weights), all four linears each, one CUDA graph per x,
           events around each replay; times per layer = replay / layers (launch gaps count as in decode).
           Points whose host rows exceed --stack-host-gib per replay are skipped unless --full (listed).
-  time    median [min, max] of --runs timed launches or replays (after warm-ups), us.
+  time    median [min, max] of --runs timed launches or replays, us, after --warmup-ms of sustained load
+          (the same launch or replay repeated) and 2 warm-ups.
   EB      weight bytes C (M*K*2, per launch or per layer) / time, GB/s (1e9 B/s).
   ideal   C / T with T = max((1-x) C / B_g, x C / B_h, T_comp), summed over the ops of a layer;
           T_comp = 2 N M K / R with R the best cuBLAS rate of this run at that shape, counted for N > 64
@@ -433,6 +435,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
     for (size_t p = 0; p < e.ratios.size(); ++p) q.points.push_back({e.ratios[p] / 100.0, e.schedules[p]});
     q.runs = runs;
     q.warmup = warmup;
+    q.warmup_s = a.warmup_ms * 1e-3;
     q.weights_seed = a.seed;
     requests.push_back(std::move(q));
   }
@@ -483,7 +486,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
   j["b_h"] = {{"gbps", b_h * 1e-9}, {"max_gbps", link.max_bytes_per_s * 1e-9}, {"buffer_bytes", link.buffer_bytes},
               {"chunk_bytes", link.chunk_bytes}, {"stages", link.stages}, {"ctas", link.ctas}, {"runs", link.runs},
               {"configs", link.configs}};
-  j["config"] = {{"runs", runs}, {"warmup", warmup}, {"layers", a.layers}, {"per_gemm_min_mib", a.per_gemm_min_mib},
+  j["config"] = {{"runs", runs}, {"warmup", warmup}, {"warmup_ms", a.warmup_ms}, {"layers", a.layers}, {"per_gemm_min_mib", a.per_gemm_min_mib},
                  {"stack_host_gib", a.stack_host_gib}, {"full", a.full}, {"quick", a.quick}, {"seed", a.seed},
                  {"congestion", a.congestion}, {"host_rows", a.host_rows}, {"max_cluster", a.max_cluster},
                  {"compute_tile", a.compute_tile}};
@@ -564,8 +567,9 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
                      b_h * 1e-9, gpu::format_gib(link.buffer_bytes), link.runs, link.configs, link.ctas, link.stages,
                      link.chunk_bytes >> 10, link.max_bytes_per_s * 1e-9);
   txt << fmt::format("x* (memory-bound balance) = B_h / (B_g + B_h) = {:.2f} %; times are medians [min, max] of {} "
-                     "runs after {} warm-ups; gemm = per launch, stack{} = per layer of a {}-layer CUDA graph\n",
-                     100 * b_h / (b_g + b_h), runs, warmup, a.layers, a.layers);
+                     "runs after {} ms of sustained load and {} warm-ups; gemm = per launch, stack{} = per layer of a {}-layer "
+                     "CUDA graph\n",
+                     100 * b_h / (b_g + b_h), runs, a.warmup_ms, warmup, a.layers, a.layers);
   if (cong) txt << fmt::format("--congestion: {} host CTAs x {} stages at every x > 0\n", cong->host_ctas,
                                cong->host_stages);
   if (a.compute_tile != "auto") txt << fmt::format("--compute-tile: 128 x {} at every N > 64\n", a.compute_tile);
@@ -622,6 +626,9 @@ void run_bench_gemm(const BenchGemmArgs& args) {
          "drop --json / --csv, or run without --dry-run on the GPU machine");
   }
   check_timed_runs(a.runs, "--runs");
+  if (!(a.warmup_ms >= 0 && a.warmup_ms <= 10000)) {
+    fail(fmt::format("--warmup-ms {} is outside [0, 10000]", a.warmup_ms), "--warmup-ms", "use e.g. --warmup-ms 20");
+  }
   if (a.layers < 1 || a.layers > 1024) {
     fail(fmt::format("--layers {} is outside [1, 1024]", a.layers), "--layers", "use e.g. --layers 8");
   }
@@ -706,6 +713,10 @@ void add_bench_gemm_command(CLI::App& bench) {
   c->add_option("--runs,-r", a->runs, "Timed launches / graph replays per figure (>= 5)")
       ->capture_default_str()
       ->transform(whole_number("a count from 5 to 1000", INT32_MIN, INT32_MAX));  // the range: check_timed_runs
+  c->add_option("--warmup-ms", a->warmup_ms,
+                "Sustained load before each figure, ms: the launch repeats this long first, so the GPU's clocks "
+                "are back up after the experiment's set-up (0 to 10000)")
+      ->capture_default_str();
   c->add_option("--layers", a->layers, "Decoder layers of the graph-replayed stack (each its own weights)")
       ->capture_default_str()
       ->transform(whole_number("a count from 1 to 1024", INT32_MIN, INT32_MAX));

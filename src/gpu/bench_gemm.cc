@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -23,17 +24,37 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
+/// Keeps the GPU busy with enqueue(0) for at least `seconds` (host clock), in batches of about 2 ms
+/// each followed by a stream synchronization (so the launch queue never fills).
+template <typename F>
+void sustain_load(F& enqueue, double seconds, cudaStream_t s) {
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const auto t0 = Clock::now();
+  int batch = 1;
+  while (since(t0) < seconds) {
+    const auto b0 = Clock::now();
+    for (int i = 0; i < batch; ++i) enqueue(0);
+    DAK_CUDA_CHECK(cudaStreamSynchronize(s));
+    batch = std::clamp(int(0.002 / std::max(since(b0) / batch, 1e-7)), 1, 256);
+  }
+}
+
 /// Enqueues enqueue(k) for k in [0, warmup + runs) behind a closed gate, with events around the
 /// timed ones (k >= warmup), opens the gate, waits, and returns the timed seconds / `divide`.
 /// `*gated` becomes false when the gate opened by timeout (host gaps may be in the times).
 /// enqueue(0) runs once before, outside the gate and synchronized: a kernel's first launch loads
 /// its module (CUDA lazy loading), which can wait for the device while the gate holds it (as in
-/// `dak bench attention`, docs/perf-notes.md session 7).
+/// `dak bench attention`, docs/perf-notes.md session 7). Then enqueue(0) repeats for `warm_s`
+/// seconds: after the host-side set-up of an experiment (allocation, fills, host copies) the
+/// GPU's clocks have dropped, and the first milliseconds of load ran slower (session 37: OPT-30B's
+/// qkv at N = 8 took 122 us right after its set-up and 105 us, the same launch, later in the run).
 template <typename F>
-std::vector<double> time_runs(F&& enqueue, int warmup, int runs, double divide, cudaStream_t s, HostGate& gate,
-                              bool* gated) {
+std::vector<double> time_runs(F&& enqueue, int warmup, int runs, double divide, double warm_s, cudaStream_t s,
+                              HostGate& gate, bool* gated) {
   enqueue(0);
   DAK_CUDA_CHECK(cudaStreamSynchronize(s));
+  sustain_load(enqueue, warm_s, s);
   std::vector<EventPair> ev(static_cast<size_t>(runs));
   const bool on_time = gate.run_gated(s, [&] {
     for (int k = 0; k < warmup + runs; ++k) {
@@ -90,6 +111,9 @@ void check_request(const GemmBenchRequest& req) {
     fail(fmt::format("{} ops, N = {}, {} layers, {} runs, {} warm-ups", req.ops.size(), req.N, req.layers, req.runs,
                      req.warmup),
          where, "give at least one op, N >= 1, one layer and one run");
+  }
+  if (!(req.warmup_s >= 0 && req.warmup_s <= 10)) {
+    fail(fmt::format("a sustained warm-up of {} s", req.warmup_s), where, "give 0 to 10 s");
   }
   if (req.timing == GemmTiming::kPerLaunch && (req.ops.size() != 1 || req.layers != 1)) {
     fail(fmt::format("per-launch timing of {} ops x {} layers", req.ops.size(), req.layers), where,
@@ -268,11 +292,11 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
   // Enqueues one measurement of a method: a launch (per-launch timing) or a graph replay.
   auto measure = [&](auto&& enqueue_all_layers) -> Spread {
     if (per_launch) {
-      return spread_of(time_runs([&](int) { enqueue_all_layers(s0); }, req.warmup, req.runs, divide, s0, gate,
+      return spread_of(time_runs([&](int) { enqueue_all_layers(s0); }, req.warmup, req.runs, divide, req.warmup_s, s0, gate,
                                  &gated));
     }
     const Graph graph(s0, [&] { enqueue_all_layers(s0); });
-    return spread_of(time_runs([&](int) { graph.launch(s0); }, req.warmup, req.runs, divide, s0, gate, &gated));
+    return spread_of(time_runs([&](int) { graph.launch(s0); }, req.warmup, req.runs, divide, req.warmup_s, s0, gate, &gated));
   };
   auto tiered_all = [&](const std::vector<TieredGemmSchedule>& sched, cudaStream_t st) {
     for (int l = 0; l < L; ++l) {
@@ -301,7 +325,7 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
     // Per op, launches rotating over the layers' weights (so that small ones do not stay in L2).
     for (size_t i = 0; i < n_ops; ++i) {
       r.cublas_op_s.push_back(spread_of(
-          time_runs([&](int k) { run_cublas(k % L, i, s0); }, req.warmup, req.runs, 1.0, s0, gate, &gated)));
+          time_runs([&](int k) { run_cublas(k % L, i, s0); }, req.warmup, req.runs, 1.0, req.warmup_s, s0, gate, &gated)));
     }
   }
   const bool prefetch_cublas = r.cublas_s.median < r.tiered_ref_s.median;
@@ -352,7 +376,7 @@ GemmBenchResult run_gemm_bench(const GemmBenchRequest& req, PinnedHostArena& hos
         }
       });
       pr.prefetch_s = spread_of(
-          time_runs([&](int) { graph.launch(s0); }, req.warmup, req.runs, divide, s0, gate, &gated));
+          time_runs([&](int) { graph.launch(s0); }, req.warmup, req.runs, divide, req.warmup_s, s0, gate, &gated));
     }
     r.points.push_back(pr);
   }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 37, call 3: `dak bench gemm` with the defaults, without (--warmup-ms 0, as before session 37)
+# and with the new 20 ms of sustained load before each figure (call 2: OPT-30B's qkv took 122 us right
+# after its set-up, and 105 us as the same cuBLAS launch later in the run; gemm_probe with zeros or
+# random data, sustained, 101-103 us at 1980 MHz). Then Llama-2-7B decode at batch 1 / 8 / 64.
+# Carry: third_party.
+set -uo pipefail
+source tools/device/common.sh
+dak_build dak
+for w in 0 20; do
+  timeout 200 build-gpu/dak bench gemm --warmup-ms $w --json "$OUT/gemm-w$w.json" --csv "$OUT/gemm-w$w.csv" \
+    > "$OUT/gemm-w$w.txt" 2> "/tmp/gemm-w$w.log"
+  echo "bench gemm --warmup-ms $w rc=$? ($(( $(date +%s) - t0 )) s)"; grep -iE "error|fix" "/tmp/gemm-w$w.log" | head -3
+  grep -E "^(B_g|B_h)|targets" "$OUT/gemm-w$w.txt" | cut -c1-120
+done
+dak_tpot X=1 auto --model llama-2-7b --batch 1,8,64 --prompt-len 32 --gen-len 32 | tee "$OUT/decode.txt"
+python3 - "$OUT/gemm-w0.json" "$OUT/gemm-w20.json" <<'P'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+def rows(d): return {(r["model"], r["method"], r["op"], r["N"], r["x_pct"]): r for r in d["rows"]}
+ra, rb = rows(a), rows(b)
+print("model method op N x | w0 us ratio | w20 us ratio | cuBLAS w0 / w20")
+for k in sorted(rb, key=lambda k: (k[3], k[0], k[1], k[2], k[4])):
+    if k not in ra or k[4] > 2: continue
+    x, y = ra[k], rb[k]
+    print(*k, f"| {x['time_us']['median']:.1f} {x['ratio']:.3f} | {y['time_us']['median']:.1f} {y['ratio']:.3f} | "
+          f"{x['cublas_us']['median']:.1f} / {y['cublas_us']['median']:.1f}")
+P
+echo "total $(( $(date +%s) - t0 )) s"
