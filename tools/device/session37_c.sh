@@ -13,6 +13,11 @@ for w in 0 20; do
   echo "bench gemm --warmup-ms $w rc=$? ($(( $(date +%s) - t0 )) s)"; grep -iE "error|fix" "/tmp/gemm-w$w.log" | head -3
   grep -E "^(B_g|B_h)|targets" "$OUT/gemm-w$w.txt" | cut -c1-120
 done
+# OPT-30B alone, 50 runs: does the first figure of an experiment stay slow, or do fast runs appear?
+for w in 0 200; do
+  timeout 60 build-gpu/dak bench gemm --models opt-30b --tokens 8 --ratios 0 --runs 50 --warmup-ms $w 2> /dev/null |
+    grep -E "^\| opt-30b \| gemm" | awk -F'|' -v w=$w '{print "runs 50 warmup-ms", w, $4, "time", $11, "cuBLAS", $16, "prefetch", $17}'
+done
 dak_tpot X=1 auto --model llama-2-7b --batch 1,8,64 --prompt-len 32 --gen-len 32 | tee "$OUT/decode.txt"
 python3 - "$OUT/gemm-w0.json" "$OUT/gemm-w20.json" <<'P'
 import json, sys
