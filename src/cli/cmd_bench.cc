@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/cli_common.h"
@@ -23,6 +24,7 @@
 #include "core/offload_floor.h"
 #include "core/placement.h"
 #include "gpu/bench.h"
+#include "gpu/device.h"
 #include "gpu/gpu_engine.h"
 #include "gpu/host_arena.h"
 #include "gpu/gpu_weights.h"
@@ -65,17 +67,28 @@ struct OffloadPoint {
 /// Says on stderr when this host's link, measured by the run (B_h of the SMs' TMA reads, B_ce of the
 /// copy engine, GB/s), differs by more than 15 % from the profile the planner uses: hosts with the
 /// same GPU differ (two H100 machines of session 33: SM reads 34.7 and 51.3 GB/s), and plans and
-/// predictions follow the profile.
-[[maybe_unused]] void notice_host_link_mismatch(const HardwareProfile& prof, double sm_gbps, double ce_gbps) {
+/// predictions follow the profile. Where another compiled-in profile of this GPU (`mine`,
+/// HardwareProfile::all_for_device) was measured on a link within 15 % of this one, it is named.
+[[maybe_unused]] void notice_host_link_mismatch(const HardwareProfile& prof, const std::vector<HardwareProfile>& mine,
+                                                double sm_gbps, double ce_gbps) {
   const auto off = [](double measured, double assumed) {
     return assumed > 0 && measured > 0 && std::abs(measured / assumed - 1) > 0.15;
   };
   if (!off(sm_gbps, prof.host_sm_read_gbps) && !off(ce_gbps, prof.host_copy_engine_gbps)) return;
+  std::string near;
+  if (!mine.empty()) {
+    const HardwareProfile& n = HardwareProfile::nearest_host_link(mine, sm_gbps);
+    if (n.name != prof.name && !off(sm_gbps, n.host_sm_read_gbps) && !off(ce_gbps, n.host_copy_engine_gbps)) {
+      near = fmt::format("; the compiled-in '{}' was measured on a link like this one ({:.1f} and {:.1f}): "
+                         "--profile {} prices the direct and zero-copy modes closer",
+                         n.name, n.host_sm_read_gbps, n.host_copy_engine_gbps, n.name);
+    }
+  }
   std::fprintf(stderr,
                "dak: notice: this host's link measured B_h %.1f GB/s (SM reads) and B_ce %.1f GB/s (copy engine); the "
                "planner's profile '%s' assumes %.1f and %.1f, so its plans and predictions may not fit this machine: "
-               "measure it once with `dak profile --output host.json` and pass --profile host.json\n",
-               sm_gbps, ce_gbps, prof.name.c_str(), prof.host_sm_read_gbps, prof.host_copy_engine_gbps);
+               "measure it once with `dak profile --output host.json` and pass --profile host.json%s\n",
+               sm_gbps, ce_gbps, prof.name.c_str(), prof.host_sm_read_gbps, prof.host_copy_engine_gbps, near.c_str());
 }
 
 /// The profile name of the first point that applied a plan ("-" where none did).
@@ -291,7 +304,11 @@ void run_bench_command(const BenchArgs& a) {
                                            probe.capacity(), 5);
     if (a.offload.plan_file.empty()) {
       const HardwareProfile prof = a.offload.profile.empty() ? gpu_default_profile() : load_profile(a.offload.profile);
-      notice_host_link_mismatch(prof, host_bw.best_bytes_per_s * 1e-9, copy_gbps.median);
+      std::string why;
+      const std::optional<gpu::DeviceInfo> dev = gpu::probe_device(0, &why);
+      notice_host_link_mismatch(
+          prof, dev ? HardwareProfile::all_for_device(dev->name, dev->sm_count, dev->hbm_bytes) : std::vector<HardwareProfile>{},
+          host_bw.best_bytes_per_s * 1e-9, copy_gbps.median);
     }
   }
   std::unique_ptr<gpu::GpuEngine> engine;  // the all-HBM engine, made on first use

@@ -4,8 +4,9 @@
 // profiles/h200-default.json), and h100-default and h100-fast-link (profiles/h100-*.json, measured by
 // `dak profile` on two H100 80GB HBM3 machines whose hosts' links differ: SM reads of pinned memory
 // at 34.7 and 51.3 GB/s). Without --profile (a file or a compiled-in name) dak plan, generate and
-// bench take the compiled-in profile of the machine's GPU (all_for_device; where there are two, the
-// one whose SM read rate is nearest to this host's, measured at start: nearest_host_link):
+// bench take the compiled-in profile of the machine's GPU (for_device: h100-default on either H100
+// host, whose auto plans measured faster on both; `dak bench` names h100-fast-link where the
+// measured link is like its own, for the direct and zero-copy predictions):
 // h200-default with a notice where none matches, and silently without a GPU. `dak profile` measures and writes
 // the same format.
 //
@@ -256,9 +257,10 @@ struct HardwareProfile {
   static std::optional<HardwareProfile> for_device(const std::string& device_name, int64_t sm_count,
                                                    uint64_t hbm_bytes);
   /// Every compiled-in profile measured on a GPU of this kind (arguments as for_device), in
-  /// builtin_names() order; for_device() is the first. More than one where our machines with this
-  /// GPU had different host links: {h100-default, h100-fast-link} for the H100 80GB HBM3; pick
-  /// among them with nearest_host_link(). Empty where none was measured on this GPU.
+  /// builtin_names() order; for_device() is the first, the planning default. More than one where our
+  /// machines with this GPU had different host links: {h100-default, h100-fast-link} for the H100
+  /// 80GB HBM3 (`dak bench` names the one nearest to the link it measures: nearest_host_link()).
+  /// Empty where none was measured on this GPU.
   static std::vector<HardwareProfile> all_for_device(const std::string& device_name, int64_t sm_count,
                                                      uint64_t hbm_bytes);
   /// The profile of `candidates` whose SM-path host read rate (host_sm_read_gbps, GB/s) is nearest
