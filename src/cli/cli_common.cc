@@ -698,11 +698,16 @@ HardwareProfile load_profile(const std::string& path) {
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     const std::string nearest = nearest_name(lower, HardwareProfile::builtin_names());
     const bool link = std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec));
+    // profiles/h100-measured.json was shipped until session 37, then renamed and compiled in.
+    const bool renamed = lower.find("h100-measured") != std::string::npos;
     fail(fmt::format("no hardware profile file '{}'{}{}", path, link ? " (a broken symbolic link)" : "",
                      nearest.empty() ? "" : ", and no compiled-in profile of that name"),
          "--profile",
-         nearest.empty() ? fmt::format("check the path, or name a compiled-in profile: {}", builtin_profile_list())
-                         : fmt::format("did you mean {}? (compiled-in: {})", nearest, builtin_profile_list()));
+         renamed ? fmt::format("profiles/h100-measured.json is now profiles/h100-fast-link.json, compiled in as "
+                               "h100-fast-link: pass --profile h100-fast-link (compiled-in: {})",
+                               builtin_profile_list())
+         : nearest.empty() ? fmt::format("check the path, or name a compiled-in profile: {}", builtin_profile_list())
+                           : fmt::format("did you mean {}? (compiled-in: {})", nearest, builtin_profile_list()));
   }
   HardwareProfile p = HardwareProfile::load(path);
   static std::vector<std::string> noted;

@@ -4,7 +4,7 @@
 // Measurements: gpu/bench_gemm.h; definitions and how to run: docs/bench-gemm.md.
 //
 //   dak bench gemm [--models llama-2-7b,llama-2-70b,opt-30b] [--tokens 8,512]
-//                  [--ratios 0,0.5,1,2,5,10,20,40,100] [--runs 7] [--warmup-ms 20] [--layers 8]
+//                  [--ratios 0,0.5,1,2,5,10,20,40,100] [--runs 7] [--warmup-ms 0] [--layers 8]
 //                  [--congestion CTAS,STAGES] [--max-cluster 4|2|1] [--compute-tile auto|128|256] [--host-rows tile|row] [--quick] [--full] [--dry-run] [--json FILE] [--csv FILE]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -49,7 +49,7 @@ struct BenchGemmArgs {
   std::string tokens = "8,512";
   std::string ratios = "0,0.5,1,2,5,10,20,40,100";
   int runs = 7;
-  double warmup_ms = 20;
+  double warmup_ms = 0;  // session 37: 20 ms changed figures both ways, B_g and B_h are burst figures
   int layers = 8;
   std::string congestion;
   int max_cluster = 4;
@@ -77,7 +77,7 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-gemm.md has the 
           events around each replay; times per layer = replay / layers (launch gaps count as in decode).
           Points whose host rows exceed --stack-host-gib per replay are skipped unless --full (listed).
   time    median [min, max] of --runs timed launches or replays, us, after --warmup-ms of sustained load
-          (the same launch or replay repeated) and 2 warm-ups.
+          (the same launch or replay repeated; default none) and 2 warm-ups.
   EB      weight bytes C (M*K*2, per launch or per layer) / time, GB/s (1e9 B/s).
   ideal   C / T with T = max((1-x) C / B_g, x C / B_h, T_comp), summed over the ops of a layer;
           T_comp = 2 N M K / R with R the best cuBLAS rate of this run at that shape, counted for N > 64
@@ -311,6 +311,8 @@ std::string print_plan(const Plan& plan, int64_t sm_count, const BenchGemmArgs& 
                                      : std::string("multicast off (--max-cluster 1)"),
                    a.congestion.empty() ? std::string("the schedule's") : "--congestion " + a.congestion + " at x > 0",
                    a.host_rows == "tile" ? "whole 128-row tiles (--host-rows tile)" : "round(x * M) (--host-rows row)");
+  o << fmt::format("timing: per figure {} ms of sustained load (--warmup-ms), {} warm-up(s), {} timed runs (--runs)\n",
+                   a.warmup_ms, a.quick ? 1 : 2, a.runs);
   for (const auto& [name, ops] : plan.models) {
     o << fmt::format("{}: ", name);
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -714,9 +716,10 @@ void add_bench_gemm_command(CLI::App& bench) {
       ->capture_default_str()
       ->transform(whole_number("a count from 5 to 1000", INT32_MIN, INT32_MAX));  // the range: check_timed_runs
   c->add_option("--warmup-ms", a->warmup_ms,
-                "Sustained load before each figure, ms: the launch repeats this long first, so the GPU's clocks "
-                "are back up after the experiment's set-up (0 to 10000)")
-      ->capture_default_str();
+                "Sustained load before each figure, ms: the launch (or replay) repeats this long before its timed "
+                "runs (0 to 10000; 0: none, as B_g and B_h are measured)")
+      ->capture_default_str()
+      ->transform(decimal_number("a time in ms, 0 or more, at most 10000 (e.g. 20)", 0.0, 10000.0));
   c->add_option("--layers", a->layers, "Decoder layers of the graph-replayed stack (each its own weights)")
       ->capture_default_str()
       ->transform(whole_number("a count from 1 to 1024", INT32_MIN, INT32_MAX));

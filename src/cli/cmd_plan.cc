@@ -131,9 +131,9 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   c->add_option("--profile", a->profile,
                 "hardware profile: a JSON file (dak profile --output) or a compiled-in name, h200-default, "
-                "h100-default or h100-fast-link (default: the compiled-in profile of this machine's GPU, for an "
-                "H100 the one nearest to this host's measured link; h200-default where none matches it, with a "
-                "notice, or without a GPU)");
+                "h100-default or h100-fast-link (default: the compiled-in profile of this machine's GPU, "
+                "h100-default on an H100 80GB HBM3 whatever its host link; h200-default where none matches it, "
+                "with a notice, or without a GPU)");
   c->add_option("--phase", a->phase,
                 "decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x prompt "
                 "tokens: the TTFT)")

@@ -46,9 +46,8 @@ void sustain_load(F& enqueue, double seconds, cudaStream_t s) {
 /// enqueue(0) runs once before, outside the gate and synchronized: a kernel's first launch loads
 /// its module (CUDA lazy loading), which can wait for the device while the gate holds it (as in
 /// `dak bench attention`, docs/perf-notes.md session 7). Then enqueue(0) repeats for `warm_s`
-/// seconds: after the host-side set-up of an experiment (allocation, fills, host copies) the
-/// GPU's clocks have dropped, and the first milliseconds of load ran slower (session 37: OPT-30B's
-/// qkv at N = 8 took 122 us right after its set-up and 105 us, the same launch, later in the run).
+/// seconds (`--warmup-ms`; sustained load: session 37 timed OPT-30B's qkv at N = 8 at 126 us
+/// without it and 108 us after 20 ms of it; docs/bench-gemm.md).
 template <typename F>
 std::vector<double> time_runs(F&& enqueue, int warmup, int runs, double divide, double warm_s, cudaStream_t s,
                               HostGate& gate, bool* gated) {

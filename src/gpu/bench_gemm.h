@@ -64,8 +64,8 @@ struct GemmBenchRequest {
   std::vector<GemmPointRequest> points;
   int runs = 7;                                // timed launches / replays per measurement, >= 1
   int warmup = 2;                              // untimed before them
-  double warmup_s = 0.02;                      // sustained load before each measurement, seconds (host
-                                               //   clock): the GPU's clocks come back up from set-up
+  double warmup_s = 0;                         // sustained load before each measurement, seconds (host
+                                               //   clock; `dak bench gemm --warmup-ms`)
   uint64_t weights_seed = 0;
 };
 

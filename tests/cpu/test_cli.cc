@@ -1215,6 +1215,11 @@ TEST(Cli, BenchmarkSizeFlagsSayNotANumberOrTheAllowedRange) {
       {"bench --random-weights --hbm-buffer-gib 1e999", "--hbm-buffer-gib: '1e999' is too large", 1},
       {"bench gemm --dry-run --stack-host-gib nan", "--stack-host-gib: 'nan' is not a number", 2},
       {"bench gemm --dry-run --per-gemm-min-mib -5", "--per-gemm-min-mib: '-5' is too small", 1},
+      // --warmup-ms (session 37): the value as typed, not as parsed (a trial saw "inf" for 1e400).
+      {"bench gemm --dry-run --warmup-ms -1", "--warmup-ms: '-1' is too small", 1},
+      {"bench gemm --dry-run --warmup-ms 10001", "--warmup-ms: '10001' is too large", 1},
+      {"bench gemm --dry-run --warmup-ms 1e400", "--warmup-ms: '1e400' is too large", 1},
+      {"bench gemm --dry-run --warmup-ms nan", "--warmup-ms: 'nan' is not a number", 2},
       {"profile --output /nonexistent-dak-dir/p.json --pin-test-gib 2000",
        "--pin-test-gib: '2000' is too large; use 0 (the default) or a size in GiB", 1},
   };

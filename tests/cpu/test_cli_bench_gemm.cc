@@ -40,7 +40,7 @@ std::string lines_starting_with(const std::string& text, const std::string& pref
 TEST(CliBenchGemm, HelpDocumentsEveryOptionAndMetric) {
   const RunResult r = run_dak("bench gemm --help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* s : {"--models", "--tokens", "--ratios", "--runs", "--layers", "--congestion", "--per-gemm-min-mib",
+  for (const char* s : {"--models", "--tokens", "--ratios", "--runs", "--warmup-ms", "--layers", "--congestion", "--per-gemm-min-mib",
                         "--stack-host-gib", "--full", "--quick", "--dry-run", "--json", "--csv", "--seed", "EB", "--compute-tile",
                         "ideal", "B_g", "B_h", "cuBLAS", "prefetch", "128-row units", "target", "bits"}) {
     EXPECT_TRUE(contains(r.output, s)) << s << " missing from:\n" << r.output;
@@ -52,6 +52,13 @@ TEST(CliBenchGemm, HelpDocumentsEveryOptionAndMetric) {
 TEST(CliBenchGemm, DryRunListsTheFusedLinearShapesOfEachModel) {
   const RunResult r = run_dak("bench gemm --dry-run", kNoGpu);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The timing settings a real run would use (a session-37 trial could not see them).
+  EXPECT_TRUE(contains(r.output, "timing: per figure 0 ms of sustained load (--warmup-ms), 2 warm-up(s), 7 timed runs"))
+      << r.output;
+  const RunResult warm = run_dak("bench gemm --dry-run --warmup-ms 20 --runs 9 --models llama-2-7b", kNoGpu);
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  EXPECT_TRUE(contains(warm.output, "timing: per figure 20 ms of sustained load (--warmup-ms), 2 warm-up(s), 9 timed runs"))
+      << warm.output;
   // qkv = [H*D + 2*Hkv*D, hidden], o = [hidden, H*D], gate_up = [2I, hidden] (OPT: fc1 [I, hidden]),
   // down = [hidden, I].
   EXPECT_TRUE(contains(r.output, "llama-2-7b: qkv 12288x4096 (96.0 MiB), o 4096x4096 (32.0 MiB), gate_up "

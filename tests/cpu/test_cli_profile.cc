@@ -193,6 +193,13 @@ TEST(CliProfile, PlanTakesACompiledInProfileByName) {
       EXPECT_TRUE(dak::testing::contains(r.output, s)) << s << " missing from:\n" << r.output;
     }
   }
+  // The file shipped until session 37 under its old name: the new name and file are given.
+  for (const std::string old : {"profiles/h100-measured.json", "h100-measured"}) {
+    const RunResult r = run_dak(plan + "--profile " + old);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(dak::testing::contains(r.output, "is now profiles/h100-fast-link.json")) << r.output;
+    EXPECT_TRUE(dak::testing::contains(r.output, "--profile h100-fast-link")) << r.output;
+  }
   // Far from every name: no guess, the names listed.
   const RunResult far = run_dak(plan + "--profile h100");
   EXPECT_EQ(far.exit_code, 1) << far.output;
