@@ -77,7 +77,7 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-gemm.md has the 
           events around each replay; times per layer = replay / layers (launch gaps count as in decode).
           Points whose host rows exceed --stack-host-gib per replay are skipped unless --full (listed).
   time    median [min, max] of --runs timed launches or replays, us, after --warmup-ms of sustained load
-          (the same launch or replay repeated; default none) and 2 warm-ups.
+          (the same launch or replay repeated; default none) and 2 warm-ups (1 with --quick).
   EB      weight bytes C (M*K*2, per launch or per layer) / time, GB/s (1e9 B/s).
   ideal   C / T with T = max((1-x) C / B_g, x C / B_h, T_comp), summed over the ops of a layer;
           T_comp = 2 N M K / R with R the best cuBLAS rate of this run at that shape, counted for N > 64
@@ -569,7 +569,7 @@ void run_bench_gemm_gpu(const BenchGemmArgs& a, const std::vector<LocatedConfig>
                      b_h * 1e-9, gpu::format_gib(link.buffer_bytes), link.runs, link.configs, link.ctas, link.stages,
                      link.chunk_bytes >> 10, link.max_bytes_per_s * 1e-9);
   txt << fmt::format("x* (memory-bound balance) = B_h / (B_g + B_h) = {:.2f} %; times are medians [min, max] of {} "
-                     "runs after {} ms of sustained load and {} warm-ups; gemm = per launch, stack{} = per layer of a {}-layer "
+                     "runs after {} ms of sustained load and {} warm-up(s); gemm = per launch, stack{} = per layer of a {}-layer "
                      "CUDA graph\n",
                      100 * b_h / (b_g + b_h), runs, a.warmup_ms, warmup, a.layers, a.layers);
   if (cong) txt << fmt::format("--congestion: {} host CTAs x {} stages at every x > 0\n", cong->host_ctas,
@@ -628,6 +628,7 @@ void run_bench_gemm(const BenchGemmArgs& args) {
          "drop --json / --csv, or run without --dry-run on the GPU machine");
   }
   check_timed_runs(a.runs, "--runs");
+  a.warmup_ms += 0.0;  // -0 reads as 0 ("-0 ms" in the dry run's timing line, a session-37 trial)
   if (!(a.warmup_ms >= 0 && a.warmup_ms <= 10000)) {
     fail(fmt::format("--warmup-ms {} is outside [0, 10000]", a.warmup_ms), "--warmup-ms", "use e.g. --warmup-ms 20");
   }
