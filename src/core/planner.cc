@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "core/byte_size.h"
@@ -234,14 +235,41 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // its ring in HBM; the fastest that fits becomes the plan.
   std::optional<Plan> best;
   const Variant* best_variant = nullptr;
+  // DAK_PLAN_TRACE=1: each candidate's prediction and placement on stderr (why auto took its plan).
+  const bool trace = env_flag("DAK_PLAN_TRACE", false);
+  const auto show = [&](const char* name, const std::optional<Plan>& c) {
+    if (!trace) return;
+    if (!c) {
+      std::fprintf(stderr, "dak: plan trace: %-34s does not fit\n", name);
+      return;
+    }
+    std::fprintf(stderr, "dak: plan trace: %-34s %9.3f ms  direct %8.1f MiB  staged %8.1f MiB\n", name,
+                 c->predicted_tpot_s * 1e3, double(c->totals.direct_host_bytes) / double(1 << 20),
+                 double(c->totals.staged_host_bytes) / double(1 << 20));
+  };
+  static constexpr const char* kModeName[] = {"variant direct", "variant staged", "variant cheaper", "variant zero-copy",
+                                              "variant direct-only"};
+  // The greedy's plan of the variant fastest before refinement is refined on the copy pipeline
+  // (--allocator uniform is a baseline: kept as it is). DAK_PLAN_REFINE_ALL=1 refines every variant's
+  // plan with staged linears before they are compared, an A/B not yet measured (docs/perf-notes.md,
+  // session 37): with h100-fast-link at Llama-2-7B batch 8, 10 % it takes the staged variant's
+  // 410 + 892 MiB (20.72 ms predicted) over the cheaper variant's 678 + 624 (20.99; measured 21.14),
+  // but with h200-default it also takes 410 + 892 (20.04) over 675 + 627 (20.42), a pair the H200
+  // measured the other way round in session 23 (21.03 against 20.92 ms).
+  const bool refine = allocator == AllocatorKind::kGreedy && !env_flag("DAK_PLAN_NO_REFINE", false);
+  const bool refine_best_only = !env_flag("DAK_PLAN_REFINE_ALL", false);
   for (const Variant& v : variants_) {
     std::optional<Plan> s = fit_staging_ring(v.curves, v.mode, allocator, offload_ratio, required);
+    show(kModeName[size_t(v.mode)], s);
+    if (s && s->totals.staged_host_bytes > 0 && refine && !refine_best_only) {
+      s = refine_pipeline(std::move(*s), v, allocator, offload_ratio, required);
+      show("  refined", s);
+    }
     if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) best = std::move(s), best_variant = &v;
   }
-  // The greedy's plan, refined on the copy pipeline (--allocator uniform is a baseline: kept as it is).
-  const bool refine = allocator == AllocatorKind::kGreedy && !env_flag("DAK_PLAN_NO_REFINE", false);
-  if (best && best->totals.staged_host_bytes > 0 && refine)
+  if (best && best->totals.staged_host_bytes > 0 && refine && refine_best_only)
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
+  show("best variant", best);
   // The prefetch mode's plan (the all-direct allocation, every host linear staged) is within auto's
   // reach too: the engine stages auto's staged linears through the same ring. The staged variant
   // allocates on per-operator staged costs, each paying its own ring fill, so it can miss the
@@ -258,6 +286,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     std::optional<Plan> s = fit_staging_ring(direct_only.curves, PathMode::kStaged, allocator, offload_ratio, required);
     if (s && s->totals.staged_host_bytes > 0 && refine)
       s = refine_pipeline(std::move(*s), variants_[1], allocator, offload_ratio, required);
+    show("prefetch placement, refined", s);
     // Taken when predicted at least 0.5 % faster: closer than that the replay does not rank two
     // placements of the same bytes (call 4 of session 23, same call: Llama-2-7B batch 8 at 10 %
     // 21.026 ms for this candidate, predicted 20.446, against 20.915 for the staged variant's,
@@ -276,6 +305,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   {
     Plan p = assemble(run_allocator(allocator, direct_only.curves, required), PathMode::kDirectOnly, allocator,
                       offload_ratio);
+    show("all direct", p);
     // DAK_PLAN_DIRECT_FALLBACK_ONLY=1: only where no ring fits (A/B measurements, tests of the staged plans).
     const bool fallback_only = env_flag("DAK_PLAN_DIRECT_FALLBACK_ONLY", false);
     if (p.totals.hbm_bytes <= cap.hbm_budget_bytes &&
