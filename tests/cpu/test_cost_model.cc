@@ -300,6 +300,12 @@ TEST(HardwareProfile, MessagesOfHandEditsSayWhatIsAllowed) {
   j["sm_count"] = 1;
   EXPECT_NE(error_of(j).find("exceed the profile's sm_count of 1"), std::string::npos) << error_of(j);
   EXPECT_NE(error_of(j).find("check sm_count"), std::string::npos) << error_of(j);
+  // Session-36 trial: a 26-digit sm_count (a float to the JSON parser) was "not an integer".
+  j = h200().to_json();
+  j["sm_count"] = 1.32e25;
+  EXPECT_NE(error_of(j).find("'sm_count' = 1.32e+25 is implausible (at most"), std::string::npos) << error_of(j);
+  j["sm_count"] = 132.5;
+  EXPECT_NE(error_of(j).find("'sm_count' must be an integer"), std::string::npos) << error_of(j);
 }
 
 TEST(HardwareProfile, UnknownFieldsAreListed) {
