@@ -66,10 +66,15 @@ int64_t positive_int(const json& j, const std::string& key, const std::string& w
   const json& v = member(j, key, where);
   // A whole number past 2^64 parses as a float: it is a count out of range, not a fraction (a
   // session-36 trial's 26-digit sm_count was called "not an integer").
-  if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
-      std::abs(v.get<double>()) > double(max))
-    fail(fmt::format("hardware profile field '{}' = {} is implausible (at most {})", key, v.dump(), max), where,
-         "re-measure it with `dak profile` or fix the file");
+  if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>())) {
+    const double d = v.get<double>();
+    if (d > double(max))
+      fail(fmt::format("hardware profile field '{}' = {} is implausible (at most {})", key, v.dump(), max), where,
+           "re-measure it with `dak profile` or fix the file");
+    if (d < double(std::numeric_limits<int64_t>::min()))
+      fail(fmt::format("hardware profile field '{}' must be {}, got {}", key, allow_zero ? ">= 0" : "> 0", v.dump()),
+           where, "re-measure it with `dak profile` or fix the file");
+  }
   if (!v.is_number_integer())
     fail(fmt::format("hardware profile field '{}' must be an integer", key), where, "write a whole number");
   // An unsigned value past int64 would wrap in get<int64_t>(): compare it unsigned.

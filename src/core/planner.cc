@@ -163,7 +163,13 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   const int64_t required =
       offload_ratio ? std::min(movable, int64_t(std::ceil(*offload_ratio * double(movable)))) : cap.required_host_bytes;
   check_capacity(cap, required, !offload_ratio, profile_, request_.terms);
+  // DAK_PLAN_TRACE=1: auto's candidates on stderr (below); the other ways out say there are none.
+  const bool trace = env_flag("DAK_PLAN_TRACE", false);
+  const auto no_candidates = [&](const char* why) {
+    if (trace) std::fprintf(stderr, "dak: plan trace: no candidates to weigh (%s)\n", why);
+  };
   if (offload_ratio && *offload_ratio == 0.0) {
+    no_candidates("--offload-ratio 0: everything in HBM");
     // --offload-ratio 0 means nothing on the host: not even the balance points that the greedy's
     // phase 1 takes for speed (measured on the H200, Llama-2-7B batch 8: those 71 MiB of direct
     // rows gave TPOT 4.95 ms where the all-HBM engine runs 4.5 ms; docs/perf-notes.md, session 6).
@@ -180,6 +186,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
                                : *request_.single_path == DataPath::kZeroCopy ? PathMode::kZeroCopy
                                                                               : PathMode::kDirect;
   if (request_.single_path && single_mode != PathMode::kDirect && !offload_ratio && required == 0) {
+    no_candidates("nothing must move: everything in HBM");
     const std::vector<AllocCurve>& curves = variants_[0].curves;
     return assemble(evaluate_allocation(curves, std::vector<int64_t>(curves.size(), 0)), single_mode, allocator,
                     std::nullopt);
@@ -223,6 +230,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   };
   // One path for every operator: the direct allocation, priced on it.
   if (request_.single_path) {
+    no_candidates("a single-path --offload mode: one allocation on that path");
     if (single_mode != PathMode::kStaged)
       return assemble(run_allocator(allocator, variants_[0].curves, required), single_mode, allocator, offload_ratio);
     std::optional<Plan> p = fit_staging_ring(variants_[0].curves, single_mode, allocator, offload_ratio, required);
@@ -235,20 +243,25 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // its ring in HBM; the fastest that fits becomes the plan.
   std::optional<Plan> best;
   const Variant* best_variant = nullptr;
-  // DAK_PLAN_TRACE=1: each candidate's prediction and placement on stderr (why auto took its plan).
-  const bool trace = env_flag("DAK_PLAN_TRACE", false);
-  const auto show = [&](const char* name, const std::optional<Plan>& c) {
+  // Each candidate's prediction and placement, and the one taken (why auto took its plan).
+  const auto show = [&](const std::string& name, const std::optional<Plan>& c) {
     if (!trace) return;
     if (!c) {
-      std::fprintf(stderr, "dak: plan trace: %-34s does not fit\n", name);
+      std::fprintf(stderr, "dak: plan trace:   %-40s does not fit\n", name.c_str());
       return;
     }
-    std::fprintf(stderr, "dak: plan trace: %-34s %9.3f ms  direct %8.1f MiB  staged %8.1f MiB\n", name,
+    std::fprintf(stderr, "dak: plan trace:   %-40s %9.3f ms  direct %8.1f MiB  staged %8.1f MiB\n", name.c_str(),
                  c->predicted_tpot_s * 1e3, double(c->totals.direct_host_bytes) / double(1 << 20),
                  double(c->totals.staged_host_bytes) / double(1 << 20));
   };
-  static constexpr const char* kModeName[] = {"variant direct", "variant staged", "variant cheaper", "variant zero-copy",
-                                              "variant direct-only"};
+  if (trace) {
+    std::fprintf(stderr, "dak: plan trace: auto, %s allocator, %s\n",
+                 allocator == AllocatorKind::kGreedy ? "greedy" : allocator == AllocatorKind::kUniform ? "uniform" : "other",
+                 offload_ratio ? fmt::format("offload ratio {:g} %", 100 * *offload_ratio).c_str()
+                               : fmt::format("{} on the host (the budget)", format_bytes(double(required))).c_str());
+  }
+  static constexpr const char* kModeName[] = {"direct", "staged", "cheaper", "zero-copy", "direct-only"};
+  std::string chosen;  // the trace's name of the candidate taken
   // The greedy's plan of the variant fastest before refinement is refined on the copy pipeline
   // (--allocator uniform is a baseline: kept as it is). DAK_PLAN_REFINE_ALL=1 refines every variant's
   // plan with staged linears before they are compared, an A/B not yet measured (docs/perf-notes.md,
@@ -259,17 +272,23 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   const bool refine = allocator == AllocatorKind::kGreedy && !env_flag("DAK_PLAN_NO_REFINE", false);
   const bool refine_best_only = !env_flag("DAK_PLAN_REFINE_ALL", false);
   for (const Variant& v : variants_) {
+    const std::string name = std::string("variant ") + kModeName[size_t(v.mode)];
     std::optional<Plan> s = fit_staging_ring(v.curves, v.mode, allocator, offload_ratio, required);
-    show(kModeName[size_t(v.mode)], s);
+    show(name, s);
     if (s && s->totals.staged_host_bytes > 0 && refine && !refine_best_only) {
       s = refine_pipeline(std::move(*s), v, allocator, offload_ratio, required);
-      show("  refined", s);
+      show(name + ", refined", s);
     }
-    if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) best = std::move(s), best_variant = &v;
+    if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) {
+      best = std::move(s), best_variant = &v;
+      chosen = name + (refine && !refine_best_only && best->totals.staged_host_bytes > 0 ? ", refined" : "");
+    }
   }
-  if (best && best->totals.staged_host_bytes > 0 && refine && refine_best_only)
+  if (best && best->totals.staged_host_bytes > 0 && refine && refine_best_only) {
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
-  show("best variant", best);
+    chosen += ", refined (fastest before refinement)";
+    show(chosen, best);
+  }
   // The prefetch mode's plan (the all-direct allocation, every host linear staged) is within auto's
   // reach too: the engine stages auto's staged linears through the same ring. The staged variant
   // allocates on per-operator staged costs, each paying its own ring fill, so it can miss the
@@ -284,15 +303,20 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   if (variants_.size() > 1 && variants_[1].mode == PathMode::kStaged &&
       !env_flag("DAK_PLAN_NO_PREFETCH_CANDIDATE", false)) {
     std::optional<Plan> s = fit_staging_ring(direct_only.curves, PathMode::kStaged, allocator, offload_ratio, required);
-    if (s && s->totals.staged_host_bytes > 0 && refine)
-      s = refine_pipeline(std::move(*s), variants_[1], allocator, offload_ratio, required);
-    show("prefetch placement, refined", s);
+    const bool refined = s && s->totals.staged_host_bytes > 0 && refine;
+    if (refined) s = refine_pipeline(std::move(*s), variants_[1], allocator, offload_ratio, required);
+    show(refined ? "prefetch placement, refined" : "prefetch placement", s);
     // Taken when predicted at least 0.5 % faster: closer than that the replay does not rank two
     // placements of the same bytes (call 4 of session 23, same call: Llama-2-7B batch 8 at 10 %
     // 21.026 ms for this candidate, predicted 20.446, against 20.915 for the staged variant's,
     // predicted 20.511; Llama-2-7B batch 512 at 60 %, 1.0 % predicted, ran 257.667 against 260.750).
     constexpr double kMargin = 0.005;
-    if (s && (!best || s->predicted_tpot_s < (1 - kMargin) * best->predicted_tpot_s)) best = std::move(s);
+    if (s && (!best || s->predicted_tpot_s < (1 - kMargin) * best->predicted_tpot_s)) {
+      best = std::move(s);
+      chosen = refined ? "prefetch placement, refined" : "prefetch placement";
+    } else if (trace && s && best && s->predicted_tpot_s < best->predicted_tpot_s) {
+      std::fprintf(stderr, "dak: plan trace:   (prefetch placement not taken: less than 0.5 %% faster)\n");
+    }
   }
   // Every host byte direct, the compute-path linears too, as --offload direct plans it: taken where
   // it is predicted faster, or where no variant's ring fits (the session-22 trial: Qwen2-7B batch
@@ -309,9 +333,12 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     // DAK_PLAN_DIRECT_FALLBACK_ONLY=1: only where no ring fits (A/B measurements, tests of the staged plans).
     const bool fallback_only = env_flag("DAK_PLAN_DIRECT_FALLBACK_ONLY", false);
     if (p.totals.hbm_bytes <= cap.hbm_budget_bytes &&
-        (!best || (!fallback_only && p.predicted_tpot_s < best->predicted_tpot_s)))
+        (!best || (!fallback_only && p.predicted_tpot_s < best->predicted_tpot_s))) {
       best = std::move(p);
+      chosen = "all direct";
+    }
   }
+  if (trace) std::fprintf(stderr, "dak: plan trace: chosen: %s\n", best ? chosen.c_str() : "none fits");
   if (!best) {
     // A forced ratio that direct cannot meet either is refused, naming the ring as before.
     std::vector<Candidate> all;

@@ -304,6 +304,8 @@ TEST(HardwareProfile, MessagesOfHandEditsSayWhatIsAllowed) {
   j = h200().to_json();
   j["sm_count"] = 1.32e25;
   EXPECT_NE(error_of(j).find("'sm_count' = 1.32e+25 is implausible (at most"), std::string::npos) << error_of(j);
+  j["sm_count"] = -1.32e25;
+  EXPECT_NE(error_of(j).find("'sm_count' must be > 0, got -1.32e+25"), std::string::npos) << error_of(j);
   j["sm_count"] = 132.5;
   EXPECT_NE(error_of(j).find("'sm_count' must be an integer"), std::string::npos) << error_of(j);
 }
