@@ -637,17 +637,6 @@ HardwareProfile gpu_default_profile() {
 #endif
 }
 
-namespace {
-
-/// "h200-default, h100-default, h100-fast-link": the compiled-in profiles' names, for messages.
-std::string builtin_profile_list() {
-  std::string out;
-  for (const std::string& n : HardwareProfile::builtin_names()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-}  // namespace
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -705,9 +694,9 @@ HardwareProfile load_profile(const std::string& path) {
          "--profile",
          renamed ? fmt::format("profiles/h100-measured.json is now profiles/h100-fast-link.json, compiled in as "
                                "h100-fast-link: pass --profile h100-fast-link (compiled-in: {})",
-                               builtin_profile_list())
-         : nearest.empty() ? fmt::format("check the path, or name a compiled-in profile: {}", builtin_profile_list())
-                           : fmt::format("did you mean {}? (compiled-in: {})", nearest, builtin_profile_list()));
+                               HardwareProfile::builtin_name_list())
+         : nearest.empty() ? fmt::format("check the path, or name a compiled-in profile: {}", HardwareProfile::builtin_name_list())
+                           : fmt::format("did you mean {}? (compiled-in: {})", nearest, HardwareProfile::builtin_name_list()));
   }
   HardwareProfile p = HardwareProfile::load(path);
   static std::vector<std::string> noted;

@@ -160,7 +160,7 @@ size_t edit_distance(const std::string& a, const std::string& b);
 std::string nearest_name(const std::string& word, const std::vector<std::string>& names);
 
 /// The profile --profile names: a compiled-in profile (HardwareProfile::builtin_names():
-/// h200-default, h100-default), always, with a notice where a file of that name exists in the
+/// h200-default, h100-default, h100-fast-link), always, with a notice where a file of that name exists in the
 /// working directory (./NAME reads it); else a file (HardwareProfile::load). Prints a notice on
 /// stderr (once per path and process) for each field the reader does not know: a misspelt optional
 /// field would otherwise silently keep its default. Throws dak::Error as HardwareProfile::load does,

@@ -352,34 +352,56 @@ void HardwareProfile::check_name(const std::string& name, const std::string& whe
   }
 }
 
+namespace {
+
+// The compiled-in profiles, in builtin_names() order: each name with its JSON text.
+struct CompiledIn {
+  const char* name;
+  const char* (*json)();
+};
+constexpr CompiledIn kCompiledIn[] = {{"h200-default", &HardwareProfile::h200_default_json},
+                                      {"h100-default", &HardwareProfile::h100_default_json},
+                                      {"h100-fast-link", &HardwareProfile::h100_fast_link_json}};
+
+// Entry I, its text parsed once per process (the H100's are 38 KB; plans, bench steps and name
+// checks ask for them repeatedly).
+template <size_t I>
+const HardwareProfile& compiled_in() {
+  static const HardwareProfile p = HardwareProfile::from_json(nlohmann::json::parse(kCompiledIn[I].json()),
+                                                              std::string("compiled-in profile ") + kCompiledIn[I].name);
+  return p;
+}
+constexpr const HardwareProfile& (*kCompiledInProfile[])() = {&compiled_in<0>, &compiled_in<1>, &compiled_in<2>};
+static_assert(std::size(kCompiledInProfile) == std::size(kCompiledIn));
+
+}  // namespace
+
 HardwareProfile HardwareProfile::load(const std::filesystem::path& path) {
   const json j = read_json_file(path, "hardware profile",
-                                "check the path given to --profile, or name a compiled-in profile (h200-default, "
-                                "h100-default, h100-fast-link); fix the JSON (compare profiles/h200-default.json)");
+                                "check the path given to --profile, or name a compiled-in profile (" +
+                                    builtin_name_list() + "); fix the JSON (compare profiles/h200-default.json)");
   return from_json(j, path.string());
 }
 
-// Each compiled-in text is parsed once per process (the H100's is 38 KB; plans, bench steps and
-// name checks ask for them repeatedly).
-HardwareProfile HardwareProfile::h200_default() {
-  static const HardwareProfile p = from_json(json::parse(h200_default_json()), "compiled-in profile h200-default");
-  return p;
-}
+HardwareProfile HardwareProfile::h200_default() { return compiled_in<0>(); }
 
-HardwareProfile HardwareProfile::h100_default() {
-  static const HardwareProfile p = from_json(json::parse(h100_default_json()), "compiled-in profile h100-default");
-  return p;
-}
+HardwareProfile HardwareProfile::h100_default() { return compiled_in<1>(); }
 
-HardwareProfile HardwareProfile::h100_fast_link() {
-  static const HardwareProfile p =
-      from_json(json::parse(h100_fast_link_json()), "compiled-in profile h100-fast-link");
-  return p;
-}
+HardwareProfile HardwareProfile::h100_fast_link() { return compiled_in<2>(); }
 
 const std::vector<std::string>& HardwareProfile::builtin_names() {
-  static const std::vector<std::string> names = {"h200-default", "h100-default", "h100-fast-link"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const CompiledIn& c : kCompiledIn) v.emplace_back(c.name);
+    return v;
+  }();
   return names;
+}
+
+std::string HardwareProfile::builtin_name_list() {
+  std::string out;
+  for (const std::string& n : builtin_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 bool HardwareProfile::is_builtin(const std::string& name) {
@@ -388,9 +410,9 @@ bool HardwareProfile::is_builtin(const std::string& name) {
 }
 
 std::optional<HardwareProfile> HardwareProfile::builtin(const std::string& name) {
-  if (name == "h200-default") return h200_default();
-  if (name == "h100-default") return h100_default();
-  if (name == "h100-fast-link") return h100_fast_link();
+  for (size_t i = 0; i < std::size(kCompiledIn); ++i) {
+    if (name == kCompiledIn[i].name) return kCompiledInProfile[i]();
+  }
   return std::nullopt;
 }
 

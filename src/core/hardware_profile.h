@@ -245,6 +245,8 @@ struct HardwareProfile {
   /// Names of the compiled-in profiles, which --profile takes in place of a file path:
   /// {"h200-default", "h100-default", "h100-fast-link"}.
   static const std::vector<std::string>& builtin_names();
+  /// builtin_names() joined for messages: "h200-default, h100-default, h100-fast-link".
+  static std::string builtin_name_list();
   /// Whether `name` is one of builtin_names().
   static bool is_builtin(const std::string& name);
   /// The compiled-in profile named `name` (one of builtin_names()), or nullopt.
