@@ -270,21 +270,21 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // but with h200-default it also takes 410 + 892 (20.04) over 675 + 627 (20.42), a pair the H200
   // measured the other way round in session 23 (21.03 against 20.92 ms).
   const bool refine = allocator == AllocatorKind::kGreedy && !env_flag("DAK_PLAN_NO_REFINE", false);
-  const bool refine_best_only = !env_flag("DAK_PLAN_REFINE_ALL", false);
+  const bool refine_all = env_flag("DAK_PLAN_REFINE_ALL", false);
   for (const Variant& v : variants_) {
     const std::string name = std::string("variant ") + kModeName[size_t(v.mode)];
     std::optional<Plan> s = fit_staging_ring(v.curves, v.mode, allocator, offload_ratio, required);
     show(name, s);
-    if (s && s->totals.staged_host_bytes > 0 && refine && !refine_best_only) {
+    if (s && s->totals.staged_host_bytes > 0 && refine && refine_all) {
       s = refine_pipeline(std::move(*s), v, allocator, offload_ratio, required);
       show(name + ", refined", s);
     }
     if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) {
       best = std::move(s), best_variant = &v;
-      chosen = name + (refine && !refine_best_only && best->totals.staged_host_bytes > 0 ? ", refined" : "");
+      chosen = name + (refine && refine_all && best->totals.staged_host_bytes > 0 ? ", refined" : "");
     }
   }
-  if (best && best->totals.staged_host_bytes > 0 && refine && refine_best_only) {
+  if (best && best->totals.staged_host_bytes > 0 && refine && !refine_all) {
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
     chosen += ", refined (fastest before refinement)";
     show(chosen, best);
