@@ -262,15 +262,15 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   }
   static constexpr const char* kModeName[] = {"direct", "staged", "cheaper", "zero-copy", "direct-only"};
   std::string chosen;  // the trace's name of the candidate taken
-  // The greedy's plan of the variant fastest before refinement is refined on the copy pipeline
-  // (--allocator uniform is a baseline: kept as it is). DAK_PLAN_REFINE_ALL=1 refines every variant's
-  // plan with staged linears before they are compared, an A/B not yet measured (docs/perf-notes.md,
-  // session 37): with h100-fast-link at Llama-2-7B batch 8, 10 % it takes the staged variant's
-  // 410 + 892 MiB (20.72 ms predicted) over the cheaper variant's 678 + 624 (20.99; measured 21.14),
-  // but with h200-default it also takes 410 + 892 (20.04) over 675 + 627 (20.42), a pair the H200
-  // measured the other way round in session 23 (21.03 against 20.92 ms).
+  // Every variant's greedy plan with staged linears is refined on the copy pipeline before the
+  // comparison (--allocator uniform is a baseline: kept as it is). Until session 38 only the variant
+  // fastest before refinement was; with h100-fast-link's numbers that left the staged variant, which
+  // refines past the others, behind (docs/perf-notes.md, sessions 37-38). Measured on an H100 with
+  // that profile (session 38, call 1, batch 8, same call): Llama-2-7B 10 % 21.200 -> 20.114 ms,
+  // OPT-6.7B 10 % 25.528 -> 24.343, OPT-30B 10 % 111.549 -> 109.086, the 30 % points equal within
+  // 0.3 %; with h100-default no plan changes. DAK_PLAN_REFINE_ALL=0 refines only the fastest (A/B).
   const bool refine = allocator == AllocatorKind::kGreedy && !env_flag("DAK_PLAN_NO_REFINE", false);
-  const bool refine_all = env_flag("DAK_PLAN_REFINE_ALL", false);
+  const bool refine_all = env_flag("DAK_PLAN_REFINE_ALL", true);
   for (const Variant& v : variants_) {
     const std::string name = std::string("variant ") + kModeName[size_t(v.mode)];
     std::optional<Plan> s = fit_staging_ring(v.curves, v.mode, allocator, offload_ratio, required);
