@@ -1,12 +1,12 @@
 // HardwareProfile: the measured constants of one GPU + host link that the cost model uses
 // (DESIGN.md §1-2). Never datasheet numbers: every value comes from a measurement, named in
-// the profile's "sources" map. Three profiles are compiled in: h200-default (identical to
-// profiles/h200-default.json), and h100-default and h100-fast-link (profiles/h100-*.json, measured by
+// the profile's "sources" map. Three profiles are compiled in, each the text of its file under profiles/
+// embedded at build time (src/core/hardware_profile_builtin.cc.in): h200-default, and h100-default and
+// h100-fast-link (measured by
 // `dak profile` on two H100 80GB HBM3 machines whose hosts' links differ: SM reads of pinned memory
 // at 34.7 and 51.3 GB/s). Without --profile (a file or a compiled-in name) dak plan, generate and
-// bench take the compiled-in profile of the machine's GPU (for_device: h100-default on either H100
-// host, whose auto plans measured faster on both; `dak bench` names h100-fast-link where the
-// measured link is like its own, for the direct and zero-copy predictions):
+// bench take the compiled-in profile of the machine's GPU (all_for_device; on an H100 80GB HBM3 the
+// one whose link is nearest to this host's, measured at start: nearest_host_link, sessions 37-38):
 // h200-default with a notice where none matches, and silently without a GPU. `dak profile` measures and writes
 // the same format.
 //
@@ -224,20 +224,20 @@ struct HardwareProfile {
   static void check_name(const std::string& name, const std::string& where);
   /// Reads a profile file. Throws dak::Error (unreadable file, bad JSON, invalid profile).
   static HardwareProfile load(const std::filesystem::path& path);
-  /// The profile of our H200 compiled into the binary (text identical to profiles/h200-default.json).
+  /// The profile of our H200 compiled into the binary (profiles/h200-default.json, embedded at build time).
   static HardwareProfile h200_default();
-  /// The compiled-in JSON text of h200_default().
+  /// The compiled-in JSON text of h200_default() (generated: src/core/hardware_profile_builtin.cc.in).
   static const char* h200_default_json();
   /// The profile of the NVIDIA H100 80GB HBM3 (SXM, 132 SMs) of our device machine, measured by
-  /// `dak profile` (text identical to profiles/h100-default.json). Its B_h on the SM path is
+  /// `dak profile` (profiles/h100-default.json, embedded at build time). Its B_h on the SM path is
   /// 34.7 GB/s against the copy engine's 55.2 (the H200's: 51.4 / 55.5), so plans for it stage
   /// more host bytes by the copy engine (docs/perf-notes.md session 33).
   static HardwareProfile h100_default();
   /// The compiled-in JSON text of h100_default().
   static const char* h100_default_json();
   /// The same GPU kind as h100_default() on a host whose SMs read pinned memory at 51.3 GB/s (copy
-  /// engine 53.7 GB/s), measured by `dak profile` on a second machine of our device pool (text
-  /// identical to profiles/h100-fast-link.json; docs/perf-notes.md sessions 33 and 37). Of the H100
+  /// engine 53.7 GB/s), measured by `dak profile` on a second machine of our device pool
+  /// (profiles/h100-fast-link.json, embedded at build time; docs/perf-notes.md sessions 33 and 37). Of the H100
   /// machines we were lent, most read at ~51 GB/s and some at ~35.
   static HardwareProfile h100_fast_link();
   /// The compiled-in JSON text of h100_fast_link().
@@ -259,9 +259,9 @@ struct HardwareProfile {
   static std::optional<HardwareProfile> for_device(const std::string& device_name, int64_t sm_count,
                                                    uint64_t hbm_bytes);
   /// Every compiled-in profile measured on a GPU of this kind (arguments as for_device), in
-  /// builtin_names() order; for_device() is the first, the planning default. More than one where our
-  /// machines with this GPU had different host links: {h100-default, h100-fast-link} for the H100
-  /// 80GB HBM3 (`dak bench` names the one nearest to the link it measures: nearest_host_link()).
+  /// builtin_names() order; for_device() is the first. More than one where our machines with this
+  /// GPU had different host links: {h100-default, h100-fast-link} for the H100 80GB HBM3, of which
+  /// a GPU run without --profile takes the one nearest to the link it measures (nearest_host_link()).
   /// Empty where none was measured on this GPU.
   static std::vector<HardwareProfile> all_for_device(const std::string& device_name, int64_t sm_count,
                                                      uint64_t hbm_bytes);
