@@ -29,8 +29,10 @@
 #include "core/op_graph.h"
 #include "core/placement.h"
 #ifdef DAK_HAVE_CUDA
+#include "gpu/bench.h"
 #include "gpu/device.h"
 #include "gpu/gpu_engine.h"
+#include "gpu/host_arena.h"
 #endif
 
 namespace dak::cli {
@@ -623,8 +625,35 @@ HardwareProfile gpu_default_profile() {
     std::string why;
     const std::optional<gpu::DeviceInfo> dev = gpu::probe_device(0, &why);
     if (!dev) return HardwareProfile::h200_default();  // no GPU: what `dak plan` assumes
-    if (std::optional<HardwareProfile> p = HardwareProfile::for_device(dev->name, dev->sm_count, dev->hbm_bytes)) {
-      return *p;
+    const std::vector<HardwareProfile> mine = HardwareProfile::all_for_device(dev->name, dev->sm_count, dev->hbm_bytes);
+    if (mine.size() == 1) return mine.front();
+    if (mine.size() > 1) {
+      // Machines with this GPU had different host links (the H100s: SM reads of pinned memory at
+      // ~35 or ~51 GB/s): measure this host's as dak bench measures B_h, over 64 MiB (about 40 ms at
+      // 50 GB/s, 3 launches per configuration), and take the profile measured on the nearest link.
+      // Since auto refines every variant (session 38) the two H100 profiles' auto plans measured
+      // equal on a fast host, and the nearer one prices the direct and zero-copy modes within a
+      // few % where the other missed by 25-33 % (docs/perf-notes.md, sessions 37-38).
+      try {
+        gpu::PinnedHostArena buf(uint64_t(64) << 20, "host link check buffer");
+        const double gbps = gpu::measure_host_read_bandwidth(buf.base(), buf.capacity(), 3).best_bytes_per_s * 1e-9;
+        const HardwareProfile& p = HardwareProfile::nearest_host_link(mine, gbps);
+        std::string others;
+        for (const HardwareProfile& o : mine) {
+          if (o.name != p.name) others += fmt::format(", {} {:.1f}", o.name, o.host_sm_read_gbps);
+        }
+        std::fprintf(stderr,
+                     "dak: notice: this host's SMs read pinned memory at %.1f GB/s: planning with the compiled-in "
+                     "profile %s (measured at %.1f GB/s%s); --profile picks another\n",
+                     gbps, p.name.c_str(), p.host_sm_read_gbps, others.c_str());
+        return p;
+      } catch (const Error& e) {
+        std::fprintf(stderr,
+                     "dak: notice: could not measure this host's link (%s); planning with the compiled-in profile %s, "
+                     "whose link may not be this host's: pass --profile to choose\n",
+                     e.what_part().c_str(), mine.front().name.c_str());
+        return mine.front();
+      }
     }
     std::fprintf(stderr,
                  "dak: notice: no compiled-in hardware profile was measured on a %s (%d SMs, %.1f GiB); the planner "

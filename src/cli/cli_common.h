@@ -173,10 +173,12 @@ HardwareProfile load_profile(const std::string& path);
 std::string profile_file_of(const std::string& profile);
 
 /// The planner's profile for a GPU run without --profile: the compiled-in profile of GPU 0
-/// (HardwareProfile::for_device: h100-default on an H100 80GB HBM3 whatever its host's link, since
-/// its auto plans measured faster than h100-fast-link's on a fast-link host too, session 37), else
-/// h200-default, with a notice on stderr (once per process) that says how to measure this GPU.
-/// Without a GPU: h200-default, silently.
+/// (HardwareProfile::all_for_device), else h200-default, with a notice on stderr (once per process)
+/// that says how to measure this GPU. Where two were measured on this GPU (the H100 80GB HBM3:
+/// h100-default and h100-fast-link), this host's SM read rate of pinned memory is measured once
+/// (64 MiB pinned for some 50 ms) and the nearest profile taken, with a notice naming it
+/// (HardwareProfile::nearest_host_link); where that memory cannot be pinned, the first, with a
+/// notice. Without a GPU: h200-default, silently.
 HardwareProfile gpu_default_profile();
 
 /// Refuses a count of timed repetitions (`flag`: --repeats, --runs) outside [5, 1000]: medians need

@@ -30,11 +30,15 @@
 #   dak_tpot ENV LABEL ARGS...  `dak bench --random-weights --repeats 5 ARGS` (prompt 32) under the
 #                           environment assignment ENV (X=1 for none) into /tmp/r-LABEL.txt; prints a line
 #                           per result row: LABEL, batch, TPOT [min, max], TPOT / floor
+#   left SECONDS            true while at least SECONDS remain of the call's limit (DAK_CALL_LIMIT, default
+#                           560 s, counted from when this file was sourced)
 #   dak_merge_points        every /tmp/s-*.json of this call into $OUT/offload.json, then the offload rows
 #                           of $OUT/offload.txt, one line each
 
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
+limit=${DAK_CALL_LIMIT:-560}
+left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
 
 dak_build() {
   local targets=()

@@ -8,8 +8,6 @@
 set -uo pipefail
 source tools/device/common.sh
 dak_build dak
-limit=${DAK_CALL_LIMIT:-540}
-left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
 prof=(); nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && prof=(--profile h100-fast-link)
 for p in default alt; do
   [ $p = alt ] && [ ${#prof[@]} -eq 0 ] && continue

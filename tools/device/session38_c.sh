@@ -7,8 +7,6 @@ set -uo pipefail
 source tools/device/common.sh
 dak_build dak dak_gpu_tests
 dak_gpu_tests 120 2
-limit=${DAK_CALL_LIMIT:-560}
-left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
 for m in auto direct prefetch zero-copy; do
   left 80 || { echo "skip opt-30b $m (time)"; continue; }
   r=0.1,0.3,0.6; [ $m = zero-copy ] && r=0.1,0.3  # zero-copy at 60 %: ~1 s a step (the link under cuBLASLt)
