@@ -22,7 +22,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   exit 0
 fi
 for model in llama-2-7b opt-6.7b; do
-  for m in auto h100-default direct zero-copy prefetch; do  # most needed first (the call may be short)
+  for m in auto direct h100-default zero-copy prefetch; do  # most needed first (the call may be short)
     left 60 || { echo "skip $model $m (time)"; continue; }
     if [ $m = h100-default ]; then  # the same-call baseline: the profile used before the selection
       dak_bench_point $model-h100default-auto X=1 90 --model $model --batch 8 --prompt-len 32 --gen-len 8 \
