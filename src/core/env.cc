@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <string>
 
 namespace dak {
@@ -15,7 +17,14 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
     if (std::string(env) == c) return i;
     expected += (i++ > 0 ? " or " : "") + std::string(c);
   }
-  std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, env, expected.c_str());
+  // Once per variable and value in a process: the planner reads its switches for every plan (a
+  // sweep of 20 ratios printed the same notice 20 times; session 38's trial).
+  static std::mutex mu;
+  static std::set<std::string> said;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (said.insert(std::string(name) + "=" + env).second) {
+    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, env, expected.c_str());
+  }
   return -1;
 }
 

@@ -9,7 +9,7 @@ namespace dak {
 
 /// The index of environment variable `name`'s value in `choices` (exact match), or -1 when it is
 /// unset or empty, or none of them (then with the notice "dak: notice: NAME='value' ignored (expected ...)"
-/// on stderr).
+/// on stderr, once per process for each variable and value). Thread-safe.
 int env_choice(const char* name, std::initializer_list<const char*> choices);
 
 /// A 0 / 1 switch: true for "1", false for "0", `default_value` when unset, empty or anything else

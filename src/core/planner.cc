@@ -247,10 +247,10 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   const auto show = [&](const std::string& name, const std::optional<Plan>& c) {
     if (!trace) return;
     if (!c) {
-      std::fprintf(stderr, "dak: plan trace:   %-40s does not fit\n", name.c_str());
+      std::fprintf(stderr, "dak: plan trace:   %-52s does not fit\n", name.c_str());
       return;
     }
-    std::fprintf(stderr, "dak: plan trace:   %-40s %9.3f ms  direct %8.1f MiB  staged %8.1f MiB\n", name.c_str(),
+    std::fprintf(stderr, "dak: plan trace:   %-52s %9.3f ms  direct %8.1f MiB  staged %8.1f MiB\n", name.c_str(),
                  c->predicted_tpot_s * 1e3, double(c->totals.direct_host_bytes) / double(1 << 20),
                  double(c->totals.staged_host_bytes) / double(1 << 20));
   };
@@ -268,9 +268,23 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // refines past the others, behind (docs/perf-notes.md, sessions 37-38). Measured on an H100 with
   // that profile (session 38, call 1, batch 8, same call): Llama-2-7B 10 % 21.200 -> 20.114 ms,
   // OPT-6.7B 10 % 25.528 -> 24.343, OPT-30B 10 % 111.549 -> 109.086, the 30 % points equal within
-  // 0.3 %; with h100-default no plan changes. DAK_PLAN_REFINE_ALL=0 refines only the fastest (A/B).
+  // 0.3 %; at those points no plan of h100-default changes (elsewhere some do: docs/planner.md §4).
+  // DAK_PLAN_REFINE_ALL=0 refines only the fastest (A/B).
   const bool refine = allocator == AllocatorKind::kGreedy && !env_flag("DAK_PLAN_NO_REFINE", false);
   const bool refine_all = env_flag("DAK_PLAN_REFINE_ALL", true);
+  // Auto never takes a plan that holds more HBM than the model without offload (M: a staging ring
+  // larger than the host bytes it serves), whatever it predicts: a forced ratio is asked for to
+  // free HBM. Found in session 38's trial: OPT-6.7B batch 1, prompt 128 at 2 % (h200-default) took
+  // a 642 MiB ring for 220 MiB staged, 12.87 GiB of HBM against the 12.49 GiB the model needs.
+  // The all-direct plan (no ring) always qualifies.
+  const auto drop_if_over_m = [&](std::optional<Plan>& c) {
+    if (!c || c->totals.hbm_bytes <= std::min(cap.hbm_budget_bytes, cap.total_bytes)) return;
+    if (trace) {
+      std::fprintf(stderr, "dak: plan trace:   (not taken: %.1f MiB of HBM, more than the %.1f MiB without offload)\n",
+                   double(c->totals.hbm_bytes) / double(1 << 20), double(cap.total_bytes) / double(1 << 20));
+    }
+    c.reset();
+  };
   for (const Variant& v : variants_) {
     const std::string name = std::string("variant ") + kModeName[size_t(v.mode)];
     std::optional<Plan> s = fit_staging_ring(v.curves, v.mode, allocator, offload_ratio, required);
@@ -279,6 +293,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
       s = refine_pipeline(std::move(*s), v, allocator, offload_ratio, required);
       show(name + ", refined", s);
     }
+    drop_if_over_m(s);
     if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) {
       best = std::move(s), best_variant = &v;
       chosen = name + (refine && refine_all && best->totals.staged_host_bytes > 0 ? ", refined" : "");
@@ -288,6 +303,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     best = refine_pipeline(std::move(*best), *best_variant, allocator, offload_ratio, required);
     chosen += ", refined (fastest before refinement)";
     show(chosen, best);
+    drop_if_over_m(best);
   }
   // The prefetch mode's plan (the all-direct allocation, every host linear staged) is within auto's
   // reach too: the engine stages auto's staged linears through the same ring. The staged variant
@@ -306,6 +322,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     const bool refined = s && s->totals.staged_host_bytes > 0 && refine;
     if (refined) s = refine_pipeline(std::move(*s), variants_[1], allocator, offload_ratio, required);
     show(refined ? "prefetch placement, refined" : "prefetch placement", s);
+    drop_if_over_m(s);
     // Taken when predicted at least 0.5 % faster: closer than that the replay does not rank two
     // placements of the same bytes (call 4 of session 23, same call: Llama-2-7B batch 8 at 10 %
     // 21.026 ms for this candidate, predicted 20.446, against 20.915 for the staged variant's,
@@ -359,10 +376,12 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
   // operator, keep the best such move while it shortens the predicted step by 0.1 %, and stop after
   // kRounds rounds; bytes may also go back to HBM where a smaller ring leaves room (a budget-bound
   // plan's ring had pushed them out). The host keeps at least `required` (the budget or the forced
-  // ratio stays met), the ring (kStagingRingSlots slots of the largest staged part) inside the budget.
+  // ratio stays met), the ring (kStagingRingSlots slots of the largest staged part) inside the budget
+  // and the HBM total within the model's own (M: auto's bound, Planner::plan).
   constexpr int kRounds = 24;
   constexpr int kSources = 4;
   const Capacity& cap = capacity_;
+  const int64_t hbm_limit = std::min(cap.hbm_budget_bytes, cap.total_bytes);
   const size_t n_split = splittable_.size();
   std::vector<int64_t> h(n_split);
   for (size_t k = 0; k < n_split; ++k) h[k] = plan.ops[splittable_[k]].host_units;
@@ -400,7 +419,7 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
     for (const PlanOp& o : ops)
       if (o.path == DataPath::kStaged) largest = std::max(largest, o.host_bytes);
     return host >= host_least && host <= profile_.pinnable_host_bytes &&
-           cap.total_bytes - host + kStagingRingSlots * largest <= cap.hbm_budget_bytes;
+           cap.total_bytes - host + kStagingRingSlots * largest <= hbm_limit;
   };
   double best_t = plan.predicted_tpot_s;
   bool moved = false;
@@ -457,9 +476,7 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
   }
   if (!moved) return plan;
   Plan refined = assemble(evaluate_allocation(v.curves, h), v.mode, allocator, ratio);
-  return refined.predicted_tpot_s < plan.predicted_tpot_s && refined.totals.hbm_bytes <= cap.hbm_budget_bytes
-             ? refined
-             : plan;
+  return refined.predicted_tpot_s < plan.predicted_tpot_s && refined.totals.hbm_bytes <= hbm_limit ? refined : plan;
 }
 
 std::optional<Plan> Planner::fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode,

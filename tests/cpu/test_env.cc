@@ -56,4 +56,21 @@ TEST(Env, FlagTakesOnlyZeroAndOne) {
   }
 }
 
+TEST(Env, NoticeOncePerVariableAndValue) {
+  // The planner reads its switches for every plan; a sweep printed one notice per plan (session 38).
+  ScopedEnv e("DAK_TEST_ONCE", "maybe");
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(dak::env_flag("DAK_TEST_ONCE", true));
+  ::setenv("DAK_TEST_ONCE", "perhaps", 1);  // another value: said again, once
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(dak::env_flag("DAK_TEST_ONCE", false));
+  const std::string err = testing::internal::GetCapturedStderr();
+  const auto count = [&](const std::string& s) {
+    size_t n = 0;
+    for (size_t at = err.find(s); at != std::string::npos; at = err.find(s, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("DAK_TEST_ONCE='maybe' ignored"), 1u) << err;
+  EXPECT_EQ(count("DAK_TEST_ONCE='perhaps' ignored"), 1u) << err;
+}
+
 }  // namespace

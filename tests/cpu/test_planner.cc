@@ -630,9 +630,36 @@ TEST(Planner, AutoWeighsThePrefetchPlacement) {
   ASSERT_EQ(unsetenv("DAK_PLAN_REFINE_ALL"), 0);
   EXPECT_LT(fastest_only.predicted_tpot_s, 0.9 * without.predicted_tpot_s);
   EXPECT_EQ(without.totals.staged_host_bytes, 0);
-  // Refining every variant, the staged variant's own placement refines further still (4.70 ms:
-  // 36 MiB direct, 220 staged), and auto takes it.
+  // Refining every variant, the staged variant's own placement refined further still (4.70 ms: 36
+  // MiB direct, 220 staged) but through a 642 MiB ring, more HBM than the model without offload
+  // (session 38's trial), which auto no longer takes: the prefetch placement it is.
   EXPECT_LE(chosen.predicted_tpot_s, fastest_only.predicted_tpot_s * (1 + 1e-9));
+  EXPECT_LE(chosen.totals.hbm_bytes, chosen.capacity.total_bytes);
+}
+
+TEST(Planner, AutoNeverHoldsMoreHbmThanTheModelWithoutOffload) {
+  // A forced ratio is asked for to free HBM; a staging ring larger than the host bytes it serves
+  // does the opposite. Session 38's trial: OPT-6.7B batch 1, prompt 128 at 2 % (h200-default) took
+  // a 642 MiB ring for 220 MiB staged, 12.87 GiB of HBM against the model's 12.49 GiB.
+  const ModelConfig cfg = locate_model_config("opt-6.7b").config;
+  int checked = 0;
+  for (const HardwareProfile& prof : {HardwareProfile::h200_default(), HardwareProfile::h100_default()}) {
+    for (int64_t batch : {1, 8, 16}) {
+      for (int64_t prompt : {32, 128}) {
+        for (double ratio : {0.01, 0.02, 0.05, 0.07}) {
+          PlanRequest r = request(batch, std::nullopt);
+          r.shape.prompt_len = prompt;
+          r.offload_ratio = ratio;
+          const Plan p = make_plan(cfg, prof, r);
+          EXPECT_LE(p.totals.hbm_bytes, p.capacity.total_bytes)
+              << prof.name << " batch " << batch << " prompt " << prompt << " ratio " << ratio;
+          EXPECT_GE(p.totals.host_ratio, ratio - 0.005);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 48);
 }
 
 TEST(Planner, AutoFallsBackToDirectWhereNoRingFits) {
