@@ -616,6 +616,13 @@ void check_weights_seed(const CLI::Option& seed, bool random_weights) {
   }
 }
 
+static std::string& profile_choice_note() {
+  static std::string note;
+  return note;
+}
+
+const std::string& gpu_default_profile_note() { return profile_choice_note(); }
+
 HardwareProfile gpu_default_profile() {
 #ifndef DAK_HAVE_CUDA
   return HardwareProfile::h200_default();  // a CPU-only build: what `dak plan` assumes
@@ -642,10 +649,12 @@ HardwareProfile gpu_default_profile() {
         for (const HardwareProfile& o : mine) {
           if (o.name != p.name) others += fmt::format(", {} {:.1f}", o.name, o.host_sm_read_gbps);
         }
-        std::fprintf(stderr,
-                     "dak: notice: this host's SMs read pinned memory at %.1f GB/s: planning with the compiled-in "
-                     "profile %s (measured at %.1f GB/s%s); --profile picks another\n",
-                     gbps, p.name.c_str(), p.host_sm_read_gbps, others.c_str());
+        // Said where a plan puts bytes on the host (describe_plan), by dak bench and by dak plan: a
+        // run whose model fits in HBM has no use for it.
+        profile_choice_note() = fmt::format(
+            "this host's SMs read pinned memory at {:.1f} GB/s: planned with the compiled-in profile {} (measured "
+            "at {:.1f} GB/s{}); --profile picks another",
+            gbps, p.name, p.host_sm_read_gbps, others);
         return p;
       } catch (const Error& e) {
         std::fprintf(stderr,

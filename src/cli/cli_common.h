@@ -176,10 +176,15 @@ std::string profile_file_of(const std::string& profile);
 /// (HardwareProfile::all_for_device), else h200-default, with a notice on stderr (once per process)
 /// that says how to measure this GPU. Where two were measured on this GPU (the H100 80GB HBM3:
 /// h100-default and h100-fast-link), this host's SM read rate of pinned memory is measured once
-/// (64 MiB pinned for some 50 ms) and the nearest profile taken, with a notice naming it
-/// (HardwareProfile::nearest_host_link); where that memory cannot be pinned, the first, with a
-/// notice. Without a GPU: h200-default, silently.
+/// (64 MiB pinned for some 50 ms) and the nearest profile taken (HardwareProfile::nearest_host_link),
+/// the choice left in gpu_default_profile_note() for the callers that plan host bytes to say; where
+/// that memory cannot be pinned, the first, with a notice. Without a GPU: h200-default, silently.
 HardwareProfile gpu_default_profile();
+
+/// Why gpu_default_profile() took its profile, where it chose between several of this GPU by the
+/// measured host link ("this host's SMs read pinned memory at 51.2 GB/s: planned with ..."); empty
+/// where it did not choose (one profile of this GPU, none, no GPU) or before it ran.
+const std::string& gpu_default_profile_note();
 
 /// Refuses a count of timed repetitions (`flag`: --repeats, --runs) outside [5, 1000]: medians need
 /// at least 5, and more than 1000 would run for hours. Throws dak::Error naming the flag.

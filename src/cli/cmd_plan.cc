@@ -160,6 +160,9 @@ void add_plan_command(CLI::App& app) {
     // Without --profile: the compiled-in profile of this machine's GPU, as generate and bench take
     // it, so a plan made here fits the runs here; h200-default on a machine without a GPU.
     const HardwareProfile profile = a->profile.empty() ? gpu_default_profile() : load_profile(a->profile);
+    if (a->profile.empty() && !gpu_default_profile_note().empty()) {
+      std::fprintf(stderr, "dak: notice: %s\n", gpu_default_profile_note().c_str());
+    }
     PlanRequest req;
     req.model_name = model.name;
     req.profile_file = profile_file_of(a->profile);

@@ -422,14 +422,19 @@ std::string describe_plan(const Plan& plan) {
                        format_bytes(double(plan.capacity.total_bytes)),
                        format_bytes(double(plan.capacity.hbm_budget_bytes)));
   }
+  // The profile choice, once per process (dak bench describes every offload point).
+  static bool noted = false;
+  const bool say = !noted && !gpu_default_profile_note().empty() && plan.inputs.profile_file.empty();
+  noted = noted || say;
   return fmt::format("offload{}: {} of weights and {} of KV cache in host memory ({:.1f} % of {}), {} read in place, "
-                     "{} staged by the copy engine; predicted TPOT {:.2f} ms",
+                     "{} staged by the copy engine; predicted TPOT {:.2f} ms{}",
                      plan.inputs.offload_mode.empty() ? std::string() : " (" + plan.inputs.offload_mode + ")",
                      format_bytes(double(weight_host)), format_bytes(double(kv_host)), 100.0 * plan.totals.host_ratio,
                      format_bytes(double(plan.capacity.splittable_weight_bytes + plan.capacity.kv_bytes)),
                      format_bytes(double(plan.totals.direct_host_bytes + plan.totals.zero_copy_host_bytes)),
                      format_bytes(double(plan.totals.staged_host_bytes)),
-                     plan.predicted_tpot_s * 1e3);
+                     plan.predicted_tpot_s * 1e3,
+                     say ? "\ndak: notice: " + gpu_default_profile_note() : std::string());
 }
 
 }  // namespace dak::cli

@@ -165,7 +165,9 @@ Plan make_plan_for_gpu_memory(const ModelConfig& config, const HardwareProfile& 
                               const std::string& gpu_memory);
 
 /// One line for stderr: where the plan puts the bytes ("offload: 4.1 GiB of weights and 0.3 GiB of
-/// KV cache in host memory (30 %), predicted TPOT 74.4 ms").
+/// KV cache in host memory (30 %), predicted TPOT 74.4 ms"). The first description of a process
+/// with host bytes planned with the default profile adds a second line, "dak: notice: ...", where
+/// gpu_default_profile() chose that profile by the measured host link (gpu_default_profile_note()).
 std::string describe_plan(const Plan& plan);
 
 }  // namespace dak::cli
