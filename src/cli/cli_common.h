@@ -176,7 +176,7 @@ std::string profile_file_of(const std::string& profile);
 /// (HardwareProfile::all_for_device), else h200-default, with a notice on stderr (once per process)
 /// that says how to measure this GPU. Where two were measured on this GPU (the H100 80GB HBM3:
 /// h100-default and h100-fast-link), this host's SM read rate of pinned memory is measured once
-/// (64 MiB pinned for some 50 ms) and the nearest profile taken (HardwareProfile::nearest_host_link),
+/// (64 MiB pinned, some tens of ms) and the nearest profile taken (HardwareProfile::nearest_host_link),
 /// the choice left in gpu_default_profile_note() for the callers that plan host bytes to say; where
 /// that memory cannot be pinned, the first, with a notice. Without a GPU: h200-default, silently.
 HardwareProfile gpu_default_profile();

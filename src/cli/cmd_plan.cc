@@ -132,8 +132,9 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--profile", a->profile,
                 "hardware profile: a JSON file (dak profile --output) or a compiled-in name, h200-default, "
                 "h100-default or h100-fast-link (default: the compiled-in profile of this machine's GPU, "
-                "h100-default on an H100 80GB HBM3 whatever its host link; h200-default where none matches it, "
-                "with a notice, or without a GPU)");
+                "on an H100 80GB HBM3 h100-default or h100-fast-link, whichever was measured on a link nearer to "
+                "this host's (measured at start); h200-default where none matches it, with a notice, in a build "
+                "without CUDA, or without a GPU)");
   c->add_option("--phase", a->phase,
                 "decode (predicts TPOT, one decode step) or prefill (predicts the prefill time of batch x prompt "
                 "tokens: the TTFT)")

@@ -166,8 +166,9 @@ void add_offload_options(CLI::App* c, OffloadArgs* a) {
   c->add_option("--profile", a->profile,
                 "hardware profile for the planner: a JSON file (dak profile --output) or a compiled-in name, "
                 "h200-default, h100-default or h100-fast-link (default: the compiled-in profile of this GPU, "
-                "h100-default on an H100 80GB HBM3 whatever its host link; h200-default where none matches it, "
-                "with a notice, or without a GPU)");
+                "on an H100 80GB HBM3 h100-default or h100-fast-link, whichever was measured on a link nearer to "
+                "this host's (measured at start); h200-default where none matches it, with a notice, in a build "
+                "without CUDA, or without a GPU)");
 }
 
 namespace {

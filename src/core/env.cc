@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
@@ -23,7 +24,14 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
   static std::set<std::string> said;
   const std::lock_guard<std::mutex> lock(mu);
   if (said.insert(std::string(name) + "=" + env).second) {
-    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, env, expected.c_str());
+    // The value as typed, but one line of at most 64 printable bytes (a stray escape sequence or a
+    // 100 KB value went to the terminal as it was; session 38's trial).
+    std::string shown;
+    for (const char* c = env; *c != '\0' && shown.size() < 64; ++c) {
+      shown += (static_cast<unsigned char>(*c) < 0x20 || *c == 0x7f) ? '?' : *c;
+    }
+    if (std::strlen(env) > shown.size()) shown += "...";
+    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, shown.c_str(), expected.c_str());
   }
   return -1;
 }

@@ -73,4 +73,19 @@ TEST(Env, NoticeOncePerVariableAndValue) {
   EXPECT_EQ(count("DAK_TEST_ONCE='perhaps' ignored"), 1u) << err;
 }
 
+TEST(Env, NoticeShowsTheValueOnOneShortLine) {
+  // Control bytes become '?', and a long value is cut at 64 bytes (session 38's trial).
+  ScopedEnv e("DAK_TEST_SHOWN", "1\n\x1b[31mRED");
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(dak::env_flag("DAK_TEST_SHOWN", false));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("DAK_TEST_SHOWN='1??[31mRED' ignored"), std::string::npos) << err;
+  ::setenv("DAK_TEST_SHOWN", std::string(1000, 'x').c_str(), 1);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(dak::env_flag("DAK_TEST_SHOWN", false));
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("='" + std::string(64, 'x') + "...' ignored"), std::string::npos) << err;
+  EXPECT_LT(err.size(), 200u);
+}
+
 }  // namespace
