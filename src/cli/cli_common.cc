@@ -623,12 +623,13 @@ static std::string& profile_choice_note() {
 
 const std::string& gpu_default_profile_note() { return profile_choice_note(); }
 
-HardwareProfile gpu_default_profile() {
+HardwareProfile gpu_default_profile(double measured_host_sm_read_gbps) {
 #ifndef DAK_HAVE_CUDA
+  (void)measured_host_sm_read_gbps;
   return HardwareProfile::h200_default();  // a CPU-only build: what `dak plan` assumes
 #else
   // The device is probed once per process (bench plans every offload point), and the notice said once.
-  static const HardwareProfile chosen = [] {
+  static const HardwareProfile chosen = [measured_host_sm_read_gbps] {
     std::string why;
     const std::optional<gpu::DeviceInfo> dev = gpu::probe_device(0, &why);
     if (!dev) return HardwareProfile::h200_default();  // no GPU: what `dak plan` assumes
@@ -641,9 +642,14 @@ HardwareProfile gpu_default_profile() {
       // Since auto refines every variant (session 38) the two H100 profiles' auto plans measured
       // equal on a fast host, and the nearer one prices the direct and zero-copy modes within a
       // few % where the other missed by 25-33 % (docs/perf-notes.md, sessions 37-38).
+      // A caller that measured B_h already (dak bench, over 1 GiB) passes it: the choice and bench's
+      // own link notice then read the same figure.
       try {
-        gpu::PinnedHostArena buf(uint64_t(64) << 20, "host link check buffer");
-        const double gbps = gpu::measure_host_read_bandwidth(buf.base(), buf.capacity(), 3).best_bytes_per_s * 1e-9;
+        double gbps = measured_host_sm_read_gbps;
+        if (!(gbps > 0)) {
+          gpu::PinnedHostArena buf(uint64_t(64) << 20, "host link check buffer");
+          gbps = gpu::measure_host_read_bandwidth(buf.base(), buf.capacity(), 3).best_bytes_per_s * 1e-9;
+        }
         const HardwareProfile& p = HardwareProfile::nearest_host_link(mine, gbps);
         std::string others;
         for (const HardwareProfile& o : mine) {

@@ -179,7 +179,9 @@ std::string profile_file_of(const std::string& profile);
 /// (64 MiB pinned, some tens of ms) and the nearest profile taken (HardwareProfile::nearest_host_link),
 /// the choice left in gpu_default_profile_note() for the callers that plan host bytes to say; where
 /// that memory cannot be pinned, the first, with a notice. Without a GPU: h200-default, silently.
-HardwareProfile gpu_default_profile();
+/// `measured_host_sm_read_gbps` (GB/s, > 0): that rate, measured by the caller (dak bench's B_h), is
+/// used instead of measuring; only the first call of a process chooses.
+HardwareProfile gpu_default_profile(double measured_host_sm_read_gbps = 0);
 
 /// Why gpu_default_profile() took its profile, where it chose between several of this GPU by the
 /// measured host link ("this host's SMs read pinned memory at 51.2 GB/s: planned with ..."); empty

@@ -303,7 +303,8 @@ void run_bench_command(const BenchArgs& a) {
     copy_gbps = gpu::measure_h2d_copy_gbps(dst.allocate(probe.capacity(), "copy destination"), probe.base(),
                                            probe.capacity(), 5);
     if (a.offload.plan_file.empty()) {
-      const HardwareProfile prof = a.offload.profile.empty() ? gpu_default_profile() : load_profile(a.offload.profile);
+      const HardwareProfile prof = a.offload.profile.empty() ? gpu_default_profile(host_bw.best_bytes_per_s * 1e-9)
+                                                             : load_profile(a.offload.profile);
       std::string why;
       const std::optional<gpu::DeviceInfo> dev = gpu::probe_device(0, &why);
       notice_host_link_mismatch(
