@@ -280,7 +280,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // a 642 MiB ring for 220 MiB staged, 12.87 GiB of HBM against the 12.49 GiB the model needs.
   // The all-direct plan (no ring) always qualifies.
   const auto drop_if_over_m = [&](std::optional<Plan>& c) {
-    if (!c || c->totals.hbm_bytes <= std::min(cap.hbm_budget_bytes, cap.total_bytes)) return;
+    if (!c || c->totals.hbm_bytes <= auto_hbm_limit()) return;
     if (trace) {
       std::fprintf(stderr, "dak: plan trace:   (not taken: %.1f MiB of HBM, more than the %.1f MiB without offload)\n",
                    double(c->totals.hbm_bytes) / double(1 << 20), double(cap.total_bytes) / double(1 << 20));
@@ -305,8 +305,7 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // would make. Refining every variant made planning 2-3 x slower (Llama-2-70B batch 512 at 10 %:
   // 1.3 -> 2.6 s on a 2-core machine).
   struct Fitted {
-    std::optional<Plan> fitted, refined;
-    bool was_refined = false;
+    std::optional<Plan> fitted, refined;  // refined: set where the refinement ran
   };
   const auto fit_and_refine = [this, allocator, offload_ratio, required](const std::vector<AllocCurve>* curves,
                                                                          PathMode mode, const Variant* refine_as,
@@ -315,7 +314,6 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     f.fitted = fit_staging_ring(*curves, mode, allocator, offload_ratio, required);
     if (do_refine && f.fitted && f.fitted->totals.staged_host_bytes > 0) {
       f.refined = refine_pipeline(*f.fitted, *refine_as, allocator, offload_ratio, required);
-      f.was_refined = true;
     }
     return f;
   };
@@ -333,15 +331,13 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     const std::string name = std::string("variant ") + kModeName[size_t(v.mode)];
     Fitted f = jobs[i].get();
     show(name, f.fitted);
-    std::optional<Plan> s = std::move(f.fitted);
-    if (f.was_refined) {
-      s = std::move(f.refined);
-      show(name + ", refined", s);
-    }
+    const bool refined = f.refined.has_value();
+    std::optional<Plan> s = std::move(refined ? f.refined : f.fitted);
+    if (refined) show(name + ", refined", s);
     drop_if_over_m(s);
     if (s && (!best || s->predicted_tpot_s < best->predicted_tpot_s)) {
       best = std::move(s), best_variant = &v;
-      chosen = name + (f.was_refined ? ", refined" : "");
+      chosen = name + (refined ? ", refined" : "");
     }
   }
   if (best && best->totals.staged_host_bytes > 0 && refine && !refine_all) {
@@ -352,8 +348,8 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   }
   if (prefetch_candidate) {
     Fitted f = prefetch_job.get();
-    const bool refined = f.was_refined;
-    std::optional<Plan> s = refined ? std::move(f.refined) : std::move(f.fitted);
+    const bool refined = f.refined.has_value();
+    std::optional<Plan> s = std::move(refined ? f.refined : f.fitted);
     show(refined ? "prefetch placement, refined" : "prefetch placement", s);
     drop_if_over_m(s);
     // Taken when predicted at least 0.5 % faster: closer than that the replay does not rank two
@@ -410,11 +406,11 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
   // kRounds rounds; bytes may also go back to HBM where a smaller ring leaves room (a budget-bound
   // plan's ring had pushed them out). The host keeps at least `required` (the budget or the forced
   // ratio stays met), the ring (kStagingRingSlots slots of the largest staged part) inside the budget
-  // and the HBM total within the model's own (M: auto's bound, Planner::plan).
+  // and the HBM total within the model's own (auto_hbm_limit).
   constexpr int kRounds = 24;
   constexpr int kSources = 4;
   const Capacity& cap = capacity_;
-  const int64_t hbm_limit = std::min(cap.hbm_budget_bytes, cap.total_bytes);
+  const int64_t hbm_limit = auto_hbm_limit();
   const size_t n_split = splittable_.size();
   std::vector<int64_t> h(n_split);
   for (size_t k = 0; k < n_split; ++k) h[k] = plan.ops[splittable_[k]].host_units;

@@ -27,6 +27,7 @@
 //      mode's. With nothing that must move, prefetch and zero-copy keep everything in HBM.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -110,10 +111,14 @@ class Planner {
                                        std::optional<double> ratio, int64_t required) const;
   /// `plan` (an auto plan of variant `v` with staged linears) with host bytes moved between
   /// operators, or back to HBM, while the copy-pipeline replay predicts a shorter step (a local
-  /// search; the host keeps at least `required` bytes, the ring stays inside the budget); `plan`
+  /// search; the host keeps at least `required` bytes, the HBM total within auto_hbm_limit()); `plan`
   /// itself when no move helps.
   Plan refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocator, std::optional<double> ratio,
                        int64_t required) const;
+  /// Bytes of HBM an auto plan may hold: the budget, and never more than the model without offload
+  /// (capacity M): a forced ratio is asked for to free HBM, and a staging ring larger than the host
+  /// bytes it serves does the opposite (session 38's trial).
+  int64_t auto_hbm_limit() const { return std::min(capacity_.hbm_budget_bytes, capacity_.total_bytes); }
   /// Step time (seconds) of `ops` (a plan with staged linears, in graph order) as the engine's
   /// staging ring runs it: copies ahead on their own stream through kStagingRingSlots slots, the
   /// other operators on the compute stream, the copies and the direct reads sharing the host link
