@@ -77,7 +77,7 @@ double per_copy_us(Run&& run, void* w, size_t w_elems, int copies) {
 /// k_splits alone keeps the CTAs planned for the old one: S = 2 on 64 m-tiles ran on 64 CTAs).
 dak::TieredGemmSchedule with_k_splits(dak::TieredGemmSchedule s, int32_t S, int sms) {
   s.k_splits = S;
-  if (S > 1) s.k_chunks = 1, s.host_chunk_split = false;  // chunks only on unsplit schedules
+  if (S > 1) s.k_chunks = 1;  // chunks only on unsplit schedules
   return dak::with_congestion(s, s.host_ctas, s.host_stages, 0, sms);
 }
 
@@ -626,7 +626,6 @@ int probe_tiles(int argc, char** argv, int sms) {
           s.tile = tile;
           s.k_splits = S;
           s.k_chunks = 1;
-          s.host_chunk_split = false;
           s.hbm_stages = tile.max_stages();
           if (s.max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles ||
               size_t(s.workspace_bytes()) > ws_bytes) {

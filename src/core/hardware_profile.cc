@@ -247,10 +247,10 @@ HardwareProfile HardwareProfile::from_json(const json& j, const std::string& whe
       t.k_splits = positive_int(tg[i], "k_splits", wt);
       if (tg[i].contains("k_chunks")) {
         t.k_chunks = positive_int(tg[i], "k_chunks", wt);
-        if (t.k_chunks != 1 && t.k_chunks != kTieredGemmTailChunks && t.k_chunks != kTieredGemmKChunks)
-          fail(fmt::format("k_chunks {} is not 1, {} or {}", t.k_chunks, kTieredGemmTailChunks, kTieredGemmKChunks), wt,
-               fmt::format("give 1, or {} or {} with k_splits 1 (the accumulation chunks the tiered GEMM takes)",
-                           kTieredGemmTailChunks, kTieredGemmKChunks));
+        if (t.k_chunks != 1 && t.k_chunks != kTieredGemmKChunks)
+          fail(fmt::format("k_chunks {} is not 1 or {}", t.k_chunks, kTieredGemmKChunks), wt,
+               fmt::format("give 1, or {} with k_splits 1 (the accumulation chunks the tiered GEMM takes)",
+                           kTieredGemmKChunks));
         if (t.k_chunks > 1 && t.k_splits != 1)
           fail(fmt::format("k_chunks {} with k_splits {}", t.k_chunks, t.k_splits), wt,
                "accumulation chunks go with k_splits 1 only: set one of them to 1");

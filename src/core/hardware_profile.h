@@ -144,7 +144,7 @@ struct TieredGemmTuning {
   double time_us = 0;       // median GEMM time, > 0
   double eb_gbps = 0;       // effective bandwidth: M * K * 2 bytes / time, GB/s, > 0
   int64_t cluster = 1;      // 1, 2 or 4: CTAs per multicast cluster (optional in the JSON, default 1)
-  int64_t k_chunks = 1;     // 1, 2 or 4: the accumulation chunks of the units that are not split
+  int64_t k_chunks = 1;     // >= 1: the HBM units' accumulation chunks, the host units' split
                             //   (TieredGemmSchedule::k_chunks; optional in the JSON, default 1)
   bool operator==(const TieredGemmTuning&) const = default;
 };

@@ -73,14 +73,10 @@ void TieredGemmSchedule::validate() const {
     fail(fmt::format("k_splits {} outside [1, {} k-blocks]", k_splits, k_blocks()), where,
          "use choose_tiered_gemm_k_splits()");
   }
-  if (k_chunks < 1 || k_chunks > k_blocks() || (k_chunks > 1 && (k_splits != 1 || tile.bm != 64))) {
+  if (k_chunks < 1 || k_chunks > k_blocks() || (k_chunks > 1 && (k_splits != 1 || tile.bm != 64 || tile.bn > 16))) {
     fail(fmt::format("k_chunks {} with k_splits {} on a {}x{} tile of {} k-blocks", k_chunks, k_splits, tile.bm,
                      tile.bn, k_blocks()),
-         where, "use choose_tiered_gemm_k_chunks() (chunks only for unsplit 64-row tiles)");
-  }
-  if (host_chunk_split && k_chunks < 2) {
-    fail("host_chunk_split without accumulation chunks (k_chunks 1)", where,
-         "set host_chunk_split only with k_chunks > 1 (plan_tiered_gemm does)");
+         where, "use choose_tiered_gemm_k_chunks() (chunks only for unsplit 64 x 8 / 64 x 16 tiles)");
   }
   if (partial_slots() > 1 && max_output_tiles() > kMaxSplitTiles) {  // split partials of either side
     fail(fmt::format("k_splits {} / k_chunks {} with {} output tiles: the workspace counts at most {} split tiles",
@@ -113,11 +109,10 @@ void TieredGemmSchedule::validate() const {
 
 std::string TieredGemmSchedule::to_string() const {
   return fmt::format(
-      "M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} k_chunks={}{}{} host_ctas={}x{} stages hbm_ctas={}x{} "
-      "stages cluster={}",
-      M, N, K, m_host, tile.bm, tile.bn, tile.bk(), k_splits, k_chunks, host_chunk_split ? " host_chunk_split" : "",
-      hbm_split_tiles() > 0 ? fmt::format(" hbm_split_tiles={}", hbm_split_tiles()) : std::string(), host_ctas,
-      host_stages, hbm_ctas, hbm_stages, cluster);
+      "M={} N={} K={} m_host={} tile={}x{}x{} k_splits={} k_chunks={} host_ctas={}x{} stages hbm_ctas={}x{} stages "
+      "cluster={}",
+      M, N, K, m_host, tile.bm, tile.bn, tile.bk(), k_splits, k_chunks, host_ctas, host_stages, hbm_ctas, hbm_stages,
+      cluster);
 }
 
 int64_t tiered_gemm_workspace_bound(int64_t M, int64_t K, int64_t max_n, int64_t sm_count, int32_t compute_bn) {
@@ -256,24 +251,13 @@ int32_t choose_tiered_gemm_k_splits(int64_t M, int64_t N, int64_t K, const Tiere
 }
 
 int32_t choose_tiered_gemm_k_chunks(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count) {
-  if (M < 1 || N < 1 || K < 1 || sm_count < 1 || tile.bm != 64) return 1;
+  if (M < 1 || N < 1 || K < 1 || sm_count < 1 || tile.bm != 64 || tile.bn > 16) return 1;
   if (choose_tiered_gemm_k_splits(M, N, K, tile, sm_count) != 1) return 1;
-  // The link rule: few host m-tiles need more read streams.
-  const TieredGemmSchedule linked = split_shape(M, N, K, tile, 1, kTieredGemmKChunks);
-  if (tile.bn <= 16 && linked.k_blocks() >= 8 * kTieredGemmKChunks &&
-      linked.max_output_tiles() <= TieredGemmSchedule::kMaxSplitTiles) {
-    return kTieredGemmKChunks;
+  const TieredGemmSchedule shape = split_shape(M, N, K, tile, 1, kTieredGemmKChunks);
+  if (shape.k_blocks() < 8 * kTieredGemmKChunks || shape.max_output_tiles() > TieredGemmSchedule::kMaxSplitTiles) {
+    return 1;
   }
-  // The tail rule: the all-HBM launch's last, partial round split over twice the CTAs.
-  const TieredGemmSchedule tail = split_shape(M, N, K, tile, 1, kTieredGemmTailChunks);
-  const int64_t tiles = ceil_div(M, tile.bm) * tail.n_tiles();
-  const int64_t last = tiles % sm_count;
-  if (last > 0 && last * kTieredGemmTailChunks <= sm_count && tail.k_blocks() >= 4 * kTieredGemmTailChunks &&
-      tail.max_output_tiles() <= TieredGemmSchedule::kMaxSplitTiles &&
-      tail.workspace_bytes() - TieredGemmSchedule::counter_bytes() <= kTailChunkWorkspaceBytes) {
-    return kTieredGemmTailChunks;
-  }
-  return 1;
+  return kTieredGemmKChunks;
 }
 
 int32_t tiered_gemm_multicast_cluster(int64_t M, int64_t N, int64_t K, int64_t m_host, int64_t sm_count,
@@ -297,8 +281,6 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
   s.tile = choose_tiered_gemm_tile(M, N, K, sm_count, limits.compute_bn);
   s.k_splits = choose_tiered_gemm_k_splits(M, N, K, s.tile, sm_count);
   s.k_chunks = choose_tiered_gemm_k_chunks(M, N, K, s.tile, sm_count);
-  s.host_chunk_split = s.k_chunks == kTieredGemmKChunks;  // the link rule's chunks (choose_tiered_gemm_k_chunks)
-  s.hbm_tail_split = limits.tail_split;
   const int32_t ring = s.tile.max_stages();
   s.host_stages = 1;
   s.hbm_stages = ring;
@@ -312,8 +294,6 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
     }
   }
   const int64_t C = s.cluster;
-  // HBM units before the HBM CTAs are known: one per tile and k-split (hbm_split_tiles() is 0 while
-  // hbm_ctas is 0); the tail split follows from the CTAs given below.
   const int64_t host_units = s.host_units(), hbm_units = s.hbm_units();
   int64_t host_ctas = 0;
   if (host_units > 0) {
@@ -325,7 +305,7 @@ TieredGemmSchedule plan_tiered_gemm(int64_t M, int64_t N, int64_t K, int64_t m_h
     // stage each under the in-flight cap (with 36 KiB stages the compute share alone put 2.3 MiB in
     // flight for Llama-2-7B's qkv at 50 % host rows, where HBM reads slow down).
     if (s.tile.bm == 64) host_ctas = std::min(host_ctas, std::max(link_ctas, limits.inflight_cap_bytes / stage));
-    if (s.host_chunk_split) {
+    if (s.k_chunks > 1) {
       // The host units split k_chunks ways: one read stream each, up to the cap at 3 stages a
       // stream, as long as the HBM side keeps the rounds it has beside the unsplit units' CTAs
       // (Llama-2-70B's down: 126 HBM units on 124 CTAs took two rounds, 162 -> 195 us), in rounds of
@@ -358,7 +338,6 @@ TieredGemmSchedule with_congestion(TieredGemmSchedule s, int64_t host_ctas, int3
   const std::string where = "tiered GEMM congestion override for " + s.to_string();
   const int64_t C = s.cluster;
   const int64_t grid = grid_ctas / C * C;
-  s.hbm_ctas = 0;  // hbm_units() below: one unit per tile and k-split (the tail split depends on the CTAs)
   if (s.host_units() > 0) s.host_ctas = int32_t(std::max<int64_t>(ceil_div(host_ctas, C), 1) * C);
   else s.host_ctas = 0;
   s.host_stages = host_stages;

@@ -20,12 +20,6 @@
 // HBM clusters of such a launch share their W tiles the same way (measured neither faster nor
 // slower). Each output tile is still one CTA's k-loop in the same order, so the bits do not depend
 // on C either.
-// Accumulation chunks: with k_chunks = P > 1 (64-row tiles, k_splits 1) a unit that is not split sums
-// its k-blocks in P chunks exactly as P k-splits are summed, so any output tile may instead be split
-// P ways over P CTAs with the same bits: the host side splits all of its units when a few host
-// m-tiles need more read streams (host_chunk_split), the HBM side the tiles of its last, partial
-// round when P times them fit its CTAs (hbm_tail_split: 192 m-tiles on 132 CTAs run 132 whole units,
-// then 60 tiles as 120 half units instead of 60 whole ones on 60 CTAs).
 // Congestion control (DESIGN.md §1): a host CTA keeps at most host_stages TMA stages in flight,
 // and host_clusters * host_stages * host_stage_inflight_bytes stays under the measured in-flight
 // cap on the bandwidth path (64-row tiles: host CTAs capped too); on the compute path every host
@@ -100,9 +94,6 @@ struct TieredGemmLinkLimits {
   int64_t cluster4_ctas = 0;
   /// Largest multicast cluster plan_tiered_gemm may choose (1 turns multicast off).
   int32_t max_cluster = 4;
-  /// TieredGemmSchedule::hbm_tail_split of the planned schedules (false: the HBM side's last round
-  /// runs whole units; an A/B switch, DAK_GEMM_TAIL_SPLIT=0 in the GPU engine).
-  bool tail_split = true;
   /// Compute tile (N > 64) plan_tiered_gemm takes: 0 chooses by padding and cost (the default,
   /// choose_tiered_gemm_tile); 128 or 256 forces 128 x 128 or 128 x 256 (A/B measurements, tests).
   int32_t compute_bn = 0;
@@ -124,16 +115,12 @@ struct TieredGemmSchedule {
   // Tiling.
   TieredGemmTile tile;
   int32_t k_splits = 1;  // S, from (M, N, K, tile, sm_count) only
-  int32_t k_chunks = 1;  // P > 1 only with k_splits == 1 on the 64-row tiles, from (M, N, K, tile,
-                         //   sm_count) only (choose_tiered_gemm_k_chunks): every unit that is not
-                         //   split sums its k-blocks in P chunks (split_begin(c, P)) exactly as P
-                         //   k-splits are summed (fp32, from 0.0f, in chunk order), so an output tile
-                         //   computed by one unit or by P split units has the same bits
-  bool host_chunk_split = false;  // the host side splits every unit k_chunks ways (a few host m-tiles
-                                  //   get the read streams the loaded link needs); plan_tiered_gemm
-                                  //   sets it with k_chunks == kTieredGemmKChunks
-  bool hbm_tail_split = false;    // the HBM side splits the tiles of its last, partial round k_chunks
-                                  //   ways when they fit its clusters (hbm_split_tiles())
+  int32_t k_chunks = 1;  // P > 1 only with k_splits == 1 on the 64 x 8 / 64 x 16 tiles, from (M, N, K,
+                         //   tile, sm_count) only (choose_tiered_gemm_k_chunks): every HBM unit sums
+                         //   its k-blocks in P chunks (split_begin(c, P)) exactly as P k-splits would
+                         //   be summed (fp32, from 0.0f, in chunk order), so the host side may split
+                         //   each of its units P ways over P CTAs with the same bits: a few host
+                         //   m-tiles get the read streams the loaded link needs
   // Launch (congestion control).
   int32_t host_ctas = 0;    // CTAs that only read host tiles
   int32_t hbm_ctas = 0;     // CTAs that only read HBM tiles
@@ -151,58 +138,31 @@ struct TieredGemmSchedule {
   DAK_HD int64_t max_output_tiles() const { return ((M + tile.bm - 1) / tile.bm + 1) * n_tiles(); }
   /// n-groups: ceil(n_tiles / cluster) (n_tiles when cluster == 1).
   DAK_HD int64_t n_groups() const { return (n_tiles() + cluster - 1) / cluster; }
-  /// Partial slots per output tile in the workspace: the most splits any unit has.
+  /// K splits of one side's units: k_chunks on the host side when k_chunks > 1, else k_splits.
+  DAK_HD int64_t side_splits(bool host_side) const { return host_side && k_chunks > 1 ? k_chunks : k_splits; }
+  /// Partial slots per output tile in the workspace: the most splits either side has.
   DAK_HD int64_t partial_slots() const { return k_splits > k_chunks ? k_splits : k_chunks; }
+  /// Units of each side, each computed by one cluster (one CTA when cluster == 1).
+  DAK_HD int64_t host_units() const { return host_m_tiles() * n_groups() * side_splits(true); }
+  DAK_HD int64_t hbm_units() const { return hbm_m_tiles() * n_groups() * side_splits(false); }
   /// Clusters of each side (the workers of its units).
   DAK_HD int64_t host_clusters() const { return host_ctas / cluster; }
   DAK_HD int64_t hbm_clusters() const { return hbm_ctas / cluster; }
-  /// Output tiles (m-tile, n-group) of the HBM side.
-  DAK_HD int64_t hbm_tiles() const { return hbm_m_tiles() * n_groups(); }
-  /// HBM tiles computed as k_chunks split units: with hbm_tail_split, k_splits 1 and k_chunks > 1,
-  /// the tiles of the last round (hbm_tiles() % hbm_clusters()) when k_chunks times them fit the HBM
-  /// clusters; else 0. They are the side's last tiles; the others are one unit each.
-  DAK_HD int64_t hbm_split_tiles() const {
-    if (!hbm_tail_split || k_splits != 1 || k_chunks < 2 || hbm_clusters() < 1) return 0;
-    const int64_t tail = hbm_tiles() % hbm_clusters();
-    return tail * k_chunks <= hbm_clusters() ? tail : 0;
-  }
-  /// Units of each side, each computed by one cluster (one CTA when cluster == 1).
-  DAK_HD int64_t host_units() const {
-    return host_m_tiles() * n_groups() * (host_chunk_split ? k_chunks : k_splits);
-  }
-  DAK_HD int64_t hbm_units() const {
-    return k_splits > 1 ? hbm_tiles() * k_splits : hbm_tiles() + hbm_split_tiles() * (k_chunks - 1);
-  }
   /// First k-block of split s of `splits` (s in [0, splits]; s == splits gives k_blocks()): the
-  /// k-split ranges (splits = Unit::splits) and the accumulation chunks (splits = k_chunks).
+  /// k-split ranges (splits = side_splits) and the HBM units' accumulation chunks (splits = k_chunks).
   DAK_HD int64_t split_begin(int64_t s, int64_t splits) const { return s * k_blocks() / splits; }
 
-  /// Unit u of one side -> (m-tile within the side, n-group, split, splits of its tile); CTA rank
-  /// r of the cluster takes n-tile n_group * cluster + r (the n-tile itself when cluster == 1).
-  /// Splits of one output tile are consecutive, so they run at the same time on neighbouring CTAs.
-  /// A unit covers k-blocks [split_begin(split, splits), split_begin(split + 1, splits)); splits 1:
-  /// the whole K, summed in k_chunks chunks.
+  /// Unit u of one side -> (m-tile within the side, n-group, split); CTA rank r of the cluster
+  /// takes n-tile n_group * cluster + r (the n-tile itself when cluster == 1). Splits of one
+  /// output tile are consecutive, so they run at the same time on neighbouring CTAs.
   struct Unit {
-    int64_t m_tile, n_group, split, splits;
+    int64_t m_tile, n_group, split;
   };
   DAK_HD Unit unit(int64_t u, bool host_side) const {
-    int64_t splits = host_side ? (host_chunk_split ? k_chunks : k_splits) : k_splits;
-    int64_t t, split;
-    if (!host_side && splits == 1) {
-      const int64_t whole = hbm_tiles() - hbm_split_tiles();  // tiles of one unit, then the split ones
-      if (u < whole) {
-        t = u;
-        split = 0;
-      } else {
-        splits = k_chunks;
-        t = whole + (u - whole) / splits;
-        split = (u - whole) % splits;
-      }
-    } else {
-      t = u / splits;
-      split = u % splits;
-    }
-    return Unit{t / n_groups(), t % n_groups(), split, splits};
+    const int64_t splits = side_splits(host_side);
+    const int64_t s = u % splits;
+    const int64_t t = u / splits;
+    return Unit{t / n_groups(), t % n_groups(), s};
   }
   /// Index of an output tile in the workspace: host tiles first, then HBM tiles.
   DAK_HD int64_t output_tile(bool host_side, int64_t m_tile, int64_t n_tile) const {
@@ -312,24 +272,14 @@ int64_t tiered_gemm_workspace_bound(int64_t M, int64_t K, int64_t max_n, int64_t
 /// (docs/perf-notes.md, session 10).
 double tiered_gemm_split_cost(int64_t tiles, int64_t k_blocks, int64_t S, int64_t sm_count);
 
-/// Accumulation chunks (TieredGemmSchedule::k_chunks) of a shape, for shapes that run unsplit
-/// (choose_tiered_gemm_k_splits == 1) on a 64-row tile; 1 otherwise:
-/// - kTieredGemmKChunks (the link rule) on a 64 x 8 or 64 x 16 tile with at least 8 k-blocks of 256
-///   per chunk (32 k-blocks: K > 7936). Why: a host m-tile is read by one CTA per split, and one
-///   CTA's ring (5 stages, 180 KiB) keeps too few bytes in flight for the link while the HBM side
-///   loads the memory system (a host read then takes ~8-14 us): Llama-2-70B's down (K = 28672) with
-///   128 host rows read them at ~41 GB/s of 51 on two CTAs (docs/perf-notes.md, session 36). The
-///   host side then splits every unit (TieredGemmSchedule::host_chunk_split).
-/// - else kTieredGemmTailChunks (the tail rule) when the all-HBM launch ends in a partial round of
-///   at most sm_count / 2 tiles (tiles % sm_count), each chunk has at least 4 k-blocks, and the
-///   split partials of every output tile fit kTailChunkWorkspaceBytes. Why: the HBM side splits the
-///   last round's tiles over twice the CTAs (TieredGemmSchedule::hbm_tail_split); Llama-2-7B's qkv
-///   (192 m-tiles on 132 SMs) ran its 60 second-round units on 60 CTAs, done ~15 us after the other
-///   72 (an H100 at N = 64, docs/perf-notes.md sessions 31 and 35).
+/// Accumulation chunks (TieredGemmSchedule::k_chunks) of a shape: kTieredGemmKChunks when the
+/// shape runs unsplit (choose_tiered_gemm_k_splits == 1) on a 64 x 8 or 64 x 16 tile with at least
+/// 8 k-blocks of 256 per chunk (32 k-blocks: K > 7936), else 1. Why: a host m-tile is read by one CTA per split, and
+/// one CTA's ring (5 stages, 180 KiB) keeps too few bytes in flight for the link while the HBM
+/// side loads the memory system (a host read then takes ~8-14 us): Llama-2-70B's down (K = 28672)
+/// with 128 host rows read them at ~41 GB/s of 51 on two CTAs (docs/perf-notes.md, session 36).
 /// Depends only on the arguments, so it is the same for every m_host (split invariance).
 inline constexpr int32_t kTieredGemmKChunks = 4;
-inline constexpr int32_t kTieredGemmTailChunks = 2;
-inline constexpr int64_t kTailChunkWorkspaceBytes = int64_t(16) << 20;
 int32_t choose_tiered_gemm_k_chunks(int64_t M, int64_t N, int64_t K, const TieredGemmTile& tile, int64_t sm_count);
 
 /// k_splits in [1, min(16, k_blocks / 2)] minimizing tiered_gemm_split_cost (ties: the smallest S);

@@ -28,8 +28,7 @@ void expect_exact_cover(const TieredGemmSchedule& s) {
       for (int64_t u = c; u < units; u += workers) {
         ++visited;
         const auto unit = s.unit(u, side == 0);
-        const int64_t splits = unit.splits;
-        EXPECT_LT(unit.split, splits) << s.to_string();
+        const int64_t splits = s.side_splits(side == 0);
         for (int64_t r = 0; r < C; ++r) {
           const int64_t n_tile = unit.n_group * C + r;
           if (n_tile >= s.n_tiles()) continue;
@@ -307,9 +306,9 @@ TEST(TieredGemmSchedule, AccumulationChunksSplitFewHostTiles) {
   EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(8192, 16, 28672, dak::choose_tiered_gemm_tile(8192, 16, 28672, 132), 132),
             dak::kTieredGemmKChunks);
   EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(57344, 8, 8192, t8, 132), dak::kTieredGemmKChunks);
-  // Not the link rule: K = 4096 (16 k-blocks: Llama-2-7B's qkv takes the tail rule's 2), a shape that
-  // already splits K (Llama-2-7B's down), bn 32 / 64, the compute tiles.
-  EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(12288, 8, 4096, t8, 132), dak::kTieredGemmTailChunks);
+  // Not: K = 4096 (16 k-blocks), a shape that already splits K (Llama-2-7B's down), bn 32 / 64, the
+  // compute tiles.
+  EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(12288, 8, 4096, t8, 132), 1);
   EXPECT_EQ(dak::choose_tiered_gemm_k_chunks(4096, 8, 11008, t8, 132), 1);
   for (int64_t N : {32, 64, 512}) {
     EXPECT_EQ(dak::plan_tiered_gemm(8192, N, 28672, 128, 132).k_chunks, 1) << "N = " << N;
@@ -346,72 +345,9 @@ TEST(TieredGemmSchedule, AccumulationChunksSplitFewHostTiles) {
   TieredGemmSchedule bad = base;
   bad.k_splits = 2;
   EXPECT_THROW(bad.validate(), dak::Error);
-  bad = dak::plan_tiered_gemm(8192, 512, 28672, 0, 132);
-  bad.k_splits = 1;
+  bad = dak::plan_tiered_gemm(8192, 32, 28672, 0, 132);
   bad.k_chunks = 4;
   EXPECT_THROW(bad.validate(), dak::Error);
-  // host_chunk_split needs chunks.
-  bad = dak::plan_tiered_gemm(4096, 8, 11008, 0, 132);
-  bad.host_chunk_split = true;
-  EXPECT_THROW(bad.validate(), dak::Error);
-}
-
-TEST(TieredGemmSchedule, HbmTailSplitsTheLastPartialRound) {
-  // Llama-2-7B's qkv at N = 8 and 64 on 132 SMs: 192 m-tiles, one k-split. The all-HBM launch runs
-  // 132 whole units, then the 60 tiles of its second round as 120 half units.
-  for (int64_t N : {1, 8, 64}) {
-    const TieredGemmSchedule s = dak::plan_tiered_gemm(12288, N, 4096, 0, 132);
-    EXPECT_EQ(s.k_splits, 1) << s.to_string();
-    EXPECT_EQ(s.k_chunks, dak::kTieredGemmTailChunks) << s.to_string();
-    EXPECT_FALSE(s.host_chunk_split);
-    EXPECT_EQ(s.hbm_ctas, 132) << s.to_string();
-    EXPECT_EQ(s.hbm_split_tiles(), 60) << s.to_string();
-    EXPECT_EQ(s.hbm_units(), 132 + 120) << s.to_string();
-    // Whole units first (CTA c's first unit is tile c), then tile 132 + t / 2, half t % 2.
-    EXPECT_EQ(s.unit(131, false).splits, 1);
-    const auto first_half = s.unit(132, false), second_half = s.unit(133, false), last = s.unit(251, false);
-    EXPECT_EQ(first_half.m_tile, 132);
-    EXPECT_EQ(first_half.split, 0);
-    EXPECT_EQ(first_half.splits, 2);
-    EXPECT_EQ(second_half.m_tile, 132);
-    EXPECT_EQ(second_half.split, 1);
-    EXPECT_EQ(last.m_tile, 191);
-    EXPECT_EQ(last.split, 1);
-    expect_exact_cover(s);
-    // The A/B switch: whole units only, the same k_chunks (the same bits).
-    dak::TieredGemmLinkLimits off;
-    off.tail_split = false;
-    const TieredGemmSchedule whole = dak::plan_tiered_gemm(12288, N, 4096, 0, 132, off);
-    EXPECT_EQ(whole.k_chunks, s.k_chunks);
-    EXPECT_EQ(whole.hbm_split_tiles(), 0);
-    EXPECT_EQ(whole.hbm_units(), 192);
-    expect_exact_cover(whole);
-    // With host rows the HBM side has its own tail: split when twice it fits the HBM CTAs; the host
-    // side keeps whole units (no host_chunk_split).
-    for (int64_t m_host : {int64_t(64), int64_t(1229), int64_t(6144), int64_t(12288 - 64)}) {
-      const TieredGemmSchedule h = dak::plan_tiered_gemm(12288, N, 4096, m_host, 132);
-      EXPECT_EQ(h.k_chunks, s.k_chunks);
-      EXPECT_EQ(h.host_units(), h.host_m_tiles() * h.n_tiles()) << h.to_string();
-      const int64_t tail = h.hbm_tiles() % h.hbm_ctas;
-      EXPECT_EQ(h.hbm_split_tiles(), tail * 2 <= h.hbm_ctas ? tail : 0) << h.to_string();
-      expect_exact_cover(h);
-      // A congestion override re-derives the tail from its own HBM CTAs.
-      const TieredGemmSchedule o = dak::with_congestion(h, 2, 1, 0, 100);
-      EXPECT_EQ(o.hbm_ctas, std::min<int64_t>(98, o.hbm_tiles())) << o.to_string();
-      expect_exact_cover(o);
-    }
-  }
-  // Not: a last round of more than half the SMs (Llama-2-7B's gate_up: 344 m-tiles, 80 in the
-  // last round), a shape that splits K (o_proj), the compute tiles, and a shape whose partials would
-  // pass kTailChunkWorkspaceBytes (Llama-3-8B's LM head at N = 64: 2005 tiles x 2 x 16 KiB).
-  EXPECT_EQ(dak::plan_tiered_gemm(22016, 8, 4096, 0, 132).k_chunks, 1);
-  EXPECT_EQ(dak::plan_tiered_gemm(4096, 8, 4096, 0, 132).k_chunks, 1);
-  EXPECT_EQ(dak::plan_tiered_gemm(12288, 512, 4096, 0, 132).k_chunks, 1);
-  EXPECT_EQ(dak::plan_tiered_gemm(128256, 64, 4096, 0, 132).k_chunks, 1);
-  EXPECT_EQ(dak::plan_tiered_gemm(128256, 8, 4096, 0, 132).k_chunks, dak::kTieredGemmTailChunks);
-  // The workspace of the tail rule's partials stays within its cap at every N a pass may have.
-  EXPECT_LE(dak::tiered_gemm_workspace_bound(128256, 4096, 64, 132),
-            TieredGemmSchedule::counter_bytes() + dak::kTailChunkWorkspaceBytes);
 }
 
 TEST(TieredGemmSchedule, RefusesBadShapes) {

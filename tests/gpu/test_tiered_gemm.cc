@@ -218,9 +218,8 @@ std::vector<int64_t> host_rows_for(int64_t M, int32_t bm) {
 
 /// `compute_bn` 128 / 256 forces the compute tile (TieredGemmLinkLimits::compute_bn): test shapes
 /// are too small for the wave rule to pick 128 x 256 by itself.
-/// `chunks` > 0 forces TieredGemmSchedule::k_chunks with the host side split that many ways
-/// (host_chunk_split; unsplit 64-row tiles), the CTAs re-derived for the new host unit count: test
-/// shapes are too small for the link rule to take chunks.
+/// `chunks` > 0 forces TieredGemmSchedule::k_chunks (unsplit 64 x 8 / 64 x 16 tiles), the CTAs
+/// re-derived for the new host unit count: test shapes are too small for the rule to take chunks.
 void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn = 0, int32_t chunks = 0) {
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -235,7 +234,6 @@ void check_split_invariance(const Problem& p, uint64_t seed, int32_t compute_bn 
     if (chunks > 0) {
       s.k_splits = 1;
       s.k_chunks = chunks;
-      s.host_chunk_split = true;
       s = dak::with_congestion(s, std::min<int64_t>(s.host_units(), 5), s.host_stages, 0, sms);
     }
     EXPECT_EQ(s.tile, tile) << s.to_string();
@@ -266,33 +264,6 @@ TEST(TieredGemm, AccumulationChunksGiveTheSplitBits) {
   // 132 m-tiles of 8192 columns).
   const auto planned = dak::plan_tiered_gemm(132 * 64, 8, 8192, 128, sm_count());
   if (planned.k_chunks > 1) check_split_invariance({132 * 64, 8, 8192}, fresh_seed());
-}
-
-TEST(TieredGemm, HbmTailSplitGivesTheSameBits) {
-  // The tail rule's chunks: 3 tiles past one full round on this GPU's SMs, so the all-HBM launch
-  // splits them into 6 half units (hbm_tail_split). Against the fp64 reference and bitwise across
-  // every offload ratio (each m_host has its own HBM tail), then bitwise against the same launch
-  // with whole units only (the schedule DAK_GEMM_TAIL_SPLIT=0 gives).
-  DAK_REQUIRE_GPU_OR_SKIP();
-  const int sms = sm_count();
-  for (int64_t N : {8, 64}) {
-    const Problem p{(sms + 3) * 64, N, 2048};
-    const TieredGemmSchedule split = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sms);
-    ASSERT_EQ(split.k_chunks, dak::kTieredGemmTailChunks) << split.to_string();
-    ASSERT_EQ(split.hbm_split_tiles(), 3) << split.to_string();
-    check_split_invariance(p, fresh_seed());
-    const uint64_t seed = fresh_seed();
-    SCOPED_TRACE("seed=" + std::to_string(seed));
-    std::mt19937_64 rng(seed);
-    Operands o(p, rng);
-    dak::TieredGemmLinkLimits off;
-    off.tail_split = false;
-    const TieredGemmSchedule whole = dak::plan_tiered_gemm(p.M, p.N, p.K, 0, sms, off);
-    ASSERT_EQ(whole.hbm_split_tiles(), 0) << whole.to_string();
-    const RunResult a = run_and_check(o, split, describe(p) + " " + split.to_string());
-    const RunResult b = run_and_check(o, whole, describe(p) + " " + whole.to_string());
-    EXPECT_TRUE(a.bytes == b.bytes) << describe(p) << ": the tail split changed the output bits";
-  }
 }
 
 TEST(TieredGemm, ComputePathAllRatios) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 39, call 1: the HBM tail split (TieredGemmSchedule::hbm_tail_split, k_chunks 2 by the tail
+# Session 39, call 1 (ran on commit c6159ef; the tail split was then rejected and removed, its code in
+# docs/attempts/session39-hbm-tail-split.patch, so DAK_GEMM_TAIL_SPLIT no longer exists): the HBM tail split (TieredGemmSchedule::hbm_tail_split, k_chunks 2 by the tail
 # rule). The tiered GEMM tests first (the kernel changed: chunked accumulation on every 64-row tile,
 # per-unit split counts), then Llama-2-7B decode at batch 1 / 8 / 64 on the tiered GEMM with the
 # tail split on and off (DAK_GEMM_TAIL_SPLIT=0), two interleaved rounds, then every gpu test.

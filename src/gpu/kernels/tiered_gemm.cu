@@ -5,7 +5,6 @@
 
 #include <string>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
@@ -35,9 +34,7 @@ void check_host_rows(const void* h_w, const std::string& where) {
 
 TieredGemmLinkLimits tiered_gemm_cluster_limits(TieredGemmLinkLimits base) {
   static const int64_t cluster4 = tiered_gemm_detail::co_resident_ctas(4);
-  static const bool tail_split = env_flag("DAK_GEMM_TAIL_SPLIT", true);
   base.cluster4_ctas = cluster4;
-  if (!tail_split) base.tail_split = false;
   return base;
 }
 

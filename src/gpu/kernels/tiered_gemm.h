@@ -17,10 +17,8 @@
 // 128-row tiles' whole bf16 tiles go through SMEM and out in 16-byte vectors),
 // or (k_splits > 1) an fp32 partial to the workspace, where the tile's last split (its reducer: it
 // waits on an atomic counter of the other splits, and resets it) sums the partials in split order
-// and stores. With k_chunks > 1 (unsplit 64-row tiles) output tiles may be split k_chunks ways (the
-// host side's units with host_chunk_split, the tiles of the HBM side's last, partial round when they
-// fit its CTAs), and every unit that is not split sums its k_chunks chunks of K in the same order
-// itself. TMA
+// and stores. With k_chunks > 1 (unsplit 64 x 8 / 64 x 16 tiles) the host units are split that way
+// k_chunks ways, and each HBM unit sums its k_chunks chunks of K in the same order itself. TMA
 // zero-fills rows past M or m_host, tokens past N and columns past K, so any M, N and K % 8 == 0
 // work. The W loads carry an L2 eviction hint: EVICT_FIRST when the launch reads each W tile once
 // (one n-tile), so a decode step's weight stream does not push the small kernels' data out of L2.
@@ -158,9 +156,8 @@ struct TieredGemmArgs {
 
 /// The congestion limits `base` with the device's co-residency of multicast clusters filled in
 /// (cluster4_ctas: CTAs of the 128 x 128 kernel that can be resident at once in clusters of 4, from
-/// cudaOccupancyMaxActiveClusters on the current device; asked once per process), and tail_split
-/// off when DAK_GEMM_TAIL_SPLIT=0 (an A/B switch: the HBM side's last round runs whole units,
-/// TieredGemmSchedule::hbm_tail_split). Throws dak::Error on a CUDA error.
+/// cudaOccupancyMaxActiveClusters on the current device; asked once per process). Throws
+/// dak::Error on a CUDA error.
 TieredGemmLinkLimits tiered_gemm_cluster_limits(TieredGemmLinkLimits base = {});
 
 /// Zeroes the workspace's tile counters (once, after allocating it; every run leaves them zero).

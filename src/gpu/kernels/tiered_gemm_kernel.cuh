@@ -128,9 +128,9 @@ struct Config {
   // Norm-out: the tile's residual and norm weight are loaded before the unit's main loop (their
   // L2 round trip off the epilogue) up to this many tokens per tile (registers: 2 per value).
   static constexpr bool kNormPrefetch = kBn <= 32;
-  // Accumulation chunks (TieredGemmSchedule::k_chunks) are compiled for the 64-row tiles only:
-  // kBm * kBn / 128 more fp32 registers per thread (4 / 8 / 16 / 32 for bn 8 / 16 / 32 / 64).
-  static constexpr bool kChunked = kBm == 64;
+  // Accumulation chunks (TieredGemmSchedule::k_chunks) are compiled for the 64 x 8 / 64 x 16 tiles
+  // only: kBm * kBn / 128 more fp32 registers per thread (4 / 8).
+  static constexpr bool kChunked = kBm == 64 && kBn <= 16;
 
   struct alignas(1024) SharedStorage {
     alignas(1024) ArrayEngine<Element, cosize_v<SmemLayoutW>> w;
@@ -446,6 +446,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
   const int64_t side_cta = (host_side ? blockIdx.x : blockIdx.x - s.host_ctas) / C;
   const int64_t side_ctas = host_side ? s.host_clusters() : s.hbm_clusters();
   const int64_t side_units = host_side ? s.host_units() : s.hbm_units();
+  const int64_t splits = s.side_splits(host_side);  // k-splits of this side's units
   const int64_t side_rows = host_side ? s.m_host : s.M - s.m_host;
   const int64_t side_row0 = host_side ? 0 : s.m_host;  // first row of W (and column of y) of this side
   const int32_t stages = host_side ? s.host_stages : s.hbm_stages;
@@ -578,8 +579,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
       // the last real one (never a box entirely out of bounds) and it stores nothing.
       const int64_t mine = unit.n_group * C + rank;
       const int64_t n_tile = mine < n_tiles ? mine : n_tiles - 1;
-      for (int64_t kb = s.split_begin(unit.split, unit.splits), kb_end = s.split_begin(unit.split + 1, unit.splits);
-           kb < kb_end;
+      for (int64_t kb = s.split_begin(unit.split, splits), kb_end = s.split_begin(unit.split + 1, splits); kb < kb_end;
            ++kb) {
         if (!dependency_met && pending >= early_stages) {  // the early W tiles are out: their x is due
           meet_dependency();
@@ -677,7 +677,6 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
   for (int64_t u = side_cta; u < side_units; u += side_ctas, ++local) {
     const TieredGemmSchedule::Unit unit = s.unit(u, host_side);
     const int64_t n_tile = unit.n_group * C + rank;  // may be past the last n-tile (then no store)
-    const int64_t splits = unit.splits;  // k-splits of this unit's output tile
     const int64_t kb_begin = s.split_begin(unit.split, splits), kb_end = s.split_begin(unit.split + 1, splits);
     if (Cfg::kMathGroups > 1 && local % Cfg::kMathGroups != group) {
       // The other group's unit: skip its k-blocks in the ring.
@@ -703,16 +702,16 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     }
     int held = -1;  // ring slot whose wgmma may still be running
     ++mine;
-    // Accumulation chunks (TieredGemmSchedule::k_chunks) of a unit that is not split: chunk c's
-    // result is added to chunk_sum (from 0.0f, in chunk order) and the accumulators restart at its
-    // end, so the unit sums exactly what the split reduction of k_chunks split units sums.
+    // Accumulation chunks (TieredGemmSchedule::k_chunks) of an HBM unit: chunk c's result is added
+    // to chunk_sum (from 0.0f, in chunk order) and the accumulators restart at its end, so the unit
+    // sums exactly what the split reduction of the host side's k_chunks splits sums.
     [[maybe_unused]] float chunk_sum[Cfg::kChunked ? kFrag : 1];
     [[maybe_unused]] int64_t chunk_end = kb_end;
     [[maybe_unused]] int64_t chunk = 0;
     if constexpr (Cfg::kChunked) {
 #pragma unroll
       for (int i = 0; i < kFrag; ++i) chunk_sum[i] = 0.0f;
-      if (splits == 1 && s.k_chunks > 1) chunk_end = s.split_begin(1, s.k_chunks);
+      if (!host_side && s.k_chunks > 1) chunk_end = s.split_begin(1, s.k_chunks);
     }
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       wait_parity(&smem.full[st], phase);
@@ -755,7 +754,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     drain_and_combine(held);
     if constexpr (Cfg::kChunked) {
       // The last chunk's result added as the split reducer adds its own partial (below).
-      if (splits == 1 && s.k_chunks > 1) {
+      if (!host_side && s.k_chunks > 1) {
 #pragma unroll
         for (int i = 0; i < kFrag; ++i) acc(i) = chunk_sum[i] + acc(i);
       }
