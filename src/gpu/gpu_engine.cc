@@ -95,11 +95,11 @@ bool act_epilogue_enabled() {
 
 /// Diagnostic builds only (-DDAK_DIAG_SKIP_KERNELS; wrong outputs, never a release): whether
 /// DAK_DIAG_SKIP (a comma list of rope, act, attn, attn_body) drops that kernel from every layer, to
-/// bound what fusing it away could save (docs/perf-notes.md session 33); attn_body puts an empty
-/// kernel of the tiered decode attention's CTA count in its place (one launch, also for the combine
-/// kernel where there is one), so that the kernel boundary alone is timed (session 39); the empty CTAs hold no
-/// SMEM, so the next GEMM's early CTAs fit beside them as they would not beside the attention's.
-/// Always false otherwise.
+/// bound what fusing it away could save (docs/perf-notes.md session 33); attn_body puts one empty
+/// kernel of the tiered decode attention's CTA count in its place (and its combine kernel's, if
+/// any), so that the kernel boundary alone is timed (session 39). The empty CTAs hold no SMEM, so
+/// the next GEMM's early CTAs fit beside them as they would not beside the attention's. Always
+/// false otherwise.
 #ifdef DAK_DIAG_SKIP_KERNELS
 bool diag_skip(const char* what) {
   static const std::string v = [] {
@@ -748,8 +748,8 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     if (d.max_len == 1 && diag_skip("attn")) {
       // diagnostic: no attention kernel
     } else if (tiered_step && diag_skip("attn_body")) {
-      // diagnostic: an empty kernel of the tiered attention's CTA count in its place (no combine
-      // kernel), so the kernel boundary's own cost shows (attn_body against attn)
+      // diagnostic: one empty kernel in place of the attention (diag_skip), so the kernel
+      // boundary's own cost shows (attn_body against attn)
       const TieredAttentionSchedule& as = attn_schedules[size_t(l)];
       launch_empty_dependent(std::max<int64_t>(int64_t(as.host_ctas) + as.hbm_ctas, 1), s);
     } else if (tiered_step) {

@@ -15,13 +15,10 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=
   -DCMAKE_CXX_FLAGS=-DDAK_DIAG_SKIP_KERNELS > cfg0.log 2>&1 || { tail -20 cfg0.log; exit 1; }
 dak_build dak dak_gpu_tests
 dak_gtest 'DiagEmptyKernel.*' 60
-run() {  # $1 label, $2 skip list
-  DAK_DIAG_SKIP=$2 timeout 60 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch 1,8 \
-    --prompt-len 32 --gen-len 32 2> /dev/null > "/tmp/d-$1.txt"
-  grep -E "^\| [0-9]+ \| 32 \| 32" "/tmp/d-$1.txt" | awk -F'|' -v l="$1" '{print l, "batch", $2, "TPOT", $7, "floor", $9, "ratio", $10}'
-}
 for R in 1 2; do
-  for v in none attn attn_body; do left 60 && run "$v-$R" "$v"; done
+  for v in none attn attn_body; do
+    left 100 && dak_tpot DAK_DIAG_SKIP=$v "$v-$R" --model llama-2-7b --batch 1,8 --prompt-len 32 --gen-len 32
+  done
 done | tee "$OUT/skip.txt"
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   left 150 && DAK_CALL_LIMIT=$(( limit - ($(date +%s) - t0) )) bash tools/device/session39_c.sh
