@@ -94,12 +94,13 @@ bool act_epilogue_enabled() {
 }
 
 /// Diagnostic builds only (-DDAK_DIAG_SKIP_KERNELS; wrong outputs, never a release): whether
-/// DAK_DIAG_SKIP (a comma list of rope, act, attn, attn_body) drops that kernel from every layer, to
+/// DAK_DIAG_SKIP (a comma list of rope, act, attn, attn_body, attn_smem) drops that kernel from every layer, to
 /// bound what fusing it away could save (docs/perf-notes.md session 33); attn_body puts one empty
 /// kernel of the tiered decode attention's CTA count in its place (and its combine kernel's, if
 /// any), so that the kernel boundary alone is timed (session 39). The empty CTAs hold no SMEM, so
 /// the next GEMM's early CTAs fit beside them as they would not beside the attention's. Always
-/// false otherwise.
+/// false otherwise. attn_smem: the same empty kernel holding the attention's SMEM per CTA, so that
+/// it keeps the next GEMM's early CTAs off the SMs as the attention does (session 40).
 #ifdef DAK_DIAG_SKIP_KERNELS
 bool diag_skip(const char* what) {
   static const std::string v = [] {
@@ -747,11 +748,13 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
     mark(StepOp::kAttention, s);
     if (d.max_len == 1 && diag_skip("attn")) {
       // diagnostic: no attention kernel
-    } else if (tiered_step && diag_skip("attn_body")) {
+    } else if (tiered_step && (diag_skip("attn_body") || diag_skip("attn_smem"))) {
       // diagnostic: one empty kernel in place of the attention (diag_skip), so the kernel
-      // boundary's own cost shows (attn_body against attn)
+      // boundary's own cost shows (attn_body against attn); attn_smem gives its CTAs the
+      // attention's SMEM, so they hold the SMs the attention holds (attn_smem against attn_body)
       const TieredAttentionSchedule& as = attn_schedules[size_t(l)];
-      launch_empty_dependent(std::max<int64_t>(int64_t(as.host_ctas) + as.hbm_ctas, 1), s);
+      launch_empty_dependent(std::max<int64_t>(int64_t(as.host_ctas) + as.hbm_ctas, 1), s,
+                             diag_skip("attn_smem") ? as.smem_bytes() : 0);
     } else if (tiered_step) {
       TieredAttentionArgs ta{qkv, qkvd, kvl.h_k, kvl.h_v, kvl.g_k, kvl.g_v, g_meta + meta_kv_len, attn, scale};
       if (fused_append) {

@@ -1,7 +1,7 @@
 // The diagnostic empty dependent kernel (kernels/diag_empty.h): between two dependent decode
 // kernels (residual_norm, launched by launch_dependent like the decode step's kernels) it keeps
 // their order, in plain stream order and in a replayed CUDA graph, on fresh random inputs with
-// poisoned outputs; it refuses CTA counts it cannot launch.
+// poisoned outputs; it refuses CTA counts and SMEM sizes it cannot launch.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -43,14 +43,14 @@ TEST(DiagEmptyKernel, KeepsTheOrderOfTheDependentKernelsAroundIt) {
   DAK_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   // norm 1 writes out1 from the residual; the empty kernel; norm 2 reads out1 as its sublayer
   // output onto a zero residual, so its residual becomes float(out1) exactly.
-  auto chain = [&](int64_t ctas) {
+  auto chain = [&](int64_t ctas, int64_t smem = 0) {
     dak::gpu::NormParams n1;
     n1.g_residual = d_resid.get();
     n1.g_out = bf(d_out1.get());
     n1.T = T;
     n1.C = C;
     dak::gpu::residual_norm(n1, st);
-    dak::gpu::launch_empty_dependent(ctas, st);
+    dak::gpu::launch_empty_dependent(ctas, st, smem);
     dak::gpu::NormParams n2 = n1;
     n2.g_x = bf(d_out1.get());
     n2.g_residual = d_zero.get();
@@ -77,6 +77,14 @@ TEST(DiagEmptyKernel, KeepsTheOrderOfTheDependentKernelsAroundIt) {
     chain(ctas);
     check("stream order, " + std::to_string(ctas) + " empty CTAs");
   }
+  // CTAs holding SMEM (the attn_smem diagnostic): 100 KiB (two per SM) and 227 KiB (one per SM).
+  for (int64_t smem : {int64_t(100) << 10, int64_t(227) << 10}) {
+    d_out1.poison();
+    d_out2.poison();
+    DAK_CUDA_CHECK(cudaMemset(d_zero.get(), 0, size_t(T * C) * sizeof(float)));
+    chain(300, smem);
+    check("stream order, 300 empty CTAs of " + std::to_string(smem) + " bytes of SMEM");
+  }
   // The same chain captured in a graph and replayed twice.
   d_out1.poison();
   d_out2.poison();
@@ -99,6 +107,8 @@ TEST(DiagEmptyKernel, RefusesCtaCountsItCannotLaunch) {
   DAK_REQUIRE_GPU_OR_SKIP();
   EXPECT_THROW(dak::gpu::launch_empty_dependent(0, nullptr), dak::Error);
   EXPECT_THROW(dak::gpu::launch_empty_dependent(int64_t(1) << 31, nullptr), dak::Error);
+  EXPECT_THROW(dak::gpu::launch_empty_dependent(1, nullptr, -1), dak::Error);
+  EXPECT_THROW(dak::gpu::launch_empty_dependent(1, nullptr, 227 * 1024 + 1), dak::Error);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "gpu/cuda_check.h"
 #include "gpu/launch.h"
 
 namespace dak::gpu {
@@ -12,11 +13,20 @@ __global__ void empty_dependent_kernel() { dependency_wait(); }
 
 }  // namespace
 
-void launch_empty_dependent(int64_t ctas, cudaStream_t stream) {
+void launch_empty_dependent(int64_t ctas, cudaStream_t stream, int64_t smem_bytes) {
   if (ctas < 1 || ctas > INT32_MAX) {
     fail(std::to_string(ctas) + " CTAs", "launch_empty_dependent", "give between 1 and 2^31 - 1 CTAs");
   }
-  launch_dependent(empty_dependent_kernel, dim3(unsigned(ctas)), dim3(128), 0, stream);
+  constexpr int64_t kMaxSmem = 227 * 1024;  // sm_90's opt-in maximum of dynamic SMEM per CTA
+  if (smem_bytes < 0 || smem_bytes > kMaxSmem) {
+    fail(std::to_string(smem_bytes) + " bytes of SMEM per CTA", "launch_empty_dependent",
+         "give between 0 and " + std::to_string(kMaxSmem) + " bytes");
+  }
+  if (smem_bytes > 48 * 1024) {
+    DAK_CUDA_CHECK(cudaFuncSetAttribute(empty_dependent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(smem_bytes)));
+  }
+  launch_dependent(empty_dependent_kernel, dim3(unsigned(ctas)), dim3(128), size_t(smem_bytes), stream);
 }
 
 }  // namespace dak::gpu
