@@ -155,20 +155,20 @@ int main(int argc, char** argv) {
       // One traced launch: per-warp start / first step landed / last step done / end, us after the earliest start.
       dak::gpu::att_trace_reset();
       const Stats t1 = time_us(launch, no_flush ? nullptr : flush, flush_bytes);  // the last of these launches is the traced one
-      std::vector<unsigned long long> tr(4 * 65536);
+      std::vector<unsigned long long> tr(8 * 65536);
       dak::gpu::att_trace_copy(tr.data(), int(tr.size()));
       unsigned long long t0 = ~0ull;
       std::vector<double> st, fi, la, en;
       for (size_t w = 0; w < 65536; ++w) {
-        if (tr[4 * w] == 0 || tr[4 * w + 1] == 0) continue;  // no warp, or a warp without items
-        t0 = std::min(t0, tr[4 * w]);
+        if (tr[8 * w] == 0 || tr[8 * w + 1] == 0) continue;  // no warp, or a warp without items
+        t0 = std::min(t0, tr[8 * w]);
       }
       for (size_t w = 0; w < 65536; ++w) {
-        if (tr[4 * w] == 0 || tr[4 * w + 1] == 0) continue;
-        st.push_back((tr[4 * w] - t0) / 1e3);
-        fi.push_back((tr[4 * w + 1] - t0) / 1e3);
-        la.push_back((tr[4 * w + 2] - t0) / 1e3);
-        en.push_back((tr[4 * w + 3] - t0) / 1e3);
+        if (tr[8 * w] == 0 || tr[8 * w + 1] == 0) continue;
+        st.push_back((tr[8 * w] - t0) / 1e3);
+        fi.push_back((tr[8 * w + 1] - t0) / 1e3);
+        la.push_back((tr[8 * w + 2] - t0) / 1e3);
+        en.push_back((tr[8 * w + 3] - t0) / 1e3);
       }
       auto pct = [](std::vector<double> v, double q) {
         std::sort(v.begin(), v.end());

@@ -18,6 +18,7 @@
 #include "gpu/hbm_arena.h"
 #include "gpu/kernels/hbm_stream.h"
 #include "gpu/kernels/random_fill.h"
+#include "gpu/kernels/tiered_attention.h"
 
 namespace dak::gpu {
 namespace {
@@ -195,6 +196,9 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
     tpot_all.insert(tpot_all.end(), steps.begin(), steps.end());
   }
   r.ttft_s = spread_of(ttft);
+#ifdef DAK_ATT_TRACE
+  att_trace_report(fmt::format("batch {}", shape.batch).c_str());  // the last decode step's last layer
+#endif
   r.tpot_s = {median_of(tpot_all), *std::min_element(tpot_rep.begin(), tpot_rep.end()),
               *std::max_element(tpot_rep.begin(), tpot_rep.end())};
   r.tpot_wall_s = median_of(wall);

@@ -8,9 +8,12 @@
 #include <cute/arch/copy_sm75.hpp>
 #include <cute/arch/mma_sm80.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -78,7 +81,10 @@ struct Work {
 };
 
 #ifdef DAK_ATT_TRACE
-__device__ unsigned long long g_att_trace[4 * 65536];  // per warp: start, first step landed, last step done, end (ns)
+// Per warp, kAttTraceFields %globaltimer stamps (ns) of the last launch: start, first step landed,
+// last step done, end, before the dependency wait, after it, first item's q in registers, unused.
+constexpr int kAttTraceFields = 8;
+__device__ unsigned long long g_att_trace[kAttTraceFields * 65536];
 #endif
 
 template <int D>
@@ -104,20 +110,24 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const int64_t n_items = host ? s.host_items() : s.hbm_items();
 #ifdef DAK_ATT_TRACE
   const int64_t gw = int64_t(blockIdx.x) * ta::kWarps + warp;
-  unsigned long long tr0 = cuda::ptx::get_sreg_globaltimer(), tr1 = 0, tr2 = 0;
+  unsigned long long tr0 = cuda::ptx::get_sreg_globaltimer(), tr1 = 0, tr2 = 0, trp = 0, trw = 0, trq = 0;
   struct TraceEnd {
     int64_t gw;
-    unsigned long long &a, &b, &c;
+    unsigned long long &a, &b, &c, &d, &e, &f;
     int lane;
     __device__ ~TraceEnd() {
       if (lane == 0 && gw < 65536) {
-        g_att_trace[4 * gw] = a;
-        g_att_trace[4 * gw + 1] = b;
-        g_att_trace[4 * gw + 2] = c;
-        g_att_trace[4 * gw + 3] = cuda::ptx::get_sreg_globaltimer();
+        unsigned long long* t = g_att_trace + kAttTraceFields * gw;
+        t[0] = a;
+        t[1] = b;
+        t[2] = c;
+        t[3] = cuda::ptx::get_sreg_globaltimer();
+        t[4] = d;
+        t[5] = e;
+        t[6] = f;
       }
     }
-  } trace_end{gw, tr0, tr1, tr2, lane};
+  } trace_end{gw, tr0, tr1, tr2, trp, trw, trq, lane};
 #endif
   // Warps are independent except with cta_combine, where the CTA's warps meet at one barrier per
   // round of items (round k: items k * workers + 4 * cta + warp) and merge that round's pairs.
@@ -252,7 +262,13 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     issue();
     if (!staged) __pipeline_commit();
   }
+#ifdef DAK_ATT_TRACE
+  trp = cuda::ptx::get_sreg_globaltimer();
+#endif
   dependency_wait();
+#ifdef DAK_ATT_TRACE
+  trw = cuda::ptx::get_sreg_globaltimer();
+#endif
   for (; j < prologue; ++j) {
     issue();
     if (!staged) __pipeline_commit();
@@ -281,6 +297,12 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
         }
       }
     }
+#ifdef DAK_ATT_TRACE
+    if (trq == 0) {  // the stamp waits for the first q load (an asm input must be in a register)
+      asm volatile("" ::"r"(qa[0][0]) : "memory");
+      trq = cuda::ptx::get_sreg_globaltimer();
+    }
+#endif
     if (rope_q && w.len > 0) {  // fused RoPE: column i of k-step ks pairs with i + D/2 of ks + kKSteps/2
       if constexpr ((D / 2) % 16 == 0) {
         const float pos = float(w.len - 1);
@@ -642,8 +664,34 @@ void att_trace_copy(unsigned long long* host, int n) {
   DAK_CUDA_CHECK(cudaMemcpyFromSymbol(host, g_att_trace, sizeof(unsigned long long) * size_t(n)));
 }
 void att_trace_reset() {
-  static unsigned long long zeros[4 * 65536] = {};
+  static unsigned long long zeros[kAttTraceFields * 65536] = {};
   DAK_CUDA_CHECK(cudaMemcpyToSymbol(g_att_trace, zeros, sizeof(zeros)));
+}
+void att_trace_report(const char* label) {
+  std::vector<unsigned long long> tr(size_t(kAttTraceFields) * 65536);
+  att_trace_copy(tr.data(), int(tr.size()));
+  // Time 0: the earliest return from the dependency wait (the previous kernel's completion).
+  unsigned long long t0 = ~0ull;
+  for (size_t w = 0; w < 65536; ++w) {
+    if (tr[kAttTraceFields * w + 5] != 0) t0 = std::min(t0, tr[kAttTraceFields * w + 5]);
+  }
+  if (t0 == ~0ull) {
+    std::fprintf(stderr, "att trace %s: no warp passed its dependency wait\n", label);
+    return;
+  }
+  const char* names[7] = {"start", "first step", "last step", "end", "pre-wait", "post-wait", "q loaded"};
+  std::fprintf(stderr, "att trace %s (us after the first post-wait stamp; min / p50 / max over warps):", label);
+  for (int f : {0, 4, 5, 6, 1, 2, 3}) {
+    std::vector<double> v;
+    for (size_t w = 0; w < 65536; ++w) {
+      const unsigned long long t = tr[kAttTraceFields * w + size_t(f)];
+      if (t != 0 && tr[kAttTraceFields * w + 5] != 0) v.push_back((double(t) - double(t0)) / 1e3);
+    }
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    std::fprintf(stderr, " | %s %.2f / %.2f / %.2f", names[f], v.front(), v[v.size() / 2], v.back());
+  }
+  std::fprintf(stderr, "\n");
 }
 #endif
 

@@ -101,4 +101,12 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
 void tiered_attention(const TieredAttentionArgs& args, const TieredAttentionSchedule& schedule, void* g_workspace,
                       cudaStream_t stream);
 
+#ifdef DAK_ATT_TRACE
+/// Diagnostic builds only (-DDAK_ATT_TRACE for the CUDA and C++ sources): prints to stderr, under
+/// `label`, the per-warp %globaltimer stamps of the last launch of the kernel (start, before and
+/// after the dependency wait, first q in registers, first step landed, last step done, end) in us
+/// after the earliest return from the dependency wait, min / p50 / max over warps.
+void att_trace_report(const char* label);
+#endif
+
 }  // namespace dak::gpu
