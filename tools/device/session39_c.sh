@@ -19,7 +19,7 @@ else
   left 40 && dak_bench_point llama-2-7b-sel-direct X=1 45 --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 8 \
     --offload-ratio 0.1,0.3 --offload direct
   left 25 && timeout 40 build-gpu/dak generate --model llama-2-7b --random-weights --gpu-memory 11GiB \
-    --prompt "The capital of France is" --max-new-tokens 8 > /tmp/gen.txt 2> /tmp/gen.log; echo "generate rc=$?"
+    --prompt-ids 1,450,7483,310,3444,338 --max-new-tokens 8 > /tmp/gen.txt 2> /tmp/gen.log; echo "generate rc=$?"
   grep -E "notice|error|TPOT|tok/s" /tmp/gen.log | cut -c1-240
 fi
 grep -h "notice" /tmp/s-*.log | sort | uniq -c | cut -c1-240
