@@ -1,4 +1,5 @@
 # Shared steps of the device scripts (source it from the repository root):
+#   dak_configure CXX [CUDA]  configure build-gpu with those compiler flags (kept in the cache)
 #   dak_build [TARGET...]   configure build-gpu (Ninja, Release) and build TARGETs (default: all);
 #                           on failure print the first errors and exit 1
 #   dak_build_probe         bench/tiered_gemm_probe.cu -> build-gpu/gemm_probe (-lineinfo, for Nsight
@@ -39,6 +40,13 @@ OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
 limit=${DAK_CALL_LIMIT:-560}
 left() { [ $(( $(date +%s) - t0 )) -lt $(( limit - $1 )) ]; }
+
+# dak_configure CXX_FLAGS [CUDA_FLAGS]: configure build-gpu (Ninja, Release) with those compiler flags
+# (e.g. -DDAK_DIAG_SKIP_KERNELS; they stay in the CMake cache, so a later dak_build keeps them).
+dak_configure() {
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF "-DCMAKE_CXX_FLAGS=$1" \
+    "-DCMAKE_CUDA_FLAGS=${2:-}" > cfg0.log 2>&1 || { tail -20 cfg0.log; exit 1; }
+}
 
 dak_build() {
   local targets=()

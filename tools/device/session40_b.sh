@@ -12,8 +12,7 @@
 # Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF \
-  -DCMAKE_CXX_FLAGS=-DDAK_DIAG_SKIP_KERNELS > cfg0.log 2>&1 || { tail -20 cfg0.log; exit 1; }
+dak_configure -DDAK_DIAG_SKIP_KERNELS
 dak_build dak dak_gpu_tests
 dak_gtest 'DiagEmptyKernel.*' 60
 for R in 1 2; do

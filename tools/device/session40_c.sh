@@ -9,9 +9,7 @@
 # then the same with the early KV loads off (DAK_ATTN_EARLY_KV=0). Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAK_BUILD_FUZZERS=OFF \
-  "-DCMAKE_CXX_FLAGS=-DDAK_DIAG_SKIP_KERNELS -DDAK_ATT_TRACE" -DCMAKE_CUDA_FLAGS=-DDAK_ATT_TRACE > cfg0.log 2>&1 ||
-  { tail -20 cfg0.log; exit 1; }
+dak_configure "-DDAK_DIAG_SKIP_KERNELS -DDAK_ATT_TRACE" -DDAK_ATT_TRACE
 dak_build dak
 for run in 1 2 3 early0; do
   e=X=1; [ $run = early0 ] && e=DAK_ATTN_EARLY_KV=0
