@@ -188,6 +188,10 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
       break;
     }
   }
+  // A/B of the HBM ring depth (docs/perf-notes.md session 40): DAK_ATTN_HBM_STAGES=2..8 forces it
+  // (deeper rings leave fewer CTAs per SM; tiered_attention_schedule refuses one that does not fit).
+  static const int forced_stages = env_choice("DAK_ATTN_HBM_STAGES", {"2", "3", "4", "5", "6", "7", "8"});
+  if (forced_stages >= 0) s.hbm_stages = forced_stages + 2;
   const int64_t host_budget = std::max(ta::kSmemTargetBytes, s.hbm_cta_smem_bytes(s.hbm_stages));
   s.host_stages = 1;
   for (int32_t st = 4; st > 1; --st) {
