@@ -113,6 +113,13 @@ bool diag_skip(const char* what) {
 constexpr bool diag_skip(const char*) { return false; }
 #endif
 
+/// DAK_ATTN_L2_PREFETCH=0: no L2 prefetch of the next layer's KV by the decode attention (A/B of
+/// session 40's change; default on).
+bool kv_l2_prefetch_enabled() {
+  static const bool on = env_flag("DAK_ATTN_L2_PREFETCH", true);
+  return on;
+}
+
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
 /// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names, counts 0-64) sets it, for A/B measurements.
@@ -155,6 +162,7 @@ struct GpuEngine::Impl {
   int device = 0;
   std::string name;
   int64_t sm_count = 0;
+  uint64_t l2_bytes = 0;             // the device's L2 (init)
   TieredGemmLinkLimits gemm_limits;  // congestion limits with this GPU's multicast co-residency (init)
   GpuEngineOptions options;
   GpuWeights w;
@@ -765,6 +773,15 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
         ta.g_inv_freq = w.inv_freq;
         ta.rope_attention_factor = w.rope_attention_factor;
       }
+      // The next layer's HBM tier into L2 (the last layer: layer 0 of the next step), when it
+      // takes at most a quarter of the L2 (TieredAttentionArgs::next_g_k).
+      const KvCacheLayer& next = kv_layers[size_t(l + 1) % kv_layers.size()];
+      const uint64_t next_bytes = 2 * uint64_t(next.tier_elems(false)) * sizeof(bf16);
+      if (kv_l2_prefetch_enabled() && next.b_host < next.batch && next_bytes <= l2_bytes / 4) {
+        ta.next_g_k = next.g_k;
+        ta.next_g_v = next.g_v;
+        ta.next_b_host = next.b_host;
+      }
       tiered_attention(ta, attn_schedules[size_t(l)], attn_ws, s);
     } else if (d.max_len == 1) {
       attention_decode(DecodeAttentionParams{ap, split, partial}, s);
@@ -1054,6 +1071,7 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
   device = device_index;
   name = fmt::format("cuda:{} ({})", device_index, info->name);
   sm_count = info->sm_count;
+  l2_bytes = info->l2_bytes;
   use_device();
   gemm_limits = tiered_gemm_cluster_limits();  // asks the driver once, outside any graph capture
   // DAK_GEMM_COMPUTE_BN=128|256 forces one compute tile at every N > 64 (A/B of the tile choice).

@@ -6,6 +6,7 @@
 #include <cuda_pipeline.h>
 
 #include <cute/arch/copy_sm75.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/arch/mma_sm80.hpp>
 
 #include <algorithm>
@@ -129,6 +130,26 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     }
   } trace_end{gw, tr0, tr1, tr2, trp, trw, trq, lane};
 #endif
+  // L2 prefetch of the next launch's HBM tier (TieredAttentionArgs::next_g_k): one thread per
+  // (sequence, kv head) block, its live rows [0, len) of K and of V in bulk requests of at most
+  // kPrefetchChunk bytes. Before the dependency wait: len and those rows were written before the
+  // previous kernel began, except row len - 1 of a block, which a later kernel of the step may
+  // still write (the prefetch only reads; L2 is where that write lands).
+  if (a.next_g_k != nullptr) {
+    constexpr uint32_t kPrefetchChunk = 64 * 1024;
+    const int64_t hkv = s.shape.num_kv_heads, pairs = (s.shape.batch - a.next_b_host) * hkv;
+    const int64_t block = s.shape.max_ctx * D;
+    for (int64_t i = int64_t(blockIdx.x) * ta::kThreads + threadIdx.x; i < pairs;
+         i += int64_t(gridDim.x) * ta::kThreads) {
+      const int32_t len = min(max(__ldg(a.g_len + a.next_b_host + i / hkv), 0), int32_t(s.shape.max_ctx));
+      const uint32_t bytes = uint32_t(len) * D * 2;  // a multiple of 16 (D % 8 == 0)
+      for (uint32_t off = 0; off < bytes; off += kPrefetchChunk) {
+        const uint32_t n = min(kPrefetchChunk, bytes - off);
+        cute::SM90_BULK_COPY_G2S::PREFETCH::copy(reinterpret_cast<const uint8_t*>(a.next_g_k + i * block) + off, n);
+        cute::SM90_BULK_COPY_G2S::PREFETCH::copy(reinterpret_cast<const uint8_t*>(a.next_g_v + i * block) + off, n);
+      }
+    }
+  }
   // Warps are independent except with cta_combine, where the CTA's warps meet at one barrier per
   // round of items (round k: items k * workers + 4 * cta + warp) and merge that round's pairs.
   const bool cta_combine = s.cta_combine;
@@ -751,6 +772,15 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
          "apply RoPE before the kernel (apply_rope_kv_append) for head_dim 80");
   }
   if (a.g_inv_freq && !a.g_new) fail("g_inv_freq without g_new", where, "pass the new QKV rows to fuse RoPE");
+  if ((a.next_g_k == nullptr) != (a.next_g_v == nullptr) ||
+      (a.next_g_k && (a.next_b_host < 0 || a.next_b_host >= sh.batch))) {
+    fail("the next tier to prefetch needs both K and V and 0 <= next_b_host < B (got next_b_host " +
+             std::to_string(a.next_b_host) + ")",
+         where, "pass the next layer's HBM tier and its b_host, or null next_g_k and next_g_v");
+  }
+  if ((a.next_g_k && !aligned(a.next_g_k, 16)) || (a.next_g_v && !aligned(a.next_g_v, 16))) {
+    fail("the next tier to prefetch must be 16-byte aligned", where, "allocate it from the HBM arena");
+  }
   if (has_host) {
     check_host_tier(a.h_k, "the host tier's K", where);
     check_host_tier(a.h_v, "the host tier's V", where);
