@@ -113,10 +113,11 @@ bool diag_skip(const char* what) {
 constexpr bool diag_skip(const char*) { return false; }
 #endif
 
-/// DAK_ATTN_L2_PREFETCH=0: no L2 prefetch of the next layer's KV by the decode attention (A/B of
-/// session 40's change; default on).
+/// DAK_ATTN_L2_PREFETCH=1: the decode attention prefetches the next layer's HBM KV into L2
+/// (TieredAttentionArgs::next_g_k). Off by default until it has run on a GPU: built in session 40,
+/// when no device time was left to test or measure it (docs/perf-notes.md session 40).
 bool kv_l2_prefetch_enabled() {
-  static const bool on = env_flag("DAK_ATTN_L2_PREFETCH", true);
+  static const bool on = env_flag("DAK_ATTN_L2_PREFETCH", false);
   return on;
 }
 
@@ -773,8 +774,8 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
         ta.g_inv_freq = w.inv_freq;
         ta.rope_attention_factor = w.rope_attention_factor;
       }
-      // The next layer's HBM tier into L2 (the last layer: layer 0 of the next step), when it
-      // takes at most a quarter of the L2 (TieredAttentionArgs::next_g_k).
+      // With DAK_ATTN_L2_PREFETCH=1: the next layer's HBM tier into L2 (the last layer: layer 0 of
+      // the next step), when it takes at most a quarter of the L2 (TieredAttentionArgs::next_g_k).
       const KvCacheLayer& next = kv_layers[size_t(l + 1) % kv_layers.size()];
       const uint64_t next_bytes = 2 * uint64_t(next.tier_elems(false)) * sizeof(bf16);
       if (kv_l2_prefetch_enabled() && next.b_host < next.batch && next_bytes <= l2_bytes / 4) {

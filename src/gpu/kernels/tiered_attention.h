@@ -77,7 +77,8 @@ struct TieredAttentionArgs {
   // (docs/perf-notes.md session 40: at batch 8 the loads requested 4.5 us before the wait landed
   // 5 us after it). A hint only: it reads, never writes, and changes no output bit. The tier has
   // this launch's batch, Hkv, max_ctx and D, its own b_host (next_b_host < B) and the same g_len;
-  // the caller keeps its bytes well inside the L2 (the engine: a quarter of it). Null: none.
+  // the caller keeps its bytes well inside the L2 (the engine, with DAK_ATTN_L2_PREFETCH=1 until it
+  // has been measured: a quarter of it). Null: none.
   const __nv_bfloat16* next_g_k = nullptr;  // [B - next_b_host, Hkv, max_ctx, D] bf16, HBM; 16-byte aligned
   const __nv_bfloat16* next_g_v = nullptr;  // [B - next_b_host, Hkv, max_ctx, D] bf16, HBM; 16-byte aligned
   int64_t next_b_host = 0;                  // host sequences of the next launch, in [0, B)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Next session's first call (written in session 40, never run: no device time was left). The L2
+# prefetch of the next layer's KV (TieredAttentionArgs::next_g_k, DAK_ATTN_L2_PREFETCH=1; off by
+# default until measured). Session 40's call 3 traced the decode attention (H100, batch 8): its
+# early KV loads, requested 4.5 us before qkv completes, land 4.9 us after it, behind the GEMM
+# weight streams in HBM, while q (in L2) lands at +1.0. With the prefetch each layer's attention
+# requests the next layer's live HBM KV rows into L2 at its start, ~150 us before they are read.
+# Prediction: the attention ends ~3-4 us after the wait instead of 7-11 us; TPOT -2 to -4 % at
+# batch 1 / 8. One trace build (-DDAK_ATT_TRACE, plus the diagnostic skip flag, harmless here): the
+# tiered attention's gpu tests (a new one: prefetching changes no bit and writes nothing), then
+# Llama-2-7B prompt 32 gen 32, batch 1 / 8, with and without the prefetch, two interleaved rounds,
+# each with its trace; then session40_d.sh's (never run) o_proj early-W and ring-depth A/Bs and
+# the attn_smem bound while time is left. If the prefetch wins: default it on (gpu_engine.cc
+# kv_l2_prefetch_enabled) and run every gpu test. Carry: third_party.
+set -uo pipefail
+source tools/device/common.sh
+dak_configure "-DDAK_DIAG_SKIP_KERNELS -DDAK_ATT_TRACE" -DDAK_ATT_TRACE
+dak_build dak dak_gpu_tests
+dak_gtest 'TieredAttentionKernel.*:DiagEmptyKernel.*' 150
+for e in DAK_ATTN_L2_PREFETCH=1 X=1 DAK_ATTN_L2_PREFETCH=1 X=2 DAK_EARLY_W=o_proj=0 DAK_ATTN_HBM_STAGES=5 \
+         DAK_DIAG_SKIP=attn_smem; do
+  left 30 || break
+  env $e timeout 60 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch 1,8 --prompt-len 32 \
+    --gen-len 32 > /tmp/t.txt 2> /tmp/t.log
+  echo "== $e rc=$?"
+  grep -E "^\| [0-9]+ \| 32 \| " /tmp/t.txt | awk -F'|' '{print "batch", $2, "TPOT", $7, "ratio", $10}'
+  grep "att trace" /tmp/t.log | sed 's/ (us after the first post-wait stamp; min \/ p50 \/ max over warps)//'
+  grep -E "error|notice" /tmp/t.log | head -3
+done | tee "$OUT/ab.txt"
+echo "total $(( $(date +%s) - t0 )) s"
