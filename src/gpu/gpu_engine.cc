@@ -774,11 +774,21 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
         ta.g_inv_freq = w.inv_freq;
         ta.rope_attention_factor = w.rope_attention_factor;
       }
-      // With DAK_ATTN_L2_PREFETCH=1: the next layer's HBM tier into L2 (the last layer: layer 0 of
-      // the next step), when it takes at most a quarter of the L2 (TieredAttentionArgs::next_g_k).
-      const KvCacheLayer& next = kv_layers[size_t(l + 1) % kv_layers.size()];
+      // With DAK_ATTN_L2_PREFETCH=1: the next layer's HBM tier into L2 when its capacity (K + V of
+      // max_ctx positions: short contexts only) takes at most a quarter of the L2
+      // (TieredAttentionArgs::next_g_k). Not from the last layer: the LM head's weight stream and the
+      // step boundary lie between it and layer 0.
+      const bool last = size_t(l + 1) == kv_layers.size();
+      const KvCacheLayer& next = kv_layers[last ? size_t(l) : size_t(l + 1)];
       const uint64_t next_bytes = 2 * uint64_t(next.tier_elems(false)) * sizeof(bf16);
-      if (kv_l2_prefetch_enabled() && next.b_host < next.batch && next_bytes <= l2_bytes / 4) {
+      const bool prefetch = kv_l2_prefetch_enabled() && !last && next.b_host < next.batch && next_bytes <= l2_bytes / 4;
+      if (kv_l2_prefetch_enabled() && l == 0) {  // an A/B switch: say what it did, once per captured step
+        std::fprintf(stderr, "dak: notice: DAK_ATTN_L2_PREFETCH=1: %s (the next layer's HBM KV: %.1f MB, L2 %.1f MB)\n",
+                     prefetch ? "the decode attention prefetches the next layer's KV into L2"
+                              : "no prefetch (more than a quarter of the L2, or no HBM sequence)",
+                     double(next_bytes) / 1e6, double(l2_bytes) / 1e6);
+      }
+      if (prefetch) {
         ta.next_g_k = next.g_k;
         ta.next_g_v = next.g_v;
         ta.next_b_host = next.b_host;

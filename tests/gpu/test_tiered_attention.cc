@@ -703,7 +703,7 @@ TEST(TieredAttentionKernel, PrefetchingTheNextTierChangesNoBitAndWritesNothing) 
     std::mt19937_64 rng(seed + k);
     std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
     lens[0] = int32_t(sh.max_ctx);
-    lens[1] = 0;
+    if (sh.batch > 2) lens[2] = 0;
     const Data d = make_data(sh, lens, rng);
     const std::string what = describe(sh, lens, seed + k);
     SCOPED_TRACE(what);
@@ -767,13 +767,22 @@ TEST(TieredAttentionKernel, RefusesBadArguments) {
   expect_error(a, s, "aligned");
   a = hx.args(1);
   a.next_g_k = a.g_k;  // a next tier without its V
-  expect_error(a, s, "both K and V");
+  expect_error(a, s, "needs both K and V");
   a.next_g_v = a.g_v;
   a.next_b_host = 2;  // no HBM sequence left to prefetch
-  expect_error(a, s, "next_b_host 2");
+  expect_error(a, s, "next_b_host 2, outside");
+  a.next_b_host = -1;
+  expect_error(a, s, "next_b_host -1, outside");
   a.next_b_host = 0;
   a.next_g_v = a.g_v + 1;
-  expect_error(a, s, "16-byte aligned");
+  expect_error(a, s, "next tier to prefetch is not 16-byte aligned");
+  a.next_g_v = a.g_v;
+  a.next_g_k = a.g_k + 1;
+  expect_error(a, s, "next tier to prefetch is not 16-byte aligned");
+  a = hx.args(1);
+  a.next_g_k = a.h_k;  // the host tier: read over PCIe, never prefetched
+  a.next_g_v = a.h_v;
+  expect_error(a, s, "not device (HBM) memory");
   TieredAttentionSchedule bad = s;
   bad.shape.head_dim = 72;
   expect_error(hx.args(1), bad, "head_dim 72");

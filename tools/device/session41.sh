@@ -7,7 +7,8 @@
 # requests the next layer's live HBM KV rows into L2 at its start, ~150 us before they are read.
 # Prediction: the attention ends ~3-4 us after the wait instead of 7-11 us; TPOT -2 to -4 % at
 # batch 1 / 8. One trace build (-DDAK_ATT_TRACE, plus the diagnostic skip flag, harmless here): the
-# tiered attention's gpu tests (a new one: prefetching changes no bit and writes nothing), then
+# tiered attention's gpu tests (a new one: prefetching changes no bit and writes nothing; it also
+# runs under compute-sanitizer memcheck, which sees a prefetch out of bounds), then
 # Llama-2-7B prompt 32 gen 32, batch 1 / 8, with and without the prefetch, two interleaved rounds,
 # each with its trace; then session40_d.sh's (never run) o_proj early-W and ring-depth A/Bs and
 # the attn_smem bound while time is left. If the prefetch wins: default it on (gpu_engine.cc
@@ -17,6 +18,9 @@ source tools/device/common.sh
 dak_configure "-DDAK_DIAG_SKIP_KERNELS -DDAK_ATT_TRACE" -DDAK_ATT_TRACE
 dak_build dak dak_gpu_tests
 dak_gtest 'TieredAttentionKernel.*:DiagEmptyKernel.*' 150
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+[ -x "$cs" ] && DAK_REQUIRE_GPU=1 timeout 120 "$cs" --tool memcheck build-gpu/tests/dak_gpu_tests \
+  --gtest_filter='TieredAttentionKernel.Prefetching*' 2>&1 | grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid" | head -5
 for e in DAK_ATTN_L2_PREFETCH=1 X=1 DAK_ATTN_L2_PREFETCH=1 X=2 DAK_EARLY_W=o_proj=0 DAK_ATTN_HBM_STAGES=5 \
          DAK_DIAG_SKIP=attn_smem; do
   left 30 || break
