@@ -10,7 +10,7 @@
 # tiered attention's gpu tests (a new one: prefetching changes no bit and writes nothing; it also
 # runs under compute-sanitizer memcheck, which sees a prefetch out of bounds), then
 # Llama-2-7B prompt 32 gen 32, batch 1 / 8, with and without the prefetch, two interleaved rounds,
-# each with its trace; then session40_d.sh's (never run) o_proj early-W and ring-depth A/Bs and
+# each with its trace; then o_proj without early W stages and a 5-deep attention ring, and
 # the attn_smem bound while time is left. If the prefetch wins: default it on (gpu_engine.cc
 # kv_l2_prefetch_enabled) and run every gpu test. Carry: third_party.
 set -uo pipefail
