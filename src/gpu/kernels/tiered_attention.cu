@@ -748,7 +748,9 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
   if (per_sm < 1) {
     fail("the tiered attention kernel does not fit on an SM with " + std::to_string(s.smem_bytes()) +
              " bytes of SMEM",
-         "tiered_attention_schedule " + s.to_string(), "run on an H200 (227 KiB of SMEM per CTA)");
+         "tiered_attention_schedule " + s.to_string(),
+         "unset DAK_ATTN_HBM_STAGES (an A/B override) if it is set; otherwise report this as a bug (the default "
+         "plans fit the 227 KiB of SMEM of every Hopper GPU)");
   }
   if (per_sm != 2) s = plan_tiered_attention(shape, b_host, sms, per_sm, limits);
   return s;
