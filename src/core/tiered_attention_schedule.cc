@@ -43,6 +43,7 @@ int64_t TieredAttentionSchedule::smem_bytes() const {
   int64_t b = 0;
   if (host_ctas > 0) b = std::max(b, ta::host_cta_smem_bytes(shape.head_dim, host_stages));
   if (hbm_ctas > 0) b = std::max(b, hbm_cta_smem_bytes(hbm_stages));
+  if (smem_merge) b += ta::merge_smem_bytes(shape.group(), shape.head_dim);
   return b;
 }
 
@@ -105,6 +106,10 @@ void TieredAttentionSchedule::validate() const {
     fail(fmt::format("the splits are merged in the CTA but there are {} of them", split.num_splits), where,
          fmt::format("merge in the CTA only with 2 or 4 splits (a divisor of the {} warps of a CTA)", ta::kWarps));
   }
+  if (smem_merge && !cta_combine) {
+    fail("the partials are merged in SMEM but the splits are not merged in the CTA", where,
+         "set smem_merge only together with cta_combine");
+  }
   if (smem_bytes() > ta::kSmemLimitBytes) {
     fail(fmt::format("{} bytes of SMEM per CTA exceed the {} byte limit", smem_bytes(), ta::kSmemLimitBytes), where,
          "use fewer host or HBM stages");
@@ -117,7 +122,7 @@ std::string TieredAttentionSchedule::to_string() const {
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
                      split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages,
                      hbm_ctas == 0 ? "" : hbm_staged ? " (staged)" : hbm_bulk_rows ? " (bulk rows)" : "",
-                     cta_combine ? " (combine in CTA)" : "");
+                     cta_combine ? (smem_merge ? " (combine in CTA, SMEM)" : " (combine in CTA)") : "");
 }
 
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s, int64_t sm_count) {
@@ -180,6 +185,10 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   // it, else the kernel).
   static const int forced_combine = env_choice("DAK_ATTN_COMBINE", {"kernel", "cta"});
   if (forced_combine == 0) s.cta_combine = false;
+  // DAK_ATTN_SMEM_MERGE=1: the CTA merge through SMEM (TieredAttentionSchedule::smem_merge; off
+  // until measured, session 40).
+  static const bool smem_merge = env_flag("DAK_ATTN_SMEM_MERGE", false);
+  s.smem_merge = s.cta_combine && smem_merge;
 
   s.hbm_stages = 2;
   for (int32_t st = ta::kMaxStages; st > 2; --st) {

@@ -57,6 +57,10 @@ DAK_HD constexpr bool head_dim_supported(int64_t d) { return d == 64 || d == 80 
 /// round of items gives each CTA whole (sequence, kv head) pairs.
 DAK_HD constexpr bool cta_combine_possible(int64_t num_splits) { return num_splits > 1 && kWarps % num_splits == 0; }
 
+/// SMEM bytes of the partials a CTA merges in SMEM (TieredAttentionSchedule::smem_merge): per warp,
+/// its item's unnormalized output [G][D] fp32, then (m, l) [G][2] fp32.
+DAK_HD constexpr int64_t merge_smem_bytes(int64_t group, int64_t d) { return kWarps * group * (d + 2) * 4; }
+
 /// SMEM bytes of one warp's padded step (16 K rows then 16 V rows of D + 8 bf16): what the
 /// tensor-core loop reads, for both sides.
 DAK_HD constexpr int64_t padded_step_bytes(int64_t d) { return 2 * kStepKeys * (d + kRowPad) * 2; }
@@ -153,6 +157,13 @@ struct TieredAttentionSchedule {
   // orders, so the two differ in the last bits; the choice depends only on the split, so every
   // b_host gives the same bits.
   bool cta_combine = false;
+  // With cta_combine: the warps leave their partials in SMEM (merge_smem_bytes, after the rings)
+  // instead of the HBM workspace, so the merge after the round's barrier reads SMEM, not L2 (on
+  // the H100 the workspace's two L2 round trips took 3 us of batch 1's decode attention,
+  // docs/perf-notes.md session 40); one more barrier per round keeps the next round's partials
+  // from overwriting them. Same arithmetic in the same order: the same bits as the workspace
+  // merge. Off in the default plans until measured (DAK_ATTN_SMEM_MERGE=1 turns it on).
+  bool smem_merge = false;
 
   DAK_HD int64_t host_items() const { return b_host * shape.num_kv_heads * split.num_splits; }
   DAK_HD int64_t hbm_items() const { return (shape.batch - b_host) * shape.num_kv_heads * split.num_splits; }
@@ -178,7 +189,8 @@ struct TieredAttentionSchedule {
     return int32_t(n < 1 ? 1 : n);
   }
 
-  /// Dynamic SMEM bytes per CTA: the larger of the two roles present.
+  /// Dynamic SMEM bytes per CTA: the larger of the two roles present, plus the merge area
+  /// (merge_smem_bytes) with smem_merge.
   int64_t smem_bytes() const;
   /// An HBM CTA's dynamic SMEM bytes with a ring of `stages` steps on this schedule's load path:
   /// tiered_attention::host_cta_smem_bytes when hbm_staged, else tiered_attention::hbm_cta_smem_bytes.

@@ -125,6 +125,19 @@ TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
   dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 3"});
   bad.split = {48, 1};
   dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 1"});
+  // The merge through SMEM: off in the default plans, its area after the rings ([4 warps][G][D + 2]
+  // fp32), named in to_string, and only with the CTA merge.
+  TieredAttentionSchedule s = dak::plan_tiered_attention({8, 32, 32, 128, 512}, 2, kSms);
+  ASSERT_TRUE(s.cta_combine) << s.to_string();
+  EXPECT_FALSE(s.smem_merge) << s.to_string();
+  const int64_t rings = s.smem_bytes();
+  s.smem_merge = true;
+  EXPECT_EQ(dak::tiered_attention::merge_smem_bytes(4, 128), 4 * 4 * 130 * 4);
+  EXPECT_EQ(s.smem_bytes(), rings + dak::tiered_attention::merge_smem_bytes(1, 128));
+  EXPECT_NE(s.to_string().find("(combine in CTA, SMEM)"), std::string::npos) << s.to_string();
+  s.validate();
+  s.cta_combine = false;
+  dak::testing::expect_error([&] { s.validate(); }, {"merged in SMEM but the splits are not merged in the CTA"});
 }
 
 TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {

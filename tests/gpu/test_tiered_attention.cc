@@ -415,7 +415,7 @@ TieredAttentionSchedule merged(const TieredAttentionShape& sh, int64_t b_host, i
   return s;
 }
 
-TEST(TieredAttentionKernel, SplitsMergedInTheCtaMatchTheReferenceWithTheSameBits) {
+TEST(TieredAttentionKernel, SplitsMergedInTheCtaMatchTheReferenceWithTheSameBits) {  // in the workspace and in SMEM
   DAK_REQUIRE_GPU_OR_SKIP();
   const uint64_t seed = fresh_seed();
   uint64_t k = 0;
@@ -441,6 +441,13 @@ TEST(TieredAttentionKernel, SplitsMergedInTheCtaMatchTheReferenceWithTheSameBits
         for (int variant : {0, 1, 2}) {
           const TieredAttentionSchedule s = merged(sh, b_host, splits, true, variant);
           expect_same_bits(hx.run(b_host, &s), base, s.to_string() + ", b_host " + std::to_string(b_host) + " " + what);
+          // The partials through SMEM instead of the workspace (variant 1: one CTA a side, so many
+          // rounds reuse the SMEM slots): the same bits.
+          TieredAttentionSchedule sm = s;
+          sm.smem_merge = true;
+          if (sm.smem_bytes() > dak::tiered_attention::kSmemLimitBytes) continue;
+          sm.validate();
+          expect_same_bits(hx.run(b_host, &sm), base, sm.to_string() + ", b_host " + std::to_string(b_host) + " " + what);
         }
       }
       ++k;

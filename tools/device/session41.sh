@@ -10,8 +10,10 @@
 # tiered attention's gpu tests (a new one: prefetching changes no bit and writes nothing; it also
 # runs under compute-sanitizer memcheck, which sees a prefetch out of bounds), then
 # Llama-2-7B prompt 32 gen 32, batch 1 / 8, with and without the prefetch, two interleaved rounds,
-# each with its trace; then o_proj without early W stages and a 5-deep attention ring, and
-# the attn_smem bound while time is left. If the prefetch wins: default it on (gpu_engine.cc
+# each with its trace; then the in-CTA merge through SMEM (DAK_ATTN_SMEM_MERGE=1, also new and
+# never run: batch 1's merge took 3 us; its bits are checked in SplitsMergedInTheCta...), alone and
+# with the prefetch; then o_proj without early W stages and a 5-deep attention ring, and the
+# attn_smem bound while time is left. If the prefetch wins: default it on (gpu_engine.cc
 # kv_l2_prefetch_enabled) and run every gpu test. Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
@@ -21,10 +23,10 @@ dak_gtest 'TieredAttentionKernel.*:DiagEmptyKernel.*' 150
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] && DAK_REQUIRE_GPU=1 timeout 120 "$cs" --tool memcheck build-gpu/tests/dak_gpu_tests \
   --gtest_filter='TieredAttentionKernel.Prefetching*' 2>&1 | grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid" | head -5
-for e in DAK_ATTN_L2_PREFETCH=1 X=1 DAK_ATTN_L2_PREFETCH=1 X=2 DAK_EARLY_W=o_proj=0 DAK_ATTN_HBM_STAGES=5 \
-         DAK_DIAG_SKIP=attn_smem; do
+for e in DAK_ATTN_L2_PREFETCH=1 X=1 DAK_ATTN_L2_PREFETCH=1 X=2 DAK_ATTN_SMEM_MERGE=1 \
+         DAK_ATTN_L2_PREFETCH=1,DAK_ATTN_SMEM_MERGE=1 DAK_EARLY_W=o_proj=0 DAK_ATTN_HBM_STAGES=5 DAK_DIAG_SKIP=attn_smem; do
   left 30 || break
-  env $e timeout 60 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch 1,8 --prompt-len 32 \
+  env ${e//,/ } timeout 60 build-gpu/dak bench --random-weights --repeats 5 --model llama-2-7b --batch 1,8 --prompt-len 32 \
     --gen-len 32 > /tmp/t.txt 2> /tmp/t.log
   echo "== $e rc=$?"
   grep -E "^\| [0-9]+ \| 32 \| " /tmp/t.txt | awk -F'|' '{print "batch", $2, "TPOT", $7, "ratio", $10}'

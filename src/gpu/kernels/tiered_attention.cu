@@ -38,6 +38,7 @@ struct KernelParams {
   float* g_part_o = nullptr;     // [B][H][num_splits][D] fp32, HBM: unnormalized output per split
   float scale_log2 = 0.f;        // scale * log2(e)
   bool early_kv = true;          // request the steps before key len - 1 before the dependency wait
+  int64_t merge_offset = 0;      // with s.smem_merge: bytes from the dynamic SMEM start to the merge area
 };
 
 /// DAK_ATTN_EARLY_KV=0 in the environment: every load after the dependency wait (for A/B
@@ -174,6 +175,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   uint64_t* s_full =
       reinterpret_cast<uint64_t*>(smem + ta::kWarps * (ta::padded_step_bytes(D) + stages * ta::staging_step_bytes(D))) +
       warp * stages;
+  float* s_merge = reinterpret_cast<float*>(smem + p.merge_offset);  // [kWarps][G][D + 2] with smem_merge
 
   const int64_t Hkv = s.shape.num_kv_heads, H = s.shape.num_heads;
   const int32_t max_ctx = int32_t(s.shape.max_ctx);
@@ -524,7 +526,21 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       return;
     }
     // Several live splits: write this one's partial; the CTA (cta_combine) or the combine kernel
-    // merges them.
+    // merges them. With smem_merge the warp's SMEM slot holds it: [G][D] outputs, then [G][2] (m, l).
+    if (s.smem_merge) {
+      float* mo = s_merge + warp * G * (D + 2);
+      float* mml = mo + G * D;
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        if (g < G) *reinterpret_cast<float2*>(mo + g * D + nt * 8 + j2) = make_float2(o[nt][0], o[nt][1]);
+        if (g + 8 < G) *reinterpret_cast<float2*>(mo + (g + 8) * D + nt * 8 + j2) = make_float2(o[nt][2], o[nt][3]);
+      }
+      if ((lane & 3) == 0) {
+        if (g < G) *reinterpret_cast<float2*>(mml + g * 2) = make_float2(m0, l0);
+        if (g + 8 < G) *reinterpret_cast<float2*>(mml + (g + 8) * 2) = make_float2(m1, l1);
+      }
+      return;
+    }
     const int64_t hb = (w.seq * H + int64_t(w.hk) * G) * S + w.split;  // (sequence, head hk*G, split); + row*S
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
@@ -559,13 +575,22 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       const int i = (e % per_pair) / D, d = e % D;
       const int64_t row = it.seq * H + int64_t(it.kv_head) * G + i;  // (sequence, query head)
       float m[ta::kWarps], l[ta::kWarps], ov[ta::kWarps];
+      const int w0 = (e / per_pair) * S;  // the warp that ran the pair's split 0 (split sp: w0 + sp)
 #pragma unroll
       for (int sp = 0; sp < ta::kWarps; ++sp) {
         if (sp < n_live) {
-          const float2 ml = *reinterpret_cast<const float2*>(p.g_part_ml + (row * S + sp) * 2);
-          m[sp] = ml.x;
-          l[sp] = ml.y;
-          ov[sp] = p.g_part_o[(row * S + sp) * D + d];
+          if (s.smem_merge) {
+            const float* mo = s_merge + (w0 + sp) * G * (D + 2);
+            const float2 ml = *reinterpret_cast<const float2*>(mo + G * D + i * 2);
+            m[sp] = ml.x;
+            l[sp] = ml.y;
+            ov[sp] = mo[i * D + d];
+          } else {
+            const float2 ml = *reinterpret_cast<const float2*>(p.g_part_ml + (row * S + sp) * 2);
+            m[sp] = ml.x;
+            l[sp] = ml.y;
+            ov[sp] = p.g_part_o[(row * S + sp) * D + d];
+          }
         }
       }
       float M = m[0];
@@ -584,6 +609,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       }
       a.g_out[row * D + d] = __float2bfloat16_rn(acc * (L > 0.f ? 1.f / L : 0.f));
     }
+    if (s.smem_merge && k + 1 < rounds) __syncthreads();  // the next round's partials reuse the slots
   }
 }
 
@@ -819,6 +845,7 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
   kp.g_part_o = reinterpret_cast<float*>(ws + s.workspace_o_offset());
   kp.scale_log2 = a.scale * 1.4426950408889634f;
   kp.early_kv = early_kv_enabled();
+  kp.merge_offset = s.smem_merge ? s.smem_bytes() - ta::merge_smem_bytes(sh.group(), sh.head_dim) : 0;
   switch (sh.head_dim) {
     case 64: return launch<64>(kp, stream);
     case 80: return launch<80>(kp, stream);
