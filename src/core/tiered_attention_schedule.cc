@@ -185,10 +185,6 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   // it, else the kernel).
   static const int forced_combine = env_choice("DAK_ATTN_COMBINE", {"kernel", "cta"});
   if (forced_combine == 0) s.cta_combine = false;
-  // DAK_ATTN_SMEM_MERGE=1: the CTA merge through SMEM (TieredAttentionSchedule::smem_merge; off
-  // until measured, session 40).
-  static const bool smem_merge = env_flag("DAK_ATTN_SMEM_MERGE", false);
-  s.smem_merge = s.cta_combine && smem_merge;
 
   s.hbm_stages = 2;
   for (int32_t st = ta::kMaxStages; st > 2; --st) {
@@ -220,6 +216,15 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   if (s.hbm_items() > 0) {
     const int64_t ctas = (sm_count - s.host_ctas) * hbm_ctas_per_sm;
     s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
+  }
+  // DAK_ATTN_SMEM_MERGE=1: the CTA merge through SMEM (TieredAttentionSchedule::smem_merge; off
+  // until measured, session 40), where its area costs no CTA per SM: the total stays under the
+  // 2-CTA target when the rings were, else under the per-CTA limit.
+  static const bool smem_merge = env_flag("DAK_ATTN_SMEM_MERGE", false);
+  if (smem_merge && s.cta_combine) {
+    const int64_t rings = s.smem_bytes();
+    const int64_t cap = rings <= ta::kSmemTargetBytes ? ta::kSmemTargetBytes : ta::kSmemLimitBytes;
+    s.smem_merge = rings + ta::merge_smem_bytes(shape.group(), d) <= cap;
   }
   s.validate();
   return s;

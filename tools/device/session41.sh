@@ -33,4 +33,7 @@ for e in DAK_ATTN_L2_PREFETCH=1 X=1 DAK_ATTN_L2_PREFETCH=1 X=2 DAK_ATTN_SMEM_MER
   grep "att trace" /tmp/t.log | sed 's/ (us after the first post-wait stamp; min \/ p50 \/ max over warps)//'
   grep -E "error|notice" /tmp/t.log | head -3
 done | tee "$OUT/ab.txt"
+# The SMEM merge's barriers under racecheck (a missing one would race on the reused slots).
+left 100 && [ -x "$cs" ] && DAK_REQUIRE_GPU=1 timeout 90 "$cs" --tool racecheck build-gpu/tests/dak_gpu_tests \
+  --gtest_filter='TieredAttentionKernel.SplitsMergedInTheCta*' 2>&1 | grep -E "RACECHECK SUMMARY|PASSED|FAILED|hazard" | head -5
 echo "total $(( $(date +%s) - t0 )) s"

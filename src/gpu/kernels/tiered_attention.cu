@@ -169,13 +169,14 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   // ring of padded steps (cp.async or bulk rows).
   const bool staged = host || s.hbm_staged;
   // SMEM (core/tiered_attention_schedule.h): HBM CTA [warp][stage] padded steps; host CTA (and a
-  // staged HBM CTA) [warp] padded step | [warp][stage] staging steps | [warp][stage] mbarriers.
+  // staged HBM CTA) [warp] padded step | [warp][stage] staging steps | [warp][stage] mbarriers;
+  // with smem_merge, from p.merge_offset (after the larger role's rings) the merge area
+  // [warp][G][D] fp32 partial outputs then [G][2] fp32 (m, l).
   bf16* s_pad = reinterpret_cast<bf16*>(smem) + warp * (staged ? 1 : stages) * kPadElems;
   bf16* s_stg = reinterpret_cast<bf16*>(smem + ta::kWarps * ta::padded_step_bytes(D)) + warp * stages * kStgElems;
   uint64_t* s_full =
       reinterpret_cast<uint64_t*>(smem + ta::kWarps * (ta::padded_step_bytes(D) + stages * ta::staging_step_bytes(D))) +
       warp * stages;
-  float* s_merge = reinterpret_cast<float*>(smem + p.merge_offset);  // [kWarps][G][D + 2] with smem_merge
 
   const int64_t Hkv = s.shape.num_kv_heads, H = s.shape.num_heads;
   const int32_t max_ctx = int32_t(s.shape.max_ctx);
@@ -528,7 +529,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     // Several live splits: write this one's partial; the CTA (cta_combine) or the combine kernel
     // merges them. With smem_merge the warp's SMEM slot holds it: [G][D] outputs, then [G][2] (m, l).
     if (s.smem_merge) {
-      float* mo = s_merge + warp * G * (D + 2);
+      float* mo = reinterpret_cast<float*>(smem + p.merge_offset) + warp * G * (D + 2);
       float* mml = mo + G * D;
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
@@ -561,8 +562,10 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     if (k < my_items) run_item(k);
     if (!cta_combine) continue;
     // Merge the round's pairs: kWarps / S pairs of G heads x D columns over the CTA's threads.
-    // The partials were written to the workspace by this CTA's warps; the barrier makes them
-    // visible. The next round writes other items' partials, so one barrier per round suffices.
+    // The partials were written to the workspace (or, with smem_merge, the merge area) by this
+    // CTA's warps; the barrier makes them visible. In the workspace the next round writes other
+    // items' partials, so one barrier per round suffices; the merge area's slots are reused, so
+    // with smem_merge a second barrier ends the round's merge.
     __syncthreads();
     const int64_t u0 = cta_first + k * workers;
     const int per_pair = G * D;
@@ -580,7 +583,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
       for (int sp = 0; sp < ta::kWarps; ++sp) {
         if (sp < n_live) {
           if (s.smem_merge) {
-            const float* mo = s_merge + (w0 + sp) * G * (D + 2);
+            const float* mo = reinterpret_cast<const float*>(smem + p.merge_offset) + (w0 + sp) * G * (D + 2);
             const float2 ml = *reinterpret_cast<const float2*>(mo + G * D + i * 2);
             m[sp] = ml.x;
             l[sp] = ml.y;
