@@ -709,8 +709,7 @@ TEST(TieredAttentionKernel, PrefetchingTheNextTierChangesNoBitAndWritesNothing) 
   for (const TieredAttentionShape& sh : {TieredAttentionShape{2, 32, 32, 128, 64}, TieredAttentionShape{7, 16, 4, 64, 250},
                                          TieredAttentionShape{3, 8, 2, 256, 1500}}) {
     std::mt19937_64 rng(seed + k);
-    std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
-    lens[0] = int32_t(sh.max_ctx);
+    std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);  // 1, max_ctx, random
     if (sh.batch > 2) lens[2] = 0;
     const Data d = make_data(sh, lens, rng);
     const std::string what = describe(sh, lens, seed + k);
