@@ -278,6 +278,7 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
           if (a.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = a.host_ctas;
           if (a.host_stages > 0) s.host_stages = a.host_stages;
           if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;
+          refit_smem_merge(s);
           s.validate();
           const int layers = attention_bench_layers(uint64_t(kv));
           const std::string timed = layers > 1 ? fmt::format("{}-layer stack", layers) : std::string("1 launch");

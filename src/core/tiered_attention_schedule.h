@@ -162,7 +162,8 @@ struct TieredAttentionSchedule {
   // the H100 the workspace's two L2 round trips took 3 us of batch 1's decode attention,
   // docs/perf-notes.md session 40); one more barrier per round keeps the next round's partials
   // from overwriting them. Same arithmetic in the same order: the same bits as the workspace
-  // merge. Off in the default plans until measured (DAK_ATTN_SMEM_MERGE=1 turns it on).
+  // merge. On in the default plans where its area costs no CTA per SM (session 41 on an H100:
+  // Llama-2-7B batch 1 decode 0.85 % faster); DAK_ATTN_SMEM_MERGE=0 turns it off for A/B runs.
   bool smem_merge = false;
 
   DAK_HD int64_t host_items() const { return b_host * shape.num_kv_heads * split.num_splits; }
@@ -247,9 +248,16 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 ///   Llama-3-8B batch 64 at 32768 3034 -> 2823 us); on short splits cp.async stays (staged was
 ///   2-5 % slower on two of four such cells and decode at 32-64 keys 0.2-0.3 % slower).
 ///   DAK_ATTN_HBM_COPY=cp.async|bulk|staged in the environment forces one path (A/B measurements).
+/// - smem_merge: with cta_combine, where the merge area keeps the SMEM under the 2-CTA target when
+///   the rings were under it (else under kSmemLimitBytes). DAK_ATTN_SMEM_MERGE=0 turns it off.
 /// Throws dak::Error for an unsupported shape, b_host outside [0, B] or sm_count < 2.
 TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
                                               int64_t hbm_ctas_per_sm = 2,
                                               const TieredAttentionLinkLimits& limits = {});
+
+/// After a caller overrode a planned schedule's stages (`dak bench attention --hbm-stages`): keeps
+/// the SMEM merge only where its area still fits kSmemLimitBytes beside the rings, so that deeper
+/// rings fall back to the workspace merge (same bits) instead of failing validation.
+void refit_smem_merge(TieredAttentionSchedule& schedule);
 
 }  // namespace dak

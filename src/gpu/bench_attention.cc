@@ -206,6 +206,7 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
     if (o.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = o.host_ctas;
     if (o.host_stages > 0) s.host_stages = o.host_stages;
     if (o.hbm_stages > 0) s.hbm_stages = o.hbm_stages;
+    refit_smem_merge(s);
     s.validate();
     p.schedule = s.to_string();
     TieredAttentionArgs a;

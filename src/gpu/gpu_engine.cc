@@ -113,14 +113,6 @@ bool diag_skip(const char* what) {
 constexpr bool diag_skip(const char*) { return false; }
 #endif
 
-/// DAK_ATTN_L2_PREFETCH=1: the decode attention prefetches the next layer's HBM KV into L2
-/// (TieredAttentionArgs::next_g_k). Off by default until it has run on a GPU: built in session 40,
-/// when no device time was left to test or measure it (docs/perf-notes.md session 40).
-bool kv_l2_prefetch_enabled() {
-  static const bool on = env_flag("DAK_ATTN_L2_PREFETCH", false);
-  return on;
-}
-
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
 /// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names, counts 0-64) sets it, for A/B measurements.
@@ -163,7 +155,6 @@ struct GpuEngine::Impl {
   int device = 0;
   std::string name;
   int64_t sm_count = 0;
-  uint64_t l2_bytes = 0;             // the device's L2 (init)
   TieredGemmLinkLimits gemm_limits;  // congestion limits with this GPU's multicast co-residency (init)
   GpuEngineOptions options;
   GpuWeights w;
@@ -774,25 +765,6 @@ void GpuEngine::Impl::forward(const PassDims& d, cudaStream_t s) {
         ta.g_inv_freq = w.inv_freq;
         ta.rope_attention_factor = w.rope_attention_factor;
       }
-      // With DAK_ATTN_L2_PREFETCH=1: the next layer's HBM tier into L2 when its capacity (K + V of
-      // max_ctx positions: short contexts only) takes at most a quarter of the L2
-      // (TieredAttentionArgs::next_g_k). Not from the last layer: the LM head's weight stream and the
-      // step boundary lie between it and layer 0.
-      const bool last = size_t(l + 1) == kv_layers.size();
-      const KvCacheLayer& next = kv_layers[last ? size_t(l) : size_t(l + 1)];
-      const uint64_t next_bytes = 2 * uint64_t(next.tier_elems(false)) * sizeof(bf16);
-      const bool prefetch = kv_l2_prefetch_enabled() && !last && next.b_host < next.batch && next_bytes <= l2_bytes / 4;
-      if (kv_l2_prefetch_enabled() && l == 0) {  // an A/B switch: say what it did, once per captured step
-        std::fprintf(stderr, "dak: notice: DAK_ATTN_L2_PREFETCH=1: %s (the next layer's HBM KV: %.1f MB, L2 %.1f MB)\n",
-                     prefetch ? "the decode attention prefetches the next layer's KV into L2"
-                              : "no prefetch (more than a quarter of the L2, or no HBM sequence)",
-                     double(next_bytes) / 1e6, double(l2_bytes) / 1e6);
-      }
-      if (prefetch) {
-        ta.next_g_k = next.g_k;
-        ta.next_g_v = next.g_v;
-        ta.next_b_host = next.b_host;
-      }
       tiered_attention(ta, attn_schedules[size_t(l)], attn_ws, s);
     } else if (d.max_len == 1) {
       attention_decode(DecodeAttentionParams{ap, split, partial}, s);
@@ -1082,7 +1054,6 @@ void GpuEngine::Impl::init(int device_index, const std::function<GpuWeights()>& 
   device = device_index;
   name = fmt::format("cuda:{} ({})", device_index, info->name);
   sm_count = info->sm_count;
-  l2_bytes = info->l2_bytes;
   use_device();
   gemm_limits = tiered_gemm_cluster_limits();  // asks the driver once, outside any graph capture
   // DAK_GEMM_COMPUTE_BN=128|256 forces one compute tile at every N > 64 (A/B of the tile choice).

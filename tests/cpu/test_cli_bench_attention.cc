@@ -66,8 +66,8 @@ TEST(CliBenchAttention, QuickRefusesTheCellFlagsItWouldIgnore) {
   EXPECT_NE(r.output.find("--quick measures the first model of --models only (opt-30b)"), std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("llama-3-8b |"), std::string::npos) << r.output;
-  // Two or four splits are merged in the CTA (no combine kernel): the schedule says so.
-  EXPECT_NE(r.output.find("(combine in CTA)"), std::string::npos) << r.output;
+  // Two or four splits are merged in the CTA (no combine kernel), through SMEM: the schedule says so.
+  EXPECT_NE(r.output.find("(combine in CTA, SMEM)"), std::string::npos) << r.output;
 }
 
 TEST(CliBenchAttention, AConfigWithoutSizeKeysGetsTheDefaultsNotice) {

@@ -109,7 +109,7 @@ TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
     const TieredAttentionSchedule s = dak::plan_tiered_attention({8, 32, 32, 128, ctx}, 2, kSms);
     EXPECT_EQ(s.split.num_splits, 4) << s.to_string();
     EXPECT_TRUE(s.cta_combine) << s.to_string();
-    EXPECT_NE(s.to_string().find("(combine in CTA)"), std::string::npos) << s.to_string();
+    EXPECT_NE(s.to_string().find("(combine in CTA"), std::string::npos) << s.to_string();
   }
   for (const TieredAttentionShape& sh : shapes()) {
     for (int64_t b_host : {int64_t(0), sh.batch / 2, sh.batch}) {
@@ -125,17 +125,31 @@ TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
   dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 3"});
   bad.split = {48, 1};
   dak::testing::expect_error([&] { bad.validate(); }, {"merged in the CTA but there are 1"});
-  // The merge through SMEM: off in the default plans, its area after the rings ([4 warps][G][D + 2]
-  // fp32), named in to_string, and only with the CTA merge.
+  // The merge through SMEM: on in the default plans where it costs no CTA per SM, its area after the
+  // rings ([4 warps][G][D + 2] fp32), named in to_string, and only with the CTA merge.
   TieredAttentionSchedule s = dak::plan_tiered_attention({8, 32, 32, 128, 512}, 2, kSms);
   ASSERT_TRUE(s.cta_combine) << s.to_string();
-  EXPECT_FALSE(s.smem_merge) << s.to_string();
+  EXPECT_TRUE(s.smem_merge) << s.to_string();
+  EXPECT_LE(s.smem_bytes(), ta::kSmemTargetBytes) << s.to_string();
+  s.smem_merge = false;
   const int64_t rings = s.smem_bytes();
   s.smem_merge = true;
   EXPECT_EQ(dak::tiered_attention::merge_smem_bytes(4, 128), 4 * 4 * 130 * 4);
   EXPECT_EQ(s.smem_bytes(), rings + dak::tiered_attention::merge_smem_bytes(1, 128));
   EXPECT_NE(s.to_string().find("(combine in CTA, SMEM)"), std::string::npos) << s.to_string();
   s.validate();
+  // Stages a caller forces (dak bench attention --hbm-stages): the merge stays while it fits beside
+  // the rings, else the workspace merge takes over.
+  TieredAttentionSchedule deep = s;
+  dak::refit_smem_merge(deep);
+  EXPECT_TRUE(deep.smem_merge) << deep.to_string();
+  deep.hbm_stages = 6;  // 6 padded steps a warp: 208896 bytes, + 2080 of merge area: still fits
+  dak::refit_smem_merge(deep);
+  EXPECT_EQ(deep.smem_merge, ta::hbm_cta_smem_bytes(128, 6) + ta::merge_smem_bytes(1, 128) <= ta::kSmemLimitBytes);
+  deep.host_stages = 6;  // a host CTA's 6-stage staging ring: the larger role, over the limit with the merge
+  dak::refit_smem_merge(deep);
+  EXPECT_FALSE(deep.smem_merge) << deep.to_string();
+  deep.validate();
   s.cta_combine = false;
   dak::testing::expect_error([&] { s.validate(); }, {"merged in SMEM but the splits are not merged in the CTA"});
 }
@@ -253,6 +267,7 @@ TEST(TieredAttentionSchedule, StagedHbmStepsTakeAHostCtasSmemAndSayIt) {
   // hbm_staged: the HBM warps land whole steps in a staging ring as host warps do, so an HBM CTA
   // needs a host CTA's SMEM for its stages; the schedule's text names the path.
   TieredAttentionSchedule s = dak::plan_tiered_attention({8, 32, 32, 128, 4096}, 0, kSms);
+  s.smem_merge = false;  // the rings alone
   s.hbm_staged = false;
   s.hbm_bulk_rows = true;
   EXPECT_EQ(s.smem_bytes(), ta::hbm_cta_smem_bytes(128, s.hbm_stages));

@@ -700,51 +700,6 @@ TEST(TieredAttentionKernel, OneCapturedGraphServesChangingLengths) {
   DAK_CUDA_CHECK(cudaStreamDestroy(st));
 }
 
-TEST(TieredAttentionKernel, PrefetchingTheNextTierChangesNoBitAndWritesNothing) {
-  DAK_REQUIRE_GPU_OR_SKIP();
-  const uint64_t seed = fresh_seed();
-  uint64_t k = 0;
-  // A short decode shape (4 splits merged in the CTA at batch 1 / 2), a GQA one with one split, and
-  // a long context whose blocks take several 64 KiB prefetch requests.
-  for (const TieredAttentionShape& sh : {TieredAttentionShape{2, 32, 32, 128, 64}, TieredAttentionShape{7, 16, 4, 64, 250},
-                                         TieredAttentionShape{3, 8, 2, 256, 1500}}) {
-    std::mt19937_64 rng(seed + k);
-    std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);  // 1, max_ctx, random
-    if (sh.batch > 2) lens[2] = 0;
-    const Data d = make_data(sh, lens, rng);
-    const std::string what = describe(sh, lens, seed + k);
-    SCOPED_TRACE(what);
-    // The next tier: random K/V of the whole [B][Hkv][max_ctx][D] cache, its rows left as they are.
-    const Data next = make_data(sh, lens, rng, /*fill_all=*/true);
-    std::vector<Bf16Bits> next_kv = next.k;
-    next_kv.insert(next_kv.end(), next.v.begin(), next.v.end());
-    DeviceBuffer<Bf16Bits> g_next(next_kv);
-    Harness hx(d);
-    for (int64_t b_host = 0; b_host <= sh.batch; ++b_host) {
-      const TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, b_host);
-      const std::vector<Bf16Bits> base = hx.run(b_host, &s);
-      if (b_host == 0) check_reference(d, base, "no prefetch " + s.to_string());
-      for (int64_t next_b_host : {int64_t(0), sh.batch - 1}) {
-        hx.place(b_host);
-        dak::gpu::TieredAttentionArgs a = hx.args(b_host);
-        const int64_t n = d.per_seq();
-        a.next_g_k = bf(g_next.get()) + next_b_host * n;
-        a.next_g_v = bf(g_next.get()) + (sh.batch + next_b_host) * n;
-        a.next_b_host = next_b_host;
-        DeviceBuffer<uint8_t> ws(size_t(s.workspace_bytes()));
-        ws.poison();
-        hx.out().poison();
-        dak::gpu::tiered_attention(a, s, ws.get(), nullptr);
-        DAK_CUDA_CHECK(cudaDeviceSynchronize());
-        const std::string w = s.to_string() + ", next_b_host " + std::to_string(next_b_host);
-        expect_same_bits(hx.out().download(), base, "prefetch, " + w);
-        EXPECT_TRUE(g_next.download() == next_kv) << "the prefetched tier was written, " << w;
-      }
-    }
-    ++k;
-  }
-}
-
 TEST(TieredAttentionKernel, RefusesBadArguments) {
   DAK_REQUIRE_GPU_OR_SKIP();
   std::mt19937_64 rng(1);
@@ -772,24 +727,6 @@ TEST(TieredAttentionKernel, RefusesBadArguments) {
   a = hx.args(1);
   a.g_k = a.g_k + 1;  // 2-byte offset: not 16-byte aligned
   expect_error(a, s, "aligned");
-  a = hx.args(1);
-  a.next_g_k = a.g_k;  // a next tier without its V
-  expect_error(a, s, "needs both K and V");
-  a.next_g_v = a.g_v;
-  a.next_b_host = 2;  // no HBM sequence left to prefetch
-  expect_error(a, s, "next_b_host 2, outside");
-  a.next_b_host = -1;
-  expect_error(a, s, "next_b_host -1, outside");
-  a.next_b_host = 0;
-  a.next_g_v = a.g_v + 1;
-  expect_error(a, s, "next tier to prefetch is not 16-byte aligned");
-  a.next_g_v = a.g_v;
-  a.next_g_k = a.g_k + 1;
-  expect_error(a, s, "next tier to prefetch is not 16-byte aligned");
-  a = hx.args(1);
-  a.next_g_k = a.h_k;  // the host tier: read over PCIe, never prefetched
-  a.next_g_v = a.h_v;
-  expect_error(a, s, "not device (HBM) memory");
   TieredAttentionSchedule bad = s;
   bad.shape.head_dim = 72;
   expect_error(hx.args(1), bad, "head_dim 72");

@@ -6,7 +6,6 @@
 #include <cuda_pipeline.h>
 
 #include <cute/arch/copy_sm75.hpp>
-#include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/arch/mma_sm80.hpp>
 
 #include <algorithm>
@@ -131,30 +130,6 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     }
   } trace_end{gw, tr0, tr1, tr2, trp, trw, trq, lane};
 #endif
-  // L2 prefetch of the next launch's HBM tier (TieredAttentionArgs::next_g_k): one thread per
-  // (sequence, kv head) block, its live rows [0, len) of K and of V in bulk requests of at most
-  // kPrefetchChunk bytes. Block i goes to CTA i % n of the n HBM CTAs (all CTAs when there are
-  // none), so that no CTA's TMA unit takes them all. Before the dependency wait: len and those rows
-  // were written before the previous kernel began, except row len - 1 of a block, which a later
-  // kernel of the step may still write (the prefetch only reads; L2 is where that write lands).
-  if (a.next_g_k != nullptr) {
-    constexpr uint64_t kPrefetchChunk = 64 * 1024;
-    const int64_t hkv = s.shape.num_kv_heads, pairs = (s.shape.batch - a.next_b_host) * hkv;
-    const int64_t block = s.shape.max_ctx * D;
-    const int64_t n_ctas = s.hbm_ctas > 0 ? s.hbm_ctas : int64_t(gridDim.x);
-    const int64_t cta = s.hbm_ctas > 0 ? int64_t(blockIdx.x) - s.host_ctas : int64_t(blockIdx.x);
-    if (cta >= 0) {
-      for (int64_t i = cta + int64_t(threadIdx.x) * n_ctas; i < pairs; i += n_ctas * ta::kThreads) {
-        const int32_t len = min(max(__ldg(a.g_len + a.next_b_host + i / hkv), 0), int32_t(s.shape.max_ctx));
-        const uint64_t bytes = uint64_t(len) * D * 2;  // a multiple of 16 (D % 8 == 0)
-        for (uint64_t off = 0; off < bytes; off += kPrefetchChunk) {
-          const auto n = uint32_t(min(kPrefetchChunk, bytes - off));
-          cute::SM90_BULK_COPY_G2S::PREFETCH::copy(reinterpret_cast<const uint8_t*>(a.next_g_k + i * block) + off, n);
-          cute::SM90_BULK_COPY_G2S::PREFETCH::copy(reinterpret_cast<const uint8_t*>(a.next_g_v + i * block) + off, n);
-        }
-      }
-    }
-  }
   // Warps are independent except with cta_combine, where the CTA's warps meet at one barrier per
   // round of items (round k: items k * workers + 4 * cta + warp) and merge that round's pairs.
   const bool cta_combine = s.cta_combine;
@@ -814,28 +789,6 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
          "apply RoPE before the kernel (apply_rope_kv_append) for head_dim 80");
   }
   if (a.g_inv_freq && !a.g_new) fail("g_inv_freq without g_new", where, "pass the new QKV rows to fuse RoPE");
-  if ((a.next_g_k == nullptr) != (a.next_g_v == nullptr)) {
-    fail("the next tier to prefetch needs both K and V", where,
-         "pass the next layer's HBM K and V tiers, or null next_g_k and next_g_v");
-  }
-  if (a.next_g_k) {
-    if (a.next_b_host < 0 || a.next_b_host >= sh.batch) {
-      fail("the next tier to prefetch has next_b_host " + std::to_string(a.next_b_host) + ", outside [0, B = " +
-               std::to_string(sh.batch) + ")",
-           where, "pass the next layer's b_host; with every sequence on the host there is nothing to prefetch (null)");
-    }
-    if (!aligned(a.next_g_k, 16) || !aligned(a.next_g_v, 16)) {
-      fail("the next tier to prefetch is not 16-byte aligned", where, "allocate it from the HBM arena");
-    }
-    for (const void* t : {static_cast<const void*>(a.next_g_k), static_cast<const void*>(a.next_g_v)}) {
-      cudaPointerAttributes attr{};
-      DAK_CUDA_CHECK(cudaPointerGetAttributes(&attr, t));
-      if (attr.type != cudaMemoryTypeDevice) {
-        fail("the next tier to prefetch is not device (HBM) memory", where,
-             "pass the next layer's HBM tier; host tiers are read over PCIe and not prefetched");
-      }
-    }
-  }
   if (has_host) {
     check_host_tier(a.h_k, "the host tier's K", where);
     check_host_tier(a.h_v, "the host tier's V", where);

@@ -70,18 +70,6 @@ struct TieredAttentionArgs {
   int64_t new_v_offset = 0;              // column of v head 0
   const float* g_inv_freq = nullptr;     // [D / 2] fp32, HBM (cpu::rope_inv_freq); null: no rotation
   float rope_attention_factor = 1.f;     // cos / sin multiplier (RopeParams::attention_factor)
-  // Optional L2 prefetch of the next launch's HBM tier (in a decode step: the next layer's). At its
-  // start, before its dependency wait, the kernel requests the live rows [0, len) of every HBM
-  // sequence of that tier into L2 (cp.async.bulk.prefetch.L2), so that the next launch's K/V loads
-  // hit L2 instead of queueing in HBM behind the GEMM weight streams that run beside them
-  // (docs/perf-notes.md session 40: at batch 8 the loads requested 4.5 us before the wait landed
-  // 5 us after it). A hint only: it reads, never writes, and changes no output bit. The tier has
-  // this launch's batch, Hkv, max_ctx and D, its own b_host (next_b_host < B) and the same g_len;
-  // the caller keeps its bytes well inside the L2 (the engine, with DAK_ATTN_L2_PREFETCH=1 until it
-  // has been measured: a quarter of it). Null: none.
-  const __nv_bfloat16* next_g_k = nullptr;  // [B - next_b_host, Hkv, max_ctx, D] bf16, HBM; 16-byte aligned
-  const __nv_bfloat16* next_g_v = nullptr;  // [B - next_b_host, Hkv, max_ctx, D] bf16, HBM; 16-byte aligned
-  int64_t next_b_host = 0;                  // host sequences of the next launch, in [0, B)
 };
 
 /// True when the kernel can rotate q in registers for this head_dim (D / 2 a multiple of 16, so
@@ -109,8 +97,7 @@ TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& sh
 /// schedule.workspace_bytes(), 256-byte aligned, needs no initialization, and is not shared with
 /// a concurrently running launch.
 /// Throws dak::Error for an invalid schedule, a missing or misaligned pointer (tier bases 16-byte
-/// aligned), host tiers that are not pinned mapped memory, a next tier without both operands or
-/// with next_b_host outside [0, B), or a launch error.
+/// aligned), host tiers that are not pinned mapped memory, or a launch error.
 void tiered_attention(const TieredAttentionArgs& args, const TieredAttentionSchedule& schedule, void* g_workspace,
                       cudaStream_t stream);
 
