@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -199,6 +200,9 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
 #ifdef DAK_ATT_TRACE
   att_trace_report(fmt::format("batch {}", shape.batch).c_str());  // the last decode step's last layer
 #endif
+  if (const std::string t = engine.gemm_trace_report(); !t.empty()) {  // DAK_GEMM_TRACE=OP: the last layer's OP
+    std::fprintf(stderr, "batch %lld: %s\n", static_cast<long long>(shape.batch), t.c_str());
+  }
   r.tpot_s = {median_of(tpot_all), *std::min_element(tpot_rep.begin(), tpot_rep.end()),
               *std::max_element(tpot_rep.begin(), tpot_rep.end())};
   r.tpot_wall_s = median_of(wall);

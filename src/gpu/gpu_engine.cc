@@ -113,6 +113,25 @@ bool diag_skip(const char* what) {
 constexpr bool diag_skip(const char*) { return false; }
 #endif
 
+/// DAK_GEMM_TRACE=OP (a StepOp name: qkv_proj, o_proj, mlp_up, mlp_down, logits): every tiered-GEMM
+/// launch of that operator writes its per-CTA trace (TieredGemmArgs::g_trace) into one HBM buffer,
+/// so that after a decode step it holds the last layer's (GpuEngine::gemm_trace_report). A
+/// diagnostic for A/B runs (docs/perf-notes.md session 41): StepOp::kCount (off) unless set; an
+/// unknown name is ignored with a notice. Read once per process.
+StepOp gemm_trace_op() {
+  static const StepOp op = [] {
+    const char* env = std::getenv("DAK_GEMM_TRACE");
+    if (env == nullptr || *env == 0) return StepOp::kCount;
+    for (size_t i = 0; i < size_t(StepOp::kCount); ++i) {
+      if (std::string(env) == step_op_name(StepOp(i))) return StepOp(i);
+    }
+    std::fprintf(stderr, "dak: notice: DAK_GEMM_TRACE=%s ignored (expected an operator name, e.g. o_proj)\n", env);
+    return StepOp::kCount;
+  }();
+  return op;
+}
+constexpr int64_t kGemmTraceCtas = 4096;  // CTAs the trace buffer holds (8 u64 fields each)
+
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
 /// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names, counts 0-64) sets it, for A/B measurements.
@@ -208,6 +227,7 @@ struct GpuEngine::Impl {
   float* partial = nullptr;                     // decode attention workspace
   float* norm_sumsq[2] = {nullptr, nullptr};    // [hidden / 64, T] fp32 each: fused-norm block sums
                                                 //   (TieredGemmNormOut), o_proj's and down's
+  uint64_t* gemm_trace = nullptr;               // [kGemmTraceCtas, 8] with DAK_GEMM_TRACE, else null
   int32_t* g_meta = nullptr;                    // packed per-pass metadata (layout: meta_* offsets)
   int32_t* h_meta = nullptr;                    // pinned host mirror
   int32_t* h_sampled = nullptr;                 // [tc] pinned host copy of g_sampled
@@ -263,6 +283,7 @@ struct GpuEngine::Impl {
     kv_host = PinnedHostArena();
     attn_schedules.clear();
     attn_ws = nullptr;
+    gemm_trace = nullptr;
     tiered_decode = false;
     state = HbmArena();
     batch = 0;
@@ -438,6 +459,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       slots > 2 ? staging_slot_bytes() : 0,                      // staging slot 2
       slots > 3 ? staging_slot_bytes() : 0,                      // staging slot 3
       fused_norm_possible() ? uint64_t(2 * (hd / 64) * kFusedNormMaxTokens) * sizeof(float) : 0,  // norm block sums
+      gemm_trace_op() != StepOp::kCount ? uint64_t(kGemmTraceCtas) * 8 * sizeof(uint64_t) : 0,     // GEMM trace
   };
   uint64_t total = 0;
   for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
@@ -495,6 +517,8 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   staging[3] = static_cast<bf16*>(take("staging slot 3"));
   norm_sumsq[0] = static_cast<float*>(take("fused norm block sums"));
   norm_sumsq[1] = norm_sumsq[0] ? norm_sumsq[0] + (hd / 64) * kFusedNormMaxTokens : nullptr;
+  gemm_trace = static_cast<uint64_t*>(take("GEMM trace"));
+  if (gemm_trace) DAK_CUDA_CHECK(cudaMemsetAsync(gemm_trace, 0, size_t(kGemmTraceCtas) * 8 * sizeof(uint64_t), stream));
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
@@ -973,6 +997,9 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     const bool rope_here = rope && pair_epilogue, act_here = act && pair_epilogue;
     if (rope_here) a.rope = *rope;
     if (act_here) a.act_out = *act;
+    if (gemm_trace && op == gemm_trace_op() && it->second.host_ctas + it->second.hbm_ctas <= kGemmTraceCtas) {
+      a.g_trace = gemm_trace;
+    }
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
     return rope_here || act_here;
@@ -1274,6 +1301,59 @@ uint64_t GpuEngine::host_kv_bytes() const { return impl_->kv_host.capacity(); }
 uint64_t GpuEngine::state_bytes() const { return impl_->state.capacity(); }
 int64_t GpuEngine::max_pass_tokens() const { return impl_->tc; }
 int64_t GpuEngine::graph_replays() const { return impl_->replays; }
+
+std::string GpuEngine::gemm_trace_report() const {
+  const Impl& m = *impl_;
+  if (m.gemm_trace == nullptr) return "";
+  DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  std::vector<uint64_t> t(size_t(kGemmTraceCtas) * 8);
+  DAK_CUDA_CHECK(cudaMemcpy(t.data(), m.gemm_trace, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  // Fields per CTA (TieredGemmArgs::g_trace): SM id, entry, dependency, first full stage, end of math
+  // group 0, of group 1, units. A record belongs to the last launch when its entry lies within 1 ms
+  // of the latest entry (an earlier launch with a larger grid leaves older records behind it).
+  uint64_t last_entry = 0;
+  for (int64_t c = 0; c < kGemmTraceCtas; ++c) last_entry = std::max(last_entry, t[size_t(c) * 8 + 1]);
+  if (last_entry == 0) return "";
+  struct Cta {
+    uint64_t entry, dep, first, done;
+  };
+  std::vector<Cta> ctas;
+  uint64_t ref = ~uint64_t(0);
+  for (int64_t c = 0; c < kGemmTraceCtas; ++c) {
+    const uint64_t* r = t.data() + size_t(c) * 8;
+    if (r[1] == 0 || r[1] + 1000000 < last_entry) continue;
+    ctas.push_back({r[1], r[2], r[3], std::max(r[4], r[5])});
+    if (r[2] != 0) ref = std::min(ref, r[2]);
+  }
+  if (ref == ~uint64_t(0)) return "";
+  auto us = [&](uint64_t v) { return (double(v) - double(ref)) * 1e-3; };
+  auto stats = [&](auto field) {
+    std::vector<double> v;
+    for (const Cta& c : ctas) {
+      if (field(c) != 0) v.push_back(us(field(c)));
+    }
+    if (v.empty()) return std::string("-");
+    std::sort(v.begin(), v.end());
+    return fmt::format("{:.2f} / {:.2f} / {:.2f}", v.front(), v[v.size() / 2], v.back());
+  };
+  // CTAs that became resident only after the previous kernel completed (entry after the first
+  // dependency release): the end of theirs against the others'.
+  std::vector<double> late_done, early_done;
+  for (const Cta& c : ctas) {
+    if (c.done != 0) (c.entry > ref ? late_done : early_done).push_back(us(c.done));
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return std::string("-");
+    std::sort(v.begin(), v.end());
+    return fmt::format("{:.2f}", v[v.size() / 2]);
+  };
+  return fmt::format(
+      "gemm trace {} ({} CTAs; us after the first dependency release; min / p50 / max): entry {} | dependency {} | "
+      "first stage {} | end {} | entered after the release: {} CTAs, end p50 {} (the others {})",
+      step_op_name(gemm_trace_op()), ctas.size(), stats([](const Cta& c) { return c.entry; }),
+      stats([](const Cta& c) { return c.dep; }), stats([](const Cta& c) { return c.first; }),
+      stats([](const Cta& c) { return c.done; }), late_done.size(), median(late_done), median(early_done));
+}
 
 std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index) {
   return std::make_unique<GpuEngine>(ckpt, device_index);
