@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
     dak::TieredAttentionShape sh{c.B, c.H, c.Hkv, c.D, c.ctx};
     dak::TieredAttentionSchedule s = dak::gpu::tiered_attention_schedule(sh, 0);
     if (hbm_stages > 0) s.hbm_stages = hbm_stages;
+    dak::refit_smem_merge(s);  // the SMEM merge only where it still fits beside the forced ring
     // DAK_ATTN_HBM_COPY=cp.async|bulk|staged forces the HBM warps' load path (plan_tiered_attention).
     void *q = nullptr, *out = nullptr, *ws = nullptr, *len = nullptr;
     DAK_CUDA_CHECK(cudaMalloc(&q, size_t(c.B * c.H * c.D * 2)));

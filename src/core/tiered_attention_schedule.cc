@@ -217,25 +217,21 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     const int64_t ctas = (sm_count - s.host_ctas) * hbm_ctas_per_sm;
     s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
   }
-  // The CTA merge through SMEM (TieredAttentionSchedule::smem_merge; docs/perf-notes.md sessions
-  // 40-41), where its area costs no CTA per SM: the total stays under the 2-CTA target when the
-  // rings were, else under the per-CTA limit. DAK_ATTN_SMEM_MERGE=0 turns it off (A/B runs).
-  static const bool smem_merge = env_flag("DAK_ATTN_SMEM_MERGE", true);
-  if (smem_merge && s.cta_combine) {
-    const int64_t rings = s.smem_bytes();
-    const int64_t cap = rings <= ta::kSmemTargetBytes ? ta::kSmemTargetBytes : ta::kSmemLimitBytes;
-    s.smem_merge = rings + ta::merge_smem_bytes(shape.group(), d) <= cap;
-  }
+  refit_smem_merge(s);
   s.validate();
   return s;
 }
 
 void refit_smem_merge(TieredAttentionSchedule& schedule) {
-  if (!schedule.smem_merge) return;
+  // The CTA merge through SMEM (TieredAttentionSchedule::smem_merge; docs/perf-notes.md sessions
+  // 40-41), where its area costs no CTA per SM: the total stays under the 2-CTA target when the
+  // rings were, else under the per-CTA limit. DAK_ATTN_SMEM_MERGE=0 turns it off (A/B runs).
+  static const bool enabled = env_flag("DAK_ATTN_SMEM_MERGE", true);
   schedule.smem_merge = false;
+  if (!enabled || !schedule.cta_combine) return;
   const int64_t rings = schedule.smem_bytes();
-  schedule.smem_merge =
-      rings + ta::merge_smem_bytes(schedule.shape.group(), schedule.shape.head_dim) <= ta::kSmemLimitBytes;
+  const int64_t cap = rings <= ta::kSmemTargetBytes ? ta::kSmemTargetBytes : ta::kSmemLimitBytes;
+  schedule.smem_merge = rings + ta::merge_smem_bytes(schedule.shape.group(), schedule.shape.head_dim) <= cap;
 }
 
 }  // namespace dak

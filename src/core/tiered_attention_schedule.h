@@ -255,9 +255,10 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
                                               int64_t hbm_ctas_per_sm = 2,
                                               const TieredAttentionLinkLimits& limits = {});
 
-/// After a caller overrode a planned schedule's stages (`dak bench attention --hbm-stages`): keeps
-/// the SMEM merge only where its area still fits kSmemLimitBytes beside the rings, so that deeper
-/// rings fall back to the workspace merge (same bits) instead of failing validation.
+/// Sets schedule.smem_merge by plan_tiered_attention's rule (above) for the schedule's current rings
+/// and cta_combine; callers that override a planned schedule's stages (`dak bench attention
+/// --hbm-stages`) call it again, so that deeper rings fall back to the workspace merge (same bits)
+/// instead of failing validation or losing a CTA per SM, and shallower ones regain it.
 void refit_smem_merge(TieredAttentionSchedule& schedule);
 
 }  // namespace dak

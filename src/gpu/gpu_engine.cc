@@ -113,19 +113,22 @@ bool diag_skip(const char* what) {
 constexpr bool diag_skip(const char*) { return false; }
 #endif
 
-/// DAK_GEMM_TRACE=OP (a StepOp name: qkv_proj, o_proj, mlp_up, mlp_down, logits): every tiered-GEMM
-/// launch of that operator writes its per-CTA trace (TieredGemmArgs::g_trace) into one HBM buffer,
-/// so that after a decode step it holds the last layer's (GpuEngine::gemm_trace_report). A
-/// diagnostic for A/B runs (docs/perf-notes.md session 41): StepOp::kCount (off) unless set; an
-/// unknown name is ignored with a notice. Read once per process.
+/// DAK_GEMM_TRACE=OP (a decoder layer's GEMM: qkv_proj, o_proj, mlp_up or mlp_down): every
+/// tiered-GEMM launch of that operator writes its per-CTA trace (TieredGemmArgs::g_trace) into one
+/// HBM buffer, so that after a decode step it holds the last layer's (GpuEngine::gemm_trace_report).
+/// A diagnostic for A/B runs (docs/perf-notes.md session 41): StepOp::kCount (off) unless set; any
+/// other value is ignored with a notice. Read once per process.
 StepOp gemm_trace_op() {
   static const StepOp op = [] {
     const char* env = std::getenv("DAK_GEMM_TRACE");
     if (env == nullptr || *env == 0) return StepOp::kCount;
-    for (size_t i = 0; i < size_t(StepOp::kCount); ++i) {
-      if (std::string(env) == step_op_name(StepOp(i))) return StepOp(i);
+    for (StepOp o : {StepOp::kQkvProj, StepOp::kOProj, StepOp::kMlpUp, StepOp::kMlpDown}) {
+      if (std::string(env) == step_op_name(o)) return o;
     }
-    std::fprintf(stderr, "dak: notice: DAK_GEMM_TRACE=%s ignored (expected an operator name, e.g. o_proj)\n", env);
+    std::fprintf(stderr,
+                 "dak: notice: DAK_GEMM_TRACE=%s ignored (expected a layer's GEMM: qkv_proj, o_proj, mlp_up or "
+                 "mlp_down)\n",
+                 env);
     return StepOp::kCount;
   }();
   return op;
@@ -515,9 +518,13 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   staging[1] = static_cast<bf16*>(take("staging slot 1"));
   staging[2] = static_cast<bf16*>(take("staging slot 2"));
   staging[3] = static_cast<bf16*>(take("staging slot 3"));
+  // A 0-byte slot is a valid, empty slice (HbmArena::allocate), never null: an unused one is
+  // dropped here so that the null checks mean "off".
   norm_sumsq[0] = static_cast<float*>(take("fused norm block sums"));
+  if (!fused_norm_possible()) norm_sumsq[0] = nullptr;
   norm_sumsq[1] = norm_sumsq[0] ? norm_sumsq[0] + (hd / 64) * kFusedNormMaxTokens : nullptr;
   gemm_trace = static_cast<uint64_t*>(take("GEMM trace"));
+  if (gemm_trace_op() == StepOp::kCount) gemm_trace = nullptr;
   if (gemm_trace) DAK_CUDA_CHECK(cudaMemsetAsync(gemm_trace, 0, size_t(kGemmTraceCtas) * 8 * sizeof(uint64_t), stream));
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
@@ -1308,11 +1315,17 @@ std::string GpuEngine::gemm_trace_report() const {
   DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   std::vector<uint64_t> t(size_t(kGemmTraceCtas) * 8);
   DAK_CUDA_CHECK(cudaMemcpy(t.data(), m.gemm_trace, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-  // Fields per CTA (TieredGemmArgs::g_trace): SM id, entry, dependency, first full stage, end of math
-  // group 0, of group 1, units. A record belongs to the last launch when its entry lies within 1 ms
-  // of the latest entry (an earlier launch with a larger grid leaves older records behind it).
+  // Fields per CTA (TieredGemmArgs::g_trace): SM id, then %globaltimer ns at entry, after the
+  // producer's dependency wait, at the first full stage, at the end of math group 0 and of group 1,
+  // then group 0's unit count. A record belongs to the last launch when its entry lies within
+  // kWindowNs of the latest entry: the CTAs of one persistent launch all enter while the previous
+  // kernel's leave (tens of us), and the operator's previous launch is a decoder layer earlier
+  // (~100 us and more); an earlier launch with a larger grid leaves older records behind. A field
+  // older than its record's entry (a CTA with no unit writes no first stage) counts as unset.
+  constexpr uint64_t kWindowNs = 60000;
+  enum : size_t { kEntry = 1, kDependency = 2, kFirstFull = 3, kDone0 = 4, kDone1 = 5 };
   uint64_t last_entry = 0;
-  for (int64_t c = 0; c < kGemmTraceCtas; ++c) last_entry = std::max(last_entry, t[size_t(c) * 8 + 1]);
+  for (int64_t c = 0; c < kGemmTraceCtas; ++c) last_entry = std::max(last_entry, t[size_t(c) * 8 + kEntry]);
   if (last_entry == 0) return "";
   struct Cta {
     uint64_t entry, dep, first, done;
@@ -1321,12 +1334,15 @@ std::string GpuEngine::gemm_trace_report() const {
   uint64_t ref = ~uint64_t(0);
   for (int64_t c = 0; c < kGemmTraceCtas; ++c) {
     const uint64_t* r = t.data() + size_t(c) * 8;
-    if (r[1] == 0 || r[1] + 1000000 < last_entry) continue;
-    ctas.push_back({r[1], r[2], r[3], std::max(r[4], r[5])});
-    if (r[2] != 0) ref = std::min(ref, r[2]);
+    const uint64_t entry = r[kEntry];
+    if (entry == 0 || entry + kWindowNs < last_entry) continue;
+    auto field = [&](size_t f) { return r[f] >= entry ? r[f] : uint64_t(0); };
+    ctas.push_back({entry, field(kDependency), field(kFirstFull), std::max(field(kDone0), field(kDone1))});
+    if (ctas.back().dep != 0) ref = std::min(ref, ctas.back().dep);
   }
   if (ref == ~uint64_t(0)) return "";
-  auto us = [&](uint64_t v) { return (double(v) - double(ref)) * 1e-3; };
+  // Differences in integers first: a double near 1.8e18 ns (the epoch) resolves only 256 ns.
+  auto us = [&](uint64_t v) { return double(int64_t(v - ref)) * 1e-3; };
   auto stats = [&](auto field) {
     std::vector<double> v;
     for (const Cta& c : ctas) {

@@ -192,14 +192,15 @@ class GpuEngine : public Engine {
   int64_t max_pass_tokens() const;
   /// Decode steps served by replaying the captured CUDA graph since start() (for tests/bench).
   int64_t graph_replays() const;
-  /// A diagnostic, with DAK_GEMM_TRACE=OP in the environment (OP a StepOp name, e.g. o_proj): one
+  /// A diagnostic, with DAK_GEMM_TRACE=OP in the environment (qkv_proj, o_proj, mlp_up, mlp_down): one
   /// line summing up the per-CTA trace of OP's last tiered-GEMM launch (in a decode step, the last
   /// layer's; TieredGemmArgs::g_trace) in us after the first CTA's dependency release (about when
   /// the previous kernel completed): CTA entry, the producer's dependency wait, the first full
   /// stage and the end, min / p50 / max over CTAs, and how many CTAs entered only after the
-  /// release, with the median end of theirs against the others'. "" without the variable, before
-  /// a traced launch, or when OP ran on cuBLASLt. Synchronizes the engine's stream; throws
-  /// dak::Error on a CUDA error.
+  /// release, with the median end of theirs against the others'. "" without the variable or before
+  /// a traced launch (OP on cuBLASLt writes no trace: a tiered launch of OP earlier in the run, e.g.
+  /// a prefill's, may be what is reported). Synchronizes the engine's stream; throws dak::Error on
+  /// a CUDA error.
   std::string gemm_trace_report() const;
 
  private:

@@ -2,8 +2,9 @@
 # Session 41, call 2: the tree with the SMEM merge on by default and the L2 prefetch removed
 # (call 1 on an H100: the merge through SMEM 0.85 % faster at batch 1, the prefetch 0.2 / 1 % slower).
 # A normal (not diagnostic) build, every gpu test, then the merge A/B as two interleaved rounds
-# (default vs DAK_ATTN_SMEM_MERGE=0) on Llama-2-7B (MHA) and Llama-3-8B (GQA 4:1, the G > 1 writes
-# of the merge area), batch 1 / 8, prompt 32, gen 32; Llama-2-7B batch 64; on an H200, issue 7's
+# (default vs DAK_ATTN_SMEM_MERGE=0) on Llama-2-7B (MHA) and Llama-3-8B (GQA 4:1; a control: its
+# 64-key plans do not take the merge, whose 8 KiB area would pass the 2-CTA target by 128 bytes), batch
+# 1 / 8, prompt 32, gen 32; Llama-2-7B batch 64; on an H200, issue 7's
 # Llama-2-7B batch-512 points (10 / 30 %, auto and direct); then compute-sanitizer racecheck of the
 # CTA-merge test while time is left. Carry: third_party.
 set -uo pipefail
