@@ -114,8 +114,9 @@ constexpr bool diag_skip(const char*) { return false; }
 #endif
 
 /// DAK_GEMM_TRACE=OP (a decoder layer's GEMM: qkv_proj, o_proj, mlp_up or mlp_down): every
-/// tiered-GEMM launch of that operator writes its per-CTA trace (TieredGemmArgs::g_trace) into one
-/// HBM buffer, so that after a decode step it holds the last layer's (GpuEngine::gemm_trace_report).
+/// tiered-GEMM launch of that operator in a decode step writes its per-CTA trace
+/// (TieredGemmArgs::g_trace) into one HBM buffer, so that after a decode step it holds the last
+/// layer's (GpuEngine::gemm_trace_report).
 /// A diagnostic for A/B runs (docs/perf-notes.md session 41): StepOp::kCount (off) unless set; any
 /// other value is ignored with a notice. Read once per process.
 StepOp gemm_trace_op() {
@@ -231,6 +232,8 @@ struct GpuEngine::Impl {
   float* norm_sumsq[2] = {nullptr, nullptr};    // [hidden / 64, T] fp32 each: fused-norm block sums
                                                 //   (TieredGemmNormOut), o_proj's and down's
   uint64_t* gemm_trace = nullptr;               // [kGemmTraceCtas, 8] with DAK_GEMM_TRACE, else null
+  int64_t gemm_trace_ctas = 0;                  // grid of the last traced launch (a decode step's)
+  bool decode_pass = false;                     // the pass being enqueued is a decode step (run_pass)
   int32_t* g_meta = nullptr;                    // packed per-pass metadata (layout: meta_* offsets)
   int32_t* h_meta = nullptr;                    // pinned host mirror
   int32_t* h_sampled = nullptr;                 // [tc] pinned host copy of g_sampled
@@ -287,6 +290,7 @@ struct GpuEngine::Impl {
     attn_schedules.clear();
     attn_ws = nullptr;
     gemm_trace = nullptr;
+    gemm_trace_ctas = 0;
     tiered_decode = false;
     state = HbmArena();
     batch = 0;
@@ -1004,8 +1008,12 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     const bool rope_here = rope && pair_epilogue, act_here = act && pair_epilogue;
     if (rope_here) a.rope = *rope;
     if (act_here) a.act_out = *act;
-    if (gemm_trace && op == gemm_trace_op() && it->second.host_ctas + it->second.hbm_ctas <= kGemmTraceCtas) {
+    // DAK_GEMM_TRACE: decode steps only, so that the records (and gemm_trace_ctas, set when the
+    // launch is enqueued: eagerly or once, at the graph's capture) are the last decode layer's.
+    const int64_t grid = int64_t(it->second.host_ctas) + it->second.hbm_ctas;
+    if (gemm_trace && decode_pass && op == gemm_trace_op() && grid <= kGemmTraceCtas) {
       a.g_trace = gemm_trace;
+      gemm_trace_ctas = grid;
     }
     tiered_gemm(a, it->second, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
@@ -1046,6 +1054,7 @@ void GpuEngine::Impl::run_pass(const Pass& p, bool eager) {
   upload_meta(p);
   // The decode step: every sequence appends one token, rows are the batch in order.
   const bool decode_step = d.T == batch && d.S == batch && d.max_len == 1 && d.all_rows;
+  decode_pass = decode_step;  // DAK_GEMM_TRACE traces decode steps only
   if (!decode_step) {
     forward(d, stream);
     return;
@@ -1311,31 +1320,25 @@ int64_t GpuEngine::graph_replays() const { return impl_->replays; }
 
 std::string GpuEngine::gemm_trace_report() const {
   const Impl& m = *impl_;
-  if (m.gemm_trace == nullptr) return "";
+  if (m.gemm_trace == nullptr || m.gemm_trace_ctas == 0) return "";
   DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
-  std::vector<uint64_t> t(size_t(kGemmTraceCtas) * 8);
+  std::vector<uint64_t> t(size_t(m.gemm_trace_ctas) * 8);
   DAK_CUDA_CHECK(cudaMemcpy(t.data(), m.gemm_trace, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
   // Fields per CTA (TieredGemmArgs::g_trace): SM id, then %globaltimer ns at entry, after the
   // producer's dependency wait, at the first full stage, at the end of math group 0 and of group 1,
-  // then group 0's unit count. A record belongs to the last launch when its entry lies within
-  // kWindowNs of the latest entry: the CTAs of one persistent launch all enter while the previous
-  // kernel's leave (tens of us), and the operator's previous launch is a decoder layer earlier
-  // (~100 us and more); an earlier launch with a larger grid leaves older records behind. A field
-  // older than its record's entry (a CTA with no unit writes no first stage) counts as unset.
-  constexpr uint64_t kWindowNs = 60000;
+  // then group 0's unit count. The first gemm_trace_ctas records are the last traced launch's (an
+  // earlier launch with a larger grid may have left more behind them). A field older than its
+  // record's entry (a CTA with no unit writes no first stage) counts as unset.
   enum : size_t { kEntry = 1, kDependency = 2, kFirstFull = 3, kDone0 = 4, kDone1 = 5 };
-  uint64_t last_entry = 0;
-  for (int64_t c = 0; c < kGemmTraceCtas; ++c) last_entry = std::max(last_entry, t[size_t(c) * 8 + kEntry]);
-  if (last_entry == 0) return "";
   struct Cta {
     uint64_t entry, dep, first, done;
   };
   std::vector<Cta> ctas;
   uint64_t ref = ~uint64_t(0);
-  for (int64_t c = 0; c < kGemmTraceCtas; ++c) {
+  for (int64_t c = 0; c < m.gemm_trace_ctas; ++c) {
     const uint64_t* r = t.data() + size_t(c) * 8;
     const uint64_t entry = r[kEntry];
-    if (entry == 0 || entry + kWindowNs < last_entry) continue;
+    if (entry == 0) continue;
     auto field = [&](size_t f) { return r[f] >= entry ? r[f] : uint64_t(0); };
     ctas.push_back({entry, field(kDependency), field(kFirstFull), std::max(field(kDone0), field(kDone1))});
     if (ctas.back().dep != 0) ref = std::min(ref, ctas.back().dep);

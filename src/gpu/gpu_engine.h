@@ -197,10 +197,10 @@ class GpuEngine : public Engine {
   /// layer's; TieredGemmArgs::g_trace) in us after the first CTA's dependency release (about when
   /// the previous kernel completed): CTA entry, the producer's dependency wait, the first full
   /// stage and the end, min / p50 / max over CTAs, and how many CTAs entered only after the
-  /// release, with the median end of theirs against the others'. "" without the variable or before
-  /// a traced launch (OP on cuBLASLt writes no trace: a tiered launch of OP earlier in the run, e.g.
-  /// a prefill's, may be what is reported). Synchronizes the engine's stream; throws dak::Error on
-  /// a CUDA error.
+  /// release, with the median end of theirs against the others'. Decode steps only (prefill passes
+  /// are not traced). "" without the variable, or when no decode step since start() ran OP on the
+  /// tiered GEMM (e.g. cuBLASLt above 32 tokens). Synchronizes the engine's stream; throws
+  /// dak::Error on a CUDA error.
   std::string gemm_trace_report() const;
 
  private:

@@ -13,7 +13,11 @@ for e in X=1 DAK_ATTN_SMEM_MERGE=0 X=1 DAK_ATTN_SMEM_MERGE=0; do
   left 20 || break
   dak_tpot $e "l7-$e" --model llama-2-7b --batch 1,8 --prompt-len 32 --gen-len 32
 done | tee "$OUT/ab.txt"
-# New diagnostic (no kernel change): the last layer's o_proj per-CTA trace in the decode graph.
-left 25 && DAK_GEMM_TRACE=o_proj timeout 40 build-gpu/dak bench --random-weights --repeats 3 --model llama-2-7b \
-  --batch 1,8 --prompt-len 32 --gen-len 32 2>&1 >/dev/null | grep -E "gemm trace|error" | tee "$OUT/gemm-trace.txt"
+# New diagnostic (no kernel change): the last layer's per-CTA trace of one GEMM in the decode graph,
+# o_proj first (the window after the attention), then the others while time is left.
+for op in o_proj qkv_proj mlp_up mlp_down; do
+  left 25 || break
+  DAK_GEMM_TRACE=$op timeout 40 build-gpu/dak bench --random-weights --repeats 3 --model llama-2-7b \
+    --batch 1,8 --prompt-len 32 --gen-len 32 2>&1 >/dev/null | grep -E "gemm trace|error"
+done | tee "$OUT/gemm-trace.txt"
 echo "total $(( $(date +%s) - t0 )) s"
