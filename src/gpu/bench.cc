@@ -151,6 +151,51 @@ GpuEngineOptions bench_engine_options(const std::vector<BenchShape>& shapes) {
   return o;
 }
 
+namespace {
+
+/// DAK_GEMM_TRACE=OP (GpuEngine::gemm_trace): one stderr line per batch, in us after the first CTA's
+/// return from the dependency wait (about when the previous kernel completed): entry, that return,
+/// the first full stage and the end, min / median / max over CTAs; then how many CTAs entered only
+/// after it (resident once the previous kernel's CTAs left) and the median end of theirs against
+/// the others'. Nothing without a trace.
+void print_gemm_trace(int64_t batch, const GemmTrace& t) {
+  uint64_t ref = ~uint64_t(0);
+  for (const GemmTraceCta& c : t.ctas) {
+    if (c.dependency != 0) ref = std::min(ref, c.dependency);
+  }
+  if (t.op == nullptr || ref == ~uint64_t(0)) return;
+  // Differences in integers first: a double near 1.8e18 ns (the epoch) resolves only 256 ns.
+  const auto us = [&](uint64_t v) { return double(int64_t(v - ref)) * 1e-3; };
+  const auto text = [](const std::vector<double>& v) {
+    const Spread s = spread_of(v);
+    return v.empty() ? std::string("-") : fmt::format("{:.2f} / {:.2f} / {:.2f}", s.min, s.median, s.max);
+  };
+  const auto field = [&](uint64_t GemmTraceCta::*f) {
+    std::vector<double> v;
+    for (const GemmTraceCta& c : t.ctas) {
+      if (c.*f != 0) v.push_back(us(c.*f));
+    }
+    return text(v);
+  };
+  std::vector<double> late_done, early_done;
+  for (const GemmTraceCta& c : t.ctas) {
+    if (c.done != 0) (c.entry > ref ? late_done : early_done).push_back(us(c.done));
+  }
+  const auto median = [](const std::vector<double>& v) {
+    return v.empty() ? std::string("-") : fmt::format("{:.2f}", spread_of(v).median);
+  };
+  std::fprintf(stderr, "%s\n",
+               fmt::format("batch {}: gemm trace {} ({} CTAs; us after the first dependency release; min / median / "
+                           "max): entry {} | dependency {} | first stage {} | end {} | entered after the release: {} "
+                           "CTAs, end median {} (the others {})",
+                           batch, t.op, t.ctas.size(), field(&GemmTraceCta::entry), field(&GemmTraceCta::dependency),
+                           field(&GemmTraceCta::first_full), field(&GemmTraceCta::done), late_done.size(),
+                           median(late_done), median(early_done))
+                   .c_str());
+}
+
+}  // namespace
+
 BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeats, double hbm_bytes_per_s) {
   const ModelConfig& c = engine.config();
   const std::string where = "dak bench";
@@ -200,9 +245,7 @@ BenchResult run_bench(GpuEngine& engine, const BenchShape& shape, int64_t repeat
 #ifdef DAK_ATT_TRACE
   att_trace_report(fmt::format("batch {}", shape.batch).c_str());  // the last decode step's last layer
 #endif
-  if (const std::string t = engine.gemm_trace_report(); !t.empty()) {  // DAK_GEMM_TRACE=OP: the last layer's OP
-    std::fprintf(stderr, "batch %lld: %s\n", static_cast<long long>(shape.batch), t.c_str());
-  }
+  print_gemm_trace(shape.batch, engine.gemm_trace());  // DAK_GEMM_TRACE=OP: the last decode layer's OP
   r.tpot_s = {median_of(tpot_all), *std::min_element(tpot_rep.begin(), tpot_rep.end()),
               *std::max_element(tpot_rep.begin(), tpot_rep.end())};
   r.tpot_wall_s = median_of(wall);

@@ -116,7 +116,7 @@ constexpr bool diag_skip(const char*) { return false; }
 /// DAK_GEMM_TRACE=OP (a decoder layer's GEMM: qkv_proj, o_proj, mlp_up or mlp_down): every
 /// tiered-GEMM launch of that operator in a decode step writes its per-CTA trace
 /// (TieredGemmArgs::g_trace) into one HBM buffer, so that after a decode step it holds the last
-/// layer's (GpuEngine::gemm_trace_report).
+/// layer's (GpuEngine::gemm_trace).
 /// A diagnostic for A/B runs (docs/perf-notes.md session 41): StepOp::kCount (off) unless set; any
 /// other value is ignored with a notice. Read once per process.
 StepOp gemm_trace_op() {
@@ -134,7 +134,8 @@ StepOp gemm_trace_op() {
   }();
   return op;
 }
-constexpr int64_t kGemmTraceCtas = 4096;  // CTAs the trace buffer holds (8 u64 fields each)
+constexpr int64_t kGemmTraceCtas = 4096;                                  // CTAs the trace buffer holds
+constexpr uint64_t kGemmTraceBytes = uint64_t(kGemmTraceCtas) * 8 * sizeof(uint64_t);  // 8 u64 fields each
 
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
@@ -466,7 +467,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
       slots > 2 ? staging_slot_bytes() : 0,                      // staging slot 2
       slots > 3 ? staging_slot_bytes() : 0,                      // staging slot 3
       fused_norm_possible() ? uint64_t(2 * (hd / 64) * kFusedNormMaxTokens) * sizeof(float) : 0,  // norm block sums
-      gemm_trace_op() != StepOp::kCount ? uint64_t(kGemmTraceCtas) * 8 * sizeof(uint64_t) : 0,     // GEMM trace
+      gemm_trace_op() != StepOp::kCount ? kGemmTraceBytes : 0,   // GEMM trace
   };
   uint64_t total = 0;
   for (uint64_t s : sizes) total += HbmArena::aligned_size(s);
@@ -529,7 +530,7 @@ void GpuEngine::Impl::start(int64_t b, int64_t ctx) {
   norm_sumsq[1] = norm_sumsq[0] ? norm_sumsq[0] + (hd / 64) * kFusedNormMaxTokens : nullptr;
   gemm_trace = static_cast<uint64_t*>(take("GEMM trace"));
   if (gemm_trace_op() == StepOp::kCount) gemm_trace = nullptr;
-  if (gemm_trace) DAK_CUDA_CHECK(cudaMemsetAsync(gemm_trace, 0, size_t(kGemmTraceCtas) * 8 * sizeof(uint64_t), stream));
+  if (gemm_trace) DAK_CUDA_CHECK(cudaMemsetAsync(gemm_trace, 0, kGemmTraceBytes, stream));
   DAK_CUDA_CHECK(cudaMemsetAsync(tiered_ws, 0, sizes[ws_index], stream));
   DAK_CUDA_CHECK(cudaMallocHost(&h_meta, size_t(mlen) * sizeof(int32_t)));
   DAK_CUDA_CHECK(cudaMallocHost(&h_sampled, size_t(pass) * sizeof(int32_t)));
@@ -1318,9 +1319,11 @@ uint64_t GpuEngine::state_bytes() const { return impl_->state.capacity(); }
 int64_t GpuEngine::max_pass_tokens() const { return impl_->tc; }
 int64_t GpuEngine::graph_replays() const { return impl_->replays; }
 
-std::string GpuEngine::gemm_trace_report() const {
+GemmTrace GpuEngine::gemm_trace() const {
   const Impl& m = *impl_;
-  if (m.gemm_trace == nullptr || m.gemm_trace_ctas == 0) return "";
+  GemmTrace r;
+  if (m.gemm_trace == nullptr || m.gemm_trace_ctas == 0) return r;
+  r.op = step_op_name(gemm_trace_op());
   DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   std::vector<uint64_t> t(size_t(m.gemm_trace_ctas) * 8);
   DAK_CUDA_CHECK(cudaMemcpy(t.data(), m.gemm_trace, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
@@ -1330,48 +1333,14 @@ std::string GpuEngine::gemm_trace_report() const {
   // earlier launch with a larger grid may have left more behind them). A field older than its
   // record's entry (a CTA with no unit writes no first stage) counts as unset.
   enum : size_t { kEntry = 1, kDependency = 2, kFirstFull = 3, kDone0 = 4, kDone1 = 5 };
-  struct Cta {
-    uint64_t entry, dep, first, done;
-  };
-  std::vector<Cta> ctas;
-  uint64_t ref = ~uint64_t(0);
   for (int64_t c = 0; c < m.gemm_trace_ctas; ++c) {
-    const uint64_t* r = t.data() + size_t(c) * 8;
-    const uint64_t entry = r[kEntry];
+    const uint64_t* f = t.data() + size_t(c) * 8;
+    const uint64_t entry = f[kEntry];
     if (entry == 0) continue;
-    auto field = [&](size_t f) { return r[f] >= entry ? r[f] : uint64_t(0); };
-    ctas.push_back({entry, field(kDependency), field(kFirstFull), std::max(field(kDone0), field(kDone1))});
-    if (ctas.back().dep != 0) ref = std::min(ref, ctas.back().dep);
+    auto field = [&](size_t i) { return f[i] >= entry ? f[i] : uint64_t(0); };
+    r.ctas.push_back({entry, field(kDependency), field(kFirstFull), std::max(field(kDone0), field(kDone1))});
   }
-  if (ref == ~uint64_t(0)) return "";
-  // Differences in integers first: a double near 1.8e18 ns (the epoch) resolves only 256 ns.
-  auto us = [&](uint64_t v) { return double(int64_t(v - ref)) * 1e-3; };
-  auto stats = [&](auto field) {
-    std::vector<double> v;
-    for (const Cta& c : ctas) {
-      if (field(c) != 0) v.push_back(us(field(c)));
-    }
-    if (v.empty()) return std::string("-");
-    std::sort(v.begin(), v.end());
-    return fmt::format("{:.2f} / {:.2f} / {:.2f}", v.front(), v[v.size() / 2], v.back());
-  };
-  // CTAs that became resident only after the previous kernel completed (entry after the first
-  // dependency release): the end of theirs against the others'.
-  std::vector<double> late_done, early_done;
-  for (const Cta& c : ctas) {
-    if (c.done != 0) (c.entry > ref ? late_done : early_done).push_back(us(c.done));
-  }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return std::string("-");
-    std::sort(v.begin(), v.end());
-    return fmt::format("{:.2f}", v[v.size() / 2]);
-  };
-  return fmt::format(
-      "gemm trace {} ({} CTAs; us after the first dependency release; min / p50 / max): entry {} | dependency {} | "
-      "first stage {} | end {} | entered after the release: {} CTAs, end p50 {} (the others {})",
-      step_op_name(gemm_trace_op()), ctas.size(), stats([](const Cta& c) { return c.entry; }),
-      stats([](const Cta& c) { return c.dep; }), stats([](const Cta& c) { return c.first; }),
-      stats([](const Cta& c) { return c.done; }), late_done.size(), median(late_done), median(early_done));
+  return r;
 }
 
 std::unique_ptr<dak::Engine> make_gpu_engine(const Checkpoint& ckpt, int device_index) {

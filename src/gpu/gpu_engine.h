@@ -75,6 +75,19 @@ struct StepProfile {
   bool gated = false;
 };
 
+/// The per-CTA trace of one tiered-GEMM launch (GpuEngine::gemm_trace, DAK_GEMM_TRACE): %globaltimer
+/// stamps in ns, 0 where a CTA wrote none (a CTA without a unit has no first full stage).
+struct GemmTraceCta {
+  uint64_t entry = 0;       // the CTA began
+  uint64_t dependency = 0;  // its producer returned from the dependency wait (previous kernel complete)
+  uint64_t first_full = 0;  // its consumers saw the first full stage (W and x landed)
+  uint64_t done = 0;        // its last math group ended
+};
+struct GemmTrace {
+  const char* op = nullptr;         // the traced operator (step_op_name); null: no trace
+  std::vector<GemmTraceCta> ctas;   // the launch's CTAs that wrote a record, in blockIdx order
+};
+
 /// `--gemm auto`: the largest GEMM token count N run on the tiered GEMM without a placement (its
 /// bandwidth path, 64-row tiles with wide stages). Measured on the H200, Llama-2-7B decode TPOT,
 /// tiered vs cuBLASLt: session 9 (docs/perf-notes.md) batch 1 4.27 vs 4.32 ms, batch 8 4.22 vs
@@ -192,16 +205,12 @@ class GpuEngine : public Engine {
   int64_t max_pass_tokens() const;
   /// Decode steps served by replaying the captured CUDA graph since start() (for tests/bench).
   int64_t graph_replays() const;
-  /// A diagnostic, with DAK_GEMM_TRACE=OP in the environment (qkv_proj, o_proj, mlp_up, mlp_down): one
-  /// line summing up the per-CTA trace of OP's last tiered-GEMM launch (in a decode step, the last
-  /// layer's; TieredGemmArgs::g_trace) in us after the first CTA's dependency release (about when
-  /// the previous kernel completed): CTA entry, the producer's dependency wait, the first full
-  /// stage and the end, min / p50 / max over CTAs, and how many CTAs entered only after the
-  /// release, with the median end of theirs against the others'. Decode steps only (prefill passes
-  /// are not traced). "" without the variable, or when no decode step since start() ran OP on the
-  /// tiered GEMM (e.g. cuBLASLt above 32 tokens). Synchronizes the engine's stream; throws
-  /// dak::Error on a CUDA error.
-  std::string gemm_trace_report() const;
+  /// A diagnostic, with DAK_GEMM_TRACE=OP in the environment (qkv_proj, o_proj, mlp_up, mlp_down):
+  /// the per-CTA records of OP's last tiered-GEMM launch in a decode step (the last layer's;
+  /// TieredGemmArgs::g_trace). Prefill passes are not traced. Empty (no op, no CTA) without the
+  /// variable, or when no decode step since start() ran OP on the tiered GEMM (e.g. cuBLASLt above
+  /// 32 tokens). Synchronizes the engine's stream; throws dak::Error on a CUDA error.
+  GemmTrace gemm_trace() const;
 
  private:
   struct Impl;

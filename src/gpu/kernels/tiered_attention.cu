@@ -721,7 +721,8 @@ void att_trace_report(const char* label) {
     std::vector<double> v;
     for (size_t w = 0; w < 65536; ++w) {
       const unsigned long long t = tr[kAttTraceFields * w + size_t(f)];
-      if (t != 0 && current(w)) v.push_back((double(t) - double(t0)) / 1e3);
+      // Differences in integers first: a double near 1.8e18 ns (the epoch) resolves only 256 ns.
+      if (t != 0 && current(w)) v.push_back(double(static_cast<long long>(t - t0)) / 1e3);
     }
     if (v.empty()) continue;
     std::sort(v.begin(), v.end());
