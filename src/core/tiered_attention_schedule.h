@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/hopper_limits.h"
+
 #ifndef DAK_HD
 #if defined(__CUDACC__)
 #define DAK_HD __host__ __device__
@@ -46,7 +48,7 @@ constexpr int32_t kStepKeys = 16;                // keys a warp consumes per pip
 constexpr int32_t kMaxGroup = 16;                // query heads per kv head: the 16 rows of the mma tile
 constexpr int32_t kRowPad = 8;                   // bf16 padding per staged SMEM row (conflict-free ldmatrix)
 constexpr int32_t kMaxStages = 8;                // deepest ring per warp (cp.async.wait_group immediates)
-constexpr int64_t kSmemLimitBytes = 227 * 1024;  // H200 per-CTA opt-in
+constexpr int64_t kSmemLimitBytes = hopper::kSmemPerCtaMaxBytes;  // sm_90 per-CTA opt-in
 constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it: 2 CTAs per SM
 constexpr int32_t kStagedMinKeys = 512;           // default plans load HBM steps staged from this split size
 

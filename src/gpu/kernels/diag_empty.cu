@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/hopper_limits.h"
 #include "gpu/cuda_check.h"
 #include "gpu/launch.h"
 
@@ -17,12 +18,12 @@ void launch_empty_dependent(int64_t ctas, cudaStream_t stream, int64_t smem_byte
   if (ctas < 1 || ctas > INT32_MAX) {
     fail(std::to_string(ctas) + " CTAs", "launch_empty_dependent", "give between 1 and 2^31 - 1 CTAs");
   }
-  constexpr int64_t kMaxSmem = 227 * 1024;  // sm_90's opt-in maximum of dynamic SMEM per CTA
+  constexpr int64_t kMaxSmem = hopper::kSmemPerCtaMaxBytes;
   if (smem_bytes < 0 || smem_bytes > kMaxSmem) {
     fail(std::to_string(smem_bytes) + " bytes of SMEM per CTA", "launch_empty_dependent",
          "give between 0 and " + std::to_string(kMaxSmem) + " bytes");
   }
-  if (smem_bytes > 48 * 1024) {
+  if (smem_bytes > hopper::kSmemDefaultPerCtaBytes) {
     DAK_CUDA_CHECK(cudaFuncSetAttribute(empty_dependent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         int(smem_bytes)));
   }

@@ -55,6 +55,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/hopper_limits.h"
 #include "core/rope_layout.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/activation.cuh"
@@ -144,10 +145,12 @@ struct Config {
     uint64_t turn[kMathGroups];  // group g may start its next main loop (kMathGroups > 1)
   };
   static constexpr size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
-  // CTAs per SM declared to the compiler (__launch_bounds__): 2 where two fit the SM's 227 KiB of
-  // SMEM (a bandwidth ring built small, DAK_TIERED_GEMM_BW_RING_BYTES), so that registers allow
-  // the next GEMM's CTA beside this one; else 1 (the default rings).
-  static constexpr int kMinBlocksPerSm = 2 * (kSmemBytes + 1024) <= 227 * 1024 ? 2 : 1;
+  // CTAs per SM declared to the compiler (__launch_bounds__): 2 where two fit the SM's SMEM (a
+  // bandwidth ring built small, DAK_TIERED_GEMM_BW_RING_BYTES), so that registers allow the next
+  // GEMM's CTA beside this one; else 1 (the default rings). The test counts 1 KiB less than the SM
+  // has (kSmemPerCtaMaxBytes, not kSmemPerSmBytes), as it did when the bandwidth rings were measured.
+  static constexpr int kMinBlocksPerSm =
+      2 * (int64_t(kSmemBytes) + hopper::kSmemReservedPerCtaBytes) <= hopper::kSmemPerCtaMaxBytes ? 2 : 1;
 
   // TMA atoms for W (either side; the same type, row count is a runtime value) and x.
   static auto make_tma_w(const Element* ptr, int rows, int K) {
