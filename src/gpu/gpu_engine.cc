@@ -173,6 +173,66 @@ int32_t early_w_stages(StepOp op) {
   return table[size_t(op)];
 }
 
+/// A decode GEMM's unit grid forced for A/B measurements: k-splits and HBM CTAs of one operator.
+struct GemmGrid {
+  int32_t k_splits = 0;  // 0: the plan's (no override)
+  int32_t hbm_ctas = 0;
+};
+
+/// DAK_GEMM_GRID="o_proj=3:96,mlp_down=3:96" (StepOp names, SPLITS:CTAS): the all-HBM launches of
+/// that operator on the 64-row (decode) tiles run with k_splits = SPLITS and hbm_ctas = CTAS instead
+/// of plan_tiered_gemm's choice (k_chunks 1). A diagnostic (docs/perf-notes.md session 42: o_proj's
+/// CTAs on the SMs the attention holds start late, and with one unit per CTA the GEMM ends with
+/// them; fewer CTAs with more splits all start early). Bits change with k_splits (the sum order);
+/// split invariance holds as ever, the override does not depend on m_host (it applies at m_host 0
+/// only). Read once per process; a malformed item is ignored with a notice.
+const std::array<GemmGrid, size_t(StepOp::kCount)>& gemm_grid_overrides() {
+  static const std::array<GemmGrid, size_t(StepOp::kCount)> table = [] {
+    std::array<GemmGrid, size_t(StepOp::kCount)> t{};
+    const char* env = std::getenv("DAK_GEMM_GRID");
+    const std::string spec = env ? env : "";
+    const auto number = [](const std::string& v, int32_t most) {
+      if (v.empty() || v.size() > 4 || !std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        return int32_t(0);
+      }
+      const int32_t n = int32_t(std::stoi(v));
+      return n >= 1 && n <= most ? n : int32_t(0);
+    };
+    for (size_t pos = 0; pos < spec.size();) {
+      const size_t end = std::min(spec.find(',', pos), spec.size());
+      const std::string item = spec.substr(pos, end - pos);
+      pos = end + 1;
+      const size_t eq = item.find('='), colon = item.find(':');
+      bool known = false;
+      if (eq != std::string::npos && colon != std::string::npos && colon > eq) {
+        const std::string name = item.substr(0, eq);
+        const int32_t splits = number(item.substr(eq + 1, colon - eq - 1), 64);
+        const int32_t ctas = number(item.substr(colon + 1), 4096);
+        for (size_t i = 0; splits > 0 && ctas > 0 && i < t.size(); ++i) {
+          if (name == step_op_name(StepOp(i))) {
+            t[i] = GemmGrid{splits, ctas};
+            known = true;
+          }
+        }
+      }
+      if (!known && !item.empty()) {
+        std::fprintf(stderr,
+                     "dak: notice: DAK_GEMM_GRID item '%s' ignored (expected OPERATOR=SPLITS:CTAS, e.g. o_proj=3:96)\n",
+                     item.c_str());
+      }
+    }
+    return t;
+  }();
+  return table;
+}
+
+/// The largest k-splits DAK_GEMM_GRID asks of any operator (0: none).
+int32_t gemm_grid_max_splits() {
+  int32_t most = 0;
+  for (const GemmGrid& g : gemm_grid_overrides()) most = std::max(most, g.k_splits);
+  return most;
+}
+
 }  // namespace
 
 struct GpuEngine::Impl {
@@ -919,6 +979,18 @@ uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
   for (const auto& [M, K] : linear_shapes()) {
     if (K % 8 == 0) most = std::max(most, tiered_gemm_workspace_bound(M, K, pass, sm_count, gemm_limits.compute_bn));
   }
+  // DAK_GEMM_GRID's k-splits on the 64-row tiles (decode passes): their partials.
+  if (const int32_t splits = gemm_grid_max_splits(); splits > 0) {
+    for (const auto& [M, K] : linear_shapes()) {
+      for (int64_t n = 1; K % 8 == 0 && n <= std::min<int64_t>(pass, kFusedNormMaxTokens); ++n) {
+        TieredGemmSchedule g = plan_tiered_gemm(M, n, K, 0, sm_count, gemm_limits);
+        if (g.tile.bm != 64) continue;
+        g.k_splits = splits;
+        g.k_chunks = 1;
+        most = std::max(most, g.workspace_bytes());
+      }
+    }
+  }
   return uint64_t(most);
 }
 
@@ -1011,12 +1083,23 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     if (act_here) a.act_out = *act;
     // DAK_GEMM_TRACE: decode steps only, so that the records (and gemm_trace_ctas, set when the
     // launch is enqueued: eagerly or once, at the graph's capture) are the last decode layer's.
-    const int64_t grid = int64_t(it->second.host_ctas) + it->second.hbm_ctas;
+    const TieredGemmSchedule* sched = &it->second;
+    TieredGemmSchedule forced;  // DAK_GEMM_GRID (A/B measurements): all-HBM decode launches only
+    if (const GemmGrid g = op < StepOp::kCount ? gemm_grid_overrides()[size_t(op)] : GemmGrid{};
+        g.k_splits > 0 && decode_pass && l.m_host == 0 && !staged && sched->tile.bm == 64 &&
+        g.k_splits <= sched->k_blocks() && g.hbm_ctas <= sm_count) {
+      forced = *sched;
+      forced.k_splits = g.k_splits;
+      forced.k_chunks = 1;
+      forced.hbm_ctas = int32_t(std::min<int64_t>(g.hbm_ctas, forced.hbm_units()));
+      sched = &forced;
+    }
+    const int64_t grid = int64_t(sched->host_ctas) + sched->hbm_ctas;
     if (gemm_trace && decode_pass && op == gemm_trace_op() && grid <= kGemmTraceCtas) {
       a.g_trace = gemm_trace;
       gemm_trace_ctas = grid;
     }
-    tiered_gemm(a, it->second, tiered_ws, s);
+    tiered_gemm(a, *sched, tiered_ws, s);
     if (staged) DAK_CUDA_CHECK(cudaEventRecord(ev_consumed[slot], s));
     return rope_here || act_here;
   }
