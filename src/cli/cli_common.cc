@@ -37,11 +37,20 @@
 
 namespace dak::cli {
 
+std::string dak_model_env() {
+  const char* env = std::getenv("DAK_MODEL");
+  return env ? std::string(env) : std::string();
+}
+
 std::filesystem::path default_model_path() {
-  if (const char* env = std::getenv("DAK_MODEL"); env && *env) {
+  if (const std::string env = dak_model_env(); !env.empty()) {
     std::error_code ec;
     if (!std::filesystem::exists(env, ec)) {
-      fail(fmt::format("$DAK_MODEL names '{}', which does not exist", env), "DAK_MODEL (environment)",
+      // A shipped config's name (DAK_MODEL=llama-2-7b) is what dak plan and --random-weights take;
+      // open_model refuses it as a config, naming DAK_MODEL.
+      const std::vector<std::string> names = shipped_config_names();
+      if (std::find(names.begin(), names.end(), env) != names.end()) return env;
+      fail(fmt::format("$DAK_MODEL names '{}', which does not exist", env), kDakModelWhere,
            "point DAK_MODEL at a model folder or .gguf file, unset it to use the default model, or pass --model PATH");
     }
     return env;
@@ -64,27 +73,32 @@ void notice_defaulted_sizes(const ModelConfig& config, const std::string& where)
                static_cast<long long>(config.hidden_size));
 }
 
-std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::string& where,
+std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::string& where_given,
                                        const std::string& shipped_config_fix, const std::string& random_weights_flags) {
+  // Without --model: $DAK_MODEL, named as such in every refusal below (a new-user trial read "'' is a
+  // model config" with "where: --model" for DAK_MODEL=config.json), else the default model.
+  const bool from_env = model.empty() && !dak_model_env().empty();
   const std::filesystem::path p = model.empty() ? default_model_path() : std::filesystem::path(model);
+  const std::string given = from_env ? p.string() : model;  // "": the default model
+  const std::string where = from_env ? std::string(kDakModelWhere) : where_given;
   std::error_code ec;
   const std::string no_weights_fix =
       !shipped_config_fix.empty()
           ? shipped_config_fix
-          : fmt::format("add{} to run it with deterministic random weights (dak generate / dak bench), or pass a "
-                        "checkpoint folder or .gguf file",
+          : fmt::format("add{} to run it with deterministic random weights (dak generate / dak bench; GPU only: "
+                        "random weights do not run on the CPU), or pass a checkpoint folder or .gguf file",
                         random_weights_flags);
-  if (!model.empty() && !std::filesystem::exists(p, ec)) {
+  if (!given.empty() && !std::filesystem::exists(p, ec)) {
     // A shipped config name (hyper-parameters only) given where weights are needed.
     const std::vector<std::string> names = shipped_config_names();
-    if (std::find(names.begin(), names.end(), model) != names.end()) {
-      fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", model), where, no_weights_fix);
+    if (std::find(names.begin(), names.end(), given) != names.end()) {
+      fail(fmt::format("'{}' is a shipped config (hyper-parameters only, no weights)", given), where, no_weights_fix);
     }
     // A path to nothing: as dak plan says it (with the working directory), and a shipped config's
     // file ("configs/opt-30b.json") by its name where --random-weights runs it.
     if (!ec) {
       fail_missing_model_path(
-          model, where,
+          given, where,
           "check the path, or pass a Hugging Face model folder (config.json + *.safetensors), a .safetensors file "
           "with config.json beside it, or a .gguf file",
           shipped_config_fix.empty() ? std::optional<std::string>(random_weights_flags) : std::nullopt);
@@ -101,22 +115,44 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
     }
     check_dak_file_kind(j, "", p.string());
     if (j.is_object() && j.contains("model_type")) {
-      fail(fmt::format("'{}' is a model config (hyper-parameters only, no weights)", model), where, no_weights_fix);
+      // A config.json whose folder holds the weights (a new-user trial was told to add --random-weights):
+      // the folder is the model.
+      const std::filesystem::path folder = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+      const bool weights_beside = p.filename() == "config.json" && !folder_without_weights(folder) &&
+                                  examine_path(folder) == std::filesystem::file_type::directory;
+      fail(fmt::format("'{}' is a model config (hyper-parameters only, no weights)", given), where,
+           !weights_beside ? no_weights_fix
+           : from_env      ? fmt::format("point DAK_MODEL at its folder, which holds the weights: DAK_MODEL={}",
+                                         shell_word(folder.string()))
+                           : fmt::format("pass its folder, which holds the weights: --model {}",
+                                         shell_word(folder.string())));
     }
   }
   // A folder with a config.json and no weights is a config as well (trial 26: it got the checkpoint's
   // "folder has no model.safetensors ...", without the --random-weights a config file gets). The
   // weights are looked for as Checkpoint::open looks (folder_without_weights), and config.json only
   // where it would refuse the folder, so no other case changes.
-  if (!model.empty() && folder_without_weights(p) && examine_path(p / "config.json") == std::filesystem::file_type::regular) {
+  if (!given.empty() && folder_without_weights(p) &&
+      examine_path(p / "config.json") == std::filesystem::file_type::regular) {
     // PyTorch (or other) weights beside the config: named, with the conversion (trial 27: "no weights").
     if (const std::string other = unsupported_weight_file_in(p); !other.empty()) {
-      fail(fmt::format("'{}' holds a model config (config.json) and weights dak does not read ({})", model, other),
+      fail(fmt::format("'{}' holds a model config (config.json) and weights dak does not read ({})", given, other),
            where, convert_weights_fix(other));
     }
-    fail(fmt::format("'{}' holds a model config (config.json) but no weights", model), where, no_weights_fix);
+    fail(fmt::format("'{}' holds a model config (config.json) but no weights", given), where, no_weights_fix);
   }
-  auto ckpt = Checkpoint::open(p);
+  std::unique_ptr<Checkpoint> ckpt;
+  try {
+    ckpt = Checkpoint::open(p);
+  } catch (const Error& e) {
+    // The path itself refused (a folder without a model, a file that is no checkpoint): say that
+    // DAK_MODEL named it, and how to point it elsewhere.
+    if (!from_env || e.where_part() != p.string()) throw;
+    const std::string& fix = e.fix_part();
+    throw Error(e.what_part(), fmt::format("{}: {}", kDakModelWhere, p.string()),
+                fix.starts_with("pass ") ? "point DAK_MODEL at " + fix.substr(5) + "; or unset it for the default model"
+                                         : fix);
+  }
   // A folder with both formats: open() takes the safetensors weights; say so, and how to pick a file.
   if (const std::string notice = mixed_weights_notice(p); !notice.empty()) {
     std::fprintf(stderr, "dak: notice: %s\n", notice.c_str());

@@ -27,15 +27,24 @@
 
 namespace dak::cli {
 
-/// The model used when --model is not given: $DAK_MODEL if set, else the SmolLM2-135M-Instruct
-/// GGUF that tools/setup.sh installs under models/. Throws dak::Error (saying to run
-/// tools/setup.sh or pass --model) if it is missing.
+/// The model used when --model is not given: $DAK_MODEL if set (a path, or a shipped config's name,
+/// which dak plan and --random-weights take), else the SmolLM2-135M-Instruct GGUF that
+/// tools/setup.sh installs under models/. Throws dak::Error (saying to run tools/setup.sh or pass
+/// --model) if it is missing, and one naming DAK_MODEL when that names nothing.
 std::filesystem::path default_model_path();
 
-/// Opens `model` (or the default when empty). Prints a notice on stderr when a folder holds both
-/// safetensors and GGUF weights (mixed_weights_notice) or its config lacked size keys. A shipped
-/// config name (no weights) is refused naming `where` (how the command took the model: --model, or
-/// MODEL for dak inspect's positional), with `shipped_config_fix` as the fix when not empty (else:
+/// $DAK_MODEL ("" when unset or empty): the model the commands take without --model.
+std::string dak_model_env();
+
+/// How a refusal names a model that came from $DAK_MODEL (its `where`).
+inline constexpr const char* kDakModelWhere = "DAK_MODEL (environment)";
+
+/// Opens `model` (or the default when empty: default_model_path()). Prints a notice on stderr when a
+/// folder holds both safetensors and GGUF weights (mixed_weights_notice) or its config lacked size
+/// keys. A shipped config name (no weights) is refused naming `where` (how the command took the model:
+/// --model, or MODEL for dak inspect's positional; kDakModelWhere, with the path, for a model from
+/// $DAK_MODEL), with `shipped_config_fix` as the fix when not empty (a config.json whose folder holds
+/// weights gets "pass its folder" instead; else:
 /// add `random_weights_flags`, which dak generate and dak bench take: " --random-weights", and
 /// " --random-weights --prompt-ids 1,2,3" where the command has text prompts, which a config without
 /// a tokenizer cannot encode).

@@ -34,11 +34,13 @@ void add_inspect_command(CLI::App& app) {
            "pass a model folder, .safetensors or .gguf file, or nothing for the default model");
     }
     // A shipped config has no tensors to list: inspect has no --random-weights (the session-23 trial
-    // read that fix, and `where: --model` for a positional MODEL); dak plan takes the config.
+    // read that fix, and `where: --model` for a positional MODEL); dak plan takes the config, named
+    // as given (without MODEL: $DAK_MODEL, not '').
+    const std::string config = model.empty() ? dak_model_env() : model;
     auto ckpt = open_model(model, flag->count() > 0 ? "--model (dak inspect)" : "MODEL (dak inspect)",
                            fmt::format("dak inspect lists the tensors of a checkpoint: pass a model folder, "
                                        ".safetensors or .gguf file (`dak plan --model {}` plans its config)",
-                                       shell_word(model)));
+                                       shell_word(config)));
     if (a->output == "json") {
       std::cout << json_text(inspect_json(*ckpt)) << std::endl;
     } else {

@@ -97,10 +97,11 @@ void add_plan_command(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "plan", "Plan per-operator offload ratios and predict TPOT (--phase prefill: the prefill time, TTFT) for a "
               "model config (no GPU needed)");
+  // Without --model: $DAK_MODEL, as the other commands take it (README); a plan has no default model.
   c->add_option("--model", a->model,
                 "config.json, HF model folder, .gguf file (or a folder holding one, as dak generate takes it), or a "
-                "shipped config name (e.g. llama-2-7b)")
-      ->required();
+                "shipped config name (e.g. llama-2-7b); default: $DAK_MODEL")
+      ->required(dak_model_env().empty());
   // whole_number only reads the values as decimal (CLI11 alone took 010 as 8 and 0x10 as 16, and
   // clamped 10^22 to 2^63 - 1); the ranges are checked below and by the planner (build_op_graph).
   c->add_option("--batch", a->batch, "sequences per step")
@@ -156,7 +157,8 @@ void add_plan_command(CLI::App& app) {
                 "percent, e.g. 0:100:10")
       ->check(value_syntax([](const std::string& s) { parse_ratio_list(s); }));
   c->callback([a, ratio_opt, cpu_gb_opt] {
-    const LocatedConfig model = locate_model_config(a->model);
+    const LocatedConfig model = a->model.empty() ? locate_model_config(default_model_path().string(), kDakModelWhere)
+                                                 : locate_model_config(a->model);
     notice_defaulted_sizes(model.config, model.path.string());
     // Without --profile: the compiled-in profile of this machine's GPU, as generate and bench take
     // it, so a plan made here fits the runs here; h200-default on a machine without a GPU.

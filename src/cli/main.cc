@@ -677,6 +677,8 @@ int main(int argc, char** argv) {
       what = what.substr(0, use);
     } else if (required && subcommands && deepest == &app) {  // bare `dak` (trial 26: no list)
       advice = "use one of " + subcommand_list(app);
+    } else if (required && what == "--model is required") {  // dak plan: no default model, $DAK_MODEL unset
+      advice = "pass --model CONFIG (e.g. --model llama-2-7b) or set DAK_MODEL";
     }
     // CLI11's own sentences start with a capital ("A subcommand is required"); dak's do not.
     if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&

@@ -84,7 +84,8 @@ BpeTokenizer::BpeTokenizer(BpeSpec spec)
       pre_(std::move(spec.pre)),
       normalizer_(std::move(spec.normalizer)),
       ignore_merges_(spec.ignore_merges),
-      unk_id_(spec.unk_id) {
+      unk_id_(spec.unk_id),
+      token_count_(spec.token_count) {
   kinds_.resize(tokens_.size(), BpeTokenKind::kNormal);
   token_bytes_.resize(tokens_.size());
   text_to_id_.reserve(tokens_.size() * 2);
@@ -476,6 +477,11 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   spec.tokens.resize(static_cast<size_t>(max_id + 1));
   spec.kinds.assign(spec.tokens.size(), BpeTokenKind::kNormal);
   for (auto it = vit->begin(); it != vit->end(); ++it) spec.tokens[it.value().get<int64_t>()] = it.key();
+  // The ids defined, for a size check that says how many tokens there are (not max id + 1).
+  std::vector<bool> defined(spec.tokens.size(), false);
+  for (const auto& [id, token] : token_of_id) defined[size_t(id)] = true;
+  for (const Added& a : added) defined[size_t(a.id)] = true;
+  spec.token_count = std::count(defined.begin(), defined.end(), true);
   for (const Added& a : added) {
     spec.tokens[a.id] = a.content;
     spec.kinds[a.id] = a.special ? BpeTokenKind::kSpecial : BpeTokenKind::kAdded;

@@ -72,6 +72,7 @@ struct BpeSpec {
   bool ignore_merges = false;  // a word that is itself in the vocabulary is one token
   bool byte_fallback = false;  // a byte missing from the alphabet tokens maps to "<0xXX>" if present
   int32_t unk_id = -1;         // for a byte missing from the vocabulary (else dropped, as HF)
+  int64_t token_count = -1;    // ids the file defines, where they leave gaps in `tokens`; -1: tokens.size()
 };
 
 class BpeTokenizer final : public Tokenizer {
@@ -83,6 +84,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool allow_bos = true) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(tokens_.size()); }
+  int64_t token_count() const override { return token_count_ >= 0 ? token_count_ : int64_t(tokens_.size()); }
   const std::string& source() const override { return source_; }
 
   /// Id of a token given by its vocabulary text (byte-level text for normal tokens,
@@ -117,6 +119,7 @@ class BpeTokenizer final : public Tokenizer {
   Normalizer normalizer_;
   bool ignore_merges_ = false;
   int32_t unk_id_ = -1;
+  int64_t token_count_ = -1;  // BpeSpec::token_count
 
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;

@@ -115,10 +115,18 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
     // Say why there are none (the session-34 trial read "(none found)" for a DAK_CONFIGS_DIR that did not exist).
     const char* env = std::getenv("DAK_CONFIGS_DIR");
     const bool from_env = env && *env;
-    names = fs::is_directory(shipped_configs_dir(), ec)
-                ? std::string("(none found: the folder holds no .json config)")
-                : fmt::format("(none found: the folder does not exist{})",
-                              from_env ? "; DAK_CONFIGS_DIR names it: unset it for the shipped configs" : "");
+    // A file there is no folder (a new-user trial's DAK_CONFIGS_DIR=/tmp/t.txt read "does not exist").
+    const fs::path dir = shipped_configs_dir();
+    const bool folder = fs::is_directory(dir, ec);
+    const bool other = !folder && fs::exists(dir, ec);
+    names = folder ? std::string("(none found: the folder holds no .json config)")
+                   : fmt::format("(none found: {}{})",
+                                 !other                       ? "the folder does not exist"
+                                 : fs::is_regular_file(dir, ec) ? "the path is a file, not a folder"
+                                                               : "the path is not a folder",
+                                 from_env ? "; DAK_CONFIGS_DIR names it: point it at a folder of configs, or unset it "
+                                            "for the shipped configs"
+                                          : "");
   }
   if (!bare) {
     fail_missing_model_path(model, option,

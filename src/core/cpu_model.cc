@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <new>
 #include <utility>
 
@@ -579,9 +580,23 @@ constexpr double kLinearFlopsPerCoreS = 60e9, kAttentionFlopsPerCoreS = 6e9;
 
 int cores_for(int threads) { return threads > 0 ? threads : std::max(1, omp_get_max_threads()); }
 
-// "4 min" (rounded up) below an hour, else "2.5 h".
+// "3 min" (to the nearest minute, at least 1) below an hour, else "2.5 h". The estimate is a central
+// one, not a bound: an 8191-token prefill estimated at 208 s took 186 s on idle cores (the trial that
+// read "about 4 min or more" for it).
 std::string about(double seconds) {
-  return seconds < 3600 ? fmt::format("{:.0f} min", std::ceil(seconds / 60)) : fmt::format("{:.1f} h", seconds / 3600);
+  return seconds < 3600 ? fmt::format("{:.0f} min", std::max(1.0, std::round(seconds / 60)))
+                        : fmt::format("{:.1f} h", seconds / 3600);
+}
+
+// /proc/loadavg's count of threads runnable now (its fourth field, "running/total"); 0 where it cannot
+// be read.
+int runnable_threads_now() {
+  std::ifstream in("/proc/loadavg");
+  double l1 = 0, l5 = 0, l15 = 0;
+  int running = 0;
+  char slash = 0;
+  if (!(in >> l1 >> l5 >> l15 >> running >> slash) || slash != '/') return 0;
+  return running;
 }
 
 // The notice's "estimated for 2 cores", and where the load makes the run longer ", shared with a
@@ -600,9 +615,17 @@ std::string estimated_for(int threads, const CpuContention& contention) {
 CpuContention current_cpu_contention() {
   CpuContention c;
   double load[1] = {0};
-  if (getloadavg(load, 1) == 1 && std::isfinite(load[0]) && load[0] > 0) c.load = load[0];
+  if (getloadavg(load, 1) == 1 && std::isfinite(load[0]) && load[0] > 0) {
+    c.load = others_cpu_load(load[0], runnable_threads_now());
+  }
   c.cores = std::max(1, omp_get_num_procs());
   return c;
+}
+
+double others_cpu_load(double load_1min, int running_now) {
+  if (!std::isfinite(load_1min) || load_1min <= 0) return 0;
+  if (running_now <= 0) return load_1min;
+  return std::min(load_1min, double(running_now - 1));
 }
 
 double cpu_contention_factor(const CpuContention& contention, int threads) {
@@ -642,8 +665,8 @@ std::string long_cpu_prefill_notice(const ModelConfig& config, std::span<const i
     tokens += n;
   }
   if (!(seconds > kLongCpuPrefillS)) return "";
-  return fmt::format("the prefill of {} prompt tokens x {} layers on the CPU reference path will take about {} or "
-                     "more ({}); {} or give a shorter prompt",
+  return fmt::format("the prefill of {} prompt tokens x {} layers on the CPU reference path will take about {} "
+                     "({}); {} or give a shorter prompt",
                      tokens, config.num_layers, about(seconds), estimated_for(threads, contention),
                      on_a_gpu(gpu_usable));
 }
@@ -689,7 +712,7 @@ std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens
   if (!(seconds > kLongCpuPrefillS)) return "";
   const PerplexityWindows w = perplexity_windows(tokens, window);
   const int64_t windows = w.full + (w.last > 0 ? 1 : 0);
-  return fmt::format("scoring {} tokens on the CPU reference path will take about {} or more ({} window{} of up to "
+  return fmt::format("scoring {} tokens on the CPU reference path will take about {} ({} window{} of up to "
                      "{} tokens x {} layers, {}); {}, or score a "
                      "shorter text (e.g. its first {}: {})",
                      tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),

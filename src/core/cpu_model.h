@@ -25,10 +25,17 @@ struct CpuContention {
   int cores = 0;    // the machine's cores; 0: as many as the run's threads
 };
 
-/// The contention now: getloadavg()'s 1-minute figure and omp_get_num_procs(). The figure lags (a
-/// minute's average) and counts this process too, which is idle up to the estimate (it is made after
-/// the model loads, before the forward pass starts).
+/// The contention now: others_cpu_load() of getloadavg()'s 1-minute figure and the threads runnable
+/// now (/proc/loadavg's running count), and omp_get_num_procs().
 CpuContention current_cpu_contention();
+
+/// The load of other processes a run will share the cores with: the 1-minute load average
+/// `load_1min`, but at most the threads runnable now besides the one that looks (`running_now` - 1).
+/// The average lags a minute: a process that has just finished (or this one's own model load) still
+/// counts in it, and made a 3.1 min prefill read "about 7 min or more (... a load of 1.8 ...)" on an
+/// idle 2-core machine (a new-user trial); a build that goes on keeps both figures up. A
+/// `running_now` of 0 or less: unknown, the average alone.
+double others_cpu_load(double load_1min, int running_now);
 
 /// How many times longer a run of `threads` threads (0: this process's OpenMP threads) takes than on
 /// idle cores under `contention`, by the scheduler's fair share: its threads and the `load` others
@@ -75,7 +82,7 @@ inline constexpr double kCpuLogSoftmaxSPerLogit = 0.3e-3 / 49152;
 
 /// The notice (one line, without "dak: notice: ") before perplexity() on the CPU path when
 /// estimate_cpu_perplexity_s exceeds kLongCpuPrefillS, as long_cpu_prefill_notice's for a prompt:
-/// "scoring N tokens on the CPU reference path will take about T or more (...)" with the hint to run
+/// "scoring N tokens on the CPU reference path will take about T (...)" with the hint to run
 /// on a GPU (--device cuda) or to score a shorter text: its first kCpuPerplexityPartBytes (generate.h)
 /// with `part_command` (perplexity_part_command() of the run's file and options; empty: of the
 /// placeholder FILE). `gpu_usable` as long_cpu_prefill_notice's. "" when it is expected to be shorter.

@@ -18,12 +18,17 @@ bool Tokenizer::is_eos(int32_t id) const {
 }
 
 void check_tokenizer_fits_model(const Tokenizer& tok, int64_t model_vocab, const std::string& alternative) {
-  const int64_t n = tok.vocab_size();
+  const int64_t n = tok.vocab_size(), count = tok.token_count();
   if (n <= model_vocab) return;
-  fail(fmt::format("the tokenizer has {} tokens (ids 0 to {}, added and special tokens included), more than the "
-                   "model's vocabulary of {} (its vocab_size, the rows of its embedding): ids from {} up have no "
-                   "embedding",
-                   n, n - 1, model_vocab, model_vocab),
+  // Ids with gaps (a new-user trial: 256 tokens, one of them id 999999, read "has 1000000 tokens"): the
+  // count and the largest id.
+  const std::string has =
+      count == n ? fmt::format("has {} tokens (ids 0 to {}, added and special tokens included), more than", n, n - 1)
+                 : fmt::format("has {} token{} (added and special tokens included), but its largest id is {}, past",
+                               count, count == 1 ? "" : "s", n - 1);
+  fail(fmt::format("the tokenizer {} the model's vocabulary of {} (its vocab_size, the rows of its embedding): ids "
+                   "from {} up have no embedding",
+                   has, model_vocab, model_vocab),
        tok.source(),
        "use the tokenizer that belongs to these weights (tokenizer.json or tokenizer.model from the same model "
        "repository)" +

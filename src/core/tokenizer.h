@@ -47,6 +47,10 @@ class Tokenizer {
   /// encode() can give.
   virtual int32_t vocab_size() const = 0;
 
+  /// The tokens the file defines: vocab_size() unless its ids leave gaps (a tokenizer.json whose
+  /// vocabulary has 256 entries, one of them id 999999, has 256 tokens and a vocab_size() of 1000000).
+  virtual int64_t token_count() const { return vocab_size(); }
+
   /// The file it was read from (named in errors): a tokenizer.json, tokenizer.model or GGUF file.
   virtual const std::string& source() const = 0;
 

@@ -182,8 +182,9 @@ struct GemmGrid {
 /// DAK_GEMM_GRID="o_proj=3:96,mlp_down=3:96" (StepOp names, SPLITS:CTAS): the all-HBM launches of
 /// that operator on the 64-row (decode) tiles run with k_splits = SPLITS and hbm_ctas = CTAS instead
 /// of plan_tiered_gemm's choice (k_chunks 1). A diagnostic (docs/perf-notes.md session 42: o_proj's
-/// CTAs on the SMs the attention holds start late, and with one unit per CTA the GEMM ends with
-/// them; fewer CTAs with more splits all start early). Bits change with k_splits (the sum order);
+/// CTAs on the SMs the attention holds start late and end last; on the H100, o_proj=3:96 had every
+/// CTA start early yet ran 0.2 % / 1.2 % slower at batch 1 / 8, down=3:96 3.5 % slower: a CTA's read
+/// rate is bound by its ring, so fewer CTAs stream slower). Bits change with k_splits (the sum order);
 /// split invariance holds as ever, the override does not depend on m_host (it applies at m_host 0
 /// only). Read once per process; a malformed item is ignored with a notice.
 const std::array<GemmGrid, size_t(StepOp::kCount)>& gemm_grid_overrides() {

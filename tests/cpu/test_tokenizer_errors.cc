@@ -58,6 +58,7 @@ TEST(TokenizerErrors, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
   j["added_tokens"] = {{{"id", 300}, {"content", "<|extra|>"}, {"special", true}}};
   const auto tok = parse_hf_tokenizer_json(j.dump(), "m/tokenizer.json");
   EXPECT_EQ(tok->vocab_size(), 301);
+  EXPECT_EQ(tok->token_count(), 258);  // ids 0..256 and 300
   EXPECT_EQ(tok->source(), "m/tokenizer.json");
   EXPECT_NO_THROW(check_tokenizer_fits_model(*tok, 301));
   EXPECT_NO_THROW(check_tokenizer_fits_model(*tok, 49152));
@@ -66,12 +67,50 @@ TEST(TokenizerErrors, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
     ADD_FAILURE() << "no dak::Error for 301 tokens and a model of 257";
   } catch (const Error& e) {
     EXPECT_EQ(e.what_part(),
-              "the tokenizer has 301 tokens (ids 0 to 300, added and special tokens included), more than the model's "
-              "vocabulary of 257 (its vocab_size, the rows of its embedding): ids from 257 up have no embedding");
+              "the tokenizer has 258 tokens (added and special tokens included), but its largest id is 300, past the "
+              "model's vocabulary of 257 (its vocab_size, the rows of its embedding): ids from 257 up have no "
+              "embedding");
     EXPECT_EQ(e.where_part(), "m/tokenizer.json");
     EXPECT_NE(e.fix_part().find("use the tokenizer that belongs to these weights"), std::string::npos);
     EXPECT_NE(e.fix_part().find(", or pass token ids with --prompt-ids"), std::string::npos);
   }
+  // Without gaps: the count, ids 0 to the largest.
+  j["added_tokens"] = {{{"id", 257}, {"content", "<|extra|>"}, {"special", true}}};
+  try {
+    check_tokenizer_fits_model(*parse_hf_tokenizer_json(j.dump(), "m/tokenizer.json"), 257);
+    ADD_FAILURE() << "no dak::Error for 258 tokens and a model of 257";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(),
+              "the tokenizer has 258 tokens (ids 0 to 257, added and special tokens included), more than the model's "
+              "vocabulary of 257 (its vocab_size, the rows of its embedding): ids from 257 up have no embedding");
+  }
+}
+
+TEST(TokenizerErrors, ATokenizerWithGapsInItsIdsIsCountedByItsTokens) {
+  // New-user trial: a vocabulary of 256 entries, one of them id 999999, was refused (rightly) as "the
+  // tokenizer has 1000000 tokens (ids 0 to 999999 ...)": it has 256 tokens, the largest id 999999.
+  auto j = minimal_json();  // ids 0..256
+  auto& vocab = j["model"]["vocab"];
+  vocab.erase("ab");
+  j["model"]["merges"] = nlohmann::json::array();
+  vocab[byte_level_alphabet()[255]] = 999999;  // 256 tokens: ids 0..254 and 999999
+  const auto tok = parse_hf_tokenizer_json(j.dump(), "m/tokenizer.json");
+  EXPECT_EQ(tok->vocab_size(), 1000000);
+  EXPECT_EQ(tok->token_count(), 256);
+  try {
+    check_tokenizer_fits_model(*tok, 49152);
+    ADD_FAILURE() << "no dak::Error for id 999999 and a model of 49152";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(),
+              "the tokenizer has 256 tokens (added and special tokens included), but its largest id is 999999, past "
+              "the model's vocabulary of 49152 (its vocab_size, the rows of its embedding): ids from 49152 up have no "
+              "embedding");
+    EXPECT_EQ(e.where_part(), "m/tokenizer.json");
+  }
+  // An added token counts once, also where it repeats a vocabulary id.
+  j["added_tokens"] = {{{"id", 0}, {"content", "<s>"}, {"special", true}},
+                       {{"id", 1000001}, {"content", "<|extra|>"}, {"special", true}}};
+  EXPECT_EQ(parse_hf_tokenizer_json(j.dump(), "m/tokenizer.json")->token_count(), 257);
 }
 
 TEST(TokenizerErrors, InvalidJson) {
