@@ -181,12 +181,14 @@ struct GemmGrid {
 
 /// DAK_GEMM_GRID="o_proj=3:96,mlp_down=3:96" (StepOp names, SPLITS:CTAS): the all-HBM launches of
 /// that operator on the 64-row (decode) tiles run with k_splits = SPLITS and hbm_ctas = CTAS instead
-/// of plan_tiered_gemm's choice (k_chunks 1). A diagnostic (docs/perf-notes.md session 42: o_proj's
-/// CTAs on the SMs the attention holds start late and end last; on the H100, o_proj=3:96 had every
-/// CTA start early yet ran 0.2 % / 1.2 % slower at batch 1 / 8, down=3:96 3.5 % slower: a CTA's read
-/// rate is bound by its ring, so fewer CTAs stream slower). Bits change with k_splits (the sum order);
-/// split invariance holds as ever, the override does not depend on m_host (it applies at m_host 0
-/// only). Read once per process; a malformed item is ignored with a notice.
+/// of plan_tiered_gemm's choice (k_chunks 1; SPLITS capped at the shape's k-blocks, CTAS at the SM
+/// count). A diagnostic (docs/perf-notes.md session 42: o_proj's CTAs on the SMs the attention holds
+/// start late and end last; on the H100, o_proj=3:96 had every CTA start early yet ran 0.2 % / 1.2 %
+/// slower at batch 1 / 8, and down=3:96 on top of it 3.5 % / 2.1 % more: a CTA's read rate is bound
+/// by its ring, so fewer CTAs stream slower). Bits change with k_splits (the sum order), and while it
+/// is set they depend on the placement: launches with host rows or staged rows keep the plan's
+/// splits (a notice says so once per operator). Read once per process; an item that is not
+/// GEMM=SPLITS:CTAS with a layer's GEMM is ignored with a notice.
 const std::array<GemmGrid, size_t(StepOp::kCount)>& gemm_grid_overrides() {
   static const std::array<GemmGrid, size_t(StepOp::kCount)> table = [] {
     std::array<GemmGrid, size_t(StepOp::kCount)> t{};
@@ -209,16 +211,17 @@ const std::array<GemmGrid, size_t(StepOp::kCount)>& gemm_grid_overrides() {
         const std::string name = item.substr(0, eq);
         const int32_t splits = number(item.substr(eq + 1, colon - eq - 1), 64);
         const int32_t ctas = number(item.substr(colon + 1), 4096);
-        for (size_t i = 0; splits > 0 && ctas > 0 && i < t.size(); ++i) {
-          if (name == step_op_name(StepOp(i))) {
-            t[i] = GemmGrid{splits, ctas};
+        for (StepOp o : {StepOp::kQkvProj, StepOp::kOProj, StepOp::kMlpUp, StepOp::kMlpDown}) {
+          if (splits > 0 && ctas > 0 && name == step_op_name(o)) {
+            t[size_t(o)] = GemmGrid{splits, ctas};
             known = true;
           }
         }
       }
       if (!known && !item.empty()) {
         std::fprintf(stderr,
-                     "dak: notice: DAK_GEMM_GRID item '%s' ignored (expected OPERATOR=SPLITS:CTAS, e.g. o_proj=3:96)\n",
+                     "dak: notice: DAK_GEMM_GRID item '%s' ignored (expected GEMM=SPLITS:CTAS with a layer's GEMM, "
+                     "qkv_proj, o_proj, mlp_up or mlp_down, e.g. o_proj=3:96)\n",
                      item.c_str());
       }
     }
@@ -980,13 +983,20 @@ uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
   for (const auto& [M, K] : linear_shapes()) {
     if (K % 8 == 0) most = std::max(most, tiered_gemm_workspace_bound(M, K, pass, sm_count, gemm_limits.compute_bn));
   }
-  // DAK_GEMM_GRID's k-splits on the 64-row tiles (decode passes): their partials.
-  if (const int32_t splits = gemm_grid_max_splits(); splits > 0) {
-    for (const auto& [M, K] : linear_shapes()) {
-      for (int64_t n = 1; K % 8 == 0 && n <= std::min<int64_t>(pass, kFusedNormMaxTokens); ++n) {
+  // DAK_GEMM_GRID's k-splits on the 64-row tiles (decode passes): the partials of each operator it
+  // names, on that operator's shape (as linear() caps them: at most the shape's k-blocks).
+  if (gemm_grid_max_splits() > 0 && !w.layers.empty()) {
+    const GpuLayer& layer = w.layers.front();
+    const std::pair<StepOp, const GpuLinear*> ops[] = {
+        {StepOp::kQkvProj, &layer.qkv}, {StepOp::kOProj, &layer.o}, {StepOp::kMlpUp, &layer.gate_up},
+        {StepOp::kMlpDown, &layer.down}};
+    for (const auto& [op, l] : ops) {
+      const int32_t splits = gemm_grid_overrides()[size_t(op)].k_splits;
+      const int64_t M = l->out, K = l->in;
+      for (int64_t n = 1; splits > 0 && M > 0 && K % 8 == 0 && n <= std::min<int64_t>(pass, kFusedNormMaxTokens); ++n) {
         TieredGemmSchedule g = plan_tiered_gemm(M, n, K, 0, sm_count, gemm_limits);
         if (g.tile.bm != 64) continue;
-        g.k_splits = splits;
+        g.k_splits = int32_t(std::min<int64_t>(splits, g.k_blocks()));
         g.k_chunks = 1;
         most = std::max(most, g.workspace_bytes());
       }
@@ -1087,13 +1097,20 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     const TieredGemmSchedule* sched = &it->second;
     TieredGemmSchedule forced;  // DAK_GEMM_GRID (A/B measurements): all-HBM decode launches only
     if (const GemmGrid g = op < StepOp::kCount ? gemm_grid_overrides()[size_t(op)] : GemmGrid{};
-        g.k_splits > 0 && decode_pass && l.m_host == 0 && !staged && sched->tile.bm == 64 &&
-        g.k_splits <= sched->k_blocks() && g.hbm_ctas <= sm_count) {
-      forced = *sched;
-      forced.k_splits = g.k_splits;
-      forced.k_chunks = 1;
-      forced.hbm_ctas = int32_t(std::min<int64_t>(g.hbm_ctas, forced.hbm_units()));
-      sched = &forced;
+        g.k_splits > 0 && decode_pass) {
+      if (l.m_host == 0 && !staged && sched->tile.bm == 64) {
+        forced = *sched;
+        forced.k_splits = int32_t(std::min<int64_t>(g.k_splits, forced.k_blocks()));
+        forced.k_chunks = 1;
+        forced.hbm_ctas = int32_t(std::min({int64_t(g.hbm_ctas), sm_count, forced.hbm_units()}));
+        sched = &forced;
+      } else if (static std::array<bool, size_t(StepOp::kCount)> told{}; !told[size_t(op)]) {
+        told[size_t(op)] = true;
+        std::fprintf(stderr,
+                     "dak: notice: DAK_GEMM_GRID for %s skipped where a decode launch has host or staged rows, or "
+                     "runs the 128-row tiles (the plan's schedule runs there)\n",
+                     step_op_name(op));
+      }
     }
     const int64_t grid = int64_t(sched->host_ctas) + sched->hbm_ctas;
     if (gemm_trace && decode_pass && op == gemm_trace_op() && grid <= kGemmTraceCtas) {
