@@ -50,6 +50,15 @@ constexpr int32_t kRowPad = 8;                   // bf16 padding per staged SMEM
 constexpr int32_t kMaxStages = 8;                // deepest ring per warp (cp.async.wait_group immediates)
 constexpr int64_t kSmemLimitBytes = hopper::kSmemPerCtaMaxBytes;  // sm_90 per-CTA opt-in
 constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it: 2 CTAs per SM
+// The kernel's static SMEM, at most (cudaFuncAttributes::sharedSizeBytes; 256 bytes measured in
+// session 41); a gpu test checks it.
+constexpr int64_t kStaticSmemAllowanceBytes = 512;
+// Dynamic SMEM at which two CTAs still fit an SM: half the SM's SMEM less the per-CTA reservation
+// and the static allowance (115,200 bytes, 112.5 KiB). A gpu test checks 2 CTAs at it and 1 at 2 KiB
+// more, for every head_dim. The SMEM merge may fill up to it with DAK_ATTN_SMEM_MERGE_2CTA=1.
+constexpr int64_t kSmemTwoCtaBytes =
+    hopper::kSmemPerSmBytes / 2 - hopper::kSmemReservedPerCtaBytes - kStaticSmemAllowanceBytes;
+static_assert(kSmemTargetBytes <= kSmemTwoCtaBytes, "the 2-CTA target must leave two CTAs an SM");
 constexpr int32_t kStagedMinKeys = 512;           // default plans load HBM steps staged from this split size
 
 DAK_HD constexpr bool head_dim_supported(int64_t d) { return d == 64 || d == 80 || d == 96 || d == 128 || d == 256; }
@@ -251,7 +260,10 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 ///   2-5 % slower on two of four such cells and decode at 32-64 keys 0.2-0.3 % slower).
 ///   DAK_ATTN_HBM_COPY=cp.async|bulk|staged in the environment forces one path (A/B measurements).
 /// - smem_merge: with cta_combine, where the merge area keeps the SMEM under the 2-CTA target when
-///   the rings were under it (else under kSmemLimitBytes). DAK_ATTN_SMEM_MERGE=0 turns it off.
+///   the rings were under it (else under kSmemLimitBytes). DAK_ATTN_SMEM_MERGE=0 turns it off;
+///   DAK_ATTN_SMEM_MERGE_2CTA=1 lets it fill up to kSmemTwoCtaBytes instead of the target (GQA plans
+///   at short contexts: Llama-3-8B's 64-key rings of 104,448 bytes plus its G = 4 merge area of
+///   8,320 pass the target by 128 bytes; an A/B switch until measured).
 /// Throws dak::Error for an unsupported shape, b_host outside [0, B] or sm_count < 2.
 TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
                                               int64_t hbm_ctas_per_sm = 2,

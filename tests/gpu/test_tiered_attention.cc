@@ -456,6 +456,21 @@ TEST(TieredAttentionKernel, SplitsMergedInTheCtaMatchTheReferenceWithTheSameBits
   }
 }
 
+TEST(TieredAttentionKernel, TwoCtasFitAnSmAtTheTwoCtaLimit) {
+  // kSmemTwoCtaBytes (core) assumes the kernel's static SMEM and the SM's SMEM; the occupancy API
+  // on this GPU says whether two CTAs fit at it and one at 2 KiB more, for every head_dim.
+  DAK_REQUIRE_GPU_OR_SKIP();
+  namespace ta = dak::tiered_attention;
+  for (int64_t d : {64, 80, 96, 128, 256}) {
+    SCOPED_TRACE("head_dim " + std::to_string(d));
+    EXPECT_LE(dak::gpu::tiered_attention_static_smem_bytes(d), ta::kStaticSmemAllowanceBytes);
+    EXPECT_EQ(dak::gpu::tiered_attention_ctas_per_sm(d, ta::kSmemTwoCtaBytes), 2);
+    EXPECT_EQ(dak::gpu::tiered_attention_ctas_per_sm(d, ta::kSmemTwoCtaBytes + 2048), 1);
+    EXPECT_EQ(dak::gpu::tiered_attention_ctas_per_sm(d, ta::kSmemLimitBytes + 1), 0);
+  }
+  EXPECT_EQ(dak::gpu::tiered_attention_ctas_per_sm(100, 1024), 0);  // no kernel for head_dim 100
+}
+
 TEST(TieredAttentionKernel, AgreesWithTheHbmDecodeKernelWithoutOffload) {
   DAK_REQUIRE_GPU_OR_SKIP();
   const uint64_t seed = fresh_seed();

@@ -732,10 +732,9 @@ void att_trace_report(const char* label) {
 }
 #endif
 
-int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
-  const int64_t smem = s.smem_bytes();
-  if (smem > ta::kSmemLimitBytes) return 0;
-  switch (s.shape.head_dim) {
+int tiered_attention_ctas_per_sm(int64_t head_dim, int64_t smem) {
+  if (smem < 0 || smem > ta::kSmemLimitBytes) return 0;
+  switch (head_dim) {
     case 64: return occupancy<64>(smem);
     case 80: return occupancy<80>(smem);
     case 96: return occupancy<96>(smem);
@@ -743,6 +742,23 @@ int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
     case 256: return occupancy<256>(smem);
     default: return 0;
   }
+}
+
+int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
+  return tiered_attention_ctas_per_sm(s.shape.head_dim, s.smem_bytes());
+}
+
+int64_t tiered_attention_static_smem_bytes(int64_t head_dim) {
+  cudaFuncAttributes a{};
+  switch (head_dim) {
+    case 64: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<64>)); break;
+    case 80: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<80>)); break;
+    case 96: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<96>)); break;
+    case 128: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<128>)); break;
+    case 256: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<256>)); break;
+    default: return 0;
+  }
+  return int64_t(a.sharedSizeBytes);
 }
 
 TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& shape, int64_t b_host,
