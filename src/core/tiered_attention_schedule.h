@@ -55,7 +55,9 @@ constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it:
 constexpr int64_t kStaticSmemAllowanceBytes = 512;
 // Dynamic SMEM at which two CTAs still fit an SM: half the SM's SMEM less the per-CTA reservation
 // and the static allowance (115,200 bytes, 112.5 KiB). A gpu test checks 2 CTAs at it and 1 at 2 KiB
-// more, for every head_dim. The SMEM merge may fill up to it with DAK_ATTN_SMEM_MERGE_2CTA=1.
+// more, for every head_dim. The SMEM merge may fill up to it with DAK_ATTN_SMEM_MERGE_2CTA=1 (if the
+// static SMEM ever grew past the allowance, such plans would get 1 CTA per SM and the engine would
+// re-plan them for it, silently: that test is the guard). At the limit two CTAs leave an SM < 1 KiB.
 constexpr int64_t kSmemTwoCtaBytes =
     hopper::kSmemPerSmBytes / 2 - hopper::kSmemReservedPerCtaBytes - kStaticSmemAllowanceBytes;
 static_assert(kSmemTargetBytes <= kSmemTwoCtaBytes, "the 2-CTA target must leave two CTAs an SM");

@@ -733,7 +733,8 @@ void att_trace_report(const char* label) {
 #endif
 
 int tiered_attention_ctas_per_sm(int64_t head_dim, int64_t smem) {
-  if (smem < 0 || smem > ta::kSmemLimitBytes) return 0;
+  // Dynamic plus static SMEM must stay within the opt-in maximum (cudaFuncSetAttribute refuses more).
+  if (smem < 0 || smem > ta::kSmemLimitBytes - tiered_attention_static_smem_bytes(head_dim)) return 0;
   switch (head_dim) {
     case 64: return occupancy<64>(smem);
     case 80: return occupancy<80>(smem);

@@ -82,9 +82,9 @@ constexpr bool tiered_attention_rope_fusable(int64_t head_dim) {
 /// Resident CTAs per SM of the kernel for this schedule's head_dim and SMEM size (0: does not fit).
 int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& schedule);
 
-/// Resident CTAs per SM of the kernel for `head_dim` with `smem_bytes` of dynamic SMEM (bytes, at
-/// most kSmemLimitBytes; 0: does not fit or an unsupported head_dim), from the CUDA occupancy API on
-/// the current device. Throws dak::Error on a CUDA error.
+/// Resident CTAs per SM of the kernel for `head_dim` with `smem_bytes` of dynamic SMEM (bytes; 0:
+/// more than kSmemLimitBytes less the kernel's static SMEM, or an unsupported head_dim), from the
+/// CUDA occupancy API on the current device. Throws dak::Error on a CUDA error.
 int tiered_attention_ctas_per_sm(int64_t head_dim, int64_t smem_bytes);
 
 /// The kernel's static SMEM bytes for `head_dim` (cudaFuncAttributes::sharedSizeBytes; 0 for an
