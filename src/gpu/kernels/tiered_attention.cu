@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/env.h"
@@ -676,6 +677,27 @@ void launch(const KernelParams& kp, cudaStream_t stream) {
   DAK_CUDA_CHECK(cudaGetLastError());
 }
 
+// Calls f(std::integral_constant<int, D>{}) with D = head_dim, one of the compiled head_dims
+// (ta::head_dim_supported), and returns its result; `otherwise` for any other head_dim.
+template <class R, class F>
+R with_head_dim(int64_t head_dim, R otherwise, F&& f) {
+  switch (head_dim) {
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 80: return f(std::integral_constant<int, 80>{});
+    case 96: return f(std::integral_constant<int, 96>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    case 256: return f(std::integral_constant<int, 256>{});
+    default: return otherwise;
+  }
+}
+
+template <int D>
+int64_t static_smem() {
+  cudaFuncAttributes a{};
+  DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<D>));
+  return int64_t(a.sharedSizeBytes);
+}
+
 template <int D>
 int occupancy(int64_t smem) {
   DAK_CUDA_CHECK(
@@ -733,16 +755,11 @@ void att_trace_report(const char* label) {
 #endif
 
 int tiered_attention_ctas_per_sm(int64_t head_dim, int64_t smem) {
-  // Dynamic plus static SMEM must stay within the opt-in maximum (cudaFuncSetAttribute refuses more).
-  if (smem < 0 || smem > ta::kSmemLimitBytes - tiered_attention_static_smem_bytes(head_dim)) return 0;
-  switch (head_dim) {
-    case 64: return occupancy<64>(smem);
-    case 80: return occupancy<80>(smem);
-    case 96: return occupancy<96>(smem);
-    case 128: return occupancy<128>(smem);
-    case 256: return occupancy<256>(smem);
-    default: return 0;
-  }
+  return with_head_dim(head_dim, 0, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    // Dynamic plus static SMEM must stay within the opt-in maximum (cudaFuncSetAttribute refuses more).
+    return smem < 0 || smem > ta::kSmemLimitBytes - static_smem<D>() ? 0 : occupancy<D>(smem);
+  });
 }
 
 int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
@@ -750,16 +767,7 @@ int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& s) {
 }
 
 int64_t tiered_attention_static_smem_bytes(int64_t head_dim) {
-  cudaFuncAttributes a{};
-  switch (head_dim) {
-    case 64: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<64>)); break;
-    case 80: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<80>)); break;
-    case 96: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<96>)); break;
-    case 128: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<128>)); break;
-    case 256: DAK_CUDA_CHECK(cudaFuncGetAttributes(&a, tiered_attention_kernel<256>)); break;
-    default: return 0;
-  }
-  return int64_t(a.sharedSizeBytes);
+  return with_head_dim(head_dim, int64_t(0), [](auto d) { return static_smem<decltype(d)::value>(); });
 }
 
 TieredAttentionSchedule tiered_attention_schedule(const TieredAttentionShape& shape, int64_t b_host,
@@ -820,13 +828,12 @@ void tiered_attention(const TieredAttentionArgs& a, const TieredAttentionSchedul
   kp.scale_log2 = a.scale * 1.4426950408889634f;
   kp.early_kv = early_kv_enabled();
   kp.merge_offset = s.smem_merge ? s.smem_bytes() - ta::merge_smem_bytes(sh.group(), sh.head_dim) : 0;
-  switch (sh.head_dim) {
-    case 64: return launch<64>(kp, stream);
-    case 80: return launch<80>(kp, stream);
-    case 96: return launch<96>(kp, stream);
-    case 128: return launch<128>(kp, stream);
-    case 256: return launch<256>(kp, stream);
-    default: fail("head_dim " + std::to_string(sh.head_dim) + " is not compiled", where, "use 64, 80, 96, 128 or 256");
+  const bool launched = with_head_dim(sh.head_dim, false, [&](auto d) {
+    launch<decltype(d)::value>(kp, stream);
+    return true;
+  });
+  if (!launched) {
+    fail("head_dim " + std::to_string(sh.head_dim) + " is not compiled", where, "use 64, 80, 96, 128 or 256");
   }
 }
 
