@@ -588,17 +588,6 @@ std::string about(double seconds) {
                         : fmt::format("{:.1f} h", seconds / 3600);
 }
 
-// /proc/loadavg's count of threads runnable now (its fourth field, "running/total"); 0 where it cannot
-// be read.
-int runnable_threads_now() {
-  std::ifstream in("/proc/loadavg");
-  double l1 = 0, l5 = 0, l15 = 0;
-  int running = 0;
-  char slash = 0;
-  if (!(in >> l1 >> l5 >> l15 >> running >> slash) || slash != '/') return 0;
-  return running;
-}
-
 // The notice's "estimated for 2 cores", and where the load makes the run longer ", shared with a
 // load of 4.4 from other processes".
 std::string estimated_for(int threads, const CpuContention& contention) {
@@ -614,9 +603,15 @@ std::string estimated_for(int threads, const CpuContention& contention) {
 
 CpuContention current_cpu_contention() {
   CpuContention c;
-  double load[1] = {0};
-  if (getloadavg(load, 1) == 1 && std::isfinite(load[0]) && load[0] > 0) {
-    c.load = others_cpu_load(load[0], runnable_threads_now());
+  // One read of /proc/loadavg (what getloadavg() reads): the 1-minute average, then "running/total"
+  // threads (running 0 where that field cannot be read: the average alone).
+  std::ifstream in("/proc/loadavg");
+  double load_1min = 0, l5 = 0, l15 = 0;
+  if (in >> load_1min >> l5 >> l15 && std::isfinite(load_1min) && load_1min > 0) {
+    int running = 0;
+    char slash = 0;
+    if (!(in >> running >> slash) || slash != '/') running = 0;
+    c.load = others_cpu_load(load_1min, running);
   }
   c.cores = std::max(1, omp_get_num_procs());
   return c;

@@ -25,8 +25,8 @@ struct CpuContention {
   int cores = 0;    // the machine's cores; 0: as many as the run's threads
 };
 
-/// The contention now: others_cpu_load() of getloadavg()'s 1-minute figure and the threads runnable
-/// now (/proc/loadavg's running count), and omp_get_num_procs().
+/// The contention now: others_cpu_load() of /proc/loadavg's 1-minute figure and its count of threads
+/// runnable now (one read), and omp_get_num_procs().
 CpuContention current_cpu_contention();
 
 /// The load of other processes a run will share the cores with: the 1-minute load average
