@@ -160,7 +160,7 @@ int probe_trace(int argc, char** argv, int sms) {
   DAK_CUDA_CHECK(cudaMalloc(&x, size_t(N * 11008 * 2)));
   DAK_CUDA_CHECK(cudaMalloc(&y, size_t(N * 22016 * 2) * size_t(G)));
   DAK_CUDA_CHECK(cudaMalloc(&ws, 64 << 20));
-  DAK_CUDA_CHECK(cudaMalloc(&tr, size_t(G) * size_t(sms) * 8 * 8));
+  DAK_CUDA_CHECK(cudaMalloc(&tr, size_t(G) * size_t(sms) * gpu::kGemmTraceFields * sizeof(uint64_t)));
   DAK_CUDA_CHECK(cudaMemset(w, 0, w_elems * 2));
   DAK_CUDA_CHECK(cudaMemset(x, 0, size_t(N * 11008 * 2)));
   DAK_CUDA_CHECK(cudaMemset(ws, 0, 64 << 20));
@@ -175,7 +175,7 @@ int probe_trace(int argc, char** argv, int sms) {
     a.g_x = static_cast<const __nv_bfloat16*>(x);
     a.g_w = static_cast<const __nv_bfloat16*>(w) + w_at;
     a.g_y = static_cast<__nv_bfloat16*>(y) + size_t(g) * size_t(N * 22016);
-    a.g_trace = tw + size_t(g) * size_t(sms) * 8;
+    a.g_trace = tw + size_t(g) * size_t(sms) * gpu::kGemmTraceFields;
     w_at += size_t(seq[size_t(g)]->M * seq[size_t(g)]->K);
     gpu::tiered_gemm(a, sched[size_t(g)], ws, st);
   }
@@ -183,11 +183,13 @@ int probe_trace(int argc, char** argv, int sms) {
   cudaGraphExec_t exec;
   DAK_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   const double graph_us = median_us([&] { DAK_CUDA_CHECK(cudaGraphLaunch(exec, st)); }, st);
-  std::vector<uint64_t> h(size_t(G) * size_t(sms) * 8);
-  DAK_CUDA_CHECK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+  std::vector<uint64_t> h(size_t(G) * size_t(sms) * gpu::kGemmTraceFields);
+  DAK_CUDA_CHECK(cudaMemcpy(h.data(), tr, h.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  // CTA c of GEMM g: its record (gpu::TieredGemmTraceField).
+  const auto record = [&](int g, int c) { return &h[(size_t(g) * size_t(sms) + size_t(c)) * gpu::kGemmTraceFields]; };
   uint64_t t0 = ~0ull;
   for (int g = 0; g < G; ++g) {
-    for (int c = 0; c < sched[size_t(g)].hbm_ctas; ++c) t0 = std::min(t0, h[(size_t(g) * sms + c) * 8 + 1]);
+    for (int c = 0; c < sched[size_t(g)].hbm_ctas; ++c) t0 = std::min(t0, record(g, c)[gpu::kGemmTraceEntry]);
   }
   std::printf("trace: %d GEMMs at N = %ld, graph %.1f us (median of 5), %.1f us per layer\n", G, long(N), graph_us,
               graph_us / layers);
@@ -199,15 +201,15 @@ int probe_trace(int argc, char** argv, int sms) {
     const TieredGemmSchedule& s = sched[size_t(g)];
     std::vector<double> entry, dep, full, done, done_most, done_fewer;
     uint64_t most = 0;
-    for (int c = 0; c < s.hbm_ctas; ++c) most = std::max(most, h[(size_t(g) * sms + c) * 8 + 6]);
+    for (int c = 0; c < s.hbm_ctas; ++c) most = std::max(most, record(g, c)[gpu::kGemmTraceUnits]);
     for (int c = 0; c < s.hbm_ctas; ++c) {
-      const uint64_t* r = &h[(size_t(g) * sms + c) * 8];
+      const uint64_t* r = record(g, c);
       auto us = [&](uint64_t v) { return v ? (double(v) - double(t0)) * 1e-3 : -1.0; };
-      entry.push_back(us(r[1]));
-      dep.push_back(us(r[2]));
-      full.push_back(us(r[3]));
-      done.push_back(std::max(us(r[4]), us(r[5])));
-      (r[6] == most ? done_most : done_fewer).push_back(done.back());
+      entry.push_back(us(r[gpu::kGemmTraceEntry]));
+      dep.push_back(us(r[gpu::kGemmTraceDependency]));
+      full.push_back(us(r[gpu::kGemmTraceFirstFull]));
+      done.push_back(std::max(us(r[gpu::kGemmTraceDone0]), us(r[gpu::kGemmTraceDone1])));
+      (r[gpu::kGemmTraceUnits] == most ? done_most : done_fewer).push_back(done.back());
     }
     for (auto* v : {&done_most, &done_fewer}) std::sort(v->begin(), v->end());
     for (auto* v : {&entry, &dep, &full, &done}) std::sort(v->begin(), v->end());

@@ -113,6 +113,42 @@ bool diag_skip(const char* what) {
 constexpr bool diag_skip(const char*) { return false; }
 #endif
 
+/// A decoder layer's GEMMs: the operators DAK_GEMM_TRACE and DAK_GEMM_GRID name.
+constexpr StepOp kLayerGemms[] = {StepOp::kQkvProj, StepOp::kOProj, StepOp::kMlpUp, StepOp::kMlpDown};
+bool is_layer_gemm(StepOp op) {
+  return std::find(std::begin(kLayerGemms), std::end(kLayerGemms), op) != std::end(kLayerGemms);
+}
+
+/// The items of an A/B switch's comma-separated OPERATOR=VALUE list in the environment variable
+/// `var` (DAK_EARLY_W, DAK_GEMM_GRID), in order: take(op, value) for each item whose OPERATOR is
+/// step_op_name(op); take returns whether it accepts that operator and value. Any other non-empty
+/// item is ignored with a notice on stderr ending "(expected `expected`)".
+template <class Take>
+void for_each_op_item(const char* var, const char* expected, Take&& take) {
+  const char* env = std::getenv(var);
+  const std::string spec = env ? env : "";
+  for (size_t pos = 0; pos < spec.size();) {
+    const size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = item.find('=');
+    bool known = false;
+    for (size_t i = 0; eq != std::string::npos && i < size_t(StepOp::kCount); ++i) {
+      if (item.compare(0, eq, step_op_name(StepOp(i))) == 0) known = take(StepOp(i), item.substr(eq + 1));
+    }
+    if (!known && !item.empty()) {
+      std::fprintf(stderr, "dak: notice: %s item '%s' ignored (expected %s)\n", var, item.c_str(), expected);
+    }
+  }
+}
+
+/// A whole number of at most `digits` decimal digits ("" or any other character: -1).
+int32_t decimal(const std::string& v, size_t digits) {
+  const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+  if (v.empty() || v.size() > digits || !std::all_of(v.begin(), v.end(), digit)) return -1;
+  return int32_t(std::stoi(v));
+}
+
 /// DAK_GEMM_TRACE=OP (a decoder layer's GEMM: qkv_proj, o_proj, mlp_up or mlp_down): every
 /// tiered-GEMM launch of that operator in a decode step writes its per-CTA trace
 /// (TieredGemmArgs::g_trace) into one HBM buffer, so that after a decode step it holds the last
@@ -120,22 +156,12 @@ constexpr bool diag_skip(const char*) { return false; }
 /// A diagnostic for A/B runs (docs/perf-notes.md session 41): StepOp::kCount (off) unless set; any
 /// other value is ignored with a notice. Read once per process.
 StepOp gemm_trace_op() {
-  static const StepOp op = [] {
-    const char* env = std::getenv("DAK_GEMM_TRACE");
-    if (env == nullptr || *env == 0) return StepOp::kCount;
-    for (StepOp o : {StepOp::kQkvProj, StepOp::kOProj, StepOp::kMlpUp, StepOp::kMlpDown}) {
-      if (std::string(env) == step_op_name(o)) return o;
-    }
-    std::fprintf(stderr,
-                 "dak: notice: DAK_GEMM_TRACE=%s ignored (expected a layer's GEMM: qkv_proj, o_proj, mlp_up or "
-                 "mlp_down)\n",
-                 env);
-    return StepOp::kCount;
-  }();
-  return op;
+  // The step_op_name()s of kLayerGemms, in its order.
+  static const int i = env_choice("DAK_GEMM_TRACE", {"qkv_proj", "o_proj", "mlp_up", "mlp_down"});
+  return i < 0 ? StepOp::kCount : kLayerGemms[i];
 }
 constexpr int64_t kGemmTraceCtas = 4096;                                  // CTAs the trace buffer holds
-constexpr uint64_t kGemmTraceBytes = uint64_t(kGemmTraceCtas) * 8 * sizeof(uint64_t);  // 8 u64 fields each
+constexpr uint64_t kGemmTraceBytes = uint64_t(kGemmTraceCtas) * kGemmTraceFields * sizeof(uint64_t);
 
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
@@ -146,28 +172,11 @@ int32_t early_w_stages(StepOp op) {
   static const std::array<int32_t, size_t(StepOp::kCount)> table = [] {
     std::array<int32_t, size_t(StepOp::kCount)> t;
     t.fill(-1);
-    const char* env = std::getenv("DAK_EARLY_W");
-    const std::string spec = env ? env : "";
-    for (size_t pos = 0; pos < spec.size();) {
-      const size_t end = std::min(spec.find(',', pos), spec.size());
-      const std::string item = spec.substr(pos, end - pos);
-      pos = end + 1;
-      const size_t eq = item.find('=');
-      const std::string name = item.substr(0, eq), count = eq == std::string::npos ? "" : item.substr(eq + 1);
-      const bool digits = !count.empty() && count.size() <= 2 &&
-                          std::all_of(count.begin(), count.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-      bool known = false;
-      for (size_t i = 0; digits && i < t.size(); ++i) {
-        if (name == step_op_name(StepOp(i))) {
-          t[i] = std::min(int32_t(std::stoi(count)), int32_t(64));
-          known = true;
-        }
-      }
-      if (!known && !item.empty()) {
-        std::fprintf(stderr, "dak: notice: DAK_EARLY_W item '%s' ignored (expected OPERATOR=COUNT, e.g. o_proj=3)\n",
-                     item.c_str());
-      }
-    }
+    for_each_op_item("DAK_EARLY_W", "OPERATOR=COUNT, e.g. o_proj=3", [&](StepOp op, const std::string& count) {
+      const int32_t n = decimal(count, 2);
+      if (n >= 0) t[size_t(op)] = std::min(n, int32_t(64));
+      return n >= 0;
+    });
     return t;
   }();
   return table[size_t(op)];
@@ -192,39 +201,17 @@ struct GemmGrid {
 const std::array<GemmGrid, size_t(StepOp::kCount)>& gemm_grid_overrides() {
   static const std::array<GemmGrid, size_t(StepOp::kCount)> table = [] {
     std::array<GemmGrid, size_t(StepOp::kCount)> t{};
-    const char* env = std::getenv("DAK_GEMM_GRID");
-    const std::string spec = env ? env : "";
-    const auto number = [](const std::string& v, int32_t most) {
-      if (v.empty() || v.size() > 4 || !std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-        return int32_t(0);
-      }
-      const int32_t n = int32_t(std::stoi(v));
-      return n >= 1 && n <= most ? n : int32_t(0);
-    };
-    for (size_t pos = 0; pos < spec.size();) {
-      const size_t end = std::min(spec.find(',', pos), spec.size());
-      const std::string item = spec.substr(pos, end - pos);
-      pos = end + 1;
-      const size_t eq = item.find('='), colon = item.find(':');
-      bool known = false;
-      if (eq != std::string::npos && colon != std::string::npos && colon > eq) {
-        const std::string name = item.substr(0, eq);
-        const int32_t splits = number(item.substr(eq + 1, colon - eq - 1), 64);
-        const int32_t ctas = number(item.substr(colon + 1), 4096);
-        for (StepOp o : {StepOp::kQkvProj, StepOp::kOProj, StepOp::kMlpUp, StepOp::kMlpDown}) {
-          if (splits > 0 && ctas > 0 && name == step_op_name(o)) {
-            t[size_t(o)] = GemmGrid{splits, ctas};
-            known = true;
-          }
-        }
-      }
-      if (!known && !item.empty()) {
-        std::fprintf(stderr,
-                     "dak: notice: DAK_GEMM_GRID item '%s' ignored (expected GEMM=SPLITS:CTAS with a layer's GEMM, "
-                     "qkv_proj, o_proj, mlp_up or mlp_down, e.g. o_proj=3:96)\n",
-                     item.c_str());
-      }
-    }
+    for_each_op_item("DAK_GEMM_GRID",
+                     "GEMM=SPLITS:CTAS with a layer's GEMM, qkv_proj, o_proj, mlp_up or mlp_down, e.g. o_proj=3:96",
+                     [&](StepOp op, const std::string& value) {
+                       const size_t colon = value.find(':');
+                       if (!is_layer_gemm(op) || colon == std::string::npos) return false;
+                       const int32_t splits = decimal(value.substr(0, colon), 4);
+                       const int32_t ctas = decimal(value.substr(colon + 1), 4);
+                       if (splits < 1 || splits > 64 || ctas < 1 || ctas > 4096) return false;
+                       t[size_t(op)] = GemmGrid{splits, ctas};
+                       return true;
+                     });
     return t;
   }();
   return table;
@@ -296,7 +283,7 @@ struct GpuEngine::Impl {
   float* partial = nullptr;                     // decode attention workspace
   float* norm_sumsq[2] = {nullptr, nullptr};    // [hidden / 64, T] fp32 each: fused-norm block sums
                                                 //   (TieredGemmNormOut), o_proj's and down's
-  uint64_t* gemm_trace = nullptr;               // [kGemmTraceCtas, 8] with DAK_GEMM_TRACE, else null
+  uint64_t* gemm_trace = nullptr;               // [kGemmTraceCtas, kGemmTraceFields] with DAK_GEMM_TRACE, else null
   int64_t gemm_trace_ctas = 0;                  // grid of the last traced launch (a decode step's)
   bool decode_pass = false;                     // the pass being enqueued is a decode step (run_pass)
   int32_t* g_meta = nullptr;                    // packed per-pass metadata (layout: meta_* offsets)
@@ -1092,8 +1079,6 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
     const bool rope_here = rope && pair_epilogue, act_here = act && pair_epilogue;
     if (rope_here) a.rope = *rope;
     if (act_here) a.act_out = *act;
-    // DAK_GEMM_TRACE: decode steps only, so that the records (and gemm_trace_ctas, set when the
-    // launch is enqueued: eagerly or once, at the graph's capture) are the last decode layer's.
     const TieredGemmSchedule* sched = &it->second;
     TieredGemmSchedule forced;  // DAK_GEMM_GRID (A/B measurements): all-HBM decode launches only
     if (const GemmGrid g = op < StepOp::kCount ? gemm_grid_overrides()[size_t(op)] : GemmGrid{};
@@ -1112,6 +1097,8 @@ bool GpuEngine::Impl::linear(const bf16* x, const GpuLinear& l, void* y, int64_t
                      step_op_name(op));
       }
     }
+    // DAK_GEMM_TRACE: decode steps only, so that the records (and gemm_trace_ctas, set when the
+    // launch is enqueued: eagerly or once, at the graph's capture) are the last decode layer's.
     const int64_t grid = int64_t(sched->host_ctas) + sched->hbm_ctas;
     if (gemm_trace && decode_pass && op == gemm_trace_op() && grid <= kGemmTraceCtas) {
       a.g_trace = gemm_trace;
@@ -1426,20 +1413,18 @@ GemmTrace GpuEngine::gemm_trace() const {
   if (m.gemm_trace == nullptr || m.gemm_trace_ctas == 0) return r;
   r.op = step_op_name(gemm_trace_op());
   DAK_CUDA_CHECK(cudaStreamSynchronize(m.stream));
-  std::vector<uint64_t> t(size_t(m.gemm_trace_ctas) * 8);
+  std::vector<uint64_t> t(size_t(m.gemm_trace_ctas) * kGemmTraceFields);
   DAK_CUDA_CHECK(cudaMemcpy(t.data(), m.gemm_trace, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-  // Fields per CTA (TieredGemmArgs::g_trace): SM id, then %globaltimer ns at entry, after the
-  // producer's dependency wait, at the first full stage, at the end of math group 0 and of group 1,
-  // then group 0's unit count. The first gemm_trace_ctas records are the last traced launch's (an
+  // The records (TieredGemmTraceField): the first gemm_trace_ctas are the last traced launch's (an
   // earlier launch with a larger grid may have left more behind them). A field older than its
   // record's entry (a CTA with no unit writes no first stage) counts as unset.
-  enum : size_t { kEntry = 1, kDependency = 2, kFirstFull = 3, kDone0 = 4, kDone1 = 5 };
   for (int64_t c = 0; c < m.gemm_trace_ctas; ++c) {
-    const uint64_t* f = t.data() + size_t(c) * 8;
-    const uint64_t entry = f[kEntry];
+    const uint64_t* f = t.data() + size_t(c) * kGemmTraceFields;
+    const uint64_t entry = f[kGemmTraceEntry];
     if (entry == 0) continue;
-    auto field = [&](size_t i) { return f[i] >= entry ? f[i] : uint64_t(0); };
-    r.ctas.push_back({entry, field(kDependency), field(kFirstFull), std::max(field(kDone0), field(kDone1))});
+    auto field = [&](TieredGemmTraceField i) { return f[i] >= entry ? f[i] : uint64_t(0); };
+    r.ctas.push_back({entry, field(kGemmTraceDependency), field(kGemmTraceFirstFull),
+                      std::max(field(kGemmTraceDone0), field(kGemmTraceDone1))});
   }
   return r;
 }

@@ -122,6 +122,21 @@ struct TieredGemmActOut {
   Activation act = Activation::kSilu;
 };
 
+/// The fields of one CTA's record in TieredGemmArgs::g_trace, u64 each: the SM id, then %globaltimer
+/// stamps in ns at entry, after the producer's dependency wait, at the first full stage, at the end
+/// of math group 0 and of group 1, then group 0's unit count; the last field is unused.
+enum TieredGemmTraceField : int {
+  kGemmTraceSm,
+  kGemmTraceEntry,
+  kGemmTraceDependency,
+  kGemmTraceFirstFull,
+  kGemmTraceDone0,
+  kGemmTraceDone1,
+  kGemmTraceUnits,
+  kGemmTraceReserved,
+  kGemmTraceFields
+};
+
 struct TieredGemmArgs {
   const __nv_bfloat16* g_x = nullptr;     // [N, ldx] bf16, HBM: first K columns used (16-byte aligned)
   int64_t ldx = 0;                        // elements between rows of x (0: K); a multiple of 8
@@ -147,11 +162,10 @@ struct TieredGemmArgs {
   TieredGemmRopeOut rope;                 // g_positions non-null: the RoPE + KV append epilogue
   TieredGemmActOut act_out;               // g_out non-null: the gated activation epilogue (y not
                                           //   written; g_y may be null)
-  uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`): HBM,
-                                          //   [host_ctas + hbm_ctas, 8] u64 per CTA: SM id, then
-                                          //   %globaltimer ns at entry, after the producer's
-                                          //   dependency wait, at the first full stage, at the end of
-                                          //   math group 0 / 1, and group 0's unit count; null: off
+  uint64_t* g_trace = nullptr;            // diagnostics (bench/tiered_gemm_probe.cu `trace`, the
+                                          //   engine's DAK_GEMM_TRACE): HBM, [host_ctas + hbm_ctas,
+                                          //   kGemmTraceFields] u64 per CTA (TieredGemmTraceField);
+                                          //   null: off
 };
 
 /// The congestion limits `base` with the device's co-residency of multicast clusters filled in

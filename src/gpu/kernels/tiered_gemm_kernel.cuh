@@ -191,15 +191,11 @@ struct KernelParams {
   TieredGemmNormIn norm_in;       // g_sumsq non-null: the norm-in epilogue (64-row tiles, one n-tile)
   TieredGemmRopeOut rope;         // g_positions non-null: the RoPE + KV append epilogue (64-row tiles)
   TieredGemmActOut act_out;       // g_out non-null: the gated activation epilogue (64-row tiles)
-  uint64_t* g_trace;              // [grid, kTraceFields] timestamps (diagnostics) or null
+  uint64_t* g_trace;              // [grid, kGemmTraceFields] timestamps (diagnostics) or null
   TMA::CacheHintSm90 w_hint;      // L2 eviction policy of the W loads (weight_cache_hint())
   int32_t early_stages;           // stages an HBM CTA requests before waiting for the previous grid
 };
 
-/// Trace record of one CTA (TieredGemmArgs::g_trace): SM id, then %globaltimer stamps in ns.
-enum TraceField : int { kTraceSm, kTraceEntry, kTraceDependency, kTraceFirstFull, kTraceDone0, kTraceDone1,
-                        kTraceUnits, kTraceReserved, kTraceFields };
-static_assert(kTraceFields == 8, "TieredGemmArgs::g_trace documents 8 fields per CTA");
 
 __device__ inline uint64_t trace_now() { return cuda::ptx::get_sreg_globaltimer(); }
 
@@ -458,10 +454,10 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
   Tensor sW = make_tensor(make_smem_ptr(smem.w.begin()), typename Cfg::SmemLayoutW{});  // (kBm, 64, kStages)
   Tensor sX = make_tensor(make_smem_ptr(smem.x.begin()), typename Cfg::SmemLayoutX{});  // (kBn, 64, kStages)
 
-  uint64_t* const trace = p.g_trace ? p.g_trace + int64_t(blockIdx.x) * kTraceFields : nullptr;
+  uint64_t* const trace = p.g_trace ? p.g_trace + int64_t(blockIdx.x) * kGemmTraceFields : nullptr;
   if (trace && threadIdx.x == 0) {
-    trace[kTraceSm] = cuda::ptx::get_sreg_smid();
-    trace[kTraceEntry] = trace_now();
+    trace[kGemmTraceSm] = cuda::ptx::get_sreg_smid();
+    trace[kGemmTraceEntry] = trace_now();
   }
   if (threadIdx.x == 0) {
     // One arrive per consumer warp, of every CTA that receives this CTA's stages.
@@ -555,7 +551,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     int64_t pending_n_tile[Cfg::kStages], pending_kb[Cfg::kStages];
     auto meet_dependency = [&] {
       cudaGridDependencySynchronize();
-      if (trace) trace[kTraceDependency] = trace_now();
+      if (trace) trace[kGemmTraceDependency] = trace_now();
       dependency_met = true;
       for (int i = 0; i < pending; ++i) load_x(pending_n_tile[i], pending_kb[i], i);
     };
@@ -718,7 +714,7 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     }
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       wait_parity(&smem.full[st], phase);
-      if (trace && local == 0 && kb == kb_begin && ctid == 0) trace[kTraceFirstFull] = trace_now();
+      if (trace && local == 0 && kb == kb_begin && ctid == 0) trace[kGemmTraceFirstFull] = trace_now();
 #pragma unroll
       for (int a = 0; a < kAcc; ++a) warpgroup_fence_operand(part[a]);
       warpgroup_arrive();
@@ -947,8 +943,8 @@ __global__ void __launch_bounds__(Config<kBm, kBn>::kThreads, Config<kBm, kBn>::
     }
   }
   if (trace && ctid == 0) {
-    trace[group == 0 ? kTraceDone0 : kTraceDone1] = trace_now();
-    if (group == 0) trace[kTraceUnits] = uint64_t(mine);
+    trace[group == 0 ? kGemmTraceDone0 : kGemmTraceDone1] = trace_now();
+    if (group == 0) trace[kGemmTraceUnits] = uint64_t(mine);
   }
 }
 
