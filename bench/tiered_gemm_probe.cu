@@ -204,7 +204,8 @@ int probe_trace(int argc, char** argv, int sms) {
     for (int c = 0; c < s.hbm_ctas; ++c) most = std::max(most, record(g, c)[gpu::kGemmTraceUnits]);
     for (int c = 0; c < s.hbm_ctas; ++c) {
       const uint64_t* r = record(g, c);
-      auto us = [&](uint64_t v) { return v ? (double(v) - double(t0)) * 1e-3 : -1.0; };
+      // Differences in integers first: a double near 1.8e18 ns (the epoch) resolves only 256 ns.
+      auto us = [&](uint64_t v) { return v ? double(int64_t(v - t0)) * 1e-3 : -1.0; };
       entry.push_back(us(r[gpu::kGemmTraceEntry]));
       dep.push_back(us(r[gpu::kGemmTraceDependency]));
       full.push_back(us(r[gpu::kGemmTraceFirstFull]));
