@@ -230,7 +230,7 @@ Plan check_args(const BenchAttentionArgs& a) {
     p.contexts = {512, 4096};
     p.ratios = {0, 0.5, 1};
   }
-  // A ring override must fit the 227 KiB of SMEM per CTA at each model's head_dim (the trial's
+  // A ring override must fit the 226.5 KiB of dynamic SMEM per CTA at each model's head_dim (the trial's
   // --hbm-stages 8 at head_dim 128 failed later, in the schedule, without naming the flag).
   namespace ta = tiered_attention;
   for (const ModelShape& m : p.models) {
@@ -240,7 +240,7 @@ Plan check_args(const BenchAttentionArgs& a) {
       if (stages <= deepest) continue;
       const int64_t smem = ring_smem_bytes(host, m.head_dim, stages);
       const char* flag = host ? "--host-stages" : "--hbm-stages";
-      fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} an H200 CTA has",
+      fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} a Hopper CTA can take",
                        flag, stages, smem, m.name, m.head_dim, ta::kSmemLimitBytes),
            flag, fmt::format("use at most {} {} at head_dim {} (0 keeps the default)", flag, deepest, m.head_dim));
     }
@@ -507,8 +507,8 @@ void add_bench_attention_command(CLI::App& bench) {
   // 1 to kMaxStages, fewer where the ring would not fit in a CTA's SMEM: check_args refuses values above
   // kMaxStages, and each point's schedule (validate) a ring too large for its head_dim.
   const auto stages_text = [](bool host) {
-    return fmt::format("0 (the default) or steps from 1 to {} that fit the {} KiB of SMEM per CTA: up to {}",
-                       tiered_attention::kMaxStages, tiered_attention::kSmemLimitBytes / 1024, stage_limits(host));
+    return fmt::format("0 (the default) or steps from 1 to {} that fit the {:g} KiB of SMEM per CTA: up to {}",
+                       tiered_attention::kMaxStages, tiered_attention::kSmemLimitBytes / 1024.0, stage_limits(host));
   };
   const std::string host_stages = stages_text(true), hbm_stages = stages_text(false);
   c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp; " + host_stages)

@@ -48,11 +48,13 @@ constexpr int32_t kStepKeys = 16;                // keys a warp consumes per pip
 constexpr int32_t kMaxGroup = 16;                // query heads per kv head: the 16 rows of the mma tile
 constexpr int32_t kRowPad = 8;                   // bf16 padding per staged SMEM row (conflict-free ldmatrix)
 constexpr int32_t kMaxStages = 8;                // deepest ring per warp (cp.async.wait_group immediates)
-constexpr int64_t kSmemLimitBytes = hopper::kSmemPerCtaMaxBytes;  // sm_90 per-CTA opt-in
 constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it: 2 CTAs per SM
 // The kernel's static SMEM, at most (cudaFuncAttributes::sharedSizeBytes; 256 bytes measured in
 // session 41); a gpu test checks it.
 constexpr int64_t kStaticSmemAllowanceBytes = 512;
+// Dynamic SMEM per CTA, at most: sm_90's per-CTA opt-in maximum less the static allowance (a plan
+// right at the opt-in maximum would leave no room for the kernel's static SMEM and not launch).
+constexpr int64_t kSmemLimitBytes = hopper::kSmemPerCtaMaxBytes - kStaticSmemAllowanceBytes;
 // Dynamic SMEM at which two CTAs still fit an SM: half the SM's SMEM less the per-CTA reservation
 // and the static allowance (115,200 bytes, 112.5 KiB). A gpu test checks 2 CTAs at it and 1 at 2 KiB
 // more, for every head_dim. The SMEM merge may fill up to it with DAK_ATTN_SMEM_MERGE_2CTA=1 (if the

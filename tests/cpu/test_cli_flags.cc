@@ -90,7 +90,7 @@ TEST(CliFlags, PlanIntegersAreDecimal) {
 TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
   const std::string bench = "bench attention --dry-run";
   const std::string host_stages =
-      "0 (the default) or steps from 1 to 8 that fit the 227 KiB of SMEM per CTA: up to 8 at head_dim 64, 80 and 96, "
+      "0 (the default) or steps from 1 to 8 that fit the 226.5 KiB of SMEM per CTA: up to 8 at head_dim 64, 80 and 96, "
       "6 at 128, 2 at 256";
   const std::string hbm_stages = host_stages;  // long splits' HBM warps stage their steps as host warps do
   for (const Flag& f : {Flag{bench, "--repeats", "a count from 5 to 1000"},
@@ -148,7 +148,7 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
     r = run_dak(d128 + " " + flag + " 7");
     EXPECT_EQ(r.exit_code, 1) << flag << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, flag + " 7 needs ")) << flag << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, "more than the 232448 an H200 CTA has")) << flag << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "more than the 231936 a Hopper CTA can take")) << flag << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "where: " + flag)) << flag << "\n" << r.output;
   }
 }

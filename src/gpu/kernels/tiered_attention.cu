@@ -758,7 +758,7 @@ int tiered_attention_ctas_per_sm(int64_t head_dim, int64_t smem) {
   return with_head_dim(head_dim, 0, [&](auto d) {
     constexpr int D = decltype(d)::value;
     // Dynamic plus static SMEM must stay within the opt-in maximum (cudaFuncSetAttribute refuses more).
-    return smem < 0 || smem > ta::kSmemLimitBytes - static_smem<D>() ? 0 : occupancy<D>(smem);
+    return smem < 0 || smem > hopper::kSmemPerCtaMaxBytes - static_smem<D>() ? 0 : occupancy<D>(smem);
   });
 }
 

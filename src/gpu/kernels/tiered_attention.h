@@ -83,8 +83,8 @@ constexpr bool tiered_attention_rope_fusable(int64_t head_dim) {
 int tiered_attention_ctas_per_sm(const TieredAttentionSchedule& schedule);
 
 /// Resident CTAs per SM of the kernel for `head_dim` with `smem_bytes` of dynamic SMEM (bytes; 0:
-/// more than kSmemLimitBytes less the kernel's static SMEM, or an unsupported head_dim), from the
-/// CUDA occupancy API on the current device. Throws dak::Error on a CUDA error.
+/// more than hopper::kSmemPerCtaMaxBytes less the kernel's static SMEM, or an unsupported
+/// head_dim), from the CUDA occupancy API on the current device. Throws dak::Error on a CUDA error.
 int tiered_attention_ctas_per_sm(int64_t head_dim, int64_t smem_bytes);
 
 /// The kernel's static SMEM bytes for `head_dim` (cudaFuncAttributes::sharedSizeBytes; 0 for an
