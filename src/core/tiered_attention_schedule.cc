@@ -224,15 +224,14 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
 
 void refit_smem_merge(TieredAttentionSchedule& schedule) {
   // The CTA merge through SMEM (TieredAttentionSchedule::smem_merge; docs/perf-notes.md sessions
-  // 40-41), where its area costs no CTA per SM: the total stays under the 2-CTA target when the
-  // rings were, else under the per-CTA limit. DAK_ATTN_SMEM_MERGE=0 turns it off (A/B runs).
-  // DAK_ATTN_SMEM_MERGE_2CTA=1: up to the 2-CTA limit itself (kSmemTwoCtaBytes) instead of the target.
+  // 40-43), where its area costs no CTA per SM: the total stays within the 2-CTA limit
+  // (kSmemTwoCtaBytes) when the rings were under the 2-CTA target, else within the per-CTA limit.
+  // DAK_ATTN_SMEM_MERGE=0 turns it off (A/B runs).
   static const bool enabled = env_flag("DAK_ATTN_SMEM_MERGE", true);
-  static const int64_t two_cta = env_flag("DAK_ATTN_SMEM_MERGE_2CTA", false) ? ta::kSmemTwoCtaBytes : ta::kSmemTargetBytes;
   schedule.smem_merge = false;
   if (!enabled || !schedule.cta_combine) return;
   const int64_t rings = schedule.smem_bytes();
-  const int64_t cap = rings <= ta::kSmemTargetBytes ? two_cta : ta::kSmemLimitBytes;
+  const int64_t cap = rings <= ta::kSmemTargetBytes ? ta::kSmemTwoCtaBytes : ta::kSmemLimitBytes;
   schedule.smem_merge = rings + ta::merge_smem_bytes(schedule.shape.group(), schedule.shape.head_dim) <= cap;
 }
 

@@ -155,12 +155,12 @@ TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
   s.cta_combine = false;
   dak::testing::expect_error([&] { s.validate(); }, {"merged in SMEM but the splits are not merged in the CTA"});
   // GQA at a short context (Llama-3-8B, 64 keys, 4 splits merged in the CTA): its rings and the
-  // G = 4 merge area pass the 2-CTA target by 128 bytes but fit the 2-CTA limit itself, which
-  // DAK_ATTN_SMEM_MERGE_2CTA=1 lets the merge fill (read once per process: checked here unset).
+  // G = 4 merge area pass the 2-CTA target by 128 bytes but fit the 2-CTA limit itself, which the
+  // merge may fill (session 43: 1.0-1.2 % faster Llama-3-8B decode on an H100).
   TieredAttentionSchedule gqa = dak::plan_tiered_attention({8, 32, 8, 128, 64}, 0, kSms);
   ASSERT_TRUE(gqa.cta_combine) << gqa.to_string();
-  const bool two_cta = std::getenv("DAK_ATTN_SMEM_MERGE_2CTA") && std::string(std::getenv("DAK_ATTN_SMEM_MERGE_2CTA")) == "1";
-  EXPECT_EQ(gqa.smem_merge, two_cta) << gqa.to_string();
+  EXPECT_TRUE(gqa.smem_merge) << gqa.to_string();
+  EXPECT_LE(gqa.smem_bytes(), ta::kSmemTwoCtaBytes) << gqa.to_string();
   gqa.smem_merge = false;
   const int64_t gqa_rings = gqa.smem_bytes();
   EXPECT_EQ(gqa_rings + ta::merge_smem_bytes(4, 128), ta::kSmemTargetBytes + 128) << gqa.to_string();
