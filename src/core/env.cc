@@ -1,13 +1,28 @@
 #include "core/env.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
 
 namespace dak {
+namespace {
+
+// A value as typed, but one line of at most 64 printable bytes (a stray escape sequence or a 100 KB
+// value went to the terminal as it was; session 38's trial).
+std::string shown(const std::string& value) {
+  std::string s;
+  for (size_t i = 0; i < value.size() && s.size() < 64; ++i) {
+    const char c = value[i];
+    s += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  }
+  if (value.size() > s.size()) s += "...";
+  return s;
+}
+
+}  // namespace
 
 int env_choice(const char* name, std::initializer_list<const char*> choices) {
   const char* env = std::getenv(name);
@@ -24,14 +39,7 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
   static std::set<std::string> said;
   const std::lock_guard<std::mutex> lock(mu);
   if (said.insert(std::string(name) + "=" + env).second) {
-    // The value as typed, but one line of at most 64 printable bytes (a stray escape sequence or a
-    // 100 KB value went to the terminal as it was; session 38's trial).
-    std::string shown;
-    for (const char* c = env; *c != '\0' && shown.size() < 64; ++c) {
-      shown += (static_cast<unsigned char>(*c) < 0x20 || *c == 0x7f) ? '?' : *c;
-    }
-    if (std::strlen(env) > shown.size()) shown += "...";
-    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, shown.c_str(), expected.c_str());
+    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, shown(env).c_str(), expected.c_str());
   }
   return -1;
 }
@@ -39,6 +47,33 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
 bool env_flag(const char* name, bool default_value) {
   const int v = env_choice(name, {"0", "1"});
   return v < 0 ? default_value : v == 1;
+}
+
+void env_named_items(const char* var, const std::vector<std::string>& names, const char* expected,
+                     const std::function<bool(size_t index, const std::string& value)>& take) {
+  const char* env = std::getenv(var);
+  const std::string spec = env ? env : "";
+  for (size_t pos = 0; pos < spec.size();) {
+    const size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = item.find('=');
+    bool taken = false;
+    for (size_t i = 0; i < names.size() && eq != std::string::npos; ++i) {
+      if (item.compare(0, eq, names[i]) == 0) taken = take(i, item.substr(eq + 1));
+    }
+    if (!taken && !item.empty()) {
+      std::fprintf(stderr, "dak: notice: %s item '%s' ignored (expected %s)\n", var, shown(item).c_str(), expected);
+    }
+  }
+}
+
+int32_t env_decimal(const std::string& text, size_t max_digits) {
+  const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+  if (text.empty() || text.size() > std::min<size_t>(max_digits, 9) || !std::all_of(text.begin(), text.end(), digit)) {
+    return -1;
+  }
+  return int32_t(std::stol(text));
 }
 
 }  // namespace dak

@@ -121,32 +121,12 @@ bool is_layer_gemm(StepOp op) {
 
 /// The items of an A/B switch's comma-separated OPERATOR=VALUE list in the environment variable
 /// `var` (DAK_EARLY_W, DAK_GEMM_GRID), in order: take(op, value) for each item whose OPERATOR is
-/// step_op_name(op); take returns whether it accepts that operator and value. Any other non-empty
-/// item is ignored with a notice on stderr ending "(expected `expected`)".
-template <class Take>
-void for_each_op_item(const char* var, const char* expected, Take&& take) {
-  const char* env = std::getenv(var);
-  const std::string spec = env ? env : "";
-  for (size_t pos = 0; pos < spec.size();) {
-    const size_t end = std::min(spec.find(',', pos), spec.size());
-    const std::string item = spec.substr(pos, end - pos);
-    pos = end + 1;
-    const size_t eq = item.find('=');
-    bool known = false;
-    for (size_t i = 0; eq != std::string::npos && i < size_t(StepOp::kCount); ++i) {
-      if (item.compare(0, eq, step_op_name(StepOp(i))) == 0) known = take(StepOp(i), item.substr(eq + 1));
-    }
-    if (!known && !item.empty()) {
-      std::fprintf(stderr, "dak: notice: %s item '%s' ignored (expected %s)\n", var, item.c_str(), expected);
-    }
-  }
-}
-
-/// A whole number of at most `digits` decimal digits ("" or any other character: -1).
-int32_t decimal(const std::string& v, size_t digits) {
-  const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
-  if (v.empty() || v.size() > digits || !std::all_of(v.begin(), v.end(), digit)) return -1;
-  return int32_t(std::stoi(v));
+/// step_op_name(op) (core/env.h env_named_items, which gives the notice for any other item).
+void for_each_op_item(const char* var, const char* expected,
+                      const std::function<bool(StepOp op, const std::string& value)>& take) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < size_t(StepOp::kCount); ++i) names.emplace_back(step_op_name(StepOp(i)));
+  env_named_items(var, names, expected, [&](size_t i, const std::string& value) { return take(StepOp(i), value); });
 }
 
 /// DAK_GEMM_TRACE=OP (a decoder layer's GEMM: qkv_proj, o_proj, mlp_up or mlp_down): every
@@ -173,7 +153,7 @@ int32_t early_w_stages(StepOp op) {
     std::array<int32_t, size_t(StepOp::kCount)> t;
     t.fill(-1);
     for_each_op_item("DAK_EARLY_W", "OPERATOR=COUNT, e.g. o_proj=3", [&](StepOp op, const std::string& count) {
-      const int32_t n = decimal(count, 2);
+      const int32_t n = env_decimal(count, 2);
       if (n >= 0) t[size_t(op)] = std::min(n, int32_t(64));
       return n >= 0;
     });
@@ -206,8 +186,8 @@ const std::array<GemmGrid, size_t(StepOp::kCount)>& gemm_grid_overrides() {
                      [&](StepOp op, const std::string& value) {
                        const size_t colon = value.find(':');
                        if (!is_layer_gemm(op) || colon == std::string::npos) return false;
-                       const int32_t splits = decimal(value.substr(0, colon), 4);
-                       const int32_t ctas = decimal(value.substr(colon + 1), 4);
+                       const int32_t splits = env_decimal(value.substr(0, colon), 4);
+                       const int32_t ctas = env_decimal(value.substr(colon + 1), 4);
                        if (splits < 1 || splits > 64 || ctas < 1 || ctas > 4096) return false;
                        t[size_t(op)] = GemmGrid{splits, ctas};
                        return true;

@@ -1,8 +1,11 @@
 // core/env.h: the environment's A/B switches are accepted or refused the same way everywhere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/env.h"
 
@@ -86,6 +89,42 @@ TEST(Env, NoticeShowsTheValueOnOneShortLine) {
   err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("='" + std::string(64, 'x') + "...' ignored"), std::string::npos) << err;
   EXPECT_LT(err.size(), 200u);
+}
+
+TEST(Env, NamedItemsAreTakenInOrderAndTheRestIgnoredWithANotice) {
+  // DAK_EARLY_W / DAK_GEMM_GRID's parser (gpu_engine.cc): NAME=VALUE items, comma-separated.
+  const std::vector<std::string> names = {"qkv_proj", "o_proj", "mlp_down"};
+  std::vector<std::pair<size_t, std::string>> taken;
+  const auto take = [&](size_t i, const std::string& v) {
+    if (v == "no") return false;  // a value the caller refuses
+    taken.emplace_back(i, v);
+    return true;
+  };
+  ::unsetenv("DAK_TEST_ITEMS");
+  dak::env_named_items("DAK_TEST_ITEMS", names, "NAME=N", take);
+  EXPECT_TRUE(taken.empty());
+  ScopedEnv e("DAK_TEST_ITEMS", "o_proj=3:96,,mlp_down=,qkv=1,o_proj,qkv_proj=no,qkv_proj=a=b,o_proj\x1b=1");
+  testing::internal::CaptureStderr();
+  dak::env_named_items("DAK_TEST_ITEMS", names, "NAME=N", take);
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::vector<std::pair<size_t, std::string>> want = {{1, "3:96"}, {2, ""}, {0, "a=b"}};
+  EXPECT_EQ(taken, want);
+  EXPECT_NE(err.find("dak: notice: DAK_TEST_ITEMS item 'qkv=1' ignored (expected NAME=N)\n"), std::string::npos) << err;
+  EXPECT_NE(err.find("item 'o_proj' ignored"), std::string::npos) << err;       // no '='
+  EXPECT_NE(err.find("item 'qkv_proj=no' ignored"), std::string::npos) << err;  // refused by take
+  EXPECT_NE(err.find("item 'o_proj?=1' ignored"), std::string::npos) << err;    // control byte shown as '?'
+  EXPECT_EQ(err.find("item '' ignored"), std::string::npos) << err;             // an empty item is no item
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 4) << err;
+}
+
+TEST(Env, DecimalIsDigitsOnlyWithinTheirCount) {
+  EXPECT_EQ(dak::env_decimal("0", 2), 0);
+  EXPECT_EQ(dak::env_decimal("64", 2), 64);
+  EXPECT_EQ(dak::env_decimal("007", 4), 7);
+  EXPECT_EQ(dak::env_decimal("123", 2), -1);  // more digits than allowed
+  for (const char* bad : {"", "-1", "+1", " 1", "1 ", "1.5", "0x10", "a"}) EXPECT_EQ(dak::env_decimal(bad, 4), -1) << bad;
+  EXPECT_EQ(dak::env_decimal("999999999", 20), 999999999);  // at most 9 digits, whatever is asked
+  EXPECT_EQ(dak::env_decimal("9999999999", 20), -1);
 }
 
 }  // namespace
