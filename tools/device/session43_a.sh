@@ -15,6 +15,7 @@ dak_gpu_tests 90
   dak_tpot X=1 l7 --model llama-2-7b --batch 1,8,64 --prompt-len 32 --gen-len 32
   dak_tpot X=1 l3 --model llama-3-8b --batch 1,8 --prompt-len 32 --gen-len 32
 } > "$OUT/decode.txt"
+cp /tmp/r-l7.txt /tmp/r-l3.txt "$OUT/"  # the per-operator breakdowns
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   left 200 && dak_bench_point h200-llama-2-7b-b512-auto X=1 70 --model llama-2-7b --batch 512 --prompt-len 32 \
     --gen-len 8 --offload-ratio 0.1,0.3 --offload auto
