@@ -230,7 +230,7 @@ Plan check_args(const BenchAttentionArgs& a) {
     p.contexts = {512, 4096};
     p.ratios = {0, 0.5, 1};
   }
-  // A ring override must fit the 226.5 KiB of dynamic SMEM per CTA at each model's head_dim (the trial's
+  // A ring override must fit the dynamic SMEM a plan may take (kSmemLimitBytes) at each model's head_dim (the trial's
   // --hbm-stages 8 at head_dim 128 failed later, in the schedule, without naming the flag).
   namespace ta = tiered_attention;
   for (const ModelShape& m : p.models) {
@@ -240,8 +240,9 @@ Plan check_args(const BenchAttentionArgs& a) {
       if (stages <= deepest) continue;
       const int64_t smem = ring_smem_bytes(host, m.head_dim, stages);
       const char* flag = host ? "--host-stages" : "--hbm-stages";
-      fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} a Hopper CTA can take",
-                       flag, stages, smem, m.name, m.head_dim, ta::kSmemLimitBytes),
+      fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} bytes of dynamic "
+                       "SMEM a plan may take (the 227 KiB a Hopper CTA can have, less {} for the kernel's static SMEM)",
+                       flag, stages, smem, m.name, m.head_dim, ta::kSmemLimitBytes, ta::kStaticSmemAllowanceBytes),
            flag, fmt::format("use at most {} {} at head_dim {} (0 keeps the default)", flag, deepest, m.head_dim));
     }
   }

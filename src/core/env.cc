@@ -10,13 +10,14 @@
 namespace dak {
 namespace {
 
-// A value as typed, but one line of at most 64 printable bytes (a stray escape sequence or a 100 KB
-// value went to the terminal as it was; session 38's trial).
+// A value as typed, but one line of at most 64 printable ASCII bytes (a stray escape sequence or a
+// 100 KB value went to the terminal as it was; session 38's trial).
 std::string shown(const std::string& value) {
   std::string s;
   for (size_t i = 0; i < value.size() && s.size() < 64; ++i) {
     const char c = value[i];
-    s += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+    const auto u = static_cast<unsigned char>(c);
+    s += (u < 0x20 || u >= 0x7f) ? '?' : c;  // printable ASCII only (0x9b is an 8-bit escape)
   }
   if (value.size() > s.size()) s += "...";
   return s;
@@ -53,6 +54,8 @@ void env_named_items(const char* var, const std::vector<std::string>& names, con
                      const std::function<bool(size_t index, const std::string& value)>& take) {
   const char* env = std::getenv(var);
   const std::string spec = env ? env : "";
+  constexpr int kMaxNotices = 8;  // then one line for the rest (a 100 KB list is not 25,000 lines)
+  int ignored = 0;
   for (size_t pos = 0; pos < spec.size();) {
     const size_t end = std::min(spec.find(',', pos), spec.size());
     const std::string item = spec.substr(pos, end - pos);
@@ -60,11 +63,17 @@ void env_named_items(const char* var, const std::vector<std::string>& names, con
     const size_t eq = item.find('=');
     bool taken = false;
     for (size_t i = 0; i < names.size() && eq != std::string::npos; ++i) {
-      if (item.compare(0, eq, names[i]) == 0) taken = take(i, item.substr(eq + 1));
+      if (item.compare(0, eq, names[i]) == 0) {
+        taken = take(i, item.substr(eq + 1));
+        break;
+      }
     }
-    if (!taken && !item.empty()) {
+    if (!taken && !item.empty() && ++ignored <= kMaxNotices) {
       std::fprintf(stderr, "dak: notice: %s item '%s' ignored (expected %s)\n", var, shown(item).c_str(), expected);
     }
+  }
+  if (ignored > kMaxNotices) {
+    std::fprintf(stderr, "dak: notice: %s: %d more items ignored\n", var, ignored - kMaxNotices);
   }
 }
 

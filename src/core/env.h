@@ -1,6 +1,8 @@
-// A/B switches read from the environment (diagnostics; the list is in README.md). Every switch is
-// read through these two functions, so a value is accepted or refused the same way everywhere: an
-// unknown value is ignored with a notice on stderr, never taken as "set".
+// A/B switches read from the environment (diagnostics; the list is in README.md). Every A/B switch
+// is read through these functions (env_choice / env_flag for one value, env_named_items and
+// env_decimal for a per-operator list), so a value is accepted or refused the same way everywhere:
+// an unknown value is ignored with a notice on stderr, never taken as "set". (DAK_MODEL,
+// DAK_CONFIGS_DIR, DAK_DIAG_SKIP and DAK_TIMELINE_OUT name paths or lists and are read where used.)
 #pragma once
 
 #include <cstddef>
@@ -26,12 +28,14 @@ bool env_flag(const char* name, bool default_value);
 /// is names[index] (exact match; the VALUE is everything after the first '='); take returns
 /// whether it accepts that name and value. Any other non-empty item (no '=', an unknown name, or
 /// a value take refuses) is ignored with the notice "dak: notice: VAR item 'ITEM' ignored
-/// (expected `expected`)" on stderr. Unset or empty: no call.
+/// (expected `expected`)" on stderr (ITEM as env_choice shows a value; the first 8 such items,
+/// then one line counting the rest). Unset or empty: no call. Prints on every call: parse once per
+/// process (both callers keep the result in a static).
 void env_named_items(const char* var, const std::vector<std::string>& names, const char* expected,
-                     const std::function<bool(size_t index, const std::string& value)>& take);
+                     const std::function<bool(std::size_t index, const std::string& value)>& take);
 
-/// `text` as a whole decimal number of 1 to `max_digits` digits (max_digits <= 9), or -1 when it is
-/// empty, longer or holds any other character (a sign, a space, a point).
-int32_t env_decimal(const std::string& text, size_t max_digits);
+/// `text` as a whole decimal number of 1 to min(max_digits, 9) digits, leading zeros included, or
+/// -1 when it is empty, longer or holds any other character (a sign, a space, a point).
+int32_t env_decimal(const std::string& text, std::size_t max_digits);
 
 }  // namespace dak

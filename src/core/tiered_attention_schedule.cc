@@ -225,13 +225,13 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
 void refit_smem_merge(TieredAttentionSchedule& schedule) {
   // The CTA merge through SMEM (TieredAttentionSchedule::smem_merge; docs/perf-notes.md sessions
   // 40-43), where its area costs no CTA per SM: the total stays within the 2-CTA limit
-  // (kSmemTwoCtaBytes) when the rings were under the 2-CTA target, else within the per-CTA limit.
+  // (kSmemTwoCtaBytes) when the rings were within it, else within the per-CTA limit.
   // DAK_ATTN_SMEM_MERGE=0 turns it off (A/B runs).
   static const bool enabled = env_flag("DAK_ATTN_SMEM_MERGE", true);
   schedule.smem_merge = false;
   if (!enabled || !schedule.cta_combine) return;
   const int64_t rings = schedule.smem_bytes();
-  const int64_t cap = rings <= ta::kSmemTargetBytes ? ta::kSmemTwoCtaBytes : ta::kSmemLimitBytes;
+  const int64_t cap = rings <= ta::kSmemTwoCtaBytes ? ta::kSmemTwoCtaBytes : ta::kSmemLimitBytes;
   schedule.smem_merge = rings + ta::merge_smem_bytes(schedule.shape.group(), schedule.shape.head_dim) <= cap;
 }
 

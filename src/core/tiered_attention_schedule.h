@@ -48,7 +48,8 @@ constexpr int32_t kStepKeys = 16;                // keys a warp consumes per pip
 constexpr int32_t kMaxGroup = 16;                // query heads per kv head: the 16 rows of the mma tile
 constexpr int32_t kRowPad = 8;                   // bf16 padding per staged SMEM row (conflict-free ldmatrix)
 constexpr int32_t kMaxStages = 8;                // deepest ring per warp (cp.async.wait_group immediates)
-constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans stay under it: 2 CTAs per SM
+constexpr int64_t kSmemTargetBytes = 110 * 1024; // default plans' rings stay under it (2 CTAs per SM; with the
+                                                 // SMEM merge a plan may reach kSmemTwoCtaBytes)
 // The kernel's static SMEM, at most (cudaFuncAttributes::sharedSizeBytes; 256 bytes measured in
 // session 41); a gpu test checks it.
 constexpr int64_t kStaticSmemAllowanceBytes = 512;
@@ -264,7 +265,7 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 ///   2-5 % slower on two of four such cells and decode at 32-64 keys 0.2-0.3 % slower).
 ///   DAK_ATTN_HBM_COPY=cp.async|bulk|staged in the environment forces one path (A/B measurements).
 /// - smem_merge: with cta_combine, where the merge area keeps the SMEM within the 2-CTA limit
-///   (kSmemTwoCtaBytes) when the rings were under the 2-CTA target (else within kSmemLimitBytes).
+///   (kSmemTwoCtaBytes) when the rings were within it (else within kSmemLimitBytes).
 ///   GQA plans at short contexts need the room past the target: Llama-3-8B's 64-key rings of
 ///   104,448 bytes plus its G = 4 merge area of 8,320 pass it by 128 bytes; merging them in SMEM
 ///   made Llama-3-8B decode 1.0 % (batch 1) and 1.2 % (batch 8) faster on an H100 (session 43).

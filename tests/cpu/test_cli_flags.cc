@@ -148,7 +148,7 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
     r = run_dak(d128 + " " + flag + " 7");
     EXPECT_EQ(r.exit_code, 1) << flag << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, flag + " 7 needs ")) << flag << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, "more than the 231936 a Hopper CTA can take")) << flag << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "more than the 231936 bytes of dynamic SMEM a plan may take")) << flag << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "where: " + flag)) << flag << "\n" << r.output;
   }
 }

@@ -89,6 +89,11 @@ TEST(Env, NoticeShowsTheValueOnOneShortLine) {
   err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("='" + std::string(64, 'x') + "...' ignored"), std::string::npos) << err;
   EXPECT_LT(err.size(), 200u);
+  ::setenv("DAK_TEST_SHOWN", "a\x9b" "b\xc3\xa9", 1);  // an 8-bit escape and UTF-8: ASCII only
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(dak::env_flag("DAK_TEST_SHOWN", false));
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("DAK_TEST_SHOWN='a?b?" "?' ignored"), std::string::npos) << err;
 }
 
 TEST(Env, NamedItemsAreTakenInOrderAndTheRestIgnoredWithANotice) {
@@ -115,6 +120,41 @@ TEST(Env, NamedItemsAreTakenInOrderAndTheRestIgnoredWithANotice) {
   EXPECT_NE(err.find("item 'o_proj?=1' ignored"), std::string::npos) << err;    // control byte shown as '?'
   EXPECT_EQ(err.find("item '' ignored"), std::string::npos) << err;             // an empty item is no item
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 4) << err;
+}
+
+TEST(Env, NamedItemsEdgeCases) {
+  const std::vector<std::string> names = {"o_proj"};
+  int calls = 0;
+  const auto take = [&](size_t, const std::string&) { return ++calls > 0; };
+  {
+    ScopedEnv e("DAK_TEST_ITEMS", "");  // set but empty: nothing
+    testing::internal::CaptureStderr();
+    dak::env_named_items("DAK_TEST_ITEMS", names, "NAME=N", take);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+    EXPECT_EQ(calls, 0);
+  }
+  {
+    ScopedEnv e("DAK_TEST_ITEMS", ",o_proj=1,,o_proj=2,");  // stray commas: no items, no notice
+    testing::internal::CaptureStderr();
+    dak::env_named_items("DAK_TEST_ITEMS", names, "NAME=N", take);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+    EXPECT_EQ(calls, 2);
+  }
+  {
+    // A long item is shown cut at 64 bytes; after 8 notices one line counts the rest.
+    std::string spec = "x=" + std::string(1000, 'y');
+    for (int i = 0; i < 20; ++i) spec += ",bad" + std::to_string(i);
+    ScopedEnv e("DAK_TEST_ITEMS", spec.c_str());
+    testing::internal::CaptureStderr();
+    dak::env_named_items("DAK_TEST_ITEMS", names, "NAME=N", take);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("item 'x=" + std::string(62, 'y') + "...' ignored"), std::string::npos) << err;
+    EXPECT_NE(err.find("item 'bad6' ignored"), std::string::npos) << err;
+    EXPECT_EQ(err.find("bad7"), std::string::npos) << err;
+    EXPECT_NE(err.find("dak: notice: DAK_TEST_ITEMS: 13 more items ignored\n"), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 9) << err;
+    EXPECT_LT(err.size(), 1200u);
+  }
 }
 
 TEST(Env, DecimalIsDigitsOnlyWithinTheirCount) {

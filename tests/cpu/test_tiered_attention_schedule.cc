@@ -29,7 +29,7 @@ std::vector<TieredAttentionShape> shapes() {
   return {
       {8, 32, 32, 128, 512},     {64, 32, 8, 128, 4096},  {512, 56, 56, 128, 512}, {8, 32, 8, 128, 32768},
       {3, 16, 1, 64, 1},         {5, 8, 2, 80, 17},       {7, 12, 3, 96, 1000},    {2, 16, 1, 256, 8191},
-      {1, 4, 4, 128, 131072},    {512, 32, 8, 128, 32768}, {13, 64, 4, 64, 65},
+      {1, 4, 4, 128, 131072},    {512, 32, 8, 128, 32768}, {13, 64, 4, 64, 65},     {8, 32, 8, 128, 64},
   };
 }
 
@@ -100,7 +100,8 @@ TEST(TieredAttentionSchedule, LongSplitsLoadHbmStepsStaged) {
       const TieredAttentionSchedule s = dak::plan_tiered_attention(sh, b_host, kSms);
       EXPECT_EQ(s.hbm_staged, s.split.split_keys >= dak::tiered_attention::kStagedMinKeys) << s.to_string();
       EXPECT_FALSE(s.hbm_bulk_rows) << s.to_string();
-      if (sh.head_dim <= 128) EXPECT_LE(s.smem_bytes(), dak::tiered_attention::kSmemTargetBytes) << s.to_string();
+      // 2 CTAs per SM: the rings under the target, the SMEM merge's area within the 2-CTA limit.
+      if (sh.head_dim <= 128) EXPECT_LE(s.smem_bytes(), dak::tiered_attention::kSmemTwoCtaBytes) << s.to_string();
     }
   }
 }
@@ -166,6 +167,13 @@ TEST(TieredAttentionSchedule, TwoOrFourSplitsAreMergedInTheCta) {
   EXPECT_EQ(gqa_rings + ta::merge_smem_bytes(4, 128), ta::kSmemTargetBytes + 128) << gqa.to_string();
   EXPECT_LE(gqa_rings + ta::merge_smem_bytes(4, 128), ta::kSmemTwoCtaBytes);
   EXPECT_EQ(ta::kSmemTwoCtaBytes, 115200);  // 228 KiB / 2 - 1 KiB reserved - 512 bytes static allowance
+  // G = 16 (128 query heads on 8 kv heads) at the same context: the same rings, but a merge area of
+  // 33,280 bytes would pass the 2-CTA limit, so the partials go through the workspace.
+  const TieredAttentionSchedule g16 = dak::plan_tiered_attention({8, 128, 8, 128, 64}, 0, kSms);
+  ASSERT_TRUE(g16.cta_combine) << g16.to_string();
+  EXPECT_GT(g16.smem_bytes() + ta::merge_smem_bytes(16, 128), ta::kSmemTwoCtaBytes) << g16.to_string();
+  EXPECT_FALSE(g16.smem_merge) << g16.to_string();
+  EXPECT_LE(g16.smem_bytes(), ta::kSmemTargetBytes) << g16.to_string();
 }
 
 TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
@@ -228,7 +236,7 @@ TEST(TieredAttentionSchedule, DefaultCongestionControlStaysUnderTheCap) {
       s.validate();
       EXPECT_LE(s.smem_bytes(), ta::kSmemLimitBytes) << s.to_string();
       EXPECT_GE(s.hbm_stages, 2) << s.to_string();
-      if (d <= 128) EXPECT_LE(s.smem_bytes(), ta::kSmemTargetBytes) << "2 CTAs per SM: " << s.to_string();
+      if (d <= 128) EXPECT_LE(s.smem_bytes(), ta::kSmemTwoCtaBytes) << "2 CTAs per SM: " << s.to_string();
       if (b_host == 0) {
         EXPECT_EQ(s.host_ctas, 0);
         EXPECT_EQ(s.host_inflight_bytes(), 0);

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Ran in session 43, call 1. DAK_ATTN_SMEM_MERGE_2CTA is gone since: its behaviour is the default,
+# so a rerun compares two identical configurations.)
 # Session 42's prepared call for the next session: the new gpu test of the 2-CTA SMEM figure, then
 # the SMEM merge up to it for GQA at short contexts (DAK_ATTN_SMEM_MERGE_2CTA=1: Llama-3-8B's 64-key
 # plans, rings 104,448 + merge 8,320 bytes, take it) against the default, two interleaved rounds of
