@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "gpu/bench_util.h"
@@ -28,6 +31,30 @@ constexpr uint64_t kCellReserveBytes = 2 * kGiB;   // free HBM kept for a cell's
 constexpr uint64_t kHostProbeBytes = 1 * kGiB;     // B_h stream buffer (a prefix of the host tier)
 constexpr uint64_t kHostMarginBytes = 16 * kGiB;   // MemAvailable left to the system by default
 constexpr int kSumSlots = 1;                       // checksum slot of the L2-flush stream
+
+/// DAK_BENCH_KV_PAD_ROWS=N (0 to 4096; an A/B switch, docs/perf-notes.md session 43): every
+/// (sequence, kv head) K / V block holds context + N positions, so that the blocks do not start
+/// at multiples of a power of two; the sequences keep `context` keys (the bytes read, the ideal
+/// and EB are unchanged), and the tiered and the decode attention are planned for context + N
+/// positions, as the engine would plan a cache allocated that large. 0 (unset): none. Read once.
+int64_t kv_pad_rows() {
+  static const int64_t pad = [] {
+    const char* env = std::getenv("DAK_BENCH_KV_PAD_ROWS");
+    if (env == nullptr || *env == '\0') return int64_t(0);
+    const int32_t n = env_decimal(env, 4);
+    if (n < 0 || n > 4096) {
+      std::fprintf(stderr, "dak: notice: DAK_BENCH_KV_PAD_ROWS ignored (expected a whole number of rows, 0 to 4096)\n");
+      return int64_t(0);
+    }
+    return int64_t(n);
+  }();
+  return pad;
+}
+
+/// Bytes of HBM (or host) the K and V of `cell` take with kv_pad_rows() (its kv_bytes without).
+uint64_t kv_alloc_bytes(const AttentionBenchCell& c) {
+  return c.kv_bytes / uint64_t(c.context) * uint64_t(c.context + kv_pad_rows());
+}
 
 /// Everything the timed launches share: stream, gate and the L2 flush.
 struct Timer {
@@ -122,14 +149,15 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
               const KvBuffers& kv, Timer& timer) {
   const AttentionBenchShape& m = cell.shape;
   const int64_t B = cell.batch, ctx = cell.context, H = m.num_heads, Hkv = m.num_kv_heads, D = m.head_dim;
-  const TieredAttentionShape sh{B, H, Hkv, D, ctx};
-  const int64_t per_seq = Hkv * ctx * D;  // elements of one sequence's K (or V)
+  const int64_t rows = ctx + kv_pad_rows();  // positions of a (sequence, kv head) block: the caches' max_ctx
+  const TieredAttentionShape sh{B, H, Hkv, D, rows};
+  const int64_t per_seq = Hkv * rows * D;  // elements of one sequence's K (or V)
   const double C = double(cell.kv_bytes), Bg = r.hbm.best_bytes_per_s, Bh = r.host.best_bytes_per_s;
 
   const int layers = cell.layers;
   const TieredAttentionSchedule s0 = tiered_attention_schedule(sh, 0, o.limits);
   cell.split = fmt::format("{}x{}", s0.split.num_splits, s0.split.split_keys);
-  DecodeSplit dsplit = choose_decode_split(B, H, Hkv, ctx, r.sm_count);
+  DecodeSplit dsplit = choose_decode_split(B, H, Hkv, rows, r.sm_count);
   cell.baseline_split = fmt::format("{}x{}", dsplit.num_splits, dsplit.split_keys);
 
   // Per-cell buffers: q, out, lengths, decode segments and both workspaces.
@@ -175,7 +203,7 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
   DecodeAttentionParams dp;
   dp.attn.g_q = g_q;
   dp.attn.q_stride = H * D;
-  dp.attn.kv = KvCacheLayer{nullptr, nullptr, kv.g_k, kv.g_v, int32_t(B), 0, int32_t(Hkv), int32_t(D), ctx};
+  dp.attn.kv = KvCacheLayer{nullptr, nullptr, kv.g_k, kv.g_v, int32_t(B), 0, int32_t(Hkv), int32_t(D), rows};
   dp.attn.g_out = g_out;
   dp.attn.segs = {g_meta + B, g_meta + 2 * B, g_meta + 3 * B, g_meta + 4 * B, int32_t(B)};
   dp.attn.num_heads = int32_t(H);
@@ -279,6 +307,9 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
     }
   }
 
+  if (kv_pad_rows() > 0) {
+    say(fmt::format("every K / V block holds context + {} positions (DAK_BENCH_KV_PAD_ROWS)", kv_pad_rows()));
+  }
   say(fmt::format("measuring B_g (TMA bulk stream of {} in HBM)", gib(o.hbm_buffer_bytes)));
   r.hbm = measure_hbm_bandwidth(o.hbm_buffer_bytes, o.hbm_runs);
 
@@ -291,16 +322,16 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
   const double max_ratio = *std::max_element(o.ratios.begin(), o.ratios.end());
   for (AttentionBenchCell& c : r.cells) {
     if (c.skipped) continue;
-    if (c.kv_bytes * uint64_t(c.layers) > kv_cap) {
+    if (kv_alloc_bytes(c) * uint64_t(c.layers) > kv_cap) {
       c.skipped = true;
       c.skip_reason = fmt::format("KV of the layer{} {} does not fit in free HBM ({})",
                                   c.layers > 1 ? fmt::format(" x {} stacked layers", c.layers) : "",
                                   gib(c.kv_bytes), gib(kv_cap));
       continue;
     }
-    hbm_kv = std::max(hbm_kv, c.kv_bytes * uint64_t(c.layers));
+    hbm_kv = std::max(hbm_kv, kv_alloc_bytes(c) * uint64_t(c.layers));
     const int64_t b_max = std::llround(max_ratio * double(c.batch));
-    host_need = std::max(host_need, c.kv_bytes / uint64_t(c.batch) * uint64_t(b_max) * uint64_t(c.layers));
+    host_need = std::max(host_need, kv_alloc_bytes(c) / uint64_t(c.batch) * uint64_t(b_max) * uint64_t(c.layers));
   }
   if (hbm_kv == 0) {
     fail("no cell of the sweep fits (every one is skipped: see --max-kv-gib and the free HBM)", "dak bench attention",
