@@ -198,8 +198,9 @@ Plan check_args(const BenchAttentionArgs& a) {
   }
   for (const auto& [flag, stages] : {std::pair{"--host-stages", a.host_stages}, std::pair{"--hbm-stages", a.hbm_stages}}) {
     if (stages < 0 || stages > max_st) {  // the flag given, not both (session 32's trial)
-      fail(fmt::format("steps in flight {} {} outside [0, {}]", flag, stages, max_st), flag,
-           fmt::format("give steps from 1 to {} (0 keeps the default)", max_st));
+      fail(fmt::format("{} {} is outside [0, {}] steps in flight", flag, stages, max_st), flag,
+           fmt::format("give 0 (the default) or steps that fit a CTA's SMEM: up to {}",
+                       stage_limits(std::string(flag) == "--host-stages")));
     }
   }
   Plan p;
@@ -241,7 +242,7 @@ Plan check_args(const BenchAttentionArgs& a) {
       const int64_t smem = ring_smem_bytes(host, m.head_dim, stages);
       const char* flag = host ? "--host-stages" : "--hbm-stages";
       fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} bytes of dynamic "
-                       "SMEM a plan may take (the 227 KiB a Hopper CTA can have, less {} for the kernel's static SMEM)",
+                       "SMEM a plan may take (the 227 KiB a Hopper CTA can have, less {} bytes for the kernel's static SMEM)",
                        flag, stages, smem, m.name, m.head_dim, ta::kSmemLimitBytes, ta::kStaticSmemAllowanceBytes),
            flag, fmt::format("use at most {} {} at head_dim {} (0 keeps the default)", flag, deepest, m.head_dim));
     }
@@ -275,7 +276,8 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
         hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
         for (int64_t bh : hosts) {
           TieredAttentionSchedule s =
-              plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c}, bh, kDrySmCount, 2, limits);
+              plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c + attention_bench_kv_pad_rows()}, bh,
+                                    kDrySmCount, 2, limits);
           if (a.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = a.host_ctas;
           if (a.host_stages > 0) s.host_stages = a.host_stages;
           if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;

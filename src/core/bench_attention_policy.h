@@ -19,4 +19,12 @@ constexpr int attention_bench_layers(uint64_t kv_bytes) {
   return kv_bytes < kAttentionStackBelowBytes ? kAttentionStackLayers : 1;
 }
 
+/// DAK_BENCH_KV_PAD_ROWS=N (0 to 4096; an A/B switch, docs/perf-notes.md session 43): every
+/// (sequence, kv head) K / V block of `dak bench attention` holds context + N positions, so that
+/// the blocks do not start at multiples of a power of two; the sequences keep `context` keys (the
+/// bytes read, the ideal and EB are unchanged), and the attention is planned for context + N
+/// positions (the measurement and --dry-run alike), as the engine would plan a cache allocated that
+/// large. 0 when unset; any other value is ignored with a notice (core/env.h). Read once.
+int64_t attention_bench_kv_pad_rows();
+
 }  // namespace dak

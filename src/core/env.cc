@@ -8,11 +8,8 @@
 #include <string>
 
 namespace dak {
-namespace {
 
-// A value as typed, but one line of at most 64 printable ASCII bytes (a stray escape sequence or a
-// 100 KB value went to the terminal as it was; session 38's trial).
-std::string shown(const std::string& value) {
+std::string env_printable(const std::string& value) {
   std::string s;
   for (size_t i = 0; i < value.size() && s.size() < 64; ++i) {
     const char c = value[i];
@@ -22,8 +19,6 @@ std::string shown(const std::string& value) {
   if (value.size() > s.size()) s += "...";
   return s;
 }
-
-}  // namespace
 
 int env_choice(const char* name, std::initializer_list<const char*> choices) {
   const char* env = std::getenv(name);
@@ -40,7 +35,7 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
   static std::set<std::string> said;
   const std::lock_guard<std::mutex> lock(mu);
   if (said.insert(std::string(name) + "=" + env).second) {
-    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, shown(env).c_str(), expected.c_str());
+    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, env_printable(env).c_str(), expected.c_str());
   }
   return -1;
 }
@@ -69,7 +64,7 @@ void env_named_items(const char* var, const std::vector<std::string>& names, con
       }
     }
     if (!taken && !item.empty() && ++ignored <= kMaxNotices) {
-      std::fprintf(stderr, "dak: notice: %s item '%s' ignored (expected %s)\n", var, shown(item).c_str(), expected);
+      std::fprintf(stderr, "dak: notice: %s item '%s' ignored (expected %s)\n", var, env_printable(item).c_str(), expected);
     }
   }
   if (ignored > kMaxNotices) {

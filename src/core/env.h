@@ -34,6 +34,11 @@ bool env_flag(const char* name, bool default_value);
 void env_named_items(const char* var, const std::vector<std::string>& names, const char* expected,
                      const std::function<bool(std::size_t index, const std::string& value)>& take);
 
+/// `value` as a notice shows it: one line of at most 64 printable ASCII bytes, any other byte as
+/// '?', "..." after a cut (a stray escape sequence or a 100 KB value went to the terminal as it
+/// was; session 38's trial).
+std::string env_printable(const std::string& value);
+
 /// `text` as a whole decimal number of 1 to min(max_digits, 9) digits, leading zeros included, or
 /// -1 when it is empty, longer or holds any other character (a sign, a space, a point).
 int32_t env_decimal(const std::string& text, std::size_t max_digits);

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -194,9 +198,28 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     }
   }
   // A/B of the HBM ring depth (docs/perf-notes.md session 40): DAK_ATTN_HBM_STAGES=2..8 forces it
-  // (deeper rings leave fewer CTAs per SM; tiered_attention_schedule refuses one that does not fit).
+  // (deeper rings leave fewer CTAs per SM) where its ring fits a CTA's SMEM at this head_dim and
+  // load path; a depth that does not is ignored with a notice (once per head_dim and path), as any
+  // A/B switch's unusable value is.
   static const int forced_stages = env_choice("DAK_ATTN_HBM_STAGES", {"2", "3", "4", "5", "6", "7", "8"});
-  if (forced_stages >= 0) s.hbm_stages = forced_stages + 2;
+  if (forced_stages >= 0) {
+    const int32_t st = forced_stages + 2;
+    if (s.hbm_cta_smem_bytes(st) <= ta::kSmemLimitBytes) {
+      s.hbm_stages = st;
+    } else {
+      static std::mutex mu;
+      static std::set<std::pair<int64_t, bool>> said;
+      const std::lock_guard<std::mutex> lock(mu);
+      if (said.insert({d, s.hbm_staged}).second) {
+        std::fprintf(stderr,
+                     "dak: notice: DAK_ATTN_HBM_STAGES=%d ignored at head_dim %lld (a ring of %d %s steps needs %lld "
+                     "bytes of SMEM per CTA, more than the %lld a plan may take); the plan keeps %d\n",
+                     st, static_cast<long long>(d), st, s.hbm_staged ? "staged" : "padded",
+                     static_cast<long long>(s.hbm_cta_smem_bytes(st)), static_cast<long long>(ta::kSmemLimitBytes),
+                     s.hbm_stages);
+      }
+    }
+  }
   const int64_t host_budget = std::max(ta::kSmemTargetBytes, s.hbm_cta_smem_bytes(s.hbm_stages));
   s.host_stages = 1;
   for (int32_t st = 4; st > 1; --st) {

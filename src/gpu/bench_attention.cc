@@ -5,11 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "gpu/bench_util.h"
@@ -32,28 +29,9 @@ constexpr uint64_t kHostProbeBytes = 1 * kGiB;     // B_h stream buffer (a prefi
 constexpr uint64_t kHostMarginBytes = 16 * kGiB;   // MemAvailable left to the system by default
 constexpr int kSumSlots = 1;                       // checksum slot of the L2-flush stream
 
-/// DAK_BENCH_KV_PAD_ROWS=N (0 to 4096; an A/B switch, docs/perf-notes.md session 43): every
-/// (sequence, kv head) K / V block holds context + N positions, so that the blocks do not start
-/// at multiples of a power of two; the sequences keep `context` keys (the bytes read, the ideal
-/// and EB are unchanged), and the tiered and the decode attention are planned for context + N
-/// positions, as the engine would plan a cache allocated that large. 0 (unset): none. Read once.
-int64_t kv_pad_rows() {
-  static const int64_t pad = [] {
-    const char* env = std::getenv("DAK_BENCH_KV_PAD_ROWS");
-    if (env == nullptr || *env == '\0') return int64_t(0);
-    const int32_t n = env_decimal(env, 4);
-    if (n < 0 || n > 4096) {
-      std::fprintf(stderr, "dak: notice: DAK_BENCH_KV_PAD_ROWS ignored (expected a whole number of rows, 0 to 4096)\n");
-      return int64_t(0);
-    }
-    return int64_t(n);
-  }();
-  return pad;
-}
-
-/// Bytes of HBM (or host) the K and V of `cell` take with kv_pad_rows() (its kv_bytes without).
+/// Bytes of HBM (or host) the K and V of `cell` take with attention_bench_kv_pad_rows() (its kv_bytes without).
 uint64_t kv_alloc_bytes(const AttentionBenchCell& c) {
-  return c.kv_bytes / uint64_t(c.context) * uint64_t(c.context + kv_pad_rows());
+  return c.kv_bytes / uint64_t(c.context) * uint64_t(c.context + attention_bench_kv_pad_rows());
 }
 
 /// Everything the timed launches share: stream, gate and the L2 flush.
@@ -149,7 +127,7 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
               const KvBuffers& kv, Timer& timer) {
   const AttentionBenchShape& m = cell.shape;
   const int64_t B = cell.batch, ctx = cell.context, H = m.num_heads, Hkv = m.num_kv_heads, D = m.head_dim;
-  const int64_t rows = ctx + kv_pad_rows();  // positions of a (sequence, kv head) block: the caches' max_ctx
+  const int64_t rows = ctx + attention_bench_kv_pad_rows();  // positions of a (sequence, kv head) block: the caches' max_ctx
   const TieredAttentionShape sh{B, H, Hkv, D, rows};
   const int64_t per_seq = Hkv * rows * D;  // elements of one sequence's K (or V)
   const double C = double(cell.kv_bytes), Bg = r.hbm.best_bytes_per_s, Bh = r.host.best_bytes_per_s;
@@ -307,8 +285,8 @@ AttentionBenchResult run_attention_bench(const AttentionBenchOptions& o,
     }
   }
 
-  if (kv_pad_rows() > 0) {
-    say(fmt::format("every K / V block holds context + {} positions (DAK_BENCH_KV_PAD_ROWS)", kv_pad_rows()));
+  if (attention_bench_kv_pad_rows() > 0) {
+    say(fmt::format("every K / V block holds context + {} positions (DAK_BENCH_KV_PAD_ROWS)", attention_bench_kv_pad_rows()));
   }
   say(fmt::format("measuring B_g (TMA bulk stream of {} in HBM)", gib(o.hbm_buffer_bytes)));
   r.hbm = measure_hbm_bandwidth(o.hbm_buffer_bytes, o.hbm_runs);

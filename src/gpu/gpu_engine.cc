@@ -145,18 +145,21 @@ constexpr uint64_t kGemmTraceBytes = uint64_t(kGemmTraceCtas) * kGemmTraceFields
 
 /// W stages each HBM CTA of a GEMM requests before waiting for the previous kernel
 /// (TieredGemmArgs::early_w_stages), per operator: -1 (the kernel's tuned default) unless
-/// DAK_EARLY_W="qkv_proj=3,o_proj=5" (StepOp names, counts 0-64) sets it, for A/B measurements.
-/// Read once per process; an item that is not NAME=COUNT with a known name is ignored with a
-/// notice on stderr.
+/// DAK_EARLY_W="qkv_proj=3,o_proj=5" (a tiered GEMM's operator: a layer's GEMMs or logits; counts
+/// 0-64, more than the ring holds meaning the whole ring) sets it, for A/B measurements. Read once
+/// per process; any other item is ignored with a notice on stderr.
 int32_t early_w_stages(StepOp op) {
   static const std::array<int32_t, size_t(StepOp::kCount)> table = [] {
     std::array<int32_t, size_t(StepOp::kCount)> t;
     t.fill(-1);
-    for_each_op_item("DAK_EARLY_W", "OPERATOR=COUNT, e.g. o_proj=3", [&](StepOp op, const std::string& count) {
-      const int32_t n = env_decimal(count, 2);
-      if (n >= 0) t[size_t(op)] = std::min(n, int32_t(64));
-      return n >= 0;
-    });
+    for_each_op_item("DAK_EARLY_W",
+                     "GEMM=COUNT with GEMM qkv_proj, o_proj, mlp_up, mlp_down or logits and COUNT 0 to 64, e.g. o_proj=3",
+                     [&](StepOp op, const std::string& count) {
+                       const int32_t n = env_decimal(count, 2);
+                       if (!(is_layer_gemm(op) || op == StepOp::kLogits) || n < 0 || n > 64) return false;
+                       t[size_t(op)] = n;
+                       return true;
+                     });
     return t;
   }();
   return table[size_t(op)];
@@ -182,13 +185,14 @@ const std::array<GemmGrid, size_t(StepOp::kCount)>& gemm_grid_overrides() {
   static const std::array<GemmGrid, size_t(StepOp::kCount)> table = [] {
     std::array<GemmGrid, size_t(StepOp::kCount)> t{};
     for_each_op_item("DAK_GEMM_GRID",
-                     "GEMM=SPLITS:CTAS with a layer's GEMM, qkv_proj, o_proj, mlp_up or mlp_down, e.g. o_proj=3:96",
+                     "GEMM=SPLITS:CTAS with a layer's GEMM, qkv_proj, o_proj, mlp_up or mlp_down, SPLITS 1 to 64 and "
+                     "CTAS 1 to 4096, e.g. o_proj=3:96",
                      [&](StepOp op, const std::string& value) {
                        const size_t colon = value.find(':');
                        if (!is_layer_gemm(op) || colon == std::string::npos) return false;
                        const int32_t splits = env_decimal(value.substr(0, colon), 4);
                        const int32_t ctas = env_decimal(value.substr(colon + 1), 4);
-                       if (splits < 1 || splits > 64 || ctas < 1 || ctas > 4096) return false;
+                       if (splits < 1 || splits > 64 || ctas < 1 || ctas > 4096) return false;  // the notice's ranges
                        t[size_t(op)] = GemmGrid{splits, ctas};
                        return true;
                      });

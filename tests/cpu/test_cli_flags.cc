@@ -108,10 +108,12 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
   // A leading 0 is ten: --host-stages 010 is refused as 10 (octal 8 passed the [0, 8] check).
   r = run_dak(bench + " --host-stages 010");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "steps in flight --host-stages 10 outside [0, 8]")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--host-stages 10 is outside [0, 8] steps in flight")) << r.output;
   r = run_dak(bench + " --hbm-stages 9");  // the flag given is named, not both (session 32's trial)
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "steps in flight --hbm-stages 9 outside [0, 8]\n  where: --hbm-stages (dak bench attention)\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--hbm-stages 9 is outside [0, 8] steps in flight\n  where: --hbm-stages (dak bench attention)\n"
+                                 "  fix:   give 0 (the default) or steps that fit a CTA's SMEM: up to 8 at head_dim 64, 80 "
+                                 "and 96, 6 at 128, 2 at 256")) << r.output;
   for (const char* flag : {"--repeats", "--hbm-runs"}) {
     // Decimal 1001 is above 1000 (octal 01001 = 513 was accepted).
     r = run_dak(bench + " " + flag + " 01001");
@@ -150,6 +152,39 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
     EXPECT_TRUE(contains(r.output, flag + " 7 needs ")) << flag << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "more than the 231936 bytes of dynamic SMEM a plan may take")) << flag << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "where: " + flag)) << flag << "\n" << r.output;
+  }
+}
+
+TEST(CliFlags, AnHbmRingDepthThatDoesNotFitIsIgnoredWithANotice) {
+  // DAK_ATTN_HBM_STAGES=8 at head_dim 128 (session 43's trial: "278528 bytes of SMEM per CTA exceed
+  // the 231936 byte limit", exit 1, without naming the switch); --hbm-stages still overrides it.
+  const std::string bench = "bench attention --dry-run --models llama-2-7b --batch 8 --ctx 512 --ratios 0";
+  RunResult r = dak::testing::run_dak_env("DAK_ATTN_HBM_STAGES=8", bench);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: notice: DAK_ATTN_HBM_STAGES=8 ignored at head_dim 128 (a ring of 8 ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "more than the 231936 a plan may take); the plan keeps ")) << r.output;
+  r = dak::testing::run_dak_env("DAK_ATTN_HBM_STAGES=8", bench + " --hbm-stages 3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "x3 stages")) << r.output;
+  r = dak::testing::run_dak_env("DAK_ATTN_HBM_STAGES=3", bench);  // a depth that fits is taken, silently
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "notice")) << r.output;
+  EXPECT_TRUE(contains(r.output, "x3 stages")) << r.output;
+}
+
+TEST(CliFlags, BenchAttentionKvPadRowsShowInTheDryRun) {
+  // DAK_BENCH_KV_PAD_ROWS (session 43's A/B): the dry run plans the padded blocks as the measurement
+  // does; a bad value is ignored with a notice that shows it (session 43's trial: silent).
+  const std::string bench = "bench attention --dry-run --models llama-2-7b --batch 8 --ctx 512 --ratios 0";
+  RunResult r = dak::testing::run_dak_env("DAK_BENCH_KV_PAD_ROWS=8", bench);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "max_ctx=520 ")) << r.output;
+  EXPECT_FALSE(contains(r.output, "notice")) << r.output;
+  for (const char* bad : {"x", "-1", "4097", "99999"}) {
+    r = dak::testing::run_dak_env(std::string("DAK_BENCH_KV_PAD_ROWS=") + bad, bench);
+    EXPECT_EQ(r.exit_code, 0) << bad << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, std::string("dak: notice: DAK_BENCH_KV_PAD_ROWS='") + bad + "' ignored")) << r.output;
+    EXPECT_TRUE(contains(r.output, "max_ctx=512 ")) << bad << "\n" << r.output;
   }
 }
 
