@@ -110,8 +110,15 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
       std::filesystem::is_regular_file(p, ec)) {
     nlohmann::json j;
     try {
-      j = read_json_file(p, "the model file", "");
-    } catch (const Error&) {  // not JSON: Checkpoint::open refuses it as no checkpoint
+      j = read_json_file(p, p.filename() == "config.json" ? "the model config" : "the model file", "");
+    } catch (const Error& e) {
+      // A config.json that does not parse is named as one (session 43's trial: "unrecognized
+      // checkpoint file"); any other .json that is not JSON is refused by Checkpoint::open below.
+      if (p.filename() == "config.json") {
+        throw Error(e.what_part(), e.where_part(),
+                    "repair the JSON (it holds a model's hyper-parameters), or pass a checkpoint folder "
+                    "(config.json + *.safetensors) or a .gguf file");
+      }
     }
     check_dak_file_kind(j, "", p.string());
     if (j.is_object() && j.contains("model_type")) {
@@ -138,6 +145,13 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
     if (const std::string other = unsupported_weight_file_in(p); !other.empty()) {
       fail(fmt::format("'{}' holds a model config (config.json) and weights dak does not read ({})", given, other),
            where, convert_weights_fix(other));
+    }
+    // A config.json that does not parse says so first (session 43's trial: only "no weights").
+    try {
+      (void)read_json_file(p / "config.json", "the model config", "");
+    } catch (const Error& e) {
+      throw Error(fmt::format("'{}' holds no weights, and {}", given, e.what_part()), e.where_part(),
+                  "repair the JSON, or pass a checkpoint folder (config.json + *.safetensors) or a .gguf file");
     }
     fail(fmt::format("'{}' holds a model config (config.json) but no weights", given), where, no_weights_fix);
   }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "checkpoint_test_util.h"
 #include "cli_test_util.h"
 
 namespace {
@@ -318,6 +319,29 @@ TEST(CliTrial2, ProfileSweepFlagsWithSkipGemmAndRunsHaveOneRange) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "pass it with --profile (of dak plan, generate or bench), and give here a model"))
       << r.output;
+}
+
+TEST(CliTrial2, ABrokenConfigJsonIsNamedAsSuch) {
+  // Session 43's trial: a folder holding only a config.json that does not parse was refused as "a
+  // model config but no weights", and the file itself as "unrecognized checkpoint file".
+  dak::testing::ScratchDir dir;
+  dak::testing::write_bytes(dir / "config.json", "{\"model_type\": \"llama\", \"hidden_size\": \n");
+  const std::string folder = dir.path().string(), file = (dir / "config.json").string();
+  RunResult r = run_dak("generate -p hi --model " + folder);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: '" + folder + "' holds no weights, and the model config is not valid JSON: line 2"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "  where: " + file + "\n  fix:   repair the JSON, or pass a checkpoint folder")) << r.output;
+  r = run_dak("generate -p hi --model " + file);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: error: the model config is not valid JSON: line 2")) << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   repair the JSON (it holds a model's hyper-parameters)")) << r.output;
+  EXPECT_FALSE(contains(r.output, "unrecognized checkpoint file")) << r.output;
+  // A valid config.json alone keeps its message (no weights, --random-weights).
+  dak::testing::write_bytes(dir / "config.json", dak::testing::read_bytes(kData + "/../../configs/llama-2-7b.json"));
+  r = run_dak("generate -p hi --model " + folder);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "holds a model config (config.json) but no weights")) << r.output;
 }
 
 }  // namespace
