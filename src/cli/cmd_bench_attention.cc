@@ -256,8 +256,8 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
   const double x_star = prof.host_sm_read_gbps / (prof.hbm_read_gbps + prof.host_sm_read_gbps);
   const TieredAttentionLinkLimits limits = tiered_attention_link_limits(prof);
   std::ostringstream out;
-  out << fmt::format("dak bench attention --dry-run: schedules for {} SMs (2 HBM CTAs per SM), balance point "
-                     "x* = {:.2f} % from the H200 default profile\n\n",
+  out << fmt::format("dak bench attention --dry-run: schedules for {} SMs (2 HBM CTAs per SM, 1 where a ring "
+                     "override leaves room for one), balance point x* = {:.2f} % from the H200 default profile\n\n",
                      kDrySmCount, 100 * x_star);
   out << "| model | B | ctx | KV GiB | timed as | b_h | x | schedule |\n|---|---:|---:|---:|---|---:|---:|---|\n";
   for (const ModelShape& m : p.models) {
@@ -275,13 +275,21 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
         std::sort(hosts.begin(), hosts.end());
         hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
         for (int64_t bh : hosts) {
-          TieredAttentionSchedule s =
-              plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c + attention_bench_kv_pad_rows()}, bh,
-                                    kDrySmCount, 2, limits);
-          if (a.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = a.host_ctas;
-          if (a.host_stages > 0) s.host_stages = a.host_stages;
-          if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;
-          refit_smem_merge(s);
+          // As the measurement plans: 2 CTAs an SM, or 1 where a ring override (the flags or
+          // DAK_ATTN_HBM_STAGES) leaves no room for 2 (kSmemTwoCtaBytes stands in for the occupancy
+          // query a GPU answers).
+          const auto planned = [&](int64_t per_sm) {
+            TieredAttentionSchedule s =
+                plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c + attention_bench_kv_pad_rows()}, bh,
+                                      kDrySmCount, per_sm, limits);
+            if (a.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = a.host_ctas;
+            if (a.host_stages > 0) s.host_stages = a.host_stages;
+            if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;
+            refit_smem_merge(s);
+            return s;
+          };
+          TieredAttentionSchedule s = planned(2);
+          if (s.smem_bytes() > tiered_attention::kSmemTwoCtaBytes) s = planned(1);
           s.validate();
           const int layers = attention_bench_layers(uint64_t(kv));
           const std::string timed = layers > 1 ? fmt::format("{}-layer stack", layers) : std::string("1 launch");

@@ -208,11 +208,20 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
                                   layers > 1 ? fmt::format(" ({} layers)", layers) : "", gib(2 * kv.host_bytes_each));
       continue;
     }
-    TieredAttentionSchedule s = tiered_attention_schedule(sh, p.b_host, o.limits);
-    if (o.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = o.host_ctas;
-    if (o.host_stages > 0) s.host_stages = o.host_stages;
-    if (o.hbm_stages > 0) s.hbm_stages = o.hbm_stages;
-    refit_smem_merge(s);
+    // The plan (for this GPU's occupancy), with the overrides; a ring override that leaves one CTA
+    // an SM is re-planned for one, as the engine plans DAK_ATTN_HBM_STAGES (session 43: the plan's 2
+    // CTAs an SM ran in two waves).
+    const auto planned = [&](int per_sm) {
+      TieredAttentionSchedule s = per_sm == 0 ? tiered_attention_schedule(sh, p.b_host, o.limits)
+                                              : plan_tiered_attention(sh, p.b_host, r.sm_count, per_sm, o.limits);
+      if (o.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = o.host_ctas;
+      if (o.host_stages > 0) s.host_stages = o.host_stages;
+      if (o.hbm_stages > 0) s.hbm_stages = o.hbm_stages;
+      refit_smem_merge(s);
+      return s;
+    };
+    TieredAttentionSchedule s = planned(0);
+    if (tiered_attention_ctas_per_sm(s) == 1) s = planned(1);
     s.validate();
     p.schedule = s.to_string();
     TieredAttentionArgs a;

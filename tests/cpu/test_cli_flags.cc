@@ -169,7 +169,15 @@ TEST(CliFlags, AnHbmRingDepthThatDoesNotFitIsIgnoredWithANotice) {
   r = dak::testing::run_dak_env("DAK_ATTN_HBM_STAGES=3", bench);  // a depth that fits is taken, silently
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(contains(r.output, "notice")) << r.output;
-  EXPECT_TRUE(contains(r.output, "x3 stages")) << r.output;
+  EXPECT_TRUE(contains(r.output, "hbm_ctas=256x3 stages")) << r.output;  // 2 CTAs an SM still fit
+  // A ring that leaves room for one CTA an SM is planned for one (the launch ran the plan's 2 CTAs
+  // an SM in two waves), by the flag and by the switch alike.
+  r = run_dak(bench + " --hbm-stages 4");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "hbm_ctas=132x4 stages")) << r.output;
+  r = dak::testing::run_dak_env("DAK_ATTN_HBM_STAGES=4", bench);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "hbm_ctas=132x4 stages")) << r.output;
 }
 
 TEST(CliFlags, BenchAttentionKvPadRowsShowInTheDryRun) {
