@@ -282,10 +282,7 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
             TieredAttentionSchedule s =
                 plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c + attention_bench_kv_pad_rows()}, bh,
                                       kDrySmCount, per_sm, limits);
-            if (a.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = a.host_ctas;
-            if (a.host_stages > 0) s.host_stages = a.host_stages;
-            if (a.hbm_stages > 0) s.hbm_stages = a.hbm_stages;
-            refit_smem_merge(s);
+            apply_attention_bench_overrides(s, a.host_ctas, a.host_stages, a.hbm_stages);
             return s;
           };
           TieredAttentionSchedule s = planned(2);

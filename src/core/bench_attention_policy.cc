@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/env.h"
+#include "core/tiered_attention_schedule.h"
 
 namespace dak {
 
@@ -18,6 +19,14 @@ int64_t attention_bench_kv_pad_rows() {
     return int64_t(0);
   }();
   return pad;
+}
+
+void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
+                                     int32_t hbm_stages) {
+  if (host_ctas > 0 && schedule.host_ctas > 0) schedule.host_ctas = host_ctas;
+  if (host_stages > 0) schedule.host_stages = host_stages;
+  if (hbm_stages > 0) schedule.hbm_stages = hbm_stages;
+  refit_smem_merge(schedule);
 }
 
 }  // namespace dak

@@ -6,6 +6,8 @@
 
 namespace dak {
 
+struct TieredAttentionSchedule;
+
 /// Cells whose KV cache of one layer (K and V, bf16: 4 * B * ctx * Hkv * D bytes) is smaller than
 /// this finish in microseconds, where one launch is mostly launch latency: they are timed per layer
 /// of a graph-replayed stack of kAttentionStackLayers layers (each its own K / V), as the decode
@@ -26,5 +28,12 @@ constexpr int attention_bench_layers(uint64_t kv_bytes) {
 /// positions (the measurement and --dry-run alike), as the engine would plan a cache allocated that
 /// large. 0 when unset; any other value is ignored with a notice (core/env.h). Read once.
 int64_t attention_bench_kv_pad_rows();
+
+/// `dak bench attention`'s schedule overrides (--host-ctas, --host-stages, --hbm-stages) applied to
+/// a plan, as the measurement and --dry-run apply them: host_ctas where the plan has host CTAs, and
+/// each ring depth, where > 0 (0 keeps the plan's); then refit_smem_merge, which keeps the SMEM
+/// merge only where it still fits beside the rings.
+void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
+                                     int32_t hbm_stages);
 
 }  // namespace dak

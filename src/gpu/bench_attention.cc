@@ -214,10 +214,7 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
     const auto planned = [&](int per_sm) {
       TieredAttentionSchedule s = per_sm == 0 ? tiered_attention_schedule(sh, p.b_host, o.limits)
                                               : plan_tiered_attention(sh, p.b_host, r.sm_count, per_sm, o.limits);
-      if (o.host_ctas > 0 && s.host_ctas > 0) s.host_ctas = o.host_ctas;
-      if (o.host_stages > 0) s.host_stages = o.host_stages;
-      if (o.hbm_stages > 0) s.hbm_stages = o.hbm_stages;
-      refit_smem_merge(s);
+      apply_attention_bench_overrides(s, o.host_ctas, o.host_stages, o.hbm_stages);
       return s;
     };
     TieredAttentionSchedule s = planned(0);
