@@ -20,6 +20,13 @@ std::string env_printable(const std::string& value) {
   return s;
 }
 
+void env_notice_once(const std::string& key, const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (said.insert(key).second) std::fprintf(stderr, "dak: notice: %s\n", message.c_str());
+}
+
 int env_choice(const char* name, std::initializer_list<const char*> choices) {
   const char* env = std::getenv(name);
   if (env == nullptr || *env == '\0') return -1;
@@ -31,12 +38,8 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
   }
   // Once per variable and value in a process: the planner reads its switches for every plan (a
   // sweep of 20 ratios printed the same notice 20 times; session 38's trial).
-  static std::mutex mu;
-  static std::set<std::string> said;
-  const std::lock_guard<std::mutex> lock(mu);
-  if (said.insert(std::string(name) + "=" + env).second) {
-    std::fprintf(stderr, "dak: notice: %s='%s' ignored (expected %s)\n", name, env_printable(env).c_str(), expected.c_str());
-  }
+  env_notice_once(std::string(name) + "=" + env,
+                  std::string(name) + "='" + env_printable(env) + "' ignored (expected " + expected + ")");
   return -1;
 }
 

@@ -34,6 +34,10 @@ bool env_flag(const char* name, bool default_value);
 void env_named_items(const char* var, const std::vector<std::string>& names, const char* expected,
                      const std::function<bool(std::size_t index, const std::string& value)>& take);
 
+/// Prints "dak: notice: `message`" on stderr the first time this process calls it with `key`, and
+/// nothing after (thread-safe): a switch's notice once per process, though plans read it many times.
+void env_notice_once(const std::string& key, const std::string& message);
+
 /// `value` as a notice shows it: one line of at most 64 printable ASCII bytes, any other byte as
 /// '?', "..." after a cut (a stray escape sequence or a 100 KB value went to the terminal as it
 /// was; session 38's trial).

@@ -3,11 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
-#include <mutex>
-#include <set>
-#include <utility>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -207,17 +203,11 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     if (s.hbm_cta_smem_bytes(st) <= ta::kSmemLimitBytes) {
       s.hbm_stages = st;
     } else {
-      static std::mutex mu;
-      static std::set<std::pair<int64_t, bool>> said;
-      const std::lock_guard<std::mutex> lock(mu);
-      if (said.insert({d, s.hbm_staged}).second) {
-        std::fprintf(stderr,
-                     "dak: notice: DAK_ATTN_HBM_STAGES=%d ignored at head_dim %lld (a ring of %d %s steps needs %lld "
-                     "bytes of SMEM per CTA, more than the %lld a plan may take); the plan keeps %d\n",
-                     st, static_cast<long long>(d), st, s.hbm_staged ? "staged" : "padded",
-                     static_cast<long long>(s.hbm_cta_smem_bytes(st)), static_cast<long long>(ta::kSmemLimitBytes),
-                     s.hbm_stages);
-      }
+      env_notice_once(fmt::format("DAK_ATTN_HBM_STAGES at head_dim {}, {}", d, s.hbm_staged),
+                      fmt::format("DAK_ATTN_HBM_STAGES={} ignored at head_dim {} (a ring of {} {} steps needs {} bytes "
+                                  "of SMEM per CTA, more than the {} a plan may take); the plan keeps {}",
+                                  st, d, st, s.hbm_staged ? "staged" : "padded", s.hbm_cta_smem_bytes(st),
+                                  ta::kSmemLimitBytes, s.hbm_stages));
     }
   }
   const int64_t host_budget = std::max(ta::kSmemTargetBytes, s.hbm_cta_smem_bytes(s.hbm_stages));
