@@ -31,5 +31,9 @@ for round in 1 2; do
     done
   fi
 done | tee "$OUT/attention-ab.txt"
-left 40 && dak_tpot X=1 l7 --model llama-2-7b --batch 1,8 --prompt-len 32 --gen-len 32 | tee "$OUT/decode.txt"
+# Issue 3 on this card, then early W stages on it (session 35's A/B ran on an H100 only: the whole
+# ring early for down was 0.3 % slower there); interleaved, one process each.
+for v in X=1 DAK_EARLY_W=mlp_down=64 DAK_EARLY_W=o_proj=1,mlp_down=1 X=1; do
+  left 40 && dak_tpot "$v" "l7-$v" --model llama-2-7b --batch 1,8 --prompt-len 32 --gen-len 32
+done | tee "$OUT/decode.txt"
 echo "total $(( $(date +%s) - t0 )) s"
