@@ -227,7 +227,12 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     s.host_ctas = int32_t(std::max<int64_t>(1, ctas));
   }
   if (s.hbm_items() > 0) {
-    const int64_t ctas = (sm_count - s.host_ctas) * hbm_ctas_per_sm;
+    // Every CTA of the launch takes the same SMEM, so the SMs hold sm_count * hbm_ctas_per_sm CTAs
+    // of either side: the HBM side takes every slot the host CTAs leave (docs/perf-notes.md session
+    // 44). DAK_ATTN_HBM_FILL=0 (A/B runs) keeps the rule before, which left hbm_ctas_per_sm - 1
+    // slots empty for each host CTA, as if a host CTA took a whole SM.
+    static const bool fill = env_flag("DAK_ATTN_HBM_FILL", true);
+    const int64_t ctas = fill ? sm_count * hbm_ctas_per_sm - s.host_ctas : (sm_count - s.host_ctas) * hbm_ctas_per_sm;
     s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
   }
   refit_smem_merge(s);

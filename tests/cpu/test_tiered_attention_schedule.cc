@@ -253,9 +253,11 @@ TEST(TieredAttentionSchedule, DefaultCongestionControlStaysUnderTheCap) {
       if (b_host == 64) {
         EXPECT_EQ(s.hbm_ctas, 0);
       } else {
-        // Every SM serves one side (2 HBM CTAs per SM), unless the HBM items' warps need fewer CTAs.
+        // The HBM side takes every CTA slot (2 per SM) the host CTAs leave, unless the HBM items'
+        // warps need fewer CTAs.
         const int64_t warps_needed = (s.hbm_items() + ta::kWarps - 1) / ta::kWarps;
-        EXPECT_EQ(s.hbm_ctas, std::min<int64_t>((kSms - s.host_ctas) * 2, warps_needed)) << s.to_string();
+        EXPECT_EQ(s.hbm_ctas, std::min<int64_t>(kSms * 2 - s.host_ctas, warps_needed)) << s.to_string();
+        EXPECT_LE(s.host_ctas + s.hbm_ctas, kSms * 2) << s.to_string();
       }
     }
   }
@@ -268,6 +270,24 @@ TEST(TieredAttentionSchedule, DefaultCongestionControlStaysUnderTheCap) {
   const TieredAttentionSchedule one = dak::plan_tiered_attention({8, 8, 1, 128, 16}, 1, kSms);
   EXPECT_EQ(one.host_items(), 1);
   EXPECT_EQ(one.host_ctas, 1);
+}
+
+TEST(TieredAttentionSchedule, HbmCtasFillTheSlotsTheHostCtasLeave) {
+  // Session 44 (H100): Llama-2-7B batch 64 at 4096 keys with one host sequence read 80.5 % of ideal.
+  // Its 8 host CTAs left 8 CTA slots empty, so 2016 HBM items (63 x 32, one split) ran on 248 CTAs'
+  // 992 warps, and 32 of them ran a third item. Filling every slot gives 256 CTAs, 1024 warps and
+  // at most 2 items a warp.
+  const TieredAttentionSchedule s = dak::plan_tiered_attention({64, 32, 32, 128, 4096}, 1, kSms, 2);
+  EXPECT_EQ(s.split.num_splits, 1) << s.to_string();
+  EXPECT_EQ(s.host_ctas, 8) << s.to_string();
+  EXPECT_EQ(s.hbm_ctas, 256) << s.to_string();
+  EXPECT_EQ(s.hbm_items(), 2016);
+  EXPECT_EQ((s.hbm_items() + s.hbm_ctas * ta::kWarps - 1) / (s.hbm_ctas * ta::kWarps), 2) << s.to_string();
+  // One CTA an SM: the host CTAs take their slots and the HBM side the rest.
+  const TieredAttentionSchedule one = dak::plan_tiered_attention({64, 32, 32, 128, 4096}, 1, kSms, 1);
+  EXPECT_EQ(one.host_ctas + one.hbm_ctas, kSms) << one.to_string();
+  // Without host sequences nothing changes: every slot is the HBM side's.
+  EXPECT_EQ(dak::plan_tiered_attention({64, 32, 32, 128, 4096}, 0, kSms, 2).hbm_ctas, 2 * kSms);
 }
 
 TEST(TieredAttentionSchedule, PaddedRowsKeepLdmatrixConflictFree) {
