@@ -1,5 +1,6 @@
 #include "core/bench_attention_policy.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,8 +23,15 @@ int64_t attention_bench_kv_pad_rows() {
 }
 
 void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
-                                     int32_t hbm_stages) {
-  if (host_ctas > 0 && schedule.host_ctas > 0) schedule.host_ctas = host_ctas;
+                                     int32_t hbm_stages, int64_t cta_slots) {
+  if (host_ctas > 0 && schedule.host_ctas > 0) {
+    schedule.host_ctas = host_ctas;
+    // The plan's HBM side fills the CTA slots its host CTAs leave (plan_tiered_attention): host CTAs
+    // beyond them take their slots from it, so the launch stays one wave (the HBM side keeps >= 1).
+    if (schedule.hbm_ctas > 0) {
+      schedule.hbm_ctas = int32_t(std::clamp<int64_t>(cta_slots - host_ctas, 1, schedule.hbm_ctas));
+    }
+  }
   if (host_stages > 0) schedule.host_stages = host_stages;
   if (hbm_stages > 0) schedule.hbm_stages = hbm_stages;
   refit_smem_merge(schedule);

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/bench_attention_policy.h"
 #include "core/hardware_profile.h"
 #include "core/tiered_attention_schedule.h"
 #include "error_test_util.h"
@@ -288,6 +289,21 @@ TEST(TieredAttentionSchedule, HbmCtasFillTheSlotsTheHostCtasLeave) {
   EXPECT_EQ(one.host_ctas + one.hbm_ctas, kSms) << one.to_string();
   // Without host sequences nothing changes: every slot is the HBM side's.
   EXPECT_EQ(dak::plan_tiered_attention({64, 32, 32, 128, 4096}, 0, kSms, 2).hbm_ctas, 2 * kSms);
+  // dak bench attention --host-ctas: host CTAs beyond the slots the HBM side leaves take theirs from
+  // it, so the launch stays one wave; fewer leave the HBM side as planned; it keeps at least 1 CTA.
+  TieredAttentionSchedule more = s;
+  dak::apply_attention_bench_overrides(more, 20, 0, 0, 2 * kSms);
+  EXPECT_EQ(more.host_ctas, 20);
+  EXPECT_EQ(more.hbm_ctas, 244);
+  EXPECT_EQ(more.host_ctas + more.hbm_ctas, 2 * kSms);
+  TieredAttentionSchedule fewer = s;
+  dak::apply_attention_bench_overrides(fewer, 4, 0, 0, 2 * kSms);
+  EXPECT_EQ(fewer.host_ctas, 4);
+  EXPECT_EQ(fewer.hbm_ctas, 256);
+  TieredAttentionSchedule all = s;
+  dak::apply_attention_bench_overrides(all, 1024, 0, 0, 2 * kSms);
+  EXPECT_EQ(all.host_ctas, 1024);
+  EXPECT_EQ(all.hbm_ctas, 1);
 }
 
 TEST(TieredAttentionSchedule, PaddedRowsKeepLdmatrixConflictFree) {
