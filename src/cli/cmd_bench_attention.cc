@@ -194,8 +194,8 @@ Plan check_args(const BenchAttentionArgs& a) {
   if (a.host_ctas < 0 || a.host_ctas > 1024) {
     fail(fmt::format("--host-ctas {} is outside [0, 1024]", a.host_ctas), "--host-ctas",
          "give 0 (the default plan's count) or 1 to 1024 host CTAs; the plan uses at most the SM count - 1 (131 "
-         "on an H200); host CTAs past the free CTA slots take theirs from the HBM side (at least 1 CTA stays), "
-         "and more than fit at once run in waves");
+         "on an H200); the HBM side takes the CTA slots the host CTAs leave (at least 1 CTA), and more CTAs than "
+         "the SMs hold at once run in waves");
   }
   for (const auto& [flag, stages] : {std::pair{"--host-stages", a.host_stages}, std::pair{"--hbm-stages", a.hbm_stages}}) {
     if (stages < 0 || stages > max_st) {  // the flag given, not both (session 32's trial)
@@ -283,7 +283,7 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
             TieredAttentionSchedule s =
                 plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c + attention_bench_kv_pad_rows()}, bh,
                                       kDrySmCount, per_sm, limits);
-            apply_attention_bench_overrides(s, a.host_ctas, a.host_stages, a.hbm_stages, kDrySmCount * per_sm);
+            apply_attention_bench_overrides(s, a.host_ctas, a.host_stages, a.hbm_stages, kDrySmCount, per_sm);
             return s;
           };
           TieredAttentionSchedule s = planned(2);
@@ -510,7 +510,9 @@ void add_bench_attention_command(CLI::App& bench) {
   c->add_option("--max-host-gib", a->max_host_gib, "Pinned host memory for the host tier (0: MemAvailable - 16 GiB)")
       ->capture_default_str()
       ->transform(decimal_number("0 (MemAvailable - 16 GiB) or a size in GiB up to 1048576", 0.0, 1048576.0));
-  c->add_option("--host-ctas", a->host_ctas, "Override: host CTAs (0: the default schedule's)")
+  c->add_option("--host-ctas", a->host_ctas,
+                "Override: host CTAs (0: the default schedule's); the HBM side takes the CTA slots they leave "
+                "(at least 1 CTA), and more CTAs than the SMs hold run in waves")
       ->capture_default_str()
       ->transform(whole_number("0 (the default schedule's) or a count from 1 to 1024", INT32_MIN, INT32_MAX));
   // 1 to kMaxStages, fewer where the ring would not fit in a CTA's SMEM: check_args refuses values above

@@ -1,6 +1,5 @@
 #include "core/bench_attention_policy.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,14 +22,12 @@ int64_t attention_bench_kv_pad_rows() {
 }
 
 void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
-                                     int32_t hbm_stages, int64_t cta_slots) {
+                                     int32_t hbm_stages, int64_t sm_count, int64_t ctas_per_sm) {
   if (host_ctas > 0 && schedule.host_ctas > 0) {
+    // The HBM side is counted again for the new host CTAs, by the plan's rule: it takes the slots
+    // they leave (fewer host CTAs leave more), at least 1 CTA (past the slots the launch runs in waves).
     schedule.host_ctas = host_ctas;
-    // The plan's HBM side fills the CTA slots its host CTAs leave (plan_tiered_attention): host CTAs
-    // beyond them take their slots from it, so the launch stays one wave (the HBM side keeps >= 1).
-    if (schedule.hbm_ctas > 0) {
-      schedule.hbm_ctas = int32_t(std::clamp<int64_t>(cta_slots - host_ctas, 1, schedule.hbm_ctas));
-    }
+    schedule.hbm_ctas = tiered_attention_hbm_ctas(schedule, sm_count, ctas_per_sm);
   }
   if (host_stages > 0) schedule.host_stages = host_stages;
   if (hbm_stages > 0) schedule.hbm_stages = hbm_stages;

@@ -30,12 +30,12 @@ constexpr int attention_bench_layers(uint64_t kv_bytes) {
 int64_t attention_bench_kv_pad_rows();
 
 /// `dak bench attention`'s schedule overrides (--host-ctas, --host-stages, --hbm-stages) applied to
-/// a plan, as the measurement and --dry-run apply them: host_ctas where the plan has host CTAs (the
-/// HBM side then keeps at most the cta_slots, SMs x CTAs per SM, that the host CTAs leave, and at
-/// least 1 CTA: the plan's HBM side fills them, so more host CTAs take theirs), and each ring depth,
-/// where > 0 (0 keeps the plan's); then refit_smem_merge, which keeps the SMEM merge only where it
-/// still fits beside the rings.
+/// a plan for `sm_count` SMs holding `ctas_per_sm` CTAs each, as the measurement and --dry-run apply
+/// them: host_ctas where the plan has host CTAs, with the HBM CTAs counted again by the plan's rule
+/// (tiered_attention_hbm_ctas: the slots the host CTAs leave, at least 1); each ring depth, where > 0
+/// (0 keeps the plan's); then refit_smem_merge, which keeps the SMEM merge only where it still fits
+/// beside the rings.
 void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
-                                     int32_t hbm_stages, int64_t cta_slots);
+                                     int32_t hbm_stages, int64_t sm_count, int64_t ctas_per_sm);
 
 }  // namespace dak

@@ -226,18 +226,22 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     if (s.hbm_items() > 0) ctas = std::min(ctas, sm_count - 1);
     s.host_ctas = int32_t(std::max<int64_t>(1, ctas));
   }
-  if (s.hbm_items() > 0) {
-    // Every CTA of the launch takes the same SMEM, so the SMs hold sm_count * hbm_ctas_per_sm CTAs
-    // of either side: the HBM side takes every slot the host CTAs leave (docs/perf-notes.md session
-    // 44). DAK_ATTN_HBM_FILL=0 (A/B runs) keeps the rule before, which left hbm_ctas_per_sm - 1
-    // slots empty for each host CTA, as if a host CTA took a whole SM.
-    static const bool fill = env_flag("DAK_ATTN_HBM_FILL", true);
-    const int64_t ctas = fill ? sm_count * hbm_ctas_per_sm - s.host_ctas : (sm_count - s.host_ctas) * hbm_ctas_per_sm;
-    s.hbm_ctas = int32_t(std::max<int64_t>(1, std::min(ctas, ceil_div(s.hbm_items(), ta::kWarps))));
-  }
+  if (s.hbm_items() > 0) s.hbm_ctas = tiered_attention_hbm_ctas(s, sm_count, hbm_ctas_per_sm);
   refit_smem_merge(s);
   s.validate();
   return s;
+}
+
+int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64_t sm_count, int64_t ctas_per_sm) {
+  if (schedule.hbm_items() == 0) return 0;
+  // Every CTA of the launch takes the same SMEM, so the SMs hold sm_count * ctas_per_sm CTAs of
+  // either side: the HBM side takes every slot the host CTAs leave (docs/perf-notes.md session 44).
+  // DAK_ATTN_HBM_FILL=0 (A/B runs) keeps the rule before, which left ctas_per_sm - 1 slots empty
+  // for each host CTA, as if a host CTA took a whole SM.
+  static const bool fill = env_flag("DAK_ATTN_HBM_FILL", true);
+  const int64_t host = schedule.host_ctas;
+  const int64_t ctas = fill ? sm_count * ctas_per_sm - host : (sm_count - host) * ctas_per_sm;
+  return int32_t(std::clamp<int64_t>(ctas, 1, std::max<int64_t>(1, ceil_div(schedule.hbm_items(), ta::kWarps))));
 }
 
 void refit_smem_merge(TieredAttentionSchedule& schedule) {

@@ -244,6 +244,14 @@ void check_tiered_attention_shape(const TieredAttentionShape& shape);
 /// Llama-3-8B: docs/perf-notes.md session 32.)
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
 
+/// HBM CTAs of `schedule` (its shape, b_host, split and host_ctas) on `sm_count` SMs that hold
+/// `ctas_per_sm` CTAs of the launch each: sm_count * ctas_per_sm - host_ctas, the CTA slots the host
+/// CTAs leave (every CTA of a launch takes the same SMEM), at least 1 and at most ceil(HBM items / 4);
+/// 0 without HBM items. DAK_ATTN_HBM_FILL=0 (A/B runs) gives the rule before session 44,
+/// (sm_count - host_ctas) * ctas_per_sm, at least 1. plan_tiered_attention and the overrides of
+/// `dak bench attention --host-ctas` (core/bench_attention_policy.h) both count with it.
+int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64_t sm_count, int64_t ctas_per_sm);
+
 /// The default schedule for `b_host` host sequences on `sm_count` SMs with `hbm_ctas_per_sm`
 /// resident HBM CTAs per SM (the kernel's occupancy at this SMEM size):
 /// - hbm_stages: the most in [2, 8] whose HBM CTA SMEM (hbm_cta_smem_bytes, or host_cta_smem_bytes

@@ -214,8 +214,8 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
     const auto planned = [&](int per_sm) {
       TieredAttentionSchedule s = per_sm == 0 ? tiered_attention_schedule(sh, p.b_host, o.limits)
                                               : plan_tiered_attention(sh, p.b_host, r.sm_count, per_sm, o.limits);
-      const int64_t slots = int64_t(r.sm_count) * (per_sm == 0 ? tiered_attention_ctas_per_sm(s) : per_sm);
-      apply_attention_bench_overrides(s, o.host_ctas, o.host_stages, o.hbm_stages, slots);
+      apply_attention_bench_overrides(s, o.host_ctas, o.host_stages, o.hbm_stages, r.sm_count,
+                                      per_sm == 0 ? tiered_attention_ctas_per_sm(s) : per_sm);
       return s;
     };
     TieredAttentionSchedule s = planned(0);

@@ -289,21 +289,28 @@ TEST(TieredAttentionSchedule, HbmCtasFillTheSlotsTheHostCtasLeave) {
   EXPECT_EQ(one.host_ctas + one.hbm_ctas, kSms) << one.to_string();
   // Without host sequences nothing changes: every slot is the HBM side's.
   EXPECT_EQ(dak::plan_tiered_attention({64, 32, 32, 128, 4096}, 0, kSms, 2).hbm_ctas, 2 * kSms);
-  // dak bench attention --host-ctas: host CTAs beyond the slots the HBM side leaves take theirs from
-  // it, so the launch stays one wave; fewer leave the HBM side as planned; it keeps at least 1 CTA.
+  // dak bench attention --host-ctas: the HBM side is counted again by the same rule, so it takes the
+  // slots the host CTAs leave whether they are more or fewer than the plan's; at least 1 CTA.
   TieredAttentionSchedule more = s;
-  dak::apply_attention_bench_overrides(more, 20, 0, 0, 2 * kSms);
+  dak::apply_attention_bench_overrides(more, 20, 0, 0, kSms, 2);
   EXPECT_EQ(more.host_ctas, 20);
   EXPECT_EQ(more.hbm_ctas, 244);
-  EXPECT_EQ(more.host_ctas + more.hbm_ctas, 2 * kSms);
   TieredAttentionSchedule fewer = s;
-  dak::apply_attention_bench_overrides(fewer, 4, 0, 0, 2 * kSms);
-  EXPECT_EQ(fewer.host_ctas, 4);
-  EXPECT_EQ(fewer.hbm_ctas, 256);
+  dak::apply_attention_bench_overrides(fewer, 1, 0, 0, kSms, 2);
+  EXPECT_EQ(fewer.host_ctas, 1);
+  EXPECT_EQ(fewer.hbm_ctas, 263);
+  EXPECT_EQ(fewer.host_ctas + fewer.hbm_ctas, 2 * kSms);
   TieredAttentionSchedule all = s;
-  dak::apply_attention_bench_overrides(all, 1024, 0, 0, 2 * kSms);
+  dak::apply_attention_bench_overrides(all, 1024, 0, 0, kSms, 2);
   EXPECT_EQ(all.host_ctas, 1024);
   EXPECT_EQ(all.hbm_ctas, 1);
+  // Capped by the HBM items' warps: 5 HBM sequences x 32 kv heads x 3 splits = 480 items, 120 CTAs.
+  TieredAttentionSchedule few_items = dak::plan_tiered_attention({10, 32, 32, 128, 512}, 5, kSms, 2);
+  dak::apply_attention_bench_overrides(few_items, 2, 0, 0, kSms, 2);
+  EXPECT_EQ(few_items.hbm_ctas, (few_items.hbm_items() + ta::kWarps - 1) / ta::kWarps) << few_items.to_string();
+  EXPECT_EQ(dak::tiered_attention_hbm_ctas(few_items, kSms, 2), few_items.hbm_ctas);
+  // No HBM items: no HBM CTA.
+  EXPECT_EQ(dak::tiered_attention_hbm_ctas(dak::plan_tiered_attention({8, 32, 32, 128, 512}, 8, kSms, 2), kSms, 2), 0);
 }
 
 TEST(TieredAttentionSchedule, PaddedRowsKeepLdmatrixConflictFree) {
