@@ -127,8 +127,11 @@ struct ModelShape {
 
 std::vector<ModelShape> resolve_models(const std::string& list) {
   std::vector<ModelShape> out;
+  std::vector<std::filesystem::path> seen;  // a config named twice (by name or path) is measured once, as --batch 8,8 is
   for (const std::string& name : parse_name_list(list, "--models")) {
     const LocatedConfig lc = locate_model_config(name, "--models");
+    if (std::find(seen.begin(), seen.end(), lc.path) != seen.end()) continue;
+    seen.push_back(lc.path);
     const ModelConfig& c = lc.config;
     notice_defaulted_sizes(c, lc.path.string());  // a head_dim error below may come from these defaults
     try {
@@ -193,7 +196,7 @@ Plan check_args(const BenchAttentionArgs& a) {
   const int max_st = tiered_attention::kMaxStages;
   if (a.host_ctas < 0 || a.host_ctas > 1024) {
     fail(fmt::format("--host-ctas {} is outside [0, 1024]", a.host_ctas), "--host-ctas",
-         "give 0 (the default plan's count) or 1 to 1024 host CTAs; the plan uses at most the SM count - 1 (131 "
+         "give 0 (the default schedule's) or 1 to 1024 host CTAs; the plan uses at most the SM count - 1 (131 "
          "on an H200); the HBM side takes the CTA slots the host CTAs leave (at least 1 CTA), and more CTAs than "
          "the SMs hold at once run in waves");
   }

@@ -55,6 +55,17 @@ TEST(CliBenchAttention, DryRunRefusesReportsAndRingsThatDoNotFit) {
   EXPECT_NE(r.output.find("x6 stages (staged)"), std::string::npos) << r.output;  // splits of >= 512 keys
 }
 
+TEST(CliBenchAttention, AModelNamedTwiceIsPlannedOnce) {
+  // Session 44's trial: --batch 8,8 gave one row and --models llama-2-7b,llama-2-7b two.
+  const RunResult r = run_dak("bench attention --dry-run --models llama-2-7b,llama-2-7b --batch 8 --ctx 512 "
+                              "--ratios 0 --no-balance-point");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string row = "| llama-2-7b | 8 | 512 |";
+  const size_t first = r.output.find(row);
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(row, first + 1), std::string::npos) << r.output;
+}
+
 TEST(CliBenchAttention, QuickRefusesTheCellFlagsItWouldIgnore) {
   // Session-17 trial: --quick --batch 64 --ctx 100 measured batch 8 at 512 / 4096 without a word.
   RunResult r = run_dak("bench attention --dry-run --quick --batch 64 --ctx 100");
