@@ -226,7 +226,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     if (s.hbm_items() > 0) ctas = std::min(ctas, sm_count - 1);
     s.host_ctas = int32_t(std::max<int64_t>(1, ctas));
   }
-  if (s.hbm_items() > 0) s.hbm_ctas = tiered_attention_hbm_ctas(s, sm_count, hbm_ctas_per_sm);
+  s.hbm_ctas = tiered_attention_hbm_ctas(s, sm_count, hbm_ctas_per_sm);  // 0 without HBM items
   refit_smem_merge(s);
   s.validate();
   return s;

@@ -262,11 +262,11 @@ int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64
 ///   at least 1, at most the host items' warps (ceil(items / 4)) and sm_count - 1 when HBM
 ///   items exist;
 /// - hbm_ctas: sm_count * hbm_ctas_per_sm - host_ctas (the slots the host CTAs leave: every CTA of
-///   a launch takes the same SMEM), at most ceil(HBM items / 4). Before session 44 it was
-///   (sm_count - host_ctas) * hbm_ctas_per_sm, which left hbm_ctas_per_sm - 1 slots empty for each
-///   host CTA; with one
-///   host sequence of 64 at 4096 keys (Llama-2-7B) that put 2016 HBM items on 992 warps, so 32 warps
-///   ran a third round. DAK_ATTN_HBM_FILL=0 keeps that rule (A/B runs);
+///   a launch takes the same SMEM), at most ceil(HBM items / 4), 0 without HBM items
+///   (tiered_attention_hbm_ctas). Before session 44 it was (sm_count - host_ctas) * hbm_ctas_per_sm,
+///   which left hbm_ctas_per_sm - 1 slots empty for each host CTA; with one host sequence of 64 at
+///   4096 keys (Llama-2-7B) that put 2016 HBM items on 992 warps, so 32 warps ran a third round.
+///   DAK_ATTN_HBM_FILL=0 keeps that rule (A/B runs);
 /// - cta_combine: num_splits in {2, 4} (divides kWarps), which saves the combine kernel's launch
 ///   and round trips;
 /// - the HBM load path: staged (hbm_staged) for split_keys >= kStagedMinKeys, else cp.async
