@@ -247,6 +247,10 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
           tiered_attention(al, s, g_ws, st);
         },
         p.launch_s);
+#ifdef DAK_ATT_TRACE
+    // Diagnostic builds: the last launch's warps, host and HBM sides apart (which side ends last).
+    att_trace_report(fmt::format("{} B={} ctx={} b_h={}", m.model, B, ctx, p.b_host).c_str(), s.host_ctas);
+#endif
     p.eb_bytes_per_s = C / p.time_s.median;
     p.ideal_s = std::max((1.0 - p.ratio) * C / Bg, p.ratio * C / Bh);
     p.of_ideal = p.ideal_s / p.time_s.median;

@@ -718,7 +718,7 @@ void att_trace_reset() {
   static unsigned long long zeros[kAttTraceFields * 65536] = {};
   DAK_CUDA_CHECK(cudaMemcpyToSymbol(g_att_trace, zeros, sizeof(zeros)));
 }
-void att_trace_report(const char* label) {
+void att_trace_report(const char* label, int host_ctas) {
   std::vector<unsigned long long> tr(size_t(kAttTraceFields) * 65536);
   att_trace_copy(tr.data(), int(tr.size()));
   // Warps of the last launch: post-wait stamps within 1 ms of the latest one (a warp past the last
@@ -737,20 +737,27 @@ void att_trace_report(const char* label) {
     std::fprintf(stderr, "att trace %s: no warp passed its dependency wait\n", label);
     return;
   }
+  // One line for every warp, then (with host CTAs) one for the host CTAs' warps and one for the HBM
+  // CTAs' warps: which side ends last at a balance point.
+  const size_t host_warps = size_t(std::max(host_ctas, 0)) * ta::kWarps;
   const char* names[7] = {"start", "first step", "last step", "end", "pre-wait", "post-wait", "q loaded"};
-  std::fprintf(stderr, "att trace %s (us after the first post-wait stamp; min / p50 / max over warps):", label);
-  for (int f : {0, 4, 5, 6, 1, 2, 3}) {
-    std::vector<double> v;
-    for (size_t w = 0; w < 65536; ++w) {
-      const unsigned long long t = tr[kAttTraceFields * w + size_t(f)];
-      // Differences in integers first: a double near 1.8e18 ns (the epoch) resolves only 256 ns.
-      if (t != 0 && current(w)) v.push_back(double(static_cast<long long>(t - t0)) / 1e3);
+  for (int side = 0; side < (host_ctas > 0 ? 3 : 1); ++side) {
+    const size_t lo = side == 2 ? host_warps : 0, hi = side == 1 ? host_warps : 65536;
+    std::fprintf(stderr, "att trace %s%s (us after the first post-wait stamp; min / p50 / max over warps):", label,
+                 side == 0 ? "" : side == 1 ? " host warps" : " HBM warps");
+    for (int f : {0, 4, 5, 6, 1, 2, 3}) {
+      std::vector<double> v;
+      for (size_t w = lo; w < hi; ++w) {
+        const unsigned long long t = tr[kAttTraceFields * w + size_t(f)];
+        // Differences in integers first: a double near 1.8e18 ns (the epoch) resolves only 256 ns.
+        if (t != 0 && current(w)) v.push_back(double(static_cast<long long>(t - t0)) / 1e3);
+      }
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      std::fprintf(stderr, " | %s %.2f / %.2f / %.2f", names[f], v.front(), v[v.size() / 2], v.back());
     }
-    if (v.empty()) continue;
-    std::sort(v.begin(), v.end());
-    std::fprintf(stderr, " | %s %.2f / %.2f / %.2f", names[f], v.front(), v[v.size() / 2], v.back());
+    std::fprintf(stderr, "\n");
   }
-  std::fprintf(stderr, "\n");
 }
 #endif
 

@@ -114,8 +114,9 @@ void tiered_attention(const TieredAttentionArgs& args, const TieredAttentionSche
 /// Diagnostic builds only (-DDAK_ATT_TRACE for the CUDA and C++ sources): prints to stderr, under
 /// `label`, the per-warp %globaltimer stamps of the last launch of the kernel (start, before and
 /// after the dependency wait, first q in registers, first step landed, last step done, end) in us
-/// after the earliest return from the dependency wait, min / p50 / max over warps.
-void att_trace_report(const char* label);
+/// after the earliest return from the dependency wait, min / p50 / max over warps; with
+/// `host_ctas` > 0 also over the host CTAs' warps and over the HBM CTAs' warps, one line each.
+void att_trace_report(const char* label, int host_ctas = 0);
 #endif
 
 }  // namespace dak::gpu
