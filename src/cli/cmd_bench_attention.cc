@@ -514,8 +514,9 @@ void add_bench_attention_command(CLI::App& bench) {
       ->capture_default_str()
       ->transform(decimal_number("0 (MemAvailable - 16 GiB) or a size in GiB up to 1048576", 0.0, 1048576.0));
   c->add_option("--host-ctas", a->host_ctas,
-                "Override: host CTAs (0: the default schedule's); the HBM side takes the CTA slots they leave "
-                "(at least 1 CTA), and more CTAs than the SMs hold run in waves")
+                "Override: host CTAs of 4 working warps (0: the default schedule's, which may run 2 or 1 warps "
+                "per host CTA for few host items); the HBM side takes the CTA slots they leave (at least 1 "
+                "CTA), and more CTAs than the SMs hold run in waves")
       ->capture_default_str()
       ->transform(whole_number("0 (the default schedule's) or a count from 1 to 1024", INT32_MIN, INT32_MAX));
   // 1 to kMaxStages, fewer where the ring would not fit in a CTA's SMEM: check_args refuses values above

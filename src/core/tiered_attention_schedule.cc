@@ -41,7 +41,7 @@ TieredAttentionLinkLimits tiered_attention_link_limits(const HardwareProfile& pr
 
 int64_t TieredAttentionSchedule::smem_bytes() const {
   int64_t b = 0;
-  if (host_ctas > 0) b = std::max(b, ta::host_cta_smem_bytes(shape.head_dim, host_stages));
+  if (host_ctas > 0) b = std::max(b, ta::host_cta_smem_bytes(shape.head_dim, host_stages, host_warps));
   if (hbm_ctas > 0) b = std::max(b, hbm_cta_smem_bytes(hbm_stages));
   if (smem_merge) b += ta::merge_smem_bytes(shape.group(), shape.head_dim);
   return b;
@@ -52,7 +52,7 @@ int64_t TieredAttentionSchedule::hbm_cta_smem_bytes(int64_t stages) const {
 }
 
 int64_t TieredAttentionSchedule::host_inflight_bytes() const {
-  return int64_t(host_ctas) * host_stages * ta::cta_stage_bytes(shape.head_dim);
+  return int64_t(host_ctas) * host_warps * host_stages * ta::staging_step_bytes(shape.head_dim);
 }
 
 int64_t TieredAttentionSchedule::workspace_o_offset() const {
@@ -102,6 +102,14 @@ void TieredAttentionSchedule::validate() const {
     fail(fmt::format("stages in flight host {} / HBM {} outside [1, {}]", host_stages, hbm_stages, ta::kMaxStages),
          where, "use 1 to 8 steps in flight per warp");
   }
+  if (host_warps != 1 && host_warps != 2 && host_warps != ta::kWarps) {
+    fail(fmt::format("{} warps per host CTA", host_warps), where, "run 1, 2 or 4 warps per host CTA");
+  }
+  if (cta_combine && host_items() > 0 && host_warps % split.num_splits != 0) {
+    fail(fmt::format("the splits are merged in the CTA but a host CTA runs {} warps for {} splits", host_warps,
+                     split.num_splits),
+         where, "run a multiple of num_splits warps per host CTA (4 always is)");
+  }
   if (cta_combine && !ta::cta_combine_possible(split.num_splits)) {
     fail(fmt::format("the splits are merged in the CTA but there are {} of them", split.num_splits), where,
          fmt::format("merge in the CTA only with 2 or 4 splits (a divisor of the {} warps of a CTA)", ta::kWarps));
@@ -117,10 +125,13 @@ void TieredAttentionSchedule::validate() const {
 }
 
 std::string TieredAttentionSchedule::to_string() const {
-  return fmt::format("B={} H={} Hkv={} D={} max_ctx={} b_host={} split={}x{} host_ctas={}x{} stages "
+  return fmt::format("B={} H={} Hkv={} D={} max_ctx={} b_host={} split={}x{} host_ctas={}x{} stages{} "
                      "hbm_ctas={}x{} stages{}{}",
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
-                     split.num_splits, split.split_keys, host_ctas, host_stages, hbm_ctas, hbm_stages,
+                     split.num_splits, split.split_keys, host_ctas, host_stages,
+                     host_warps == ta::kWarps ? std::string()
+                                                : fmt::format(" ({} warp{})", host_warps, host_warps == 1 ? "" : "s"), hbm_ctas,
+                     hbm_stages,
                      hbm_ctas == 0 ? "" : hbm_staged ? " (staged)" : hbm_bulk_rows ? " (bulk rows)" : "",
                      cta_combine ? (smem_merge ? " (combine in CTA, SMEM)" : " (combine in CTA)") : "");
 }
@@ -220,11 +231,55 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
   }
 
   if (s.host_items() > 0) {
-    const int64_t per_cta = int64_t(s.host_stages) * ta::cta_stage_bytes(d);
-    int64_t ctas = std::max<int64_t>(1, limits.inflight_cap_bytes / per_cta);
-    ctas = std::min(ctas, ceil_div(s.host_items(), ta::kWarps));
-    if (s.hbm_items() > 0) ctas = std::min(ctas, sm_count - 1);
-    s.host_ctas = int32_t(std::max<int64_t>(1, ctas));
+    // Host CTAs for `warps` busy warps with `stages` steps in flight each: the in-flight cap's worth,
+    // at most one per `warps` host items, and one SM left to the HBM side.
+    const auto host_ctas_for = [&](int32_t warps, int32_t stages) {
+      const int64_t per_cta = int64_t(warps) * stages * ta::staging_step_bytes(d);
+      int64_t ctas = std::max<int64_t>(1, limits.inflight_cap_bytes / per_cta);
+      ctas = std::min(ctas, ceil_div(s.host_items(), warps));
+      if (s.hbm_items() > 0) ctas = std::min(ctas, sm_count - 1);
+      return int32_t(std::max<int64_t>(1, ctas));
+    };
+    s.host_ctas = host_ctas_for(ta::kWarps, s.host_stages);
+    // Fewer warps per host CTA with deeper rings (host_warps, above): a candidate replaces the
+    // 4-warp plan only with more bytes in flight on its busy warps, no more rounds of host items
+    // and no more rounds of HBM items; the most bytes in flight, then the most busy warps, then the
+    // first found (2 warps before 1, deeper rings on fewer CTAs first).
+    static const bool spread = env_flag("DAK_ATTN_HOST_SPREAD", true);
+    struct Candidate {
+      int32_t warps, stages, ctas;
+      int64_t busy, inflight, host_rounds, hbm_rounds;
+    };
+    const auto candidate = [&](int32_t warps, int32_t stages) {
+      Candidate c{warps, stages, host_ctas_for(warps, stages), 0, 0, 0, 0};
+      const int64_t workers = int64_t(c.ctas) * warps;
+      c.busy = std::min(s.host_items(), workers);
+      c.inflight = c.busy * stages * ta::staging_step_bytes(d);
+      c.host_rounds = ceil_div(s.host_items(), workers);
+      if (s.hbm_items() > 0) {
+        TieredAttentionSchedule t = s;
+        t.host_ctas = c.ctas;
+        c.hbm_rounds = ceil_div(s.hbm_items(), int64_t(tiered_attention_hbm_ctas(t, sm_count, hbm_ctas_per_sm)) * ta::kWarps);
+      }
+      return c;
+    };
+    const Candidate four = candidate(ta::kWarps, s.host_stages);
+    Candidate best = four;
+    for (const int32_t warps : {2, 1}) {
+      if (!spread || (s.cta_combine && warps % s.split.num_splits != 0)) continue;
+      for (int32_t st = ta::kMaxStages; st >= 1; --st) {
+        if (ta::host_cta_smem_bytes(d, st, warps) > host_budget ||
+            int64_t(warps) * st * ta::staging_step_bytes(d) > limits.cta_inflight_cap_bytes) {
+          continue;
+        }
+        const Candidate c = candidate(warps, st);
+        if (c.inflight <= four.inflight || c.host_rounds > four.host_rounds || c.hbm_rounds > four.hbm_rounds) continue;
+        if (c.inflight > best.inflight || (c.inflight == best.inflight && c.busy > best.busy)) best = c;
+      }
+    }
+    s.host_warps = best.warps;
+    s.host_stages = best.stages;
+    s.host_ctas = best.ctas;
   }
   s.hbm_ctas = tiered_attention_hbm_ctas(s, sm_count, hbm_ctas_per_sm);  // 0 without HBM items
   refit_smem_merge(s);

@@ -15,12 +15,14 @@
 // many SMs serve each side, so the partial softmaxes and their combine are the same arithmetic
 // for every offload ratio: the output is bitwise identical for every b_host (split invariance).
 // Workers: every warp of the persistent grid is an independent worker. CTAs [0, host_ctas) are
-// host CTAs (their warps take host items only), the others HBM CTAs; worker w of a side takes
-// that side's items w, w + workers, ... (items of one (sequence, kv head) are consecutive, so
-// its splits run side by side).
-// Congestion control (DESIGN.md §1): a host warp keeps up to host_stages steps in flight, so a
-// host CTA keeps host_stages CTA stages of cta_stage_bytes(D) = 4 warps x 16 keys x (K + V) in
-// flight, and host_ctas * host_stages * cta_stage_bytes stays under the measured in-flight cap.
+// host CTAs (their first host_warps warps take host items only; the others idle), the others HBM
+// CTAs (4 workers each); worker w of a side takes that side's items w, w + workers, ... (items of
+// one (sequence, kv head) are consecutive, so its splits run side by side).
+// Congestion control (DESIGN.md §1): a host warp keeps up to host_stages steps in flight, so
+// host_ctas * host_warps * host_stages steps of staging_step_bytes(D) = 16 keys x (K + V) stay
+// under the measured in-flight cap. With fewer host items than 4 warps of the host CTAs the cap
+// allows, host CTAs run 2 (or 1) warps with rings 2 (or 4) times deeper in the same SMEM, so the
+// busy warps keep the cap in flight (plan_tiered_attention).
 #pragma once
 
 #include <cstdint>
@@ -89,11 +91,12 @@ DAK_HD constexpr int64_t cta_stage_bytes(int64_t d) { return kWarps * staging_st
 DAK_HD constexpr int64_t hbm_cta_smem_bytes(int64_t d, int64_t stages) {
   return kWarps * stages * padded_step_bytes(d);
 }
-/// Dynamic SMEM of a host CTA: per warp one padded step, a ring of `stages` staging steps (TMA
-/// targets) and one 8-byte mbarrier per staging step. Layout: [warp] padded | [warp][stage]
-/// staging | [warp][stage] mbarrier.
-DAK_HD constexpr int64_t host_cta_smem_bytes(int64_t d, int64_t stages) {
-  return kWarps * (padded_step_bytes(d) + stages * staging_step_bytes(d) + stages * 8);
+/// Dynamic SMEM of a host CTA whose `warps` warps (1, 2 or 4) run items: per such warp one padded
+/// step, a ring of `stages` staging steps (TMA targets) and one 8-byte mbarrier per staging step.
+/// Layout: [warp] padded | [warp][stage] staging | [warp][stage] mbarrier. A staged HBM CTA has the
+/// same layout with 4 warps.
+DAK_HD constexpr int64_t host_cta_smem_bytes(int64_t d, int64_t stages, int64_t warps = kWarps) {
+  return warps * (padded_step_bytes(d) + stages * staging_step_bytes(d) + stages * 8);
 }
 
 /// A tiny ring position (stage, phase) usable on host and device: advancing past the last stage
@@ -151,9 +154,15 @@ struct TieredAttentionSchedule {
   TieredAttentionShape shape;
   int64_t b_host = 0;       // sequences [0, b_host) on the host tier
   TieredAttentionSplit split;
-  int32_t host_ctas = 0;    // CTAs whose 4 warps serve host items only
+  int32_t host_ctas = 0;    // CTAs whose first host_warps warps serve host items only
   int32_t hbm_ctas = 0;     // CTAs whose 4 warps serve HBM items only
   int32_t host_stages = 1;  // steps in flight per host warp (TMA ring depth), 1..8
+  // Warps per host CTA that run host items: 4, or 2 / 1 when the host items are too few to keep 4
+  // warps of every host CTA busy; the others only meet the CTA's barriers. A host CTA's SMEM holds
+  // the rings of these warps only (host_cta_smem_bytes), so 2 warps get twice the ring depth of 4
+  // in the same SMEM. With cta_combine, a multiple of num_splits. The item of worker w is the same
+  // for every value: which warp runs it changes, not its arithmetic (the same bits).
+  int32_t host_warps = tiered_attention::kWarps;
   int32_t hbm_stages = 2;   // steps in flight per HBM warp (ring depth), 1..8
   // How HBM warps load a step: false = 16-byte cp.async per lane (the rows past len zero-filled by
   // the copy); true = one TMA bulk copy per live K / V row into the padded step, completing on the
@@ -212,7 +221,7 @@ struct TieredAttentionSchedule {
   /// An HBM CTA's dynamic SMEM bytes with a ring of `stages` steps on this schedule's load path:
   /// tiered_attention::host_cta_smem_bytes when hbm_staged, else tiered_attention::hbm_cta_smem_bytes.
   int64_t hbm_cta_smem_bytes(int64_t stages) const;
-  /// Host bytes in flight GPU-wide: host_ctas * host_stages * cta_stage_bytes(D).
+  /// Host bytes in flight GPU-wide: host_ctas * host_warps * host_stages * staging_step_bytes(D).
   int64_t host_inflight_bytes() const;
   /// HBM workspace of the split partials: fp32 (m, l) [B][H][num_splits][2] (m in log2 units),
   /// then, 256-byte aligned, fp32 unnormalized outputs [B][H][num_splits][D]. Independent of
@@ -261,6 +270,15 @@ int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64
 /// - host_ctas: 0 without host sequences, else inflight_cap / (host_stages * cta_stage_bytes),
 ///   at least 1, at most the host items' warps (ceil(items / 4)) and sm_count - 1 when HBM
 ///   items exist;
+/// - host_warps: 4, unless 2 or 1 warps per host CTA (a multiple of num_splits with cta_combine)
+///   with a deeper ring in the same SMEM budget keep more host bytes in flight on the busy warps
+///   (min(items, host_ctas * host_warps) * host_stages steps) without more rounds of host items
+///   and without more rounds of HBM items (its host_ctas take slots from the HBM side); the most
+///   bytes in flight win, then more busy warps, then more warps per CTA. Session 45 (H100): at
+///   Llama-3-8B's balance point (1 of 64 sequences on the host: 16 items at 4096 keys) the plan
+///   had 4 host CTAs x 4 warps x 2 steps (256 KiB), and the host side read 44-45 GB/s beside the
+///   busy HBM side against B_h = 51.4; now 8 CTAs x 2 warps x 4 steps (512 KiB).
+///   DAK_ATTN_HOST_SPREAD=0 keeps 4 warps (A/B runs);
 /// - hbm_ctas: sm_count * hbm_ctas_per_sm - host_ctas (the slots the host CTAs leave: every CTA of
 ///   a launch takes the same SMEM), at most ceil(HBM items / 4), 0 without HBM items
 ///   (tiered_attention_hbm_ctas). Before session 44 it was (sm_count - host_ctas) * hbm_ctas_per_sm,

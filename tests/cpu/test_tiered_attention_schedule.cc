@@ -26,6 +26,8 @@ namespace ta = dak::tiered_attention;
 
 constexpr int64_t kSms = 132;
 
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 std::vector<TieredAttentionShape> shapes() {
   return {
       {8, 32, 32, 128, 512},     {64, 32, 8, 128, 4096},  {512, 56, 56, 128, 512}, {8, 32, 8, 128, 32768},
@@ -41,7 +43,7 @@ void expect_exact_cover(const TieredAttentionSchedule& s) {
   for (int side = 0; side < 2; ++side) {
     const bool host = side == 0;
     const int64_t items = host ? s.host_items() : s.hbm_items();
-    const int64_t workers = int64_t(host ? s.host_ctas : s.hbm_ctas) * ta::kWarps;
+    const int64_t workers = int64_t(host ? s.host_ctas : s.hbm_ctas) * (host ? s.host_warps : ta::kWarps);
     int64_t visited = 0;
     for (int64_t w = 0; w < workers; ++w) {
       for (int64_t u = w; u < items; u += workers) {
@@ -244,11 +246,11 @@ TEST(TieredAttentionSchedule, DefaultCongestionControlStaysUnderTheCap) {
       } else {
         EXPECT_GE(s.host_ctas, 1);
         EXPECT_LE(s.host_inflight_bytes(), limits.inflight_cap_bytes) << s.to_string();
-        EXPECT_LE(s.host_stages * ta::cta_stage_bytes(d), limits.cta_inflight_cap_bytes) << s.to_string();
+        const int64_t cta_inflight = int64_t(s.host_warps) * s.host_stages * ta::staging_step_bytes(d);
+        EXPECT_LE(cta_inflight, limits.cta_inflight_cap_bytes) << s.to_string();
         // Near the cap: one more host CTA would exceed it, or the host items have no warp left for it.
-        const int64_t host_warps_needed = (s.host_items() + ta::kWarps - 1) / ta::kWarps;
-        EXPECT_TRUE((s.host_ctas + 1) * s.host_stages * ta::cta_stage_bytes(d) > limits.inflight_cap_bytes ||
-                    s.host_ctas == host_warps_needed)
+        const int64_t host_ctas_needed = (s.host_items() + s.host_warps - 1) / s.host_warps;
+        EXPECT_TRUE((s.host_ctas + 1) * cta_inflight > limits.inflight_cap_bytes || s.host_ctas == host_ctas_needed)
             << s.to_string();
       }
       if (b_host == 64) {
@@ -311,6 +313,65 @@ TEST(TieredAttentionSchedule, HbmCtasFillTheSlotsTheHostCtasLeave) {
   EXPECT_EQ(dak::tiered_attention_hbm_ctas(few_items, kSms, 2), few_items.hbm_ctas);
   // No HBM items: no HBM CTA.
   EXPECT_EQ(dak::tiered_attention_hbm_ctas(dak::plan_tiered_attention({8, 32, 32, 128, 512}, 8, kSms, 2), kSms, 2), 0);
+}
+
+TEST(TieredAttentionSchedule, FewHostItemsRunOnFewerWarpsWithDeeperRings) {
+  // Session 45 (H100, DAK_ATT_TRACE): at Llama-3-8B's balance point (1 of 64 sequences on the host,
+  // 8 kv heads x 2 splits = 16 host items at 4096 keys) the 4-warp plan had 4 host CTAs x 4 warps x
+  // 2 steps of 8 KiB (256 KiB in flight), and its host warps ended last (384 us; the HBM side's last
+  // at 351). Two warps a CTA with 4 steps each keep 512 KiB in flight in the same SMEM budget.
+  const TieredAttentionShape l3{64, 32, 8, 128, 4096};
+  const TieredAttentionSchedule s = dak::plan_tiered_attention(l3, 1, kSms, 2);
+  EXPECT_EQ(s.host_items(), 16);
+  EXPECT_EQ(s.host_warps, 2) << s.to_string();
+  EXPECT_EQ(s.host_stages, 4) << s.to_string();
+  EXPECT_EQ(s.host_ctas, 8) << s.to_string();
+  EXPECT_EQ(s.host_inflight_bytes(), 512 << 10) << s.to_string();
+  EXPECT_LE(s.smem_bytes(), ta::kSmemTwoCtaBytes) << "still 2 CTAs an SM: " << s.to_string();
+  EXPECT_LE(ta::host_cta_smem_bytes(128, 4, 2), ta::host_cta_smem_bytes(128, 2)) << "the 4-warp ring's SMEM or less";
+  EXPECT_TRUE(contains(s.to_string(), "host_ctas=8x4 stages (2 warps)")) << s.to_string();
+  // The HBM side keeps one round: 1008 items on 252 CTAs' 1008 warps.
+  EXPECT_EQ(s.hbm_ctas, 252) << s.to_string();
+  // S = 1, 8 host items (Llama-3-8B batch 512 at 512 keys, one host sequence): one warp a CTA, 8 steps.
+  const TieredAttentionSchedule one = dak::plan_tiered_attention({512, 32, 8, 128, 512}, 1, kSms, 2);
+  EXPECT_EQ(one.split.num_splits, 1) << one.to_string();
+  EXPECT_EQ(one.host_warps, 1) << one.to_string();
+  EXPECT_EQ(one.host_stages, 8) << one.to_string();
+  EXPECT_EQ(one.host_ctas, 8) << one.to_string();
+  EXPECT_EQ(one.host_inflight_bytes(), 512 << 10) << one.to_string();
+  EXPECT_TRUE(contains(one.to_string(), "(1 warp)")) << one.to_string();
+  // Enough host items for 4 warps at the cap (Llama-2-7B: 32 kv heads): the 4-warp plan stays.
+  const TieredAttentionSchedule mha = dak::plan_tiered_attention({64, 32, 32, 128, 4096}, 1, kSms, 2);
+  EXPECT_EQ(mha.host_warps, ta::kWarps) << mha.to_string();
+  EXPECT_EQ(mha.host_ctas, 8) << mha.to_string();
+  EXPECT_EQ(mha.host_inflight_bytes(), 512 << 10) << mha.to_string();
+  EXPECT_FALSE(contains(mha.to_string(), "warps)")) << mha.to_string();
+  // 48 host items: 2 rounds on 8 x 4 warps; 2 warps a CTA would need 3, so 4 warps stay.
+  const TieredAttentionSchedule rounds = dak::plan_tiered_attention(l3, 3, kSms, 2);
+  EXPECT_EQ(rounds.host_items(), 48);
+  EXPECT_EQ(rounds.host_warps, ta::kWarps) << rounds.to_string();
+  // 4 splits merged in the CTA: a host CTA must hold whole pairs, so 4 warps (Llama-3-8B batch 8
+  // at 64 keys: 4 splits; 1 host sequence = 32 items, 4-warp plan at the cap anyway).
+  const TieredAttentionSchedule four = dak::plan_tiered_attention({8, 32, 8, 128, 64}, 1, kSms, 2);
+  if (four.cta_combine) EXPECT_EQ(four.host_warps % four.split.num_splits, 0) << four.to_string();
+  // No host item: 4 warps, no host CTA.
+  EXPECT_EQ(dak::plan_tiered_attention(l3, 0, kSms, 2).host_warps, ta::kWarps);
+  // dak bench attention's host overrides count 4 warps a CTA: --host-ctas alone scales the plan's
+  // ring to 4 warps in the same SMEM (2 x 4 -> 4 x 2); --host-stages gives the depth.
+  TieredAttentionSchedule ctas = s;
+  dak::apply_attention_bench_overrides(ctas, 16, 0, 0, kSms, 2);
+  EXPECT_EQ(ctas.host_warps, ta::kWarps);
+  EXPECT_EQ(ctas.host_stages, 2);
+  EXPECT_EQ(ctas.host_ctas, 16);
+  ctas.validate();
+  TieredAttentionSchedule stages = s;
+  dak::apply_attention_bench_overrides(stages, 0, 3, 0, kSms, 2);
+  EXPECT_EQ(stages.host_warps, ta::kWarps);
+  EXPECT_EQ(stages.host_stages, 3);
+  EXPECT_EQ(stages.host_ctas, 8);
+  TieredAttentionSchedule hbm_only = s;
+  dak::apply_attention_bench_overrides(hbm_only, 0, 0, 3, kSms, 2);
+  EXPECT_EQ(hbm_only.host_warps, 2) << "an HBM ring override keeps the host side's plan";
 }
 
 TEST(TieredAttentionSchedule, PaddedRowsKeepLdmatrixConflictFree) {
@@ -380,8 +441,18 @@ TEST(TieredAttentionSchedule, RefusesUnsupportedShapesAndSchedules) {
   bad.hbm_stages = 9;
   expect_error([&] { bad.validate(); }, {"stages"});
   bad = good;
+  bad.host_warps = ta::kWarps;
   bad.host_stages = 8;
   expect_error([&] { bad.validate(); }, {"SMEM"});
+  bad = good;
+  bad.host_warps = 3;
+  expect_error([&] { bad.validate(); }, {"3 warps per host CTA", "1, 2 or 4"});
+  // Splits merged in the CTA need whole (sequence, kv head) pairs in a host CTA.
+  TieredAttentionSchedule pairs = dak::plan_tiered_attention({64, 32, 8, 128, 4096}, 1, kSms);
+  ASSERT_TRUE(pairs.cta_combine) << pairs.to_string();
+  ASSERT_EQ(pairs.split.num_splits, 2) << pairs.to_string();
+  pairs.host_warps = 1;
+  expect_error([&] { pairs.validate(); }, {"1 warps for 2 splits", "multiple of num_splits"});
   bad = good;
   bad.split.split_keys = 24;
   expect_error([&] { bad.validate(); }, {"split"});

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -245,6 +246,7 @@ TieredAttentionSchedule starved(const TieredAttentionShape& sh, int64_t b_host, 
   s.split.num_splits = int32_t((sh.max_ctx + split_keys - 1) / split_keys);
   s.host_ctas = 1;
   s.hbm_ctas = 1;
+  s.host_warps = dak::tiered_attention::kWarps;
   s.host_stages = 1;
   s.hbm_stages = 1;
   s.validate();
@@ -260,6 +262,7 @@ TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
   s.host_ctas = 2;
   s.hbm_ctas = 5;
   s.hbm_stages = 4;
+  s.host_warps = dak::tiered_attention::kWarps;
   s.host_stages = 3;
   while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
   while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.hbm_stages > 1) --s.hbm_stages;
@@ -272,6 +275,19 @@ TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
 TieredAttentionSchedule staged(TieredAttentionSchedule s, int32_t stages) {
   s.hbm_staged = true;
   s.hbm_stages = stages;
+  s.validate();
+  return s;
+}
+
+/// `s` with `warps` warps per host CTA (raised to the split count when splits merge in the CTA, whose
+/// host CTAs must hold whole pairs), `stages` steps in flight each (fewer where SMEM runs out) and
+/// `ctas` host CTAs: the other warps of a host CTA idle (TieredAttentionSchedule::host_warps).
+TieredAttentionSchedule spread(TieredAttentionSchedule s, int32_t warps, int32_t stages, int32_t ctas) {
+  if (s.cta_combine) warps = std::max(warps, s.split.num_splits);
+  s.host_warps = warps;
+  s.host_stages = stages;
+  if (s.host_ctas > 0) s.host_ctas = ctas;
+  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
   s.validate();
   return s;
 }
@@ -305,7 +321,42 @@ TEST(TieredAttentionKernel, EveryHostSplitMatchesTheReferenceWithTheSameBits) {
       expect_same_bits(hx.run(b_host, &sg), base, "staged HBM steps " + sg.to_string() + ", " + at);
       const TieredAttentionSchedule sst = staged(starved(sh, b_host, 32), 1);
       expect_same_bits(hx.run(b_host, &sst), base_starved, "staged, starved " + sst.to_string() + ", " + at);
+      // Fewer working warps per host CTA, deeper rings: one CTA (its ring wraps across items), and 3.
+      for (const auto& [warps, stages, ctas] : {std::tuple{1, 8, 1}, std::tuple{2, 4, 3}, std::tuple{1, 3, 5}}) {
+        const TieredAttentionSchedule sp = spread(dak::gpu::tiered_attention_schedule(sh, b_host), warps, stages, ctas);
+        expect_same_bits(hx.run(b_host, &sp), base, "host warps " + sp.to_string() + ", " + at);
+      }
     }
+  }
+}
+
+TEST(TieredAttentionKernel, FewHostItemsOnTwoWarpsACtaMatchTheReferenceWithTheSameBits) {
+  // The plan's spread host side (session 45): Llama-3-8B's heads, 64 sequences of 512 keys, one on
+  // the host: 8 kv heads x 2 splits = 16 host items on 8 CTAs x 2 warps x 4 steps, merged in the CTA
+  // (the idle warps meet its barriers). Same bits as every sequence in HBM, and as the 4-warp plan.
+  DAK_REQUIRE_GPU_OR_SKIP();
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  const TieredAttentionShape sh{64, 32, 8, 128, 512};
+  std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
+  lens[0] = 512;  // the host sequence: both splits live
+  lens[1] = 0;
+  lens[5] = 257;  // one key in the second split
+  const Data d = make_data(sh, lens, rng);
+  const std::string what = describe(sh, lens, seed);
+  SCOPED_TRACE(what);
+  Harness hx(d);
+  const std::vector<Bf16Bits> base = hx.run(0);
+  check_reference(d, base, "b_host 0 " + what);
+  const TieredAttentionSchedule plan = dak::gpu::tiered_attention_schedule(sh, 1);
+  ASSERT_TRUE(plan.cta_combine) << plan.to_string();
+  EXPECT_EQ(plan.host_warps, 2) << "the plan spreads 16 host items: " << plan.to_string();
+  expect_same_bits(hx.run(1), base, "the plan " + plan.to_string());
+  const TieredAttentionSchedule four = spread(plan, dak::tiered_attention::kWarps, 2, 4);
+  expect_same_bits(hx.run(1, &four), base, "4 warps a host CTA " + four.to_string());
+  for (int64_t b_host : {2, 3, 9}) {
+    expect_same_bits(hx.run(b_host), base, "b_host " + std::to_string(b_host) + " plan " +
+                                               dak::gpu::tiered_attention_schedule(sh, b_host).to_string());
   }
 }
 
@@ -396,7 +447,8 @@ TEST(TieredAttentionKernel, LongContextsMatchTheReference) {
 
 /// `splits` splits (2 or 4) of the default schedule, merged in the CTA (cta_combine) or by the
 /// combine kernel; `variant` 1: one CTA per side with one step in flight (many rounds per CTA, the
-/// rings wrapping across rounds), 2: deep()'s congestion settings and the other HBM load path.
+/// rings wrapping across rounds), 2: deep()'s congestion settings and the other HBM load path, 3:
+/// host CTAs running `splits` warps each (TieredAttentionSchedule::host_warps).
 TieredAttentionSchedule merged(const TieredAttentionShape& sh, int64_t b_host, int32_t splits, bool in_cta,
                                int variant) {
   TieredAttentionSchedule s = variant == 2 ? deep(sh, b_host) : dak::gpu::tiered_attention_schedule(sh, b_host);
@@ -406,11 +458,17 @@ TieredAttentionSchedule merged(const TieredAttentionShape& sh, int64_t b_host, i
   EXPECT_EQ(s.split.num_splits, splits) << "pick max_ctx so that " << splits << " splits cover it";
   s.cta_combine = in_cta;
   s.smem_merge = false;  // the workspace merge (the test sets smem_merge itself)
+  s.host_warps = dak::tiered_attention::kWarps;
   if (variant == 1) {
     s.host_ctas = b_host > 0 ? 1 : 0;
     s.hbm_ctas = b_host < sh.batch ? 1 : 0;
     s.host_stages = 1;
     s.hbm_stages = 1;
+  }
+  if (variant == 3) {  // host CTAs of `splits` working warps (2: two idle warps meet the barriers), 3 CTAs
+    s.host_warps = splits;
+    s.host_ctas = b_host > 0 ? 3 : 0;
+    s.host_stages = 3;
   }
   s.validate();
   return s;
@@ -439,7 +497,7 @@ TEST(TieredAttentionKernel, SplitsMergedInTheCtaMatchTheReferenceWithTheSameBits
       const TieredAttentionSchedule kernel = merged(sh, 0, splits, false, 0);
       check_reference(d, hx.run(0, &kernel), "merged by the combine kernel, b_host 0 " + what);
       for (int64_t b_host = 0; b_host <= sh.batch; ++b_host) {
-        for (int variant : {0, 1, 2}) {
+        for (int variant : {0, 1, 2, 3}) {
           const TieredAttentionSchedule s = merged(sh, b_host, splits, true, variant);
           expect_same_bits(hx.run(b_host, &s), base, s.to_string() + ", b_host " + std::to_string(b_host) + " " + what);
           // The partials through SMEM instead of the workspace (variant 1: one CTA a side, so many

@@ -107,8 +107,12 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   const TieredAttentionArgs& a = p.a;
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   const bool host = int(blockIdx.x) < s.host_ctas;
-  const int64_t workers = int64_t(host ? s.host_ctas : s.hbm_ctas) * ta::kWarps;
-  const int64_t wid = int64_t(host ? blockIdx.x : blockIdx.x - s.host_ctas) * ta::kWarps + warp;
+  // Workers per CTA: a host CTA's first host_warps warps (its other warps only meet the CTA's
+  // barriers), an HBM CTA's 4. Worker index: CTA of the side * nw + warp.
+  const int nw = host ? s.host_warps : ta::kWarps;
+  const bool idle = warp >= nw;
+  const int64_t workers = int64_t(host ? s.host_ctas : s.hbm_ctas) * nw;
+  const int64_t wid = int64_t(host ? blockIdx.x : blockIdx.x - s.host_ctas) * nw + warp;
   const int64_t n_items = host ? s.host_items() : s.hbm_items();
 #ifdef DAK_ATT_TRACE
   const int64_t gw = int64_t(blockIdx.x) * ta::kWarps + warp;
@@ -132,11 +136,11 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   } trace_end{gw, tr0, tr1, tr2, trp, trw, trq, lane};
 #endif
   // Warps are independent except with cta_combine, where the CTA's warps meet at one barrier per
-  // round of items (round k: items k * workers + 4 * cta + warp) and merge that round's pairs.
+  // round of items (round k: items k * workers + nw * cta + warp) and merge that round's pairs.
   const bool cta_combine = s.cta_combine;
   const int64_t cta_first = wid - warp;  // item of warp 0 in round 0
-  if ((cta_combine ? cta_first : wid) >= n_items) return;  // CTA-uniform with cta_combine
-  const int64_t my_items = wid < n_items ? (n_items - wid + workers - 1) / workers : 0;
+  if (cta_combine ? cta_first >= n_items : (idle || wid >= n_items)) return;  // CTA-uniform with cta_combine
+  const int64_t my_items = !idle && wid < n_items ? (n_items - wid + workers - 1) / workers : 0;
   const int64_t rounds = cta_combine ? (n_items - cta_first + workers - 1) / workers : my_items;
 
   const int stages = host ? s.host_stages : s.hbm_stages;
@@ -145,13 +149,14 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   // ring of padded steps (cp.async or bulk rows).
   const bool staged = host || s.hbm_staged;
   // SMEM (core/tiered_attention_schedule.h): HBM CTA [warp][stage] padded steps; host CTA (and a
-  // staged HBM CTA) [warp] padded step | [warp][stage] staging steps | [warp][stage] mbarriers;
-  // with smem_merge, from p.merge_offset (after the larger role's rings) the merge area
-  // [warp][G][D] fp32 partial outputs then [G][2] fp32 (m, l).
+  // staged HBM CTA) [warp] padded step | [warp][stage] staging steps | [warp][stage] mbarriers,
+  // for its nw working warps; with smem_merge, from p.merge_offset (after the larger role's rings)
+  // the merge area [warp][G][D] fp32 partial outputs then [G][2] fp32 (m, l). An idle warp's
+  // pointers lie past its CTA's rings and are never used.
   bf16* s_pad = reinterpret_cast<bf16*>(smem) + warp * (staged ? 1 : stages) * kPadElems;
-  bf16* s_stg = reinterpret_cast<bf16*>(smem + ta::kWarps * ta::padded_step_bytes(D)) + warp * stages * kStgElems;
+  bf16* s_stg = reinterpret_cast<bf16*>(smem + nw * ta::padded_step_bytes(D)) + warp * stages * kStgElems;
   uint64_t* s_full =
-      reinterpret_cast<uint64_t*>(smem + ta::kWarps * (ta::padded_step_bytes(D) + stages * ta::staging_step_bytes(D))) +
+      reinterpret_cast<uint64_t*>(smem + nw * (ta::padded_step_bytes(D) + stages * ta::staging_step_bytes(D))) +
       warp * stages;
 
   const int64_t Hkv = s.shape.num_kv_heads, H = s.shape.num_heads;
@@ -178,7 +183,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     return w;
   };
 
-  if (staged) {
+  if (staged && !idle) {
     if (lane == 0) {
       for (int st = 0; st < stages; ++st) ptx::mbarrier_init(&s_full[st], 1);
       ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
@@ -537,7 +542,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
   for (int64_t k = 0; k < rounds; ++k) {
     if (k < my_items) run_item(k);
     if (!cta_combine) continue;
-    // Merge the round's pairs: kWarps / S pairs of G heads x D columns over the CTA's threads.
+    // Merge the round's pairs: nw / S pairs of G heads x D columns over the CTA's threads.
     // The partials were written to the workspace (or, with smem_merge, the merge area) by this
     // CTA's warps; the barrier makes them visible. In the workspace the next round writes other
     // items' partials, so one barrier per round suffices; the merge area's slots are reused, so
@@ -545,7 +550,7 @@ __global__ void __launch_bounds__(ta::kThreads) tiered_attention_kernel(const __
     __syncthreads();
     const int64_t u0 = cta_first + k * workers;
     const int per_pair = G * D;
-    for (int e = int(threadIdx.x); e < (ta::kWarps / S) * per_pair; e += ta::kThreads) {
+    for (int e = int(threadIdx.x); e < (nw / S) * per_pair; e += ta::kThreads) {
       const int64_t u = u0 + int64_t(e / per_pair) * S;  // the pair's split 0
       if (u >= n_items) break;                           // e only grows: so do the pairs
       const TieredAttentionSchedule::Item it = s.item(host, u);
