@@ -258,7 +258,8 @@ Plan check_args(const BenchAttentionArgs& a) {
 void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
   const HardwareProfile prof = HardwareProfile::h200_default();
   const double x_star = prof.host_sm_read_gbps / (prof.hbm_read_gbps + prof.host_sm_read_gbps);
-  const TieredAttentionLinkLimits limits = tiered_attention_link_limits(prof);
+  const TieredAttentionLinkLimits limits =
+      attention_bench_limits(tiered_attention_link_limits(prof), a.host_ctas, a.host_stages);
   std::ostringstream out;
   out << fmt::format("dak bench attention --dry-run: schedules for {} SMs (2 HBM CTAs per SM, 1 where a ring "
                      "override leaves room for one), balance point x* = {:.2f} % from the H200 default profile\n\n",
@@ -474,7 +475,8 @@ void run_bench_attention(const BenchAttentionArgs& a) {
   o.host_ctas = a.host_ctas;
   o.host_stages = a.host_stages;
   o.hbm_stages = a.hbm_stages;
-  o.limits = tiered_attention_link_limits(HardwareProfile::h200_default());
+  o.limits = attention_bench_limits(tiered_attention_link_limits(HardwareProfile::h200_default()), a.host_ctas,
+                                    a.host_stages);
   const gpu::AttentionBenchResult r =
       gpu::run_attention_bench(o, [](const std::string& m) { std::fprintf(stderr, "dak: %s\n", m.c_str()); });
   report(a, r);

@@ -1,6 +1,5 @@
 #include "core/bench_attention_policy.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,16 +21,14 @@ int64_t attention_bench_kv_pad_rows() {
   return pad;
 }
 
+TieredAttentionLinkLimits attention_bench_limits(TieredAttentionLinkLimits limits, int32_t host_ctas,
+                                                 int32_t host_stages) {
+  if (host_ctas > 0 || host_stages > 0) limits.host_warps_below_4 = false;
+  return limits;
+}
+
 void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
                                      int32_t hbm_stages, int64_t sm_count, int64_t ctas_per_sm) {
-  if ((host_ctas > 0 || host_stages > 0) && schedule.host_ctas > 0) {
-    // The plan may have run fewer warps per host CTA with deeper rings; the flags count 4 warps.
-    if (host_stages <= 0 && schedule.host_warps != tiered_attention::kWarps) {
-      schedule.host_stages = int32_t(std::clamp<int64_t>(
-          int64_t(schedule.host_stages) * schedule.host_warps / tiered_attention::kWarps, 1, tiered_attention::kMaxStages));
-    }
-    schedule.host_warps = tiered_attention::kWarps;
-  }
   if (host_ctas > 0 && schedule.host_ctas > 0) {
     // The HBM side is counted again for the new host CTAs, by the plan's rule: it takes the slots
     // they leave (fewer host CTAs leave more), at least 1 CTA (past the slots the launch runs in waves).

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-namespace dak {
+#include "core/tiered_attention_schedule.h"
 
-struct TieredAttentionSchedule;
+namespace dak {
 
 /// Cells whose KV cache of one layer (K and V, bf16: 4 * B * ctx * Hkv * D bytes) is smaller than
 /// this finish in microseconds, where one launch is mostly launch latency: they are timed per layer
@@ -34,10 +34,14 @@ int64_t attention_bench_kv_pad_rows();
 /// them: host_ctas where the plan has host CTAs, with the HBM CTAs counted again by the plan's rule
 /// (tiered_attention_hbm_ctas: the slots the host CTAs leave, at least 1); each ring depth, where > 0
 /// (0 keeps the plan's); then refit_smem_merge, which keeps the SMEM merge only where it still fits
-/// beside the rings. A host override (host_ctas or host_stages > 0) also sets host_warps to 4, so the
-/// flags mean what they always meant (host CTAs of 4 warps, steps in flight per warp) whatever the
-/// plan's host_warps; without a host_stages override the plan's ring is scaled to 4 warps in the same
-/// SMEM (2 warps x 4 steps -> 4 x 2).
+/// beside the rings. The host flags count host CTAs of 4 warps: plan with
+/// attention_bench_limits(), which keeps host_warps at 4 under a host override.
+/// The congestion limits `dak bench attention` plans with: `limits`, with host_warps_below_4 off
+/// when --host-ctas or --host-stages is given (> 0), so the plan's host CTAs run 4 warps and the
+/// flags mean what they always meant (host CTAs of 4 warps, steps in flight per warp).
+TieredAttentionLinkLimits attention_bench_limits(TieredAttentionLinkLimits limits, int32_t host_ctas,
+                                                 int32_t host_stages);
+
 void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
                                      int32_t hbm_stages, int64_t sm_count, int64_t ctas_per_sm);
 

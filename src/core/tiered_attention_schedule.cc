@@ -263,17 +263,31 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
       }
       return c;
     };
+    // Whether `warps` x `stages` rings keep the SMEM merge (refit_smem_merge) where the 4-warp plan
+    // has it: a deeper ring must not cost every CTA of the launch its SMEM merge.
+    const auto keeps_merge = [&](int32_t warps, int32_t stages) {
+      TieredAttentionSchedule t = s;
+      t.hbm_ctas = s.hbm_items() > 0 ? 1 : 0;  // its ring counts too (hbm_ctas is set below)
+      refit_smem_merge(t);
+      if (!t.smem_merge) return true;
+      t.host_warps = warps;
+      t.host_stages = stages;
+      refit_smem_merge(t);
+      return t.smem_merge;
+    };
     const Candidate four = candidate(ta::kWarps, s.host_stages);
     Candidate best = four;
     for (const int32_t warps : {2, 1}) {
-      if (!spread || (s.cta_combine && warps % s.split.num_splits != 0)) continue;
+      if (!spread || !limits.host_warps_below_4 || (s.cta_combine && warps % s.split.num_splits != 0)) continue;
       for (int32_t st = ta::kMaxStages; st >= 1; --st) {
-        if (ta::host_cta_smem_bytes(d, st, warps) > host_budget ||
-            int64_t(warps) * st * ta::staging_step_bytes(d) > limits.cta_inflight_cap_bytes) {
+        const int64_t cta_bytes = int64_t(warps) * st * ta::staging_step_bytes(d);
+        if (ta::host_cta_smem_bytes(d, st, warps) > host_budget || cta_bytes > limits.cta_inflight_cap_bytes ||
+            cta_bytes > limits.inflight_cap_bytes) {
           continue;
         }
         const Candidate c = candidate(warps, st);
         if (c.inflight <= four.inflight || c.host_rounds > four.host_rounds || c.hbm_rounds > four.hbm_rounds) continue;
+        if (!keeps_merge(warps, st)) continue;
         if (c.inflight > best.inflight || (c.inflight == best.inflight && c.busy > best.busy)) best = c;
       }
     }

@@ -137,6 +137,9 @@ struct TieredAttentionSplit {
 struct TieredAttentionLinkLimits {
   int64_t inflight_cap_bytes = 512 << 10;      // host bytes in flight GPU-wide (measured best, see below)
   int64_t cta_inflight_cap_bytes = 192 << 10;  // host bytes in flight per host CTA (ring depth limit)
+  // Whether the plan may run host CTAs of 2 or 1 warps for few host items (host_warps);
+  // `dak bench attention`'s host overrides plan without it (they count host CTAs of 4 warps).
+  bool host_warps_below_4 = true;
 };
 
 /// From the profile's host_link: inflight_cap_bytes, but at most the default 512 KiB, and
@@ -272,13 +275,14 @@ int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64
 ///   items exist;
 /// - host_warps: 4, unless 2 or 1 warps per host CTA (a multiple of num_splits with cta_combine)
 ///   with a deeper ring in the same SMEM budget keep more host bytes in flight on the busy warps
-///   (min(items, host_ctas * host_warps) * host_stages steps) without more rounds of host items
-///   and without more rounds of HBM items (its host_ctas take slots from the HBM side); the most
+///   (min(items, host_ctas * host_warps) * host_stages steps) without more rounds of host items,
+///   without more rounds of HBM items (its host_ctas take slots from the HBM side), within both
+///   in-flight caps, and without losing the SMEM merge the 4-warp plan has; the most
 ///   bytes in flight win, then more busy warps, then more warps per CTA. Session 45 (H100): at
 ///   Llama-3-8B's balance point (1 of 64 sequences on the host: 16 items at 4096 keys) the plan
 ///   had 4 host CTAs x 4 warps x 2 steps (256 KiB), and the host side read 44-45 GB/s beside the
 ///   busy HBM side against B_h = 51.4; now 8 CTAs x 2 warps x 4 steps (512 KiB).
-///   DAK_ATTN_HOST_SPREAD=0 keeps 4 warps (A/B runs);
+///   DAK_ATTN_HOST_SPREAD=0 (A/B runs) or limits.host_warps_below_4 = false keeps 4 warps;
 /// - hbm_ctas: sm_count * hbm_ctas_per_sm - host_ctas (the slots the host CTAs leave: every CTA of
 ///   a launch takes the same SMEM), at most ceil(HBM items / 4), 0 without HBM items
 ///   (tiered_attention_hbm_ctas). Before session 44 it was (sm_count - host_ctas) * hbm_ctas_per_sm,

@@ -356,19 +356,23 @@ TEST(TieredAttentionSchedule, FewHostItemsRunOnFewerWarpsWithDeeperRings) {
   if (four.cta_combine) EXPECT_EQ(four.host_warps % four.split.num_splits, 0) << four.to_string();
   // No host item: 4 warps, no host CTA.
   EXPECT_EQ(dak::plan_tiered_attention(l3, 0, kSms, 2).host_warps, ta::kWarps);
-  // dak bench attention's host overrides count 4 warps a CTA: --host-ctas alone scales the plan's
-  // ring to 4 warps in the same SMEM (2 x 4 -> 4 x 2); --host-stages gives the depth.
-  TieredAttentionSchedule ctas = s;
-  dak::apply_attention_bench_overrides(ctas, 16, 0, 0, kSms, 2);
-  EXPECT_EQ(ctas.host_warps, ta::kWarps);
-  EXPECT_EQ(ctas.host_stages, 2);
-  EXPECT_EQ(ctas.host_ctas, 16);
-  ctas.validate();
-  TieredAttentionSchedule stages = s;
-  dak::apply_attention_bench_overrides(stages, 0, 3, 0, kSms, 2);
-  EXPECT_EQ(stages.host_warps, ta::kWarps);
-  EXPECT_EQ(stages.host_stages, 3);
-  EXPECT_EQ(stages.host_ctas, 8);
+  // dak bench attention's host flags count host CTAs of 4 warps: it plans with host_warps_below_4
+  // off under them, and with the plan's host_warps otherwise.
+  const dak::TieredAttentionLinkLimits plain{};
+  EXPECT_TRUE(dak::attention_bench_limits(plain, 0, 0).host_warps_below_4);
+  EXPECT_TRUE(dak::attention_bench_limits(plain, 0, 0).inflight_cap_bytes == plain.inflight_cap_bytes);
+  for (const auto& [ctas, stages] : {std::pair{16, 0}, std::pair{0, 3}, std::pair{4, 2}}) {
+    const dak::TieredAttentionLinkLimits l = dak::attention_bench_limits(plain, ctas, stages);
+    EXPECT_FALSE(l.host_warps_below_4);
+    TieredAttentionSchedule o = dak::plan_tiered_attention(l3, 1, kSms, 2, l);
+    EXPECT_EQ(o.host_warps, ta::kWarps) << o.to_string();
+    EXPECT_EQ(o.host_ctas, 4) << "the 4-warp plan: " << o.to_string();
+    EXPECT_EQ(o.host_stages, 2) << o.to_string();
+    dak::apply_attention_bench_overrides(o, ctas, stages, 0, kSms, 2);
+    o.validate();
+    EXPECT_EQ(o.host_ctas, ctas > 0 ? ctas : 4) << o.to_string();
+    EXPECT_EQ(o.host_stages, stages > 0 ? stages : 2) << o.to_string();
+  }
   TieredAttentionSchedule hbm_only = s;
   dak::apply_attention_bench_overrides(hbm_only, 0, 0, 3, kSms, 2);
   EXPECT_EQ(hbm_only.host_warps, 2) << "an HBM ring override keeps the host side's plan";
