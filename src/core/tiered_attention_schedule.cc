@@ -243,12 +243,13 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     s.host_ctas = host_ctas_for(ta::kWarps, s.host_stages);
     // Fewer warps per host CTA with deeper rings (host_warps, above): a candidate replaces the
     // 4-warp plan only with more bytes in flight on its busy warps, no more rounds of host items
-    // and no more rounds of HBM items; the most bytes in flight, then the most busy warps, then the
-    // first found (2 warps before 1, deeper rings on fewer CTAs first).
+    // and no fewer HBM CTAs (its host CTAs take only slots the HBM side leaves empty); the most
+    // bytes in flight, then the most busy warps, then the first found (2 warps before 1, deeper
+    // rings on fewer CTAs first).
     static const bool spread = env_flag("DAK_ATTN_HOST_SPREAD", true);
     struct Candidate {
       int32_t warps, stages, ctas;
-      int64_t busy, inflight, host_rounds, hbm_rounds;
+      int64_t busy, inflight, host_rounds, hbm_ctas;
     };
     const auto candidate = [&](int32_t warps, int32_t stages) {
       Candidate c{warps, stages, host_ctas_for(warps, stages), 0, 0, 0, 0};
@@ -256,11 +257,9 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
       c.busy = std::min(s.host_items(), workers);
       c.inflight = c.busy * stages * ta::staging_step_bytes(d);
       c.host_rounds = ceil_div(s.host_items(), workers);
-      if (s.hbm_items() > 0) {
-        TieredAttentionSchedule t = s;
-        t.host_ctas = c.ctas;
-        c.hbm_rounds = ceil_div(s.hbm_items(), int64_t(tiered_attention_hbm_ctas(t, sm_count, hbm_ctas_per_sm)) * ta::kWarps);
-      }
+      TieredAttentionSchedule t = s;
+      t.host_ctas = c.ctas;
+      c.hbm_ctas = tiered_attention_hbm_ctas(t, sm_count, hbm_ctas_per_sm);
       return c;
     };
     // Whether `warps` x `stages` rings keep the SMEM merge (refit_smem_merge) where the 4-warp plan
@@ -286,7 +285,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
           continue;
         }
         const Candidate c = candidate(warps, st);
-        if (c.inflight <= four.inflight || c.host_rounds > four.host_rounds || c.hbm_rounds > four.hbm_rounds) continue;
+        if (c.inflight <= four.inflight || c.host_rounds > four.host_rounds || c.hbm_ctas < four.hbm_ctas) continue;
         if (!keeps_merge(warps, st)) continue;
         if (c.inflight > best.inflight || (c.inflight == best.inflight && c.busy > best.busy)) best = c;
       }
