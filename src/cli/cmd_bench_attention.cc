@@ -88,7 +88,8 @@ constexpr const char* kFooter = R"(What is measured (docs/bench-attention.md has
 --quick: the first model only, batch 8, contexts 512 and 4096, ratios 0, 1/2, 1, a 1 GiB B_g buffer and at
           most 5 B_g runs (--batch / --ctx / --ratios cannot be combined with it).
 --dry-run prints the cells, points and default kernel schedules (for 132 SMs) without a GPU.
---host-ctas / --host-stages / --hbm-stages override the congestion control of every point.
+--host-ctas / --host-stages / --hbm-stages override the congestion control of every point; with a host
+          override the host CTAs run 4 warps (the default schedule may run 2 or 1 with deeper rings).
 Needs a Hopper GPU otherwise: without one dak bench attention fails with the reason and exit code 1.)";
 
 /// "0,1/8,0.25,1" -> {0, 0.125, 0.25, 1}: fractions b_h / B in [0, 1], sorted, duplicates removed.
@@ -245,9 +246,12 @@ Plan check_args(const BenchAttentionArgs& a) {
       if (stages <= deepest) continue;
       const int64_t smem = ring_smem_bytes(host, m.head_dim, stages);
       const char* flag = host ? "--host-stages" : "--hbm-stages";
-      fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}, more than the {} bytes of dynamic "
+      fail(fmt::format("{} {} needs {} bytes of SMEM per CTA at {}'s head_dim {}{}, more than the {} bytes of dynamic "
                        "SMEM a plan may take (the 227 KiB a Hopper CTA can have, less {} bytes for the kernel's static SMEM)",
-                       flag, stages, smem, m.name, m.head_dim, ta::kSmemLimitBytes, ta::kStaticSmemAllowanceBytes),
+                       flag, stages, smem, m.name, m.head_dim,
+                       host ? " (the ring of each of a host CTA's 4 warps: with --host-stages the host CTAs run 4 warps)"
+                            : "",
+                       ta::kSmemLimitBytes, ta::kStaticSmemAllowanceBytes),
            flag, fmt::format("use at most {} {} at head_dim {} (0 keeps the default)", flag, deepest, m.head_dim));
     }
   }
@@ -528,7 +532,7 @@ void add_bench_attention_command(CLI::App& bench) {
                        tiered_attention::kMaxStages, tiered_attention::kSmemLimitBytes / 1024.0, stage_limits(host));
   };
   const std::string host_stages = stages_text(true), hbm_stages = stages_text(false);
-  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp; " + host_stages)
+  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp, the host CTAs running 4 warps; " + host_stages)
       ->capture_default_str()
       ->transform(whole_number(host_stages, INT32_MIN, INT32_MAX));
   c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp; " + hbm_stages)

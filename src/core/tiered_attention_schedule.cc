@@ -246,7 +246,12 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     // and no fewer HBM CTAs (its host CTAs take only slots the HBM side leaves empty); the most
     // bytes in flight, then the most busy warps, then the first found (2 warps before 1, deeper
     // rings on fewer CTAs first).
-    static const bool spread = env_flag("DAK_ATTN_HOST_SPREAD", true);
+    // Read only where it can matter (a host override plans without it), so a bad value's notice
+    // does not come with runs it cannot change.
+    const bool spread = limits.host_warps_below_4 && [] {
+      static const bool on = env_flag("DAK_ATTN_HOST_SPREAD", true);
+      return on;
+    }();
     struct Candidate {
       int32_t warps, stages, ctas;
       int64_t busy, inflight, host_rounds, hbm_ctas;
@@ -277,7 +282,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     const Candidate four = candidate(ta::kWarps, s.host_stages);
     Candidate best = four;
     for (const int32_t warps : {2, 1}) {
-      if (!spread || !limits.host_warps_below_4 || (s.cta_combine && warps % s.split.num_splits != 0)) continue;
+      if (!spread || (s.cta_combine && warps % s.split.num_splits != 0)) continue;
       for (int32_t st = ta::kMaxStages; st >= 1; --st) {
         const int64_t cta_bytes = int64_t(warps) * st * ta::staging_step_bytes(d);
         if (ta::host_cta_smem_bytes(d, st, warps) > host_budget || cta_bytes > limits.cta_inflight_cap_bytes ||

@@ -141,7 +141,7 @@ TEST(CliFlags, BenchAttentionIntegersAreDecimal) {
   // 7 and 8 stages exceed the SMEM of a head_dim 128 CTA: the help says so, and the run refuses them.
   r = run_dak("bench attention --help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "steps in flight per host warp; " + host_stages)) << r.output;
+  EXPECT_TRUE(contains(r.output, "steps in flight per host warp, the host CTAs running 4 warps; " + host_stages)) << r.output;
   EXPECT_TRUE(contains(r.output, "steps in flight per HBM warp; " + hbm_stages)) << r.output;
   EXPECT_FALSE(contains(r.output, "1..8")) << r.output;
   const std::string d128 = bench + " --models llama-2-7b --batch 8 --ctx 512 --ratios 0,1/2";
