@@ -532,7 +532,8 @@ void add_bench_attention_command(CLI::App& bench) {
                        tiered_attention::kMaxStages, tiered_attention::kSmemLimitBytes / 1024.0, stage_limits(host));
   };
   const std::string host_stages = stages_text(true), hbm_stages = stages_text(false);
-  c->add_option("--host-stages", a->host_stages, "Override: steps in flight per host warp, the host CTAs running 4 warps; " + host_stages)
+  c->add_option("--host-stages", a->host_stages,
+                "Override: steps in flight per host warp, the host CTAs running 4 warps; " + host_stages)
       ->capture_default_str()
       ->transform(whole_number(host_stages, INT32_MIN, INT32_MAX));
   c->add_option("--hbm-stages", a->hbm_stages, "Override: steps in flight per HBM warp; " + hbm_stages)

@@ -29,6 +29,12 @@ constexpr int attention_bench_layers(uint64_t kv_bytes) {
 /// large. 0 when unset; any other value is ignored with a notice (core/env.h). Read once.
 int64_t attention_bench_kv_pad_rows();
 
+/// The congestion limits `dak bench attention` plans with: `limits`, with host_warps_below_4 off
+/// when --host-ctas or --host-stages is given (> 0), so the plan's host CTAs run 4 warps and the
+/// flags mean what they always meant (host CTAs of 4 warps, steps in flight per warp).
+TieredAttentionLinkLimits attention_bench_limits(TieredAttentionLinkLimits limits, int32_t host_ctas,
+                                                 int32_t host_stages);
+
 /// `dak bench attention`'s schedule overrides (--host-ctas, --host-stages, --hbm-stages) applied to
 /// a plan for `sm_count` SMs holding `ctas_per_sm` CTAs each, as the measurement and --dry-run apply
 /// them: host_ctas where the plan has host CTAs, with the HBM CTAs counted again by the plan's rule
@@ -36,12 +42,6 @@ int64_t attention_bench_kv_pad_rows();
 /// (0 keeps the plan's); then refit_smem_merge, which keeps the SMEM merge only where it still fits
 /// beside the rings. The host flags count host CTAs of 4 warps: plan with
 /// attention_bench_limits(), which keeps host_warps at 4 under a host override.
-/// The congestion limits `dak bench attention` plans with: `limits`, with host_warps_below_4 off
-/// when --host-ctas or --host-stages is given (> 0), so the plan's host CTAs run 4 warps and the
-/// flags mean what they always meant (host CTAs of 4 warps, steps in flight per warp).
-TieredAttentionLinkLimits attention_bench_limits(TieredAttentionLinkLimits limits, int32_t host_ctas,
-                                                 int32_t host_stages);
-
 void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
                                      int32_t hbm_stages, int64_t sm_count, int64_t ctas_per_sm);
 

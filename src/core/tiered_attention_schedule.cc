@@ -125,13 +125,13 @@ void TieredAttentionSchedule::validate() const {
 }
 
 std::string TieredAttentionSchedule::to_string() const {
+  // Host CTAs that run fewer than 4 warps say so: "host_ctas=8x4 stages (2 warps)".
+  const std::string warps =
+      host_warps == ta::kWarps ? std::string() : fmt::format(" ({} warp{})", host_warps, host_warps == 1 ? "" : "s");
   return fmt::format("B={} H={} Hkv={} D={} max_ctx={} b_host={} split={}x{} host_ctas={}x{} stages{} "
                      "hbm_ctas={}x{} stages{}{}",
                      shape.batch, shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.max_ctx, b_host,
-                     split.num_splits, split.split_keys, host_ctas, host_stages,
-                     host_warps == ta::kWarps ? std::string()
-                                                : fmt::format(" ({} warp{})", host_warps, host_warps == 1 ? "" : "s"), hbm_ctas,
-                     hbm_stages,
+                     split.num_splits, split.split_keys, host_ctas, host_stages, warps, hbm_ctas, hbm_stages,
                      hbm_ctas == 0 ? "" : hbm_staged ? " (staged)" : hbm_bulk_rows ? " (bulk rows)" : "",
                      cta_combine ? (smem_merge ? " (combine in CTA, SMEM)" : " (combine in CTA)") : "");
 }

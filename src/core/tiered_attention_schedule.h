@@ -21,8 +21,8 @@
 // Congestion control (DESIGN.md §1): a host warp keeps up to host_stages steps in flight, so
 // host_ctas * host_warps * host_stages steps of staging_step_bytes(D) = 16 keys x (K + V) stay
 // under the measured in-flight cap. With fewer host items than 4 warps of the host CTAs the cap
-// allows, host CTAs run 2 (or 1) warps with rings 2 (or 4) times deeper in the same SMEM, so the
-// busy warps keep the cap in flight (plan_tiered_attention).
+// allows, host CTAs may run 2 (or 1) warps with deeper rings in the same SMEM budget, so that the
+// busy warps keep more bytes in flight (plan_tiered_attention).
 #pragma once
 
 #include <cstdint>
