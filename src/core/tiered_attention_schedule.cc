@@ -222,9 +222,15 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     }
   }
   const int64_t host_budget = std::max(ta::kSmemTargetBytes, s.hbm_cta_smem_bytes(s.hbm_stages));
+  // Whether a host CTA of `warps` working warps with `stages` steps each fits the SMEM budget and the
+  // per-CTA in-flight cap (the 4-warp ring below, the 2- and 1-warp candidates further down).
+  const auto host_ring_fits = [&](int32_t warps, int32_t stages) {
+    return ta::host_cta_smem_bytes(d, stages, warps) <= host_budget &&
+           int64_t(warps) * stages * ta::staging_step_bytes(d) <= limits.cta_inflight_cap_bytes;
+  };
   s.host_stages = 1;
   for (int32_t st = 4; st > 1; --st) {
-    if (ta::host_cta_smem_bytes(d, st) <= host_budget && st * ta::cta_stage_bytes(d) <= limits.cta_inflight_cap_bytes) {
+    if (host_ring_fits(ta::kWarps, st)) {
       s.host_stages = st;
       break;
     }
@@ -269,29 +275,26 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     };
     // Whether `warps` x `stages` rings keep the SMEM merge (refit_smem_merge) where the 4-warp plan
     // has it: a deeper ring must not cost every CTA of the launch its SMEM merge.
-    const auto keeps_merge = [&](int32_t warps, int32_t stages) {
+    const auto merges_in_smem = [&](int32_t warps, int32_t stages) {
       TieredAttentionSchedule t = s;
       t.hbm_ctas = s.hbm_items() > 0 ? 1 : 0;  // its ring counts too (hbm_ctas is set below)
-      refit_smem_merge(t);
-      if (!t.smem_merge) return true;
       t.host_warps = warps;
       t.host_stages = stages;
       refit_smem_merge(t);
       return t.smem_merge;
     };
+    const bool four_merges_in_smem = merges_in_smem(ta::kWarps, s.host_stages);
     const Candidate four = candidate(ta::kWarps, s.host_stages);
     Candidate best = four;
     for (const int32_t warps : {2, 1}) {
       if (!spread || (s.cta_combine && warps % s.split.num_splits != 0)) continue;
       for (int32_t st = ta::kMaxStages; st >= 1; --st) {
-        const int64_t cta_bytes = int64_t(warps) * st * ta::staging_step_bytes(d);
-        if (ta::host_cta_smem_bytes(d, st, warps) > host_budget || cta_bytes > limits.cta_inflight_cap_bytes ||
-            cta_bytes > limits.inflight_cap_bytes) {
+        if (!host_ring_fits(warps, st) || int64_t(warps) * st * ta::staging_step_bytes(d) > limits.inflight_cap_bytes) {
           continue;
         }
         const Candidate c = candidate(warps, st);
         if (c.inflight <= four.inflight || c.host_rounds > four.host_rounds || c.hbm_ctas < four.hbm_ctas) continue;
-        if (!keeps_merge(warps, st)) continue;
+        if (four_merges_in_smem && !merges_in_smem(warps, st)) continue;
         if (c.inflight > best.inflight || (c.inflight == best.inflight && c.busy > best.busy)) best = c;
       }
     }

@@ -253,6 +253,11 @@ TieredAttentionSchedule starved(const TieredAttentionShape& sh, int64_t b_host, 
   return s;
 }
 
+/// Fewer host stages until `s` fits a CTA's SMEM (at least 1).
+void fit_host_stages(TieredAttentionSchedule& s) {
+  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
+}
+
 /// The default split with other congestion settings (deeper rings, other CTA counts) and another
 /// HBM load path (staged -> bulk rows, cp.async <-> bulk rows).
 TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
@@ -264,7 +269,7 @@ TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
   s.hbm_stages = 4;
   s.host_warps = dak::tiered_attention::kWarps;
   s.host_stages = 3;
-  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
+  fit_host_stages(s);
   while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.hbm_stages > 1) --s.hbm_stages;
   s.validate();
   return s;
@@ -287,7 +292,7 @@ TieredAttentionSchedule spread(TieredAttentionSchedule s, int32_t warps, int32_t
   s.host_warps = warps;
   s.host_stages = stages;
   if (s.host_ctas > 0) s.host_ctas = ctas;
-  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
+  fit_host_stages(s);
   s.validate();
   return s;
 }
@@ -474,7 +479,7 @@ TieredAttentionSchedule merged(const TieredAttentionShape& sh, int64_t b_host, i
     s.host_warps = splits;
     s.host_ctas = b_host > 0 ? 3 : 0;
     s.host_stages = 3;
-    while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
+    fit_host_stages(s);
   }
   s.validate();
   return s;
