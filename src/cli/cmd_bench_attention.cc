@@ -284,19 +284,11 @@ void print_dry_run(const BenchAttentionArgs& a, const Plan& p) {
         std::sort(hosts.begin(), hosts.end());
         hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
         for (int64_t bh : hosts) {
-          // As the measurement plans: 2 CTAs an SM, or 1 where a ring override (the flags or
-          // DAK_ATTN_HBM_STAGES) leaves no room for 2 (kSmemTwoCtaBytes stands in for the occupancy
-          // query a GPU answers).
-          const auto planned = [&](int64_t per_sm) {
-            TieredAttentionSchedule s =
-                plan_tiered_attention({b, m.heads, m.kv_heads, m.head_dim, c + attention_bench_kv_pad_rows()}, bh,
-                                      kDrySmCount, per_sm, limits);
-            apply_attention_bench_overrides(s, a.host_ctas, a.host_stages, a.hbm_stages, kDrySmCount, per_sm);
-            return s;
-          };
-          TieredAttentionSchedule s = planned(2);
-          if (s.smem_bytes() > tiered_attention::kSmemTwoCtaBytes) s = planned(1);
-          s.validate();
+          // As the measurement plans; kSmemTwoCtaBytes stands in for the occupancy query a GPU answers.
+          const TieredAttentionSchedule s = plan_attention_bench_point(
+              {b, m.heads, m.kv_heads, m.head_dim, c + attention_bench_kv_pad_rows()}, bh, kDrySmCount, limits,
+              a.host_ctas, a.host_stages, a.hbm_stages,
+              [](const TieredAttentionSchedule& t) { return t.smem_bytes() > tiered_attention::kSmemTwoCtaBytes ? 1 : 2; });
           const int layers = attention_bench_layers(uint64_t(kv));
           const std::string timed = layers > 1 ? fmt::format("{}-layer stack", layers) : std::string("1 launch");
           out << fmt::format("| {} | {} | {} | {:.2f} | {} | {} | {:.4f} | {} |\n", m.name, b, c, kv / kGiB, timed, bh,

@@ -40,4 +40,19 @@ void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t 
   refit_smem_merge(schedule);
 }
 
+TieredAttentionSchedule plan_attention_bench_point(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
+                                                   const TieredAttentionLinkLimits& limits, int32_t host_ctas,
+                                                   int32_t host_stages, int32_t hbm_stages,
+                                                   const std::function<int(const TieredAttentionSchedule&)>& ctas_per_sm) {
+  const auto planned = [&](int64_t per_sm) {
+    TieredAttentionSchedule s = plan_tiered_attention(shape, b_host, sm_count, per_sm, limits);
+    apply_attention_bench_overrides(s, host_ctas, host_stages, hbm_stages, sm_count, per_sm);
+    return s;
+  };
+  TieredAttentionSchedule s = planned(2);
+  if (ctas_per_sm(s) < 2) s = planned(1);
+  s.validate();
+  return s;
+}
+
 }  // namespace dak

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "core/tiered_attention_schedule.h"
 
@@ -44,5 +45,16 @@ TieredAttentionLinkLimits attention_bench_limits(TieredAttentionLinkLimits limit
 /// attention_bench_limits(), which keeps host_warps at 4 under a host override.
 void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t host_ctas, int32_t host_stages,
                                      int32_t hbm_stages, int64_t sm_count, int64_t ctas_per_sm);
+
+/// The schedule `dak bench attention` measures, and --dry-run prints, at one point: the plan for
+/// `sm_count` SMs holding 2 CTAs each with the overrides applied (apply_attention_bench_overrides;
+/// 0 keeps the plan's), planned again for 1 CTA an SM where `ctas_per_sm` (the resident CTAs per SM
+/// of a schedule: the CUDA occupancy API on a GPU, the 2-CTA SMEM limit in --dry-run) holds fewer
+/// than 2 of it, as the engine plans a deep DAK_ATTN_HBM_STAGES ring (session 43: the plan's 2 CTAs
+/// an SM ran in two waves). Validated; throws dak::Error as plan_tiered_attention and validate() do.
+TieredAttentionSchedule plan_attention_bench_point(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
+                                                   const TieredAttentionLinkLimits& limits, int32_t host_ctas,
+                                                   int32_t host_stages, int32_t hbm_stages,
+                                                   const std::function<int(const TieredAttentionSchedule&)>& ctas_per_sm);
 
 }  // namespace dak

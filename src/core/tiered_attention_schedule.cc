@@ -164,6 +164,11 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
       best_steps = per_split;
     }
   }
+  // DAK_ATTN_SPLITS=1..16 (A/B runs, session 46): steps per split as for that many splits (fewer
+  // where the context holds fewer steps); the bits follow the split, the same at every b_host.
+  static const int forced_splits = env_choice("DAK_ATTN_SPLITS", {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+                                                                  "11", "12", "13", "14", "15", "16"});
+  if (forced_splits >= 0) best_steps = ceil_div(steps, std::min<int64_t>(steps, forced_splits + 1));
   TieredAttentionSplit r;
   r.split_keys = int32_t(best_steps * ta::kStepKeys);
   r.num_splits = int32_t(ceil_div(s.max_ctx, r.split_keys));
@@ -315,6 +320,14 @@ int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64
   // DAK_ATTN_HBM_FILL=0 (A/B runs) keeps the rule before, which left ctas_per_sm - 1 slots empty
   // for each host CTA, as if a host CTA took a whole SM.
   static const bool fill = env_flag("DAK_ATTN_HBM_FILL", true);
+  // DAK_ATTN_HBM_WAVES=1 (A/B runs, session 46): one HBM CTA per 4 items (each warp one item, the
+  // CTAs in waves as SM slots free up), so the block scheduler balances the HBM side's work instead
+  // of a fixed stride of items per persistent warp.
+  static const bool waves = env_flag("DAK_ATTN_HBM_WAVES", false);
+  if (waves) {
+    return int32_t(std::clamp<int64_t>(ceil_div(schedule.hbm_items(), ta::kWarps), 1,
+                                       std::numeric_limits<int32_t>::max()));
+  }
   const int64_t host = schedule.host_ctas;
   const int64_t ctas = fill ? sm_count * ctas_per_sm - host : (sm_count - host) * ctas_per_sm;
   return int32_t(std::clamp<int64_t>(ctas, 1, std::max<int64_t>(1, ceil_div(schedule.hbm_items(), ta::kWarps))));

@@ -208,19 +208,10 @@ void run_cell(AttentionBenchCell& cell, const AttentionBenchOptions& o, const At
                                   layers > 1 ? fmt::format(" ({} layers)", layers) : "", gib(2 * kv.host_bytes_each));
       continue;
     }
-    // The plan (for this GPU's occupancy), with the overrides; a ring override that leaves one CTA
-    // an SM is re-planned for one, as the engine plans DAK_ATTN_HBM_STAGES (session 43: the plan's 2
-    // CTAs an SM ran in two waves).
-    const auto planned = [&](int per_sm) {
-      TieredAttentionSchedule s = per_sm == 0 ? tiered_attention_schedule(sh, p.b_host, o.limits)
-                                              : plan_tiered_attention(sh, p.b_host, r.sm_count, per_sm, o.limits);
-      apply_attention_bench_overrides(s, o.host_ctas, o.host_stages, o.hbm_stages, r.sm_count,
-                                      per_sm == 0 ? tiered_attention_ctas_per_sm(s) : per_sm);
-      return s;
-    };
-    TieredAttentionSchedule s = planned(0);
-    if (tiered_attention_ctas_per_sm(s) == 1) s = planned(1);
-    s.validate();
+    // The plan for this GPU's occupancy, with the overrides.
+    const TieredAttentionSchedule s =
+        plan_attention_bench_point(sh, p.b_host, r.sm_count, o.limits, o.host_ctas, o.host_stages, o.hbm_stages,
+                                   [](const TieredAttentionSchedule& t) { return tiered_attention_ctas_per_sm(t); });
     p.schedule = s.to_string();
     TieredAttentionArgs a;
     a.g_q = g_q;

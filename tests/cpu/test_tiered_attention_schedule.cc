@@ -315,6 +315,28 @@ TEST(TieredAttentionSchedule, HbmCtasFillTheSlotsTheHostCtasLeave) {
   EXPECT_EQ(dak::tiered_attention_hbm_ctas(dak::plan_tiered_attention({8, 32, 32, 128, 512}, 8, kSms, 2), kSms, 2), 0);
 }
 
+TEST(TieredAttentionSchedule, BenchPointsArePlannedForOneCtaAnSmWhereTheirRingsHoldOnlyOne) {
+  // dak bench attention (and its --dry-run) plan a point for 2 CTAs an SM with the overrides, and
+  // again for 1 where the occupancy of that schedule is 1.
+  const dak::TieredAttentionShape sh{64, 32, 32, 128, 4096};
+  int asked = 0;
+  const auto two = [&](const TieredAttentionSchedule&) { return ++asked, 2; };
+  const TieredAttentionSchedule plain = dak::plan_attention_bench_point(sh, 1, kSms, {}, 0, 0, 0, two);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(plain.to_string(), dak::plan_tiered_attention(sh, 1, kSms, 2).to_string());
+  // Overrides as apply_attention_bench_overrides gives them.
+  TieredAttentionSchedule expected = dak::plan_tiered_attention(sh, 1, kSms, 2);
+  dak::apply_attention_bench_overrides(expected, 20, 0, 3, kSms, 2);
+  EXPECT_EQ(dak::plan_attention_bench_point(sh, 1, kSms, {}, 20, 0, 3, two).to_string(), expected.to_string());
+  // An occupancy of 1: planned for one CTA an SM, so the HBM side takes the slots of one CTA an SM.
+  const TieredAttentionSchedule one = dak::plan_attention_bench_point(
+      sh, 1, kSms, {}, 0, 0, 0, [](const TieredAttentionSchedule&) { return 1; });
+  EXPECT_EQ(one.to_string(), dak::plan_tiered_attention(sh, 1, kSms, 1).to_string());
+  EXPECT_EQ(one.host_ctas + one.hbm_ctas, kSms) << one.to_string();
+  // An override the plan cannot take is refused by validate(): 9 host stages.
+  EXPECT_THROW(dak::plan_attention_bench_point(sh, 1, kSms, {}, 0, 9, 0, two), dak::Error);
+}
+
 TEST(TieredAttentionSchedule, FewHostItemsRunOnFewerWarpsWithDeeperRings) {
   // Session 45 (H100, DAK_ATT_TRACE): at Llama-3-8B's balance point (1 of 64 sequences on the host,
   // 8 kv heads x 2 splits = 16 host items at 4096 keys) the 4-warp plan had 4 host CTAs x 4 warps x
