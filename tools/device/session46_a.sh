@@ -5,7 +5,8 @@
 # A/B switches (planner only, the kernel is unchanged):
 #   DAK_ATTN_HBM_WAVES=1  one HBM CTA per 4 items: the block scheduler hands items to SM slots as
 #                         they free up (dynamic balance, no counters) at the cost of a CTA start each;
-#   DAK_ATTN_SPLITS=4     4 splits (finer items, more of them to balance, one more merge level).
+#   DAK_ATTN_SPLITS=4 / 8 4 or 8 splits (4: finer items at batch 64, merged in the CTA; at batch 8,
+#                         fewer than the plan's 16, so no combine kernel).
 # Prediction (H100): x = 0 and x* of the 64 x 512 cells +3 to +8 points with waves (the tail is
 # ~1.1-1.2 x the median end), more with 4 splits where one round is all there is (Llama-3-8B);
 # long-context cells (1 or 2 rounds of long items) within +-2. First the tiered attention's gpu
@@ -23,13 +24,30 @@ att() {  # att LABEL ENV ARGS...: the tiered rows (model, batch, ctx, b_h, time,
 }
 for round in 1 2; do
   for cfg in "base X=1" "waves DAK_ATTN_HBM_WAVES=1" "split4 DAK_ATTN_SPLITS=4" \
-             "waves+split4 DAK_ATTN_HBM_WAVES=1 DAK_ATTN_SPLITS=4"; do
+             "waves+split4 DAK_ATTN_HBM_WAVES=1 DAK_ATTN_SPLITS=4" "split8 DAK_ATTN_SPLITS=8"; do
     set -- $cfg; label=$1; shift; envs="$*"
-    left 120 || break 2
-    att "$label r$round" "$envs" --models llama-3-8b,opt-30b --batch 64 --ctx 512 --ratios 0,1/8
-    att "$label r$round" "$envs" --models llama-3-8b,llama-2-7b --batch 64 --ctx 4096 --ratios 0 --no-balance-point
-    att "$label r$round" "$envs" --models llama-3-8b --batch 8 --ctx 512,4096 --ratios 0 --no-balance-point
-    att "$label r$round" "$envs" --models llama-2-7b --batch 512 --ctx 512 --ratios 0,1/8 --no-balance-point
+    left 100 || break 2
+    att "$label r$round" "$envs" --models llama-3-8b,opt-30b,llama-2-7b --batch 64 --ctx 512,4096 --ratios 0,1/8
+    att "$label r$round" "$envs" --models llama-3-8b,llama-2-7b --batch 8,512 --ctx 512,4096 --ratios 0 \
+      --no-balance-point
   done
 done | tee "$OUT/waves.txt"
+# Summary: % of ideal per cell and configuration, the mean of the rounds.
+python3 - "$OUT/waves.txt" <<'PY'
+import sys, collections
+v = collections.defaultdict(list); cfgs = []
+for line in open(sys.argv[1]):
+    head, _, rest = line.partition('|')
+    f = [x.strip() for x in rest.split('|')]
+    h = head.split()
+    if len(h) < 3 or len(f) < 5: continue
+    cfg = h[0]
+    if cfg not in cfgs: cfgs.append(cfg)
+    v[(h[2], f[0], f[1], f[2]), cfg].append(float(f[4].rstrip(' %')))
+cells = sorted({k[0] for k in v}, key=lambda c: (c[0], int(c[1]), int(c[2]), int(c[3])))
+print("| model | B | ctx | b_h | " + " | ".join(cfgs) + " |")
+for c in cells:
+    print("| " + " | ".join(c) + " | " + " | ".join(
+        "%.1f" % (sum(v[c, g]) / len(v[c, g])) if v[c, g] else "-" for g in cfgs) + " |")
+PY
 echo "total $(( $(date +%s) - t0 )) s"
