@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/config_locator.h"
@@ -164,6 +166,12 @@ void check_output(const std::string& path, bool force) {
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     fail(fmt::format("folder '{}' of '{}' does not exist", parent.string(), path), "--output",
          "create the folder first, or write elsewhere");
+  }
+  // Checked before the measurement, not when the profile is written minutes later.
+  const fs::path folder = parent.empty() ? fs::path(".") : parent;
+  if (::access(folder.c_str(), W_OK) != 0) {
+    fail(fmt::format("cannot create '{}': '{}' is not a writable folder", path, folder.string()), "--output",
+         "write somewhere you may create files, or make the folder writable");
   }
 }
 

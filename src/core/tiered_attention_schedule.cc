@@ -172,6 +172,14 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
   TieredAttentionSplit r;
   r.split_keys = int32_t(best_steps * ta::kStepKeys);
   r.num_splits = int32_t(ceil_div(s.max_ctx, r.split_keys));
+  if (forced_splits >= 0 && r.num_splits != forced_splits + 1) {
+    // Splits are equal runs of whole 16-key steps: N of them exist only where ceil(steps / N)-step
+    // runs need all N (9 at 512 keys, 32 steps: 4 steps each fill 8 splits).
+    env_notice_once(fmt::format("DAK_ATTN_SPLITS at {} keys", s.max_ctx),
+                    fmt::format("DAK_ATTN_SPLITS={} gives {} splits of {} keys at a context of {} (splits are equal "
+                                "runs of whole 16-key steps)",
+                                forced_splits + 1, r.num_splits, r.split_keys, s.max_ctx));
+  }
   return r;
 }
 

@@ -180,6 +180,33 @@ TEST(CliFlags, AnHbmRingDepthThatDoesNotFitIsIgnoredWithANotice) {
   EXPECT_TRUE(contains(r.output, "hbm_ctas=132x4 stages")) << r.output;
 }
 
+TEST(CliFlags, AttentionSplitAndWaveSwitchesShowInTheDryRun) {
+  // DAK_ATTN_SPLITS and DAK_ATTN_HBM_WAVES (session 46's A/B switches), as the measurement plans them.
+  const std::string bench = "bench attention --dry-run --models llama-2-7b --batch 64 --ctx 512 --ratios 0";
+  RunResult r = dak::testing::run_dak_env("DAK_ATTN_SPLITS=4", bench);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "split=4x128 ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "(combine in CTA")) << r.output;
+  EXPECT_FALSE(contains(r.output, "notice")) << r.output;
+  // 9 splits of whole 16-key steps do not exist at 512 keys (4 steps each fill 8): a notice says so
+  // (the session-46 trial: 9 silently gave 8, 13 and 15 both 11).
+  r = dak::testing::run_dak_env("DAK_ATTN_SPLITS=9", bench);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "split=8x64 ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "dak: notice: DAK_ATTN_SPLITS=9 gives 8 splits of 64 keys at a context of 512"))
+      << r.output;
+  r = dak::testing::run_dak_env("DAK_ATTN_SPLITS=17", bench);  // outside 1..16: ignored with a notice
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "DAK_ATTN_SPLITS")) << r.output;
+  EXPECT_TRUE(contains(r.output, "split=1x512 ")) << r.output;
+  // Waves: one HBM CTA per 4 items (64 x 32 items, one split: 512 CTAs) instead of the 264 slots.
+  r = run_dak(bench);
+  EXPECT_TRUE(contains(r.output, "hbm_ctas=264x")) << r.output;
+  r = dak::testing::run_dak_env("DAK_ATTN_HBM_WAVES=1", bench);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "hbm_ctas=512x")) << r.output;
+}
+
 TEST(CliFlags, BenchAttentionKvPadRowsShowInTheDryRun) {
   // DAK_BENCH_KV_PAD_ROWS (session 43's A/B): the dry run plans the padded blocks as the measurement
   // does; a bad value is ignored with a notice that shows it (session 43's trial: silent).
