@@ -172,8 +172,8 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
     }
     const int64_t layer = std::strtoll(idx, nullptr, 10);
     if (layer >= c.num_layers) {
-      fail(fmt::format("tensor '{}' belongs to layer {}, but the config has {} layers", t.name, layer,
-                       c.num_layers),
+      fail(fmt::format("tensor '{}' belongs to layer {}, but the config has {} layer{}", t.name, layer,
+                       c.num_layers, c.num_layers == 1 ? "" : "s"),
            t.file, "check that the config (num_hidden_layers / block_count) belongs to this checkpoint");
     }
   }
