@@ -27,6 +27,7 @@
 #include "gpu/kernels/kv_append.h"
 #include "gpu/kernels/rope.h"
 #include "gpu/kernels/tiered_attention.h"
+#include "gpu/launch.h"
 #include "gpu_test_util.h"
 #include "kernel_test_util.h"
 
@@ -367,6 +368,19 @@ TEST(TieredAttentionKernel, FewHostItemsOnTwoWarpsACtaMatchTheReferenceWithTheSa
   for (int64_t b_host : {2, 3, 9}) {
     const TieredAttentionSchedule pb = plan(b_host);
     expect_same_bits(hx.run(b_host, &pb), base, "b_host " + std::to_string(b_host) + " plan " + pb.to_string());
+  }
+  // HBM CTAs in waves (DAK_ATTN_HBM_WAVES, session 46): one CTA per 4 HBM items, with rings deep
+  // enough that an SM holds one CTA, so most of them start only as others finish.
+  for (int64_t b_host : {0, 1}) {
+    TieredAttentionSchedule wv = plan(b_host);
+    wv.hbm_ctas = int32_t((wv.hbm_items() + dak::tiered_attention::kWarps - 1) / dak::tiered_attention::kWarps);
+    wv.hbm_stages = 6;
+    while (wv.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && wv.hbm_stages > 1) --wv.hbm_stages;
+    dak::refit_smem_merge(wv);
+    wv.validate();
+    ASSERT_GT(wv.host_ctas + wv.hbm_ctas, dak::gpu::device_sm_count() * dak::gpu::tiered_attention_ctas_per_sm(wv))
+        << "not in waves: " << wv.to_string();
+    expect_same_bits(hx.run(b_host, &wv), base, "HBM CTAs in waves " + wv.to_string());
   }
 }
 
