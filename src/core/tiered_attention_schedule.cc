@@ -27,6 +27,10 @@ constexpr int64_t kMaxSplits = 4096;
 constexpr int64_t kMergeSteps = 2;     // the merge of a split sequence (partials, barrier), in steps
 constexpr int64_t kOccupancyNum = 4;   // steps per launch whose CTAs fill every SM once: 4 / 3
 constexpr int64_t kOccupancyDen = 3;
+// Two splits become four where each of the four keeps at least this many 16-key steps (128 keys):
+// measured on the H100 (docs/perf-notes.md session 46), never slower than two by more than the
+// run-to-run spread and up to 7 points of ideal faster at 512 keys.
+constexpr int64_t kFourSplitMinSteps = 8;
 
 }  // namespace
 
@@ -106,8 +110,8 @@ void TieredAttentionSchedule::validate() const {
     fail(fmt::format("{} warps per host CTA", host_warps), where, "run 1, 2 or 4 warps per host CTA");
   }
   if (cta_combine && host_items() > 0 && host_warps % split.num_splits != 0) {
-    fail(fmt::format("the splits are merged in the CTA but a host CTA runs {} warps for {} splits", host_warps,
-                     split.num_splits),
+    fail(fmt::format("the splits are merged in the CTA but a host CTA runs {} warp{} for {} splits", host_warps,
+                     host_warps == 1 ? "" : "s", split.num_splits),
          where, "run a multiple of num_splits warps per host CTA (4 always is)");
   }
   if (cta_combine && !ta::cta_combine_possible(split.num_splits)) {
@@ -142,8 +146,10 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
   const int64_t steps = ceil_div(s.max_ctx, ta::kStepKeys);  // 16-key steps of the longest sequence
   const int64_t pairs = s.batch * s.num_kv_heads;
   const int64_t workers = ta::kWarps * kReferenceCtasPerSm * sms;
-  // DAK_ATTN_SPLIT_RULE=makespan: the rule before session 34 (no merge or occupancy term), for A/B runs.
-  static const bool makespan_only = env_choice("DAK_ATTN_SPLIT_RULE", {"makespan"}) == 0;
+  // DAK_ATTN_SPLIT_RULE (A/B runs): makespan, the rule before session 34 (no merge or occupancy
+  // term, two splits kept); two, the rule before session 46 (two splits kept).
+  static const int rule = env_choice("DAK_ATTN_SPLIT_RULE", {"makespan", "two"});
+  const bool makespan_only = rule == 0;
   int64_t best_cost = std::numeric_limits<int64_t>::max();
   int64_t best_steps = steps;
   for (int64_t n = 1; n <= std::min(steps, kMaxSplits); ++n) {
@@ -164,6 +170,11 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
       best_steps = per_split;
     }
   }
+  // Two splits of whole CTA-merged pairs run as four where each keeps kFourSplitMinSteps steps
+  // (session 46, H100: Llama-3-8B 64 x 512 76 -> 80 % of ideal, OPT-30B 8 x 512 77 -> 84 %, 64 x
+  // 512 87 -> 89 %; 4096 and 32768 keys within +-0.5). Both merge in the CTA; the model above
+  // prices the second round of half-length items higher than what they measured.
+  if (rule < 0 && ceil_div(steps, best_steps) == 2 && steps >= 4 * kFourSplitMinSteps) best_steps = ceil_div(steps, 4);
   // DAK_ATTN_SPLITS=1..16 (A/B runs, session 46): steps per split as for that many splits (fewer
   // where the context holds fewer steps); the bits follow the split, the same at every b_host.
   static const int forced_splits = env_choice("DAK_ATTN_SPLITS", {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10",

@@ -250,8 +250,11 @@ void check_tiered_attention_shape(const TieredAttentionShape& shape);
 /// kernel's early CTAs (CTAs = B * Hkv * S / 4, at most 2 per SM); ties to the fewest splits.
 /// Measured on the H100 (docs/perf-notes.md session 34), Llama-2-7B decode at 64 keys: batch 8
 /// takes 1 split instead of 4 (256 -> 64 CTAs), TPOT -1.3 %; batch 1 keeps 4. Long contexts keep
-/// their many splits. Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
-/// DAK_ATTN_SPLIT_RULE=makespan drops the two terms (the rule before session 34). (A rule that
+/// their many splits. Where that gives 2 splits and 4 would hold at least 8 steps (128 keys) each,
+/// 4 (measured on the H100, session 46: +2 to +7 points of ideal at 512 keys, equal at 4096 and
+/// 32768). Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
+/// DAK_ATTN_SPLIT_RULE=makespan drops the two terms and the 2 -> 4 step (the rule before session
+/// 34); DAK_ATTN_SPLIT_RULE=two drops only the 2 -> 4 step (the rule before session 46). (A rule that
 /// priced the combine kernel of 3 or 5 splits measured equal on Llama-2-7B and 2 % slower on
 /// Llama-3-8B: docs/perf-notes.md session 32.)
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);

@@ -58,12 +58,12 @@ TEST(CliBenchAttention, DryRunRefusesReportsAndRingsThatDoNotFit) {
   r = run_dak("bench attention --dry-run --host-stages 8 --models llama-2-7b");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("with --host-stages the host CTAs run 4 warps"), std::string::npos) << r.output;
-  // The default plans spread few host items over 2-warp host CTAs (Llama-3-8B's balance point); a host
-  // override plans 4-warp CTAs.
-  r = run_dak("bench attention --dry-run --models llama-3-8b --batch 64 --ctx 4096 --ratios 0");
+  // The default plans spread few host items over 2-warp host CTAs (Llama-3-8B's balance point at 2
+  // splits: 496 keys); a host override plans 4-warp CTAs.
+  r = run_dak("bench attention --dry-run --models llama-3-8b --batch 64 --ctx 496 --ratios 0");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("host_ctas=8x4 stages (2 warps)"), std::string::npos) << r.output;
-  r = run_dak("bench attention --dry-run --models llama-3-8b --batch 64 --ctx 4096 --ratios 0 --host-ctas 8");
+  r = run_dak("bench attention --dry-run --models llama-3-8b --batch 64 --ctx 496 --ratios 0 --host-ctas 8");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("host_ctas=8x2 stages hbm_ctas="), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warps)"), std::string::npos) << r.output;

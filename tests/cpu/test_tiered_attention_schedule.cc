@@ -207,6 +207,23 @@ TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
   EXPECT_EQ(dak::choose_tiered_attention_split({8, 32, 8, 128, 64}, kSms).num_splits, 4);
   EXPECT_EQ(dak::choose_tiered_attention_split({8, 32, 32, 128, 4096}, kSms).num_splits, 4);
   EXPECT_EQ(dak::choose_tiered_attention_split({1, 32, 32, 128, 4096}, kSms).num_splits, 32);
+  // Where the makespan rule gives 2 splits, 4 of at least 8 steps each (session 46, H100: Llama-3-8B
+  // 64 x 512 76 -> 80 % of ideal, OPT-30B 8 x 512 77 -> 84 %, 64 x 512 87 -> 89 %; 4096 and 32768
+  // keys equal); below 32 steps the 2 stay; 1 split stays 1 (Llama-2-7B 64 x 512: 4 splits measured
+  // 3 points slower).
+  const auto splits = [](const TieredAttentionShape& sh) {
+    const auto sp = dak::choose_tiered_attention_split(sh, kSms);
+    return std::pair{sp.num_splits, sp.split_keys};
+  };
+  EXPECT_EQ(splits({64, 32, 8, 128, 512}), (std::pair{4, 128}));     // Llama-3-8B
+  EXPECT_EQ(splits({8, 56, 56, 128, 512}), (std::pair{4, 128}));     // OPT-30B
+  EXPECT_EQ(splits({64, 56, 56, 128, 512}), (std::pair{4, 128}));
+  EXPECT_EQ(splits({64, 32, 8, 128, 4096}), (std::pair{4, 1024}));
+  EXPECT_EQ(splits({64, 32, 8, 128, 32768}), (std::pair{4, 8192}));
+  EXPECT_EQ(splits({64, 32, 8, 128, 513}), (std::pair{4, 144}));     // 33 steps: 9, 9, 9, 6
+  EXPECT_EQ(splits({64, 32, 8, 128, 496}), (std::pair{2, 256}));     // 31 steps
+  EXPECT_EQ(splits({64, 32, 32, 128, 512}), (std::pair{1, 512}));    // Llama-2-7B
+  EXPECT_EQ(splits({512, 32, 8, 128, 512}), (std::pair{1, 512}));
 }
 
 TEST(TieredAttentionSchedule, LiveSplitsFollowTheLength) {
@@ -342,8 +359,15 @@ TEST(TieredAttentionSchedule, FewHostItemsRunOnFewerWarpsWithDeeperRings) {
   // 8 kv heads x 2 splits = 16 host items at 4096 keys) the 4-warp plan had 4 host CTAs x 4 warps x
   // 2 steps of 8 KiB (256 KiB in flight), and its host warps ended last (384 us; the HBM side's last
   // at 351). Two warps a CTA with 4 steps each keep 512 KiB in flight in the same SMEM budget.
-  const TieredAttentionShape l3{64, 32, 8, 128, 4096};
+  // Since session 46 4096 keys run in 4 splits (32 host items: 8 CTAs x 4 warps at the cap), so
+  // the 16 items of 2 splits are shown at 496 keys (31 steps: too few for 4 splits of 8).
+  const TieredAttentionSchedule at4096 = dak::plan_tiered_attention({64, 32, 8, 128, 4096}, 1, kSms, 2);
+  EXPECT_EQ(at4096.split.num_splits, 4) << at4096.to_string();
+  EXPECT_EQ(at4096.host_warps, ta::kWarps) << at4096.to_string();
+  EXPECT_EQ(at4096.host_inflight_bytes(), 512 << 10) << at4096.to_string();
+  const TieredAttentionShape l3{64, 32, 8, 128, 496};
   const TieredAttentionSchedule s = dak::plan_tiered_attention(l3, 1, kSms, 2);
+  EXPECT_EQ(s.split.num_splits, 2) << s.to_string();
   EXPECT_EQ(s.host_items(), 16);
   EXPECT_EQ(s.host_warps, 2) << s.to_string();
   EXPECT_EQ(s.host_stages, 4) << s.to_string();
@@ -484,11 +508,15 @@ TEST(TieredAttentionSchedule, RefusesUnsupportedShapesAndSchedules) {
   bad.host_warps = 3;
   expect_error([&] { bad.validate(); }, {"3 warps per host CTA", "1, 2 or 4"});
   // Splits merged in the CTA need whole (sequence, kv head) pairs in a host CTA.
-  TieredAttentionSchedule pairs = dak::plan_tiered_attention({64, 32, 8, 128, 4096}, 1, kSms);
+  TieredAttentionSchedule pairs = dak::plan_tiered_attention({64, 32, 8, 128, 496}, 1, kSms);
   ASSERT_TRUE(pairs.cta_combine) << pairs.to_string();
   ASSERT_EQ(pairs.split.num_splits, 2) << pairs.to_string();
   pairs.host_warps = 1;
-  expect_error([&] { pairs.validate(); }, {"1 warps for 2 splits", "multiple of num_splits"});
+  expect_error([&] { pairs.validate(); }, {"1 warp for 2 splits", "multiple of num_splits"});
+  TieredAttentionSchedule quads = dak::plan_tiered_attention({64, 32, 8, 128, 4096}, 1, kSms);
+  ASSERT_EQ(quads.split.num_splits, 4) << quads.to_string();
+  quads.host_warps = 2;
+  expect_error([&] { quads.validate(); }, {"2 warps for 4 splits", "multiple of num_splits"});
   bad = good;
   bad.split.split_keys = 24;
   expect_error([&] { bad.validate(); }, {"split"});

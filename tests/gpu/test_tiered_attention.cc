@@ -337,15 +337,16 @@ TEST(TieredAttentionKernel, EveryHostSplitMatchesTheReferenceWithTheSameBits) {
 }
 
 TEST(TieredAttentionKernel, FewHostItemsOnTwoWarpsACtaMatchTheReferenceWithTheSameBits) {
-  // The plan's spread host side (session 45): Llama-3-8B's heads, 64 sequences of 512 keys, one on
-  // the host: 8 kv heads x 2 splits = 16 host items on 8 CTAs x 2 warps x 4 steps, merged in the CTA
-  // (the idle warps meet its barriers). Same bits as every sequence in HBM, and as the 4-warp plan.
+  // The plan's spread host side (session 45): Llama-3-8B's heads, 64 sequences of 496 keys (2
+  // splits; 512 keys take 4 since session 46), one on the host: 8 kv heads x 2 splits = 16 host
+  // items on 8 CTAs x 2 warps x 4 steps, merged in the CTA (the idle warps meet its barriers). Same
+  // bits as every sequence in HBM, and as the 4-warp plan.
   DAK_REQUIRE_GPU_OR_SKIP();
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
-  const TieredAttentionShape sh{64, 32, 8, 128, 512};
+  const TieredAttentionShape sh{64, 32, 8, 128, 496};
   std::vector<int32_t> lens = random_lens(sh.batch, sh.max_ctx, rng);
-  lens[0] = 512;  // the host sequence: both splits live
+  lens[0] = 496;  // the host sequence: both splits live
   lens[1] = 0;
   lens[5] = 257;  // one key in the second split
   const Data d = make_data(sh, lens, rng);

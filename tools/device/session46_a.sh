@@ -29,7 +29,7 @@ for cfg in "base X=1" "waves DAK_ATTN_HBM_WAVES=1" "split4 DAK_ATTN_SPLITS=4" \
            "waves+split4 DAK_ATTN_HBM_WAVES=1 DAK_ATTN_SPLITS=4" "split8 DAK_ATTN_SPLITS=8"; do
   set -- $cfg; label=$1; shift; envs="$*"
   left 90 || break
-  att "$label r1" "$envs" --ratios 0,1/8 --max-kv-gib 60
+  att "$label r${ROUND:-1}" "$envs" --ratios 0,1/8 --max-kv-gib 60
 done | tee "$OUT/waves.txt"
 # Summary: % of ideal per cell and configuration, the mean of the rounds.
 python3 - "$OUT/waves.txt" <<'PY'
@@ -43,7 +43,7 @@ for line in open(sys.argv[1]):
     cfg = h[0]
     if cfg not in cfgs: cfgs.append(cfg)
     v[(h[2], f[0], f[1], f[2]), cfg].append(float(f[4].rstrip(' %')))
-cells = sorted({k[0] for k in v}, key=lambda c: (c[0], int(c[1]), int(c[2]), int(c[3])))
+cells = sorted({k[0] for k in v}, key=lambda c: (c[0], int(c[1]), int(c[2]), int(c[3].split()[0])))
 print("| model | B | ctx | b_h | " + " | ".join(cfgs) + " |")
 for c in cells:
     print("| " + " | ".join(c) + " | " + " | ".join(
