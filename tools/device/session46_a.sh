@@ -17,11 +17,6 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 dak_configure "" ""
 dak_build dak dak_gpu_tests
 DAK_ATTN_HBM_WAVES=1 dak_gtest 'TieredAttention*' 150
-att() {  # att LABEL ENV ARGS...: the tiered rows (model, batch, ctx, b_h, time, of ideal)
-  local label=$1 envs=$2; shift 2
-  env $envs timeout 150 build-gpu/dak bench attention --hbm-runs 5 "$@" 2>/dev/null |
-    grep -E "^\| (llama|opt).*tiered" | cut -d'|' -f2-4,7,9,13,15 | sed "s/^/$label /"
-}
 # One sweep per configuration: every cell, x = 0, 1/8 and the balance point (where the HBM side
 # matters; the host-bound points are left out to save time). Cells whose schedule a switch does not
 # change (one round of items) are the noise control.
@@ -29,7 +24,7 @@ for cfg in "base X=1" "waves DAK_ATTN_HBM_WAVES=1" "split4 DAK_ATTN_SPLITS=4" \
            "waves+split4 DAK_ATTN_HBM_WAVES=1 DAK_ATTN_SPLITS=4" "split8 DAK_ATTN_SPLITS=8"; do
   set -- $cfg; label=$1; shift; envs="$*"
   left 90 || break
-  att "$label r${ROUND:-1}" "$envs" --ratios 0,1/8 --max-kv-gib 60
+  dak_att_rows "$label r${ROUND:-1}" "$envs" --ratios 0,1/8 --max-kv-gib 60
 done | tee "$OUT/waves.txt"
 # Summary: % of ideal per cell and configuration, the mean of the rounds.
 python3 - "$OUT/waves.txt" <<'PY'
