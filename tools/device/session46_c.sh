@@ -6,7 +6,8 @@
 # of 141). Prediction (H100, from calls 1-3's split4 column): Llama-3-8B 64 x 512 76 -> 80 %, x*
 # 74 -> 78 %; OPT-30B 8 x 512 77 -> 84 %; OPT-30B 64 x 512 87 -> 89 %, x* 87 -> 89 %; the other
 # 2-split cells (4096 / 32768 keys) within +-0.5; cells of 1 or >= 5 splits unchanged. The count:
-# 131 +-1 (the improved cells stay below 90 %). Carry: third_party.
+# 131 +-1 (the improved cells stay below 90 %). Each part runs only with time left (DAK_CALL_LIMIT):
+# the gpu tests first, the A/B next, the sweep last. Carry: third_party.
 set -uo pipefail
 source tools/device/common.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -16,7 +17,7 @@ dak_gpu_tests 90 2
 for round in 1 2; do
   for cfg in "two DAK_ATTN_SPLIT_RULE=two" "rule X=1"; do
     set -- $cfg; label=$1; shift
-    left 200 || break 2
+    left 40 || break 2
     dak_att_rows "$label r$round" "$*" --models llama-3-8b,opt-30b --batch 8,64,512 --ratios 0,1/8 --max-kv-gib 60
   done
 done > "$OUT/split-rule.txt"
