@@ -167,11 +167,13 @@ void check_output(const std::string& path, bool force) {
     fail(fmt::format("folder '{}' of '{}' does not exist", parent.string(), path), "--output",
          "create the folder first, or write elsewhere");
   }
-  // Checked before the measurement, not when the profile is written minutes later.
+  // Checked before the measurement, not when the profile is written minutes later: an existing file
+  // (--force) must be writable, a new one needs a folder we may write and search.
   const fs::path folder = parent.empty() ? fs::path(".") : parent;
-  if (::access(folder.c_str(), W_OK) != 0) {
-    fail(fmt::format("cannot create '{}': '{}' is not a writable folder", path, folder.string()), "--output",
-         "write somewhere you may create files, or make the folder writable");
+  if (fs::exists(path, ec) ? ::access(path.c_str(), W_OK) != 0 : ::access(folder.c_str(), W_OK | X_OK) != 0) {
+    fail(fs::exists(path, ec) ? fmt::format("cannot write '{}': the file is not writable", path)
+                              : fmt::format("cannot create '{}': '{}' is not a writable folder", path, folder.string()),
+         "--output", "write somewhere you may create files, or make the file or folder writable");
   }
 }
 

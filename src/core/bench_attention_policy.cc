@@ -1,9 +1,12 @@
 #include "core/bench_attention_policy.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/env.h"
+#include "core/error.h"
 #include "core/tiered_attention_schedule.h"
 
 namespace dak {
@@ -50,7 +53,13 @@ TieredAttentionSchedule plan_attention_bench_point(const TieredAttentionShape& s
     return s;
   };
   TieredAttentionSchedule s = planned(2);
-  if (ctas_per_sm(s) < 2) s = planned(1);
+  const int per_sm = ctas_per_sm(s);
+  if (per_sm < 1) {
+    fail(fmt::format("the tiered attention kernel does not fit on an SM with {} bytes of SMEM", s.smem_bytes()),
+         "dak bench attention " + s.to_string(),
+         "use shallower rings (--host-stages / --hbm-stages, or unset DAK_ATTN_HBM_STAGES)");
+  }
+  if (per_sm != 2) s = planned(per_sm);
   s.validate();
   return s;
 }

@@ -48,10 +48,11 @@ void apply_attention_bench_overrides(TieredAttentionSchedule& schedule, int32_t 
 
 /// The schedule `dak bench attention` measures, and --dry-run prints, at one point: the plan for
 /// `sm_count` SMs holding 2 CTAs each with the overrides applied (apply_attention_bench_overrides;
-/// 0 keeps the plan's), planned again for 1 CTA an SM where `ctas_per_sm` (the resident CTAs per SM
-/// of a schedule: the CUDA occupancy API on a GPU, the 2-CTA SMEM limit in --dry-run) holds fewer
-/// than 2 of it, as the engine plans a deep DAK_ATTN_HBM_STAGES ring (session 43: the plan's 2 CTAs
-/// an SM ran in two waves). Validated; throws dak::Error as plan_tiered_attention and validate() do.
+/// 0 keeps the plan's), planned again for the n CTAs an SM that `ctas_per_sm` (the resident CTAs
+/// per SM of a schedule: the CUDA occupancy API on a GPU, the 2-CTA SMEM limit in --dry-run) gives
+/// where n is not 2, as the engine plans (tiered_attention_schedule; session 43: a deep ring's 2
+/// CTAs an SM ran in two waves). Validated; throws dak::Error where n is 0 (the rings do not fit an
+/// SM) and as plan_tiered_attention and validate() do.
 TieredAttentionSchedule plan_attention_bench_point(const TieredAttentionShape& shape, int64_t b_host, int64_t sm_count,
                                                    const TieredAttentionLinkLimits& limits, int32_t host_ctas,
                                                    int32_t host_stages, int32_t hbm_stages,

@@ -27,7 +27,8 @@ constexpr int64_t kMaxSplits = 4096;
 constexpr int64_t kMergeSteps = 2;     // the merge of a split sequence (partials, barrier), in steps
 constexpr int64_t kOccupancyNum = 4;   // steps per launch whose CTAs fill every SM once: 4 / 3
 constexpr int64_t kOccupancyDen = 3;
-// Two splits become four where each of the four keeps at least this many 16-key steps (128 keys):
+// Two splits become four where each of the four, the last too, keeps at least this many 16-key
+// steps (128 keys; from 512 keys on):
 // measured on the H100 (docs/perf-notes.md session 46), never slower than two by more than the
 // run-to-run spread and up to 7 points of ideal faster at 512 keys.
 constexpr int64_t kFourSplitMinSteps = 8;
@@ -174,7 +175,9 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
   // (session 46, H100: Llama-3-8B 64 x 512 76 -> 80 % of ideal, OPT-30B 8 x 512 77 -> 84 %, 64 x
   // 512 87 -> 89 %; 4096 and 32768 keys within +-0.5). Both merge in the CTA; the model above
   // prices the second round of half-length items higher than what they measured.
-  if (rule < 0 && ceil_div(steps, best_steps) == 2 && steps >= 4 * kFourSplitMinSteps) best_steps = ceil_div(steps, 4);
+  if (rule < 0 && ceil_div(steps, best_steps) == 2 && steps - 3 * ceil_div(steps, 4) >= kFourSplitMinSteps) {
+    best_steps = ceil_div(steps, 4);  // 4 splits, the last the shortest
+  }
   // DAK_ATTN_SPLITS=1..16 (A/B runs, session 46): steps per split as for that many splits (fewer
   // where the context holds fewer steps); the bits follow the split, the same at every b_host.
   static const int forced_splits = env_choice("DAK_ATTN_SPLITS", {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
@@ -327,6 +330,14 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     s.host_ctas = best.ctas;
   }
   s.hbm_ctas = tiered_attention_hbm_ctas(s, sm_count, hbm_ctas_per_sm);  // 0 without HBM items
+  // DAK_ATTN_HBM_WAVES=1 (A/B runs, session 46): one HBM CTA per 4 items (each warp one item, the
+  // CTAs in waves as SM slots free up), so the block scheduler balances the HBM side's work instead
+  // of a fixed stride of items per persistent warp. Only the launch's HBM CTAs change: the host
+  // side is planned against the slots, as without it.
+  static const bool waves = env_flag("DAK_ATTN_HBM_WAVES", false);
+  if (waves && s.hbm_items() > 0) {
+    s.hbm_ctas = int32_t(std::min<int64_t>(ceil_div(s.hbm_items(), ta::kWarps), std::numeric_limits<int32_t>::max()));
+  }
   refit_smem_merge(s);
   s.validate();
   return s;
@@ -339,14 +350,6 @@ int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64
   // DAK_ATTN_HBM_FILL=0 (A/B runs) keeps the rule before, which left ctas_per_sm - 1 slots empty
   // for each host CTA, as if a host CTA took a whole SM.
   static const bool fill = env_flag("DAK_ATTN_HBM_FILL", true);
-  // DAK_ATTN_HBM_WAVES=1 (A/B runs, session 46): one HBM CTA per 4 items (each warp one item, the
-  // CTAs in waves as SM slots free up), so the block scheduler balances the HBM side's work instead
-  // of a fixed stride of items per persistent warp.
-  static const bool waves = env_flag("DAK_ATTN_HBM_WAVES", false);
-  if (waves) {
-    return int32_t(std::clamp<int64_t>(ceil_div(schedule.hbm_items(), ta::kWarps), 1,
-                                       std::numeric_limits<int32_t>::max()));
-  }
   const int64_t host = schedule.host_ctas;
   const int64_t ctas = fill ? sm_count * ctas_per_sm - host : (sm_count - host) * ctas_per_sm;
   return int32_t(std::clamp<int64_t>(ctas, 1, std::max<int64_t>(1, ceil_div(schedule.hbm_items(), ta::kWarps))));

@@ -251,10 +251,12 @@ void check_tiered_attention_shape(const TieredAttentionShape& shape);
 /// Measured on the H100 (docs/perf-notes.md session 34), Llama-2-7B decode at 64 keys: batch 8
 /// takes 1 split instead of 4 (256 -> 64 CTAs), TPOT -1.3 %; batch 1 keeps 4. Long contexts keep
 /// their many splits. Where that gives 2 splits and 4 would hold at least 8 steps (128 keys) each,
-/// 4 (measured on the H100, session 46: +2 to +7 points of ideal at 512 keys, equal at 4096 and
-/// 32768). Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
+/// the last too (from 512 keys on), 4 (measured on the H100, session 46: +2 to +7 points of ideal
+/// at 512 keys, equal at 4096 and 32768). Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
 /// DAK_ATTN_SPLIT_RULE=makespan drops the two terms and the 2 -> 4 step (the rule before session
-/// 34); DAK_ATTN_SPLIT_RULE=two drops only the 2 -> 4 step (the rule before session 46). (A rule that
+/// 34); DAK_ATTN_SPLIT_RULE=two drops only the 2 -> 4 step (the rule before session 46).
+/// DAK_ATTN_SPLITS=1..16 (A/B runs) overrides the result: ceil(steps / N) steps per split, so N
+/// splits or the nearest count below (with a notice); above 4 the combine kernel merges them. (A rule that
 /// priced the combine kernel of 3 or 5 splits measured equal on Llama-2-7B and 2 % slower on
 /// Llama-3-8B: docs/perf-notes.md session 32.)
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
@@ -262,7 +264,8 @@ TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& s
 /// HBM CTAs of `schedule` (its shape, b_host, split and host_ctas) on `sm_count` SMs that hold
 /// `ctas_per_sm` CTAs of the launch each: sm_count * ctas_per_sm - host_ctas, the CTA slots the host
 /// CTAs leave (every CTA of a launch takes the same SMEM), at least 1 and at most ceil(HBM items / 4);
-/// 0 without HBM items. DAK_ATTN_HBM_FILL=0 (A/B runs) gives the rule before session 44,
+/// 0 without HBM items (plan_tiered_attention under DAK_ATTN_HBM_WAVES=1, an A/B switch of session
+/// 46, launches ceil(HBM items / 4) instead, in waves). DAK_ATTN_HBM_FILL=0 (A/B runs) gives the rule before session 44,
 /// (sm_count - host_ctas) * ctas_per_sm, at least 1. plan_tiered_attention and the overrides of
 /// `dak bench attention --host-ctas` (core/bench_attention_policy.h) both count with it.
 int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64_t sm_count, int64_t ctas_per_sm);
@@ -288,7 +291,9 @@ int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64
 ///   items need 252 CTAs either way) read 92.6-93.0 % of ideal instead of 83.0 % (64 x 32768:
 ///   96.2-97.2 % instead of 85.7-86.0 %). With one host sequence of 512 (8 items), 8 CTAs x 1 warp x
 ///   8 steps took 6 slots from the HBM side and read 0.4-1.0 points below the 4-warp plan, hence
-///   the rule on HBM CTAs.
+///   the rule on HBM CTAs. (Since session 46 those 4096- and 32768-key cells run 4 splits: 32 host
+///   items on 8 CTAs x 4 warps, the same 512 KiB in flight; 2 splits, and the spread, remain below
+///   512 keys, e.g. 496.)
 ///   DAK_ATTN_HOST_SPREAD=0 (A/B runs) or limits.host_warps_below_4 = false keeps 4 warps;
 /// - hbm_ctas: sm_count * hbm_ctas_per_sm - host_ctas (the slots the host CTAs leave: every CTA of
 ///   a launch takes the same SMEM), at most ceil(HBM items / 4), 0 without HBM items

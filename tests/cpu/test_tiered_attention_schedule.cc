@@ -220,7 +220,8 @@ TEST(TieredAttentionSchedule, SplitCoversTheContextInStepsWithoutEmptySplits) {
   EXPECT_EQ(splits({64, 56, 56, 128, 512}), (std::pair{4, 128}));
   EXPECT_EQ(splits({64, 32, 8, 128, 4096}), (std::pair{4, 1024}));
   EXPECT_EQ(splits({64, 32, 8, 128, 32768}), (std::pair{4, 8192}));
-  EXPECT_EQ(splits({64, 32, 8, 128, 513}), (std::pair{4, 144}));     // 33 steps: 9, 9, 9, 6
+  EXPECT_EQ(splits({64, 32, 8, 128, 513}), (std::pair{2, 272}));     // 33 steps: 4 would end with 6
+  EXPECT_EQ(splits({64, 32, 8, 128, 560}), (std::pair{4, 144}));     // 35 steps: 9, 9, 9, 8
   EXPECT_EQ(splits({64, 32, 8, 128, 496}), (std::pair{2, 256}));     // 31 steps
   EXPECT_EQ(splits({64, 32, 32, 128, 512}), (std::pair{1, 512}));    // Llama-2-7B
   EXPECT_EQ(splits({512, 32, 8, 128, 512}), (std::pair{1, 512}));
@@ -350,6 +351,14 @@ TEST(TieredAttentionSchedule, BenchPointsArePlannedForOneCtaAnSmWhereTheirRingsH
       sh, 1, kSms, {}, 0, 0, 0, [](const TieredAttentionSchedule&) { return 1; });
   EXPECT_EQ(one.to_string(), dak::plan_tiered_attention(sh, 1, kSms, 1).to_string());
   EXPECT_EQ(one.host_ctas + one.hbm_ctas, kSms) << one.to_string();
+  // Shallow rings that 3 CTAs an SM hold: planned for 3 (the engine's tiered_attention_schedule
+  // does the same); none: refused.
+  const TieredAttentionSchedule three = dak::plan_attention_bench_point(
+      sh, 1, kSms, {}, 0, 0, 0, [](const TieredAttentionSchedule&) { return 3; });
+  EXPECT_EQ(three.to_string(), dak::plan_tiered_attention(sh, 1, kSms, 3).to_string());
+  EXPECT_EQ(three.host_ctas + three.hbm_ctas, 3 * kSms) << three.to_string();
+  EXPECT_THROW(dak::plan_attention_bench_point(sh, 1, kSms, {}, 0, 0, 0, [](const TieredAttentionSchedule&) { return 0; }),
+               dak::Error);
   // An override the plan cannot take is refused by validate(): 9 host stages.
   EXPECT_THROW(dak::plan_attention_bench_point(sh, 1, kSms, {}, 0, 9, 0, two), dak::Error);
 }
