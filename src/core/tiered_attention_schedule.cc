@@ -28,9 +28,8 @@ constexpr int64_t kMergeSteps = 2;     // the merge of a split sequence (partial
 constexpr int64_t kOccupancyNum = 4;   // steps per launch whose CTAs fill every SM once: 4 / 3
 constexpr int64_t kOccupancyDen = 3;
 // Two splits become four where each of the four, the last too, keeps at least this many 16-key
-// steps (128 keys; from 512 keys on):
-// measured on the H100 (docs/perf-notes.md session 46), never slower than two by more than the
-// run-to-run spread and up to 7 points of ideal faster at 512 keys.
+// steps (128 keys; from 512 keys on). Measured on the H100 (docs/perf-notes.md session 46): never
+// slower than two by more than the run-to-run spread, up to 7 points of ideal faster at 512 keys.
 constexpr int64_t kFourSplitMinSteps = 8;
 
 }  // namespace

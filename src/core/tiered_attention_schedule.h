@@ -252,21 +252,21 @@ void check_tiered_attention_shape(const TieredAttentionShape& shape);
 /// takes 1 split instead of 4 (256 -> 64 CTAs), TPOT -1.3 %; batch 1 keeps 4. Long contexts keep
 /// their many splits. Where that gives 2 splits and 4 would hold at least 8 steps (128 keys) each,
 /// the last too (from 512 keys on), 4 (measured on the H100, session 46: +2 to +7 points of ideal
-/// at 512 keys, equal at 4096 and 32768). Depends only on (B, Hkv, max_ctx, sm_count): never on b_host.
-/// DAK_ATTN_SPLIT_RULE=makespan drops the two terms and the 2 -> 4 step (the rule before session
-/// 34); DAK_ATTN_SPLIT_RULE=two drops only the 2 -> 4 step (the rule before session 46).
+/// at 512 keys, equal at 4096 and 32768). Depends only on (B, Hkv, max_ctx, sm_count): never on
+/// b_host. DAK_ATTN_SPLIT_RULE=makespan drops the two terms and the 2 -> 4 step (the rule before
+/// session 34); DAK_ATTN_SPLIT_RULE=two drops only the 2 -> 4 step (the rule before session 46).
 /// DAK_ATTN_SPLITS=1..16 (A/B runs) overrides the result: ceil(steps / N) steps per split, so N
-/// splits or the nearest count below (with a notice); above 4 the combine kernel merges them. (A rule that
-/// priced the combine kernel of 3 or 5 splits measured equal on Llama-2-7B and 2 % slower on
-/// Llama-3-8B: docs/perf-notes.md session 32.)
+/// splits or the nearest count below (with a notice); above 4 the combine kernel merges them.
+/// (A rule that priced the combine kernel of 3 or 5 splits measured equal on Llama-2-7B and 2 %
+/// slower on Llama-3-8B: docs/perf-notes.md session 32.)
 TieredAttentionSplit choose_tiered_attention_split(const TieredAttentionShape& shape, int64_t sm_count);
 
 /// HBM CTAs of `schedule` (its shape, b_host, split and host_ctas) on `sm_count` SMs that hold
 /// `ctas_per_sm` CTAs of the launch each: sm_count * ctas_per_sm - host_ctas, the CTA slots the host
 /// CTAs leave (every CTA of a launch takes the same SMEM), at least 1 and at most ceil(HBM items / 4);
 /// 0 without HBM items (plan_tiered_attention under DAK_ATTN_HBM_WAVES=1, an A/B switch of session
-/// 46, launches ceil(HBM items / 4) instead, in waves). DAK_ATTN_HBM_FILL=0 (A/B runs) gives the rule before session 44,
-/// (sm_count - host_ctas) * ctas_per_sm, at least 1. plan_tiered_attention and the overrides of
+/// 46, launches ceil(HBM items / 4) instead, in waves). DAK_ATTN_HBM_FILL=0 (A/B runs) gives the
+/// rule before session 44, (sm_count - host_ctas) * ctas_per_sm, at least 1. plan_tiered_attention and the overrides of
 /// `dak bench attention --host-ctas` (core/bench_attention_policy.h) both count with it.
 int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64_t sm_count, int64_t ctas_per_sm);
 
@@ -296,7 +296,8 @@ int32_t tiered_attention_hbm_ctas(const TieredAttentionSchedule& schedule, int64
 ///   512 keys, e.g. 496.)
 ///   DAK_ATTN_HOST_SPREAD=0 (A/B runs) or limits.host_warps_below_4 = false keeps 4 warps;
 /// - hbm_ctas: sm_count * hbm_ctas_per_sm - host_ctas (the slots the host CTAs leave: every CTA of
-///   a launch takes the same SMEM), at most ceil(HBM items / 4), 0 without HBM items
+///   a launch takes the same SMEM), at most ceil(HBM items / 4) (exactly that under
+///   DAK_ATTN_HBM_WAVES=1: the CTAs then run in waves), 0 without HBM items
 ///   (tiered_attention_hbm_ctas). Before session 44 it was (sm_count - host_ctas) * hbm_ctas_per_sm,
 ///   which left hbm_ctas_per_sm - 1 slots empty for each host CTA; with one host sequence of 64 at
 ///   4096 keys (Llama-2-7B) that put 2016 HBM items on 992 warps, so 32 warps ran a third round.

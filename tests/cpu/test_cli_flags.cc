@@ -205,6 +205,13 @@ TEST(CliFlags, AttentionSplitAndWaveSwitchesShowInTheDryRun) {
   r = dak::testing::run_dak_env("DAK_ATTN_HBM_WAVES=1", bench);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "hbm_ctas=512x")) << r.output;
+  // Only the HBM CTAs change: the host side is planned against the SM slots as without waves (a
+  // session-46 review: the 1-warp host plan that session 45 rejected came back under waves).
+  const std::string b512 = "bench attention --dry-run --models llama-3-8b --batch 512 --ctx 512 --ratios 0";
+  r = run_dak(b512);
+  EXPECT_TRUE(contains(r.output, "b_host=6 split=1x512 host_ctas=8x2 stages hbm_ctas=256x")) << r.output;
+  r = dak::testing::run_dak_env("DAK_ATTN_HBM_WAVES=1", b512);
+  EXPECT_TRUE(contains(r.output, "b_host=6 split=1x512 host_ctas=8x2 stages hbm_ctas=1012x")) << r.output;
 }
 
 TEST(CliFlags, BenchAttentionKvPadRowsShowInTheDryRun) {
