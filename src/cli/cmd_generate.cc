@@ -255,6 +255,15 @@ void run_generate(const GenerateArgs& a) {
   if (tok && fits) {  // the tokenizer's own (an end-of-generation id it ignored)
     for (const std::string& n : tok->notices()) std::fprintf(stderr, "dak: notice: %s\n", n.c_str());
   }
+  // The default count shrunk to what --max-context leaves (session 46's trial: `-p hi -p "The sky is
+  // blue and" --max-context 6` gave "hi" one new token without a word).
+  if (fits && max_new_tokens < a.max_new_tokens) {
+    std::fprintf(stderr,
+                 "dak: notice: at most %lld new token%s per sequence: what --max-context %lld leaves after the "
+                 "longest prompt (%lld tokens); raise --max-context for more\n",
+                 static_cast<long long>(max_new_tokens), max_new_tokens == 1 ? "" : "s",
+                 static_cast<long long>(a.max_context), static_cast<long long>(longest));
+  }
   // A long prompt's prefill on the CPU takes minutes: a notice with the estimate up front (the new-user
   // trial's 8191-token prompt ran ~47 s a layer without a word), and a progress line (stderr_progress_line).
   if (auto* cpu = dynamic_cast<CpuModel*>(engine.get())) {

@@ -560,6 +560,11 @@ TEST(CliGenerate, OtherEnginesHabitsAndMaxContextDefaults) {
   RunResult r = run_dak(base + " --max-context 10", false);  // 6 new tokens, not a refusal of 64
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), ',') + 1, 6) << r.output;
+  r = run_dak(base + " --max-context 10");  // and a notice says so (session 46's trial: silent)
+  EXPECT_TRUE(contains(r.output, "dak: notice: at most 6 new tokens per sequence: what --max-context 10 leaves "
+                                 "after the longest prompt (4 tokens)"))
+      << r.output;
+  EXPECT_FALSE(contains(run_dak(base + " --max-context 100").output, "new tokens per sequence")) << "64 fit: no notice";
   r = run_dak(base + " --max-context 10 -n 64");  // an explicit -n is the user's: refused
   EXPECT_EQ(r.exit_code, 1) << r.output;
   r = run_dak("generate --device cpu --model " + kTiny + " --prompt-ids 1 --system \"\" -n 1");
