@@ -36,8 +36,8 @@
 #   dak_merge_points        every /tmp/s-*.json of this call into $OUT/offload.json, then the offload rows
 #                           of $OUT/offload.txt, one line each
 #   dak_att_rows LABEL ENV ARGS...  `dak bench attention --hbm-runs 5 ARGS` under the environment
-#                           assignment ENV (X=1 for none): its tiered rows as "LABEL model | B | ctx |
-#                           b_h | time | % of ideal | split"
+#                           assignment ENV (X=1 for none): its B_g / B_h lines and its tiered rows as
+#                           "LABEL model | B | ctx | b_h | time | % of ideal | split"
 
 OUT=${OUT:-/tmp/dak-out}; mkdir -p "$OUT"
 t0=$(date +%s)
@@ -204,5 +204,5 @@ PY
 dak_att_rows() {
   local label=$1 envs=$2; shift 2
   env $envs timeout 150 build-gpu/dak bench attention --hbm-runs 5 "$@" 2>/dev/null |
-    grep -E "^\| (llama|opt).*tiered" | cut -d'|' -f2-4,7,9,13,15 | sed "s/^/$label /"
+    grep -E "^\| (llama|opt).*tiered|^B_" | cut -d'|' -f2-4,7,9,13,15 | sed "s/^/$label /"
 }
