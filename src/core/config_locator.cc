@@ -60,7 +60,12 @@ void fail_missing_model_path(const std::string& model, const std::string& option
   const std::vector<std::string> shipped_names = shipped_config_names();
   const bool names_shipped = shipped_flags && !stem.empty() &&
                              std::find(shipped_names.begin(), shipped_names.end(), stem) != shipped_names.end();
-  fail(fmt::format("no such file or folder: '{}'{}", model, relative), option,
+  // A dangling symbolic link says where it points (session 46's trial: only "no such file").
+  const std::string link =
+      fs::is_symlink(fs::symlink_status(fs::path(model), ec))
+          ? fmt::format(" (a symbolic link to '{}', which does not exist)", fs::read_symlink(fs::path(model), ec).string())
+          : std::string();
+  fail(fmt::format("no such file or folder: '{}'{}{}", model, link, relative), option,
        names_shipped ? fmt::format("give the shipped config's name instead, which works from any folder: {} {}{} (or "
                                    "check the path)",
                                    option, stem, *shipped_flags)

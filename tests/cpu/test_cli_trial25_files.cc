@@ -141,6 +141,18 @@ TEST(CliTrial25Files, PlanSaysAModelPathDoesNotExist) {
       << r.output;
   EXPECT_TRUE(contains(r.output, "llama-2-7b")) << r.output;
   EXPECT_FALSE(contains(r.output, "is neither")) << r.output;
+  // A dangling symbolic link names its target (session 46's trial: only "no such file").
+  const fs::path link = fs::path(::testing::TempDir()) / "dak_dangling_model_link";
+  std::error_code ec;
+  fs::remove(link, ec);
+  fs::create_symlink(fs::path(::testing::TempDir()) / "dak_no_such_model", link);
+  r = run_dak("plan --model " + link.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "no such file or folder: '" + link.string() + "' (a symbolic link to '" +
+                                     (fs::path(::testing::TempDir()) / "dak_no_such_model").string() +
+                                     "', which does not exist)"))
+      << r.output;
+  fs::remove(link, ec);
   // Named for the option that took it.
   r = run_dak("bench attention --models /nonexistent/llama-2-7b.json");
   EXPECT_TRUE(contains(r.output, "no such file or folder: '/nonexistent/llama-2-7b.json'\n  where: --models (dak bench attention)\n  "
