@@ -248,11 +248,15 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     }
   }
   const int64_t host_budget = std::max(ta::kSmemTargetBytes, s.hbm_cta_smem_bytes(s.hbm_stages));
-  // Whether a host CTA of `warps` working warps with `stages` steps each fits the SMEM budget and the
-  // per-CTA in-flight cap (the 4-warp ring below, the 2- and 1-warp candidates further down).
+  // Host bytes a host CTA of `warps` working warps keeps in flight with `stages` steps each.
+  const auto ring_bytes = [&](int32_t warps, int32_t stages) {
+    return int64_t(warps) * stages * ta::staging_step_bytes(d);
+  };
+  // Whether such a CTA fits the SMEM budget and the per-CTA in-flight cap (the 4-warp ring below,
+  // the 2- and 1-warp candidates further down).
   const auto host_ring_fits = [&](int32_t warps, int32_t stages) {
     return ta::host_cta_smem_bytes(d, stages, warps) <= host_budget &&
-           int64_t(warps) * stages * ta::staging_step_bytes(d) <= limits.cta_inflight_cap_bytes;
+           ring_bytes(warps, stages) <= limits.cta_inflight_cap_bytes;
   };
   s.host_stages = 1;
   for (int32_t st = 4; st > 1; --st) {
@@ -266,8 +270,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     // Host CTAs for `warps` busy warps with `stages` steps in flight each: the in-flight cap's worth,
     // at most one per `warps` host items, and one SM left to the HBM side.
     const auto host_ctas_for = [&](int32_t warps, int32_t stages) {
-      const int64_t per_cta = int64_t(warps) * stages * ta::staging_step_bytes(d);
-      int64_t ctas = std::max<int64_t>(1, limits.inflight_cap_bytes / per_cta);
+      int64_t ctas = std::max<int64_t>(1, limits.inflight_cap_bytes / ring_bytes(warps, stages));
       ctas = std::min(ctas, ceil_div(s.host_items(), warps));
       if (s.hbm_items() > 0) ctas = std::min(ctas, sm_count - 1);
       return int32_t(std::max<int64_t>(1, ctas));
@@ -315,7 +318,7 @@ TieredAttentionSchedule plan_tiered_attention(const TieredAttentionShape& shape,
     for (const int32_t warps : {2, 1}) {
       if (!spread || (s.cta_combine && warps % s.split.num_splits != 0)) continue;
       for (int32_t st = ta::kMaxStages; st >= 1; --st) {
-        if (!host_ring_fits(warps, st) || int64_t(warps) * st * ta::staging_step_bytes(d) > limits.inflight_cap_bytes) {
+        if (!host_ring_fits(warps, st) || ring_bytes(warps, st) > limits.inflight_cap_bytes) {
           continue;
         }
         const Candidate c = candidate(warps, st);
