@@ -259,6 +259,11 @@ void fit_host_stages(TieredAttentionSchedule& s) {
   while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.host_stages > 1) --s.host_stages;
 }
 
+/// Fewer HBM stages until `s` fits a CTA's SMEM (at least 1).
+void fit_hbm_stages(TieredAttentionSchedule& s) {
+  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.hbm_stages > 1) --s.hbm_stages;
+}
+
 /// The default split with other congestion settings (deeper rings, other CTA counts) and another
 /// HBM load path (staged -> bulk rows, cp.async <-> bulk rows).
 TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
@@ -271,7 +276,7 @@ TieredAttentionSchedule deep(const TieredAttentionShape& sh, int64_t b_host) {
   s.host_warps = dak::tiered_attention::kWarps;
   s.host_stages = 3;
   fit_host_stages(s);
-  while (s.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && s.hbm_stages > 1) --s.hbm_stages;
+  fit_hbm_stages(s);
   s.validate();
   return s;
 }
@@ -376,7 +381,7 @@ TEST(TieredAttentionKernel, FewHostItemsOnTwoWarpsACtaMatchTheReferenceWithTheSa
     TieredAttentionSchedule wv = plan(b_host);
     wv.hbm_ctas = int32_t((wv.hbm_items() + dak::tiered_attention::kWarps - 1) / dak::tiered_attention::kWarps);
     wv.hbm_stages = 6;
-    while (wv.smem_bytes() > dak::tiered_attention::kSmemLimitBytes && wv.hbm_stages > 1) --wv.hbm_stages;
+    fit_hbm_stages(wv);
     dak::refit_smem_merge(wv);
     wv.validate();
     ASSERT_GT(wv.host_ctas + wv.hbm_ctas, dak::gpu::device_sm_count() * dak::gpu::tiered_attention_ctas_per_sm(wv))
