@@ -180,6 +180,10 @@ void run_generate(const GenerateArgs& a) {
   // command-line order (`--prompt-ids 1 -p hi`: the ids are sequence 0).
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;
+  // An id prompt may end inside a character (--prompt-ids 8070,105,15107 stops in the first bytes of
+  // an emoji whose last byte the model generates): those bytes move from the prompt's text to the
+  // front of its continuation's, so the character prints whole, not as U+FFFD twice (trial 47).
+  std::vector<std::string> carried;
   const int32_t vocab = int32_t(config.vocab_size);
   const size_t count = a.inputs.size();
   for (const PromptInput& input : a.inputs) {
@@ -193,6 +197,7 @@ void run_generate(const GenerateArgs& a) {
       }
       prompts.push_back(tok->encode(rendered, /*allow_bos=*/!a.chat));
       prompt_texts.push_back(input.value);
+      carried.emplace_back();
       continue;
     }
     prompts.push_back(parse_id_list(input.value, "--prompt-ids"));
@@ -205,8 +210,16 @@ void run_generate(const GenerateArgs& a) {
              fmt::format("use ids from 0 to {} (the model's tokenizer gives them for a text)", vocab - 1));
       }
     }
-    prompt_texts.push_back(tok ? text_of(prompts.back(), false) : std::string());
+    std::string text = tok ? text_of(prompts.back(), false) : std::string();
+    const size_t cut = unfinished_utf8_tail(text);
+    carried.push_back(text.substr(cut));
+    text.resize(cut);
+    prompt_texts.push_back(std::move(text));
   }
+  // The text of sequence i's generated ids, after the bytes its prompt left unfinished.
+  const auto continuation_of = [&](size_t i, const std::vector<int32_t>& ids) {
+    return carried[i] + text_of(ids, /*skip_special=*/true);
+  };
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (prompts[i].empty())
@@ -311,7 +324,7 @@ void run_generate(const GenerateArgs& a) {
         echoed = true;
       }
       streamed.push_back(id);
-      if (const std::string fresh = out.next(text_of(streamed, /*skip_special=*/true)); !fresh.empty()) {
+      if (const std::string fresh = out.next(continuation_of(0, streamed)); !fresh.empty()) {
         std::cout << fresh;
         flush_stdout_or_fail();  // a full disk stops the run at once
       }
@@ -387,7 +400,7 @@ void run_generate(const GenerateArgs& a) {
       js["prompt"] = tok ? nlohmann::json(prompt_texts[i]) : nlohmann::json();
       js["prompt_ids"] = s.prompt_ids;
       js["generated_ids"] = s.generated_ids;
-      js["text"] = tok ? nlohmann::json(text_of(s.generated_ids, true)) : nlohmann::json();
+      js["text"] = tok ? nlohmann::json(continuation_of(i, s.generated_ids)) : nlohmann::json();
       js["stopped_at_eos"] = s.stopped_at_eos;
       j["sequences"].push_back(js);
     }
@@ -401,7 +414,7 @@ void run_generate(const GenerateArgs& a) {
     return;
   }
   if (stream) {
-    std::cout << out.finish(text_of(streamed, true)) << '\n';
+    std::cout << out.finish(continuation_of(0, streamed)) << '\n';
   } else {
     // A batch numbers its sequences ("[i] "), and indents a text's further lines by the number's width
     // so that every line reads as part of one sequence (README, "Output"; an empty line stays empty,
@@ -412,7 +425,7 @@ void run_generate(const GenerateArgs& a) {
       const std::string number = r.sequences.size() > 1 ? fmt::format("[{}] ", i) : std::string();
       if (tok) {
         std::string text =
-            valid_utf8(a.chat ? std::string() : prompt_texts[i]) + valid_utf8(text_of(s.generated_ids, true));
+            valid_utf8(a.chat ? std::string() : prompt_texts[i]) + valid_utf8(continuation_of(i, s.generated_ids));
         std::cout << (number.empty() ? text : frame_sequence_text(number, text)) << '\n';
       } else {
         std::cout << number << fmt::format("{}", fmt::join(s.generated_ids, ",")) << '\n';

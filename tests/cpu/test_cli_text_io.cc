@@ -252,6 +252,31 @@ TEST(CliTextIo, GeneratedTextOnStdoutIsValidUtf8) {
   EXPECT_EQ(r.output.substr(0, 3), "\xEF\xBF\xBD") << r.output;
 }
 
+TEST(CliTextIo, AnIdPromptThatEndsInsideACharacterPrintsItWhole) {
+  // Trial 47: ids 8070,105,15107 decode to "Party " and the first 2 bytes of U+1F31F, whose other 2
+  // the default model generates greedily (ids 230, 249). Printed apart, prompt and continuation gave
+  // "Party " U+FFFD U+FFFD; the unfinished bytes now go with the continuation.
+  const std::string model = default_model();
+  ASSERT_TRUE(fs::exists(model)) << model << " is missing: run tools/setup.sh to download the default model";
+  const std::string gen = "generate --device cpu --model " + model + " --prompt-ids 8070,105,15107 -n 4 ";
+  const std::string star = "\xF0\x9F\x8C\x9F";
+  RunResult r = run_dak(gen, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 6 + star.size()), "Party " + star) << r.output;
+  r = run_dak(gen + "-p hi", false);  // a batch: printed at the end
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 10 + star.size()), "[0] Party " + star) << r.output;
+  r = run_dak(gen + "--output json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["sequences"][0]["prompt"], "Party ");
+  EXPECT_EQ(j["sequences"][0]["text"].get<std::string>().substr(0, star.size()), star);
+  // Stopped before the character completes: one U+FFFD for its first bytes, after the prompt's text.
+  r = run_dak("generate --device cpu --model " + model + " --prompt-ids 8070,105,15107 -n 1", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "Party \xEF\xBF\xBD\n") << r.output;
+}
+
 TEST(CliTextIo, JsonWithoutATokenizerHasNullText) {
   // The tiny model has no tokenizer: "prompt" and "text" were "", as if the text were empty.
   const RunResult r =

@@ -1,4 +1,6 @@
 // The CPU reference ops (src/core/cpu_ops.h) against closed-form values and plain loops.
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -36,6 +38,44 @@ TEST(CpuOps, LinearMatchesPlainLoopsForAwkwardShapes) {
             EXPECT_NEAR(y[i * m + r], want + b[r], tol) << t << "x" << k << " -> " << m;
             EXPECT_NEAR(yp[i * m + r], want + b[r], tol) << t << "x" << k << " -> " << m;
             EXPECT_NEAR(yn[i * m + r], want, tol) << t << "x" << k << " -> " << m;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuOps, LinearGivesATokenTheSameBitsInAnyBatch) {
+  // A token's outputs may not depend on the other tokens of the call or on its place in a block
+  // of 4 (the README's promise for --max-batch on the CPU path): token i of a batch of t against
+  // the same token alone, and against it at every place of a 4-token block.
+  for (auto* fn : {&linear, &linear_portable}) {
+    for (int64_t m : {1, 7, 16, 17, 33}) {
+      for (int64_t k : {5, 8, 33, 64, 576, 2053}) {
+        for (int64_t t : {1, 2, 3, 4, 5, 7, 8, 9}) {
+          const auto x = random_vec(size_t(t * k), uint32_t(11 + t)), w = random_vec(size_t(m * k), 12),
+                     b = random_vec(size_t(m), 13);
+          std::vector<float> y(size_t(t * m), NAN);
+          fn(x.data(), t, k, w.data(), b.data(), m, y.data());
+          for (int64_t i = 0; i < t; ++i) {
+            std::vector<float> alone(size_t(m), NAN);
+            fn(x.data() + i * k, 1, k, w.data(), b.data(), m, alone.data());
+            // The token at place p of a block of 4 (other places: the next tokens, wrapping).
+            const int64_t p = i % 4;
+            std::vector<float> block(size_t(4 * k)), yb(size_t(4 * m), NAN);
+            for (int64_t j = 0; j < 4; ++j) {
+              const int64_t src = j == p ? i : (i + j + 1) % t;
+              std::copy_n(x.data() + src * k, k, block.data() + j * k);
+            }
+            fn(block.data(), 4, k, w.data(), b.data(), m, yb.data());
+            for (int64_t r = 0; r < m; ++r) {
+              const float got = y[size_t(i * m + r)];
+              ASSERT_FALSE(std::isnan(got));
+              ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(alone[size_t(r)]))
+                  << "token " << i << " of " << t << ", row " << r << " of " << m << ", K " << k;
+              ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(yb[size_t(p * m + r)]))
+                  << "token " << i << " at place " << p << " of a block, row " << r << " of " << m << ", K " << k;
+            }
           }
         }
       }
