@@ -356,6 +356,21 @@ TEST(CliGenerate, MaxBatchRunsWavesWithTheIdsOfOneBatch) {
     EXPECT_EQ(b["timings"]["max_batch"], 2) << waves.output;
     EXPECT_TRUE(b["timings"]["admit_s"].is_number()) << waves.output;
   }
+  // Trial 47, on the default model: with --max-batch 1 or 2 the third sequence sampled other ids (its
+  // tokens' linear outputs depended on their place in the CPU kernel's block of 4 tokens).
+  const std::string real = "generate --device cpu -p 'Once upon a time' -p 'The weather today' -p 'In 1492' -n 6 "
+                           "--temperature 0.8 --seed 42 --output json";
+  const RunResult all = run_dak(real, false);
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  const nlohmann::json ja = nlohmann::json::parse(all.output);
+  for (const char* mb : {" --max-batch 1", " --max-batch 2"}) {
+    const RunResult part = run_dak(real + mb, false);
+    ASSERT_EQ(part.exit_code, 0) << part.output;
+    const nlohmann::json jp = nlohmann::json::parse(part.output);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(jp["sequences"][i]["generated_ids"], ja["sequences"][i]["generated_ids"]) << mb << i;
+    }
+  }
   const RunResult text = run_dak("generate --device cpu --model " + kTiny +
                                  " --prompt-ids 1,2 --prompt-ids 3 --prompt-ids 4 -n 3 --max-batch 1");
   EXPECT_EQ(text.exit_code, 0) << text.output;
