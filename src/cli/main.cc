@@ -552,6 +552,28 @@ int main(int argc, char** argv) {
                        .what());
       return 2;
     }
+    // -p / --prompt followed by one of the command's option names (`-n 3 -p --chat`, `-p -n 2`): the
+    // prompt text is missing, and CLI11 would take the option name as the prompt (trial 47: "--chat"
+    // was generated from without a word). A prompt that is such a word is given as -p=WORD.
+    for (int i = 1; i + 1 < argc; ++i) {
+      const std::string arg = argv[i], next = argv[i + 1];
+      if (arg == "--") break;
+      if (arg != "-p" && arg != "--prompt") continue;
+      std::string path;
+      const CLI::App* command = command_before(i, &path);
+      if (command->get_option_no_throw(arg) == nullptr) continue;
+      const std::string name = next.substr(0, next.find('='));
+      if (!option_like(name) || command->get_option_no_throw(name) == nullptr) continue;
+      std::fprintf(stderr, "dak: error: %s\n",
+                   dak::Error(fmt::format("{} is followed by the option {} where its text belongs: the prompt is "
+                                          "missing", arg, next),
+                              arg + " (" + path + ")",
+                              fmt::format("give the text after {} ({} 'Once upon a time'); a prompt that is the word "
+                                          "{} itself is written {}={}", arg, arg, next, arg == "-p" ? "--prompt" : arg,
+                                          dak::shell_word(next)))
+                       .what());
+      return 2;
+    }
     app.parse(argc, argv);
     // A full disk or a closed pipe behind stdout (e.g. `dak plan --output json > plan.json`) must not
     // leave a truncated file behind an exit code of 0 (the session-8 new-user trial).

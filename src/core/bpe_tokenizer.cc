@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <queue>
 
@@ -225,6 +226,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool allow_bos)
     std::string normalized = normalizer_.empty() ? std::string(seg.text) : normalizer_.apply(seg.text, source_);
     for (const std::string& word : pre_.split(normalized)) encode_word(word, ids);
   }
+  if (allow_bos) ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
   return ids;
 }
 
@@ -377,27 +379,99 @@ bool has_byte_level(const json& j, int depth = 0) {
   return false;
 }
 
-// The token a TemplateProcessing post-processor puts first in a single sequence, if any.
-std::optional<std::string> post_processor_bos(const json& j, int depth = 0) {
-  if (!j.is_object() || depth > kMaxNesting) return std::nullopt;
+// What a tokenizer.json post-processor adds around a single sequence (HF tokenizers' processors):
+// the special token it puts first (dak's BOS when tokenizer_config.json names none), and the ones
+// it puts after the sequence (suffix_ids()), as token names or ids.
+struct PostProcessorTokens {
+  std::optional<std::string> first;          // name of the first prefix token
+  std::vector<std::string> more_prefix;      // prefix tokens after the first (not applied: a notice)
+  std::vector<std::string> suffix_names;     // TemplateProcessing: special_tokens names, in order
+  std::vector<int64_t> suffix_ids;           // their ids (or Roberta / Bert's sep id), in order
+  std::vector<std::string> not_applied;      // processor types dak does not apply (a notice)
+};
+
+void read_post_processor(const json& j, const std::string& source, const std::string& field, PostProcessorTokens& out,
+                         int depth = 0) {
+  if (j.is_null()) return;
+  if (!j.is_object()) bad_field(source, field, "expected an object or null");
+  if (depth > kMaxNesting) bad_field(source, field, "nested too deeply");
   const auto t = j.find("type");
   const std::string type = (t != j.end() && t->is_string()) ? t->get<std::string>() : "";
   if (type == "Sequence") {
     auto it = j.find("processors");
-    if (it == j.end() || !it->is_array()) return std::nullopt;
-    for (const json& p : *it) if (auto b = post_processor_bos(p, depth + 1)) return b;
-    return std::nullopt;
+    if (it == j.end() || !it->is_array()) bad_field(source, field + ".processors", "missing or not a list");
+    for (size_t i = 0; i < it->size(); ++i) {
+      read_post_processor((*it)[i], source, field + ".processors[" + std::to_string(i) + "]", out, depth + 1);
+    }
+    return;
   }
-  if (type != "TemplateProcessing") return std::nullopt;
+  if (type == "ByteLevel") return;  // offsets only
+  if (type == "RobertaProcessing" || type == "BertProcessing") {
+    // Single sequence: cls $A sep, each given as [token, id].
+    auto pair = [&](const char* key) -> std::pair<std::string, int64_t> {
+      auto it = j.find(key);
+      if (it == j.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_string() ||
+          !(*it)[1].is_number_integer()) {
+        bad_field(source, field + "." + key, "expected [token, id]");
+      }
+      return {(*it)[0].get<std::string>(), (*it)[1].get<int64_t>()};
+    };
+    const auto cls = pair("cls"), sep = pair("sep");
+    if (!out.first) out.first = cls.first;
+    out.suffix_names.push_back(sep.first);
+    out.suffix_ids.push_back(sep.second);
+    return;
+  }
+  if (type != "TemplateProcessing") {
+    out.not_applied.push_back(type.empty() ? std::string("(no type)") : type);
+    return;
+  }
   auto single = j.find("single");
-  if (single == j.end() || !single->is_array() || single->empty()) return std::nullopt;
-  const json& first = (*single)[0];
-  if (!first.is_object()) return std::nullopt;
-  auto st = first.find("SpecialToken");
-  if (st == first.end() || !st->is_object()) return std::nullopt;
-  auto id = st->find("id");
-  if (id == st->end() || !id->is_string()) return std::nullopt;
-  return id->get<std::string>();
+  if (single == j.end() || !single->is_array()) bad_field(source, field + ".single", "missing or not a list");
+  const auto specials = j.find("special_tokens");
+  bool after = false;  // past the sequence $A
+  for (size_t i = 0; i < single->size(); ++i) {
+    const json& item = (*single)[i];
+    const std::string where = field + ".single[" + std::to_string(i) + "]";
+    if (item.is_object() && item.contains("Sequence")) {
+      after = true;
+      continue;
+    }
+    const json* id = nullptr;  // item.SpecialToken.id
+    if (item.is_object()) {
+      if (auto st = item.find("SpecialToken"); st != item.end() && st->is_object()) {
+        if (auto i = st->find("id"); i != st->end() && i->is_string()) id = &*i;
+      }
+    }
+    if (!id) bad_field(source, where, "expected {\"Sequence\": ...} or {\"SpecialToken\": {\"id\": name}}");
+    const std::string name = id->get<std::string>();
+    if (!after) {
+      if (!out.first) {
+        out.first = name;
+      } else {
+        out.more_prefix.push_back(name);
+      }
+      continue;
+    }
+    // The ids of special_tokens[name] (HF: a special token may stand for several ids), else the
+    // vocabulary's id of the name (-1: looked up by the caller).
+    const json* entry = nullptr;
+    if (specials != j.end() && specials->is_object()) {
+      if (auto e = specials->find(name); e != specials->end()) entry = &*e;
+    }
+    if (entry && entry->is_object() && entry->contains("ids")) {
+      const json& ids = (*entry)["ids"];
+      if (!ids.is_array()) bad_field(source, field + ".special_tokens." + name + ".ids", "expected a list of ids");
+      for (const json& v : ids) {
+        if (!v.is_number_integer()) bad_field(source, field + ".special_tokens." + name + ".ids", "expected integer ids");
+        out.suffix_names.push_back(name);
+        out.suffix_ids.push_back(v.get<int64_t>());
+      }
+    } else {
+      out.suffix_names.push_back(name);
+      out.suffix_ids.push_back(-1);
+    }
+  }
 }
 
 }  // namespace
@@ -517,8 +591,9 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   if (!spec.pre.has_byte_level()) {
     bad_field(source, "pre_tokenizer", "not a byte-level BPE (no ByteLevel pre-tokenizer)", kUnsupportedTokenizerFix);
   }
-  std::optional<std::string> pp_bos;
-  if (auto pp = j.find("post_processor"); pp != j.end()) pp_bos = post_processor_bos(*pp);
+  PostProcessorTokens pp;
+  if (auto it = j.find("post_processor"); it != j.end()) read_post_processor(*it, source, "post_processor", pp);
+  const std::optional<std::string>& pp_bos = pp.first;
 
   auto tok = std::make_unique<BpeTokenizer>(std::move(spec));
 
@@ -532,6 +607,50 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   tok->set_specials(bos, collect_eos_ids(eos, cfg.generation_eos_ids, tok->vocab_size(), lookup, &ignored), add_bos,
                     cfg.chat_template, cfg.chat_template_source);
   tok->add_notice(ignored_eos_notice(ignored, "generation_config.json's eos_token_id", tok->vocab_size()));
+
+  // After the text: the post-processor's tokens, or EOS with tokenizer_config.json's add_eos_token.
+  std::vector<int32_t> suffix;
+  for (size_t i = 0; i < pp.suffix_ids.size(); ++i) {
+    int64_t id = pp.suffix_ids[i];
+    if (id < 0) id = tok->token_id(pp.suffix_names[i]).value_or(-1);
+    if (id < 0 || id >= tok->vocab_size()) {
+      bad_field(source, "post_processor",
+                "the token '" + pp.suffix_names[i] + "' it appends " +
+                    (id < 0 ? std::string("is not in the vocabulary") : "has id " + std::to_string(id) +
+                                                                           ", outside the vocabulary"));
+    }
+    suffix.push_back(int32_t(id));
+  }
+  std::string suffix_from = "tokenizer.json's post_processor";
+  if (suffix.empty() && cfg.add_eos_token.value_or(false)) {
+    if (eos < 0) {
+      fail("add_eos_token is true but the tokenizer has no EOS token", "tokenizer_config.json",
+           "name one with eos_token, or set add_eos_token to false");
+    }
+    suffix.push_back(int32_t(eos));
+    suffix_from = "tokenizer_config.json's add_eos_token";
+  }
+  if (!suffix.empty()) {
+    tok->add_notice(fmt::format("every prompt ends in {} ({}), as Hugging Face's tokenizer(text) gives; --chat "
+                                "prompts and --prompt-ids do not",
+                                tok->decode(suffix), suffix_from));
+  }
+  tok->set_suffix_ids(std::move(suffix));
+  if (!pp.more_prefix.empty()) {
+    tok->add_notice(fmt::format("tokenizer.json's post_processor puts {} more token(s) before the text ({}); dak adds "
+                                "only the first ({}), as BOS",
+                                pp.more_prefix.size(), fmt::join(pp.more_prefix, ", "), *pp.first));
+  }
+  if (pp.first && cfg.bos_token && *pp.first != *cfg.bos_token && add_bos) {
+    tok->add_notice(fmt::format("the BOS added to prompts is tokenizer_config.json's bos_token '{}', not '{}', which "
+                                "tokenizer.json's post_processor puts first",
+                                *cfg.bos_token, *pp.first));
+  }
+  if (!pp.not_applied.empty()) {
+    tok->add_notice(fmt::format("tokenizer.json's post_processor of type {} is not applied: prompts may lack special "
+                                "tokens that Hugging Face adds",
+                                fmt::join(pp.not_applied, ", ")));
+  }
   return tok;
 }
 
@@ -613,6 +732,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf) {
                     add_bos, std::move(tmpl), source + ": metadata tokenizer.chat_template");
   tok->add_notice(ignored_eos_notice(ignored, source + "'s tokenizer.ggml.eot_token_id / eom_token_id",
                                      tok->vocab_size()));
+  apply_gguf_add_eos(*tok, gguf, eos, source);
   return tok;
 }
 

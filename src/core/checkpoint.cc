@@ -359,6 +359,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
              entry.string(), "give a GGUF file, or a folder that holds one (or safetensors weights)");
       }
     }
+    if (const std::string shard = safetensors_shard_in(path); !shard.empty()) {
+      fail(fmt::format("folder holds safetensors shards ({} ...) but no model.safetensors.index.json", shard),
+           path.string(), missing_index_fix());
+    }
     if (const std::string other = unsupported_weight_file_in(path); !other.empty()) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
            path.string(), convert_weights_fix(other));
@@ -406,6 +410,24 @@ std::string unsupported_weight_file_in(const fs::path& path) {
   }
   if (found.empty()) return "";
   return *std::min_element(found.begin(), found.end());
+}
+
+std::string safetensors_shard_in(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return "";
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".safetensors" && it->path().filename() != "model.safetensors") {
+      found.push_back(it->path().filename().string());
+    }
+  }
+  if (found.empty()) return "";
+  return *std::min_element(found.begin(), found.end());
+}
+
+std::string missing_index_fix() {
+  return "restore model.safetensors.index.json from the model's repository (it says which tensor is in which "
+         "shard), or pass a single .safetensors file";
 }
 
 std::string convert_weights_fix(const std::string& file) {

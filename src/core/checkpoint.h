@@ -92,6 +92,14 @@ bool folder_without_weights(const std::filesystem::path& path);
 /// listable folder. Never throws.
 std::string unsupported_weight_file_in(const std::filesystem::path& path);
 
+/// The first (by name) `*.safetensors` file in folder `path` other than model.safetensors, e.g. a shard
+/// "model-00001-of-00002.safetensors" whose model.safetensors.index.json is missing; "" when none
+/// (or the folder cannot be listed).
+std::string safetensors_shard_in(const std::filesystem::path& path);
+
+/// The fix for shards without their index (safetensors_shard_in).
+std::string missing_index_fix();
+
 /// Fix of a refusal for a folder whose weights are all in a format dak does not read (`file`, from
 /// unsupported_weight_file_in): convert them to safetensors with transformers.
 std::string convert_weights_fix(const std::string& file);

@@ -57,6 +57,12 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
     return size_in_range(g, key(k), g.opt_int(key(k)), lo, hi);
   };
 
+  // Mixtral-style GGUFs say "llama" and hold expert tensors (ffn_*_exps): name the model kind, not a
+  // missing dense tensor (trial 47).
+  if (const auto experts = g.opt_int(key("expert_count")); experts && *experts > 0) {
+    fail(fmt::format("a mixture-of-experts model ({} experts, {}) is not supported", *experts, key("expert_count")),
+         file, "dak runs dense Llama, Mistral, Qwen2 and OPT models; use a dense model");
+  }
   c.num_layers = req("block_count", 1, 1 << 12);
   c.hidden_size = req("embedding_length", 1, 1 << 20);
   c.intermediate_size = req("feed_forward_length", 1, 1 << 22);

@@ -539,7 +539,7 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
       fail("head_dim " + std::to_string(head_dim) + " is odd; rotary embeddings need an even head_dim",
            field_where(where, "head_dim"), fix);
     if (!(rope_theta > 0.0) || !std::isfinite(rope_theta))
-      fail("rope_theta must be positive", field_where(where, "rope_theta"), fix);
+      fail("rope_theta must be a positive finite number", field_where(where, "rope_theta"), fix);
     // Far outside any real model, and enough to overflow the frequencies to inf or 0 (the new-user
     // trial's factor 1e-300 gave non-finite logits blamed on the weights).
     if (rope_scaling != RopeScaling::kNone && !(rope_factor >= 1e-3 && rope_factor <= 1e6))

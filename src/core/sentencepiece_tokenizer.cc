@@ -95,6 +95,7 @@ class SentencePieceTokenizer final : public Tokenizer {
       if (!status.ok()) fail("SentencePiece failed to encode: " + status.ToString(), source_, "");
       out.insert(out.end(), ids.begin(), ids.end());
     }
+    if (allow_bos) out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
     return out;
   }
 
@@ -138,6 +139,16 @@ class SentencePieceTokenizer final : public Tokenizer {
                                [this](std::string_view t) { return piece_id(t); }, &ignored);
     add_notice(ignored_eos_notice(ignored, "generation_config.json's eos_token_id", vocab_size()));
     if (cfg.add_bos_token) add_bos_ = *cfg.add_bos_token && bos_id_ >= 0;
+    if (cfg.add_eos_token.value_or(false)) {
+      if (eos < 0) {
+        fail("add_eos_token is true but the tokenizer has no EOS token", "tokenizer_config.json",
+             "name one with eos_token, or set add_eos_token to false");
+      }
+      suffix_ids_ = {int32_t(eos)};
+      add_notice("every prompt ends in " + surface_[size_t(eos)] +
+                 " (tokenizer_config.json's add_eos_token), as Hugging Face's tokenizer(text) gives; --chat prompts "
+                 "and --prompt-ids do not");
+    }
     if (cfg.chat_template) {
       chat_template_ = cfg.chat_template;
       chat_template_source_ = cfg.chat_template_source;
@@ -276,6 +287,7 @@ std::unique_ptr<Tokenizer> load_gguf_sentencepiece(const GgufFile& gguf) {
   tok->set_specials(static_cast<int32_t>(bos), std::move(eos_ids),
                     gguf.opt_bool("tokenizer.ggml.add_bos_token").value_or(true),
                     gguf.opt_string("tokenizer.chat_template"), source + ": metadata tokenizer.chat_template");
+  apply_gguf_add_eos(*tok, gguf, eos, source);
   return tok;
 }
 

@@ -58,6 +58,14 @@ class Tokenizer {
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   bool is_eos(int32_t id) const;
   bool add_bos() const { return add_bos_; }
+  /// Special tokens encode() appends after the text when it adds special tokens (allow_bos), as
+  /// Hugging Face's tokenizer(text) and llama.cpp's llama_tokenize(add_special) do: those a
+  /// tokenizer.json post-processor puts after the sequence (TemplateProcessing, Roberta / Bert's
+  /// sep), or EOS where add_eos_token is set (tokenizer_config.json, GGUF tokenizer.ggml.add_eos_token).
+  /// Usually none.
+  const std::vector<int32_t>& suffix_ids() const { return suffix_ids_; }
+  /// Sets suffix_ids() (the loaders call it once; ids within the vocabulary).
+  void set_suffix_ids(std::vector<int32_t> ids) { suffix_ids_ = std::move(ids); }
 
   /// Notices about the files read (one line each, without "dak: notice: "), e.g. an end-of-generation
   /// id outside the vocabulary that was ignored; the CLI prints them.
@@ -88,10 +96,16 @@ class Tokenizer {
   int32_t bos_id_ = -1;
   std::vector<int32_t> eos_ids_;
   bool add_bos_ = false;
+  std::vector<int32_t> suffix_ids_;  // suffix_ids()
   std::optional<std::string> chat_template_;
   std::string chat_template_source_;  // chat_template_source()
   std::vector<std::string> notices_;  // notices()
 };
+
+/// GGUF tokenizer.ggml.add_eos_token (llama.cpp's llama_vocab::get_add_eos): when true, sets
+/// suffix_ids() of `tok` to {eos} with a notice. Throws dak::Error (naming `source` and the key)
+/// when it is true and the file names no EOS (eos < 0).
+void apply_gguf_add_eos(Tokenizer& tok, const GgufFile& gguf, int64_t eos, const std::string& source);
 
 /// Tokenizer of a checkpoint: GGUF metadata, or tokenizer.json / tokenizer.model (and
 /// tokenizer_config.json for BOS/EOS and the chat template) next to a HF checkpoint.

@@ -42,6 +42,10 @@ void parse_tokenizer_config(std::string_view text, const std::string& source, Hf
     if (!it->is_boolean()) fail("expected true or false", source + ": add_bos_token", "fix the field");
     out.add_bos_token = it->get<bool>();
   }
+  if (auto it = j.find("add_eos_token"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) fail("expected true or false", source + ": add_eos_token", "fix the field");
+    out.add_eos_token = it->get<bool>();
+  }
   if (auto it = j.find("chat_template"); it != j.end() && !it->is_null()) {
     if (it->is_string()) {
       out.chat_template = it->get<std::string>();

@@ -18,6 +18,7 @@ struct HfTokenizerConfig {
   std::optional<std::string> bos_token;      // token text, e.g. "<|im_start|>"
   std::optional<std::string> eos_token;
   std::optional<bool> add_bos_token;
+  std::optional<bool> add_eos_token;          // LlamaTokenizer(Fast)'s: EOS after the text
   std::optional<std::string> chat_template;  // the "default" one when the file holds a list
   std::string chat_template_source;          // where it was read: "<dir>/tokenizer_config.json: chat_template"
                                              // or "<dir>/chat_template.jinja"; "" without one

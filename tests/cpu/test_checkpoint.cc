@@ -3,6 +3,8 @@
 // tools/make_safetensors_fixtures.py), the undoing of llama.cpp's Q/K row permutation, and the
 // errors for incomplete or inconsistent checkpoints (variants written into a scratch folder).
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -316,8 +318,15 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
   // A value the config's checks refuse is placed at its GGUF key (trial 28b: "field 'rope_theta'").
   write_bytes(dir / "theta0.gguf", edited_tiny_gguf({{"llama.rope.freq_base", 0.0}}));
   expect_error([&] { Checkpoint::open(dir / "theta0.gguf"); },
-               {"rope_theta must be positive", "theta0.gguf: key 'llama.rope.freq_base' (dak's field 'rope_theta')",
-                "fix the GGUF file's metadata"});
+               {"rope_theta must be a positive finite number",
+                "theta0.gguf: key 'llama.rope.freq_base' (dak's field 'rope_theta')", "fix the GGUF file's metadata"});
+  write_bytes(dir / "thetainf.gguf", edited_tiny_gguf({{"llama.rope.freq_base", double(INFINITY)}}));
+  expect_error([&] { Checkpoint::open(dir / "thetainf.gguf"); }, {"rope_theta must be a positive finite number"});
+  // Trial 47: a Mixtral-style GGUF (expert_count, ffn_*_exps tensors) was told a dense tensor was missing.
+  write_bytes(dir / "moe.gguf", edited_tiny_gguf({{"llama.expert_count", uint64_t(8)}}));
+  expect_error([&] { Checkpoint::open(dir / "moe.gguf"); },
+               {"a mixture-of-experts model (8 experts, llama.expert_count) is not supported", "moe.gguf",
+                "use a dense model"});
   write_bytes(dir / "bos.gguf", edited_tiny_gguf({{"tokenizer.ggml.bos_token_id", uint64_t(99999)}}));
   expect_error([&] { Checkpoint::open(dir / "bos.gguf"); }, {"key 'tokenizer.ggml.bos_token_id'"});
   write_bytes(dir / "nolayers.gguf", edited_tiny_gguf({{"llama.block_count", std::nullopt}}));

@@ -7,10 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/bpe_tokenizer.h"
+#include "checkpoint_test_util.h"
 #include "core/checkpoint.h"
+#include "core/gguf.h"
 #include "core/error.h"
 #include "core/pretokenizer.h"
 #include "core/tokenizer.h"
+#include "core/tokenizer_config.h"
 
 namespace dak {
 namespace {
@@ -49,6 +52,100 @@ TEST(TokenizerErrors, MinimalJsonWorks) {
   auto tok = parse_hf_tokenizer_json(minimal_json().dump(), "ok/tokenizer.json");
   // "ab" merges into id 256; 'c' is byte 0x63 -> alphabet id 0x63.
   EXPECT_EQ(tok->encode("abc", false), (std::vector<int32_t>{256, 0x63}));
+}
+
+TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes) {
+  // Trial 47: a TemplateProcessing "single" [<s>, $A, </s>] lost its trailing </s>, and a
+  // RobertaProcessing was ignored. Ids as HF tokenizers' Tokenizer.encode(text).ids gives them:
+  // the prefix, "ab" -> 256, 'c' -> 0x63, the suffix; none of the specials without special tokens.
+  auto base = minimal_json();
+  base["added_tokens"] = {{{"id", 257}, {"content", "<s>"}, {"special", true}},
+                          {{"id", 258}, {"content", "</s>"}, {"special", true}}};
+  auto templ = base;
+  templ["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [
+      {"type": "ByteLevel"},
+      {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+       "special_tokens": {"</s>": {"id": "</s>", "ids": [258], "tokens": ["</s>"]}}}]})");
+  auto tok = parse_hf_tokenizer_json(templ.dump(), "t/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 256, 0x63, 258}));
+  EXPECT_EQ(tok->encode("abc", false), (std::vector<int32_t>{256, 0x63}));
+  EXPECT_EQ(tok->suffix_ids(), (std::vector<int32_t>{258}));
+  ASSERT_EQ(tok->notices().size(), 1u);
+  EXPECT_EQ(tok->notices()[0], "every prompt ends in </s> (tokenizer.json's post_processor), as Hugging Face's "
+                               "tokenizer(text) gives; --chat prompts and --prompt-ids do not");
+  auto roberta = base;
+  roberta["post_processor"] = {{"type", "RobertaProcessing"}, {"sep", {"</s>", 258}}, {"cls", {"<s>", 257}}};
+  tok = parse_hf_tokenizer_json(roberta.dump(), "r/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 256, 0x63, 258}));
+  // tokenizer_config.json's add_eos_token (LlamaTokenizerFast's) appends its eos_token.
+  HfTokenizerConfig cfg;
+  cfg.eos_token = "</s>";
+  cfg.add_eos_token = true;
+  tok = parse_hf_tokenizer_json(base.dump(), "e/tokenizer.json", cfg);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63, 258}));
+  cfg.eos_token.reset();
+  try {
+    parse_hf_tokenizer_json(base.dump(), "e/tokenizer.json", cfg);
+    ADD_FAILURE() << "add_eos_token without an EOS token was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(), "add_eos_token is true but the tokenizer has no EOS token") << e.what();
+  }
+  // A suffix token absent from the vocabulary, a malformed item, an unknown processor type.
+  auto absent = templ;
+  absent["post_processor"]["processors"][1]["single"][2]["SpecialToken"]["id"] = "<eos>";
+  Error e = parse_error(absent.dump());
+  expect_where(e, "post_processor");
+  EXPECT_EQ(e.what_part(), "the token '<eos>' it appends is not in the vocabulary") << e.what();
+  auto bad = templ;
+  bad["post_processor"]["processors"][1]["single"][1] = 5;
+  e = parse_error(bad.dump());
+  expect_where(e, "post_processor.processors[1].single[1]");
+  auto other = base;
+  other["post_processor"] = {{"type", "FancyProcessing"}};
+  tok = parse_hf_tokenizer_json(other.dump(), "o/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63}));
+  ASSERT_EQ(tok->notices().size(), 1u);
+  EXPECT_NE(tok->notices()[0].find("post_processor of type FancyProcessing is not applied"), std::string::npos);
+}
+
+TEST(TokenizerErrors, GgufAddEosTokenAppendsEosAsLlamaCppDoes) {
+  // Trial 47: tokenizer.ggml.add_eos_token = true was ignored (llama.cpp's llama_tokenize with
+  // add_special appends EOS). A byte-level BPE of the 256 alphabet characters and "</s>" (id 256).
+  const auto& alpha = byte_level_alphabet();
+  auto build = [&](bool add_eos, bool with_eos) {
+    testing::GgufBuilder b;
+    b.header(0, uint64_t(4 + (with_eos ? 1 : 0)));
+    b.kv_string("tokenizer.ggml.model", "gpt2");
+    b.str("tokenizer.ggml.tokens").u32(9).u32(8).u64(257);
+    for (int i = 0; i < 256; ++i) b.str(alpha[i]);
+    b.str("</s>");
+    b.str("tokenizer.ggml.merges").u32(9).u32(8).u64(0);
+    b.str("tokenizer.ggml.add_eos_token").u32(7);
+    const uint8_t flag = add_eos ? 1 : 0;
+    b.raw(&flag, 1);
+    if (with_eos) b.kv_u32("tokenizer.ggml.eos_token_id", 256);
+    b.str("tokenizer.ggml.pre").u32(8).str("gpt-2");
+    return b.bytes();
+  };
+  for (const bool add_eos : {true, false}) {
+    const std::string bytes = build(add_eos, true);
+    const auto g = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.gguf");
+    const auto tok = load_gguf_tokenizer(*g);
+    EXPECT_EQ(tok->encode("ab", true), add_eos ? (std::vector<int32_t>{0x61, 0x62, 256})
+                                               : (std::vector<int32_t>{0x61, 0x62}));
+    EXPECT_EQ(tok->encode("ab", false), (std::vector<int32_t>{0x61, 0x62}));
+    EXPECT_EQ(tok->notices().size(), add_eos ? 1u : 0u);
+  }
+  const std::string bytes = build(true, false);
+  const auto g = GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.gguf");
+  try {
+    load_gguf_tokenizer(*g);
+    ADD_FAILURE() << "add_eos_token without an EOS id was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.where_part().find("tokenizer.ggml.add_eos_token"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TokenizerErrors, ATokenizerLargerThanTheModelsVocabularyIsRefused) {

@@ -1,0 +1,58 @@
+// The 47th new-user trial's findings on the command line and checkpoint folders: -p followed by an
+// option name took the option for the prompt, and safetensors shards without their index were
+// reported as "no weights". (Its other findings have tests beside the code: test_cpu_ops.cc,
+// test_cli_text_io.cc, test_tokenizer_errors.cc, test_checkpoint.cc.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dak::testing::contains;
+using dak::testing::RunResult;
+
+const std::string kTiny = std::string(DAK_TEST_DATA_DIR) + "/hf_parity/llama_gqa";  // no tokenizer
+
+RunResult run_dak(const std::string& args, bool merge_stderr = true) {
+  return dak::testing::run_dak_env("", args, merge_stderr);
+}
+
+TEST(CliTrial47, APromptFlagFollowedByAnOptionNameIsRefused) {
+  for (const std::string& args : {std::string("generate -n 3 -p --chat"), std::string("generate -p -n 2"),
+                                  std::string("generate --prompt --max-new-tokens 2")}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "where its text belongs: the prompt is missing")) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "where: -p (dak generate)") || contains(r.output, "where: --prompt (dak generate)"))
+        << r.output;
+  }
+  // Text that only looks like an option is a prompt; a prompt that is an option's name uses --prompt=.
+  RunResult r = run_dak("generate --device cpu --model " + kTiny + " -p '-5 degrees' -n 1 2>&1", false);
+  EXPECT_FALSE(contains(r.output, "the prompt is missing")) << r.output;
+  r = run_dak("generate --device cpu --model " + kTiny + " --prompt=--chat -n 1 2>&1", false);
+  EXPECT_FALSE(contains(r.output, "the prompt is missing")) << r.output;
+}
+
+TEST(CliTrial47, SafetensorsShardsWithoutTheirIndexAreNamed) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "dak_trial47_shards";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kTiny + "/config.json", dir / "config.json");
+  fs::copy_file(kTiny + "/model.safetensors", dir / "model-00002-of-00002.safetensors");
+  fs::copy_file(kTiny + "/model.safetensors", dir / "model-00001-of-00002.safetensors");
+  for (const std::string& cmd : {std::string("generate --device cpu --prompt-ids 1 -n 1"), std::string("inspect")}) {
+    const RunResult r = run_dak(cmd + " --model " + dir.string());
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "holds safetensors shards (model-00001-of-00002.safetensors ...) but no "
+                                   "model.safetensors.index.json"))
+        << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "restore model.safetensors.index.json")) << r.output;
+  }
+}
+
+}  // namespace
