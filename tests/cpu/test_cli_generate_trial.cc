@@ -507,10 +507,14 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
       {"generate --stop -f -p hi", "dak generate has no option --stop"},
   });
   {
-    // A -f that is another option's value is no file option: the prompt text "-f".
-    const RunResult r = run_dak("generate --device cpu -p -f -n 2 --output json", false);
+    // A -f that is another option's value is no file option: the prompt text "-f", written --prompt=-f
+    // (trial 47: -p followed by an option name is refused, as the prompt is then most likely missing).
+    RunResult r = run_dak("generate --device cpu --prompt=-f -n 2 --output json", false);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(nlohmann::json::parse(r.output)["sequences"][0]["prompt"], "-f") << r.output;
+    r = run_dak("generate --device cpu -p -f -n 2");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "written --prompt=-f")) << r.output;
   }
   refused("--random-weights --model llama-2-7b -f " + a, {"--random-weights has no tokenizer", "where: --prompt-file"});
   fs::remove_all(dir);
