@@ -561,7 +561,9 @@ int main(int argc, char** argv) {
       if (arg != "-p" && arg != "--prompt") continue;
       std::string path;
       const CLI::App* command = command_before(i, &path);
-      if (command->get_option_no_throw(arg) == nullptr) continue;
+      const CLI::Option* prompt_option = command->get_option_no_throw(arg);
+      // generate's prompt text (dak bench's -p is --prompt-len: a number, which CLI11 checks).
+      if (prompt_option == nullptr || !prompt_option->check_lname("prompt")) continue;
       const std::string name = next.substr(0, next.find('='));
       if (!option_like(name) || command->get_option_no_throw(name) == nullptr) continue;
       std::fprintf(stderr, "dak: error: %s\n",
