@@ -40,23 +40,26 @@ inline float dot(const float* a, const float* b, int64_t k) {
 // token's place in its block of 4. The README promises that a sequence on the CPU path gets the
 // same ids in any batch (--max-batch), and a batched prefill mixes several sequences' tokens.
 
-// Four tokens against one weight row: the row is loaded once for all four. Each accumulator's
-// reduction is independent of the other three tokens.
-inline void dot4(const float* w, const float* x0, const float* x1, const float* x2, const float* x3,
-                 int64_t k, float* out) {
-  float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-#pragma omp simd reduction(+ : a0, a1, a2, a3)
-  for (int64_t i = 0; i < k; ++i) {
-    const float wi = w[i];
-    a0 += wi * x0[i];
-    a1 += wi * x1[i];
-    a2 += wi * x2[i];
-    a3 += wi * x3[i];
+// T tokens against one weight row (the row is loaded once for all of them), out[j] = the dot
+// product of token j in an order the source fixes: 8 partial sums (element i into sum i % 8), added
+// ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)), then the K % 8 tail. A vectorizer may keep the
+// 8 sums in lanes, but cannot reorder them (no reduction clause; cpu_ops.cc is built with
+// -ffp-contract=off), so T = 1 and T = 4 give a token the same bits.
+template <int T>
+inline void dot_rows(const float* w, const float* const* xs, int64_t k, float* out) {
+  float s[T][8] = {};
+  const int64_t k8 = k / 8 * 8;
+  for (int64_t i = 0; i < k8; i += 8) {
+    for (int j = 0; j < T; ++j) {
+#pragma omp simd
+      for (int l = 0; l < 8; ++l) s[j][l] += w[i + l] * xs[j][i + l];  // lanes apart: no reordering
+    }
   }
-  out[0] = a0;
-  out[1] = a1;
-  out[2] = a2;
-  out[3] = a3;
+  for (int j = 0; j < T; ++j) {
+    float acc = ((s[j][0] + s[j][1]) + (s[j][2] + s[j][3])) + ((s[j][4] + s[j][5]) + (s[j][6] + s[j][7]));
+    for (int64_t i = k8; i < k; ++i) acc += w[i] * xs[j][i];
+    out[j] = acc;
+  }
 }
 
 // y[:, r0:r1] of linear(): every token against weight rows [r0, r1), tokens in blocks of 4.
@@ -65,18 +68,22 @@ using RowsKernel = void (*)(const float* x, int64_t t, int64_t k, const float* w
 
 void rows_portable(const float* x, int64_t t, int64_t k, const float* w, const float* bias, int64_t m,
                    float* y, int64_t r0, int64_t r1) {
-  // NOTE: the tokens past the last whole block of 4 run through dot4 as well, the token in all four
-  // places (4 x the FMAs of a one-token loop): a loop of its own would vectorize its reduction
-  // differently, and the token's bits would then depend on the batch.
-  for (int64_t t0 = 0; t0 < t; t0 += 4) {
-    const int64_t n = std::min<int64_t>(4, t - t0);
-    const float* xs[4];
-    for (int64_t i = 0; i < 4; ++i) xs[i] = x + (t0 + std::min(i, n - 1)) * k;
+  int64_t t0 = 0;
+  for (; t0 + 4 <= t; t0 += 4) {
+    const float* xs[4] = {x + t0 * k, x + (t0 + 1) * k, x + (t0 + 2) * k, x + (t0 + 3) * k};
     for (int64_t r = r0; r < r1; ++r) {
       float acc[4];
-      dot4(w + r * k, xs[0], xs[1], xs[2], xs[3], k, acc);
+      dot_rows<4>(w + r * k, xs, k, acc);
       const float b = bias ? bias[r] : 0.0f;
-      for (int64_t i = 0; i < n; ++i) y[(t0 + i) * m + r] = acc[i] + b;
+      for (int64_t i = 0; i < 4; ++i) y[(t0 + i) * m + r] = acc[i] + b;
+    }
+  }
+  for (; t0 < t; ++t0) {
+    const float* xs[1] = {x + t0 * k};
+    for (int64_t r = r0; r < r1; ++r) {
+      float acc[1];
+      dot_rows<1>(w + r * k, xs, k, acc);
+      y[t0 * m + r] = acc[0] + (bias ? bias[r] : 0.0f);
     }
   }
 }

@@ -51,7 +51,7 @@ TEST(CpuOps, LinearGivesATokenTheSameBitsInAnyBatch) {
   // the same token alone, and against it at every place of a 4-token block.
   for (auto* fn : {&linear, &linear_portable}) {
     for (int64_t m : {1, 7, 16, 17, 33}) {
-      for (int64_t k : {5, 8, 33, 64, 576, 2053}) {
+      for (int64_t k : {5, 8, 24, 33, 40, 64, 576, 2047, 2048, 2053}) {
         for (int64_t t : {1, 2, 3, 4, 5, 7, 8, 9}) {
           const auto x = random_vec(size_t(t * k), uint32_t(11 + t)), w = random_vec(size_t(m * k), 12),
                      b = random_vec(size_t(m), 13);
