@@ -478,8 +478,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(fmt::format("{} reads '={}' as its value: a short option keeps the '='", arg, value),
                               flag + " (" + path + ")",
-                              fmt::format("give the value after a space ({} {}) or as {}={}", flag, dak::shell_word(value),
-                                          o->get_name(), dak::shell_word(value)))
+                              // A value that starts with '-' is read as an option after a space: only the long form.
+                              value.size() > 1 && value[0] == '-'
+                                  ? fmt::format("give the value as {}={}", o->get_name(), dak::shell_word(value))
+                                  : fmt::format("give the value after a space ({} {}) or as {}={}", flag,
+                                                dak::shell_word(value), o->get_name(), dak::shell_word(value)))
                        .what());
       return 2;
     }
@@ -554,7 +557,7 @@ int main(int argc, char** argv) {
     }
     // -p / --prompt followed by one of the command's option names (`-n 3 -p --chat`, `-p -n 2`): the
     // prompt text is missing, and CLI11 would take the option name as the prompt (trial 47: "--chat"
-    // was generated from without a word). A prompt that is such a word is given as -p=WORD.
+    // was generated from without a word). A prompt that is such a word is given as --prompt=WORD.
     for (int i = 1; i + 1 < argc; ++i) {
       const std::string arg = argv[i], next = argv[i + 1];
       if (arg == "--") break;

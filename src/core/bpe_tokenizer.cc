@@ -621,14 +621,16 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     }
     suffix.push_back(int32_t(id));
   }
+  // tokenizer_config.json's add_eos_token, where given, decides the EOS after the text, as its
+  // add_bos_token decides BOS (transformers' LlamaTokenizerFast rebuilds the post-processor from both).
   std::string suffix_from = "tokenizer.json's post_processor";
-  if (suffix.empty() && cfg.add_eos_token.value_or(false)) {
-    if (eos < 0) {
-      fail("add_eos_token is true but the tokenizer has no EOS token", "tokenizer_config.json",
-           "name one with eos_token, or set add_eos_token to false");
+  if (cfg.add_eos_token) {
+    suffix.clear();
+    if (*cfg.add_eos_token) {
+      check_add_eos(eos, cfg.eos_token, (std::filesystem::path(source).parent_path() / "tokenizer_config.json").string());
+      suffix.push_back(int32_t(eos));
+      suffix_from = "tokenizer_config.json's add_eos_token";
     }
-    suffix.push_back(int32_t(eos));
-    suffix_from = "tokenizer_config.json's add_eos_token";
   }
   if (!suffix.empty()) {
     tok->add_notice(fmt::format("every prompt ends in {} ({}), as Hugging Face's tokenizer(text) gives; --chat "
@@ -637,9 +639,9 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   }
   tok->set_suffix_ids(std::move(suffix));
   if (!pp.more_prefix.empty()) {
-    tok->add_notice(fmt::format("tokenizer.json's post_processor puts {} more token(s) before the text ({}); dak adds "
-                                "only the first ({}), as BOS",
-                                pp.more_prefix.size(), fmt::join(pp.more_prefix, ", "), *pp.first));
+    tok->add_notice(fmt::format("tokenizer.json's post_processor puts {} more token(s) after its first before the "
+                                "text ({}), which dak does not add",
+                                pp.more_prefix.size(), fmt::join(pp.more_prefix, ", ")));
   }
   if (pp.first && cfg.bos_token && *pp.first != *cfg.bos_token && add_bos) {
     tok->add_notice(fmt::format("the BOS added to prompts is tokenizer_config.json's bos_token '{}', not '{}', which "

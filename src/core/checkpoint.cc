@@ -4,6 +4,7 @@
 #include "core/checkpoint.h"
 
 #include <algorithm>
+#include <regex>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -417,9 +418,10 @@ std::string safetensors_shard_in(const fs::path& path) {
   if (!fs::is_directory(path, ec)) return "";
   std::vector<std::string> found;
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".safetensors" && it->path().filename() != "model.safetensors") {
-      found.push_back(it->path().filename().string());
-    }
+    // transformers' shard names: <prefix>-00001-of-00003.safetensors
+    static const std::regex kShard(R"(.*-\d{5}-of-\d{5}\.safetensors)");
+    const std::string name = it->path().filename().string();
+    if (std::regex_match(name, kShard)) found.push_back(name);
   }
   if (found.empty()) return "";
   return *std::min_element(found.begin(), found.end());
@@ -427,7 +429,7 @@ std::string safetensors_shard_in(const fs::path& path) {
 
 std::string missing_index_fix() {
   return "restore model.safetensors.index.json from the model's repository (it says which tensor is in which "
-         "shard), or pass a single .safetensors file";
+         "shard)";
 }
 
 std::string convert_weights_fix(const std::string& file) {

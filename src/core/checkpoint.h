@@ -92,9 +92,9 @@ bool folder_without_weights(const std::filesystem::path& path);
 /// listable folder. Never throws.
 std::string unsupported_weight_file_in(const std::filesystem::path& path);
 
-/// The first (by name) `*.safetensors` file in folder `path` other than model.safetensors, e.g. a shard
-/// "model-00001-of-00002.safetensors" whose model.safetensors.index.json is missing; "" when none
-/// (or the folder cannot be listed).
+/// The first (by name) safetensors shard in folder `path`, a file named as transformers names them
+/// ("model-00001-of-00002.safetensors"), e.g. one whose model.safetensors.index.json is missing; ""
+/// when none (or the folder cannot be listed).
 std::string safetensors_shard_in(const std::filesystem::path& path);
 
 /// The fix for shards without their index (safetensors_shard_in).

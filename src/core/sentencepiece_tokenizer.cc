@@ -140,10 +140,7 @@ class SentencePieceTokenizer final : public Tokenizer {
     add_notice(ignored_eos_notice(ignored, "generation_config.json's eos_token_id", vocab_size()));
     if (cfg.add_bos_token) add_bos_ = *cfg.add_bos_token && bos_id_ >= 0;
     if (cfg.add_eos_token.value_or(false)) {
-      if (eos < 0) {
-        fail("add_eos_token is true but the tokenizer has no EOS token", "tokenizer_config.json",
-             "name one with eos_token, or set add_eos_token to false");
-      }
+      check_add_eos(eos, cfg.eos_token, (std::filesystem::path(source_).parent_path() / "tokenizer_config.json").string());
       suffix_ids_ = {int32_t(eos)};
       add_notice("every prompt ends in " + surface_[size_t(eos)] +
                  " (tokenizer_config.json's add_eos_token), as Hugging Face's tokenizer(text) gives; --chat prompts "

@@ -33,7 +33,8 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   /// Token ids of `text`. Special tokens written literally in the text (e.g. "<|im_start|>")
-  /// map to their ids. Prepends BOS when add_bos() is true and `allow_bos` is set.
+  /// map to their ids. With `allow_bos` (special tokens added, as Hugging Face's
+  /// add_special_tokens): BOS first when add_bos() is true, and suffix_ids() last.
   virtual std::vector<int32_t> encode(std::string_view text, bool allow_bos = true) const = 0;
 
   /// Text of a sequence of ids (byte-level pieces joined, then UTF-8). Special tokens are

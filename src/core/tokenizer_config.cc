@@ -142,6 +142,16 @@ std::vector<int32_t> collect_eos_ids(int64_t eos, const std::vector<int64_t>& ex
   return ids;
 }
 
+void check_add_eos(int64_t eos, const std::optional<std::string>& eos_name, const std::string& config_path) {
+  if (eos >= 0) return;
+  if (eos_name) {
+    fail("add_eos_token is true but its eos_token '" + *eos_name + "' is not in the vocabulary",
+         config_path + ": add_eos_token", "name a token of the vocabulary as eos_token, or set add_eos_token to false");
+  }
+  fail("add_eos_token is true but the tokenizer has no EOS token", config_path + ": add_eos_token",
+       "name one with eos_token, or set add_eos_token to false");
+}
+
 std::string ignored_eos_notice(const std::vector<int64_t>& ignored, const std::string& what, int32_t vocab_size) {
   if (ignored.empty()) return "";
   return fmt::format("{} {} {} outside the tokenizer's vocabulary (ids 0 to {}): ignored, so generation does not "

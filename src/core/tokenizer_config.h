@@ -55,4 +55,9 @@ std::vector<int32_t> collect_eos_ids(int64_t eos, const std::vector<int64_t>& ex
 /// ("generation_config.json's eos_token_id"): "" when there are none.
 std::string ignored_eos_notice(const std::vector<int64_t>& ignored, const std::string& what, int32_t vocab_size);
 
+/// For add_eos_token = true in `config_path` (a tokenizer_config.json): throws dak::Error when the
+/// tokenizer has no EOS id (`eos` < 0), saying whether the config's eos_token (`eos_name`) is missing
+/// or names no token of the vocabulary.
+void check_add_eos(int64_t eos, const std::optional<std::string>& eos_name, const std::string& config_path);
+
 }  // namespace dak

@@ -85,6 +85,19 @@ TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes)
   cfg.add_eos_token = true;
   tok = parse_hf_tokenizer_json(base.dump(), "e/tokenizer.json", cfg);
   EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63, 258}));
+  // Given, it decides the EOS after the text over the post-processor's (as add_bos_token decides BOS).
+  cfg.add_eos_token = false;
+  tok = parse_hf_tokenizer_json(templ.dump(), "e/tokenizer.json", cfg);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 256, 0x63}));
+  cfg.add_eos_token = true;
+  cfg.eos_token = "<eos>";  // not in the vocabulary
+  try {
+    parse_hf_tokenizer_json(base.dump(), "e/tokenizer.json", cfg);
+    ADD_FAILURE() << "add_eos_token with an absent eos_token was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what_part(), "add_eos_token is true but its eos_token '<eos>' is not in the vocabulary") << e.what();
+    EXPECT_EQ(e.where_part(), "e/tokenizer_config.json: add_eos_token") << e.what();
+  }
   cfg.eos_token.reset();
   try {
     parse_hf_tokenizer_json(base.dump(), "e/tokenizer.json", cfg);
@@ -378,6 +391,33 @@ TEST(LoadTokenizer, OutOfVocabularyEosIdsGiveANotice) {
             std::string::npos)
       << sp->notices()[0];
   EXPECT_TRUE(sp->is_eos(2));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LoadTokenizer, SentencePieceAddEosTokenAppendsEos) {
+  // tokenizer_config.json's add_eos_token on a tokenizer.model folder (trial 47's review): EOS last.
+  const auto dir = std::filesystem::temp_directory_path() / "dak_test_sp_add_eos";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kData / "tiny_sp.model", dir / "tokenizer.model");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"add_eos_token": true, "eos_token": "</s>"})";
+  FolderCheckpoint ckpt(dir);
+  const auto tok = load_tokenizer(ckpt);
+  std::ifstream f(kData / "tiny_sp_oracle.json");
+  const auto oracle = nlohmann::json::parse(f);
+  const int32_t eos = oracle["eos_id"].get<int32_t>();
+  const std::vector<int32_t> text = oracle["ids"][1].get<std::vector<int32_t>>();  // no BOS
+  std::vector<int32_t> want;
+  if (tok->add_bos()) want.push_back(tok->bos_id());
+  want.insert(want.end(), text.begin(), text.end());
+  want.push_back(eos);
+  EXPECT_EQ(tok->encode(oracle["strings"][1].get<std::string>()), want);
+  EXPECT_EQ(tok->encode(oracle["strings"][1].get<std::string>(), /*allow_bos=*/false), text);
+  EXPECT_EQ(tok->suffix_ids(), std::vector<int32_t>{eos});
+  ASSERT_EQ(tok->notices().size(), 1u);
+  EXPECT_NE(tok->notices()[0].find("every prompt ends in </s> (tokenizer_config.json's add_eos_token)"),
+            std::string::npos)
+      << tok->notices()[0];
   std::filesystem::remove_all(dir);
 }
 
