@@ -72,19 +72,6 @@ bool has_tokenizer(const Checkpoint& ckpt) {
   return false;
 }
 
-void apply_gguf_add_eos(Tokenizer& tok, const GgufFile& gguf, int64_t eos, const std::string& source) {
-  if (!gguf.opt_bool("tokenizer.ggml.add_eos_token").value_or(false)) return;
-  if (eos < 0 || eos >= tok.vocab_size()) {
-    fail("tokenizer.ggml.add_eos_token is true but the file names no EOS token (tokenizer.ggml.eos_token_id)",
-         source + ": tokenizer.ggml.add_eos_token", "restore the file's metadata");
-  }
-  const std::vector<int32_t> suffix{int32_t(eos)};
-  tok.add_notice(fmt::format("every prompt ends in {} (tokenizer.ggml.add_eos_token), as llama.cpp's tokenizer "
-                             "gives; --chat prompts and --prompt-ids do not",
-                             tok.decode(suffix)));
-  tok.set_suffix_ids(suffix);
-}
-
 std::unique_ptr<Tokenizer> load_tokenizer(const Checkpoint& ckpt) {
   if (const GgufFile* gguf = ckpt.gguf()) return load_gguf_tokenizer(*gguf);
   std::error_code ec;
