@@ -41,8 +41,13 @@ class DeviceBuffer {
     DAK_CUDA_CHECK(cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
   }
-  /// Fills every byte with 0xFF: NaN for fp32 and bf16, -1 for integers.
-  void poison() { DAK_CUDA_CHECK(cudaMemset(p_, 0xff, std::max<size_t>(1, n_) * sizeof(T))); }
+  /// Fills every byte with 0xFF (NaN for fp32 and bf16, -1 for integers) and waits for it: cudaMemset
+  /// runs on the legacy default stream, which work on a non-blocking stream does not wait for (a
+  /// memset landing after a kernel's output failed DiagEmptyKernel once, session 47).
+  void poison() {
+    DAK_CUDA_CHECK(cudaMemset(p_, 0xff, std::max<size_t>(1, n_) * sizeof(T)));
+    DAK_CUDA_CHECK(cudaDeviceSynchronize());
+  }
 
  private:
   T* p_ = nullptr;

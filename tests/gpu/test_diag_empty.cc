@@ -74,6 +74,7 @@ TEST(DiagEmptyKernel, KeepsTheOrderOfTheDependentKernelsAroundIt) {
     d_out1.poison();
     d_out2.poison();
     DAK_CUDA_CHECK(cudaMemset(d_zero.get(), 0, size_t(T * C) * sizeof(float)));
+    DAK_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's memset before the chain on `st`
     chain(ctas);
     check("stream order, " + std::to_string(ctas) + " empty CTAs");
   }
@@ -82,6 +83,7 @@ TEST(DiagEmptyKernel, KeepsTheOrderOfTheDependentKernelsAroundIt) {
     d_out1.poison();
     d_out2.poison();
     DAK_CUDA_CHECK(cudaMemset(d_zero.get(), 0, size_t(T * C) * sizeof(float)));
+    DAK_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's memset before the chain on `st`
     chain(300, smem);
     check("stream order, 300 empty CTAs of " + std::to_string(smem) + " bytes of SMEM");
   }
@@ -89,6 +91,7 @@ TEST(DiagEmptyKernel, KeepsTheOrderOfTheDependentKernelsAroundIt) {
   d_out1.poison();
   d_out2.poison();
   DAK_CUDA_CHECK(cudaMemset(d_zero.get(), 0, size_t(T * C) * sizeof(float)));
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());
   cudaGraph_t g;
   cudaGraphExec_t ge;
   DAK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
