@@ -53,6 +53,8 @@ struct Scratch {
     DAK_CUDA_CHECK(cudaMemset(g_sums, 0, 2 * sizeof(unsigned long long)));
     DAK_CUDA_CHECK(cudaMemset(g_stop, 0, sizeof(unsigned int)));
     DAK_CUDA_CHECK(cudaMemset(g_stats, 0xff, 1024 * sizeof(LinkProbeCtaStats)));  // poison
+    // The legacy stream's memsets done before any launch on a non-blocking stream (session 47).
+    DAK_CUDA_CHECK(cudaDeviceSynchronize());
   }
   void wire(LinkProbeParams& p, bool stop) const {
     p.g_stats = g_stats;
@@ -139,6 +141,7 @@ TEST(LinkProbe, HostRoleStreamsUntilTheHbmRoleIsDone) {
   HbmArena g(g_bytes, "HBM source");
   void* g_src = g.allocate(g_bytes, "src");
   DAK_CUDA_CHECK(cudaMemset(g_src, 1, g_bytes));
+  DAK_CUDA_CHECK(cudaDeviceSynchronize());  // before the launches on non-blocking streams
   PinnedHostArena h(h_bytes, "host source");
   auto* h_src = h.allocate_array<uint32_t>(h_bytes / 4, "src");
   fill(h_src, h_bytes / 4, 4, true);
