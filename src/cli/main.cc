@@ -567,8 +567,18 @@ int main(int argc, char** argv) {
       const CLI::Option* prompt_option = command->get_option_no_throw(arg);
       // generate's prompt text (dak bench's -p is --prompt-len: a number, which CLI11 checks).
       if (prompt_option == nullptr || !prompt_option->check_lname("prompt")) continue;
+      // This -p is itself the value of the option before it (`--system -p -n 2`, `-f -p` with a file
+      // named -p): not a prompt option.
+      if (i >= 2) {
+        const std::string prev = argv[i - 1];
+        if (option_like(prev) && option_takes_value(command->get_option_no_throw(prev))) continue;
+      }
+      // An option name, or a short option glued to its value (`-n3`, `-fx`; CLI11 reads -n3 as -n 3).
       const std::string name = next.substr(0, next.find('='));
-      if (!option_like(name) || command->get_option_no_throw(name) == nullptr) continue;
+      const bool named = option_like(name) && command->get_option_no_throw(name) != nullptr;
+      const bool glued = next.size() > 2 && next[0] == '-' && next[1] != '-' &&
+                         option_takes_value(command->get_option_no_throw(next.substr(0, 2)));
+      if (!named && !glued) continue;
       std::fprintf(stderr, "dak: error: %s\n",
                    dak::Error(fmt::format("{} is followed by the option {} where its text belongs: the prompt is "
                                           "missing", arg, next),

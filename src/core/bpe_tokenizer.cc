@@ -384,6 +384,7 @@ bool has_byte_level(const json& j, int depth = 0) {
 // it puts after the sequence (suffix_ids()), as token names or ids.
 struct PostProcessorTokens {
   std::optional<std::string> first;          // name of the first prefix token
+  int64_t first_id = -1;                     // its id where the processor gives one (special_tokens, cls)
   std::vector<std::string> more_prefix;      // prefix tokens after the first (not applied: a notice)
   std::vector<std::string> suffix_names;     // TemplateProcessing: special_tokens names, in order
   std::vector<int64_t> suffix_ids;           // their ids (or Roberta / Bert's sep id), in order
@@ -417,7 +418,10 @@ void read_post_processor(const json& j, const std::string& source, const std::st
       return {(*it)[0].get<std::string>(), (*it)[1].get<int64_t>()};
     };
     const auto cls = pair("cls"), sep = pair("sep");
-    if (!out.first) out.first = cls.first;
+    if (!out.first) {
+      out.first = cls.first;
+      out.first_id = cls.second;
+    }
     out.suffix_names.push_back(sep.first);
     out.suffix_ids.push_back(sep.second);
     return;
@@ -445,31 +449,33 @@ void read_post_processor(const json& j, const std::string& source, const std::st
     }
     if (!id) bad_field(source, where, "expected {\"Sequence\": ...} or {\"SpecialToken\": {\"id\": name}}");
     const std::string name = id->get<std::string>();
-    if (!after) {
-      if (!out.first) {
-        out.first = name;
-      } else {
-        out.more_prefix.push_back(name);
-      }
-      continue;
-    }
     // The ids of special_tokens[name] (HF: a special token may stand for several ids), else the
     // vocabulary's id of the name (-1: looked up by the caller).
-    const json* entry = nullptr;
+    std::vector<int64_t> ids{-1};
     if (specials != j.end() && specials->is_object()) {
-      if (auto e = specials->find(name); e != specials->end()) entry = &*e;
-    }
-    if (entry && entry->is_object() && entry->contains("ids")) {
-      const json& ids = (*entry)["ids"];
-      if (!ids.is_array()) bad_field(source, field + ".special_tokens." + name + ".ids", "expected a list of ids");
-      for (const json& v : ids) {
-        if (!v.is_number_integer()) bad_field(source, field + ".special_tokens." + name + ".ids", "expected integer ids");
-        out.suffix_names.push_back(name);
-        out.suffix_ids.push_back(v.get<int64_t>());
+      if (auto e = specials->find(name); e != specials->end()) {
+        const std::string at = field + ".special_tokens." + name + ".ids";
+        const auto list = e->is_object() ? e->find("ids") : e->end();
+        if (list == e->end() || !list->is_array() || list->empty()) bad_field(source, at, "expected a list of ids");
+        ids.clear();
+        for (const json& v : *list) {
+          if (!v.is_number_integer() || v.get<int64_t>() < 0) bad_field(source, at, "expected ids of 0 or more");
+          ids.push_back(v.get<int64_t>());
+        }
       }
-    } else {
+    }
+    for (const int64_t v : ids) {
+      if (!after) {
+        if (!out.first) {
+          out.first = name;
+          out.first_id = v;
+        } else {
+          out.more_prefix.push_back(name);
+        }
+        continue;
+      }
       out.suffix_names.push_back(name);
-      out.suffix_ids.push_back(-1);
+      out.suffix_ids.push_back(v);
     }
   }
 }
@@ -599,7 +605,17 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
 
   auto lookup = [&tok](std::string_view t) { return tok->token_id(t); };
   int32_t bos = -1;
-  if (auto name = cfg.bos_token ? cfg.bos_token : pp_bos) bos = tok->token_id(*name).value_or(-1);
+  if (cfg.bos_token) {
+    bos = tok->token_id(*cfg.bos_token).value_or(-1);
+  } else if (pp.first_id >= 0) {  // the id the post-processor gives (its name may be no token)
+    if (pp.first_id >= tok->vocab_size()) {
+      bad_field(source, "post_processor", "the token '" + *pp.first + "' it puts first has id " +
+                                              std::to_string(pp.first_id) + ", outside the vocabulary");
+    }
+    bos = int32_t(pp.first_id);
+  } else if (pp_bos) {
+    bos = tok->token_id(*pp_bos).value_or(-1);
+  }
   int64_t eos = -1;
   if (cfg.eos_token) eos = tok->token_id(*cfg.eos_token).value_or(-1);
   const bool add_bos = cfg.add_bos_token.value_or(pp_bos.has_value());

@@ -59,9 +59,13 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
 
   // Mixtral-style GGUFs say "llama" and hold expert tensors (ffn_*_exps): name the model kind, not a
   // missing dense tensor (trial 47).
-  if (const auto experts = g.opt_int(key("expert_count")); experts && *experts > 0) {
-    fail(fmt::format("a mixture-of-experts model ({} experts, {}) is not supported", *experts, key("expert_count")),
-         file, "dak runs dense Llama, Mistral, Qwen2 and OPT models; use a dense model");
+  if (const auto experts = g.opt_int(key("expert_count")); experts && *experts != 0) {
+    if (*experts < 0) {
+      fail(fmt::format("{} is {}", key("expert_count"), *experts), file + ": " + key("expert_count"),
+           "restore the file's metadata (an expert count is 0 or more)");
+    }
+    fail(fmt::format("a mixture-of-experts model ({} = {}) is not supported", key("expert_count"), *experts), file,
+         "dak runs dense Llama, Mistral, Qwen2 and OPT models; use a dense model");
   }
   c.num_layers = req("block_count", 1, 1 << 12);
   c.hidden_size = req("embedding_length", 1, 1 << 20);

@@ -325,8 +325,10 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
   // Trial 47: a Mixtral-style GGUF (expert_count, ffn_*_exps tensors) was told a dense tensor was missing.
   write_bytes(dir / "moe.gguf", edited_tiny_gguf({{"llama.expert_count", uint64_t(8)}}));
   expect_error([&] { Checkpoint::open(dir / "moe.gguf"); },
-               {"a mixture-of-experts model (8 experts, llama.expert_count) is not supported", "moe.gguf",
+               {"a mixture-of-experts model (llama.expert_count = 8) is not supported", "moe.gguf",
                 "use a dense model"});
+  write_bytes(dir / "moeneg.gguf", edited_tiny_gguf({{"llama.expert_count", int64_t(-5)}}));
+  expect_error([&] { Checkpoint::open(dir / "moeneg.gguf"); }, {"llama.expert_count is -5", "moeneg.gguf"});
   write_bytes(dir / "bos.gguf", edited_tiny_gguf({{"tokenizer.ggml.bos_token_id", uint64_t(99999)}}));
   expect_error([&] { Checkpoint::open(dir / "bos.gguf"); }, {"key 'tokenizer.ggml.bos_token_id'"});
   write_bytes(dir / "nolayers.gguf", edited_tiny_gguf({{"llama.block_count", std::nullopt}}));

@@ -32,6 +32,17 @@ TEST(CliTrial47, APromptFlagFollowedByAnOptionNameIsRefused) {
     EXPECT_TRUE(contains(r.output, "where: -p (dak generate)") || contains(r.output, "where: --prompt (dak generate)"))
         << r.output;
   }
+  // A short option glued to its value (-n3, as CLI11 reads it) is refused too; a -p that is the value
+  // of the option before it (--system -p) is no prompt option (trial 47b).
+  for (const std::string& args : {std::string("generate -p -n3"), std::string("generate -p -fx")}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "the prompt is missing")) << args << "\n" << r.output;
+  }
+  {
+    const RunResult r = run_dak("generate --device cpu --chat --system -p -p hi -n 1 --output json", false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
   // Text that only looks like an option is a prompt; a prompt that is an option's name uses --prompt=
   // (the default model, which has a tokenizer; its echo of the prompt starts the output).
   for (const std::string& prompt : {std::string("-5 degrees"), std::string("--chat")}) {

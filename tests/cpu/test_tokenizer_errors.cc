@@ -115,6 +115,21 @@ TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes)
   bad["post_processor"]["processors"][1]["single"][1] = 5;
   e = parse_error(bad.dump());
   expect_where(e, "post_processor.processors[1].single[1]");
+  // The prefix token's id is the processor's (special_tokens ids, Roberta's cls id), whatever its name
+  // (trial 47b: "[CLS]" with ids [258] gave no BOS; a name that is also a plain token gave that token).
+  auto named = templ;
+  named["post_processor"]["processors"][1]["single"][0]["SpecialToken"]["id"] = "a";
+  named["post_processor"]["processors"][1]["special_tokens"]["a"] = {{"id", "a"}, {"ids", {258}}, {"tokens", {"a"}}};
+  tok = parse_hf_tokenizer_json(named.dump(), "n/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{258, 256, 0x63, 258}));
+  auto cls_absent = base;
+  cls_absent["post_processor"] = {{"type", "BertProcessing"}, {"sep", {"</s>", 258}}, {"cls", {"[CLS]", 257}}};
+  tok = parse_hf_tokenizer_json(cls_absent.dump(), "c/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 256, 0x63, 258}));
+  auto negative = templ;
+  negative["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = {-3};
+  e = parse_error(negative.dump());
+  expect_where(e, "post_processor.processors[1].special_tokens.</s>.ids");
   auto other = base;
   other["post_processor"] = {{"type", "FancyProcessing"}};
   tok = parse_hf_tokenizer_json(other.dump(), "o/tokenizer.json");
