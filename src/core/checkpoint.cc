@@ -364,6 +364,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       fail(fmt::format("folder holds safetensors shards ({} ...) but no model.safetensors.index.json", shard),
            path.string(), missing_index_fix());
     }
+    if (const std::string file = other_safetensors_in(path); !file.empty()) {
+      fail(fmt::format("folder has no model.safetensors or index, only {}", file), path.string(),
+           fmt::format("pass the file itself ({}), or name it model.safetensors", (path / file).string()));
+    }
     if (const std::string other = unsupported_weight_file_in(path); !other.empty()) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
            path.string(), convert_weights_fix(other));
@@ -413,15 +417,37 @@ std::string unsupported_weight_file_in(const fs::path& path) {
   return *std::min_element(found.begin(), found.end());
 }
 
+namespace {
+
+// transformers' shard names: <prefix>-00001-of-00003.safetensors
+bool is_shard_name(const std::string& name) {
+  static const std::regex kShard(R"(.*-\d{5}-of-\d{5}\.safetensors)");
+  return std::regex_match(name, kShard);
+}
+
+}  // namespace
+
 std::string safetensors_shard_in(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return "";
   std::vector<std::string> found;
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    // transformers' shard names: <prefix>-00001-of-00003.safetensors
-    static const std::regex kShard(R"(.*-\d{5}-of-\d{5}\.safetensors)");
     const std::string name = it->path().filename().string();
-    if (std::regex_match(name, kShard)) found.push_back(name);
+    if (is_shard_name(name)) found.push_back(name);
+  }
+  if (found.empty()) return "";
+  return *std::min_element(found.begin(), found.end());
+}
+
+std::string other_safetensors_in(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return "";
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (it->path().extension() == ".safetensors" && name != "model.safetensors" && !is_shard_name(name)) {
+      found.push_back(name);
+    }
   }
   if (found.empty()) return "";
   return *std::min_element(found.begin(), found.end());

@@ -100,6 +100,11 @@ std::string safetensors_shard_in(const std::filesystem::path& path);
 /// The fix for shards without their index (safetensors_shard_in).
 std::string missing_index_fix();
 
+/// The first (by name) `*.safetensors` file in folder `path` that is neither model.safetensors nor a
+/// shard (e.g. "consolidated.safetensors"), which Checkpoint::open reads only when given the file
+/// itself; "" when none.
+std::string other_safetensors_in(const std::filesystem::path& path);
+
 /// Fix of a refusal for a folder whose weights are all in a format dak does not read (`file`, from
 /// unsupported_weight_file_in): convert them to safetensors with transformers.
 std::string convert_weights_fix(const std::string& file);

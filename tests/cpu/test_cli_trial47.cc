@@ -81,6 +81,14 @@ TEST(CliTrial47, SafetensorsShardsWithoutTheirIndexAreNamed) {
   fs::copy_file(kTiny + "/model.safetensors", dir / "consolidated.safetensors");
   const RunResult r = run_dak("inspect --model " + dir.string());
   EXPECT_FALSE(contains(r.output, "holds safetensors shards")) << r.output;
+  EXPECT_TRUE(contains(r.output, "holds consolidated.safetensors, but a folder's weights are read from "
+                                 "model.safetensors"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "pass the file itself (--model " + (dir / "consolidated.safetensors").string()))
+      << r.output;
+  // Given the file itself, it runs.
+  const RunResult ok = run_dak("inspect --model " + (dir / "consolidated.safetensors").string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
 }  // namespace
