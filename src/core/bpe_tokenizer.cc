@@ -649,8 +649,8 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     }
   }
   if (!suffix.empty()) {
-    tok->add_notice(fmt::format("every prompt ends in {} ({}), as Hugging Face's tokenizer(text) gives; --chat "
-                                "prompts and --prompt-ids do not",
+    tok->add_notice(fmt::format("every prompt ends in {} ({}); --chat prompts, --prompt-ids and the text of dak "
+                                "perplexity do not",
                                 tok->decode(suffix), suffix_from));
   }
   tok->set_suffix_ids(std::move(suffix));
@@ -688,8 +688,8 @@ void apply_gguf_add_eos(Tokenizer& tok, const GgufFile& gguf, int64_t eos, const
          source + ": tokenizer.ggml.add_eos_token", "restore the file's metadata");
   }
   const std::vector<int32_t> suffix{int32_t(eos)};
-  tok.add_notice(fmt::format("every prompt ends in {} (tokenizer.ggml.add_eos_token), as llama.cpp's tokenizer "
-                             "gives; --chat prompts and --prompt-ids do not",
+  tok.add_notice(fmt::format("every prompt ends in {} (tokenizer.ggml.add_eos_token); --chat prompts, --prompt-ids "
+                             "and the text of dak perplexity do not",
                              tok.decode(suffix)));
   tok.set_suffix_ids(suffix);
 }

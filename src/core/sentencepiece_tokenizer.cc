@@ -143,8 +143,8 @@ class SentencePieceTokenizer final : public Tokenizer {
       check_add_eos(eos, cfg.eos_token, (std::filesystem::path(source_).parent_path() / "tokenizer_config.json").string());
       suffix_ids_ = {int32_t(eos)};
       add_notice("every prompt ends in " + surface_[size_t(eos)] +
-                 " (tokenizer_config.json's add_eos_token), as Hugging Face's tokenizer(text) gives; --chat prompts "
-                 "and --prompt-ids do not");
+                 " (tokenizer_config.json's add_eos_token); --chat prompts, --prompt-ids and the text of dak "
+                 "perplexity do not");
     }
     if (cfg.chat_template) {
       chat_template_ = cfg.chat_template;

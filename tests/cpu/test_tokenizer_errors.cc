@@ -73,8 +73,8 @@ TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes)
   EXPECT_EQ(tok->encode("abc", false), (std::vector<int32_t>{256, 0x63}));
   EXPECT_EQ(tok->suffix_ids(), (std::vector<int32_t>{258}));
   ASSERT_EQ(tok->notices().size(), 1u);
-  EXPECT_EQ(tok->notices()[0], "every prompt ends in </s> (tokenizer.json's post_processor), as Hugging Face's "
-                               "tokenizer(text) gives; --chat prompts and --prompt-ids do not");
+  EXPECT_EQ(tok->notices()[0], "every prompt ends in </s> (tokenizer.json's post_processor); --chat prompts, "
+                               "--prompt-ids and the text of dak perplexity do not");
   auto roberta = base;
   roberta["post_processor"] = {{"type", "RobertaProcessing"}, {"sep", {"</s>", 258}}, {"cls", {"<s>", 257}}};
   tok = parse_hf_tokenizer_json(roberta.dump(), "r/tokenizer.json");
