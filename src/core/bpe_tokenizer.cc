@@ -379,6 +379,15 @@ bool has_byte_level(const json& j, int depth = 0) {
   return false;
 }
 
+// `names` for a notice: the first 8, then how many more (a post-processor may list 100,000 ids).
+std::string names_for_notice(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 8;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) out += fmt::format(" and {} more", names.size() - kShown);
+  return out;
+}
+
 // What a tokenizer.json post-processor adds around a single sequence (HF tokenizers' processors):
 // the special token it puts first (dak's BOS when tokenizer_config.json names none), and the ones
 // it puts after the sequence (suffix_ids()), as token names or ids.
@@ -456,7 +465,7 @@ void read_post_processor(const json& j, const std::string& source, const std::st
       if (auto e = specials->find(name); e != specials->end()) {
         const std::string at = field + ".special_tokens." + name + ".ids";
         const auto list = e->is_object() ? e->find("ids") : e->end();
-        if (list == e->end() || !list->is_array() || list->empty()) bad_field(source, at, "expected a list of ids");
+        if (list == e->end() || !list->is_array()) bad_field(source, at, "expected a list of ids");
         ids.clear();
         for (const json& v : *list) {
           if (!v.is_number_integer() || v.get<int64_t>() < 0) bad_field(source, at, "expected ids of 0 or more");
@@ -640,24 +649,34 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   // tokenizer_config.json's add_eos_token, where given, decides the EOS after the text, as its
   // add_bos_token decides BOS (transformers' LlamaTokenizerFast rebuilds the post-processor from both).
   std::string suffix_from = "tokenizer.json's post_processor";
+  std::vector<std::string> suffix_names = pp.suffix_names;
   if (cfg.add_eos_token) {
     suffix.clear();
+    suffix_names.clear();
     if (*cfg.add_eos_token) {
       check_add_eos(eos, cfg.eos_token, (std::filesystem::path(source).parent_path() / "tokenizer_config.json").string());
       suffix.push_back(int32_t(eos));
+      suffix_names.push_back(cfg.eos_token.value_or(tok->decode(suffix)));
       suffix_from = "tokenizer_config.json's add_eos_token";
     }
   }
   if (!suffix.empty()) {
     tok->add_notice(fmt::format("every prompt ends in {} ({}); --chat prompts, --prompt-ids and the text of dak "
                                 "perplexity do not",
-                                tok->decode(suffix), suffix_from));
+                                names_for_notice(suffix_names), suffix_from));
+  }
+  if (add_bos && bos < 0) {
+    tok->add_notice(cfg.bos_token ? fmt::format("tokenizer_config.json's bos_token '{}' is not in the vocabulary: "
+                                                "prompts get no BOS",
+                                                *cfg.bos_token)
+                                  : std::string("add_bos_token is true but the tokenizer names no BOS token: prompts "
+                                                "get no BOS"));
   }
   tok->set_suffix_ids(std::move(suffix));
   if (!pp.more_prefix.empty()) {
     tok->add_notice(fmt::format("tokenizer.json's post_processor puts {} more token(s) after its first before the "
                                 "text ({}), which dak does not add",
-                                pp.more_prefix.size(), fmt::join(pp.more_prefix, ", ")));
+                                pp.more_prefix.size(), names_for_notice(pp.more_prefix)));
   }
   if (pp.first && cfg.bos_token && *pp.first != *cfg.bos_token && add_bos) {
     tok->add_notice(fmt::format("the BOS added to prompts is tokenizer_config.json's bos_token '{}', not '{}', which "

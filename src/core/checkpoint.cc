@@ -366,7 +366,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
     }
     if (const std::string file = other_safetensors_in(path); !file.empty()) {
       fail(fmt::format("folder has no model.safetensors or index, only {}", file), path.string(),
-           fmt::format("pass the file itself ({}), or name it model.safetensors", (path / file).string()));
+           fmt::format("pass the file itself ({}), or name it model.safetensors; either way the model's config.json "
+                       "belongs beside it",
+                       (path / file).string()));
     }
     if (const std::string other = unsupported_weight_file_in(path); !other.empty()) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),

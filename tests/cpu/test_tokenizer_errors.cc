@@ -130,6 +130,26 @@ TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes)
   negative["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = {-3};
   e = parse_error(negative.dump());
   expect_where(e, "post_processor.processors[1].special_tokens.</s>.ids");
+  // An empty ids list adds nothing (HF loads it); 100,000 ids are named in the notice by 8 and a count;
+  // add_bos_token with no BOS token says so (trial 47c).
+  auto empty_ids = templ;
+  empty_ids["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = nlohmann::json::array();
+  tok = parse_hf_tokenizer_json(empty_ids.dump(), "z/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 256, 0x63}));
+  auto many = templ;
+  many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(100000, 258);
+  tok = parse_hf_tokenizer_json(many.dump(), "m/tokenizer.json");
+  EXPECT_EQ(tok->suffix_ids().size(), 100000u);
+  ASSERT_EQ(tok->notices().size(), 1u);
+  EXPECT_LT(tok->notices()[0].size(), 200u) << tok->notices()[0].substr(0, 300);
+  EXPECT_NE(tok->notices()[0].find("</s> and 99992 more"), std::string::npos) << tok->notices()[0].substr(0, 300);
+  HfTokenizerConfig bos_cfg;
+  bos_cfg.add_bos_token = true;
+  bos_cfg.bos_token = "<bos>";  // not in the vocabulary
+  tok = parse_hf_tokenizer_json(base.dump(), "b/tokenizer.json", bos_cfg);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63}));
+  ASSERT_EQ(tok->notices().size(), 1u);
+  EXPECT_EQ(tok->notices()[0], "tokenizer_config.json's bos_token '<bos>' is not in the vocabulary: prompts get no BOS");
   auto other = base;
   other["post_processor"] = {{"type", "FancyProcessing"}};
   tok = parse_hf_tokenizer_json(other.dump(), "o/tokenizer.json");
