@@ -4,6 +4,7 @@
 #include "core/checkpoint.h"
 
 #include <algorithm>
+#include <functional>
 #include <regex>
 #include <cmath>
 #include <cstdlib>
@@ -405,21 +406,20 @@ bool folder_without_weights(const fs::path& path) {
   return !gguf && !ec;
 }
 
-std::string unsupported_weight_file_in(const fs::path& path) {
+namespace {
+
+// The first (by name) entry of folder `path` whose file name `match` accepts; "" when none (or the
+// folder cannot be listed).
+std::string first_file_in(const fs::path& path, const std::function<bool(const fs::path&)>& match) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return "";
   std::vector<std::string> found;
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string ext = it->path().extension().string();
-    if (ext == ".bin" || ext == ".pt" || ext == ".pth" || ext == ".ckpt" || ext == ".h5" || ext == ".msgpack") {
-      found.push_back(it->path().filename().string());
-    }
+    if (match(it->path().filename())) found.push_back(it->path().filename().string());
   }
   if (found.empty()) return "";
   return *std::min_element(found.begin(), found.end());
 }
-
-namespace {
 
 // transformers' shard names: <prefix>-00001-of-00003.safetensors
 bool is_shard_name(const std::string& name) {
@@ -429,30 +429,21 @@ bool is_shard_name(const std::string& name) {
 
 }  // namespace
 
+std::string unsupported_weight_file_in(const fs::path& path) {
+  return first_file_in(path, [](const fs::path& name) {
+    const std::string ext = name.extension().string();
+    return ext == ".bin" || ext == ".pt" || ext == ".pth" || ext == ".ckpt" || ext == ".h5" || ext == ".msgpack";
+  });
+}
+
 std::string safetensors_shard_in(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return "";
-  std::vector<std::string> found;
-  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (is_shard_name(name)) found.push_back(name);
-  }
-  if (found.empty()) return "";
-  return *std::min_element(found.begin(), found.end());
+  return first_file_in(path, [](const fs::path& name) { return is_shard_name(name.string()); });
 }
 
 std::string other_safetensors_in(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return "";
-  std::vector<std::string> found;
-  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (it->path().extension() == ".safetensors" && name != "model.safetensors" && !is_shard_name(name)) {
-      found.push_back(name);
-    }
-  }
-  if (found.empty()) return "";
-  return *std::min_element(found.begin(), found.end());
+  return first_file_in(path, [](const fs::path& name) {
+    return name.extension() == ".safetensors" && name != "model.safetensors" && !is_shard_name(name.string());
+  });
 }
 
 std::string missing_index_fix() {
