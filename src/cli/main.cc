@@ -555,20 +555,32 @@ int main(int argc, char** argv) {
                        .what());
       return 2;
     }
-    // -p / --prompt followed by one of the command's option names (`-n 3 -p --chat`, `-p -n 2`): the
-    // prompt text is missing, and CLI11 would take the option name as the prompt (trial 47: "--chat"
-    // was generated from without a word). A prompt that is such a word is given as --prompt=WORD.
+    // A text option (generate's -p / --prompt, --system) followed by one of the command's option names
+    // (`-n 3 -p --chat`, `-p -n 2`, `--system --temperature 0.5`): the text is missing, and CLI11 would
+    // take the option name as the text (trial 47: "--chat" was generated from without a word). A text
+    // that is such a word is given as --prompt=WORD / --system=WORD.
+    struct TextOption {
+      const char* lname;
+      const char* what;
+      const char* example;
+    };
+    static constexpr TextOption kTextOptions[] = {{"prompt", "the prompt", "'Once upon a time'"},
+                                                  {"system", "the system message", "'You are a helpful assistant.'"}};
     for (int i = 1; i + 1 < argc; ++i) {
       const std::string arg = argv[i], next = argv[i + 1];
       if (arg == "--") break;
-      if (arg != "-p" && arg != "--prompt") continue;
+      if (!option_like(arg)) continue;
       std::string path;
       const CLI::App* command = command_before(i, &path);
-      const CLI::Option* prompt_option = command->get_option_no_throw(arg);
-      // generate's prompt text (dak bench's -p is --prompt-len: a number, which CLI11 checks).
-      if (prompt_option == nullptr || !prompt_option->check_lname("prompt")) continue;
-      // This -p is itself the value of the option before it (`--system -p -n 2`, `-f -p` with a file
-      // named -p): not a prompt option.
+      const CLI::Option* text_option = command->get_option_no_throw(arg);
+      // dak bench's -p is --prompt-len: a number, which CLI11 checks.
+      const TextOption* text = nullptr;
+      for (const TextOption& t : kTextOptions) {
+        if (text_option != nullptr && text_option->check_lname(t.lname)) text = &t;
+      }
+      if (text == nullptr) continue;
+      // This option is itself the value of the option before it (`--system -p -n 2`, `-f -p` with a
+      // file named -p).
       if (i >= 2) {
         const std::string prev = argv[i - 1];
         if (option_like(prev) && option_takes_value(command->get_option_no_throw(prev))) continue;
@@ -579,13 +591,14 @@ int main(int argc, char** argv) {
       const bool glued = next.size() > 2 && next[0] == '-' && next[1] != '-' &&
                          option_takes_value(command->get_option_no_throw(next.substr(0, 2)));
       if (!named && !glued) continue;
+      const std::string long_form = std::string("--") + text->lname;
       std::fprintf(stderr, "dak: error: %s\n",
-                   dak::Error(fmt::format("{} is followed by the option {} where its text belongs: the prompt is "
-                                          "missing", arg, next),
+                   dak::Error(fmt::format("{} is followed by the option {} where its text belongs: {} is missing", arg,
+                                          next, text->what),
                               arg + " (" + path + ")",
-                              fmt::format("give the text after {} ({} 'Once upon a time'); a prompt that is the word "
-                                          "{} itself is written {}={}", arg, arg, next, arg == "-p" ? "--prompt" : arg,
-                                          dak::shell_word(next)))
+                              fmt::format("give the text after {} ({} {}); a text that is the word {} itself is "
+                                          "written {}={}",
+                                          arg, arg, text->example, next, long_form, dak::shell_word(next)))
                        .what());
       return 2;
     }

@@ -40,8 +40,26 @@ TEST(CliTrial47, APromptFlagFollowedByAnOptionNameIsRefused) {
     EXPECT_TRUE(contains(r.output, "the prompt is missing")) << args << "\n" << r.output;
   }
   {
-    const RunResult r = run_dak("generate --device cpu --chat --system -p -p hi -n 1 --output json", false);
+    // -f's value: a file named -p (it exists here), read as the prompt file.
+    const fs::path dir = fs::path(::testing::TempDir()) / "dak_trial47_dash_p";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "-p") << "The sky is";
+    const RunResult r = dak::testing::run_shell("cd " + dak::shell_word(dir.string()) + " && " +
+                                                std::string(DAK_BINARY) + " generate --device cpu -f -p -n 1 2>/dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.substr(0, 10), "The sky is") << r.output;
+  }
+  // --system is a text option as well (trial 47c: --system --temperature took "--temperature" as the
+  // system message); --system=WORD gives such a word.
+  {
+    RunResult r = run_dak("generate --chat --system --temperature 0.5 -p hi");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "--system is followed by the option --temperature where its text belongs: the "
+                                   "system message is missing"))
+        << r.output;
+    r = run_dak("generate --device cpu --chat --system=--temperature -p hi -n 1", false);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
   }
   // Text that only looks like an option is a prompt; a prompt that is an option's name uses --prompt=
   // (the default model, which has a tokenizer; its echo of the prompt starts the output).
