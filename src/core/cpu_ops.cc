@@ -22,9 +22,6 @@
 #define DAK_CPU_X86 0
 #endif
 
-
-
-
 namespace dak::cpu {
 
 namespace {
@@ -102,7 +99,7 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
 // accumulators (8-element chunk i of K into accumulator i % A, by FMA), their sum in order, its
 // horizontal sum (hsum), then the K % 8 tail in order. The R x T sets of accumulators are
 // independent chains, so every shape of one A gives the same bits for the same (row, token); each
-// K uses one A (kAccumulators), whatever the tokens.
+// K uses one A (kLongRow below), whatever the tokens.
 template <int R, int T, int A>
 __attribute__((target("avx2,fma"))) inline void tile_avx2(const float* const* xs, int64_t k, const float* w,
                                                           const float* bias, int64_t m, float* y, int64_t t0,
