@@ -379,15 +379,6 @@ bool has_byte_level(const json& j, int depth = 0) {
   return false;
 }
 
-// `names` for a notice: the first 8, then how many more (a post-processor may list 100,000 ids).
-std::string names_for_notice(const std::vector<std::string>& names) {
-  constexpr size_t kShown = 8;
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > kShown) out += fmt::format(" and {} more", names.size() - kShown);
-  return out;
-}
-
 // What a tokenizer.json post-processor adds around a single sequence (HF tokenizers' processors):
 // the special token it puts first (dak's BOS when tokenizer_config.json names none), and the ones
 // it puts after the sequence (suffix_ids()), as token names or ids.
@@ -647,24 +638,20 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     suffix.push_back(int32_t(id));
   }
   // tokenizer_config.json's add_eos_token, where given, decides the EOS after the text, as its
-  // add_bos_token decides BOS (transformers' LlamaTokenizerFast rebuilds the post-processor from both).
+  // add_bos_token decides BOS (dak's rule, README; transformers' classes and versions differ here).
   std::string suffix_from = "tokenizer.json's post_processor";
   std::vector<std::string> suffix_names = pp.suffix_names;
   if (cfg.add_eos_token) {
     suffix.clear();
     suffix_names.clear();
     if (*cfg.add_eos_token) {
-      check_add_eos(eos, cfg.eos_token, (std::filesystem::path(source).parent_path() / "tokenizer_config.json").string());
+      check_add_eos(eos, cfg.eos_token, source);
       suffix.push_back(int32_t(eos));
       suffix_names.push_back(cfg.eos_token.value_or(tok->decode(suffix)));
       suffix_from = "tokenizer_config.json's add_eos_token";
     }
   }
-  if (!suffix.empty()) {
-    tok->add_notice(fmt::format("every prompt ends in {} ({}); --chat prompts, --prompt-ids and the text of dak "
-                                "perplexity do not",
-                                names_for_notice(suffix_names), suffix_from));
-  }
+  if (!suffix.empty()) tok->add_notice(suffix_notice(suffix_names, suffix_from));
   if (add_bos && bos < 0) {
     tok->add_notice(cfg.bos_token ? fmt::format("tokenizer_config.json's bos_token '{}' is not in the vocabulary: "
                                                 "prompts get no BOS",
@@ -707,9 +694,7 @@ void apply_gguf_add_eos(Tokenizer& tok, const GgufFile& gguf, int64_t eos, const
          source + ": tokenizer.ggml.add_eos_token", "restore the file's metadata");
   }
   const std::vector<int32_t> suffix{int32_t(eos)};
-  tok.add_notice(fmt::format("every prompt ends in {} (tokenizer.ggml.add_eos_token); --chat prompts, --prompt-ids "
-                             "and the text of dak perplexity do not",
-                             tok.decode(suffix)));
+  tok.add_notice(suffix_notice({tok.decode(suffix)}, "tokenizer.ggml.add_eos_token"));
   tok.set_suffix_ids(suffix);
 }
 

@@ -140,11 +140,9 @@ class SentencePieceTokenizer final : public Tokenizer {
     add_notice(ignored_eos_notice(ignored, "generation_config.json's eos_token_id", vocab_size()));
     if (cfg.add_bos_token) add_bos_ = *cfg.add_bos_token && bos_id_ >= 0;
     if (cfg.add_eos_token.value_or(false)) {
-      check_add_eos(eos, cfg.eos_token, (std::filesystem::path(source_).parent_path() / "tokenizer_config.json").string());
+      check_add_eos(eos, cfg.eos_token, source_);
       suffix_ids_ = {int32_t(eos)};
-      add_notice("every prompt ends in " + surface_[size_t(eos)] +
-                 " (tokenizer_config.json's add_eos_token); --chat prompts, --prompt-ids and the text of dak "
-                 "perplexity do not");
+      add_notice(suffix_notice({surface_[size_t(eos)]}, "tokenizer_config.json's add_eos_token"));
     }
     if (cfg.chat_template) {
       chat_template_ = cfg.chat_template;

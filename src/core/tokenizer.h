@@ -59,11 +59,10 @@ class Tokenizer {
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   bool is_eos(int32_t id) const;
   bool add_bos() const { return add_bos_; }
-  /// Special tokens encode() appends after the text when it adds special tokens (allow_bos), as
-  /// Hugging Face's tokenizer(text) and llama.cpp's llama_tokenize(add_special) do: those a
+  /// Special tokens encode() appends after the text when it adds special tokens (allow_bos): those a
   /// tokenizer.json post-processor puts after the sequence (TemplateProcessing, Roberta / Bert's
-  /// sep), or EOS where add_eos_token is set (tokenizer_config.json, GGUF tokenizer.ggml.add_eos_token).
-  /// Usually none.
+  /// sep), or EOS where add_eos_token is set (tokenizer_config.json, which decides where it says;
+  /// GGUF tokenizer.ggml.add_eos_token, as llama.cpp's llama_tokenize(add_special)). Usually none.
   const std::vector<int32_t>& suffix_ids() const { return suffix_ids_; }
   /// Sets suffix_ids() (the loaders call it once; ids within the vocabulary).
   void set_suffix_ids(std::vector<int32_t> ids) { suffix_ids_ = std::move(ids); }

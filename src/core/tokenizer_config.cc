@@ -142,14 +142,29 @@ std::vector<int32_t> collect_eos_ids(int64_t eos, const std::vector<int64_t>& ex
   return ids;
 }
 
-void check_add_eos(int64_t eos, const std::optional<std::string>& eos_name, const std::string& config_path) {
+void check_add_eos(int64_t eos, const std::optional<std::string>& eos_name, const std::string& tokenizer_file) {
   if (eos >= 0) return;
+  const std::string config_path = (std::filesystem::path(tokenizer_file).parent_path() / "tokenizer_config.json").string();
   if (eos_name) {
     fail("add_eos_token is true but its eos_token '" + *eos_name + "' is not in the vocabulary",
          config_path + ": add_eos_token", "name a token of the vocabulary as eos_token, or set add_eos_token to false");
   }
   fail("add_eos_token is true but the tokenizer has no EOS token", config_path + ": add_eos_token",
        "name one with eos_token, or set add_eos_token to false");
+}
+
+std::string names_for_notice(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 8;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) out += fmt::format(" and {} more", names.size() - kShown);
+  return out;
+}
+
+std::string suffix_notice(const std::vector<std::string>& names, const std::string& from) {
+  return fmt::format("every prompt ends in {} ({}); --chat prompts, --prompt-ids and the text of dak perplexity do "
+                     "not",
+                     names_for_notice(names), from);
 }
 
 std::string ignored_eos_notice(const std::vector<int64_t>& ignored, const std::string& what, int32_t vocab_size) {

@@ -55,9 +55,17 @@ std::vector<int32_t> collect_eos_ids(int64_t eos, const std::vector<int64_t>& ex
 /// ("generation_config.json's eos_token_id"): "" when there are none.
 std::string ignored_eos_notice(const std::vector<int64_t>& ignored, const std::string& what, int32_t vocab_size);
 
-/// For add_eos_token = true in `config_path` (a tokenizer_config.json): throws dak::Error when the
-/// tokenizer has no EOS id (`eos` < 0), saying whether the config's eos_token (`eos_name`) is missing
-/// or names no token of the vocabulary.
-void check_add_eos(int64_t eos, const std::optional<std::string>& eos_name, const std::string& config_path);
+/// For add_eos_token = true in the tokenizer_config.json beside `tokenizer_file` (the tokenizer.json
+/// or tokenizer.model read): throws dak::Error when the tokenizer has no EOS id (`eos` < 0), saying
+/// whether the config's eos_token (`eos_name`) is missing or names no token of the vocabulary.
+void check_add_eos(int64_t eos, const std::optional<std::string>& eos_name, const std::string& tokenizer_file);
+
+/// Token names for a notice, comma-separated: the first 8, then how many more ("a, b and 3 more";
+/// a post-processor may list 100,000 ids).
+std::string names_for_notice(const std::vector<std::string>& names);
+
+/// The notice of a tokenizer whose encode() appends suffix_ids(): `names` the tokens
+/// (names_for_notice), `from` where the rule comes from ("tokenizer.json's post_processor").
+std::string suffix_notice(const std::vector<std::string>& names, const std::string& from);
 
 }  // namespace dak
