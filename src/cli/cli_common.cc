@@ -141,18 +141,8 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
   // where it would refuse the folder, so no other case changes.
   if (!given.empty() && folder_without_weights(p) &&
       examine_path(p / "config.json") == std::filesystem::file_type::regular) {
-    // Shards without their index (trial 47: "no weights"), named with the fix.
-    if (const std::string shard = safetensors_shard_in(p); !shard.empty()) {
-      fail(fmt::format("'{}' holds safetensors shards ({} ...) but no model.safetensors.index.json", given, shard),
-           where, missing_index_fix());
-    }
-    // A safetensors file of another name (trial 47b: "no weights", fix --random-weights).
-    if (const std::string file = other_safetensors_in(p); !file.empty()) {
-      fail(fmt::format("'{}' holds {}, but a folder's weights are read from model.safetensors (or its index)", given,
-                       file),
-           where, fmt::format("pass the file itself (--model {}), or name it model.safetensors",
-                              shell_word((p / file).string())));
-    }
+    // Shards without their index, or a safetensors file of another name (trial 47: "no weights").
+    refuse_unread_safetensors(p, "'" + given + "'", where);
     // PyTorch (or other) weights beside the config: named, with the conversion (trial 27: "no weights").
     if (const std::string other = unsupported_weight_file_in(p); !other.empty()) {
       fail(fmt::format("'{}' holds a model config (config.json) and weights dak does not read ({})", given, other),

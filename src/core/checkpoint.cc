@@ -361,16 +361,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
              entry.string(), "give a GGUF file, or a folder that holds one (or safetensors weights)");
       }
     }
-    if (const std::string shard = safetensors_shard_in(path); !shard.empty()) {
-      fail(fmt::format("folder holds safetensors shards ({} ...) but no model.safetensors.index.json", shard),
-           path.string(), missing_index_fix());
-    }
-    if (const std::string file = other_safetensors_in(path); !file.empty()) {
-      fail(fmt::format("folder has no model.safetensors or index, only {}", file), path.string(),
-           fmt::format("pass the file itself ({}), or name it model.safetensors; either way the model's config.json "
-                       "belongs beside it",
-                       (path / file).string()));
-    }
+    refuse_unread_safetensors(path, "the folder", path.string());
     if (const std::string other = unsupported_weight_file_in(path); !other.empty()) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
            path.string(), convert_weights_fix(other));
@@ -436,19 +427,24 @@ std::string unsupported_weight_file_in(const fs::path& path) {
   });
 }
 
-std::string safetensors_shard_in(const fs::path& path) {
-  return first_file_in(path, [](const fs::path& name) { return is_shard_name(name.string()); });
-}
-
-std::string other_safetensors_in(const fs::path& path) {
-  return first_file_in(path, [](const fs::path& name) {
-    return name.extension() == ".safetensors" && name != "model.safetensors" && !is_shard_name(name.string());
+void refuse_unread_safetensors(const fs::path& path, const std::string& name, const std::string& where) {
+  if (const std::string shard = first_file_in(path, [](const fs::path& f) { return is_shard_name(f.string()); });
+      !shard.empty()) {
+    fail(fmt::format("{} holds safetensors shards ({} ...) but no model.safetensors.index.json", name, shard), where,
+         "restore model.safetensors.index.json from the model's repository (it says which tensor is in which "
+         "shard)");
+  }
+  const std::string file = first_file_in(path, [](const fs::path& f) {
+    return f.extension() == ".safetensors" && f != "model.safetensors" && !is_shard_name(f.string());
   });
-}
-
-std::string missing_index_fix() {
-  return "restore model.safetensors.index.json from the model's repository (it says which tensor is in which "
-         "shard)";
+  if (!file.empty()) {
+    fail(fmt::format("{} holds {}, but a folder's weights are read from model.safetensors (or its index)", name,
+                     file),
+         where,
+         fmt::format("pass the file itself (--model {}) with the model's config.json beside it, or name it "
+                     "model.safetensors",
+                     shell_word((path / file).string())));
+  }
 }
 
 std::string convert_weights_fix(const std::string& file) {

@@ -92,18 +92,12 @@ bool folder_without_weights(const std::filesystem::path& path);
 /// listable folder. Never throws.
 std::string unsupported_weight_file_in(const std::filesystem::path& path);
 
-/// The first (by name) safetensors shard in folder `path`, a file named as transformers names them
-/// ("model-00001-of-00002.safetensors"), e.g. one whose model.safetensors.index.json is missing; ""
-/// when none (or the folder cannot be listed).
-std::string safetensors_shard_in(const std::filesystem::path& path);
-
-/// The fix for shards without their index (safetensors_shard_in).
-std::string missing_index_fix();
-
-/// The first (by name) `*.safetensors` file in folder `path` that is neither model.safetensors nor a
-/// shard (e.g. "consolidated.safetensors"), which Checkpoint::open reads only when given the file
-/// itself; "" when none.
-std::string other_safetensors_in(const std::filesystem::path& path);
+/// For a folder `path` without model.safetensors or model.safetensors.index.json: throws dak::Error
+/// when it holds safetensors weights that Checkpoint::open reads only otherwise: shards named as
+/// transformers names them ("model-00001-of-00002.safetensors") without their index, or a file of
+/// another name ("consolidated.safetensors", read when given itself). `name` is how the message
+/// names the folder, `where` the error's where. Returns when there are none.
+void refuse_unread_safetensors(const std::filesystem::path& path, const std::string& name, const std::string& where);
 
 /// Fix of a refusal for a folder whose weights are all in a format dak does not read (`file`, from
 /// unsupported_weight_file_in): convert them to safetensors with transformers.
