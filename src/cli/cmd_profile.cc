@@ -170,9 +170,10 @@ void check_output(const std::string& path, bool force) {
   // Checked before the measurement, not when the profile is written minutes later: an existing file
   // (--force) must be writable, a new one needs a folder we may write and search.
   const fs::path folder = parent.empty() ? fs::path(".") : parent;
-  if (fs::exists(path, ec) ? ::access(path.c_str(), W_OK) != 0 : ::access(folder.c_str(), W_OK | X_OK) != 0) {
-    fail(fs::exists(path, ec) ? fmt::format("cannot write '{}': the file is not writable", path)
-                              : fmt::format("cannot create '{}': '{}' is not a writable folder", path, folder.string()),
+  const bool exists = fs::exists(path, ec);
+  if (exists ? ::access(path.c_str(), W_OK) != 0 : ::access(folder.c_str(), W_OK | X_OK) != 0) {
+    fail(exists ? fmt::format("cannot write '{}': the file is not writable", path)
+                : fmt::format("cannot create '{}': '{}' is not a writable folder", path, folder.string()),
          "--output", "write somewhere you may create files, or make the file or folder writable");
   }
 }
