@@ -590,11 +590,28 @@ int main(int argc, char** argv) {
       const bool named = option_like(name) && command->get_option_no_throw(name) != nullptr;
       const bool glued = next.size() > 2 && next[0] == '-' && next[1] != '-' &&
                          option_takes_value(command->get_option_no_throw(next.substr(0, 2)));
-      if (!named && !glued) continue;
+      // A word shaped like an option that the command does not have (llama.cpp's -t, --temp): most
+      // likely an option from another tool, with the text left out (trial 47d). Text such as
+      // "-5 degrees" or "-" is never this shape.
+      const auto option_shaped = [](const std::string& w) {
+        const auto alpha = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); };
+        if (w.size() == 2) return w[0] == '-' && alpha(w[1]);
+        if (w.size() < 3 || w[0] != '-' || w[1] != '-' || !alpha(w[2])) return false;
+        for (char ch : w.substr(0, w.find('='))) {
+          if (!alpha(ch) && ch != '-' && !(ch >= '0' && ch <= '9')) return false;
+        }
+        return true;
+      };
+      const bool foreign = !named && !glued && option_shaped(next);
+      if (!named && !glued && !foreign) continue;
       const std::string long_form = std::string("--") + text->lname;
       std::fprintf(stderr, "dak: error: %s\n",
-                   dak::Error(fmt::format("{} is followed by the option {} where its text belongs: {} is missing", arg,
-                                          next, text->what),
+                   dak::Error(foreign ? fmt::format("{} is followed by {}, which looks like an option ({} has no "
+                                                    "such option), where its text belongs: {} is missing",
+                                                    arg, next, path, text->what)
+                                      : fmt::format("{} is followed by the option {} where its text belongs: {} is "
+                                                    "missing",
+                                                    arg, next, text->what),
                               arg + " (" + path + ")",
                               fmt::format("give the text after {} ({} {}); a text that is the word {} itself is "
                                           "written {}={}",

@@ -391,6 +391,10 @@ struct PostProcessorTokens {
   std::vector<std::string> not_applied;      // processor types dak does not apply (a notice)
 };
 
+// Tokens a post-processor may put around one sequence, at most. Real templates add one to three (BOS,
+// EOS, [CLS] ... [SEP]); a list of millions (trial 47f) is a broken file, not a long prompt.
+constexpr size_t kMaxPostProcessorTokens = 64;
+
 void read_post_processor(const json& j, const std::string& source, const std::string& field, PostProcessorTokens& out,
                          int depth = 0) {
   if (j.is_null()) return;
@@ -458,6 +462,12 @@ void read_post_processor(const json& j, const std::string& source, const std::st
         const auto list = e->is_object() ? e->find("ids") : e->end();
         if (list == e->end() || !list->is_array()) bad_field(source, at, "expected a list of ids");
         ids.clear();
+        if (list->size() > kMaxPostProcessorTokens) {
+          bad_field(source, at,
+                    fmt::format("{} ids for one special token; a post-processor puts at most {} tokens around the "
+                                "text",
+                                list->size(), kMaxPostProcessorTokens));
+        }
         for (const json& v : *list) {
           if (!v.is_number_integer() || v.get<int64_t>() < 0) bad_field(source, at, "expected ids of 0 or more");
           ids.push_back(v.get<int64_t>());
@@ -476,6 +486,11 @@ void read_post_processor(const json& j, const std::string& source, const std::st
       }
       out.suffix_names.push_back(name);
       out.suffix_ids.push_back(v);
+    }
+    if (out.more_prefix.size() + out.suffix_ids.size() + 1 > kMaxPostProcessorTokens) {
+      bad_field(source, field + ".single",
+                fmt::format("more than {} special tokens around the text; a post-processor puts a few (BOS, EOS)",
+                            kMaxPostProcessorTokens));
     }
   }
 }

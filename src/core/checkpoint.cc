@@ -457,14 +457,30 @@ std::string convert_weights_fix(const std::string& file) {
 std::string mixed_weights_notice(const fs::path& path) {
   if (examine_path(path) != fs::file_type::directory) return "";
   const bool sharded = examine_path(path / "model.safetensors.index.json") != fs::file_type::not_found;
-  if (!sharded && examine_path(path / "model.safetensors") == fs::file_type::not_found) return "";
-  std::vector<fs::path> ggufs;
+  const bool model_safetensors = examine_path(path / "model.safetensors") != fs::file_type::not_found;
+  std::vector<fs::path> ggufs, safetensors;
   std::error_code ec;
   for (const auto& ent : fs::directory_iterator(path, ec)) {
     if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
+    if (ent.path().extension() == ".safetensors") safetensors.push_back(ent.path());
   }
   if (ggufs.empty()) return "";
   std::sort(ggufs.begin(), ggufs.end());
+  std::sort(safetensors.begin(), safetensors.end());
+  if (!sharded && !model_safetensors) {
+    // Other-named safetensors beside one .gguf (weights.safetensors, trial 47e): Checkpoint::open
+    // runs the .gguf, since a folder's safetensors weights are read from model.safetensors only.
+    if (safetensors.empty() || ggufs.size() != 1) return "";
+    std::string ignored;
+    for (size_t i = 0; i < safetensors.size() && i < 4; ++i) {
+      ignored += (i ? ", " : "") + safetensors[i].filename().string();
+    }
+    if (safetensors.size() > 4) ignored += fmt::format(" and {} more", safetensors.size() - 4);
+    return fmt::format("{} holds safetensors and GGUF weights: using {}, ignoring {} (a folder's safetensors weights "
+                       "are read from model.safetensors or its index); to run the safetensors weights, give the file "
+                       "as the model (e.g. --model {}) with the model's config.json beside it",
+                       path.string(), ggufs[0].filename().string(), ignored, shell_word(safetensors[0].string()));
+  }
   std::string ignored;
   for (size_t i = 0; i < ggufs.size() && i < 4; ++i) ignored += (i ? ", " : "") + ggufs[i].filename().string();
   if (ggufs.size() > 4) ignored += fmt::format(" and {} more", ggufs.size() - 4);

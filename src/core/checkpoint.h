@@ -106,7 +106,9 @@ std::string convert_weights_fix(const std::string& file);
 /// When `path` is a model folder with safetensors weights (model.safetensors, or the shards of
 /// model.safetensors.index.json), which Checkpoint::open uses, and .gguf files beside them, which
 /// it ignores: a notice (one line, without "dak: notice: ") naming the weights used and the files
-/// ignored, and how to choose (a file's own path as the model picks it). "" otherwise.
+/// ignored, and how to choose (a file's own path as the model picks it). Also when the folder holds
+/// one .gguf, which Checkpoint::open then runs, beside safetensors files of other names (e.g.
+/// weights.safetensors), which it ignores. "" otherwise.
 std::string mixed_weights_notice(const std::filesystem::path& path);
 
 }  // namespace dak

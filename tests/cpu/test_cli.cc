@@ -535,6 +535,19 @@ TEST(Cli, AFolderWithSafetensorsAndGgufSaysWhichItUses) {
   r = run_dak("inspect " + dir.string());
   EXPECT_NE(r.output.find("(safetensors)"), std::string::npos) << r.output;
   EXPECT_EQ(safetensors_ids, run_dak(gen + (dir / "model.safetensors").string(), false).output);
+  // Other-named safetensors beside the .gguf (trial 47e: weights.safetensors): the folder runs the
+  // .gguf, and the notice says so and how to run the safetensors file.
+  fs::rename(dir / "model.safetensors", dir / "weights.safetensors");
+  r = run_dak(gen + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dak: notice: " + dir.string() + " holds safetensors and GGUF weights: using tiny_llama.gguf, "
+                          "ignoring weights.safetensors (a folder's safetensors weights are read from model.safetensors "
+                          "or its index); to run the safetensors weights, give the file as the model (e.g. --model " +
+                          (dir / "weights.safetensors").string() + ") with the model's config.json beside it"),
+            std::string::npos)
+      << r.output;
+  r = run_dak("inspect " + dir.string());
+  EXPECT_NE(r.output.find("tiny_llama.gguf (gguf v3)"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 

@@ -110,3 +110,25 @@ TEST(CliTrial47, SafetensorsShardsWithoutTheirIndexAreNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliTrial47, APromptFlagFollowedByAnotherToolsOptionIsRefused) {
+  // llama.cpp's -t and --temp are no dak options: -p -t took "-t" as the prompt (trial 47d). A word
+  // shaped like an option (-x, --word, --word=value) after a text option is refused as well.
+  for (const std::string& args : {std::string("generate -p -t 4"), std::string("generate -p --temp 0.7"),
+                                  std::string("generate --chat --system --sys-prompt=x -p hi")}) {
+    const RunResult r = run_dak(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "which looks like an option (dak generate has no such option), where its text "
+                                   "belongs"))
+        << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "is missing")) << r.output;
+  }
+  // The fix's literal form runs: --prompt=-t is the prompt "-t".
+  const RunResult r = run_dak("generate --device cpu --prompt=-t -n 1", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 2), "-t") << r.output;
+}
+
+}  // namespace

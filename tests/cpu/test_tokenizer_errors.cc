@@ -137,12 +137,25 @@ TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes)
   tok = parse_hf_tokenizer_json(empty_ids.dump(), "z/tokenizer.json");
   EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 256, 0x63}));
   auto many = templ;
-  many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(100000, 258);
+  many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(20, 258);
   tok = parse_hf_tokenizer_json(many.dump(), "m/tokenizer.json");
-  EXPECT_EQ(tok->suffix_ids().size(), 100000u);
+  EXPECT_EQ(tok->suffix_ids().size(), 20u);
   ASSERT_EQ(tok->notices().size(), 1u);
   EXPECT_LT(tok->notices()[0].size(), 200u) << tok->notices()[0].substr(0, 300);
-  EXPECT_NE(tok->notices()[0].find("</s> and 99992 more"), std::string::npos) << tok->notices()[0].substr(0, 300);
+  EXPECT_NE(tok->notices()[0].find("</s> and 12 more"), std::string::npos) << tok->notices()[0].substr(0, 300);
+  // Millions of ids are a broken file, not a long prompt to refuse later (trial 47f): refused where
+  // they are, as are more than 64 tokens around the text from several entries.
+  many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(2000000, 258);
+  e = parse_error(many.dump());
+  expect_where(e, "post_processor.processors[1].special_tokens.</s>.ids");
+  EXPECT_EQ(e.what_part(), "2000000 ids for one special token; a post-processor puts at most 64 tokens around the text")
+      << e.what();
+  many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(40, 258);
+  many["post_processor"]["processors"][1]["single"].push_back({{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}});
+  e = parse_error(many.dump());
+  expect_where(e, "post_processor.processors[1].single");
+  EXPECT_EQ(e.what_part(), "more than 64 special tokens around the text; a post-processor puts a few (BOS, EOS)")
+      << e.what();
   HfTokenizerConfig bos_cfg;
   bos_cfg.add_bos_token = true;
   bos_cfg.bos_token = "<bos>";  // not in the vocabulary
