@@ -17,6 +17,12 @@ dak_build dak
   dak_tpot X=1 l7-tiered --model llama-2-7b --batch 40,64 --prompt-len 32 --gen-len 32 --gemm tiered
 } | tee "$OUT/decode.txt"
 grep -E "B_g|floor" /tmp/r-l7.txt | head -2
+# OPT-30B 8 x 512 at x = 0 read 78 % inside the full sweep and 84 % in short runs: the same cell
+# beside a 32768-key cell (whose size sets the shared K / V buffers) and alone, interleaved.
+for r in 1 2; do
+  dak_att_rows "with32768-r$r" X=1 --models opt-30b --batch 8 --ctx 512,32768 --ratios 0 --no-balance-point | grep -v B_
+  dak_att_rows "alone-r$r" X=1 --models opt-30b --batch 8 --ctx 512 --ratios 0 --no-balance-point | grep -v B_
+done | tee "$OUT/opt30b-cell.txt"
 if ! echo "$gpu" | grep -q H200; then
   left 150 && timeout 140 build-gpu/dak bench gemm --quick > "$OUT/gemm-quick.txt" 2>&1
   echo "gemm rc=$?"; grep -E "^targets|^B_|met|MISSED" "$OUT/gemm-quick.txt" | tail -12
