@@ -590,32 +590,49 @@ int main(int argc, char** argv) {
       const bool named = option_like(name) && command->get_option_no_throw(name) != nullptr;
       const bool glued = next.size() > 2 && next[0] == '-' && next[1] != '-' &&
                          option_takes_value(command->get_option_no_throw(next.substr(0, 2)));
-      // A word shaped like an option that the command does not have (llama.cpp's -t, --temp): most
-      // likely an option from another tool, with the text left out (trial 47d). Text such as
-      // "-5 degrees" or "-" is never this shape.
+      // A word shaped like an option that the command does not have (llama.cpp's -t, -cnv, -t4, --temp,
+      // transformers' --top_k): most likely another tool's option, with the text left out (trial 47d).
+      // Text such as "-5 degrees", "-" or "--" is never this shape: -{1,2}, a letter, then letters,
+      // digits, '_' or '-' up to an optional '='.
       const auto option_shaped = [](const std::string& w) {
         const auto alpha = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); };
-        if (w.size() == 2) return w[0] == '-' && alpha(w[1]);
-        if (w.size() < 3 || w[0] != '-' || w[1] != '-' || !alpha(w[2])) return false;
-        for (char ch : w.substr(0, w.find('='))) {
-          if (!alpha(ch) && ch != '-' && !(ch >= '0' && ch <= '9')) return false;
+        const std::string head = w.substr(0, w.find('='));
+        const size_t dashes = head.starts_with("--") ? 2 : head.starts_with("-") ? 1 : 0;
+        if (dashes == 0 || head.size() <= dashes || !alpha(head[dashes])) return false;
+        for (size_t k = dashes; k < head.size(); ++k) {
+          const char ch = head[k];
+          if (!alpha(ch) && ch != '-' && ch != '_' && !(ch >= '0' && ch <= '9')) return false;
         }
         return true;
       };
       const bool foreign = !named && !glued && option_shaped(next);
       if (!named && !glued && !foreign) continue;
       const std::string long_form = std::string("--") + text->lname;
+      std::string what;
+      std::string hint;  // for another tool's option: what dak takes instead, where known
+      if (named) {
+        what = fmt::format("{} is followed by the option {} where its text belongs: {} is missing", arg, next,
+                           text->what);
+      } else if (glued) {
+        what = fmt::format("{} is followed by {}, which dak reads as the option {} with a value, where its text "
+                           "belongs: {} is missing",
+                           arg, next, next.substr(0, 2), text->what);
+      } else {
+        what = fmt::format("{} is followed by {}, which looks like an option ({} has no such option), where its "
+                           "text belongs: {} is missing",
+                           arg, next, path, text->what);
+      }
+      if (!named) {
+        const std::string other = other_engine_hint(name);
+        const std::string near = foreign ? closest_option(*command, name) : "";
+        hint = other.empty() ? (near.empty() ? "" : fmt::format("; for {}, did you mean {}?", name, near))
+                             : fmt::format("; for {}: {}", name, other);
+      }
       std::fprintf(stderr, "dak: error: %s\n",
-                   dak::Error(foreign ? fmt::format("{} is followed by {}, which looks like an option ({} has no "
-                                                    "such option), where its text belongs: {} is missing",
-                                                    arg, next, path, text->what)
-                                      : fmt::format("{} is followed by the option {} where its text belongs: {} is "
-                                                    "missing",
-                                                    arg, next, text->what),
-                              arg + " (" + path + ")",
+                   dak::Error(what, arg + " (" + path + ")",
                               fmt::format("give the text after {} ({} {}); a text that is the word {} itself is "
-                                          "written {}={}",
-                                          arg, arg, text->example, next, long_form, dak::shell_word(next)))
+                                          "written {}={}{}",
+                                          arg, arg, text->example, next, long_form, dak::shell_word(next), hint))
                        .what());
       return 2;
     }

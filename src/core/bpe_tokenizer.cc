@@ -391,9 +391,20 @@ struct PostProcessorTokens {
   std::vector<std::string> not_applied;      // processor types dak does not apply (a notice)
 };
 
-// Tokens a post-processor may put around one sequence, at most. Real templates add one to three (BOS,
-// EOS, [CLS] ... [SEP]); a list of millions (trial 47f) is a broken file, not a long prompt.
+// Tokens dak accepts from a post-processor around one sequence, at most. Real templates add one to
+// three (BOS, EOS, [CLS] ... [SEP]); a list of millions (trial 47f) is a broken file, not a long prompt.
 constexpr size_t kMaxPostProcessorTokens = 64;
+
+// Fails when `out` holds more than kMaxPostProcessorTokens tokens around the text.
+void check_post_processor_size(const PostProcessorTokens& out, const std::string& source, const std::string& field) {
+  const size_t n = (out.first ? 1 : 0) + out.more_prefix.size() + out.suffix_ids.size();
+  if (n > kMaxPostProcessorTokens) {
+    bad_field(source, field,
+              fmt::format("at least {} special tokens around the text; dak accepts at most {} (templates put a "
+                          "few: BOS, EOS)",
+                          n, kMaxPostProcessorTokens));
+  }
+}
 
 void read_post_processor(const json& j, const std::string& source, const std::string& field, PostProcessorTokens& out,
                          int depth = 0) {
@@ -428,6 +439,7 @@ void read_post_processor(const json& j, const std::string& source, const std::st
     }
     out.suffix_names.push_back(sep.first);
     out.suffix_ids.push_back(sep.second);
+    check_post_processor_size(out, source, field);
     return;
   }
   if (type != "TemplateProcessing") {
@@ -464,8 +476,7 @@ void read_post_processor(const json& j, const std::string& source, const std::st
         ids.clear();
         if (list->size() > kMaxPostProcessorTokens) {
           bad_field(source, at,
-                    fmt::format("{} ids for one special token; a post-processor puts at most {} tokens around the "
-                                "text",
+                    fmt::format("{} ids for one special token; dak accepts at most {} tokens around the text",
                                 list->size(), kMaxPostProcessorTokens));
         }
         for (const json& v : *list) {
@@ -487,11 +498,7 @@ void read_post_processor(const json& j, const std::string& source, const std::st
       out.suffix_names.push_back(name);
       out.suffix_ids.push_back(v);
     }
-    if (out.more_prefix.size() + out.suffix_ids.size() + 1 > kMaxPostProcessorTokens) {
-      bad_field(source, field + ".single",
-                fmt::format("more than {} special tokens around the text; a post-processor puts a few (BOS, EOS)",
-                            kMaxPostProcessorTokens));
-    }
+    check_post_processor_size(out, source, field + ".single");
   }
 }
 

@@ -461,6 +461,8 @@ std::string mixed_weights_notice(const fs::path& path) {
   std::vector<fs::path> ggufs, safetensors;
   std::error_code ec;
   for (const auto& ent : fs::directory_iterator(path, ec)) {
+    std::error_code fe;
+    if (!ent.is_regular_file(fe)) continue;  // as sole_gguf_in counts them: a folder named x.gguf is no weights
     if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
     if (ent.path().extension() == ".safetensors") safetensors.push_back(ent.path());
   }
@@ -476,10 +478,24 @@ std::string mixed_weights_notice(const fs::path& path) {
       ignored += (i ? ", " : "") + safetensors[i].filename().string();
     }
     if (safetensors.size() > 4) ignored += fmt::format(" and {} more", safetensors.size() - 4);
+    const auto shard = std::find_if(safetensors.begin(), safetensors.end(),
+                                    [](const fs::path& f) { return is_shard_name(f.filename().string()); });
+    std::string fix;
+    if (shard != safetensors.end()) {
+      fix = "to run the safetensors shards, restore model.safetensors.index.json from the model's repository";
+    } else {
+      // The example: not a LoRA adapter (adapter_model.safetensors), which holds no model.
+      const auto example = std::find_if(safetensors.begin(), safetensors.end(), [](const fs::path& f) {
+        return !f.filename().string().starts_with("adapter_");
+      });
+      if (example == safetensors.end()) return "";  // only adapters: nothing else to run
+      fix = fmt::format("to run the safetensors weights, give the file as the model (e.g. --model {}) with the "
+                        "model's config.json beside it",
+                        shell_word(example->string()));
+    }
     return fmt::format("{} holds safetensors and GGUF weights: using {}, ignoring {} (a folder's safetensors weights "
-                       "are read from model.safetensors or its index); to run the safetensors weights, give the file "
-                       "as the model (e.g. --model {}) with the model's config.json beside it",
-                       path.string(), ggufs[0].filename().string(), ignored, shell_word(safetensors[0].string()));
+                       "are read from model.safetensors or its index); {}",
+                       path.string(), ggufs[0].filename().string(), ignored, fix);
   }
   std::string ignored;
   for (size_t i = 0; i < ggufs.size() && i < 4; ++i) ignored += (i ? ", " : "") + ggufs[i].filename().string();

@@ -548,6 +548,20 @@ TEST(Cli, AFolderWithSafetensorsAndGgufSaysWhichItUses) {
       << r.output;
   r = run_dak("inspect " + dir.string());
   EXPECT_NE(r.output.find("tiny_llama.gguf (gguf v3)"), std::string::npos) << r.output;
+  // A folder named *.gguf is no weights file (the review): the notice still names the one .gguf run.
+  fs::create_directories(dir / "old.gguf");
+  r = run_dak(gen + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("using tiny_llama.gguf, ignoring weights.safetensors"), std::string::npos) << r.output;
+  // Shards without their index: the fix is the index, not one shard as the model.
+  fs::rename(dir / "weights.safetensors", dir / "model-00001-of-00002.safetensors");
+  r = run_dak(gen + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ignoring model-00001-of-00002.safetensors (a folder's safetensors weights are read from "
+                          "model.safetensors or its index); to run the safetensors shards, restore "
+                          "model.safetensors.index.json from the model's repository"),
+            std::string::npos)
+      << r.output;
   fs::remove_all(dir);
 }
 

@@ -114,21 +114,45 @@ TEST(CliTrial47, SafetensorsShardsWithoutTheirIndexAreNamed) {
 namespace {
 
 TEST(CliTrial47, APromptFlagFollowedByAnotherToolsOptionIsRefused) {
-  // llama.cpp's -t and --temp are no dak options: -p -t took "-t" as the prompt (trial 47d). A word
-  // shaped like an option (-x, --word, --word=value) after a text option is refused as well.
-  for (const std::string& args : {std::string("generate -p -t 4"), std::string("generate -p --temp 0.7"),
-                                  std::string("generate --chat --system --sys-prompt=x -p hi")}) {
-    const RunResult r = run_dak(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  // llama.cpp's -t and --temp are no dak options: -p -t took "-t" as the prompt (trial 47d). Any word
+  // shaped like an option (-x, -cnv, -t4, -t=4, --word, --top_k, --word=value) after a text option is
+  // refused as well, with what dak takes instead where it knows (its review).
+  struct Case {
+    std::string args, hint;
+  };
+  for (const Case& c : {Case{"generate -p -t 4", "for -t: the CPU path uses OpenMP: set OMP_NUM_THREADS"},
+                        Case{"generate -p --temp 0.7", "for --temp, did you mean --temperature?"},
+                        Case{"generate -p -cnv", "for -cnv: --chat renders the model's own chat template"},
+                        Case{"generate -p -t4", ""}, Case{"generate -p -t=4", ""},
+                        Case{"generate -p --top_k 40", ""}, Case{"generate -p --max_new_tokens 5", ""},
+                        Case{"generate --chat --system --sys-prompt=x -p hi", ""}}) {
+    const RunResult r = run_dak(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "which looks like an option (dak generate has no such option), where its text "
                                    "belongs"))
-        << args << "\n" << r.output;
+        << c.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "is missing")) << r.output;
+    EXPECT_TRUE(contains(r.output, c.hint)) << c.args << "\n" << r.output;
   }
-  // The fix's literal form runs: --prompt=-t is the prompt "-t".
-  const RunResult r = run_dak("generate --device cpu --prompt=-t -n 1", false);
+  // A short option of dak glued to a value (llama.cpp's -ngl reads as -n gl) says how dak reads it,
+  // and what dak takes instead of -ngl.
+  RunResult r = run_dak("generate -p -ngl 99");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "-p is followed by -ngl, which dak reads as the option -n with a value, where its "
+                                 "text belongs: the prompt is missing"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "for -ngl: dak offloads bytes, not layers")) << r.output;
+  // The fix's literal form runs: --prompt=-t is the prompt "-t"; "-", "--" and "-5" stay prompts.
+  r = run_dak("generate --device cpu --prompt=-t -n 1", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.substr(0, 2), "-t") << r.output;
+  for (const std::string prompt : {"-", "-5"}) {
+    r = run_dak("generate --device cpu -p " + prompt + " -n 1", false);
+    ASSERT_EQ(r.exit_code, 0) << prompt << "\n" << r.output;
+    EXPECT_EQ(r.output.substr(0, prompt.size()), prompt) << r.output;
+  }
+  r = run_dak("generate --device cpu -n 1 -p --", false);  // "--" ends the options: no prompt given then
+  EXPECT_EQ(r.output.find("looks like an option"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -148,14 +148,31 @@ TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes)
   many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(2000000, 258);
   e = parse_error(many.dump());
   expect_where(e, "post_processor.processors[1].special_tokens.</s>.ids");
-  EXPECT_EQ(e.what_part(), "2000000 ids for one special token; a post-processor puts at most 64 tokens around the text")
+  EXPECT_EQ(e.what_part(), "2000000 ids for one special token; dak accepts at most 64 tokens around the text")
+      << e.what();
+  // 64 in all is accepted (<s> and 63 ids after the text), 65 are not; several entries count together.
+  many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(63, 258);
+  tok = parse_hf_tokenizer_json(many.dump(), "m/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true).size(), 2u + 64u);
+  many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(64, 258);
+  e = parse_error(many.dump());
+  expect_where(e, "post_processor.processors[1].single");
+  EXPECT_EQ(e.what_part(), "at least 65 special tokens around the text; dak accepts at most 64 (templates put a few: "
+                           "BOS, EOS)")
       << e.what();
   many["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(40, 258);
   many["post_processor"]["processors"][1]["single"].push_back({{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}});
   e = parse_error(many.dump());
-  expect_where(e, "post_processor.processors[1].single");
-  EXPECT_EQ(e.what_part(), "more than 64 special tokens around the text; a post-processor puts a few (BOS, EOS)")
+  EXPECT_EQ(e.what_part(), "at least 81 special tokens around the text; dak accepts at most 64 (templates put a few: "
+                           "BOS, EOS)")
       << e.what();
+  // Without a prefix token, 64 after the text are accepted.
+  auto suffix_only = many;
+  suffix_only["post_processor"]["processors"][1]["single"] = nlohmann::json::parse(
+      R"([{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}])");
+  suffix_only["post_processor"]["processors"][1]["special_tokens"]["</s>"]["ids"] = std::vector<int>(64, 258);
+  tok = parse_hf_tokenizer_json(suffix_only.dump(), "s/tokenizer.json");
+  EXPECT_EQ(tok->suffix_ids().size(), 64u);
   HfTokenizerConfig bos_cfg;
   bos_cfg.add_bos_token = true;
   bos_cfg.bos_token = "<bos>";  // not in the vocabulary
