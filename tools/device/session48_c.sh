@@ -19,6 +19,13 @@ dak_build dak
 grep -E "B_g|floor" /tmp/r-l7.txt | head -2
 # OPT-30B 8 x 512 at x = 0 read 78 % inside the full sweep and 84 % in short runs: the same cell
 # beside a 32768-key cell (whose size sets the shared K / V buffers) and alone, interleaved.
+# cuBLASLt's first heuristic against its other candidates on the decode linears at 40 / 64 tokens
+# (bench/cublaslt_algo_probe.cu). Prediction: within 3 % of the best on 3 of 4 shapes; o_proj's
+# 15.7 us (67 % of its floor on the H100) the most room.
+nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/cublaslt_algo_probe.cu build-gpu/libdak_gpu.a \
+  build-gpu/libdak_core.a -lcublasLt -lcuda -lfmt -o build-gpu/lt_probe > /tmp/lt.log 2>&1 || head -20 /tmp/lt.log
+timeout 60 build-gpu/lt_probe 40 64 > "$OUT/cublaslt-algos.txt" 2>&1; echo "lt probe rc=$?"
+grep -E "^B_g|=>" "$OUT/cublaslt-algos.txt"
 for r in 1 2; do
   dak_att_rows "with32768-r$r" X=1 --models opt-30b --batch 8 --ctx 512,32768 --ratios 0 --no-balance-point | grep -v B_
   dak_att_rows "alone-r$r" X=1 --models opt-30b --batch 8 --ctx 512 --ratios 0 --no-balance-point | grep -v B_
