@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -54,7 +56,7 @@ CublasLtGemm::~CublasLtGemm() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g) {
+CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g, cudaStream_t stream) {
   const int64_t ldx = g.ldx > 0 ? g.ldx : g.K;
   const int64_t ldy = g.ldy > 0 ? g.ldy : g.M;
   const int32_t align = std::min({alignment_of(g.g_x), alignment_of(g.g_w), alignment_of(g.g_y),
@@ -114,6 +116,14 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g) {
     plan->epilogue_fused = false;
     ok = try_heuristic(CUBLASLT_EPILOGUE_DEFAULT);
   }
+  if (ok && tuning_) {
+    try {
+      tune(*plan, g, stream, pref);
+    } catch (...) {
+      cublasLtMatmulPreferenceDestroy(pref);
+      throw;
+    }
+  }
   cublasLtMatmulPreferenceDestroy(pref);
   if (!ok) {
     fail(fmt::format("cuBLASLt has no algorithm for y[{}, {}] = x[{}, {}] W[{}, {}]^T (bf16 in, {} out, "
@@ -126,6 +136,92 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g) {
   return ref;
 }
 
+void CublasLtGemm::tune(Plan& plan, const GemmArgs& g, cudaStream_t stream, const cublasLtMatmulPreference_t pref) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  DAK_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone || !plan.epilogue_fused) return;
+  const size_t elt = g.out == GemmOut::kBf16 ? 2 : 4;
+  const int64_t ldy = g.ldy > 0 ? g.ldy : g.M, ldx = g.ldx > 0 ? g.ldx : g.K;
+  // The candidates run on the call's own operands: y must not overlap what they read.
+  const auto overlaps = [](const void* a, size_t an, const void* b, size_t bn) {
+    const auto* pa = static_cast<const uint8_t*>(a);
+    const auto* pb = static_cast<const uint8_t*>(b);
+    return b != nullptr && pa < pb + bn && pb < pa + an;
+  };
+  const size_t y_span = size_t(g.N - 1) * size_t(ldy) * elt + size_t(g.M) * elt;
+  if (overlaps(g.g_y, y_span, g.g_x, size_t(g.N - 1) * size_t(ldx) * 2 + size_t(g.K) * 2) ||
+      overlaps(g.g_y, y_span, g.g_w, size_t(g.M) * size_t(g.K) * 2) ||
+      overlaps(g.g_y, y_span, g.g_bias, size_t(g.M) * 2)) {
+    return;
+  }
+  cublasLtMatmulHeuristicResult_t results[kTuneCandidates];
+  int count = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.d, plan.d, pref, kTuneCandidates,
+                                     results, &count) != CUBLAS_STATUS_SUCCESS) {
+    return;
+  }
+  // Candidate 0 is the plan's algorithm (the first heuristic): the reference of speed and bits.
+  std::vector<cublasLtMatmulAlgo_t> algos{plan.algo};
+  for (int i = 0; i < count; ++i) {
+    if (std::memcmp(&results[i].algo, &plan.algo, sizeof(plan.algo)) != 0) algos.push_back(results[i].algo);
+  }
+  ++tuned_plans_;
+  if (algos.size() < 2) return;
+  const float alpha = 1.f, beta = 0.f;
+  const auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(handle_, plan.desc, &alpha, g.g_w, plan.a, g.g_x, plan.b, &beta, g.g_y, plan.d, g.g_y,
+                          plan.d, &algo, g_workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
+  };
+  // Bits: y of each candidate against candidate 0's (M columns of N rows, copied to the host).
+  const size_t row = size_t(g.M) * elt;
+  std::vector<uint8_t> ref(row * size_t(g.N)), out(ref.size());
+  std::vector<size_t> same;  // indices into algos whose y is bitwise candidate 0's
+  for (size_t i = 0; i < algos.size(); ++i) {
+    if (!launch(algos[i])) {
+      if (i == 0) return;
+      continue;
+    }
+    DAK_CUDA_CHECK(cudaMemcpy2DAsync(i == 0 ? ref.data() : out.data(), row, g.g_y, size_t(ldy) * elt, row,
+                                     size_t(g.N), cudaMemcpyDeviceToHost, stream));
+    DAK_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (i == 0 || out == ref) same.push_back(i);
+  }
+  if (same.size() < 2) return;
+  // Speed: 5 rounds, each launching every candidate once (so drifts of the clock hit all alike).
+  cudaEvent_t ev[2];
+  DAK_CUDA_CHECK(cudaEventCreate(&ev[0]));
+  DAK_CUDA_CHECK(cudaEventCreate(&ev[1]));
+  std::vector<std::vector<float>> ms(same.size());
+  cudaError_t err = cudaSuccess;
+  for (int round = 0; round < 6 && err == cudaSuccess; ++round) {
+    for (size_t j = 0; j < same.size() && err == cudaSuccess; ++j) {
+      float t = 0;
+      if ((err = cudaEventRecord(ev[0], stream)) != cudaSuccess) break;
+      launch(algos[same[j]]);
+      if ((err = cudaEventRecord(ev[1], stream)) != cudaSuccess || (err = cudaEventSynchronize(ev[1])) != cudaSuccess ||
+          (err = cudaEventElapsedTime(&t, ev[0], ev[1])) != cudaSuccess) {
+        break;
+      }
+      if (round > 0) ms[j].push_back(t);  // round 0 warms up
+    }
+  }
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  DAK_CUDA_CHECK(err);
+  const auto median = [](std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  size_t best = 0;
+  for (size_t j = 1; j < same.size(); ++j) {
+    if (median(ms[j]) < median(ms[best])) best = j;
+  }
+  if (best != 0 && median(ms[best]) <= (1.0 - kTuneMinGain) * median(ms[0])) {
+    plan.algo = algos[same[best]];
+    ++retuned_plans_;
+  }
+}
+
 void CublasLtGemm::run(const GemmArgs& g, cudaStream_t stream) {
   if (g.N == 0) return;
   if (g.N < 0 || g.M <= 0 || g.K <= 0 || (g.ldx != 0 && g.ldx < g.K) || (g.ldy != 0 && g.ldy < g.M)) {
@@ -136,7 +232,7 @@ void CublasLtGemm::run(const GemmArgs& g, cudaStream_t stream) {
     fail("fp32-output GEMM with a bias or ReLU epilogue is not supported", "gemm_cublaslt",
          "this is a dak bug; please report it");
   }
-  Plan& plan = plan_for(g);
+  Plan& plan = plan_for(g, stream);
   if (!plan.epilogue_fused && g.ldy != 0 && g.ldy != g.M) {
     fail(fmt::format("cuBLASLt has no fused bias/ReLU epilogue for y[{}, {}] with row stride {}", g.N, g.M, g.ldy),
          "gemm_cublaslt", "run this model with --offload direct (the tiered GEMM) instead of zero-copy");

@@ -9,6 +9,13 @@
 // One plan (descriptors + heuristic's algorithm) is cached per (shape, output type, epilogue,
 // operand alignment); run() is graph-capturable once the plan exists (no allocation, the
 // workspace is fixed at construction).
+// Tuning (set_tuning, off by default): a plan created while tuning is on and its stream is not
+// capturing times cuBLASLt's first kTuneCandidates heuristic candidates on the call's own operands
+// and keeps the fastest, but only among the candidates whose output is bitwise the first
+// candidate's (so tuning changes the speed of a GEMM, never its result, whatever the timing noise),
+// and only where it is at least kTuneMinGain faster. Measured on an H100 (docs/perf-notes.md session
+// 48): the first heuristic is up to 7 % slower than another candidate on decode linears of 33-128
+// tokens.
 #pragma once
 
 #include <cublasLt.h>
@@ -55,15 +62,33 @@ class CublasLtGemm {
   /// Recommended workspace (32 MiB, cuBLAS's guidance for Hopper).
   static constexpr uint64_t kWorkspaceBytes = 32ull << 20;
 
+  /// Heuristic candidates a tuned plan times, at most, and the least gain (fraction of the first
+  /// candidate's median time) for which it takes another.
+  static constexpr int kTuneCandidates = 8;
+  static constexpr double kTuneMinGain = 0.02;
+
+  /// While on, plans created by run() outside a stream capture are tuned (see the file comment):
+  /// run() then synchronizes `stream` and copies y to the host once per candidate, so turn it on
+  /// only for a pass whose GPU work nothing else holds back (an eager warm-up step). Plans made
+  /// before stay as they are.
+  void set_tuning(bool on) { tuning_ = on; }
+
+  /// Plans tuned so far, and how many of them took a candidate other than the first heuristic.
+  int64_t tuned_plans() const { return tuned_plans_; }
+  int64_t retuned_plans() const { return retuned_plans_; }
+
  private:
   struct Plan;
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int32_t, int32_t, int32_t>;
-  Plan& plan_for(const GemmArgs& a);
+  Plan& plan_for(const GemmArgs& a, cudaStream_t stream);
+  void tune(Plan& plan, const GemmArgs& a, cudaStream_t stream, const cublasLtMatmulPreference_t pref);
 
   cublasLtHandle_t handle_ = nullptr;
   void* g_workspace_ = nullptr;
   uint64_t workspace_bytes_ = 0;
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  bool tuning_ = false;
+  int64_t tuned_plans_ = 0, retuned_plans_ = 0;
 };
 
 }  // namespace dak::gpu

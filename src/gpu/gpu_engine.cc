@@ -79,6 +79,14 @@ bool attention_fuse_rope() {
   return on;
 }
 
+/// Whether the eager decode step that creates the cuBLASLt plans tunes them (CublasLtGemm::set_tuning).
+/// DAK_CUBLASLT_TUNE=0 keeps cuBLASLt's first heuristic (A/B runs). Measured: docs/perf-notes.md
+/// session 48.
+bool cublaslt_tuning_enabled() {
+  static const bool on = env_flag("DAK_CUBLASLT_TUNE", true);
+  return on;
+}
+
 /// Whether qkv's epilogue may run RoPE and the KV append (TieredGemmRopeOut; same bits as the
 /// separate apply_rope_kv_append launch). DAK_ROPE_EPILOGUE=0 keeps the separate kernel (A/B runs).
 /// Measured on the H100: docs/perf-notes.md session 34.
@@ -1136,7 +1144,17 @@ void GpuEngine::Impl::run_pass(const Pass& p, bool eager) {
     if (profiling) {  // hold the GPU until the whole step is enqueued (opened in sample_step)
       host_gate(HostGateParams{g_gate, const_cast<int32_t*>(g_gate) + 1}, stream);
     }
-    forward(d, stream);  // eager once: creates every cuBLASLt plan outside of a capture
+    // Eager once: creates every cuBLASLt plan outside of a capture, tuned on this step's operands
+    // (CublasLtGemm::set_tuning: same bits, the fastest candidate) unless the step is profiled (its
+    // GPU work is held back until the whole step is enqueued) or DAK_CUBLASLT_TUNE=0.
+    gemm->set_tuning(!profiling && cublaslt_tuning_enabled());
+    try {
+      forward(d, stream);
+    } catch (...) {
+      gemm->set_tuning(false);
+      throw;
+    }
+    gemm->set_tuning(false);
     decode_warm = true;
     return;
   }
