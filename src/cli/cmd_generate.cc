@@ -273,9 +273,9 @@ void run_generate(const GenerateArgs& a) {
   if (fits && max_new_tokens < a.max_new_tokens) {
     std::fprintf(stderr,
                  "dak: notice: at most %lld new token%s per sequence: what --max-context %lld leaves after the "
-                 "longest prompt (%lld tokens); raise --max-context for more\n",
+                 "longest prompt (%lld token%s); raise --max-context for more\n",
                  static_cast<long long>(max_new_tokens), max_new_tokens == 1 ? "" : "s",
-                 static_cast<long long>(a.max_context), static_cast<long long>(longest));
+                 static_cast<long long>(a.max_context), static_cast<long long>(longest), longest == 1 ? "" : "s");
   }
   // A long prompt's prefill on the CPU takes minutes: a notice with the estimate up front (the new-user
   // trial's 8191-token prompt ran ~47 s a layer without a word), and a progress line (stderr_progress_line).

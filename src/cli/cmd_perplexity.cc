@@ -105,6 +105,13 @@ void add_perplexity_command(CLI::App& app) {
         std::equal(suffix.begin(), suffix.end(), ids.end() - std::ptrdiff_t(suffix.size()))) {
       ids.resize(ids.size() - suffix.size());
     }
+    // Nor the post-processor's other tokens before the text (prefix_ids(), after BOS).
+    const std::vector<int32_t>& prefix = tok->prefix_ids();
+    const size_t at = tok->add_bos() && tok->bos_id() >= 0 && !ids.empty() && ids[0] == tok->bos_id() ? 1 : 0;
+    if (!prefix.empty() && ids.size() >= at + prefix.size() &&
+        std::equal(prefix.begin(), prefix.end(), ids.begin() + std::ptrdiff_t(at))) {
+      ids.erase(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(at + prefix.size()));
+    }
     const double encode_s = seconds_since(t_encode);
     if (ids.size() < 2) {
       fail(text.empty() ? std::string("the text is empty") : "the text has fewer than two tokens", source,

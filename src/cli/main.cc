@@ -585,6 +585,19 @@ int main(int argc, char** argv) {
         const std::string prev = argv[i - 1];
         if (option_like(prev) && option_takes_value(command->get_option_no_throw(prev))) continue;
       }
+      // A text with whitespace that starts with '-' ("-n 3 apples are left", "-mild weather is"): no
+      // option is such a word, so it is the text, but CLI11 would read it as an option (-n with the
+      // value " 3 apples ...", -m with "ild ..."): it reaches CLI11 as --prompt=TEXT (trial 48).
+      if (next.size() > 1 && next[0] == '-' && next.find_first_of(" \t\n\r") != std::string::npos) {
+        words[size_t(i)] = std::string("--") + text->lname + "=" + next;
+        words.erase(words.begin() + i + 1);
+        word_ptrs.clear();
+        for (std::string& w : words) word_ptrs.push_back(w.data());
+        word_ptrs.push_back(nullptr);
+        argc = int(words.size());
+        argv = word_ptrs.data();
+        continue;
+      }
       // An option name, or a short option glued to its value (`-n3`, `-fx`; CLI11 reads -n3 as -n 3).
       const std::string name = next.substr(0, next.find('='));
       const bool named = option_like(name) && command->get_option_no_throw(name) != nullptr;

@@ -218,6 +218,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool allow_bos)
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
   if (allow_bos && add_bos_ && bos_id_ >= 0) ids.push_back(bos_id_);
+  if (allow_bos) ids.insert(ids.end(), prefix_ids_.begin(), prefix_ids_.end());
   for (const auto& seg : added_.split(text)) {
     if (seg.id >= 0) {
       ids.push_back(seg.id);
@@ -385,7 +386,9 @@ bool has_byte_level(const json& j, int depth = 0) {
 struct PostProcessorTokens {
   std::optional<std::string> first;          // name of the first prefix token
   int64_t first_id = -1;                     // its id where the processor gives one (special_tokens, cls)
-  std::vector<std::string> more_prefix;      // prefix tokens after the first (not applied: a notice)
+  std::vector<std::string> more_prefix;      // prefix tokens after the first (prefix_ids()), as names
+  std::vector<int64_t> more_prefix_ids;      // their ids (-1: looked up by name)
+  int sequences = 0;                         // TemplateProcessing: the text's places ($A) in "single"
   std::vector<std::string> suffix_names;     // TemplateProcessing: special_tokens names, in order
   std::vector<int64_t> suffix_ids;           // their ids (or Roberta / Bert's sep id), in order
   std::vector<std::string> not_applied;      // processor types dak does not apply (a notice)
@@ -455,6 +458,7 @@ void read_post_processor(const json& j, const std::string& source, const std::st
     const std::string where = field + ".single[" + std::to_string(i) + "]";
     if (item.is_object() && item.contains("Sequence")) {
       after = true;
+      ++out.sequences;
       continue;
     }
     const json* id = nullptr;  // item.SpecialToken.id
@@ -492,6 +496,7 @@ void read_post_processor(const json& j, const std::string& source, const std::st
           out.first_id = v;
         } else {
           out.more_prefix.push_back(name);
+          out.more_prefix_ids.push_back(v);
         }
         continue;
       }
@@ -637,6 +642,9 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     bos = int32_t(pp.first_id);
   } else if (pp_bos) {
     bos = tok->token_id(*pp_bos).value_or(-1);
+    // As a token it appends (below): the file names a token it does not define (Hugging Face's
+    // tokenizers refuses such a template too).
+    if (bos < 0) bad_field(source, "post_processor", "the token '" + *pp_bos + "' it puts first is not in the vocabulary");
   }
   int64_t eos = -1;
   if (cfg.eos_token) eos = tok->token_id(*cfg.eos_token).value_or(-1);
@@ -682,12 +690,33 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
                                                 "get no BOS"));
   }
   tok->set_suffix_ids(std::move(suffix));
-  if (!pp.more_prefix.empty()) {
-    tok->add_notice(fmt::format("tokenizer.json's post_processor puts {} more token(s) after its first before the "
-                                "text ({}), which dak does not add",
-                                pp.more_prefix.size(), names_for_notice(pp.more_prefix)));
+  // Before the text, after its first token: the post-processor's other prefix tokens.
+  std::vector<int32_t> prefix;
+  std::vector<std::string> prefix_names;
+  for (size_t i = 0; i < pp.more_prefix_ids.size(); ++i) {
+    int64_t id = pp.more_prefix_ids[i];
+    if (id < 0) id = tok->token_id(pp.more_prefix[i]).value_or(-1);
+    if (id < 0 || id >= tok->vocab_size()) {
+      bad_field(source, "post_processor",
+                "the token '" + pp.more_prefix[i] + "' it puts before the text " +
+                    (id < 0 ? std::string("is not in the vocabulary") : "has id " + std::to_string(id) +
+                                                                           ", outside the vocabulary"));
+    }
+    prefix.push_back(int32_t(id));
+    const int32_t one[] = {int32_t(id)};
+    prefix_names.push_back(tok->decode(one));  // the token's text: a name may stand for several ids
   }
-  if (pp.first && cfg.bos_token && *pp.first != *cfg.bos_token && add_bos) {
+  if (!prefix.empty()) {
+    tok->add_notice(fmt::format("every prompt has {} before its text{} (tokenizer.json's post_processor); --chat "
+                                "prompts, --prompt-ids and the text of dak perplexity do not",
+                                names_for_notice(prefix_names), add_bos && bos >= 0 ? ", after BOS" : ""));
+  }
+  tok->set_prefix_ids(std::move(prefix));
+  if (pp.sequences > 1) {
+    tok->add_notice(fmt::format("tokenizer.json's post_processor puts the text {} times; dak puts it once",
+                                pp.sequences));
+  }
+  if (pp.first && cfg.bos_token && *pp.first != *cfg.bos_token && add_bos && bos >= 0) {
     tok->add_notice(fmt::format("the BOS added to prompts is tokenizer_config.json's bos_token '{}', not '{}', which "
                                 "tokenizer.json's post_processor puts first",
                                 *cfg.bos_token, *pp.first));

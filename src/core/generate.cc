@@ -146,7 +146,8 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
       fail(fmt::format("{} has {} token{}, which fills {} of {} tokens: no room for a new token", which, n,
                        n == 1 ? "" : "s", limit_name, limit),
            opts.max_context > 0 ? "--max-context / prompt" : "prompt",
-           fmt::format("shorten the prompt to at most {} tokens (prompt + new tokens <= {}){}", limit - 1, limit,
+           fmt::format("shorten the prompt to at most {} token{} (prompt + new tokens <= {}){}", limit - 1,
+                       limit - 1 == 1 ? "" : "s", limit,
                        opts.max_context > 0 && opts.max_context < model_ctx
                            ? fmt::format(", or raise --max-context (up to the model's {})", model_ctx)
                            : std::string()));
@@ -160,8 +161,9 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
       if (n < limit) {
         fix = fmt::format("use --max-new-tokens {} or less, or a shorter prompt{}", limit - n, raise);
       } else if (opts.max_new_tokens < limit) {
-        fix = fmt::format("shorten the prompt to at most {} tokens (the limit less --max-new-tokens {}){}",
-                          limit - opts.max_new_tokens, opts.max_new_tokens, raise);
+        fix = fmt::format("shorten the prompt to at most {} token{} (the limit less --max-new-tokens {}){}",
+                          limit - opts.max_new_tokens, limit - opts.max_new_tokens == 1 ? "" : "s",
+                          opts.max_new_tokens, raise);
       } else if (limit > 1) {
         fix = fmt::format("use --max-new-tokens {} or less and a prompt that leaves room for them (prompt + new "
                           "tokens <= {}){}",

@@ -34,7 +34,7 @@ class Tokenizer {
 
   /// Token ids of `text`. Special tokens written literally in the text (e.g. "<|im_start|>")
   /// map to their ids. With `allow_bos` (special tokens added, as Hugging Face's
-  /// add_special_tokens): BOS first when add_bos() is true, and suffix_ids() last.
+  /// add_special_tokens): BOS first when add_bos() is true, then prefix_ids(), and suffix_ids() last.
   virtual std::vector<int32_t> encode(std::string_view text, bool allow_bos = true) const = 0;
 
   /// Text of a sequence of ids (byte-level pieces joined, then UTF-8). Special tokens are
@@ -66,6 +66,12 @@ class Tokenizer {
   const std::vector<int32_t>& suffix_ids() const { return suffix_ids_; }
   /// Sets suffix_ids() (the loaders call it once; ids within the vocabulary).
   void set_suffix_ids(std::vector<int32_t> ids) { suffix_ids_ = std::move(ids); }
+  /// Special tokens encode() puts before the text, after BOS, when it adds special tokens
+  /// (allow_bos): those a tokenizer.json post-processor puts before the sequence after its first
+  /// (TemplateProcessing's "[CLS] [X] $A", or a first special token of several ids). Usually none.
+  const std::vector<int32_t>& prefix_ids() const { return prefix_ids_; }
+  /// Sets prefix_ids() (the loaders call it once; ids within the vocabulary).
+  void set_prefix_ids(std::vector<int32_t> ids) { prefix_ids_ = std::move(ids); }
 
   /// Notices about the files read (one line each, without "dak: notice: "), e.g. an end-of-generation
   /// id outside the vocabulary that was ignored; the CLI prints them.
@@ -97,6 +103,7 @@ class Tokenizer {
   std::vector<int32_t> eos_ids_;
   bool add_bos_ = false;
   std::vector<int32_t> suffix_ids_;  // suffix_ids()
+  std::vector<int32_t> prefix_ids_;  // prefix_ids()
   std::optional<std::string> chat_template_;
   std::string chat_template_source_;  // chat_template_source()
   std::vector<std::string> notices_;  // notices()

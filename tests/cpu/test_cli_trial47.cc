@@ -151,6 +151,15 @@ TEST(CliTrial47, APromptFlagFollowedByAnotherToolsOptionIsRefused) {
     ASSERT_EQ(r.exit_code, 0) << prompt << "\n" << r.output;
     EXPECT_EQ(r.output.substr(0, prompt.size()), prompt) << r.output;
   }
+  // A text with spaces that starts like a short option of dak (-m, -n, -f) is the text (trial 48: it
+  // was refused as -m with a glued value), for --system too.
+  for (const std::string prompt : {"-mild weather is", "-n 3 apples are left", "-fold change in"}) {
+    r = run_dak("generate --device cpu -n 1 -p " + dak::shell_word(prompt), false);
+    ASSERT_EQ(r.exit_code, 0) << prompt << "\n" << r.output;
+    EXPECT_EQ(r.output.substr(0, prompt.size()), prompt) << r.output;
+  }
+  r = run_dak("generate --device cpu -n 1 --chat --system '-m flag: be brief' -p hi");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   r = run_dak("generate --device cpu -n 1 -p --", false);  // "--" ends the options: no prompt given then
   EXPECT_EQ(r.output.find("looks like an option"), std::string::npos) << r.output;
 }

@@ -188,6 +188,68 @@ TEST(TokenizerErrors, PostProcessorsAddTheirTokensAfterTheTextAsHuggingFaceDoes)
   EXPECT_NE(tok->notices()[0].find("post_processor of type FancyProcessing is not applied"), std::string::npos);
 }
 
+TEST(TokenizerErrors, PostProcessorTokensBeforeTheTextAfterTheFirstAreAdded) {
+  // Trial 48: "[CLS] [X] $A [SEP]" lost [X] (a notice said dak does not add it); Hugging Face's
+  // tokenizers gives [CLS] [X] text [SEP], and a first special token of several ids gives them all.
+  auto base = minimal_json();
+  base["added_tokens"] = {{{"id", 257}, {"content", "[CLS]"}, {"special", true}},
+                          {{"id", 258}, {"content", "[SEP]"}, {"special", true}},
+                          {{"id", 259}, {"content", "[X]"}, {"special", true}}};
+  auto two = base;
+  two["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"SpecialToken": {"id": "[X]", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+       "special_tokens": {}})");
+  auto tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 259, 256, 0x63, 258}));
+  EXPECT_EQ(tok->encode("abc", false), (std::vector<int32_t>{256, 0x63}));
+  EXPECT_EQ(tok->prefix_ids(), (std::vector<int32_t>{259}));
+  ASSERT_EQ(tok->notices().size(), 2u);
+  EXPECT_EQ(tok->notices()[1], "every prompt has [X] before its text, after BOS (tokenizer.json's post_processor); "
+                               "--chat prompts, --prompt-ids and the text of dak perplexity do not");
+  auto ids = base;
+  ids["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+       "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [257, 259, 258], "tokens": ["[CLS]", "[X]", "[SEP]"]}}})");
+  tok = parse_hf_tokenizer_json(ids.dump(), "i/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 259, 258, 256, 0x63}));
+  ASSERT_EQ(tok->notices().size(), 1u);
+  EXPECT_NE(tok->notices()[0].find("every prompt has [X], [SEP] before its text"), std::string::npos)
+      << tok->notices()[0];
+  // tokenizer_config.json's add_bos_token = false drops BOS only; the other prefix tokens stay.
+  HfTokenizerConfig no_bos;
+  no_bos.add_bos_token = false;
+  tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json", no_bos);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{259, 256, 0x63, 258}));
+  // The text twice ("$A [SEP] $A"): dak puts it once, and says so.
+  auto twice = base;
+  twice["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
+       "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}}], "special_tokens": {}})");
+  tok = parse_hf_tokenizer_json(twice.dump(), "w/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63, 258}));
+  bool said = false;
+  for (const std::string& n : tok->notices()) said = said || n == "tokenizer.json's post_processor puts the text 2 times; dak puts it once";
+  EXPECT_TRUE(said);
+  // A prefix token the vocabulary lacks is refused, as one after the text is (Hugging Face refuses
+  // both); so is a first token the vocabulary lacks (it said "add_bos_token is true" without one).
+  auto absent = two;
+  absent["post_processor"]["single"][1]["SpecialToken"]["id"] = "[Y]";
+  Error e = parse_error(absent.dump());
+  EXPECT_EQ(e.what_part(), "the token '[Y]' it puts before the text is not in the vocabulary") << e.what();
+  absent = two;
+  absent["post_processor"]["single"][0]["SpecialToken"]["id"] = "<bos>";
+  e = parse_error(absent.dump());
+  EXPECT_EQ(e.what_part(), "the token '<bos>' it puts first is not in the vocabulary") << e.what();
+  // tokenizer_config.json's bos_token absent from the vocabulary: one notice (no BOS), not also one
+  // that names it as the BOS added (trial 48).
+  HfTokenizerConfig bad_bos;
+  bad_bos.bos_token = "<nope>";
+  bad_bos.add_bos_token = true;
+  tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json", bad_bos);
+  for (const std::string& n : tok->notices()) EXPECT_EQ(n.find("the BOS added to prompts is"), std::string::npos) << n;
+}
+
 TEST(TokenizerErrors, GgufAddEosTokenAppendsEosAsLlamaCppDoes) {
   // Trial 47: tokenizer.ggml.add_eos_token = true was ignored (llama.cpp's llama_tokenize with
   // add_special appends EOS). A byte-level BPE of the 256 alphabet characters and "</s>" (id 256).

@@ -2,6 +2,7 @@
 // host reference on the same bf16 operands; awkward sizes, strided x, poisoned outputs.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -160,7 +161,12 @@ TEST(GemmCublasLt, TuningKeepsTheBitsOfTheFirstHeuristic) {
       a.g_y = y_plain.get();
       plain.run(a, nullptr);
       a.g_y = y_tuned.get();
+      DAK_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto t0 = std::chrono::steady_clock::now();
       tuned.run(a, nullptr);  // creates the plan: tunes, then runs the algorithm it took
+      DAK_CUDA_CHECK(cudaDeviceSynchronize());
+      std::printf("[cublaslt] %s: plan with tuning made in %.1f ms\n", what.c_str(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       tuned.run(a, nullptr);  // the cached plan
       const auto p = y_plain.download(), t = y_tuned.download();
       size_t differ = 0;
