@@ -654,19 +654,25 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
                     cfg.chat_template, cfg.chat_template_source);
   tok->add_notice(ignored_eos_notice(ignored, "generation_config.json's eos_token_id", tok->vocab_size()));
 
-  // After the text: the post-processor's tokens, or EOS with tokenizer_config.json's add_eos_token.
-  std::vector<int32_t> suffix;
-  for (size_t i = 0; i < pp.suffix_ids.size(); ++i) {
-    int64_t id = pp.suffix_ids[i];
-    if (id < 0) id = tok->token_id(pp.suffix_names[i]).value_or(-1);
-    if (id < 0 || id >= tok->vocab_size()) {
-      bad_field(source, "post_processor",
-                "the token '" + pp.suffix_names[i] + "' it appends " +
-                    (id < 0 ? std::string("is not in the vocabulary") : "has id " + std::to_string(id) +
-                                                                           ", outside the vocabulary"));
+  // The post-processor's ids (where it gave none, the vocabulary's id of the name), each within the
+  // vocabulary; `what` says where the token goes, for the error.
+  const auto resolve = [&](const std::vector<int64_t>& given, const std::vector<std::string>& names,
+                           const std::string& what) {
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < given.size(); ++i) {
+      const int64_t id = given[i] >= 0 ? given[i] : tok->token_id(names[i]).value_or(-1);
+      if (id < 0 || id >= tok->vocab_size()) {
+        bad_field(source, "post_processor",
+                  "the token '" + names[i] + "' it " + what + " " +
+                      (id < 0 ? std::string("is not in the vocabulary") : "has id " + std::to_string(id) +
+                                                                             ", outside the vocabulary"));
+      }
+      out.push_back(int32_t(id));
     }
-    suffix.push_back(int32_t(id));
-  }
+    return out;
+  };
+  // After the text: the post-processor's tokens, or EOS with tokenizer_config.json's add_eos_token.
+  std::vector<int32_t> suffix = resolve(pp.suffix_ids, pp.suffix_names, "appends");
   // tokenizer_config.json's add_eos_token, where given, decides the EOS after the text, as its
   // add_bos_token decides BOS (dak's rule, README; transformers' classes and versions differ here).
   std::string suffix_from = "tokenizer.json's post_processor";
@@ -691,19 +697,10 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   }
   tok->set_suffix_ids(std::move(suffix));
   // Before the text, after its first token: the post-processor's other prefix tokens.
-  std::vector<int32_t> prefix;
+  std::vector<int32_t> prefix = resolve(pp.more_prefix_ids, pp.more_prefix, "puts before the text");
   std::vector<std::string> prefix_names;
-  for (size_t i = 0; i < pp.more_prefix_ids.size(); ++i) {
-    int64_t id = pp.more_prefix_ids[i];
-    if (id < 0) id = tok->token_id(pp.more_prefix[i]).value_or(-1);
-    if (id < 0 || id >= tok->vocab_size()) {
-      bad_field(source, "post_processor",
-                "the token '" + pp.more_prefix[i] + "' it puts before the text " +
-                    (id < 0 ? std::string("is not in the vocabulary") : "has id " + std::to_string(id) +
-                                                                           ", outside the vocabulary"));
-    }
-    prefix.push_back(int32_t(id));
-    const int32_t one[] = {int32_t(id)};
+  for (const int32_t id : prefix) {
+    const int32_t one[] = {id};
     prefix_names.push_back(tok->decode(one));  // the token's text: a name may stand for several ids
   }
   if (!prefix.empty()) {
