@@ -381,18 +381,34 @@ bool has_byte_level(const json& j, int depth = 0) {
 }
 
 // What a tokenizer.json post-processor adds around a single sequence (HF tokenizers' processors):
-// the special token it puts first (dak's BOS when tokenizer_config.json names none), and the ones
-// it puts after the sequence (suffix_ids()), as token names or ids.
+// the special tokens it puts before the sequence (the first is dak's BOS when tokenizer_config.json
+// names none; the others are prefix_ids()) and after it (suffix_ids()), as token names and ids.
 struct PostProcessorTokens {
-  std::optional<std::string> first;          // name of the first prefix token
-  int64_t first_id = -1;                     // its id where the processor gives one (special_tokens, cls)
-  std::vector<std::string> more_prefix;      // prefix tokens after the first (prefix_ids()), as names
-  std::vector<int64_t> more_prefix_ids;      // their ids (-1: looked up by name)
-  int sequences = 0;                         // TemplateProcessing: the text's places ($A) in "single"
-  std::vector<std::string> suffix_names;     // TemplateProcessing: special_tokens names, in order
-  std::vector<int64_t> suffix_ids;           // their ids (or Roberta / Bert's sep id), in order
+  std::vector<std::string> prefix_names;     // before the text, in order
+  std::vector<int64_t> prefix_ids;           // their ids where the processor gives them (-1: by name)
+  std::vector<std::string> suffix_names;     // after the text, in order
+  std::vector<int64_t> suffix_ids;           // their ids (-1: by name)
+  int sequences = 0;                         // TemplateProcessing: the text's places ($A) in "single", most
   std::vector<std::string> not_applied;      // processor types dak does not apply (a notice)
+
+  std::optional<std::string> first() const {
+    return prefix_names.empty() ? std::nullopt : std::optional<std::string>(prefix_names[0]);
+  }
+  int64_t first_id() const { return prefix_ids.empty() ? -1 : prefix_ids[0]; }
 };
+
+// " ('NAME' is id X in the vocabulary)" where the vocabulary has the token under another id; "".
+std::string vocabulary_id_note(const BpeTokenizer& tok, const std::string& name) {
+  const std::optional<int32_t> id = tok.token_id(name);
+  return id ? fmt::format(" ('{}' is id {} in the vocabulary)", name, *id) : std::string();
+}
+
+// The fix for a post-processor id past the vocabulary (ids 0 to vocab_size - 1).
+std::string out_of_vocabulary_fix(const BpeTokenizer& tok, const std::string& name, int64_t id) {
+  return fmt::format("the vocabulary has ids 0 to {}: give '{}' an id in that range in the post_processor, or add it "
+                     "to added_tokens with id {} (or restore the tokenizer files from the model's repository)",
+                     tok.vocab_size() - 1, name, id);
+}
 
 // Tokens dak accepts from a post-processor around one sequence, at most. Real templates add one to
 // three (BOS, EOS, [CLS] ... [SEP]); a list of millions (trial 47f) is a broken file, not a long prompt.
@@ -400,7 +416,7 @@ constexpr size_t kMaxPostProcessorTokens = 64;
 
 // Fails when `out` holds more than kMaxPostProcessorTokens tokens around the text.
 void check_post_processor_size(const PostProcessorTokens& out, const std::string& source, const std::string& field) {
-  const size_t n = (out.first ? 1 : 0) + out.more_prefix.size() + out.suffix_ids.size();
+  const size_t n = out.prefix_ids.size() + out.suffix_ids.size();
   if (n > kMaxPostProcessorTokens) {
     bad_field(source, field,
               fmt::format("at least {} special tokens around the text; dak accepts at most {} (templates put a "
@@ -417,10 +433,21 @@ void read_post_processor(const json& j, const std::string& source, const std::st
   const auto t = j.find("type");
   const std::string type = (t != j.end() && t->is_string()) ? t->get<std::string>() : "";
   if (type == "Sequence") {
+    // Each processor wraps what the ones before it made (Hugging Face's Sequence): a later one's
+    // tokens before the text go before the earlier ones', its tokens after the text after theirs.
     auto it = j.find("processors");
     if (it == j.end() || !it->is_array()) bad_field(source, field + ".processors", "missing or not a list");
     for (size_t i = 0; i < it->size(); ++i) {
-      read_post_processor((*it)[i], source, field + ".processors[" + std::to_string(i) + "]", out, depth + 1);
+      PostProcessorTokens sub;
+      const std::string at = field + ".processors[" + std::to_string(i) + "]";
+      read_post_processor((*it)[i], source, at, sub, depth + 1);
+      out.prefix_names.insert(out.prefix_names.begin(), sub.prefix_names.begin(), sub.prefix_names.end());
+      out.prefix_ids.insert(out.prefix_ids.begin(), sub.prefix_ids.begin(), sub.prefix_ids.end());
+      out.suffix_names.insert(out.suffix_names.end(), sub.suffix_names.begin(), sub.suffix_names.end());
+      out.suffix_ids.insert(out.suffix_ids.end(), sub.suffix_ids.begin(), sub.suffix_ids.end());
+      out.sequences = std::max(out.sequences, sub.sequences);
+      out.not_applied.insert(out.not_applied.end(), sub.not_applied.begin(), sub.not_applied.end());
+      check_post_processor_size(out, source, at);
     }
     return;
   }
@@ -436,10 +463,8 @@ void read_post_processor(const json& j, const std::string& source, const std::st
       return {(*it)[0].get<std::string>(), (*it)[1].get<int64_t>()};
     };
     const auto cls = pair("cls"), sep = pair("sep");
-    if (!out.first) {
-      out.first = cls.first;
-      out.first_id = cls.second;
-    }
+    out.prefix_names.push_back(cls.first);
+    out.prefix_ids.push_back(cls.second);
     out.suffix_names.push_back(sep.first);
     out.suffix_ids.push_back(sep.second);
     check_post_processor_size(out, source, field);
@@ -453,12 +478,13 @@ void read_post_processor(const json& j, const std::string& source, const std::st
   if (single == j.end() || !single->is_array()) bad_field(source, field + ".single", "missing or not a list");
   const auto specials = j.find("special_tokens");
   bool after = false;  // past the sequence $A
+  int sequences = 0;
   for (size_t i = 0; i < single->size(); ++i) {
     const json& item = (*single)[i];
     const std::string where = field + ".single[" + std::to_string(i) + "]";
     if (item.is_object() && item.contains("Sequence")) {
       after = true;
-      ++out.sequences;
+      ++sequences;
       continue;
     }
     const json* id = nullptr;  // item.SpecialToken.id
@@ -490,21 +516,12 @@ void read_post_processor(const json& j, const std::string& source, const std::st
       }
     }
     for (const int64_t v : ids) {
-      if (!after) {
-        if (!out.first) {
-          out.first = name;
-          out.first_id = v;
-        } else {
-          out.more_prefix.push_back(name);
-          out.more_prefix_ids.push_back(v);
-        }
-        continue;
-      }
-      out.suffix_names.push_back(name);
-      out.suffix_ids.push_back(v);
+      (after ? out.suffix_names : out.prefix_names).push_back(name);
+      (after ? out.suffix_ids : out.prefix_ids).push_back(v);
     }
     check_post_processor_size(out, source, field + ".single");
   }
+  out.sequences = std::max(out.sequences, sequences);
 }
 
 }  // namespace
@@ -626,7 +643,8 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   }
   PostProcessorTokens pp;
   if (auto it = j.find("post_processor"); it != j.end()) read_post_processor(*it, source, "post_processor", pp);
-  const std::optional<std::string>& pp_bos = pp.first;
+  const std::optional<std::string> pp_bos = pp.first();
+  const int64_t pp_bos_id = pp.first_id();
 
   auto tok = std::make_unique<BpeTokenizer>(std::move(spec));
 
@@ -634,17 +652,22 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   int32_t bos = -1;
   if (cfg.bos_token) {
     bos = tok->token_id(*cfg.bos_token).value_or(-1);
-  } else if (pp.first_id >= 0) {  // the id the post-processor gives (its name may be no token)
-    if (pp.first_id >= tok->vocab_size()) {
-      bad_field(source, "post_processor", "the token '" + *pp.first + "' it puts first has id " +
-                                              std::to_string(pp.first_id) + ", outside the vocabulary");
+  } else if (pp_bos_id >= 0) {  // the id the post-processor gives (its name may be no token)
+    if (pp_bos_id >= tok->vocab_size()) {
+      bad_field(source, "post_processor",
+                "the token '" + *pp_bos + "' it puts first has id " + std::to_string(pp_bos_id) +
+                    ", outside the vocabulary" + vocabulary_id_note(*tok, *pp_bos),
+                out_of_vocabulary_fix(*tok, *pp_bos, pp_bos_id));
     }
-    bos = int32_t(pp.first_id);
+    bos = int32_t(pp_bos_id);
   } else if (pp_bos) {
     bos = tok->token_id(*pp_bos).value_or(-1);
     // As a token it appends (below): the file names a token it does not define (Hugging Face's
-    // tokenizers refuses such a template too).
-    if (bos < 0) bad_field(source, "post_processor", "the token '" + *pp_bos + "' it puts first is not in the vocabulary");
+    // tokenizers refuses such a template too), unless tokenizer_config.json's add_bos_token leaves
+    // it out (transformers then rebuilds the template without it).
+    if (bos < 0 && cfg.add_bos_token.value_or(true)) {
+      bad_field(source, "post_processor", "the token '" + *pp_bos + "' it puts first is not in the vocabulary");
+    }
   }
   int64_t eos = -1;
   if (cfg.eos_token) eos = tok->token_id(*cfg.eos_token).value_or(-1);
@@ -661,11 +684,12 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     std::vector<int32_t> out;
     for (size_t i = 0; i < given.size(); ++i) {
       const int64_t id = given[i] >= 0 ? given[i] : tok->token_id(names[i]).value_or(-1);
-      if (id < 0 || id >= tok->vocab_size()) {
+      if (id < 0) bad_field(source, "post_processor", "the token '" + names[i] + "' it " + what + " is not in the vocabulary");
+      if (id >= tok->vocab_size()) {
         bad_field(source, "post_processor",
-                  "the token '" + names[i] + "' it " + what + " " +
-                      (id < 0 ? std::string("is not in the vocabulary") : "has id " + std::to_string(id) +
-                                                                             ", outside the vocabulary"));
+                  "the token '" + names[i] + "' it " + what + " has id " + std::to_string(id) +
+                      ", outside the vocabulary" + vocabulary_id_note(*tok, names[i]),
+                  out_of_vocabulary_fix(*tok, names[i], id));
       }
       out.push_back(int32_t(id));
     }
@@ -688,6 +712,22 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     }
   }
   if (!suffix.empty()) tok->add_notice(suffix_notice(suffix_names, suffix_from));
+  // Where tokenizer_config.json overrides the post-processor, say what it took away (trial 48b).
+  if (cfg.add_eos_token && !pp.suffix_names.empty() && suffix_names != pp.suffix_names) {
+    tok->add_notice(fmt::format("tokenizer_config.json's add_eos_token ({}) replaces {}, which tokenizer.json's "
+                                "post_processor puts after the text",
+                                *cfg.add_eos_token ? "true" : "false", names_for_notice(pp.suffix_names)));
+  }
+  // tokenizer_config.json's add_bos_token, where given, decides the tokens before the text: BOS or
+  // none (transformers' Llama-class tokenizers rebuild the template as "BOS? $A EOS?").
+  const size_t dropped_before = cfg.add_bos_token ? pp.prefix_names.size() - (add_bos && pp_bos ? 1 : 0) : 0;
+  if (dropped_before > 0) {
+    const std::vector<std::string> dropped(pp.prefix_names.end() - std::ptrdiff_t(dropped_before),
+                                           pp.prefix_names.end());
+    tok->add_notice(fmt::format("tokenizer_config.json's add_bos_token ({}) leaves out {}, which tokenizer.json's "
+                                "post_processor puts before the text",
+                                add_bos ? "true" : "false", names_for_notice(dropped)));
+  }
   if (add_bos && bos < 0) {
     tok->add_notice(cfg.bos_token ? fmt::format("tokenizer_config.json's bos_token '{}' is not in the vocabulary: "
                                                 "prompts get no BOS",
@@ -696,8 +736,14 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
                                                 "get no BOS"));
   }
   tok->set_suffix_ids(std::move(suffix));
-  // Before the text, after its first token: the post-processor's other prefix tokens.
-  std::vector<int32_t> prefix = resolve(pp.more_prefix_ids, pp.more_prefix, "puts before the text");
+  // Before the text, after its first token: the post-processor's other prefix tokens, unless
+  // tokenizer_config.json's add_bos_token decides (above).
+  std::vector<int32_t> prefix;
+  if (!cfg.add_bos_token && pp.prefix_ids.size() > 1) {
+    prefix = resolve(std::vector<int64_t>(pp.prefix_ids.begin() + 1, pp.prefix_ids.end()),
+                     std::vector<std::string>(pp.prefix_names.begin() + 1, pp.prefix_names.end()),
+                     "puts before the text");
+  }
   std::vector<std::string> prefix_names;
   for (const int32_t id : prefix) {
     const int32_t one[] = {id};
@@ -713,10 +759,10 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     tok->add_notice(fmt::format("tokenizer.json's post_processor puts the text {} times; dak puts it once",
                                 pp.sequences));
   }
-  if (pp.first && cfg.bos_token && *pp.first != *cfg.bos_token && add_bos && bos >= 0) {
+  if (pp_bos && cfg.bos_token && *pp_bos != *cfg.bos_token && add_bos && bos >= 0) {
     tok->add_notice(fmt::format("the BOS added to prompts is tokenizer_config.json's bos_token '{}', not '{}', which "
                                 "tokenizer.json's post_processor puts first",
-                                *cfg.bos_token, *pp.first));
+                                *cfg.bos_token, *pp_bos));
   }
   if (!pp.not_applied.empty()) {
     tok->add_notice(fmt::format("tokenizer.json's post_processor of type {} is not applied: prompts may lack special "

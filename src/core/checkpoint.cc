@@ -466,9 +466,26 @@ std::string mixed_weights_notice(const fs::path& path) {
     if (ent.path().extension() == ".gguf") ggufs.push_back(ent.path());
     if (ent.path().extension() == ".safetensors") safetensors.push_back(ent.path());
   }
-  if (ggufs.empty()) return "";
   std::sort(ggufs.begin(), ggufs.end());
   std::sort(safetensors.begin(), safetensors.end());
+  if (ggufs.empty()) {
+    // model.safetensors beside safetensors files of other names (trial 48: extra.safetensors; a LoRA
+    // adapter, which dak does not apply): open() reads model.safetensors only.
+    if (sharded || !model_safetensors) return "";
+    std::vector<std::string> others;
+    for (const fs::path& f : safetensors) {
+      const std::string name = f.filename().string();
+      if (name != "model.safetensors" && !is_shard_name(name)) others.push_back(name);
+    }
+    if (others.empty()) return "";
+    std::string ignored;
+    for (size_t i = 0; i < others.size() && i < 4; ++i) ignored += (i ? ", " : "") + others[i];
+    if (others.size() > 4) ignored += fmt::format(" and {} more", others.size() - 4);
+    return fmt::format("{} holds more safetensors files: using model.safetensors, ignoring {} (dak applies no "
+                       "adapters); to run another file, give its path as the model with the model's config.json "
+                       "beside it",
+                       path.string(), ignored);
+  }
   if (!sharded && !model_safetensors) {
     // Other-named safetensors beside one .gguf (weights.safetensors, trial 47e): Checkpoint::open
     // runs the .gguf, since a folder's safetensors weights are read from model.safetensors only.

@@ -108,7 +108,8 @@ std::string convert_weights_fix(const std::string& file);
 /// it ignores: a notice (one line, without "dak: notice: ") naming the weights used and the files
 /// ignored, and how to choose (a file's own path as the model picks it). Also when the folder holds
 /// one .gguf, which Checkpoint::open then runs, beside safetensors files of other names (e.g.
-/// weights.safetensors), which it ignores. "" otherwise.
+/// weights.safetensors), which it ignores; and when model.safetensors (unsharded) is read beside
+/// safetensors files of other names (extra weights, a LoRA adapter), which it ignores. "" otherwise.
 std::string mixed_weights_notice(const std::filesystem::path& path);
 
 }  // namespace dak

@@ -137,9 +137,21 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmArgs& g, cudaStream_t strea
 }
 
 void CublasLtGemm::tune(Plan& plan, const GemmArgs& g, cudaStream_t stream, const cublasLtMatmulPreference_t pref) {
+  // Only where W streams from HBM in every launch, as in a decode step: a weight that fits the L2
+  // (with room) would be timed from it, which no decode step does.
+  int device = 0, l2_bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  if (double(g.M) * double(g.K) * 2.0 < kTuneMinL2Multiple * double(l2_bytes) || !plan.epilogue_fused) return;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  DAK_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone || !plan.epilogue_fused) return;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {  // e.g. the legacy stream beside a capture
+    cudaGetLastError();
+    return;
+  }
+  if (capture != cudaStreamCaptureStatusNone) return;
   const size_t elt = g.out == GemmOut::kBf16 ? 2 : 4;
   const int64_t ldy = g.ldy > 0 ? g.ldy : g.M, ldx = g.ldx > 0 ? g.ldx : g.K;
   // The candidates run on the call's own operands: y must not overlap what they read.
@@ -160,17 +172,38 @@ void CublasLtGemm::tune(Plan& plan, const GemmArgs& g, cudaStream_t stream, cons
                                      results, &count) != CUBLAS_STATUS_SUCCESS) {
     return;
   }
-  // Candidate 0 is the plan's algorithm (the first heuristic): the reference of speed and bits.
+  // Candidate 0 is the plan's algorithm (the first heuristic): the reference of speed and bits. The
+  // others must reduce over K as it does (the same split-K count and reduction scheme), and then
+  // also give its bits on these operands.
+  const auto config = [](const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+    uint32_t v = 0;
+    size_t written = 0;
+    return cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) == CUBLAS_STATUS_SUCCESS
+               ? int64_t(v)
+               : int64_t(-1);
+  };
+  const int64_t split_k = config(plan.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  const int64_t reduction = config(plan.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
   std::vector<cublasLtMatmulAlgo_t> algos{plan.algo};
   for (int i = 0; i < count; ++i) {
-    if (std::memcmp(&results[i].algo, &plan.algo, sizeof(plan.algo)) != 0) algos.push_back(results[i].algo);
+    const cublasLtMatmulAlgo_t& a = results[i].algo;
+    if (results[i].state != CUBLAS_STATUS_SUCCESS || std::memcmp(&a, &plan.algo, sizeof(a)) == 0) continue;
+    if (split_k < 0 || config(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) != split_k ||
+        config(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME) != reduction) {
+      continue;
+    }
+    algos.push_back(a);
   }
   ++tuned_plans_;
   if (algos.size() < 2) return;
   const float alpha = 1.f, beta = 0.f;
   const auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(handle_, plan.desc, &alpha, g.g_w, plan.a, g.g_x, plan.b, &beta, g.g_y, plan.d, g.g_y,
-                          plan.d, &algo, g_workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
+    if (cublasLtMatmul(handle_, plan.desc, &alpha, g.g_w, plan.a, g.g_x, plan.b, &beta, g.g_y, plan.d, g.g_y, plan.d,
+                       &algo, g_workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS) {
+      return true;
+    }
+    cudaGetLastError();  // a refused launch must not be blamed on the next kernel
+    return false;
   };
   // Bits: y of each candidate against candidate 0's (M columns of N rows, copied to the host).
   const size_t row = size_t(g.M) * elt;
@@ -187,34 +220,40 @@ void CublasLtGemm::tune(Plan& plan, const GemmArgs& g, cudaStream_t stream, cons
     if (i == 0 || out == ref) same.push_back(i);
   }
   if (same.size() < 2) return;
-  // Speed: 5 rounds, each launching every candidate once (so drifts of the clock hit all alike).
-  cudaEvent_t ev[2];
-  DAK_CUDA_CHECK(cudaEventCreate(&ev[0]));
-  DAK_CUDA_CHECK(cudaEventCreate(&ev[1]));
+  // Speed: rounds of kTuneLaunches back-to-back launches per candidate behind one untimed launch,
+  // so the GPU never waits for the host's enqueue inside the timed span (a decode step replays a
+  // graph, without host cost); the median of the rounds after the first.
+  cudaEvent_t ev[2] = {nullptr, nullptr};
+  cudaError_t err = cudaEventCreate(&ev[0]);
+  if (err == cudaSuccess) err = cudaEventCreate(&ev[1]);
   std::vector<std::vector<float>> ms(same.size());
-  cudaError_t err = cudaSuccess;
-  for (int round = 0; round < 6 && err == cudaSuccess; ++round) {
+  std::vector<bool> failed(same.size(), false);
+  for (int round = 0; round < 4 && err == cudaSuccess; ++round) {
     for (size_t j = 0; j < same.size() && err == cudaSuccess; ++j) {
-      float t = 0;
+      const cublasLtMatmulAlgo_t& algo = algos[same[j]];
+      bool ok = launch(algo);
       if ((err = cudaEventRecord(ev[0], stream)) != cudaSuccess) break;
-      launch(algos[same[j]]);
+      for (int k = 0; k < kTuneLaunches; ++k) ok = launch(algo) && ok;
+      float t = 0;
       if ((err = cudaEventRecord(ev[1], stream)) != cudaSuccess || (err = cudaEventSynchronize(ev[1])) != cudaSuccess ||
           (err = cudaEventElapsedTime(&t, ev[0], ev[1])) != cudaSuccess) {
         break;
       }
-      if (round > 0) ms[j].push_back(t);  // round 0 warms up
+      failed[j] = failed[j] || !ok;  // a refused launch would time near 0: never the fastest
+      if (round > 0) ms[j].push_back(t);
     }
   }
-  cudaEventDestroy(ev[0]);
-  cudaEventDestroy(ev[1]);
+  if (ev[0]) cudaEventDestroy(ev[0]);
+  if (ev[1]) cudaEventDestroy(ev[1]);
   DAK_CUDA_CHECK(err);
+  if (failed[0]) return;
   const auto median = [](std::vector<float> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
   size_t best = 0;
   for (size_t j = 1; j < same.size(); ++j) {
-    if (median(ms[j]) < median(ms[best])) best = j;
+    if (!failed[j] && median(ms[j]) < median(ms[best])) best = j;
   }
   if (best != 0 && median(ms[best]) <= (1.0 - kTuneMinGain) * median(ms[0])) {
     plan.algo = algos[same[best]];

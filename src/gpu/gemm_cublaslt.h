@@ -10,12 +10,14 @@
 // operand alignment); run() is graph-capturable once the plan exists (no allocation, the
 // workspace is fixed at construction).
 // Tuning (set_tuning, off by default): a plan created while tuning is on and its stream is not
-// capturing times cuBLASLt's first kTuneCandidates heuristic candidates on the call's own operands
-// and keeps the fastest, but only among the candidates whose output is bitwise the first
-// candidate's (so tuning changes the speed of a GEMM, never its result, whatever the timing noise),
-// and only where it is at least kTuneMinGain faster. Measured on an H100 (docs/perf-notes.md session
-// 48): the first heuristic is up to 7 % slower than another candidate on decode linears of 33-128
-// tokens.
+// capturing, for a weight of at least kTuneMinL2Multiple times the L2 (so that every launch streams
+// it from HBM, as in a decode step), times cuBLASLt's first kTuneCandidates heuristic candidates on
+// the call's own operands and keeps the fastest where it is at least kTuneMinGain faster than the
+// first heuristic. Only candidates that reduce over K as the first does (the same split-K count and
+// reduction scheme) and give its bits on those operands take part, so a tuned plan computes what the
+// first heuristic computes; the pick itself depends on timing. Measured on an H100
+// (docs/perf-notes.md session 48): the first heuristic is up to 7 % slower than another candidate on
+// decode linears of 33-128 tokens; tuning costs 20-40 ms per plan.
 #pragma once
 
 #include <cublasLt.h>
@@ -66,8 +68,12 @@ class CublasLtGemm {
   /// candidate's median time) for which it takes another.
   static constexpr int kTuneCandidates = 8;
   static constexpr double kTuneMinGain = 0.02;
+  /// Weights smaller than this many L2 sizes are not tuned; launches per timed round.
+  static constexpr double kTuneMinL2Multiple = 1.5;
+  static constexpr int kTuneLaunches = 4;
 
-  /// While on, plans created by run() outside a stream capture are tuned (see the file comment):
+  /// While on, plans created by run() outside a stream capture are tuned (see the file comment; a
+  /// plan too small to tune counts in neither tuned_plans() nor retuned_plans()):
   /// run() then synchronizes `stream` and copies y to the host once per candidate, so turn it on
   /// only for a pass whose GPU work nothing else holds back (an eager warm-up step). Plans made
   /// before stay as they are.

@@ -79,12 +79,12 @@ bool attention_fuse_rope() {
   return on;
 }
 
-/// Whether the eager decode step that creates the cuBLASLt plans tunes them (CublasLtGemm::set_tuning).
-/// DAK_CUBLASLT_TUNE=0 keeps cuBLASLt's first heuristic (A/B runs). Measured: docs/perf-notes.md
-/// session 48.
-bool cublaslt_tuning_enabled() {
-  static const bool on = env_flag("DAK_CUBLASLT_TUNE", true);
-  return on;
+/// Whether the eager decode step that creates the cuBLASLt plans tunes them (CublasLtGemm::set_tuning):
+/// GpuEngineOptions::tune_cublaslt, unless DAK_CUBLASLT_TUNE=0 or 1 says otherwise (A/B runs).
+/// Measured: docs/perf-notes.md session 48.
+bool cublaslt_tuning_enabled(bool option) {
+  static const int forced = env_choice("DAK_CUBLASLT_TUNE", {"0", "1"});
+  return forced < 0 ? option : forced == 1;
 }
 
 /// Whether qkv's epilogue may run RoPE and the KV append (TieredGemmRopeOut; same bits as the
@@ -1145,9 +1145,9 @@ void GpuEngine::Impl::run_pass(const Pass& p, bool eager) {
       host_gate(HostGateParams{g_gate, const_cast<int32_t*>(g_gate) + 1}, stream);
     }
     // Eager once: creates every cuBLASLt plan outside of a capture, tuned on this step's operands
-    // (CublasLtGemm::set_tuning: same bits, the fastest candidate) unless the step is profiled (its
-    // GPU work is held back until the whole step is enqueued) or DAK_CUBLASLT_TUNE=0.
-    gemm->set_tuning(!profiling && cublaslt_tuning_enabled());
+    // where the options ask (CublasLtGemm::set_tuning) and the step is not profiled (its GPU work is
+    // held back until the whole step is enqueued).
+    gemm->set_tuning(!profiling && cublaslt_tuning_enabled(options.tune_cublaslt));
     try {
       forward(d, stream);
     } catch (...) {

@@ -137,6 +137,12 @@ struct GpuEngineOptions {
   OffloadMode offload_mode = OffloadMode::kDirect;
   /// Called while a checkpoint's weights upload (core/engine.h's LoadProgress); empty: none.
   LoadProgress load_progress;
+  /// Tune the decode step's cuBLASLt plans (its linears above kAutoTieredMaxTokens tokens, or every
+  /// one with --gemm cublas) on the eager step that creates them (CublasLtGemm::set_tuning): 20-40 ms
+  /// per plan once per start() of a new batch / context, for decode steps 1-2.3 % faster on an H100
+  /// (docs/perf-notes.md session 48). Worth it where many decode steps follow (dak bench's repeats);
+  /// DAK_CUBLASLT_TUNE=0 / 1 overrides it.
+  bool tune_cublaslt = false;
 };
 
 class GpuEngine : public Engine {

@@ -517,6 +517,16 @@ TEST(Cli, AFolderWithSafetensorsAndGgufSaysWhichItUses) {
   RunResult r = run_dak(gen + dir.string());  // safetensors alone: no notice of the weights
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("holds safetensors and GGUF"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("holds more safetensors files"), std::string::npos) << r.output;
+  // Another safetensors file beside model.safetensors (trial 48: extra.safetensors, silently ignored).
+  fs::copy(dir / "model.safetensors", dir / "adapter_model.safetensors");
+  r = run_dak(gen + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dak: notice: " + dir.string() + " holds more safetensors files: using model.safetensors, "
+                          "ignoring adapter_model.safetensors (dak applies no adapters)"),
+            std::string::npos)
+      << r.output;
+  fs::remove(dir / "adapter_model.safetensors");
   fs::copy(fs::path(kData) / "gguf/tiny_llama.gguf", dir / "tiny_llama.gguf");
   for (const std::string cmd : {gen, std::string("inspect ")}) {
     r = run_dak(cmd + dir.string());

@@ -216,11 +216,55 @@ TEST(TokenizerErrors, PostProcessorTokensBeforeTheTextAfterTheFirstAreAdded) {
   ASSERT_EQ(tok->notices().size(), 1u);
   EXPECT_NE(tok->notices()[0].find("every prompt has [X], [SEP] before its text"), std::string::npos)
       << tok->notices()[0];
-  // tokenizer_config.json's add_bos_token = false drops BOS only; the other prefix tokens stay.
+  // tokenizer_config.json's add_bos_token, where given, decides the tokens before the text (BOS or
+  // none: transformers' Llama-class tokenizers rebuild the template), and says what it left out
+  // (trial 48b), as add_eos_token does for the tokens after the text.
+  const auto has = [&](const std::string& notice) {
+    for (const std::string& n : tok->notices()) {
+      if (n == notice) return true;
+    }
+    return false;
+  };
   HfTokenizerConfig no_bos;
   no_bos.add_bos_token = false;
   tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json", no_bos);
-  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{259, 256, 0x63, 258}));
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63, 258}));
+  EXPECT_TRUE(has("tokenizer_config.json's add_bos_token (false) leaves out [CLS], [X], which tokenizer.json's "
+                  "post_processor puts before the text"));
+  no_bos.add_bos_token = true;
+  tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json", no_bos);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 256, 0x63, 258}));
+  EXPECT_TRUE(has("tokenizer_config.json's add_bos_token (true) leaves out [X], which tokenizer.json's "
+                  "post_processor puts before the text"));
+  // A Sequence: each processor wraps what the ones before made (Hugging Face's tokenizers 0.23:
+  // Sequence[Roberta, Template "[X] $A"] gives [X] [CLS] text [SEP]); two templates with one text each
+  // put the text once.
+  auto seq = base;
+  seq["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [
+      {"type": "RobertaProcessing", "sep": ["[SEP]", 258], "cls": ["[CLS]", 257]},
+      {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "[X]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+       "special_tokens": {}}]})");
+  tok = parse_hf_tokenizer_json(seq.dump(), "q/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{259, 257, 256, 0x63, 258}));
+  for (const std::string& n : tok->notices()) EXPECT_EQ(n.find("times"), std::string::npos) << n;
+  HfTokenizerConfig no_eos;
+  no_eos.add_eos_token = false;
+  tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json", no_eos);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 259, 256, 0x63}));
+  EXPECT_TRUE(has("tokenizer_config.json's add_eos_token (false) replaces [SEP], which tokenizer.json's "
+                  "post_processor puts after the text"));
+  // An id past the vocabulary: the fix says what to do with the file, and where the vocabulary has the name.
+  auto past = two;
+  past["post_processor"]["special_tokens"]["[CLS]"] = {{"id", "[CLS]"}, {"ids", {300}}, {"tokens", {"[CLS]"}}};
+  Error past_e = parse_error(past.dump());
+  EXPECT_EQ(past_e.what_part(), "the token '[CLS]' it puts first has id 300, outside the vocabulary ('[CLS]' is id "
+                                "257 in the vocabulary)")
+      << past_e.what();
+  EXPECT_NE(past_e.fix_part().find("the vocabulary has ids 0 to 259: give '[CLS]' an id in that range in the "
+                                   "post_processor, or add it to added_tokens with id 300"),
+            std::string::npos)
+      << past_e.what();
   // The text twice ("$A [SEP] $A"): dak puts it once, and says so.
   auto twice = base;
   twice["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
@@ -241,6 +285,9 @@ TEST(TokenizerErrors, PostProcessorTokensBeforeTheTextAfterTheFirstAreAdded) {
   absent["post_processor"]["single"][0]["SpecialToken"]["id"] = "<bos>";
   e = parse_error(absent.dump());
   EXPECT_EQ(e.what_part(), "the token '<bos>' it puts first is not in the vocabulary") << e.what();
+  no_bos.add_bos_token = false;  // ... unless add_bos_token leaves it out
+  tok = parse_hf_tokenizer_json(absent.dump(), "a/tokenizer.json", no_bos);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63, 258}));
   // tokenizer_config.json's bos_token absent from the vocabulary: one notice (no BOS), not also one
   // that names it as the BOS added (trial 48).
   HfTokenizerConfig bad_bos;
