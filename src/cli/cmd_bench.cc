@@ -18,7 +18,6 @@
 #include "cli/commands.h"
 #include "cli/offload_options.h"
 #include "core/config_locator.h"
-#include "core/env.h"
 #include "core/error.h"
 #include "core/hardware_profile.h"
 #ifdef DAK_HAVE_CUDA
@@ -400,9 +399,7 @@ void run_bench_command(const BenchArgs& a) {
   j["device"] = device_name;
   j["gemm"] = a.gemm;
   j["gemm_auto_tiered_max_tokens"] = gpu::kAutoTieredMaxTokens;
-  // The engine's rule (gpu_engine.cc): DAK_CUBLASLT_TUNE=0 / 1 over the bench's option.
-  const int forced_tune = env_choice("DAK_CUBLASLT_TUNE", {"0", "1"});
-  j["cublaslt_tuned"] = forced_tune < 0 ? gpu::bench_engine_options({}).tune_cublaslt : forced_tune == 1;
+  j["cublaslt_tuned"] = gpu::cublaslt_tuning_enabled(opts.tune_cublaslt) && a.gemm != "tiered";
   j["weight_arena_bytes"] = weight_arena_bytes;
   if (offloading) {
     j["host"] = {{"gb_s", host_bw.best_bytes_per_s * 1e-9}, {"max_gb_s", host_bw.max_bytes_per_s * 1e-9},

@@ -390,6 +390,7 @@ struct PostProcessorTokens {
   std::vector<int64_t> suffix_ids;           // their ids (-1: by name)
   int sequences = 0;                         // TemplateProcessing: the text's places ($A) in "single", most
   std::vector<std::string> not_applied;      // processor types dak does not apply (a notice)
+  bool wrapped_template = false;             // a Sequence adds tokens after a TemplateProcessing that did
 
   std::optional<std::string> first() const {
     return prefix_names.empty() ? std::nullopt : std::optional<std::string>(prefix_names[0]);
@@ -437,16 +438,24 @@ void read_post_processor(const json& j, const std::string& source, const std::st
     // tokens before the text go before the earlier ones', its tokens after the text after theirs.
     auto it = j.find("processors");
     if (it == j.end() || !it->is_array()) bad_field(source, field + ".processors", "missing or not a list");
+    bool template_added = false;  // a TemplateProcessing before this processor put tokens around the text
     for (size_t i = 0; i < it->size(); ++i) {
       PostProcessorTokens sub;
       const std::string at = field + ".processors[" + std::to_string(i) + "]";
       read_post_processor((*it)[i], source, at, sub, depth + 1);
+      const bool adds = !sub.prefix_ids.empty() || !sub.suffix_ids.empty();
+      // Hugging Face's tokenizers then wraps each piece the template made as its own sequence (or
+      // fails, for two templates); dak wraps the whole (trial 48's review).
+      if (template_added && adds) out.wrapped_template = true;
+      const auto t2 = (*it)[i].is_object() ? (*it)[i].find("type") : (*it)[i].end();
+      if (adds && t2 != (*it)[i].end() && *t2 == "TemplateProcessing") template_added = true;
       out.prefix_names.insert(out.prefix_names.begin(), sub.prefix_names.begin(), sub.prefix_names.end());
       out.prefix_ids.insert(out.prefix_ids.begin(), sub.prefix_ids.begin(), sub.prefix_ids.end());
       out.suffix_names.insert(out.suffix_names.end(), sub.suffix_names.begin(), sub.suffix_names.end());
       out.suffix_ids.insert(out.suffix_ids.end(), sub.suffix_ids.begin(), sub.suffix_ids.end());
       out.sequences = std::max(out.sequences, sub.sequences);
       out.not_applied.insert(out.not_applied.end(), sub.not_applied.begin(), sub.not_applied.end());
+      out.wrapped_template = out.wrapped_template || sub.wrapped_template;
       check_post_processor_size(out, source, at);
     }
     return;
@@ -653,13 +662,13 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   if (cfg.bos_token) {
     bos = tok->token_id(*cfg.bos_token).value_or(-1);
   } else if (pp_bos_id >= 0) {  // the id the post-processor gives (its name may be no token)
-    if (pp_bos_id >= tok->vocab_size()) {
+    if (pp_bos_id >= tok->vocab_size() && cfg.add_bos_token.value_or(true)) {  // refused only where used
       bad_field(source, "post_processor",
                 "the token '" + *pp_bos + "' it puts first has id " + std::to_string(pp_bos_id) +
                     ", outside the vocabulary" + vocabulary_id_note(*tok, *pp_bos),
                 out_of_vocabulary_fix(*tok, *pp_bos, pp_bos_id));
     }
-    bos = int32_t(pp_bos_id);
+    bos = pp_bos_id < tok->vocab_size() ? int32_t(pp_bos_id) : -1;
   } else if (pp_bos) {
     bos = tok->token_id(*pp_bos).value_or(-1);
     // As a token it appends (below): the file names a token it does not define (Hugging Face's
@@ -695,8 +704,10 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     }
     return out;
   };
-  // After the text: the post-processor's tokens, or EOS with tokenizer_config.json's add_eos_token.
-  std::vector<int32_t> suffix = resolve(pp.suffix_ids, pp.suffix_names, "appends");
+  // After the text: the post-processor's tokens (checked only where used), or EOS with
+  // tokenizer_config.json's add_eos_token.
+  std::vector<int32_t> suffix = cfg.add_eos_token ? std::vector<int32_t>{}
+                                                  : resolve(pp.suffix_ids, pp.suffix_names, "appends");
   // tokenizer_config.json's add_eos_token, where given, decides the EOS after the text, as its
   // add_bos_token decides BOS (dak's rule, README; transformers' classes and versions differ here).
   std::string suffix_from = "tokenizer.json's post_processor";
@@ -714,13 +725,15 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
   if (!suffix.empty()) tok->add_notice(suffix_notice(suffix_names, suffix_from));
   // Where tokenizer_config.json overrides the post-processor, say what it took away (trial 48b).
   if (cfg.add_eos_token && !pp.suffix_names.empty() && suffix_names != pp.suffix_names) {
-    tok->add_notice(fmt::format("tokenizer_config.json's add_eos_token ({}) replaces {}, which tokenizer.json's "
+    tok->add_notice(fmt::format("tokenizer_config.json's add_eos_token ({}) {} {}, which tokenizer.json's "
                                 "post_processor puts after the text",
-                                *cfg.add_eos_token ? "true" : "false", names_for_notice(pp.suffix_names)));
+                                *cfg.add_eos_token ? "true" : "false", *cfg.add_eos_token ? "replaces" : "leaves out",
+                                names_for_notice(pp.suffix_names)));
   }
   // tokenizer_config.json's add_bos_token, where given, decides the tokens before the text: BOS or
   // none (transformers' Llama-class tokenizers rebuild the template as "BOS? $A EOS?").
-  const size_t dropped_before = cfg.add_bos_token ? pp.prefix_names.size() - (add_bos && pp_bos ? 1 : 0) : 0;
+  const size_t dropped_before =
+      cfg.add_bos_token ? pp.prefix_names.size() - (add_bos && pp_bos && bos >= 0 ? 1 : 0) : 0;
   if (dropped_before > 0) {
     const std::vector<std::string> dropped(pp.prefix_names.end() - std::ptrdiff_t(dropped_before),
                                            pp.prefix_names.end());
@@ -764,10 +777,19 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
                                 "tokenizer.json's post_processor puts first",
                                 *cfg.bos_token, *pp_bos));
   }
+  if (pp.wrapped_template) {
+    tok->add_notice("tokenizer.json's post_processor is a Sequence in which a processor adds tokens after a "
+                    "TemplateProcessing did: dak puts them all around the text once, where Hugging Face's tokenizers "
+                    "wraps each piece of the template (or refuses two templates)");
+  }
   if (!pp.not_applied.empty()) {
+    std::vector<std::string> kinds;
+    for (const std::string& k : pp.not_applied) {
+      if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+    }
     tok->add_notice(fmt::format("tokenizer.json's post_processor of type {} is not applied: prompts may lack special "
                                 "tokens that Hugging Face adds",
-                                fmt::join(pp.not_applied, ", ")));
+                                fmt::join(kinds, ", ")));
   }
   return tok;
 }

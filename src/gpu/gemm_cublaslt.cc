@@ -146,6 +146,13 @@ void CublasLtGemm::tune(Plan& plan, const GemmArgs& g, cudaStream_t stream, cons
     return;
   }
   if (double(g.M) * double(g.K) * 2.0 < kTuneMinL2Multiple * double(l2_bytes) || !plan.epilogue_fused) return;
+  // Only weights in device memory: a zero-copy weight (host memory, read over PCIe) would be timed
+  // at the link's pace, many times the cost the file comment gives.
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, g.g_w) != cudaSuccess || attr.type != cudaMemoryTypeDevice) {
+    cudaGetLastError();
+    return;
+  }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {  // e.g. the legacy stream beside a capture
     cudaGetLastError();

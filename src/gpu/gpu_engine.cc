@@ -79,13 +79,6 @@ bool attention_fuse_rope() {
   return on;
 }
 
-/// Whether the eager decode step that creates the cuBLASLt plans tunes them (CublasLtGemm::set_tuning):
-/// GpuEngineOptions::tune_cublaslt, unless DAK_CUBLASLT_TUNE=0 or 1 says otherwise (A/B runs).
-/// Measured: docs/perf-notes.md session 48.
-bool cublaslt_tuning_enabled(bool option) {
-  static const int forced = env_choice("DAK_CUBLASLT_TUNE", {"0", "1"});
-  return forced < 0 ? option : forced == 1;
-}
 
 /// Whether qkv's epilogue may run RoPE and the KV append (TieredGemmRopeOut; same bits as the
 /// separate apply_rope_kv_append launch). DAK_ROPE_EPILOGUE=0 keeps the separate kernel (A/B runs).

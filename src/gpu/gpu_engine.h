@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/engine.h"
+#include "core/env.h"
 #include "core/generate.h"
 #include "core/hardware_profile.h"
 #include "core/placement.h"
@@ -144,6 +145,13 @@ struct GpuEngineOptions {
   /// DAK_CUBLASLT_TUNE=0 / 1 overrides it.
   bool tune_cublaslt = false;
 };
+
+/// Whether an engine with GpuEngineOptions::tune_cublaslt = `option` tunes its cuBLASLt plans:
+/// `option`, unless DAK_CUBLASLT_TUNE=0 or 1 says otherwise (A/B runs; read once per process).
+inline bool cublaslt_tuning_enabled(bool option) {
+  static const int forced = env_choice("DAK_CUBLASLT_TUNE", {"0", "1"});
+  return forced < 0 ? option : forced == 1;
+}
 
 class GpuEngine : public Engine {
  public:

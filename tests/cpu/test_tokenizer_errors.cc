@@ -248,12 +248,46 @@ TEST(TokenizerErrors, PostProcessorTokensBeforeTheTextAfterTheFirstAreAdded) {
   tok = parse_hf_tokenizer_json(seq.dump(), "q/tokenizer.json");
   EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{259, 257, 256, 0x63, 258}));
   for (const std::string& n : tok->notices()) EXPECT_EQ(n.find("times"), std::string::npos) << n;
+  // A processor that adds tokens after a template that did: Hugging Face wraps each piece of the
+  // template, dak the whole (a notice); unknown types are named once.
+  auto wrapped = base;
+  wrapped["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [
+      {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "[X]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+       "special_tokens": {}},
+      {"type": "RobertaProcessing", "sep": ["[SEP]", 258], "cls": ["[CLS]", 257]},
+      {"type": "Foo"}, {"type": "Foo"}]})");
+  tok = parse_hf_tokenizer_json(wrapped.dump(), "v/tokenizer.json");
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 259, 256, 0x63, 258}));
+  EXPECT_TRUE(has("tokenizer.json's post_processor is a Sequence in which a processor adds tokens after a "
+                  "TemplateProcessing did: dak puts them all around the text once, where Hugging Face's tokenizers "
+                  "wraps each piece of the template (or refuses two templates)"));
+  EXPECT_TRUE(has("tokenizer.json's post_processor of type Foo is not applied: prompts may lack special tokens that "
+                  "Hugging Face adds"));
   HfTokenizerConfig no_eos;
   no_eos.add_eos_token = false;
   tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json", no_eos);
   EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257, 259, 256, 0x63}));
-  EXPECT_TRUE(has("tokenizer_config.json's add_eos_token (false) replaces [SEP], which tokenizer.json's "
+  EXPECT_TRUE(has("tokenizer_config.json's add_eos_token (false) leaves out [SEP], which tokenizer.json's "
                   "post_processor puts after the text"));
+  // Tokens add_bos_token / add_eos_token leave out are not checked against the vocabulary (the
+  // review: transformers loads such files, rebuilding the template).
+  auto unused = two;
+  unused["post_processor"]["special_tokens"]["[CLS]"] = {{"id", "[CLS]"}, {"ids", {5000}}, {"tokens", {"[CLS]"}}};
+  unused["post_processor"]["special_tokens"]["[SEP]"] = {{"id", "[SEP]"}, {"ids", {6000}}, {"tokens", {"[SEP]"}}};
+  HfTokenizerConfig neither;
+  neither.add_bos_token = false;
+  neither.add_eos_token = false;
+  tok = parse_hf_tokenizer_json(unused.dump(), "u/tokenizer.json", neither);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63}));
+  // A bos_token the vocabulary lacks: the post-processor's first token is left out too, and said.
+  HfTokenizerConfig missing_bos;
+  missing_bos.add_bos_token = true;
+  missing_bos.bos_token = "<nope>";
+  tok = parse_hf_tokenizer_json(two.dump(), "t/tokenizer.json", missing_bos);
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{256, 0x63, 258}));
+  EXPECT_TRUE(has("tokenizer_config.json's add_bos_token (true) leaves out [CLS], [X], which tokenizer.json's "
+                  "post_processor puts before the text"));
   // An id past the vocabulary: the fix says what to do with the file, and where the vocabulary has the name.
   auto past = two;
   past["post_processor"]["special_tokens"]["[CLS]"] = {{"id", "[CLS]"}, {"ids", {300}}, {"tokens", {"[CLS]"}}};
