@@ -585,10 +585,21 @@ int main(int argc, char** argv) {
         const std::string prev = argv[i - 1];
         if (option_like(prev) && option_takes_value(command->get_option_no_throw(prev))) continue;
       }
-      // A text with whitespace that starts with '-' ("-n 3 apples are left", "-mild weather is"): no
-      // option is such a word, so it is the text, but CLI11 would read it as an option (-n with the
-      // value " 3 apples ...", -m with "ild ..."): it reaches CLI11 as --prompt=TEXT (trial 48).
-      if (next.size() > 1 && next[0] == '-' && next.find_first_of(" \t\n\r") != std::string::npos) {
+      // An option name, or a short option glued to its value (`-n3`, `-fx`; CLI11 reads -n3 as -n 3).
+      const std::string name = next.substr(0, next.find('='));
+      const bool named = option_like(name) && command->get_option_no_throw(name) != nullptr;
+      const bool glued = next.size() > 2 && next[0] == '-' && next[1] != '-' &&
+                         option_takes_value(command->get_option_no_throw(next.substr(0, 2)));
+      // A text with whitespace that starts with '-' ("-n 3 apples are left", "-mild weather is"): it is
+      // the text, but CLI11 would read it as an option (-n with the value " 3 apples ...", -m with
+      // "ild ..."), so it reaches CLI11 as --prompt=TEXT (trial 48). Not an option of the command
+      // given with '=' (`--system="Be brief"`), nor a file option glued to a file that exists
+      // (`-f"my prompts.txt"`): those stay refused below as a missing text.
+      std::error_code exists_ec;
+      const bool glued_file = glued && (next.substr(0, 2) == "-f") &&
+                              std::filesystem::exists(next.substr(2), exists_ec);
+      if (!named && !glued_file && next.size() > 1 && next[0] == '-' &&
+          next.find_first_of(" \t\n\r") != std::string::npos) {
         words[size_t(i)] = std::string("--") + text->lname + "=" + next;
         words.erase(words.begin() + i + 1);
         word_ptrs.clear();
@@ -598,11 +609,6 @@ int main(int argc, char** argv) {
         argv = word_ptrs.data();
         continue;
       }
-      // An option name, or a short option glued to its value (`-n3`, `-fx`; CLI11 reads -n3 as -n 3).
-      const std::string name = next.substr(0, next.find('='));
-      const bool named = option_like(name) && command->get_option_no_throw(name) != nullptr;
-      const bool glued = next.size() > 2 && next[0] == '-' && next[1] != '-' &&
-                         option_takes_value(command->get_option_no_throw(next.substr(0, 2)));
       // A word shaped like an option that the command does not have (llama.cpp's -t, -cnv, -t4, --temp,
       // transformers' --top_k): most likely another tool's option, with the text left out (trial 47d).
       // Text such as "-5 degrees", "-" or "--" is never this shape: -{1,2}, a letter, then letters,

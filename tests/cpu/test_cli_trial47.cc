@@ -160,6 +160,19 @@ TEST(CliTrial47, APromptFlagFollowedByAnotherToolsOptionIsRefused) {
   }
   r = run_dak("generate --device cpu -n 1 --chat --system '-m flag: be brief' -p hi");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  // ... but not an option of dak given with '=' and spaces, nor -f glued to a file that exists
+  // (the review: `-p --system="Be brief"` became the prompt, and the system message was lost).
+  r = run_dak("generate --chat -p --system='Be brief' -n 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "-p is followed by the option --system=Be brief where its text belongs")) << r.output;
+  {
+    const fs::path file = fs::path(::testing::TempDir()) / "dak trial48 prompts.txt";
+    std::ofstream(file) << "The sky is";
+    r = run_dak("generate -p " + dak::shell_word("-f" + file.string()) + " -n 1");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "which dak reads as the option -f with a value")) << r.output;
+    fs::remove(file);
+  }
   r = run_dak("generate --device cpu -n 1 -p --", false);  // "--" ends the options: no prompt given then
   EXPECT_EQ(r.output.find("looks like an option"), std::string::npos) << r.output;
 }
