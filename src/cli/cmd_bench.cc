@@ -484,8 +484,8 @@ void run_bench_command(const BenchArgs& a) {
   txt << fmt::format("dak bench: {} ({}), {} weights, {}; linears: --gemm {}{}\n", located.name,
                      located.path.string(), weights, device_name, a.gemm,
                      a.gemm == "auto" ? fmt::format(" (tiered GEMM up to {} tokens, cuBLASLt above, its plans tuned "
-                                                    "on the warm-up step unless DAK_CUBLASLT_TUNE=0; with an offload placement every linear is "
-                                                    "tiered)",
+                                                    "on the warm-up step unless DAK_CUBLASLT_TUNE=0; with an offload "
+                                                    "placement every linear is tiered)",
                                                     gpu::kAutoTieredMaxTokens)
                                       : "");
   txt << fmt::format("weights {} bf16; B_g = {:.3f} TB/s (TMA bulk stream of {}, best of {} launches x {} configs; "

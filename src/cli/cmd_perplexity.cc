@@ -96,22 +96,11 @@ void add_perplexity_command(CLI::App& app) {
     // Tokenized before the weights load, so a text too short to score is refused at once (session-35
     // trial: an empty file loaded the model for 6 s first).
     const auto t_encode = std::chrono::steady_clock::now();
-    std::vector<int32_t> ids = tok->encode(text, /*allow_bos=*/true);
-    // The text is scored as it is: BOS first where the tokenizer adds one, but no special token after
-    // it (suffix_ids(): EOS with add_eos_token would be scored as one more token; llama.cpp's
-    // perplexity refuses such a vocabulary instead).
-    const std::vector<int32_t>& suffix = tok->suffix_ids();
-    if (!suffix.empty() && ids.size() >= suffix.size() &&
-        std::equal(suffix.begin(), suffix.end(), ids.end() - std::ptrdiff_t(suffix.size()))) {
-      ids.resize(ids.size() - suffix.size());
-    }
-    // Nor the post-processor's other tokens before the text (prefix_ids(), after BOS).
-    const std::vector<int32_t>& prefix = tok->prefix_ids();
-    const size_t at = tok->add_bos() && tok->bos_id() >= 0 && !ids.empty() && ids[0] == tok->bos_id() ? 1 : 0;
-    if (!prefix.empty() && ids.size() >= at + prefix.size() &&
-        std::equal(prefix.begin(), prefix.end(), ids.begin() + std::ptrdiff_t(at))) {
-      ids.erase(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(at + prefix.size()));
-    }
+    // The text is scored as it is: BOS first where the tokenizer adds one, and none of the other special
+    // tokens encode() adds with them (prefix_ids() and suffix_ids(): EOS with add_eos_token would be
+    // scored as one more token; llama.cpp's perplexity refuses such a vocabulary instead).
+    std::vector<int32_t> ids = tok->encode(text, /*allow_bos=*/false);
+    if (tok->add_bos() && tok->bos_id() >= 0) ids.insert(ids.begin(), tok->bos_id());
     const double encode_s = seconds_since(t_encode);
     if (ids.size() < 2) {
       fail(text.empty() ? std::string("the text is empty") : "the text has fewer than two tokens", source,

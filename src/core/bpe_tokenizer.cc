@@ -693,7 +693,9 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     std::vector<int32_t> out;
     for (size_t i = 0; i < given.size(); ++i) {
       const int64_t id = given[i] >= 0 ? given[i] : tok->token_id(names[i]).value_or(-1);
-      if (id < 0) bad_field(source, "post_processor", "the token '" + names[i] + "' it " + what + " is not in the vocabulary");
+      if (id < 0) {
+        bad_field(source, "post_processor", "the token '" + names[i] + "' it " + what + " is not in the vocabulary");
+      }
       if (id >= tok->vocab_size()) {
         bad_field(source, "post_processor",
                   "the token '" + names[i] + "' it " + what + " has id " + std::to_string(id) +
@@ -704,23 +706,20 @@ std::unique_ptr<Tokenizer> parse_hf_tokenizer_json(std::string_view json_text, c
     }
     return out;
   };
-  // After the text: the post-processor's tokens (checked only where used), or EOS with
-  // tokenizer_config.json's add_eos_token.
-  std::vector<int32_t> suffix = cfg.add_eos_token ? std::vector<int32_t>{}
-                                                  : resolve(pp.suffix_ids, pp.suffix_names, "appends");
-  // tokenizer_config.json's add_eos_token, where given, decides the EOS after the text, as its
-  // add_bos_token decides BOS (dak's rule, README; transformers' classes and versions differ here).
+  // After the text: the post-processor's tokens (checked only where used), or, where
+  // tokenizer_config.json gives add_eos_token, EOS or nothing, as its add_bos_token decides BOS (dak's
+  // rule, README; transformers' classes and versions differ here).
+  std::vector<int32_t> suffix;
+  std::vector<std::string> suffix_names;
   std::string suffix_from = "tokenizer.json's post_processor";
-  std::vector<std::string> suffix_names = pp.suffix_names;
-  if (cfg.add_eos_token) {
-    suffix.clear();
-    suffix_names.clear();
-    if (*cfg.add_eos_token) {
-      check_add_eos(eos, cfg.eos_token, source);
-      suffix.push_back(int32_t(eos));
-      suffix_names.push_back(cfg.eos_token.value_or(tok->decode(suffix)));
-      suffix_from = "tokenizer_config.json's add_eos_token";
-    }
+  if (!cfg.add_eos_token) {
+    suffix = resolve(pp.suffix_ids, pp.suffix_names, "appends");
+    suffix_names = pp.suffix_names;
+  } else if (*cfg.add_eos_token) {
+    check_add_eos(eos, cfg.eos_token, source);
+    suffix.push_back(int32_t(eos));
+    suffix_names.push_back(cfg.eos_token.value_or(tok->decode(suffix)));
+    suffix_from = "tokenizer_config.json's add_eos_token";
   }
   if (!suffix.empty()) tok->add_notice(suffix_notice(suffix_names, suffix_from));
   // Where tokenizer_config.json overrides the post-processor, say what it took away (trial 48b).

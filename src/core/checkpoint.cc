@@ -4,11 +4,11 @@
 #include "core/checkpoint.h"
 
 #include <algorithm>
-#include <functional>
-#include <regex>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <regex>
 #include <fstream>
 #include <map>
 #include <set>
@@ -418,6 +418,21 @@ bool is_shard_name(const std::string& name) {
   return std::regex_match(name, kShard);
 }
 
+// File names for a notice: the first 4, then how many more ("a, b, c, d and 2 more").
+std::string file_names_for_notice(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 4; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 4) out += fmt::format(" and {} more", names.size() - 4);
+  return out;
+}
+
+// The file names of `paths`, in order.
+std::vector<std::string> file_names(const std::vector<fs::path>& paths) {
+  std::vector<std::string> names;
+  for (const fs::path& p : paths) names.push_back(p.filename().string());
+  return names;
+}
+
 }  // namespace
 
 std::string unsupported_weight_file_in(const fs::path& path) {
@@ -478,9 +493,7 @@ std::string mixed_weights_notice(const fs::path& path) {
       if (name != "model.safetensors" && !is_shard_name(name)) others.push_back(name);
     }
     if (others.empty()) return "";
-    std::string ignored;
-    for (size_t i = 0; i < others.size() && i < 4; ++i) ignored += (i ? ", " : "") + others[i];
-    if (others.size() > 4) ignored += fmt::format(" and {} more", others.size() - 4);
+    const std::string ignored = file_names_for_notice(others);
     return fmt::format("{} holds more safetensors files: using model.safetensors, ignoring {} (dak applies no "
                        "adapters); to run another file, give its path as the model with the model's config.json "
                        "beside it",
@@ -490,11 +503,7 @@ std::string mixed_weights_notice(const fs::path& path) {
     // Other-named safetensors beside one .gguf (weights.safetensors, trial 47e): Checkpoint::open
     // runs the .gguf, since a folder's safetensors weights are read from model.safetensors only.
     if (safetensors.empty() || ggufs.size() != 1) return "";
-    std::string ignored;
-    for (size_t i = 0; i < safetensors.size() && i < 4; ++i) {
-      ignored += (i ? ", " : "") + safetensors[i].filename().string();
-    }
-    if (safetensors.size() > 4) ignored += fmt::format(" and {} more", safetensors.size() - 4);
+    const std::string ignored = file_names_for_notice(file_names(safetensors));
     const auto shard = std::find_if(safetensors.begin(), safetensors.end(),
                                     [](const fs::path& f) { return is_shard_name(f.filename().string()); });
     std::string fix;
@@ -514,9 +523,7 @@ std::string mixed_weights_notice(const fs::path& path) {
                        "are read from model.safetensors or its index); {}",
                        path.string(), ggufs[0].filename().string(), ignored, fix);
   }
-  std::string ignored;
-  for (size_t i = 0; i < ggufs.size() && i < 4; ++i) ignored += (i ? ", " : "") + ggufs[i].filename().string();
-  if (ggufs.size() > 4) ignored += fmt::format(" and {} more", ggufs.size() - 4);
+  const std::string ignored = file_names_for_notice(file_names(ggufs));
   const fs::path used = path / (sharded ? "model.safetensors.index.json" : "model.safetensors");
   return fmt::format("{} holds safetensors and GGUF weights: using {}{}, ignoring {}; to run a GGUF file, give its "
                      "path as the model (e.g. --model {}), or give {} to choose the safetensors weights",
