@@ -256,6 +256,7 @@ void check_plan_file_model(const OffloadArgs& a, const ModelConfig& config, cons
 
 void apply_cpu_offload_gib(double gib, const ModelConfig& config, const HardwareProfile& profile, int64_t budget,
                            const std::string& budget_source, PlanRequest& req) {
+  if (!req.gpu_memory_bytes) req.gpu_memory_is_profile_default = budget == profile.default_hbm_budget_bytes();
   req.gpu_memory_bytes = budget;
   const Capacity cap = Planner(config, profile, req).capacity();
   const int64_t host = int64_t(std::llround(gib * double(kGiB)));
@@ -291,7 +292,10 @@ void apply_cpu_offload_gib(double gib, const ModelConfig& config, const Hardware
   // Those bytes, as a forced share of what can move, under the GPU's own budget: HBM is not
   // capped at (total - host), so a staged plan's ring needs no further host bytes (session 21:
   // as a budget, the ring pushed OPT-6.7B's 1 GiB point off the staged path, 19.9 -> 21.7 ms).
-  if (host > 0) req.offload_ratio = double(host) / double(movable);
+  if (host > 0) {
+    req.offload_ratio = double(host) / double(movable);
+    req.cpu_offload_bytes = host;
+  }
 }
 
 CLI::Option* add_cpu_offload_option(CLI::App* c, double* gib) {
@@ -370,6 +374,7 @@ std::optional<Plan> plan_offload(const OffloadArgs& a, std::optional<double> for
       budget_source = "budget of this GPU (its free HBM less 2 GiB)";
     }
     req.gpu_memory_bytes = budget;
+    req.gpu_memory_is_profile_default = budget == profile.default_hbm_budget_bytes();
     if (cpu_gb && ratio) {  // the ratio sets the host share
       notice_ratio_overrides_cpu_offload(a.cpu_offload_gib);
     } else if (cpu_gb) {  // that many bytes on the host (vLLM's meaning: an amount, not an HBM budget)

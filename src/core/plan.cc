@@ -215,6 +215,7 @@ json Plan::to_json() const {
                    {"gpu_memory_bytes", in.gpu_memory_bytes},
                    {"gpu_memory_default", in.gpu_memory_default},
                    {"offload_ratio", in.offload_ratio ? json(*in.offload_ratio) : json(nullptr)},
+                   {"cpu_offload_bytes", in.cpu_offload_bytes ? json(*in.cpu_offload_bytes) : json(nullptr)},
                    {"allocator", allocator_name(in.allocator)},
                    {"allow_staged", in.allow_staged},
                    {"offload_mode", in.offload_mode},
@@ -301,6 +302,12 @@ Plan Plan::from_json(const json& j, const std::string& where) {
     // The --offload-ratio the plan was made with (reported, and redone by `dak plan` from a file):
     // a fraction, as the flag takes (session-35 trial: 7 was accepted).
     if (!(*pi.offload_ratio >= 0 && *pi.offload_ratio <= 1)) in.bad("offload_ratio", "must be a fraction in [0, 1] or null");
+  }
+  // Since session 49: the --cpu-offload-gb amount the ratio came from (absent or null: none).
+  if (r.at("inputs").contains("cpu_offload_bytes") && !in.at("cpu_offload_bytes").is_null()) {
+    pi.cpu_offload_bytes = in.i64("cpu_offload_bytes");
+    if (*pi.cpu_offload_bytes < 1) in.bad("cpu_offload_bytes", "must be a positive number of bytes or null");
+    if (!pi.offload_ratio) in.bad("cpu_offload_bytes", "must be null where offload_ratio is null");
   }
   pi.allocator = parse_allocator(in.str("allocator"), in.where());
   pi.allow_staged = in.boolean("allow_staged");
@@ -479,6 +486,7 @@ std::string regenerate_fix(const json* j, const std::string& path) {
     const double r = in->at("offload_ratio").get<double>();
     if (r >= 0 && r <= 1) budget.offload_ratio = r;
   }
+  if (budget.offload_ratio) budget.cpu_offload_bytes = integer("cpu_offload_bytes", 1, INT64_MAX);
   std::string flags = planned_budget_flags(budget);
   if (in && in->contains("phase") && in->at("phase") == "prefill") flags = " --phase prefill" + flags;
   const std::string command =
@@ -595,7 +603,12 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
     while (unit < 4 && v % 1024 == 0) v /= 1024, ++unit;
     flags += fmt::format(" --gpu-memory {}{}", v, kUnits[unit]);
   }
-  if (inputs.offload_ratio) flags += fmt::format(" --offload-ratio {}", *inputs.offload_ratio);
+  if (inputs.cpu_offload_bytes && inputs.offload_ratio && inputs.gpu_memory_default) {
+    // The user's own flag: the amount, under the profile's budget (it takes no --gpu-memory beside it).
+    flags += fmt::format(" --cpu-offload-gb {}", double(*inputs.cpu_offload_bytes) / double(int64_t{1} << 30));
+  } else if (inputs.offload_ratio) {
+    flags += fmt::format(" --offload-ratio {}", *inputs.offload_ratio);
+  }
   // The profile too: dak plan's default depends on the machine's GPU (the session-33 trial's fix
   // re-planned an h100-default plan for h200-default).
   if (!inputs.profile_file.empty()) {

@@ -8,7 +8,8 @@
 //   "format": "dak.plan", "version": 1,
 //   "predicted_tpot_s": 0.0123,           // predicted time per output token (decode) or per prefill step
 //   "inputs":   {model, arch, phase, batch, prompt_len, gen_len, context_len, max_context,
-//                gpu_memory_bytes, gpu_memory_default, offload_ratio (number or null), allocator,
+//                gpu_memory_bytes, gpu_memory_default, offload_ratio (number or null),
+//                [cpu_offload_bytes (number or null),] allocator,
 //                allow_staged, [offload_mode,] tile_rows, tile_n, staging_chunk_bytes, staging_ring_bytes,
 //                profile_name, profile_version},
 //   "capacity": {weight_bytes, splittable_weight_bytes, kv_bytes, workspace_bytes, total_bytes,
@@ -91,6 +92,9 @@ struct PlanInputs {
   int64_t gpu_memory_bytes = 0;
   bool gpu_memory_default = false;      // true if the budget came from the profile
   std::optional<double> offload_ratio;  // forced global ratio (overrides the budget), if any
+  /// The --cpu-offload-gb amount (bytes on the host) that offload_ratio was derived from; nullopt
+  /// where the ratio was given as a ratio, or none was forced (optional in the JSON, since session 49).
+  std::optional<int64_t> cpu_offload_bytes;
   AllocatorKind allocator = AllocatorKind::kGreedy;
   bool allow_staged = true;
   /// The engine mode the plan is priced for (dak's --offload): "auto" (each operator's own path),
@@ -170,7 +174,8 @@ struct RequestedShape {
 std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode,
                              const std::string& output_file, const std::string& flags = "");
 
-/// The --gpu-memory (unless the profile's default), --offload-ratio and --profile a plan was made
+/// The --gpu-memory (unless the profile's default), --offload-ratio (or --cpu-offload-gb, where the
+/// plan records that amount under the profile's default budget) and --profile a plan was made
 /// with, as dak plan flags with a leading space (" --gpu-memory 40GiB --offload-ratio 0.3 --profile
 /// h100-default"; "" for none): the budget is written exactly, in the largest binary unit that
 /// divides it; the profile as its file (profile_file, shell-quoted) or compiled-in name, or as

@@ -53,8 +53,15 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
     // At least the ratio: a positive one below the balance points (~0.8 % of Llama-2-7B) keeps them,
     // since there a few host rows make the memory-bound linears faster (allocator.h, phase 1).
     const double r = *in.offload_ratio;
-    const std::string pct = r > 0 && format_percent(r) == "0" ? fmt::format("{:.3g}", 100.0 * r) : format_percent(r);
-    s += fmt::format("          offload ratio forced to {} {} % of weights + KV\n", r > 0 ? "at least" : "exactly", pct);
+    if (in.cpu_offload_bytes) {
+      // Derived from the user's amount, so its digits are the amount's, not a ratio the user typed.
+      s += fmt::format("          offload ratio forced to at least {:.2f} % of weights + KV (--cpu-offload-gb: {} "
+                       "on the host)\n",
+                       100.0 * r, format_bytes(double(*in.cpu_offload_bytes)));
+    } else {
+      const std::string pct = r > 0 && format_percent(r) == "0" ? fmt::format("{:.3g}", 100.0 * r) : format_percent(r);
+      s += fmt::format("          offload ratio forced to {} {} % of weights + KV\n", r > 0 ? "at least" : "exactly", pct);
+    }
   } else {
     s += fmt::format("          host must hold {} (global ratio R = {:.2f} %)\n",
                      format_bytes(double(cap.required_host_bytes)), 100.0 * cap.global_ratio);

@@ -556,7 +556,8 @@ Plan Planner::assemble(const Allocation& a, PathMode mode, AllocatorKind allocat
   in.context_len = s.phase == Phase::kDecode ? s.mean_decode_context() : s.prompt_len;
   in.max_context = s.max_context();
   in.gpu_memory_bytes = capacity_.hbm_budget_bytes;
-  in.gpu_memory_default = !request_.gpu_memory_bytes.has_value();
+  in.gpu_memory_default = !request_.gpu_memory_bytes.has_value() || request_.gpu_memory_is_profile_default;
+  in.cpu_offload_bytes = request_.cpu_offload_bytes;
   in.offload_ratio = ratio;
   in.allocator = allocator;
   in.allow_staged = request_.allow_staged && !request_.single_path;

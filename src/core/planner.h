@@ -57,6 +57,12 @@ struct PlanRequest {
   std::string profile_file;                 // recorded in the plan: the --profile file, "" if compiled in
   StepShape shape;                          // batch, lengths, phase, tile sizes
   std::optional<int64_t> gpu_memory_bytes;  // HBM budget; default: profile.default_hbm_budget_bytes()
+  /// gpu_memory_bytes was set by the command to the profile's default budget (not given by the
+  /// user, not lowered to the GPU's free memory): the plan reports it as "(profile default)".
+  bool gpu_memory_is_profile_default = false;
+  /// The host amount the user gave with --cpu-offload-gb, in bytes (recorded in the plan; the
+  /// command turns it into offload_ratio). nullopt: not given.
+  std::optional<int64_t> cpu_offload_bytes;
   std::optional<double> offload_ratio;      // in [0, 1]: forced global ratio, overrides the budget
   AllocatorKind allocator = AllocatorKind::kGreedy;
   bool allow_staged = true;  // let operators take the copy-engine path

@@ -493,6 +493,52 @@ TEST(PlanCli, APositiveForcedRatioIsALowerBound) {
   EXPECT_NE(r.output.find("host      0 B"), std::string::npos) << r.output;
 }
 
+TEST(PlanCli, AHostAmountIsReportedAsTheAmountUnderTheProfilesBudget) {
+  // Session-48 trial: `dak plan --cpu-offload-gb 4` printed "forced to at least 31.24809277 %" (the
+  // derived ratio with every digit, as if the user had typed it) and dropped the "(profile default)"
+  // tag of the budget it had not been given.
+  RunResult r = dak_plan("--model llama-2-7b --cpu-offload-gb 4 --profile h200-default");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("offload ratio forced to at least 31.25 % of weights + KV (--cpu-offload-gb: 4.00 GiB on "
+                          "the host)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("HBM budget 137.29 GiB (profile default)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("31.248"), std::string::npos) << r.output;
+  // The JSON records the amount; it round-trips, and a fix that redoes the plan asks for the amount.
+  r = dak_plan("--model llama-2-7b --cpu-offload-gb 4.5 --profile h200-default --output json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j.at("inputs").at("cpu_offload_bytes").get<int64_t>(), 9 * kGiB / 2);
+  EXPECT_TRUE(j.at("inputs").at("gpu_memory_default").get<bool>());
+  const Plan back = Plan::from_json(j, "amount.json");
+  ASSERT_TRUE(back.inputs.cpu_offload_bytes.has_value());
+  EXPECT_EQ(*back.inputs.cpu_offload_bytes, 9 * kGiB / 2);
+  EXPECT_EQ(back.to_json().dump(), j.dump());
+  EXPECT_EQ(planned_budget_flags(back.inputs), " --cpu-offload-gb 4.5 --profile h200-default");
+  // A ratio given as a ratio keeps its own digits and flag; a plan without the field reads as before.
+  r = dak_plan("--model llama-2-7b --offload-ratio 0.3124809 --profile h200-default --output json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json ratio = nlohmann::json::parse(r.output);
+  EXPECT_TRUE(ratio.at("inputs").at("cpu_offload_bytes").is_null());
+  EXPECT_EQ(planned_budget_flags(Plan::from_json(ratio, "ratio.json").inputs),
+            " --offload-ratio 0.3124809 --profile h200-default");
+  ratio["inputs"].erase("cpu_offload_bytes");
+  EXPECT_FALSE(Plan::from_json(ratio, "old.json").inputs.cpu_offload_bytes.has_value());
+  // Malformed amounts name the field.
+  nlohmann::json bad = j;
+  bad["inputs"]["cpu_offload_bytes"] = -1;
+  EXPECT_THROW(Plan::from_json(bad, "bad.json"), Error);
+  bad = j;
+  bad["inputs"]["offload_ratio"] = nullptr;
+  try {
+    Plan::from_json(bad, "bad.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu_offload_bytes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PlanCli, ForcedRatiosAndBudgetsMustFitTheGpu) {
   RunResult r = dak_plan("--model llama-2-70b --batch 8 --gpu-memory 4GiB --offload-ratio 0");
   EXPECT_EQ(r.exit_code, 1) << r.output;
