@@ -885,7 +885,8 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
     std::error_code ec;
     if (fs::is_directory(fs::path(path), ec)) {
       fail(fmt::format("'{}' is a folder, not a file name", path), flag,
-           "give the path of a new file, e.g. " + (fs::path(path) / "bench.json").string());
+           "give the path of a new file, e.g. " +
+               (fs::path(path) / (std::string(flag) == "--csv" ? "bench.csv" : "bench.json")).string());
     }
     // symlink_status: a link counts as existing even when it dangles (writing through it would
     // create or truncate its target, which may be the other report: a session-22 trial finding).

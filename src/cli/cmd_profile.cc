@@ -280,7 +280,7 @@ void run_profile_command(const ProfileArgs& a) {
   const std::vector<NamedShape> shapes = a.skip_gemm ? std::vector<NamedShape>{} : linear_shapes(a.gemm_models);
   if (!(a.pin_test_gib == 0 || (a.pin_test_gib >= 1.0 / 1024 && a.pin_test_gib <= 1024))) {
     fail(fmt::format("--pin-test-gib {} is not a size from 1 MiB to 1024 GiB", a.pin_test_gib), "--pin-test-gib",
-         "give e.g. --pin-test-gib 4, or 0 for the default");
+         "give e.g. --pin-test-gib 4, or 0 for the default (4 GiB, 1 with --quick)");
   }
   // One message for every value outside the range the help gives (session-24 trial: 2 was "too
   // few", -1 "outside [0, 1000]").
@@ -368,7 +368,8 @@ void add_profile_command(CLI::App& app) {
   c->add_option("--pin-test-gib", a->pin_test_gib,
                 "GiB to pin for the pin rate; the profile's pinnable_bytes is this tested size (default 4, 1 with "
                 "--quick)")
-      ->transform(decimal_number("0 (the default) or a size in GiB from 0.001 (about 1 MiB) to 1024", 0.0, 1024.0));
+      ->transform(decimal_number("0 (the default: 4 GiB, 1 with --quick) or a size in GiB from 0.001 (about 1 MiB) to 1024",
+                                0.0, 1024.0));
   // whole_number reads the value as decimal (CLI11 alone took 010 as 8 and 0x10 as 16) within int;
   // run_profile_command refuses values outside the range the text gives.
   c->add_option("--runs", a->runs, "Timed runs behind each median, 3 to 1000 (0 or absent: 5, 3 with --quick)")

@@ -707,10 +707,12 @@ std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens
   if (!(seconds > kLongCpuPrefillS)) return "";
   const PerplexityWindows w = perplexity_windows(tokens, window);
   const int64_t windows = w.full + (w.last > 0 ? 1 : 0);
-  return fmt::format("scoring {} tokens on the CPU reference path will take about {} ({} window{} of up to "
-                     "{} tokens x {} layers, {}); {}, or score a "
+  // The count the progress line and the result give: every token but the first (trial of session 49:
+  // "scoring 1250001 tokens" here, "of 1250000 tokens scored" below it).
+  return fmt::format("scoring {} tokens (all of the text's {} but the first) on the CPU reference path will take "
+                     "about {} ({} window{} of up to {} tokens x {} layers, {}); {}, or score a "
                      "shorter text (e.g. its first {}: {})",
-                     tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),
+                     tokens - 1, tokens, about(seconds), windows, windows == 1 ? "" : "s", std::min(tokens, window),
                      config.num_layers, estimated_for(threads, contention), on_a_gpu(gpu_usable),
                      perplexity_part_words(kCpuPerplexityPartBytes),
                      part_command.empty() ? perplexity_part_command(kCpuPerplexityPartBytes, "FILE") : part_command);

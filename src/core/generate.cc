@@ -159,7 +159,8 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
               ? fmt::format(", or raise --max-context (up to the model's {})", model_ctx)
               : std::string();
       if (n < limit) {
-        fix = fmt::format("use --max-new-tokens {} or less, or a shorter prompt{}", limit - n, raise);
+        // A prompt of one token cannot be shorter (trial of session 49: `-p Hi --max-context 5 -n 10`).
+        fix = fmt::format("use --max-new-tokens {} or less{}{}", limit - n, n > 1 ? ", or a shorter prompt" : "", raise);
       } else if (opts.max_new_tokens < limit) {
         fix = fmt::format("shorten the prompt to at most {} token{} (the limit less --max-new-tokens {}){}",
                           limit - opts.max_new_tokens, limit - opts.max_new_tokens == 1 ? "" : "s",

@@ -28,6 +28,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -128,6 +129,10 @@ std::vector<int64_t> get_id_list(const json& j, const std::string& key, std::vec
        "fix the value in config.json");
 }
 
+// A float field as the decimal it was written as (1e-05, not the 9.999999747378752e-06 of its widening
+// to double: trial of session 49, `dak inspect --output json`); reading it back gives the same float.
+double float_as_written(float v) { return std::strtod(fmt::format("{}", v).c_str(), nullptr); }
+
 /// A normalization epsilon from config.json, checked before it becomes a float: in (0, 1) and
 /// representable (at least 1e-30; 1e39 would become inf, 1e-50 zero). Real models use 1e-5 or 1e-6.
 float norm_eps_of(double eps, const std::string& where) {
@@ -219,6 +224,17 @@ void parse_yarn(const json& j, const json& rs, ModelConfig& c, const std::string
 
 // Reads rope_theta and the scaling parameters (llama, mistral, qwen2).
 void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
+  // Rotary embedding on only part of each head (GPT-NeoX's, Phi's partial_rotary_factor): refused, since
+  // dak rotates all head_dim dimensions (trial of session 49: a factor of 0.5 was ignored silently).
+  auto whole_heads_only = [](const json& obj, const std::string& obj_where) {
+    const double f = get_double(obj, "partial_rotary_factor", 1.0, obj_where);
+    if (f != 1.0)
+      fail(fmt::format("partial_rotary_factor {:g} (rotary embedding on only part of each head) is not supported", f),
+           field_where(obj_where, "partial_rotary_factor"),
+           "dak rotates every dimension of a head, as Llama, Mistral and Qwen2 do; remove the key (or set it to 1) "
+           "only if the model was trained that way");
+  };
+  whole_heads_only(j, where);
   c.rope_theta = get_double(j, "rope_theta", 10000.0, where);
   std::string section = "rope_scaling";
   const json* rs = find_key(j, "rope_parameters");
@@ -228,6 +244,7 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
       fail("expected an object, got " + rs->dump(), field_where(where, section),
            "fix the value in config.json");
     c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
+    whole_heads_only(*rs, where + ": " + section);
   } else {
     rs = find_key(j, "rope_scaling");
     if (!rs) return;
@@ -634,13 +651,13 @@ nlohmann::json ModelConfig::to_json() const {
     j["layer_norm_elementwise_affine"] = norm_elementwise_affine;
     j["word_embed_proj_dim"] = word_embed_proj_dim;
     j["do_layer_norm_before"] = do_layer_norm_before;
-    j["layer_norm_eps"] = norm_eps;  // informational: OPT always uses nn.LayerNorm's 1e-5
+    j["layer_norm_eps"] = float_as_written(norm_eps);  // informational: OPT always uses nn.LayerNorm's 1e-5
     j["position_offset"] = position_offset;
     return j;
   }
   j["intermediate_size"] = intermediate_size;
   j["hidden_act"] = activation_name(activation);
-  j["rms_norm_eps"] = norm_eps;
+  j["rms_norm_eps"] = float_as_written(norm_eps);
   json rope;
   rope["rope_theta"] = rope_theta;
   switch (rope_scaling) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <utility>
 
@@ -605,7 +606,15 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
   }
   if (inputs.cpu_offload_bytes && inputs.offload_ratio && inputs.gpu_memory_default) {
     // The user's own flag: the amount, under the profile's budget (it takes no --gpu-memory beside it).
-    flags += fmt::format(" --cpu-offload-gb {}", double(*inputs.cpu_offload_bytes) / double(int64_t{1} << 30));
+    // The fewest digits that give the same bytes back (the flag rounds GiB x 2^30 to bytes): 0.05, not
+    // 0.049999999813735485 (trial of session 49).
+    const double gib = double(*inputs.cpu_offload_bytes) / double(int64_t{1} << 30);
+    std::string amount;
+    for (int digits = 1; digits <= 17; ++digits) {
+      amount = fmt::format("{:.{}g}", gib, digits);
+      if (std::llround(std::strtod(amount.c_str(), nullptr) * double(int64_t{1} << 30)) == *inputs.cpu_offload_bytes) break;
+    }
+    flags += " --cpu-offload-gb " + amount;
   } else if (inputs.offload_ratio) {
     flags += fmt::format(" --offload-ratio {}", *inputs.offload_ratio);
   }

@@ -1258,7 +1258,7 @@ TEST(Cli, BenchmarkSizeFlagsSayNotANumberOrTheAllowedRange) {
       {"bench gemm --dry-run --warmup-ms 1e400", "--warmup-ms: '1e400' is too large", 1},
       {"bench gemm --dry-run --warmup-ms nan", "--warmup-ms: 'nan' is not a number", 2},
       {"profile --output /nonexistent-dak-dir/p.json --pin-test-gib 2000",
-       "--pin-test-gib: '2000' is too large; use 0 (the default) or a size in GiB", 1},
+       "--pin-test-gib: '2000' is too large; use 0 (the default: 4 GiB, 1 with --quick) or a size in GiB", 1},
   };
   for (const auto& c : cases) {
     const RunResult r = run_dak(c.args);

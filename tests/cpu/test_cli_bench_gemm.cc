@@ -285,6 +285,10 @@ TEST(CliBenchReports, RefusesReportFilesItCouldNotWriteOrWouldOverwrite) {
     r = run_dak(cmd + " --json " + dir, kNoGpu);  // a folder
     EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "is a folder, not a file name")) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "e.g. " + dir + "/bench.json")) << cmd << "\n" << r.output;
+    r = run_dak(cmd + " --csv " + dir, kNoGpu);  // the example names a CSV file (trial of session 49)
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "e.g. " + dir + "/bench.csv")) << cmd << "\n" << r.output;
   }
   EXPECT_EQ(dak::testing::run_shell("cat " + dir + "/old.json").output, "keep me");
   EXPECT_NE(dak::testing::run_shell("ls " + dir + "/same 2>&1").exit_code, 0) << "a refused run created a file";

@@ -311,6 +311,12 @@ TEST(CliGenerate, MaxContextSizesTheCacheAndCapsTheRequest) {
   EXPECT_TRUE(contains(over.output, "use --max-new-tokens 7 or less, or a shorter prompt, or raise --max-context "
                                     "(up to the model's 128)"))
       << over.output;
+  // A one-token prompt cannot be shorter: the fix does not offer it (trial of session 49).
+  const RunResult single = run_dak("generate --device cpu --model " + kTiny + " --prompt-ids 1 -n 10 --max-context 5");
+  EXPECT_EQ(single.exit_code, 1) << single.output;
+  EXPECT_TRUE(contains(single.output, "use --max-new-tokens 4 or less, or raise --max-context (up to the model's 128)"))
+      << single.output;
+  EXPECT_FALSE(contains(single.output, "shorter prompt")) << single.output;
   const RunResult beyond = run_dak(base + " --max-context 129");
   EXPECT_EQ(beyond.exit_code, 1) << beyond.output;
   EXPECT_TRUE(contains(beyond.output, "--max-context 129 is beyond the model's context of 128 tokens")) << beyond.output;

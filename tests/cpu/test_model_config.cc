@@ -126,6 +126,22 @@ TEST(ModelConfig, ParsesLlama31RopeScalingAndEosList) {
   EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>({128001, 128008, 128009}));
 }
 
+TEST(ModelConfig, PartialRotaryEmbeddingIsRefused) {
+  // Trial of session 49: partial_rotary_factor 0.5 was ignored, so the whole head would be rotated.
+  expect_error(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "partial_rotary_factor": 0.5})",
+               {"partial_rotary_factor 0.5", "is not supported", "config.json: field 'partial_rotary_factor'",
+                "dak rotates every dimension of a head"});
+  expect_error(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4,
+                   "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 0.25}})",
+               {"partial_rotary_factor 0.25", "rope_parameters"});
+  expect_error(R"({"model_type": "llama", "partial_rotary_factor": "half"})", {"expected a number"});
+  // 1 (and null) rotate whole heads, as without the key.
+  EXPECT_EQ(parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                      "partial_rotary_factor": 1.0})").head_dim, 16);
+  EXPECT_EQ(parse(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4,
+                      "num_key_value_heads": 4, "partial_rotary_factor": null})").head_dim, 16);
+}
+
 TEST(ModelConfig, ParsesTransformers5RopeParameters) {
   // transformers 5 moves rope_theta and the scaling into "rope_parameters".
   ModelConfig c = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
@@ -462,6 +478,13 @@ TEST(ModelConfig, RejectsUnsupportedFieldsNamingThem) {
                {"word_embed_proj_dim", "larger than dak supports"});
 }
 
+TEST(ModelConfig, ToJsonWritesTheEpsilonAsWritten) {
+  // The float epsilon as its decimal (trial of session 49: dak inspect wrote 9.999999747378752e-06).
+  EXPECT_EQ(parse(R"({"model_type": "llama", "rms_norm_eps": 1e-5})").to_json().at("rms_norm_eps").get<double>(), 1e-5);
+  EXPECT_EQ(parse(R"({"model_type": "llama", "rms_norm_eps": 1e-6})").to_json().at("rms_norm_eps").get<double>(), 1e-6);
+  EXPECT_EQ(parse(R"({"model_type": "opt"})").to_json().at("layer_norm_eps").get<double>(), 1e-5);
+}
+
 TEST(ModelConfig, ToJsonRoundTrips) {
   const char* configs[] = {
       kSmolLM2,
@@ -485,6 +508,7 @@ TEST(ModelConfig, ToJsonRoundTrips) {
     json ja = a.to_json();
     ModelConfig b = ModelConfig::from_hf_json(ja, "to_json");
     EXPECT_EQ(ja, b.to_json()) << text;
+    EXPECT_EQ(a.norm_eps, b.norm_eps) << text;
     EXPECT_EQ(a.arch, b.arch);
     EXPECT_EQ(a.head_dim, b.head_dim);
     EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);

@@ -516,6 +516,11 @@ TEST(PlanCli, AHostAmountIsReportedAsTheAmountUnderTheProfilesBudget) {
   EXPECT_EQ(*back.inputs.cpu_offload_bytes, 9 * kGiB / 2);
   EXPECT_EQ(back.to_json().dump(), j.dump());
   EXPECT_EQ(planned_budget_flags(back.inputs), " --cpu-offload-gb 4.5 --profile h200-default");
+  // The fewest digits that give the same bytes back (trial of session 49: 0.049999999813735485).
+  r = dak_plan("--model llama-2-7b --cpu-offload-gb 0.05 --profile h200-default --output json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(planned_budget_flags(Plan::from_json(nlohmann::json::parse(r.output), "small.json").inputs),
+            " --cpu-offload-gb 0.05 --profile h200-default");
   // A ratio given as a ratio keeps its own digits and flag; a plan without the field reads as before.
   r = dak_plan("--model llama-2-7b --offload-ratio 0.3124809 --profile h200-default --output json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
