@@ -39,11 +39,25 @@ void check_plan_mode(const Plan& plan, const OffloadArgs& a, const std::string& 
 
 /// A plan fixes one batch and KV capacity per sequence: refused for a run of another shape.
 void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string& model, const RequestedShape& shape) {
-  if (plan.inputs.batch == shape.batch && plan.inputs.max_context >= shape.prompt_len + shape.gen_len) return;
-  fail(fmt::format("the plan is for batch {} with {} positions per sequence; this run has batch {} and needs {} "
-                   "positions",
-                   plan.inputs.batch, plan.inputs.max_context, shape.batch, shape.prompt_len + shape.gen_len),
-       a.plan_file, "make the plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
+  const int64_t need = shape.prompt_len + shape.gen_len;
+  const bool batch_differs = plan.inputs.batch != shape.batch, too_short = plan.inputs.max_context < need;
+  if (!batch_differs && !too_short) return;
+  // Each part named only where it is the fault: the batch must match, a plan's positions need only
+  // suffice (trial of session 49: "batch 8 with 64 positions; this run has batch 1 and needs 6").
+  std::string what, other;
+  if (batch_differs) {
+    what = fmt::format("the plan is for batch {} (sequences decoded together); this run has batch {}", plan.inputs.batch,
+                       shape.batch);
+    other = shape.terms.command == ShapeTerms::Command::kGenerate
+                ? fmt::format("give {} prompts (more with --max-batch {}), or ", plan.inputs.batch, plan.inputs.batch)
+                : fmt::format("run --batch {}, or ", plan.inputs.batch);
+  }
+  if (too_short) {
+    what += fmt::format("{}the plan holds {} positions per sequence, fewer than the {} this run needs (prompt {} + {} new)",
+                        batch_differs ? "; and " : "", plan.inputs.max_context, need, shape.prompt_len, shape.gen_len);
+  }
+  fail(what, a.plan_file,
+       other + "make the plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
 }
 
 /// A --plan file against the run: its mode first (the fixes then suggest plans in the run's), the

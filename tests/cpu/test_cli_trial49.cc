@@ -1,0 +1,52 @@
+// The 49th session's trial findings end to end: a --plan file whose batch differs from the run's is
+// refused for the batch alone (a plan's positions need only suffice), with the way to run it as planned.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using dak::testing::contains;
+using dak::testing::RunResult;
+
+RunResult run_dak(const std::string& args) { return dak::testing::run_dak_env("", args); }
+
+TEST(CliTrial49, APlanOfAnotherBatchIsRefusedForItsBatch) {
+  const std::string dir = ::testing::TempDir() + "dak_trial49_plans";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string plan = dir + "/b8.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --cpu-offload-gb 0.05 --output "
+                    "json > " + plan).exit_code,
+            0);
+  const std::string gen = "generate --model llama-2-7b --random-weights --prompt-ids 1,2 --plan " + plan;
+  // One prompt of 2 tokens and 4 new fits the plan's 64 positions: only the batch is named.
+  const RunResult batch = run_dak(gen + " -n 4");
+  EXPECT_EQ(batch.exit_code, 1) << batch.output;
+  EXPECT_TRUE(contains(batch.output, "the plan is for batch 8 (sequences decoded together); this run has batch 1\n"))
+      << batch.output;
+  EXPECT_FALSE(contains(batch.output, "positions")) << batch.output;
+  EXPECT_TRUE(contains(batch.output, "fix:   give 8 prompts (more with --max-batch 8), or make the plan for this run: "
+                                     "dak plan --model llama-2-7b --batch 1 --prompt-len 2 --gen-len 4 "
+                                     "--cpu-offload-gb 0.05 --profile "))
+      << batch.output;
+  // Too few positions as well: both named, the positions with where they come from.
+  const RunResult both = run_dak(gen + " -n 100");
+  EXPECT_EQ(both.exit_code, 1) << both.output;
+  EXPECT_TRUE(contains(both.output, "this run has batch 1; and the plan holds 64 positions per sequence, fewer than "
+                                    "the 102 this run needs (prompt 2 + 100 new)"))
+      << both.output;
+  // The same batch with too few positions: the positions alone, and dak bench's own flag for the batch.
+  const RunResult bench = run_dak("bench --model llama-2-7b --random-weights --batch 4 --prompt-len 8 --gen-len 4 "
+                                  "--plan " + plan);
+  EXPECT_EQ(bench.exit_code, 1) << bench.output;
+  EXPECT_TRUE(contains(bench.output, "fix:   run --batch 8, or make the plan for this run: ")) << bench.output;
+  const RunResult fits = run_dak(gen + " -n 4 --max-batch 8");
+  EXPECT_EQ(fits.exit_code, 1) << fits.output;  // still one prompt: batch 1
+  EXPECT_TRUE(contains(fits.output, "this run has batch 1")) << fits.output;
+}
+
+}  // namespace
