@@ -109,9 +109,10 @@ json op_to_json(const PlanOp& o) {
 }
 
 PlanOp op_from_json(const json& j, const std::string& where) {
-  Reader r(j, where);
   PlanOp o;
-  o.name = r.str("name");
+  o.name = Reader(j, where).str("name");
+  // The operator's name in every later refusal: "plan.json: operators[2] (layers.0.qkv_proj)".
+  Reader r(j, where + " (" + o.name + ")");
   o.role = r.str("role");
   o.layer = r.i64("layer");
   o.kind = parse_op_kind(r.str("kind"), where);
@@ -139,8 +140,12 @@ PlanOp op_from_json(const json& j, const std::string& where) {
     o.tensors.push_back({t.str("name"), t.i64("rows")});
   }
   o.tied_to = r.str("tied_to");
-  if (o.host_rows < 0 || o.host_rows > o.split_rows || o.host_bytes < 0 || o.host_bytes > o.bytes)
-    r.bad("host_rows", "is outside [0, split_rows] or host_bytes outside [0, bytes]");
+  // Each field named with its value and bound (trial of session 49: a negative host_bytes was
+  // reported as "'host_rows' is outside [0, split_rows] or host_bytes outside [0, bytes]").
+  if (o.host_rows < 0 || o.host_rows > o.split_rows)
+    r.bad("host_rows", fmt::format("{} is outside [0, split_rows] ([0, {}])", o.host_rows, o.split_rows));
+  if (o.host_bytes < 0 || o.host_bytes > o.bytes)
+    r.bad("host_bytes", fmt::format("{} is outside [0, bytes] ([0, {}])", o.host_bytes, o.bytes));
   // What the planner writes and the engine reads (session-23 trial: unit_rows 0, cluster 3, host_rows
   // 1 with no host bytes were accepted).
   if (o.unit_rows < 1) r.bad("unit_rows", "must be at least 1");
@@ -488,6 +493,9 @@ std::string regenerate_fix(const json* j, const std::string& path) {
     if (r >= 0 && r <= 1) budget.offload_ratio = r;
   }
   if (budget.offload_ratio) budget.cpu_offload_bytes = integer("cpu_offload_bytes", 1, INT64_MAX);
+  // The profile too, as the run's fixes give it (planned_budget_flags).
+  for (auto [key, value] : {std::pair{"profile_name", &budget.profile_name}, std::pair{"profile_file", &budget.profile_file}})
+    if (in && in->contains(key) && in->at(key).is_string()) *value = in->at(key).get<std::string>();
   std::string flags = planned_budget_flags(budget);
   if (in && in->contains("phase") && in->at("phase") == "prefill") flags = " --phase prefill" + flags;
   const std::string command =
@@ -585,6 +593,40 @@ std::string first_model_difference(const Plan& plan, const ModelConfig& config) 
   return "";
 }
 
+// The first field of `plan` that the planner, given the plan's own model and step shape (`g`, whose
+// operators first_model_difference found to match), could not have written: an operator's layer, role,
+// shape, bytes or unit rows, its host rows and bytes against its host units, or the host bytes in
+// total. "" if none: the plan is the planner's, or an edit of only its placement and predictions.
+std::string first_edited_field(const Plan& plan, const OpGraph& g) {
+  int64_t host_bytes = 0;
+  for (size_t i = 0; i < plan.ops.size() && i < g.ops.size(); ++i) {
+    const PlanOp& p = plan.ops[i];
+    const Op& o = g.ops[i];
+    const auto field = [&](const char* name, int64_t in_plan, int64_t planned) {
+      return in_plan == planned ? std::string()
+                                : fmt::format("operators[{}] ({}): {} is {}, where the planner writes {}", i, p.name,
+                                              name, in_plan, planned);
+    };
+    if (p.role != o.role)
+      return fmt::format("operators[{}] ({}): role is '{}', where the planner writes '{}'", i, p.name, p.role, o.role);
+    const bool splittable = o.splittable;  // host_units is within the operator's units (op_from_json)
+    for (const std::string& s :
+         {field("layer", p.layer, o.layer), field("m", p.m, o.m), field("n", p.n, o.n), field("k", p.k, o.k),
+          field("batch", p.batch, o.batch), field("q_len", p.q_len, o.q_len), field("context", p.context, o.context),
+          field("bytes", p.bytes, o.resident_bytes), field("fixed_bytes", p.fixed_bytes, o.fixed_bytes),
+          field("unit_rows", p.unit_rows, o.unit_rows),
+          field("host_rows", p.host_rows, splittable ? o.host_rows(p.host_units) : 0),
+          field("host_bytes", p.host_bytes, splittable ? o.host_resident_bytes(p.host_units) : 0)}) {
+      if (!s.empty()) return s;
+    }
+    host_bytes += p.host_bytes;
+  }
+  if (plan.totals.host_bytes != host_bytes)
+    return fmt::format("totals: host_bytes is {}, but its operators' host_bytes add up to {}", plan.totals.host_bytes,
+                       host_bytes);
+  return "";
+}
+
 }  // namespace
 
 std::string plan_command_for(const std::string& model, const RequestedShape& shape, const std::string& offload_mode,
@@ -671,7 +713,18 @@ std::string fresh_plan_file_name(const std::string& plan_file, const std::string
 void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
                       const RequestedShape& shape) {
   const std::string difference = first_model_difference(plan, config);
-  if (difference.empty()) return;
+  if (difference.empty()) {
+    // The model matches: then every field the planner derives from it must be the planner's (trial of
+    // session 49: an operator's bytes 1e12, layer -1 or batch -1 were accepted).
+    StepShape step;
+    step.batch = plan.inputs.batch, step.prompt_len = plan.inputs.prompt_len, step.gen_len = plan.inputs.gen_len;
+    step.phase = plan.inputs.phase, step.tile_rows = plan.inputs.tile_rows, step.tile_n = plan.inputs.tile_n;
+    const std::string edited = first_edited_field(plan, build_op_graph(config, step));
+    if (edited.empty()) return;
+    fail("the plan's " + edited + " (a hand-edited or damaged plan file)", where,
+         "make a new plan for this run: " + plan_command_for(model, shape, plan.inputs.offload_mode,
+                                                    fresh_plan_file_name(where, model), planned_budget_flags(plan.inputs)));
+  }
   // The fix makes the plan this run asks for: its model and shape (the new-user trial was told the
   // refused plan's batch and lengths), in the plan's mode (the run's: check_plan_mode came first).
   fail(fmt::format("the plan was made for the model '{}', but the loaded model is '{}' ({} layers, hidden size {}): {}",

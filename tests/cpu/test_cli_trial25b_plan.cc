@@ -145,15 +145,16 @@ TEST(CliTrial25b, EveryFieldDakPlanWritesLoadsWithoutAnUnknownNotice) {
 TEST(CliTrial25b, HandEditedPlanRefusalsGiveARunnableRegenerateCommand) {
   const std::string dir = fresh_dir("dak_trial25b_regen");
   const std::string good = dir + "pd.json", edited = dir + "edited.json";
-  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --output json > " + good).exit_code, 0);
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --profile h200-default --output json > " + good).exit_code, 0);
   nlohmann::json j = nlohmann::json::parse(std::ifstream(good));
   j["predicted_tpot_s"] = -1;
   std::ofstream(edited) << j.dump();
   RunResult r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 2 --plan " + edited);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const std::string fix = fix_line(r.output);
-  const std::string command = "dak plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --output json > " +
-                              dir + "edited-llama-2-7b.json";
+  // With the plan's profile, as every plan fix gives it (since session 49 here too).
+  const std::string command = "dak plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --profile "
+                              "h200-default --output json > " + dir + "edited-llama-2-7b.json";
   EXPECT_EQ(fix, "regenerate the plan: " + command) << r.output;
   // It runs, and writes a plan that loads, next to the user's file (which it leaves alone).
   const RunResult followed = run_dak(command.substr(4));
@@ -167,7 +168,7 @@ TEST(CliTrial25b, HandEditedPlanRefusalsGiveARunnableRegenerateCommand) {
   r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 2 --plan " + edited);
   EXPECT_TRUE(contains(r.output, "plan field 'batch' must be in [1, 65536]")) << r.output;
   EXPECT_EQ(fix_line(r.output), "regenerate the plan for your run: dak plan --model llama-2-7b --batch B --prompt-len "
-                                "32 --gen-len 32 --output json > " + dir + "edited-llama-2-7b-2.json (B its batch; "
+                                "32 --gen-len 32 --profile h200-default --output json > " + dir + "edited-llama-2-7b-2.json (B its batch; "
                                 "the file does not give them)")
       << r.output;
   // Not an object at all: every part a placeholder.

@@ -1,8 +1,12 @@
 // The 49th session's trial findings end to end: a --plan file whose batch differs from the run's is
-// refused for the batch alone (a plan's positions need only suffice), with the way to run it as planned.
+// refused for the batch alone (a plan's positions need only suffice), with the way to run it as planned;
+// a plan whose operators' derived fields were edited is refused, naming the operator and the field.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_test_util.h"
@@ -19,8 +23,8 @@ TEST(CliTrial49, APlanOfAnotherBatchIsRefusedForItsBatch) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string plan = dir + "/b8.json";
-  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --cpu-offload-gb 0.05 --output "
-                    "json > " + plan).exit_code,
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 8 --prompt-len 32 --gen-len 32 --cpu-offload-gb 0.05 --profile "
+                    "h200-default --output json > " + plan).exit_code,
             0);
   const std::string gen = "generate --model llama-2-7b --random-weights --prompt-ids 1,2 --plan " + plan;
   // One prompt of 2 tokens and 4 new fits the plan's 64 positions: only the batch is named.
@@ -47,6 +51,57 @@ TEST(CliTrial49, APlanOfAnotherBatchIsRefusedForItsBatch) {
   const RunResult fits = run_dak(gen + " -n 4 --max-batch 8");
   EXPECT_EQ(fits.exit_code, 1) << fits.output;  // still one prompt: batch 1
   EXPECT_TRUE(contains(fits.output, "this run has batch 1")) << fits.output;
+}
+
+TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
+  const std::string dir = ::testing::TempDir() + "dak_trial49_edits";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string plan = dir + "/p.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 8 --gen-len 8 --offload-ratio 0.3 --profile h200-default --output json > " +
+                    plan).exit_code,
+            0);
+  nlohmann::json good;
+  std::ifstream(plan) >> good;
+  size_t qkv = 0;
+  while (qkv < good["operators"].size() && good["operators"][qkv]["name"] != "layers.0.qkv_proj") ++qkv;
+  ASSERT_LT(qkv, good["operators"].size());
+  const std::string at = "operators[" + std::to_string(qkv) + "] (layers.0.qkv_proj)";
+  const std::string gen = "generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 4 --plan ";
+  // The untouched plan passes the checks (the run may still need a GPU for --random-weights).
+  const RunResult untouched = run_dak(gen + plan);
+  EXPECT_FALSE(contains(untouched.output, "the plan")) << untouched.output;
+  EXPECT_FALSE(contains(untouched.output, "plan field")) << untouched.output;
+  const struct {
+    std::function<void(nlohmann::json&)> edit;
+    std::string says;
+  } cases[] = {
+      {[&](nlohmann::json& j) { j["operators"][qkv]["bytes"] = int64_t(1e12); },
+       at + ": bytes is 1000000000000, where the planner writes 100663296"},
+      {[&](nlohmann::json& j) { j["operators"][qkv]["layer"] = -1; }, at + ": layer is -1, where the planner writes 0"},
+      {[&](nlohmann::json& j) { j["operators"][qkv]["context"] = -1; }, at + ": context is -1"},
+      {[&](nlohmann::json& j) { j["operators"][qkv]["role"] = "o_proj"; }, at + ": role is 'o_proj'"},
+      {[&](nlohmann::json& j) { j["totals"]["host_bytes"] = 1; }, "totals: host_bytes is 1, but its operators'"},
+      {[&](nlohmann::json& j) { j["operators"][qkv]["host_bytes"] = -5; },
+       at + "\n  fix:"},  // the field check of the file itself (below)
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = good;
+    c.edit(j);
+    const std::string edited = dir + "/edited.json";
+    std::ofstream(edited) << j.dump(1);
+    const RunResult r = run_dak(gen + edited);
+    EXPECT_EQ(r.exit_code, 1) << c.says << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.says)) << r.output;
+  }
+  nlohmann::json j = good;
+  j["operators"][qkv]["host_bytes"] = -5;
+  std::ofstream(dir + "/negative.json") << j.dump(1);
+  const RunResult negative = run_dak(gen + dir + "/negative.json");
+  EXPECT_TRUE(contains(negative.output, "plan field 'host_bytes' -5 is outside [0, bytes] ([0, 100663296])") ||
+              contains(negative.output, "'host_bytes': -5 is outside [0, bytes] ([0, 100663296])"))
+      << negative.output;
+  EXPECT_FALSE(contains(negative.output, "host_rows")) << negative.output;
 }
 
 }  // namespace
