@@ -327,8 +327,8 @@ struct TextInputTerms {
 /// The bytes of `path` (`-`: standard input, with a notice when it is a terminal): a regular file or
 /// a pipe, at most kMaxPerplexityTextBytes (64 MiB). Throws dak::Error naming the path and
 /// terms.flag for a missing file, a folder or device, a file this user may not read (path_error),
-/// a failed read, and an input over the cap (refused before reading when the size is known). The
-/// caller checks the UTF-8.
+/// a failed read, and an input over the cap (refused before reading when the size is known). A
+/// leading UTF-8 byte order mark is left out, with a notice on stderr. The caller checks the UTF-8.
 std::string read_text_input(const std::string& path, const TextInputTerms& terms);
 
 /// The CLI's progress line for work that may take minutes (a long CPU prefill, perplexity, the decode

@@ -1,6 +1,7 @@
 // The 49th session's trial findings end to end: a --plan file whose batch differs from the run's is
 // refused for the batch alone (a plan's positions need only suffice), with the way to run it as planned;
-// a plan whose operators' derived fields were edited is refused, naming the operator and the field.
+// a plan whose operators' derived fields were edited is refused, naming the operator and the field; a
+// text file's UTF-8 byte order mark is left out of the prompt and the scored text, with a notice.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -102,6 +103,41 @@ TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
               contains(negative.output, "'host_bytes': -5 is outside [0, bytes] ([0, 100663296])"))
       << negative.output;
   EXPECT_FALSE(contains(negative.output, "host_rows")) << negative.output;
+}
+
+TEST(CliTrial49, AByteOrderMarkIsNoPartOfAPromptOrAScoredText) {
+  const std::string dir = ::testing::TempDir() + "dak_trial49_bom";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/plain.txt") << "The three primary colors are";
+  std::ofstream(dir + "/bom.txt") << "\xEF\xBB\xBFThe three primary colors are";
+  const std::string model =
+      " --device cpu --model " + (std::filesystem::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
+  const std::string gen = "generate -n 3" + model + " -f ";
+  const RunResult plain = dak::testing::run_dak_env("", gen + dir + "/plain.txt", false);
+  const RunResult bom = dak::testing::run_dak_env("", gen + dir + "/bom.txt", false);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  ASSERT_EQ(bom.exit_code, 0) << bom.output;
+  EXPECT_EQ(bom.output, plain.output);  // the same ids, the same echo: no BOM printed
+  const RunResult notice = run_dak(gen + dir + "/bom.txt");
+  EXPECT_TRUE(contains(notice.output, "dak: notice: --prompt-file " + dir +
+                                          "/bom.txt starts with a UTF-8 byte order mark (EF BB BF); it is left out "
+                                          "of the prompt"))
+      << notice.output;
+  EXPECT_FALSE(contains(run_dak(gen + dir + "/plain.txt").output, "byte order mark"));
+  // Standard input and dak perplexity alike.
+  const RunResult piped = run_dak("perplexity --output json" + model + " --file - < " + dir + "/bom.txt");
+  const RunResult scored = dak::testing::run_dak_env("", "perplexity --output json" + model + " --file " + dir +
+                                                         "/plain.txt", false);
+  ASSERT_EQ(scored.exit_code, 0) << scored.output;
+  EXPECT_TRUE(contains(piped.output, "dak: notice: standard input (--file -) starts with a UTF-8 byte order mark"))
+      << piped.output;
+  const auto value = [](const std::string& out) {
+    const size_t at = out.find("\"perplexity\"");
+    return at == std::string::npos ? std::string("none") : out.substr(at, out.find_first_of(",}", at) - at);
+  };
+  EXPECT_NE(value(scored.output), "none") << scored.output;
+  EXPECT_EQ(value(piped.output), value(scored.output)) << piped.output;
 }
 
 }  // namespace
