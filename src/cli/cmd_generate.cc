@@ -216,9 +216,12 @@ void run_generate(const GenerateArgs& a) {
     text.resize(cut);
     prompt_texts.push_back(std::move(text));
   }
-  // The text of sequence i's generated ids, after the bytes its prompt left unfinished.
+  // The text of sequence i's generated ids, after the bytes its prompt left unfinished. Special tokens
+  // are left out (as vLLM's skip_special_tokens), except under --ignore-eos: the run then goes past the
+  // turn ends the user asked to see, and shows them as the echo of a --prompt-ids prompt does (trial of
+  // session 49: "Hello." then a bare "system", the <|im_end|> and <|im_start|> between them dropped).
   const auto continuation_of = [&](size_t i, const std::vector<int32_t>& ids) {
-    return carried[i] + text_of(ids, /*skip_special=*/true);
+    return carried[i] + text_of(ids, /*skip_special=*/!a.ignore_eos);
   };
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -514,7 +517,9 @@ void add_generate_command(CLI::App& app) {
                                  double(std::numeric_limits<float>::min()), 1.0));
   CLI::Option* seed =
       c->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str()->transform(unsigned_64());
-  c->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
+  c->add_flag("--ignore-eos", a->ignore_eos,
+              "Do not stop at end-of-sequence tokens; the text then shows the special tokens generated (e.g. "
+              "<|im_end|>), which it leaves out otherwise");
   c->add_option("--device", a->device, "cpu, cuda or auto (GPU when usable, else CPU)")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   c->add_option("--output", a->output, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));

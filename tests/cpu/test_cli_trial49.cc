@@ -1,14 +1,17 @@
 // The 49th session's trial findings end to end: a --plan file whose batch differs from the run's is
 // refused for the batch alone (a plan's positions need only suffice), with the way to run it as planned;
 // a plan whose operators' derived fields were edited is refused, naming the operator and the field; a
-// text file's UTF-8 byte order mark is left out of the prompt and the scored text, with a notice.
+// text file's UTF-8 byte order mark is left out of the prompt and the scored text, with a notice;
+// under --ignore-eos the text shows the special tokens generated.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli_test_util.h"
 
@@ -138,6 +141,31 @@ TEST(CliTrial49, AByteOrderMarkIsNoPartOfAPromptOrAScoredText) {
   };
   EXPECT_NE(value(scored.output), "none") << scored.output;
   EXPECT_EQ(value(piped.output), value(scored.output)) << piped.output;
+}
+
+TEST(CliTrial49, IgnoreEosShowsTheSpecialTokensItGoesPast) {
+  const std::string cmd = "generate --device cpu --output json --model " +
+                          (std::filesystem::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf").string() +
+                          " --prompt-ids 1,4093,198,19556,2 -n 12";  // <|im_start|>user\nHello<|im_end|>
+  const RunResult past = dak::testing::run_dak_env("", cmd + " --ignore-eos", false);
+  const RunResult stops = dak::testing::run_dak_env("", cmd, false);
+  ASSERT_EQ(past.exit_code, 0) << past.output;
+  ASSERT_EQ(stops.exit_code, 0) << stops.output;
+  const nlohmann::json p = nlohmann::json::parse(past.output)["sequences"][0];
+  const nlohmann::json s = nlohmann::json::parse(stops.output)["sequences"][0];
+  // The model answers and ends its turn (id 2, <|im_end|>, its EOS): the plain run stops there and
+  // leaves the special tokens out of the text; --ignore-eos goes on, and its text shows them.
+  ASSERT_TRUE(s["stopped_at_eos"].get<bool>()) << stops.output;
+  const std::vector<int32_t> answer = s["generated_ids"];
+  ASSERT_GE(answer.size(), 2u);
+  EXPECT_EQ(answer.back(), 2) << stops.output;
+  EXPECT_FALSE(contains(s["text"].get<std::string>(), "<|")) << stops.output;
+  const std::vector<int32_t> longer = p["generated_ids"];
+  ASSERT_GT(longer.size(), answer.size()) << past.output;
+  EXPECT_TRUE(std::equal(answer.begin(), answer.end(), longer.begin())) << past.output;
+  const std::string text = p["text"].get<std::string>();
+  EXPECT_TRUE(contains(text, "<|im_start|>")) << text;  // id 1, the first id generated after the newline
+  EXPECT_TRUE(contains(text, "<|im_end|>")) << text;
 }
 
 }  // namespace
