@@ -265,6 +265,7 @@ json Plan::to_json() const {
   // prediction by what it is: the prefill time of batch x prompt tokens (TTFT). Written here, so
   // that Plan::load, which knows the fields to_json writes, knows it too (a trial saw it called unknown).
   if (inputs.phase == Phase::kPrefill) out["predicted_prefill_s"] = predicted_tpot_s;
+  if (!notes.empty()) out["notes"] = notes;
   return out;
 }
 
@@ -281,6 +282,12 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   if (r.i64("version") != kVersion) r.bad("version", fmt::format("must be {} for this dak", kVersion));
   Plan p;
   p.predicted_tpot_s = r.num("predicted_tpot_s");
+  if (j.contains("notes")) {
+    const json& notes = j.at("notes");
+    if (!notes.is_array() || !std::all_of(notes.begin(), notes.end(), [](const json& n) { return n.is_string(); }))
+      r.bad("notes", "must be a list of strings");
+    for (const json& n : notes) p.notes.push_back(n.get<std::string>());
+  }
 
   Reader in(r.at("inputs"), where + ": inputs");
   PlanInputs& pi = p.inputs;

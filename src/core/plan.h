@@ -145,6 +145,9 @@ struct Plan {
   Capacity capacity;
   PlanTotals totals;
   std::vector<PlanOp> ops;
+  /// The planner's remarks for the user, one sentence each (e.g. a placement predicted faster that it
+  /// did not take, and why); "notes" in the JSON where there are any (since session 49).
+  std::vector<std::string> notes;
   bool operator==(const Plan&) const = default;
 
   nlohmann::json to_json() const;

@@ -149,6 +149,7 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
       t.pin_time_s);
   s += fmt::format("HBM       {} used of the {} budget\n", format_bytes(double(t.hbm_bytes)),
                    format_bytes(double(cap.hbm_budget_bytes)));
+  for (const std::string& note : plan.notes) s += "note      " + note + "\n";
   return s;
 }
 

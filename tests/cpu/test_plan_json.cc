@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "cli_test_util.h"
@@ -542,6 +543,32 @@ TEST(PlanCli, AHostAmountIsReportedAsTheAmountUnderTheProfilesBudget) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cpu_offload_bytes"), std::string::npos) << e.what();
   }
+}
+
+TEST(PlanCli, AFasterPlacementLeftOutForItsRingIsNoted) {
+  // Trial of session 49: SmolLM2 at 55 % was planned all direct (3.412 ms) while a staged placement
+  // predicted 2.831 ms was dropped for holding more HBM than the model without offload; only
+  // DAK_PLAN_TRACE=1 said so.
+  const std::string model =
+      (std::filesystem::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
+  RunResult r = dak_plan("--model " + model + " --offload-ratio 0.55 --profile h200-default");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note      a placement with staged linears was predicted faster ("), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the model needs without offload, so it would free no HBM"), std::string::npos) << r.output;
+  r = dak_plan("--model " + model + " --offload-ratio 0.55 --profile h200-default --output json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.at("notes").size(), 1u) << r.output;
+  const Plan back = Plan::from_json(j, "notes.json");
+  EXPECT_EQ(back.notes.size(), 1u);
+  EXPECT_EQ(back.to_json(), j);
+  nlohmann::json bad = j;
+  bad["notes"] = {1, 2};
+  EXPECT_THROW(Plan::from_json(bad, "bad.json"), Error);
+  // A plan without one has no "notes" (the Llama-2-7B point takes its fastest placement).
+  r = dak_plan("--model llama-2-7b --offload-ratio 0.3 --profile h200-default --output json");
+  EXPECT_FALSE(nlohmann::json::parse(r.output).contains("notes")) << r.output;
 }
 
 TEST(PlanCli, ForcedRatiosAndBudgetsMustFitTheGpu) {
