@@ -48,13 +48,21 @@ void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string&
   if (batch_differs) {
     what = fmt::format("the plan is for batch {} (sequences decoded together); this run has batch {}", plan.inputs.batch,
                        shape.batch);
-    other = shape.terms.command == ShapeTerms::Command::kGenerate
-                ? fmt::format("give {} prompts (more with --max-batch {}), or ", plan.inputs.batch, plan.inputs.batch)
-                : fmt::format("run --batch {}, or ", plan.inputs.batch);
+    // Running as planned is a fix only where the plan's positions suffice (else the new plan is).
+    if (!too_short) {
+      const int64_t b = plan.inputs.batch;
+      other = shape.terms.command == ShapeTerms::Command::kGenerate
+                  ? fmt::format("give {} prompt{} (more with --max-batch {}), or ", b, b == 1 ? "" : "s", b)
+                  : fmt::format("run --batch {}, or ", b);
+    }
   }
   if (too_short) {
-    what += fmt::format("{}the plan holds {} positions per sequence, fewer than the {} this run needs (prompt {} + {} new)",
-                        batch_differs ? "; and " : "", plan.inputs.max_context, need, shape.prompt_len, shape.gen_len);
+    // Where the positions come from: --max-context's, or the longest prompt and the new tokens.
+    const std::string from = shape.terms.max_context
+                                 ? std::string("--max-context")
+                                 : fmt::format("prompt {} + {} new", shape.prompt_len, shape.gen_len);
+    what += fmt::format("{}the plan holds {} positions per sequence, fewer than the {} this run needs ({})",
+                        batch_differs ? "; and " : "", plan.inputs.max_context, need, from);
   }
   fail(what, a.plan_file,
        other + "make the plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));

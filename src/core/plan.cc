@@ -265,7 +265,7 @@ json Plan::to_json() const {
   // prediction by what it is: the prefill time of batch x prompt tokens (TTFT). Written here, so
   // that Plan::load, which knows the fields to_json writes, knows it too (a trial saw it called unknown).
   if (inputs.phase == Phase::kPrefill) out["predicted_prefill_s"] = predicted_tpot_s;
-  if (!notes.empty()) out["notes"] = notes;
+  out["notes"] = notes;  // [] where the planner has none
   return out;
 }
 
@@ -659,8 +659,8 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
     // 0.049999999813735485 (trial of session 49).
     const double gib = double(*inputs.cpu_offload_bytes) / double(int64_t{1} << 30);
     std::string amount;
-    for (int digits = 1; digits <= 17; ++digits) {
-      amount = fmt::format("{:.{}g}", gib, digits);
+    for (int decimals = 0; decimals <= 10; ++decimals) {  // 10 decimals resolve 2^-30 GiB, a byte
+      amount = fmt::format("{:.{}f}", gib, decimals);
       if (std::llround(std::strtod(amount.c_str(), nullptr) * double(int64_t{1} << 30)) == *inputs.cpu_offload_bytes) break;
     }
     flags += " --cpu-offload-gb " + amount;
@@ -728,7 +728,8 @@ void check_plan_model(const Plan& plan, const ModelConfig& config, const std::st
     step.phase = plan.inputs.phase, step.tile_rows = plan.inputs.tile_rows, step.tile_n = plan.inputs.tile_n;
     const std::string edited = first_edited_field(plan, build_op_graph(config, step));
     if (edited.empty()) return;
-    fail("the plan's " + edited + " (a hand-edited or damaged plan file)", where,
+    fail("the plan's " + edited + " (a plan file edited by hand, damaged, or made for another checkpoint of the model)",
+         where,
          "make a new plan for this run: " + plan_command_for(model, shape, plan.inputs.offload_mode,
                                                     fresh_plan_file_name(where, model), planned_budget_flags(plan.inputs)));
   }

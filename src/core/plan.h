@@ -7,6 +7,7 @@
 // {
 //   "format": "dak.plan", "version": 1,
 //   "predicted_tpot_s": 0.0123,           // predicted time per output token (decode) or per prefill step
+//   "notes": ["..."],                     // the planner's remarks for the user ([] for none; optional)
 //   "inputs":   {model, arch, phase, batch, prompt_len, gen_len, context_len, max_context,
 //                gpu_memory_bytes, gpu_memory_default, offload_ratio (number or null),
 //                [cpu_offload_bytes (number or null),] allocator,

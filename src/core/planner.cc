@@ -279,7 +279,8 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // free HBM. Found in session 38's trial: OPT-6.7B batch 1, prompt 128 at 2 % (h200-default) took
   // a 642 MiB ring for 220 MiB staged, 12.87 GiB of HBM against the 12.49 GiB the model needs.
   // The all-direct plan (no ring) always qualifies.
-  // The fastest plan dropped so, for the note that tells the user (trial of session 49: SmolLM2 at
+  // (fit_staging_ring and refine_pipeline return only plans within the budget, so a plan is dropped
+  // here only for holding more than the model's own total.) The fastest plan dropped so, for the note that tells the user (trial of session 49: SmolLM2 at
   // 55 % took 3.41 ms all direct; a staged placement of 2.83 ms was dropped, said only by the trace).
   std::optional<Plan> dropped;
   const auto drop_if_over_m = [&](std::optional<Plan>& c) {
@@ -392,12 +393,9 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   if (best && dropped && dropped->predicted_tpot_s < 0.995 * best->predicted_tpot_s) {
     best->notes.push_back(fmt::format(
         "a placement with staged linears was predicted faster ({:.3f} ms) but not taken: with its HBM staging ring "
-        "it holds {} of HBM, more than {}",
+        "it holds {} of HBM, more than the {} the model needs without offload, so it would free no HBM",
         dropped->predicted_tpot_s * 1e3, format_bytes(double(dropped->totals.hbm_bytes)),
-        auto_hbm_limit() < capacity_.total_bytes
-            ? "the HBM budget of " + format_bytes(double(auto_hbm_limit()))
-            : "the " + format_bytes(double(auto_hbm_limit())) + " the model needs without offload, so it would free "
-                                                                 "no HBM"));
+        format_bytes(double(capacity_.total_bytes))));
   }
   if (!best) {
     // A forced ratio that direct cannot meet either is refused, naming the ring as before.
@@ -437,6 +435,10 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
   };
   std::vector<double> host_step(plan.ops.size(), 0.0);
   for (size_t k = 0; k < n_split; ++k) host_step[splittable_[k]] = cost_at(k, h[k]).host_step_bytes;
+  // The moves patch `plan` in place (only the fields the replay reads): where no move pays, the plan
+  // as it came is returned, not one half patched (its host_rows and totals would disagree with its
+  // host units; a review of session 49).
+  const Plan original = plan;
   // Patch operator k of `ops` to `units` host units (the fields the replay and the budget read).
   std::vector<PlanOp>& ops = plan.ops;
   const auto patch = [&](size_t k, int64_t units) {
@@ -517,9 +519,10 @@ Plan Planner::refine_pipeline(Plan plan, const Variant& v, AllocatorKind allocat
     best_t = round_t;
     moved = true;
   }
-  if (!moved) return plan;
+  if (!moved) return original;
   Plan refined = assemble(evaluate_allocation(v.curves, h), v.mode, allocator, ratio);
-  return refined.predicted_tpot_s < plan.predicted_tpot_s && refined.totals.hbm_bytes <= hbm_limit ? refined : plan;
+  return refined.predicted_tpot_s < original.predicted_tpot_s && refined.totals.hbm_bytes <= hbm_limit ? refined
+                                                                                                      : original;
 }
 
 std::optional<Plan> Planner::fit_staging_ring(const std::vector<AllocCurve>& curves, PathMode mode,

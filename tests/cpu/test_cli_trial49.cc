@@ -41,20 +41,38 @@ TEST(CliTrial49, APlanOfAnotherBatchIsRefusedForItsBatch) {
                                      "dak plan --model llama-2-7b --batch 1 --prompt-len 2 --gen-len 4 "
                                      "--cpu-offload-gb 0.05 --profile "))
       << batch.output;
-  // Too few positions as well: both named, the positions with where they come from.
+  // Too few positions as well: both named, the positions with where they come from, and only the new
+  // plan as the fix (running 8 prompts would still be refused for the positions).
   const RunResult both = run_dak(gen + " -n 100");
   EXPECT_EQ(both.exit_code, 1) << both.output;
   EXPECT_TRUE(contains(both.output, "this run has batch 1; and the plan holds 64 positions per sequence, fewer than "
                                     "the 102 this run needs (prompt 2 + 100 new)"))
       << both.output;
-  // The same batch with too few positions: the positions alone, and dak bench's own flag for the batch.
+  EXPECT_TRUE(contains(both.output, "fix:   make the plan for this run: dak plan ")) << both.output;
+  const RunResult sized = run_dak(gen + " -n 4 --max-context 100");  // the positions are --max-context's
+  EXPECT_EQ(sized.exit_code, 1) << sized.output;
+  EXPECT_TRUE(contains(sized.output, "fewer than the 100 this run needs (--max-context)")) << sized.output;
+  // dak bench names its own flag for the batch.
   const RunResult bench = run_dak("bench --model llama-2-7b --random-weights --batch 4 --prompt-len 8 --gen-len 4 "
                                   "--plan " + plan);
   EXPECT_EQ(bench.exit_code, 1) << bench.output;
   EXPECT_TRUE(contains(bench.output, "fix:   run --batch 8, or make the plan for this run: ")) << bench.output;
-  const RunResult fits = run_dak(gen + " -n 4 --max-batch 8");
-  EXPECT_EQ(fits.exit_code, 1) << fits.output;  // still one prompt: batch 1
-  EXPECT_TRUE(contains(fits.output, "this run has batch 1")) << fits.output;
+  // The same batch with too few positions: the positions alone.
+  const std::string one = dir + "/b1.json";
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 4 --gen-len 4 --profile h200-default --output "
+                    "json > " + one).exit_code,
+            0);
+  const RunResult positions = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 20 --plan " + one);
+  EXPECT_EQ(positions.exit_code, 1) << positions.output;
+  EXPECT_TRUE(contains(positions.output, "dak: error: the plan holds 8 positions per sequence, fewer than the 22 this "
+                                         "run needs (prompt 2 + 20 new)\n"))
+      << positions.output;
+  EXPECT_FALSE(contains(positions.output, "this run has batch")) << positions.output;
+  EXPECT_FALSE(contains(positions.output, "prompt (more with")) << positions.output;
+  // A batch-1 plan asks for "1 prompt" (singular) where the run has more.
+  const RunResult two = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 --prompt-ids 3 -n 2 "
+                                "--plan " + one);
+  EXPECT_TRUE(contains(two.output, "fix:   give 1 prompt (more with --max-batch 1), or ")) << two.output;
 }
 
 TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
@@ -74,8 +92,8 @@ TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
   const std::string gen = "generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 4 --plan ";
   // The untouched plan passes the checks (the run may still need a GPU for --random-weights).
   const RunResult untouched = run_dak(gen + plan);
-  EXPECT_FALSE(contains(untouched.output, "the plan")) << untouched.output;
-  EXPECT_FALSE(contains(untouched.output, "plan field")) << untouched.output;
+  for (const char* refusal : {"the plan's", "the plan is", "the plan was", "the plan holds", "plan field"})
+    EXPECT_FALSE(contains(untouched.output, refusal)) << untouched.output;
   const struct {
     std::function<void(nlohmann::json&)> edit;
     std::string says;

@@ -522,6 +522,10 @@ TEST(PlanCli, AHostAmountIsReportedAsTheAmountUnderTheProfilesBudget) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(planned_budget_flags(Plan::from_json(nlohmann::json::parse(r.output), "small.json").inputs),
             " --cpu-offload-gb 0.05 --profile h200-default");
+  r = dak_plan("--model llama-2-7b --cpu-offload-gb 10 --profile h200-default --output json");  // not 1e+01
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(planned_budget_flags(Plan::from_json(nlohmann::json::parse(r.output), "ten.json").inputs),
+            " --cpu-offload-gb 10 --profile h200-default");
   // A ratio given as a ratio keeps its own digits and flag; a plan without the field reads as before.
   r = dak_plan("--model llama-2-7b --offload-ratio 0.3124809 --profile h200-default --output json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -566,9 +570,14 @@ TEST(PlanCli, AFasterPlacementLeftOutForItsRingIsNoted) {
   nlohmann::json bad = j;
   bad["notes"] = {1, 2};
   EXPECT_THROW(Plan::from_json(bad, "bad.json"), Error);
-  // A plan without one has no "notes" (the Llama-2-7B point takes its fastest placement).
+  // A plan without one has "notes": [] (the Llama-2-7B point takes its fastest placement), and a file
+  // without the key (written before session 49) loads with none.
   r = dak_plan("--model llama-2-7b --offload-ratio 0.3 --profile h200-default --output json");
-  EXPECT_FALSE(nlohmann::json::parse(r.output).contains("notes")) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json plain = nlohmann::json::parse(r.output);
+  EXPECT_EQ(plain.at("notes"), nlohmann::json::array()) << r.output;
+  plain.erase("notes");
+  EXPECT_TRUE(Plan::from_json(plain, "old.json").notes.empty());
 }
 
 TEST(PlanCli, ForcedRatiosAndBudgetsMustFitTheGpu) {
