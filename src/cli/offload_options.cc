@@ -81,6 +81,7 @@ void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfi
   check_plan_mode(plan, a, model, shape);
   check_plan_model(plan, config, model, a.plan_file, shape);
   check_plan_shape(plan, a, model, shape);
+  check_plan_fields(plan, config, model, a.plan_file, shape);  // after the shape: an edited batch is named as one
 }
 
 constexpr int64_t kGiB = int64_t(1) << 30;

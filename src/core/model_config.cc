@@ -229,7 +229,7 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
   auto whole_heads_only = [](const json& obj, const std::string& obj_where) {
     const double f = get_double(obj, "partial_rotary_factor", 1.0, obj_where);
     if (f != 1.0)
-      fail(fmt::format("partial_rotary_factor {:g} (rotary embedding on only part of each head) is not supported", f),
+      fail(fmt::format("partial_rotary_factor {} (rotary embedding on only part of each head) is not supported", f),
            field_where(obj_where, "partial_rotary_factor"),
            "dak rotates every dimension of a head, as Llama, Mistral and Qwen2 do; remove the key (or set it to 1) "
            "only if the model was trained that way");

@@ -609,7 +609,7 @@ std::string first_edited_field(const Plan& plan, const OpGraph& g) {
   for (size_t i = 0; i < plan.ops.size() && i < g.ops.size(); ++i) {
     const PlanOp& p = plan.ops[i];
     const Op& o = g.ops[i];
-    const auto field = [&](const char* name, int64_t in_plan, int64_t planned) {
+    const auto field = [&](const std::string& name, int64_t in_plan, int64_t planned) {
       return in_plan == planned ? std::string()
                                 : fmt::format("operators[{}] ({}): {} is {}, where the planner writes {}", i, p.name,
                                               name, in_plan, planned);
@@ -622,8 +622,11 @@ std::string first_edited_field(const Plan& plan, const OpGraph& g) {
           field("batch", p.batch, o.batch), field("q_len", p.q_len, o.q_len), field("context", p.context, o.context),
           field("bytes", p.bytes, o.resident_bytes), field("fixed_bytes", p.fixed_bytes, o.fixed_bytes),
           field("unit_rows", p.unit_rows, o.unit_rows),
-          field("host_rows", p.host_rows, splittable ? o.host_rows(p.host_units) : 0),
-          field("host_bytes", p.host_bytes, splittable ? o.host_resident_bytes(p.host_units) : 0)}) {
+          // Against the host units (an edit of host_units shows here too: named with it).
+          field(fmt::format("host_rows (for host_units {})", p.host_units), p.host_rows,
+                splittable ? o.host_rows(p.host_units) : 0),
+          field(fmt::format("host_bytes (for host_units {})", p.host_units), p.host_bytes,
+                splittable ? o.host_resident_bytes(p.host_units) : 0)}) {
       if (!s.empty()) return s;
     }
     host_bytes += p.host_bytes;
@@ -720,19 +723,7 @@ std::string fresh_plan_file_name(const std::string& plan_file, const std::string
 void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
                       const RequestedShape& shape) {
   const std::string difference = first_model_difference(plan, config);
-  if (difference.empty()) {
-    // The model matches: then every field the planner derives from it must be the planner's (trial of
-    // session 49: an operator's bytes 1e12, layer -1 or batch -1 were accepted).
-    StepShape step;
-    step.batch = plan.inputs.batch, step.prompt_len = plan.inputs.prompt_len, step.gen_len = plan.inputs.gen_len;
-    step.phase = plan.inputs.phase, step.tile_rows = plan.inputs.tile_rows, step.tile_n = plan.inputs.tile_n;
-    const std::string edited = first_edited_field(plan, build_op_graph(config, step));
-    if (edited.empty()) return;
-    fail("the plan's " + edited + " (a plan file edited by hand, damaged, or made for another checkpoint of the model)",
-         where,
-         "make a new plan for this run: " + plan_command_for(model, shape, plan.inputs.offload_mode,
-                                                    fresh_plan_file_name(where, model), planned_budget_flags(plan.inputs)));
-  }
+  if (difference.empty()) return;
   // The fix makes the plan this run asks for: its model and shape (the new-user trial was told the
   // refused plan's batch and lengths), in the plan's mode (the run's: check_plan_mode came first).
   fail(fmt::format("the plan was made for the model '{}', but the loaded model is '{}' ({} layers, hidden size {}): {}",
@@ -741,6 +732,24 @@ void check_plan_model(const Plan& plan, const ModelConfig& config, const std::st
        "make a plan for this model: " + plan_command_for(model, shape, plan.inputs.offload_mode,
                                                          fresh_plan_file_name(where, model),
                                                          planned_budget_flags(plan.inputs)));
+}
+
+void check_plan_fields(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
+                       const RequestedShape& shape) {
+  // The model and the run's shape match (checked before): every field the planner derives from the
+  // model and the plan's inputs must then be the planner's (trial of session 49: an operator's bytes
+  // 1e12, layer -1 or batch -1 were accepted).
+  StepShape step;
+  step.batch = plan.inputs.batch, step.prompt_len = plan.inputs.prompt_len, step.gen_len = plan.inputs.gen_len;
+  step.phase = plan.inputs.phase, step.tile_rows = plan.inputs.tile_rows, step.tile_n = plan.inputs.tile_n;
+  const std::string edited = first_edited_field(plan, build_op_graph(config, step));
+  if (edited.empty()) return;
+  fail("the plan's " + edited + " (a plan file edited by hand, here or in the inputs it derives from, damaged, or "
+       "made for another checkpoint of the model)",
+       where,
+       "make a new plan for this run: " + plan_command_for(model, shape, plan.inputs.offload_mode,
+                                                          fresh_plan_file_name(where, model),
+                                                          planned_budget_flags(plan.inputs)));
 }
 
 }  // namespace dak

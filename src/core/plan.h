@@ -206,4 +206,12 @@ std::string fresh_plan_file_name(const std::string& plan_file, const std::string
 void check_plan_model(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
                       const RequestedShape& shape);
 
+/// Refuses a `plan` (already matched to `config` by check_plan_model) whose derived fields the planner
+/// could not have written for the plan's own inputs: per operator its layer, role, m / n / k, batch,
+/// q_len, context, bytes, fixed_bytes, unit_rows, and host_rows / host_bytes against its host_units;
+/// and totals.host_bytes against their sum. Throws dak::Error (where = `where`) naming operators[i]
+/// (name) and the field, with the command that makes a new plan for the run's `shape`.
+void check_plan_fields(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
+                       const RequestedShape& shape);
+
 }  // namespace dak

@@ -104,6 +104,13 @@ TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
       {[&](nlohmann::json& j) { j["operators"][qkv]["context"] = -1; }, at + ": context is -1"},
       {[&](nlohmann::json& j) { j["operators"][qkv]["role"] = "o_proj"; }, at + ": role is 'o_proj'"},
       {[&](nlohmann::json& j) { j["totals"]["host_bytes"] = 1; }, "totals: host_bytes is 1, but its operators'"},
+      // An edited batch is named as the run's mismatch, before the operators it would change.
+      {[&](nlohmann::json& j) { j["inputs"]["batch"] = 8; }, "the plan is for batch 8 (sequences decoded together)"},
+      {[&](nlohmann::json& j) {
+         nlohmann::json& units = j["operators"][qkv]["host_units"];
+         units = units.get<int64_t>() == 0 ? 1 : 0;
+       },
+       at + ": host_rows (for host_units "},
       {[&](nlohmann::json& j) { j["operators"][qkv]["host_bytes"] = -5; },
        at + "\n  fix:"},  // the field check of the file itself (below)
   };
