@@ -132,7 +132,12 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
   const int64_t limit = opts.max_context > 0 ? opts.max_context : model_ctx;
   const char* limit_name = opts.max_context > 0 ? "the --max-context" : "the model context";
   int64_t longest = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  // The longest prompt first (the first of equals): its fix holds for every prompt of the batch (trial
+  // of session 49: `-p Hi -p "Hi there you"` named prompt 1, whose -n fix prompt 2 then refused).
+  std::vector<size_t> order(prompts.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return prompts[x].size() > prompts[y].size(); });
+  for (const size_t i : order) {
     const int64_t n = int64_t(prompts[i].size());
     // With --chat the tokens include the template's (its turn markers, a default system message):
     // the trial read "the prompt has 31 tokens" for a one-word prompt.

@@ -153,6 +153,13 @@ TEST(CliTrial49, AByteOrderMarkIsNoPartOfAPromptOrAScoredText) {
                                           "of the prompt"))
       << notice.output;
   EXPECT_FALSE(contains(run_dak(gen + dir + "/plain.txt").output, "byte order mark"));
+  // A byte that is not UTF-8 is counted from the file's start, the mark included (offset 6 here).
+  std::ofstream(dir + "/bad.txt") << "\xEF\xBB\xBF" "abc\xFF" "def";
+  const RunResult bad = run_dak(gen + dir + "/bad.txt");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "the prompt is not valid UTF-8 (byte 6, counted from the start with its byte "
+                                   "order mark)\n  where: --prompt-file " + dir + "/bad.txt"))
+      << bad.output;
   // Standard input and dak perplexity alike.
   const RunResult piped = run_dak("perplexity --output json" + model + " --file - < " + dir + "/bom.txt");
   const RunResult scored = dak::testing::run_dak_env("", "perplexity --output json" + model + " --file " + dir +

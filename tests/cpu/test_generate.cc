@@ -365,6 +365,10 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   opts.max_new_tokens = 16;
   expect_error([&] { generate(engine, {{1, 2}, {1}}, opts); },
                {"prompt 1 of 2 has 2 tokens; with 16 new tokens that is 18"});
+  // The longest prompt is named, whose fix holds for the batch (trial of session 49: the first was,
+  // and its "--max-new-tokens 15 or less" was then refused for the longer second prompt).
+  expect_error([&] { generate(engine, {{1}, {1, 2, 3}}, opts); },
+               {"prompt 2 of 2 has 3 tokens; with 16 new tokens that is 19", "--max-new-tokens 13 or less"});
   opts.max_new_tokens = 1;
   opts.max_context = 1;
   expect_error([&] { generate(engine, {{1}}, opts); },
