@@ -885,9 +885,13 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
     if (path.empty()) continue;
     std::error_code ec;
     if (fs::is_directory(fs::path(path), ec)) {
+      // A name not taken in that folder (trial of session 49: bench.csv was suggested, and existed).
+      const std::string ext = std::string(flag) == "--csv" ? ".csv" : ".json";
+      fs::path example = fs::path(path) / ("bench" + ext);
+      for (int n = 2; n < 1000 && fs::exists(fs::symlink_status(example, ec)); ++n)
+        example = fs::path(path) / fmt::format("bench-{}{}", n, ext);
       fail(fmt::format("'{}' is a folder, not a file name", path), flag,
-           "give the path of a new file, e.g. " +
-               (fs::path(path) / (std::string(flag) == "--csv" ? "bench.csv" : "bench.json")).string());
+           "give the path of a new file, e.g. " + example.string());
     }
     // symlink_status: a link counts as existing even when it dangles (writing through it would
     // create or truncate its target, which may be the other report: a session-22 trial finding).

@@ -100,7 +100,7 @@ void add_plan_command(CLI::App& app) {
   // Without --model: $DAK_MODEL, as the other commands take it (README); a plan has no default model.
   c->add_option("--model", a->model,
                 "config.json, HF model folder, .gguf file (or a folder holding one, as dak generate takes it), or a "
-                "shipped config name (e.g. llama-2-7b); default: $DAK_MODEL (REQUIRED only where it is unset)")
+                "shipped config name (e.g. llama-2-7b); default: $DAK_MODEL, where set")
       ->required(dak_model_env().empty());
   // whole_number only reads the values as decimal (CLI11 alone took 010 as 8 and 0x10 as 16, and
   // clamped 10^22 to 2^63 - 1); the ranges are checked below and by the planner (build_op_graph).

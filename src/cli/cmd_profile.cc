@@ -368,8 +368,8 @@ void add_profile_command(CLI::App& app) {
   c->add_option("--pin-test-gib", a->pin_test_gib,
                 "GiB to pin for the pin rate; the profile's pinnable_bytes is this tested size (default 4, 1 with "
                 "--quick)")
-      ->transform(decimal_number("0 (the default: 4 GiB, 1 with --quick) or a size in GiB from 0.001 (about 1 MiB) to 1024",
-                                0.0, 1024.0));
+      ->transform(decimal_number(
+          "0 (the default: 4 GiB, 1 with --quick) or a size in GiB from 0.001 (about 1 MiB) to 1024", 0.0, 1024.0));
   // whole_number reads the value as decimal (CLI11 alone took 010 as 8 and 0x10 as 16) within int;
   // run_profile_command refuses values outside the range the text gives.
   c->add_option("--runs", a->runs, "Timed runs behind each median, 3 to 1000 (0 or absent: 5, 3 with --quick)")

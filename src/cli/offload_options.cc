@@ -46,8 +46,8 @@ void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string&
   // suffice (trial of session 49: "batch 8 with 64 positions; this run has batch 1 and needs 6").
   std::string what, other;
   if (batch_differs) {
-    what = fmt::format("the plan is for batch {} (sequences decoded together); this run has batch {}", plan.inputs.batch,
-                       shape.batch);
+    what = fmt::format("the plan is for batch {} (sequences decoded together); this run has batch {}",
+                       plan.inputs.batch, shape.batch);
     // Running as planned is a fix only where the plan's positions suffice (else the new plan is).
     if (!too_short) {
       const int64_t b = plan.inputs.batch;

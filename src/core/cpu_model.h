@@ -83,7 +83,8 @@ inline constexpr double kCpuLogSoftmaxSPerLogit = 0.3e-3 / 49152;
 /// The notice (one line, without "dak: notice: ") before perplexity() on the CPU path when
 /// estimate_cpu_perplexity_s exceeds kLongCpuPrefillS, as long_cpu_prefill_notice's for a prompt:
 /// "scoring N-1 tokens (all of the text's N but the first) on the CPU reference path will take about
-/// T (...)" with the hint to run on a GPU (--device cuda) or to score a shorter text: its first kCpuPerplexityPartBytes (generate.h)
+/// T (...)" with the hint to run on a GPU (--device cuda) or to score a shorter text: its first
+/// kCpuPerplexityPartBytes (generate.h)
 /// with `part_command` (perplexity_part_command() of the run's file and options; empty: of the
 /// placeholder FILE). `gpu_usable` as long_cpu_prefill_notice's. "" when it is expected to be shorter.
 std::string long_cpu_perplexity_notice(const ModelConfig& config, int64_t tokens, int64_t window, int threads = 0,

@@ -136,7 +136,8 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
   // of session 49: `-p Hi -p "Hi there you"` named prompt 1, whose -n fix prompt 2 then refused).
   std::vector<size_t> order(prompts.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return prompts[x].size() > prompts[y].size(); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return prompts[x].size() > prompts[y].size(); });
   for (const size_t i : order) {
     const int64_t n = int64_t(prompts[i].size());
     // With --chat the tokens include the template's (its turn markers, a default system message):
@@ -165,7 +166,8 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
               : std::string();
       if (n < limit) {
         // A prompt of one token cannot be shorter (trial of session 49: `-p Hi --max-context 5 -n 10`).
-        fix = fmt::format("use --max-new-tokens {} or less{}{}", limit - n, n > 1 ? ", or a shorter prompt" : "", raise);
+        fix = fmt::format("use --max-new-tokens {} or less{}{}", limit - n, n > 1 ? ", or a shorter prompt" : "",
+                          raise);
       } else if (opts.max_new_tokens < limit) {
         fix = fmt::format("shorten the prompt to at most {} token{} (the limit less --max-new-tokens {}){}",
                           limit - opts.max_new_tokens, limit - opts.max_new_tokens == 1 ? "" : "s",

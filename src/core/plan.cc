@@ -501,7 +501,8 @@ std::string regenerate_fix(const json* j, const std::string& path) {
   }
   if (budget.offload_ratio) budget.cpu_offload_bytes = integer("cpu_offload_bytes", 1, INT64_MAX);
   // The profile too, as the run's fixes give it (planned_budget_flags).
-  for (auto [key, value] : {std::pair{"profile_name", &budget.profile_name}, std::pair{"profile_file", &budget.profile_file}})
+  for (auto [key, value] :
+       {std::pair{"profile_name", &budget.profile_name}, std::pair{"profile_file", &budget.profile_file}})
     if (in && in->contains(key) && in->at(key).is_string()) *value = in->at(key).get<std::string>();
   std::string flags = planned_budget_flags(budget);
   if (in && in->contains("phase") && in->at("phase") == "prefill") flags = " --phase prefill" + flags;
@@ -664,7 +665,8 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
     std::string amount;
     for (int decimals = 0; decimals <= 10; ++decimals) {  // 10 decimals resolve 2^-30 GiB, a byte
       amount = fmt::format("{:.{}f}", gib, decimals);
-      if (std::llround(std::strtod(amount.c_str(), nullptr) * double(int64_t{1} << 30)) == *inputs.cpu_offload_bytes) break;
+      const double back = std::strtod(amount.c_str(), nullptr) * double(int64_t{1} << 30);
+      if (std::llround(back) == *inputs.cpu_offload_bytes) break;
     }
     flags += " --cpu-offload-gb " + amount;
   } else if (inputs.offload_ratio) {

@@ -58,10 +58,12 @@ std::string format_plan_text(const Plan& plan, const HardwareProfile& profile, b
       const std::string pct = fmt::format("{:.2f}", 100.0 * r);
       s += fmt::format("          offload ratio forced to at least {} % of weights + KV (--cpu-offload-gb: {} "
                        "on the host)\n",
-                       pct == "0.00" ? fmt::format("{:.3g}", 100.0 * r) : pct, format_bytes(double(*in.cpu_offload_bytes)));
+                       pct == "0.00" ? fmt::format("{:.3g}", 100.0 * r) : pct,
+                       format_bytes(double(*in.cpu_offload_bytes)));
     } else {
       const std::string pct = r > 0 && format_percent(r) == "0" ? fmt::format("{:.3g}", 100.0 * r) : format_percent(r);
-      s += fmt::format("          offload ratio forced to {} {} % of weights + KV\n", r > 0 ? "at least" : "exactly", pct);
+      s += fmt::format("          offload ratio forced to {} {} % of weights + KV\n", r > 0 ? "at least" : "exactly",
+                       pct);
     }
   } else {
     s += fmt::format("          host must hold {} (global ratio R = {:.2f} %)\n",

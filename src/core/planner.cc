@@ -279,9 +279,10 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // free HBM. Found in session 38's trial: OPT-6.7B batch 1, prompt 128 at 2 % (h200-default) took
   // a 642 MiB ring for 220 MiB staged, 12.87 GiB of HBM against the 12.49 GiB the model needs.
   // The all-direct plan (no ring) always qualifies.
-  // (fit_staging_ring and refine_pipeline return only plans within the budget, so a plan is dropped
-  // here only for holding more than the model's own total.) The fastest plan dropped so, for the note that tells the user (trial of session 49: SmolLM2 at
-  // 55 % took 3.41 ms all direct; a staged placement of 2.83 ms was dropped, said only by the trace).
+  // The fastest plan dropped so, for the note that tells the user (trial of session 49: SmolLM2 at 55 %
+  // took 3.41 ms all direct; a staged placement of 2.83 ms was dropped, said only by the trace).
+  // fit_staging_ring and refine_pipeline return only plans within the budget, so a plan is dropped
+  // here only for holding more than the model's own total.
   std::optional<Plan> dropped;
   const auto drop_if_over_m = [&](std::optional<Plan>& c) {
     if (!c || c->totals.hbm_bytes <= auto_hbm_limit()) return;

@@ -290,6 +290,10 @@ TEST(CliBenchReports, RefusesReportFilesItCouldNotWriteOrWouldOverwrite) {
     EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "e.g. " + dir + "/bench.csv")) << cmd << "\n" << r.output;
   }
+  // A name already taken in the folder is not suggested.
+  dak::testing::run_shell("touch " + dir + "/bench.csv");
+  const RunResult taken = run_dak("bench gemm --csv " + dir, kNoGpu);
+  EXPECT_TRUE(contains(taken.output, "e.g. " + dir + "/bench-2.csv")) << taken.output;
   EXPECT_EQ(dak::testing::run_shell("cat " + dir + "/old.json").output, "keep me");
   EXPECT_NE(dak::testing::run_shell("ls " + dir + "/same 2>&1").exit_code, 0) << "a refused run created a file";
 }
