@@ -20,25 +20,27 @@ namespace {
 
 /// The command that remakes the --plan file for `model` at `shape` in `mode`, with the budget it was
 /// made with, written next to it (never over it).
-std::string replan_command(const Plan& plan, const OffloadArgs& a, const std::string& model,
-                           const RequestedShape& shape, const std::string& mode) {
+std::string replan_command(const Plan& plan, const OffloadArgs& a, const ModelConfig& config,
+                           const std::string& model, const RequestedShape& shape, const std::string& mode) {
   return plan_command_for(model, shape, mode, fresh_plan_file_name(a.plan_file, model),
-                          planned_budget_flags(plan.inputs));
+                          planned_budget_flags_for(plan.inputs, config, shape));
 }
 
 /// The plan's prediction is for the mode it was made for: a run in another mode would report it
 /// next to a different engine. Plan files before session 11 do not record their mode (accepted).
-void check_plan_mode(const Plan& plan, const OffloadArgs& a, const std::string& model, const RequestedShape& shape) {
+void check_plan_mode(const Plan& plan, const OffloadArgs& a, const ModelConfig& config, const std::string& model,
+                     const RequestedShape& shape) {
   if (plan.inputs.offload_mode.empty() || plan.inputs.offload_mode == a.mode) return;
   fail(fmt::format("the plan was made for --offload {}; this run asks for --offload {}", plan.inputs.offload_mode,
                    a.mode),
        a.plan_file,
        fmt::format("drop --offload {} (the run then takes the plan's mode), or make the plan for this mode: {}",
-                   a.mode, replan_command(plan, a, model, shape, a.mode)));
+                   a.mode, replan_command(plan, a, config, model, shape, a.mode)));
 }
 
 /// A plan fixes one batch and KV capacity per sequence: refused for a run of another shape.
-void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string& model, const RequestedShape& shape) {
+void check_plan_shape(const Plan& plan, const OffloadArgs& a, const ModelConfig& config, const std::string& model,
+                      const RequestedShape& shape) {
   const int64_t need = shape.prompt_len + shape.gen_len;
   const bool batch_differs = plan.inputs.batch != shape.batch, too_short = plan.inputs.max_context < need;
   if (!batch_differs && !too_short) return;
@@ -65,7 +67,8 @@ void check_plan_shape(const Plan& plan, const OffloadArgs& a, const std::string&
                         batch_differs ? "; and " : "", plan.inputs.max_context, need, from);
   }
   fail(what, a.plan_file,
-       other + "make the plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
+       other + "make the plan for this run: " +
+           replan_command(plan, a, config, model, shape, plan.inputs.offload_mode));
 }
 
 /// A --plan file against the run: its mode first (the fixes then suggest plans in the run's), the
@@ -77,10 +80,11 @@ void check_plan_for_run(const Plan& plan, const OffloadArgs& a, const ModelConfi
   if (plan.inputs.phase == Phase::kPrefill)
     fail("the plan was made for --phase prefill (it places and predicts the prefill); a run applies a decode "
          "plan",
-         a.plan_file, "make a decode plan for this run: " + replan_command(plan, a, model, shape, plan.inputs.offload_mode));
-  check_plan_mode(plan, a, model, shape);
+         a.plan_file,
+         "make a decode plan for this run: " + replan_command(plan, a, config, model, shape, plan.inputs.offload_mode));
+  check_plan_mode(plan, a, config, model, shape);
   check_plan_model(plan, config, model, a.plan_file, shape);
-  check_plan_shape(plan, a, model, shape);
+  check_plan_shape(plan, a, config, model, shape);
   check_plan_fields(plan, config, model, a.plan_file, shape);  // after the shape: an edited batch is named as one
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/capacity.h"
 #include "core/config_locator.h"
 #include "core/error.h"
 #include "core/hardware_profile.h"
@@ -684,6 +685,28 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
   return flags;
 }
 
+std::string planned_budget_flags_for(const PlanInputs& inputs, const ModelConfig& config,
+                                     const RequestedShape& shape) {
+  if (!inputs.cpu_offload_bytes || !inputs.offload_ratio) return planned_budget_flags(inputs);
+  StepShape step;
+  step.batch = shape.batch, step.prompt_len = shape.prompt_len, step.gen_len = std::max<int64_t>(2, shape.gen_len);
+  step.phase = Phase::kDecode, step.tile_rows = inputs.tile_rows, step.tile_n = inputs.tile_n;
+  int64_t movable = 0;
+  try {
+    const Capacity cap = compute_capacity(build_op_graph(config, step), std::max<int64_t>(1, inputs.gpu_memory_bytes));
+    movable = cap.splittable_weight_bytes + cap.kv_bytes;
+  } catch (const Error&) {
+    return planned_budget_flags(inputs);  // a shape the planner refuses: dak plan will say why
+  }
+  if (*inputs.cpu_offload_bytes <= movable) return planned_budget_flags(inputs);
+  PlanInputs as_ratio = inputs;
+  as_ratio.cpu_offload_bytes.reset();
+  const double r = *inputs.offload_ratio;
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(r)));  // 4 significant digits
+  as_ratio.offload_ratio = std::min(1.0, std::ceil(r * scale) / scale);
+  return planned_budget_flags(as_ratio);
+}
+
 std::string fresh_plan_file_name(const std::string& plan_file, const std::string& model) {
   namespace fs = std::filesystem;
   // The model's name: a file's stem, or the folder of a config.json (or of a folder given with a '/').
@@ -733,7 +756,7 @@ void check_plan_model(const Plan& plan, const ModelConfig& config, const std::st
        where,
        "make a plan for this model: " + plan_command_for(model, shape, plan.inputs.offload_mode,
                                                          fresh_plan_file_name(where, model),
-                                                         planned_budget_flags(plan.inputs)));
+                                                         planned_budget_flags_for(plan.inputs, config, shape)));
 }
 
 void check_plan_fields(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
@@ -751,7 +774,7 @@ void check_plan_fields(const Plan& plan, const ModelConfig& config, const std::s
        where,
        "make a new plan for this run: " + plan_command_for(model, shape, plan.inputs.offload_mode,
                                                           fresh_plan_file_name(where, model),
-                                                          planned_budget_flags(plan.inputs)));
+                                                          planned_budget_flags_for(plan.inputs, config, shape)));
 }
 
 }  // namespace dak

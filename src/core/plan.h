@@ -186,6 +186,14 @@ std::string plan_command_for(const std::string& model, const RequestedShape& sha
 /// '<file of profile NAME>' where an older plan records only a file's profile name.
 std::string planned_budget_flags(const PlanInputs& inputs);
 
+/// planned_budget_flags for a new plan of `config` at `shape`: where the plan recorded a
+/// --cpu-offload-gb amount that is more than `config` can move to the host at that shape (its
+/// splittable weights and KV cache), the plan's ratio instead (rounded up to 4 significant digits,
+/// at most 1), so that the suggested command runs (trial of session 49: a batch-8 plan's 0.26 GiB
+/// was suggested for a batch-1 run, which can move 0.25).
+std::string planned_budget_flags_for(const PlanInputs& inputs, const ModelConfig& config,
+                                     const RequestedShape& shape);
+
 /// A file name for a new plan that a fix suggests in place of the refused `plan_file` (the user's,
 /// which following the fix must not overwrite): in its folder, its stem, '-' and the name of `model`
 /// (a file's stem, or the folder of a config.json; characters other than letters, digits, '.', '-'

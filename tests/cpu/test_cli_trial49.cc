@@ -200,4 +200,36 @@ TEST(CliTrial49, IgnoreEosShowsTheSpecialTokensItGoesPast) {
   EXPECT_TRUE(contains(text, "<|im_end|>")) << text;
 }
 
+TEST(CliTrial49, ARedoFixAsksForNoMoreThanTheNewShapeCanMove) {
+  // Trial of session 49: a batch-8 plan of 0.26 GiB on the host (its limit ~0.2614) was redone for a
+  // batch-1 run with --cpu-offload-gb 0.26, which that shape cannot move (at most ~0.25): the fix now
+  // asks for the plan's ratio there, and the amount where it fits.
+  const std::string dir = ::testing::TempDir() + "dak_trial49_amounts";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string model =
+      (std::filesystem::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
+  const auto fix_command = [](const std::string& output) {
+    const std::string prefix = "make the plan for this run: dak plan ";
+    const size_t at = output.find(prefix);
+    if (at == std::string::npos) return std::string();
+    const size_t from = at + prefix.size() - 5;  // from "plan "
+    return output.substr(from, output.find('\n', from) - from);
+  };
+  for (const auto& [amount, flag] :
+       {std::pair{"0.26", "--offload-ratio 0.9"}, std::pair{"0.1", "--cpu-offload-gb 0.1 "}}) {
+    const std::string plan = dir + "/p" + amount + ".json";
+    ASSERT_EQ(run_dak("plan --model " + model + " --cpu-offload-gb " + amount + " --profile h200-default --output "
+                      "json > " + plan).exit_code,
+              0);
+    const RunResult r = run_dak("generate --model " + model + " --plan " + plan + " --prompt-ids 1 -n 3");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, flag)) << r.output;
+    const std::string command = fix_command(r.output);
+    ASSERT_FALSE(command.empty()) << r.output;
+    const RunResult followed = run_dak(command);  // the fix runs (it writes a new plan beside the old)
+    EXPECT_EQ(followed.exit_code, 0) << command << "\n" << followed.output;
+  }
+}
+
 }  // namespace
