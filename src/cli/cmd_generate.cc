@@ -583,9 +583,11 @@ void add_generate_command(CLI::App& app) {
       if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f
       if (text.empty()) {  // as -p '' is refused
         // Where: as the read errors of the file say it (the path; standard input (--prompt-file -)).
-        fail(stdin_file ? "standard input holds no prompt (nothing, or one newline)"
-                        : "the prompt file is empty (or holds one newline)",
-             stdin_file ? "standard input (--prompt-file " + path + ")" : path, "give a file with the prompt text");
+        fail(stdin_file ? "standard input holds no prompt (nothing, one newline, or a byte order mark alone)"
+                        : "the prompt file is empty (or holds one newline, or a byte order mark alone)",
+             stdin_file ? "standard input (--prompt-file " + path + ")" : path,
+             stdin_file ? "pipe the prompt text into dak (e.g. dak generate -f - < prompt.txt)"
+                        : "give a file with the prompt text");
       }
       return PromptInput{false, std::move(text),
                          stdin_file ? "--prompt-file " + path + " (standard input)" : "--prompt-file " + path};

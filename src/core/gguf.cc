@@ -292,6 +292,15 @@ void GgufFile::parse_image(const uint8_t* data, uint64_t size) {
   for (uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensor t;
     t.name = c.read_string(fmt::format("the name of tensor {}", i));
+    // A metadata key where a tensor name belongs: the header counts fewer metadata entries than the
+    // file holds (trial of session 49: kv_count 0 was refused for "tensor 'general.architecture' has
+    // 8 dimensions").
+    if (t.name.starts_with("general.") || t.name.starts_with("tokenizer.")) {
+      fail(fmt::format("tensor {}'s name '{}' is a metadata key: the header's metadata count ({}) is smaller than "
+                       "the metadata the file holds",
+                       i, t.name, n_kv),
+           file, kFixGguf);
+    }
     const std::string tw = "tensor '" + t.name + "'";
     if (!names.insert(t.name).second) fail(tw + " appears twice", file, kFixGguf);
     const uint32_t n_dims = c.read<uint32_t>("the dimension count of " + tw);

@@ -447,7 +447,16 @@ TEST(CliGenerate, PromptFilesAreTextPromptsInCommandLineOrder) {
         << other << "\n" << r.output;
   }
   refused("-p Hi -f " + (dir / "empty.txt").string(),
-          {"the prompt file is empty (or holds one newline)", "where: " + (dir / "empty.txt").string() + "\n"});
+          {"the prompt file is empty (or holds one newline, or a byte order mark alone)",
+           "where: " + (dir / "empty.txt").string() + "\n"});
+  // Standard input holding only a byte order mark: its own fix (trial of session 49).
+  const RunResult mark = dak::testing::run_shell("printf '\\357\\273\\277' | " + std::string(DAK_BINARY) +
+                                                 " generate --device cpu -n 2 -f - 2>&1");
+  EXPECT_EQ(mark.exit_code, 1) << mark.output;
+  EXPECT_TRUE(contains(mark.output, "standard input holds no prompt (nothing, one newline, or a byte order mark "
+                                    "alone)"))
+      << mark.output;
+  EXPECT_TRUE(contains(mark.output, "fix:   pipe the prompt text into dak")) << mark.output;
   // A path left out or glued on (trial 29b): named as such, a usage error, before CLI11 takes the
   // next option as the path and fails on its stray value (`-f -n 3`: "not expected: 3").
   struct Missing {

@@ -158,6 +158,21 @@ TEST(Gguf, RejectsAbsurdCounts) {
   const std::string arr =
       GgufBuilder().header(0, 1).str("big.array").u32(9).u32(4).u64(uint64_t(1) << 40).bytes();
   expect_error([&] { parse(arr); }, {"big.array", "elements"});
+  // A metadata count below the entries the file holds: the first key is read as a tensor's name
+  // (trial of session 49: kv_count 0 was refused for "tensor 'general.architecture' has 8 dimensions").
+  const std::string short_count = GgufBuilder()
+                                      .header(1, 0)
+                                      .kv_string("general.architecture", "llama")
+                                      .str("token_embd.weight")
+                                      .u32(2)
+                                      .u64(4)
+                                      .u64(4)
+                                      .u32(0)
+                                      .u64(0)
+                                      .bytes();
+  expect_error([&] { parse(short_count); },
+               {"tensor 0's name 'general.architecture' is a metadata key: the header's metadata count (0) is "
+                "smaller than the metadata the file holds"});
 }
 
 TEST(Gguf, RejectsStringLongerThanFile) {
