@@ -5,10 +5,11 @@
 // returns (up to 16), bf16 in / out, fp32 accumulate, y[N, M] = x[N, K] W[M, K]^T as gemm_cublaslt.cc
 // calls it, timed as a CUDA graph of 8 launches on 8 different weight copies (so W is never served
 // from the L2; one replay = 8 GEMMs), median of 9 replays after 2, next to the weight floor
-// bytes / B_g with B_g the TMA bulk stream of the same run (hbm_stream.h). Prints per candidate: rank,
-// us per GEMM, % of floor, tile / stages / split-K / cluster ids; then the first heuristic against the
-// best. Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/cublaslt_algo_probe.cu
-// build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcublasLt -lcuda -lfmt (tools/device/session48_d.sh).
+// bytes / B_g with B_g the TMA bulk stream of the same run (measure_hbm_bandwidth, gpu/bench.h).
+// Prints per candidate: rank, us per GEMM, % of floor, tile / stages / split-K / cluster ids; then the
+// first heuristic against the best. Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc
+// bench/cublaslt_algo_probe.cu build-gpu/libdak_gpu.a build-gpu/libdak_core.a -lcublasLt -lcuda -lfmt
+// (tools/device/session48_d.sh).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -18,8 +19,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "gpu/bench.h"
 #include "gpu/cuda_check.h"
-#include "gpu/kernels/hbm_stream.h"
 
 namespace {
 
@@ -37,37 +38,6 @@ constexpr int kCopies = 8;
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-/// Best of 5 TMA bulk streams over `bytes` of `src`, GB/s.
-double hbm_gbps(const void* src, size_t bytes) {
-  unsigned long long* sum = nullptr;
-  DAK_CUDA_CHECK(cudaMalloc(&sum, 8));
-  int dev = 0, sms = 0;
-  DAK_CUDA_CHECK(cudaGetDevice(&dev));
-  DAK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  dak::gpu::HbmStreamParams p;
-  p.g_src = src;
-  p.bytes = bytes;
-  p.chunk_bytes = 32 << 10;
-  p.stages = 4;
-  p.g_checksum = sum;
-  const int ctas = sms * std::max(1, dak::gpu::hbm_stream_ctas_per_sm(p.chunk_bytes, p.stages));
-  cudaEvent_t a, b;
-  DAK_CUDA_CHECK(cudaEventCreate(&a));
-  DAK_CUDA_CHECK(cudaEventCreate(&b));
-  double best = 0;
-  for (int r = 0; r < 6; ++r) {
-    DAK_CUDA_CHECK(cudaEventRecord(a));
-    dak::gpu::hbm_stream(p, ctas, nullptr);
-    DAK_CUDA_CHECK(cudaEventRecord(b));
-    DAK_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    DAK_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    if (r > 0) best = std::max(best, double(bytes) / (ms * 1e6));
-  }
-  DAK_CUDA_CHECK(cudaFree(sum));
-  return best;
 }
 
 int config_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
@@ -95,8 +65,10 @@ int main(int argc, char** argv) {
     DAK_CUDA_CHECK(cudaMalloc(&p, w_max));
     DAK_CUDA_CHECK(cudaMemset(p, 0x3c, w_max));  // bf16 0x3c3c ~ 0.0115
   }
-  const double bg = hbm_gbps(w[0], w_max) * 1e9;
-  std::printf("B_g %.1f GB/s (TMA bulk stream of %.0f MB, best of 5)\n", bg / 1e9, double(w_max) / 1e6);
+  // B_g as dak bench measures it (its TMA bulk-stream configurations, best launch), over a buffer of
+  // the largest weight's size.
+  const double bg = dak::gpu::measure_hbm_bandwidth(w_max, 5).best_bytes_per_s;
+  std::printf("B_g %.1f GB/s (TMA bulk stream of %.0f MB, measure_hbm_bandwidth)\n", bg / 1e9, double(w_max) / 1e6);
   void *x = nullptr, *y = nullptr, *ws = nullptr;
   const size_t ws_bytes = size_t(32) << 20;
   DAK_CUDA_CHECK(cudaMalloc(&x, size_t(8192) * 11008 * 2));

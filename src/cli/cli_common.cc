@@ -957,17 +957,18 @@ namespace {
 // `text` without a leading UTF-8 byte order mark, which editors on Windows write first and which is no
 // character of the text (trial of session 49: it was encoded into the prompt and echoed), with a notice.
 std::string without_byte_order_mark(std::string text, const std::string& where, const std::string& noun) {
-  if (text.compare(0, 3, "\xEF\xBB\xBF") != 0) return text;
+  if (!std::string_view(text).starts_with(kUtf8ByteOrderMark)) return text;
   // Checked here, where the byte can still be counted from the start of the input as the user's tools
   // count it (the callers' own check would count from after the mark).
-  if (const std::optional<size_t> bad = find_invalid_utf8(std::string_view(text).substr(3))) {
+  const size_t mark = kUtf8ByteOrderMark.size();
+  if (const std::optional<size_t> bad = find_invalid_utf8(std::string_view(text).substr(mark))) {
     fail(fmt::format("{} is not valid UTF-8 (byte {}, counted from the start with its byte order mark)", noun,
-                     *bad + 3),
+                     *bad + mark),
          where, "pass UTF-8 text (iconv -t UTF-8 converts other encodings)");
   }
   std::fprintf(stderr, "dak: notice: %s starts with a UTF-8 byte order mark (EF BB BF); it is left out of %s\n",
                where.c_str(), noun.c_str());
-  return text.substr(3);
+  return text.substr(mark);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8_text.h"
 
 namespace dak {
 namespace {
@@ -22,7 +23,7 @@ namespace {
 std::pair<size_t, size_t> line_column(const std::string& text, size_t at) {
   at = std::min(at, text.size());
   size_t line = 1, column = 1;
-  const size_t start = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  const size_t start = std::string_view(text).starts_with(kUtf8ByteOrderMark) ? kUtf8ByteOrderMark.size() : 0;
   for (size_t i = start; i < at; ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n' || (c == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) {

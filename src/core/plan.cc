@@ -542,6 +542,14 @@ namespace {
 
 /// The first difference between the operators `plan` records and those of `config` at the plan's
 /// shape, as a phrase ("22 layers in the plan, 2 in the loaded model"); "" when they agree.
+// The step shape a plan was made for (its graph is the planner's at that shape).
+StepShape plan_step_shape(const PlanInputs& in) {
+  StepShape s;
+  s.batch = in.batch, s.prompt_len = in.prompt_len, s.gen_len = in.gen_len;
+  s.phase = in.phase, s.tile_rows = in.tile_rows, s.tile_n = in.tile_n;
+  return s;
+}
+
 std::string first_model_difference(const Plan& plan, const ModelConfig& config) {
   const std::string arch = arch_name(config.arch);
   if (plan.inputs.arch != arch) {
@@ -550,14 +558,7 @@ std::string first_model_difference(const Plan& plan, const ModelConfig& config) 
   const auto layers = [](const auto& ops) {
     return std::count_if(ops.begin(), ops.end(), [](const auto& op) { return op.kind == OpKind::kAttention; });
   };
-  StepShape shape;
-  shape.batch = plan.inputs.batch;
-  shape.prompt_len = plan.inputs.prompt_len;
-  shape.gen_len = plan.inputs.gen_len;
-  shape.phase = plan.inputs.phase;
-  shape.tile_rows = plan.inputs.tile_rows;
-  shape.tile_n = plan.inputs.tile_n;
-  const OpGraph g = build_op_graph(config, shape);
+  const OpGraph g = build_op_graph(config, plan_step_shape(plan.inputs));
   if (layers(plan.ops) != layers(g.ops)) {
     return fmt::format("{} layers in the plan, {} in the loaded model", layers(plan.ops), layers(g.ops));
   }
@@ -618,7 +619,7 @@ std::string first_edited_field(const Plan& plan, const OpGraph& g) {
     };
     if (p.role != o.role)
       return fmt::format("operators[{}] ({}): role is '{}', where the planner writes '{}'", i, p.name, p.role, o.role);
-    const bool splittable = o.splittable;  // host_units is within the operator's units (op_from_json)
+    // host_units is within the operator's units (op_from_json), so host_rows() does not overflow.
     for (const std::string& s :
          {field("layer", p.layer, o.layer), field("m", p.m, o.m), field("n", p.n, o.n), field("k", p.k, o.k),
           field("batch", p.batch, o.batch), field("q_len", p.q_len, o.q_len), field("context", p.context, o.context),
@@ -626,9 +627,9 @@ std::string first_edited_field(const Plan& plan, const OpGraph& g) {
           field("unit_rows", p.unit_rows, o.unit_rows),
           // Against the host units (an edit of host_units shows here too: named with it).
           field(fmt::format("host_rows (for host_units {})", p.host_units), p.host_rows,
-                splittable ? o.host_rows(p.host_units) : 0),
+                o.splittable ? o.host_rows(p.host_units) : 0),
           field(fmt::format("host_bytes (for host_units {})", p.host_units), p.host_bytes,
-                splittable ? o.host_resident_bytes(p.host_units) : 0)}) {
+                o.splittable ? o.host_resident_bytes(p.host_units) : 0)}) {
       if (!s.empty()) return s;
     }
     host_bytes += p.host_bytes;
@@ -764,10 +765,7 @@ void check_plan_fields(const Plan& plan, const ModelConfig& config, const std::s
   // The model and the run's shape match (checked before): every field the planner derives from the
   // model and the plan's inputs must then be the planner's (trial of session 49: an operator's bytes
   // 1e12, layer -1 or batch -1 were accepted).
-  StepShape step;
-  step.batch = plan.inputs.batch, step.prompt_len = plan.inputs.prompt_len, step.gen_len = plan.inputs.gen_len;
-  step.phase = plan.inputs.phase, step.tile_rows = plan.inputs.tile_rows, step.tile_n = plan.inputs.tile_n;
-  const std::string edited = first_edited_field(plan, build_op_graph(config, step));
+  const std::string edited = first_edited_field(plan, build_op_graph(config, plan_step_shape(plan.inputs)));
   if (edited.empty()) return;
   fail("the plan's " + edited + " (a plan file edited by hand, here or in the inputs it derives from, damaged, or "
        "made for another checkpoint of the model)",

@@ -283,10 +283,16 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
   // took 3.41 ms all direct; a staged placement of 2.83 ms was dropped, said only by the trace).
   // fit_staging_ring and refine_pipeline return only plans within the budget, so a plan is dropped
   // here only for holding more than the model's own total.
-  std::optional<Plan> dropped;
+  struct Dropped {
+    double tpot_s = 0;
+    int64_t hbm_bytes = 0;
+  };
+  std::optional<Dropped> dropped;
   const auto drop_if_over_m = [&](std::optional<Plan>& c) {
     if (!c || c->totals.hbm_bytes <= auto_hbm_limit()) return;
-    if (!dropped || c->predicted_tpot_s < dropped->predicted_tpot_s) dropped = *c;
+    if (!dropped || c->predicted_tpot_s < dropped->tpot_s) {
+      dropped = Dropped{c->predicted_tpot_s, c->totals.hbm_bytes};
+    }
     if (trace) {
       std::fprintf(stderr, "dak: plan trace:   (not taken: %.1f MiB of HBM, more than the %.1f MiB without offload)\n",
                    double(c->totals.hbm_bytes) / double(1 << 20), double(cap.total_bytes) / double(1 << 20));
@@ -391,11 +397,11 @@ Plan Planner::plan(AllocatorKind allocator, std::optional<double> offload_ratio)
     }
   }
   if (trace) std::fprintf(stderr, "dak: plan trace: chosen: %s\n", best ? chosen.c_str() : "none fits");
-  if (best && dropped && dropped->predicted_tpot_s < 0.995 * best->predicted_tpot_s) {
+  if (best && dropped && dropped->tpot_s < 0.995 * best->predicted_tpot_s) {
     best->notes.push_back(fmt::format(
         "a placement with staged linears was predicted faster ({:.3f} ms) but not taken: with its HBM staging ring "
         "it holds {} of HBM, more than the {} the model needs without offload, so it would free no HBM",
-        dropped->predicted_tpot_s * 1e3, format_bytes(double(dropped->totals.hbm_bytes)),
+        dropped->tpot_s * 1e3, format_bytes(double(dropped->hbm_bytes)),
         format_bytes(double(capacity_.total_bytes))));
   }
   if (!best) {

@@ -10,6 +10,10 @@
 
 namespace dak {
 
+/// The UTF-8 byte order mark (U+FEFF encoded, EF BB BF) that some editors write at the start of a
+/// text file: no character of the text.
+inline constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
+
 /// Byte offset of the first invalid UTF-8 sequence in `s`, or nullopt when `s` is valid
 /// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
 std::optional<size_t> find_invalid_utf8(std::string_view s);

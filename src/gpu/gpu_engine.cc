@@ -79,7 +79,6 @@ bool attention_fuse_rope() {
   return on;
 }
 
-
 /// Whether qkv's epilogue may run RoPE and the KV append (TieredGemmRopeOut; same bits as the
 /// separate apply_rope_kv_append launch). DAK_ROPE_EPILOGUE=0 keeps the separate kernel (A/B runs).
 /// Measured on the H100: docs/perf-notes.md session 34.
