@@ -1,5 +1,6 @@
 // libFuzzer target: ModelConfig::from_hf_json on arbitrary JSON documents (a Hugging Face
 // config.json), then validate() and to_json() of what it accepts. Only dak::Error may escape.
+// Mutations edit the JSON values (json_mutator.h).
 // dak-fuzz-sources: core/model_config.cc core/json_file.cc
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "json_mutator.h"
 #include "core/model_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

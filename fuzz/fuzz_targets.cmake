@@ -18,6 +18,8 @@ function(dak_fuzz_targets fuzz_dir src_dir out_names)
   set(names)
   foreach(f IN LISTS files)
     get_filename_component(name "${f}" NAME_WE)
+    # Its source lines are read here: an edit of them re-runs the configure step.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${f}")
     file(STRINGS "${f}" src_lines REGEX "^// dak-fuzz-sources:")
     file(STRINGS "${f}" lib_lines REGEX "^// dak-fuzz-libs:")
     set(rel ${DAK_FUZZ_COMMON_SOURCES})

@@ -1,6 +1,7 @@
 // libFuzzer target: parse_hf_tokenizer_json (the tokenizer.json reader behind
 // load_hf_tokenizer_json) on arbitrary bytes, then, when a tokenizer comes out, encode and
 // decode a few fixed strings and the input itself through it. Only dak::Error may escape.
+// Mutations edit the JSON values where the input parses (json_mutator.h).
 // dak-fuzz-sources: core/bpe_tokenizer.cc core/pretokenizer.cc core/tokenizer_config.cc
 // dak-fuzz-sources: core/sentencepiece_tokenizer.cc core/gguf.cc core/utf8_text.cc
 // dak-fuzz-libs: pcre2-8 sentencepiece
@@ -12,6 +13,7 @@
 
 #include "core/bpe_tokenizer.h"
 #include "core/error.h"
+#include "json_mutator.h"
 
 namespace {
 

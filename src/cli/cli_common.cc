@@ -105,6 +105,9 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
           shipped_config_fix.empty() ? std::optional<std::string>(random_weights_flags) : std::nullopt);
     }
   }
+  // A tokenizer's or generation file of the model folder: named as what it is, with the folder as the
+  // fix (trial of session 50: tokenizer_config.json was called a model config without weights).
+  if (!given.empty() && std::filesystem::is_regular_file(p, ec)) refuse_model_folder_side_file(p, given, where);
   // A JSON file that is no safetensors index: a hardware profile or a plan is named with the option
   // that takes it; a model config (configs/llama-2-7b.json) has no weights, as a shipped name has none.
   if (p.extension() == ".json" && !p.filename().string().ends_with(".safetensors.index.json") &&

@@ -21,6 +21,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace {
 
@@ -294,6 +295,7 @@ std::optional<std::string> options_before_command(const CLI::App& app, int argc,
 
 int main(int argc, char** argv) {
   dak::cli::capture_stdout_errors();  // before anything is written: a failed write keeps its reason
+  dak::install_mapped_file_fault_handler();  // a model file cut short while read: an error, not "Bus error"
   // `--system=` is the empty system message (`--system ''`), but CLI11 reads an empty inline value
   // as none and takes the next word (session 31's trial: `--system= --ignore-eos` made the system
   // message "--ignore-eos", silently): given to it as `--system ''`. Words after `--` stay.

@@ -885,6 +885,14 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf) {
   tok->add_notice(ignored_eos_notice(ignored, source + "'s tokenizer.ggml.eot_token_id / eom_token_id",
                                      tok->vocab_size()));
   apply_gguf_add_eos(*tok, gguf, eos, source);
+  if (!gguf.find("tokenizer.ggml.pre")) {
+    // llama.cpp warns loudly here ("GENERATION QUALITY WILL BE DEGRADED"); dak said nothing (trial of
+    // session 50: "don't" became 3 tokens instead of the model's 2).
+    tok->add_notice(source + " names no pre-tokenizer (tokenizer.ggml.pre): its text is split as llama.cpp's "
+                             "'default' (GPT-2's split), which may give other tokens than the model's own "
+                             "tokenizer; convert the model with a current llama.cpp (convert_hf_to_gguf.py writes "
+                             "the key), or run its safetensors release");
+  }
   return tok;
 }
 

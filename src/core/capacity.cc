@@ -78,10 +78,10 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
                      format_bytes(double(profile.pinnable_host_bytes)), profile.name),
          "--model",
          pin_needed <= movable
-             ? fmt::format("use a profile whose host_memory.pinnable_bytes is at least {} (`dak profile "
+             ? fmt::format("use a profile whose host_memory.pinnable_bytes is at least {} ({}; `dak profile "
                            "--pin-test-gib N` measures up to N GiB, on a host with that much memory), or a smaller "
                            "model",
-                           at_least(pin_needed))
+                           pin_needed, format_bytes(double(pin_needed)))
              : std::string("use a smaller model: what cannot move to the host alone exceeds the GPU's free memory"));
   }
   if (cap.total_bytes - std::min(movable, profile.pinnable_host_bytes) > hbm_most)

@@ -15,11 +15,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/tensor_names.h"
 #include "core/gguf.h"
 #include "core/gguf_config.h"
+#include "core/json_file.h"
 #include "core/safetensors.h"
 
 namespace dak {
@@ -98,11 +100,28 @@ std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
+bool is_shard_name(const std::string& name);
+
+/// config.json's quantization_config.quant_method ("gptq", "awq", "fp8", ...), "" when it has none or
+/// the file cannot be read here (the config's own reader reports that).
+std::string quant_method_of(const fs::path& config_file) {
+  try {
+    const nlohmann::json j = read_json_file(config_file, "the model config", "");
+    const auto q = j.find("quantization_config");
+    if (q == j.end() || !q->is_object()) return "";
+    const auto m = q->find("quant_method");
+    return m != q->end() && m->is_string() ? m->get<std::string>() : std::string("unnamed");
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 /// Renames tensors saved without the "model." prefix of the *ForCausalLM wrapper (e.g.
 /// facebook/opt-* stores "decoder.layers.0..."), then checks every expected tensor is present
 /// with its expected shape. `gguf`: the config came from the file's own metadata (no config.json
 /// to blame: the fix says so).
-void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const std::string& where, bool gguf) {
+void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const std::string& where, bool gguf,
+                   const std::vector<UnreadTensor>& unread = {}, const std::string& quant_method = "") {
   const auto expected = expected_tensors(c);
   std::map<std::string_view, const Shape*> want;
   for (const auto& [name, shape] : expected) want[name] = &shape;
@@ -147,11 +166,63 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
                               unknown.size() == 1 ? "" : "s",
                               fmt::join(unknown.begin(), unknown.begin() + std::min<size_t>(unknown.size(), 3), ", "));
       }
+      std::string missing_fix = gguf || !defaulted.empty()
+                                    ? fix
+                                    : "check that the checkpoint is complete (all shards present) and matches its config";
+      if (!gguf) {
+        // In a dtype dak does not read: the tensor itself, or a quantized layout in its place (GPTQ /
+        // AWQ: <module>.qweight int32 beside scales and zeros; trial of session 50: both were told to
+        // convert to bf16 with model.to(torch.bfloat16), which changes neither).
+        const std::string module = name.ends_with(".weight") ? name.substr(0, name.size() - 7) : name;
+        const UnreadTensor* same = nullptr;
+        const UnreadTensor* in_place = nullptr;
+        for (const UnreadTensor& u : unread) {
+          if (u.name == name || "model." + u.name == name) same = &u;
+          if (!in_place && (u.name.starts_with(module + ".") || ("model." + u.name).starts_with(module + ".")))
+            in_place = &u;
+        }
+        const std::string quantized =
+            quant_method.empty() ? std::string() : " (config.json's quantization_config: quant_method '" + quant_method +
+                                                       "')";
+        const std::string read_what =
+            "dak reads bf16, fp16 and fp32 safetensors weights and GGUF files (quantized GGUF included)";
+        if (same && quantized.empty()) {
+          fail(fmt::format("tensor '{}' has dtype {}, which dak does not support (BF16, F16 and F32 only)", same->name,
+                           same->dtype),
+               same->file,
+               "convert the checkpoint to bf16, fp16 or fp32 (e.g. model.to(torch.bfloat16) and save_pretrained)");
+        }
+        if (same || in_place || !quantized.empty()) {
+          const UnreadTensor* u = same ? same : in_place;
+          fail(fmt::format("missing tensor '{}' ({} model, {} layers): the checkpoint holds quantized weights{}{}", name,
+                           arch_name(c.arch), c.num_layers,
+                           u ? fmt::format(" ('{}', {})", u->name, u->dtype) : std::string(), quantized),
+               where, read_what + ": use the model's unquantized release, or a GGUF conversion of it");
+        }
+        // What the files hold instead (trial of session 50): the name with a prefix before it (a PEFT
+        // model saved unmerged: "base_model.model.model.embed_tokens.weight"), or one shard given alone.
+        for (const TensorInfo& t : tensors) {
+          if (t.name.size() > name.size() && t.name.ends_with("." + name)) {
+            const std::string prefix = t.name.substr(0, t.name.size() - name.size());
+            after += fmt::format("; the checkpoint has '{}': its tensor names start with '{}'", t.name, prefix);
+            missing_fix = prefix.starts_with("base_model.")
+                              ? "this looks like a PEFT (LoRA) model saved unmerged: merge it into the base model "
+                                "(model.merge_and_unload()) and save_pretrained the result"
+                              : "save the model with transformers' save_pretrained (its tensor names have no '" +
+                                    prefix + "' prefix)";
+            break;
+          }
+        }
+        const std::string file = fs::path(where).filename().string();
+        if (is_shard_name(file) && missing_fix.starts_with("check that")) {
+          const fs::path folder = fs::path(where).has_parent_path() ? fs::path(where).parent_path() : fs::path(".");
+          after += fmt::format("; {} is one shard of a sharded checkpoint", file);
+          missing_fix = "give the folder that holds all the shards and model.safetensors.index.json: --model " +
+                        shell_word(folder.string());
+        }
+      }
       fail(fmt::format("missing tensor {} ({} model, {} layers){}", shown, arch_name(c.arch), c.num_layers, after),
-           where,
-           gguf || !defaulted.empty() ? fix
-                                      : "check that the checkpoint is complete (all shards present) and matches its "
-                                        "config");
+           where, missing_fix);
     }
     const TensorInfo& t = *it->second;
     if (t.shape != shape) {
@@ -210,15 +281,22 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::pat
   }
   config_ = ModelConfig::from_hf_file(config_file);
   std::map<std::string, std::string, std::less<>> where;  // tensor -> shard, for duplicates
+  const auto place = [&](const std::string& name, const fs::path& f) {
+    if (auto [it, inserted] = where.emplace(name, f.string()); !inserted) {
+      fail(fmt::format("tensor '{}' appears in two shards ({} and {})", name, fs::path(it->second).filename().string(),
+                       f.filename().string()),
+           path.string(), "re-download the checkpoint");
+    }
+  };
   for (const fs::path& f : files) {
     files_.push_back(SafetensorsFile::open(f));
     for (const SafetensorsTensor& st : files_.back()->tensors()) {
-      if (auto [it, inserted] = where.emplace(st.name, f.string()); !inserted) {
-        fail(fmt::format("tensor '{}' appears in two shards ({} and {})", st.name, it->second,
-                         f.filename().string()),
-             path.string(), "re-download the checkpoint");
-      }
+      place(st.name, f);
       tensors_.push_back(info_from(st, f));
+    }
+    for (const SafetensorsUnreadTensor& u : files_.back()->unread()) {
+      place(u.name, f);
+      unread_.push_back({u.name, u.dtype, u.shape, f.string()});
     }
   }
   if (index) {
@@ -235,6 +313,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::pat
     std::set<std::string, std::less<>> listed, needed;
     for (const auto& [name, shard] : index->weight_map) listed.insert(name);
     for (const auto& [name, shape] : expected_tensors(config_)) needed.insert(name);
+    std::erase_if(unread_, [&](const UnreadTensor& t) { return !listed.count(t.name); });
     std::erase_if(tensors_, [&](const TensorInfo& t) {
       if (listed.count(t.name)) return false;
       if (needed.count(t.name) || needed.count("model." + t.name)) {
@@ -245,7 +324,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::pat
       return true;
     });
   }
-  check_tensors(tensors_, config_, path.string(), false);
+  check_tensors(tensors_, config_, path.string(), false, unread_, quant_method_of(config_file));
 }
 
 GgufCheckpoint::GgufCheckpoint(const fs::path& path) {
@@ -366,6 +445,21 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
            path.string(), convert_weights_fix(other));
     }
+    // A Hugging Face cache folder (models--org--name, as huggingface_hub downloads it): the model is in
+    // snapshots/<revision>/ (trial of session 50).
+    if (examine_path(path / "snapshots") == fs::file_type::directory) {
+      std::vector<fs::path> revisions;
+      for (fs::directory_iterator it(path / "snapshots", ec), end; !ec && it != end; it.increment(ec))
+        revisions.push_back(it->path());
+      std::sort(revisions.begin(), revisions.end());
+      fail("folder has no model.safetensors, model.safetensors.index.json or .gguf: it looks like a Hugging Face "
+           "cache folder, which keeps each download in snapshots/<revision>/",
+           path.string(),
+           revisions.size() == 1 ? "give the snapshot folder: --model " + shell_word(revisions[0].string())
+           : revisions.empty()   ? std::string("its snapshots/ folder is empty: download the model again")
+                                 : fmt::format("give one of its {} snapshot folders, e.g. --model {}", revisions.size(),
+                                             shell_word(revisions.back().string())));
+    }
     fail("folder has no model.safetensors, model.safetensors.index.json or .gguf", path.string(), kFixOpen);
   }
   if (type != fs::file_type::regular) {
@@ -483,6 +577,23 @@ std::string mixed_weights_notice(const fs::path& path) {
   }
   std::sort(ggufs.begin(), ggufs.end());
   std::sort(safetensors.begin(), safetensors.end());
+  if (ggufs.empty() && sharded && model_safetensors) {
+    // model.safetensors beside an index that does not list it (trial of session 50): open() runs the
+    // index's shards, as vLLM does (it keeps the files the index lists); transformers' from_pretrained
+    // loads model.safetensors first. Said, with how to run the other one.
+    std::vector<std::string> shards;
+    try {
+      shards = SafetensorsIndex::read(path / "model.safetensors.index.json").shard_files();
+    } catch (const Error&) {
+      return "";  // a damaged index: opening it says what is wrong
+    }
+    if (std::find(shards.begin(), shards.end(), "model.safetensors") != shards.end()) return "";
+    return fmt::format("{} holds model.safetensors beside model.safetensors.index.json, which does not list it: using "
+                       "the index and its {} shard{} (as vLLM does; transformers would load model.safetensors), "
+                       "ignoring model.safetensors; to run it instead, give its path as the model (--model {})",
+                       path.string(), shards.size(), shards.size() == 1 ? "" : "s",
+                       shell_word((path / "model.safetensors").string()));
+  }
   if (ggufs.empty()) {
     // model.safetensors beside safetensors files of other names (trial 48: extra.safetensors; a LoRA
     // adapter, which dak does not apply): open() reads model.safetensors only.

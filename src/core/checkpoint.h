@@ -40,6 +40,15 @@ struct TensorInfo {
   int64_t num_elements() const;
 };
 
+/// A tensor of a safetensors checkpoint in a dtype dak does not read (SafetensorsUnreadTensor): not
+/// in Checkpoint::tensors(); refused only where the model needs it, else ignored (inspect lists it).
+struct UnreadTensor {
+  std::string name;            // as in the file
+  std::string dtype;           // e.g. "I64", "I32", "F8_E4M3"
+  std::vector<int64_t> shape;  // as in the file
+  std::string file;            // file it lives in
+};
+
 class Checkpoint {
  public:
   /// Opens a HF folder, a .safetensors file or a .gguf file. Throws dak::Error on anything
@@ -53,6 +62,8 @@ class Checkpoint {
   std::string_view format() const { return format_; }   // "safetensors" or "gguf"
   const std::filesystem::path& path() const { return path_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  /// Tensors in dtypes dak does not read, which the model does not use (UnreadTensor); empty for GGUF.
+  const std::vector<UnreadTensor>& unread_tensors() const { return unread_; }
   uint64_t total_bytes() const;
 
   const TensorInfo* find(std::string_view name) const;
@@ -71,6 +82,7 @@ class Checkpoint {
   std::string format_;
   std::filesystem::path path_;
   std::vector<TensorInfo> tensors_;
+  std::vector<UnreadTensor> unread_;
 };
 
 /// The one .gguf file directly inside folder `dir`, nullopt when there is none. Throws dak::Error
@@ -109,7 +121,9 @@ std::string convert_weights_fix(const std::string& file);
 /// ignored, and how to choose (a file's own path as the model picks it). Also when the folder holds
 /// one .gguf, which Checkpoint::open then runs, beside safetensors files of other names (e.g.
 /// weights.safetensors), which it ignores; and when model.safetensors (unsharded) is read beside
-/// safetensors files of other names (extra weights, a LoRA adapter), which it ignores. "" otherwise.
+/// safetensors files of other names (extra weights, a LoRA adapter), which it ignores; and when
+/// model.safetensors lies beside an index that does not list it (the index's shards are used, as in
+/// vLLM; transformers would load model.safetensors). "" otherwise.
 std::string mixed_weights_notice(const std::filesystem::path& path);
 
 }  // namespace dak

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <optional>
+#include <regex>
 
 #include "core/checkpoint.h"
 #include "core/error.h"
@@ -65,11 +66,40 @@ void fail_missing_model_path(const std::string& model, const std::string& option
       fs::is_symlink(fs::symlink_status(fs::path(model), ec))
           ? fmt::format(" (a symbolic link to '{}', which does not exist)", fs::read_symlink(fs::path(model), ec).string())
           : std::string();
+  // "org/name" with nothing there: a Hugging Face repository id, as transformers and vLLM take it
+  // (trial of session 50); dak reads local files only.
+  static const std::regex kRepoId(R"([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)");
+  const bool repo_id = link.empty() && std::regex_match(model, kRepoId) && fs::path(model).extension() != ".json" &&
+                       fs::path(model).extension() != ".gguf" && fs::path(model).extension() != ".safetensors";
   fail(fmt::format("no such file or folder: '{}'{}{}", model, link, relative), option,
        names_shipped ? fmt::format("give the shipped config's name instead, which works from any folder: {} {}{} (or "
                                    "check the path)",
                                    option, stem, *shipped_flags)
-                     : fix);
+       : repo_id ? fmt::format("{}; if '{}' is a Hugging Face repository: dak reads models from local files and "
+                               "downloads nothing, so download it first (e.g. huggingface-cli download {} --local-dir "
+                               "{}) and give that folder",
+                               fix, model, model, shell_word(fs::path(model).filename().string()))
+                 : fix);
+}
+
+void refuse_model_folder_side_file(const fs::path& path, const std::string& given, const std::string& option) {
+  static const std::pair<const char*, const char*> kSideFiles[] = {
+      {"tokenizer.json", "tokenizer"},
+      {"tokenizer_config.json", "tokenizer settings"},
+      {"special_tokens_map.json", "special tokens"},
+      {"generation_config.json", "generation settings"},
+      {"adapter_config.json", "adapter (LoRA) settings"},
+      {"preprocessor_config.json", "preprocessor settings"},
+      {"chat_template.json", "chat template"},
+  };
+  const std::string name = path.filename().string();
+  for (const auto& [file, holds] : kSideFiles) {
+    if (name != file) continue;
+    const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    fail(fmt::format("'{}' holds the model's {}, not its config (config.json) or weights", given, holds), option,
+         fmt::format("give the model folder instead, which holds config.json and the weights: {}",
+                     shell_word(folder.string())));
+  }
 }
 
 LocatedConfig locate_model_config(const std::string& model, const std::string& option) {
@@ -85,7 +115,11 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
     fs::path p = fs::absolute(model, ec);
     // A checkpoint's weights file (model.safetensors, or a shard) stands for its folder, whose
     // config.json holds the hyper-parameters (README: --model takes the file too).
-    if (p.extension() == ".safetensors" && fs::is_regular_file(p, ec)) p = p.parent_path();
+    // So does the index of a sharded checkpoint (dak generate runs it; trial of session 50).
+    if ((p.extension() == ".safetensors" || p.filename().string().ends_with(".safetensors.index.json")) &&
+        fs::is_regular_file(p, ec))
+      p = p.parent_path();
+    if (fs::is_regular_file(p, ec)) refuse_model_folder_side_file(fs::path(model), model, option);
     const bool dir = fs::is_directory(p, ec);
     out.path = dir ? p / "config.json" : p;
     out.name =

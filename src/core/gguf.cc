@@ -246,6 +246,14 @@ void GgufFile::parse_image(const uint8_t* data, uint64_t size) {
   c.read<uint32_t>("the magic number");
   version_ = c.read<uint32_t>("the version");
   if (version_ != 2 && version_ != 3) {
+    // A big-endian file (llama.cpp's convert --bigendian, for s390x) reads as a byte-swapped version.
+    const uint32_t swapped = __builtin_bswap32(version_);
+    if (swapped >= 1 && swapped <= 3) {
+      fail(fmt::format("a big-endian GGUF file (version {} with its bytes swapped); dak reads little-endian GGUF "
+                       "files",
+                       swapped),
+           file, "convert the model again without --bigendian (convert_hf_to_gguf.py writes little-endian by default)");
+    }
     fail(fmt::format("unsupported GGUF version {} (dak reads versions 2 and 3)", version_), file,
          "convert the model with a current llama.cpp (convert_hf_to_gguf.py writes version 3)");
   }
@@ -273,6 +281,7 @@ void GgufFile::parse_image(const uint8_t* data, uint64_t size) {
       fail(fmt::format("metadata key '{}' appears twice", key), file, kFixGguf);
     }
     kv_.emplace_back(std::move(key), std::move(v));
+    kv_float32_.push_back(type == kTypeF32);
   }
 
   uint64_t alignment = kDefaultAlignment;
@@ -395,6 +404,13 @@ const GgufValue* GgufFile::find(std::string_view key) const {
     if (k == key) return &v;
   }
   return nullptr;
+}
+
+bool GgufFile::is_float32(std::string_view key) const {
+  for (size_t i = 0; i < kv_.size(); ++i) {
+    if (kv_[i].first == key) return kv_float32_[i];
+  }
+  return false;
 }
 
 const GgufTensor* GgufFile::find_tensor(std::string_view name) const {

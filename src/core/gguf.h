@@ -53,6 +53,9 @@ class GgufFile {
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
 
   const GgufValue* find(std::string_view key) const;
+  /// True when `key` holds a scalar stored as float32 in the file (its GgufValue is the double it
+  /// widens to: 1e-5f reads 9.99999974737875e-06); false for float64, other types and missing keys.
+  bool is_float32(std::string_view key) const;
   const GgufTensor* find_tensor(std::string_view name) const;
 
   // Typed getters: throw dak::Error naming the key when it is missing or has another type.
@@ -78,6 +81,7 @@ class GgufFile {
   std::filesystem::path path_;
   uint32_t version_ = 0;
   std::vector<std::pair<std::string, GgufValue>> kv_;
+  std::vector<bool> kv_float32_;  // kv_[i] is a float32 scalar in the file
   std::vector<GgufTensor> tensors_;
 };
 

@@ -1,6 +1,8 @@
 #include "core/inspect.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -16,6 +18,17 @@
 namespace dak {
 
 namespace {
+
+/// A float32 metadata value (held widened to double) as the double of its shortest float32 decimal,
+/// so JSON shows the value the file's writer gave (1e-05, not 9.99999974737875e-06).
+double float32_as_written(double widened) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, float(widened));
+  if (r.ec != std::errc{}) return widened;
+  double d = widened;
+  std::from_chars(buf, r.ptr, d);
+  return std::isfinite(d) ? d : widened;
+}
 
 std::string human_bytes(uint64_t b) {
   const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -208,6 +221,14 @@ std::string inspect_text(const Checkpoint& ckpt) {
     line(fmt::format("  {:<10}  {} ({})", dt, grouped(b), human_bytes(b)));
   }
   line(fmt::format("parameters    {}", grouped(tot.params)));
+  if (!ckpt.unread_tensors().empty()) {
+    // In dtypes dak does not compute with and unused by the model (a position_ids buffer): not counted
+    // above, and not loaded (Checkpoint::unread_tensors).
+    line(fmt::format("not read      {} tensor{} in dtypes dak does not use, which the model does not need:",
+                     ckpt.unread_tensors().size(), ckpt.unread_tensors().size() == 1 ? "" : "s"));
+    for (const UnreadTensor& u : ckpt.unread_tensors())
+      line(fmt::format("  {}  {}  {}", utf8_safe(u.name), u.dtype, shape_str(u.shape)));
+  }
   return out;
 }
 
@@ -229,6 +250,11 @@ nlohmann::json inspect_json(const Checkpoint& ckpt) {
                        {"parameters", t.num_elements()}});
   }
   j["tensors"] = std::move(tensors);
+  json unread = json::array();
+  for (const UnreadTensor& u : ckpt.unread_tensors())
+    unread.push_back({{"name", utf8_safe(u.name)}, {"dtype", utf8_safe(u.dtype)}, {"shape", u.shape},
+                      {"file", utf8_safe(u.file)}});
+  j["unread_tensors"] = std::move(unread);
   const Totals tot = totals_of(ckpt);
   j["totals"] = {{"tensor_count", ckpt.tensors().size()},
                  {"total_bytes", tot.bytes},
@@ -246,6 +272,8 @@ nlohmann::json inspect_json(const Checkpoint& ckpt) {
                           std::is_same_v<T, std::vector<double>> ||
                           std::is_same_v<T, std::vector<std::string>>) {
               meta[utf8_safe(key)] = {{"array_length", x.size()}};
+            } else if constexpr (std::is_same_v<T, double>) {
+              meta[utf8_safe(key)] = g->is_float32(key) ? float32_as_written(x) : x;
             } else {
               meta[utf8_safe(key)] = x;
             }

@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstddef>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -41,6 +43,48 @@ std::pair<size_t, size_t> line_column(const std::string& text, size_t at) {
 /// `s` cut to 200 characters ("..." at the end): parser messages quote the input they read.
 std::string clip(std::string s) { return s.size() > 200 ? s.substr(0, 197) + "..." : s; }
 
+/// The SAX pass of parse_json_text: the first key given twice in one object, and nesting beyond
+/// kMaxJsonDepth (too_deep is called, and throws, before a value deeper than that opens: printing
+/// such a value in an error recurses once per level and would overflow the stack).
+struct KeyCheck : nlohmann::json_sax<nlohmann::json> {
+  std::vector<std::set<std::string>> open_objects;  // keys seen per open object
+  int depth = 0;                                    // arrays and objects open
+  std::string duplicate;
+  std::function<void()> too_deep;
+
+  bool open() {
+    if (depth >= kMaxJsonDepth) too_deep();
+    ++depth;
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_objects.emplace_back();
+    return open();
+  }
+  bool key(string_t& k) override {
+    if (duplicate.empty() && !open_objects.empty() && !open_objects.back().insert(k).second) duplicate = k;
+    return true;
+  }
+  bool end_object() override {
+    if (!open_objects.empty()) open_objects.pop_back();
+    --depth;
+    return true;
+  }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_array() override {
+    --depth;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& what, const std::string& path,
@@ -51,27 +95,18 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
          path, fix);
   }
   // Duplicate keys: nlohmann keeps the last one silently; a user's edit that repeats a field would
-  // then be half ignored. The parser callback sees every key with its object depth.
-  std::vector<std::set<std::string>> keys;  // keys seen per open object
-  std::string duplicate;
-  const nlohmann::json::parser_callback_t check = [&](int depth, nlohmann::json::parse_event_t event,
-                                                        nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    // Nesting far beyond any dak file: printing such a value (an error's "got ...") recurses once
-    // per level and would overflow the stack.
-    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth) {
-      fail(fmt::format("{} nests arrays or objects deeper than {} levels", what, kMaxJsonDepth), path, fix);
-    }
-    if (event == E::object_start) keys.emplace_back();
-    if (event == E::object_end && !keys.empty()) keys.pop_back();
-    if (event == E::key && !keys.empty() && duplicate.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-      duplicate = parsed.get<std::string>();
-    return true;
+  // then be half ignored. A SAX pass sees every key with its object, in linear time (a parser
+  // callback made nlohmann rescan the enclosing object at each member's end: a safetensors header of
+  // 200k tensors took minutes, the session-50 trial), then the document is parsed.
+  KeyCheck keys;
+  keys.too_deep = [&] {
+    fail(fmt::format("{} nests arrays or objects deeper than {} levels", what, kMaxJsonDepth), path, fix);
   };
   try {
-    nlohmann::json j = nlohmann::json::parse(text, check);
-    if (!duplicate.empty()) {
-      fail(fmt::format("{} has the key \"{}\" twice in one object", what, clip(duplicate)), path,
+    (void)nlohmann::json::sax_parse(text, &keys);  // a syntax error stops it: the parse below names it
+    nlohmann::json j = nlohmann::json::parse(text);
+    if (!keys.duplicate.empty()) {
+      fail(fmt::format("{} has the key \"{}\" twice in one object", what, clip(keys.duplicate)), path,
            "keep one of them (JSON readers disagree on which one wins)");
     }
     return j;

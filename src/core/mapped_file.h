@@ -26,4 +26,11 @@ class MappedFile {
   uint64_t size_ = 0;
 };
 
+/// Makes a SIGBUS raised by a read of a MappedFile's pages (the file became shorter while dak read it:
+/// truncated or replaced by another program, or its storage failed) end the process with dak's error
+/// format on stderr — what, the file (where), and a fix — and exit code 1, instead of "Bus error".
+/// A SIGBUS at any other address keeps the default action. Call once, from the program's main
+/// (the CLI); async-signal-safe inside the handler (a fixed table of the live mappings, write(2)).
+void install_mapped_file_fault_handler();
+
 }  // namespace dak

@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -263,8 +264,22 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
   std::string type = get_string(*rs, "rope_type", "", sub_where);
   const char* type_key = "rope_type";  // the key the file has, for the refusal below
   if (type.empty()) {
-    type = get_string(*rs, "type", "default", sub_where);
+    type = get_string(*rs, "type", "", sub_where);
     if (find_key(*rs, "type")) type_key = "type";
+  }
+  if (type.empty()) {
+    // No type: a section of only rope_theta (transformers 5 writes it) is the default rope; one with
+    // scaling keys (the session-50 trial's {"factor": 4.0}) was read as no scaling, silently, where
+    // transformers fails to build the rotary embedding (its rope type is None).
+    for (const auto& [key, value] : rs->items()) {
+      if (key == "rope_theta") continue;
+      fail(fmt::format("{} has '{}' but no 'rope_type' (or 'type'): which scaling it means is not said", section,
+                       key),
+           field_where(where, section),
+           "add \"rope_type\" to it in config.json (\"linear\", \"llama3\" or \"yarn\", as the model's "
+           "repository gives it), or remove the section for no scaling");
+    }
+    return;
   }
   if (type == "default") return;
   if (type == "linear") {
@@ -501,6 +516,9 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string
     const bool present = find_key(j, key) || (opt && std::string(key) == "hidden_size" && find_key(j, "d_model"));
     if (!present) c.defaulted_sizes.push_back(key);
   }
+  // Absent (not null, which means "as many as the heads"): the class default, llama's = the heads,
+  // mistral's 8, qwen2's 32 (trial of session 50: a mismatch it caused did not say so).
+  if (!opt && !j.contains("num_key_value_heads")) c.defaulted_sizes.push_back("num_key_value_heads");
   c.validate(where);
   return c;
 }
@@ -544,10 +562,18 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
   positive(num_kv_heads, "num_key_value_heads");
   positive(head_dim, "head_dim");
   positive(max_position_embeddings, "max_position_embeddings");
-  if (num_heads % num_kv_heads != 0)
-    fail("num_attention_heads " + std::to_string(num_heads) +
-             " is not a multiple of num_key_value_heads " + std::to_string(num_kv_heads),
-         field_where(where, "num_key_value_heads"), fix);
+  if (num_heads % num_kv_heads != 0) {
+    const bool defaulted =
+        std::find(defaulted_sizes.begin(), defaulted_sizes.end(), "num_key_value_heads") != defaulted_sizes.end();
+    fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}{}", num_heads, num_kv_heads,
+                     defaulted ? fmt::format(" (config.json has no num_key_value_heads: {} is the transformers "
+                                             "default of model_type {})",
+                                             num_kv_heads, arch_name(arch))
+                               : ""),
+         defaulted ? where : field_where(where, "num_key_value_heads"),
+         defaulted ? "add num_key_value_heads to config.json with the checkpoint's value (its k_proj rows / head_dim)"
+                   : fix);
+  }
   if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
     fail(fmt::format("normalization epsilon {} must be a positive finite number", norm_eps),
          field_where(where, "rms_norm_eps"), fix);

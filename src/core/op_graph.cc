@@ -14,7 +14,8 @@ namespace {
 
 constexpr int64_t kBf16Bytes = 2;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// a >= 0, b >= 1; no overflow for any such pair (a plan file may give tile_n 2^63 - 1: fuzz_plan_json).
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 // HF tensor-name prefix of the decoder stack.
 std::string model_prefix(const ModelConfig& c) { return c.arch == Arch::kOpt ? "model.decoder." : "model."; }

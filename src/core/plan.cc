@@ -159,7 +159,7 @@ PlanOp op_from_json(const json& j, const std::string& where) {
   // negative unit counts through).
   if (!(o.host_fraction >= 0.0 && o.host_fraction <= 1.0)) r.bad("host_fraction", "is outside [0, 1]");
   if (o.split_rows < 0 || o.unit_rows < 0 || o.host_units < 0 ||
-      (o.unit_rows > 0 && o.host_units > (o.split_rows + o.unit_rows - 1) / o.unit_rows))
+      (o.unit_rows > 0 && o.host_units > o.split_rows / o.unit_rows + (o.split_rows % o.unit_rows != 0)))
     r.bad("host_units", "is negative or more than the operator's units (split_rows / unit_rows)");
   for (const auto& t : o.tensors) {
     if (t.rows < 0 || t.rows > o.split_rows) r.bad("tensors", "has a tensor with rows outside [0, split_rows]");
@@ -540,8 +540,6 @@ Plan Plan::load(const std::string& path, std::vector<std::string>* unknown_field
 
 namespace {
 
-/// The first difference between the operators `plan` records and those of `config` at the plan's
-/// shape, as a phrase ("22 layers in the plan, 2 in the loaded model"); "" when they agree.
 // The step shape a plan was made for (its graph is the planner's at that shape).
 StepShape plan_step_shape(const PlanInputs& in) {
   StepShape s;
@@ -550,6 +548,8 @@ StepShape plan_step_shape(const PlanInputs& in) {
   return s;
 }
 
+/// The first difference between the operators `plan` records and those of `config` at the plan's
+/// shape, as a phrase ("22 layers in the plan, 2 in the loaded model"); "" when they agree.
 std::string first_model_difference(const Plan& plan, const ModelConfig& config) {
   const std::string arch = arch_name(config.arch);
   if (plan.inputs.arch != arch) {
@@ -605,10 +605,18 @@ std::string first_model_difference(const Plan& plan, const ModelConfig& config) 
 
 // The first field of `plan` that the planner, given the plan's own model and step shape (`g`, whose
 // operators first_model_difference found to match), could not have written: an operator's layer, role,
-// shape, bytes or unit rows, its host rows and bytes against its host units, or the host bytes in
-// total. "" if none: the plan is the planner's, or an edit of only its placement and predictions.
+// shape, bytes, step bytes, FLOPs or unit rows, its host rows, bytes and fraction against its host units,
+// the capacity at the plan's budget, and the totals that follow from the operators' placement and paths
+// (host bytes per path, host ratio, staging ring, HBM bytes, step bytes). "" if none: the plan is the
+// planner's, or an edit of only its placement (with what follows from it) and predictions.
 std::string first_edited_field(const Plan& plan, const OpGraph& g) {
-  int64_t host_bytes = 0;
+  // Doubles the planner computes the same way each time; the JSON keeps them exactly (shortest round
+  // trip), so a difference beyond rounding is an edit.
+  const auto differs = [](double in_plan, double planned) {
+    return !(std::abs(in_plan - planned) <= 1e-12 * std::max(std::abs(in_plan), std::abs(planned)));
+  };
+  PlanTotals sums;  // what the operators' placement and paths give
+  int64_t largest_staged = 0;
   for (size_t i = 0; i < plan.ops.size() && i < g.ops.size(); ++i) {
     const PlanOp& p = plan.ops[i];
     const Op& o = g.ops[i];
@@ -617,26 +625,74 @@ std::string first_edited_field(const Plan& plan, const OpGraph& g) {
                                 : fmt::format("operators[{}] ({}): {} is {}, where the planner writes {}", i, p.name,
                                               name, in_plan, planned);
     };
+    const auto real_field = [&](const std::string& name, double in_plan, double planned) {
+      return !differs(in_plan, planned) ? std::string()
+                                        : fmt::format("operators[{}] ({}): {} is {}, where the planner writes {}", i,
+                                                      p.name, name, in_plan, planned);
+    };
     if (p.role != o.role)
       return fmt::format("operators[{}] ({}): role is '{}', where the planner writes '{}'", i, p.name, p.role, o.role);
     // host_units is within the operator's units (op_from_json), so host_rows() does not overflow.
+    const int64_t host_rows = o.splittable ? o.host_rows(p.host_units) : 0;
     for (const std::string& s :
          {field("layer", p.layer, o.layer), field("m", p.m, o.m), field("n", p.n, o.n), field("k", p.k, o.k),
           field("batch", p.batch, o.batch), field("q_len", p.q_len, o.q_len), field("context", p.context, o.context),
           field("bytes", p.bytes, o.resident_bytes), field("fixed_bytes", p.fixed_bytes, o.fixed_bytes),
-          field("unit_rows", p.unit_rows, o.unit_rows),
+          real_field("step_bytes", p.step_bytes, o.step_bytes * double(o.passes)),
+          real_field("flops", p.flops, o.flops), field("unit_rows", p.unit_rows, o.unit_rows),
           // Against the host units (an edit of host_units shows here too: named with it).
-          field(fmt::format("host_rows (for host_units {})", p.host_units), p.host_rows,
-                o.splittable ? o.host_rows(p.host_units) : 0),
+          field(fmt::format("host_rows (for host_units {})", p.host_units), p.host_rows, host_rows),
           field(fmt::format("host_bytes (for host_units {})", p.host_units), p.host_bytes,
-                o.splittable ? o.host_resident_bytes(p.host_units) : 0)}) {
+                o.splittable ? o.host_resident_bytes(p.host_units) : 0),
+          real_field(fmt::format("host_fraction (for host_units {})", p.host_units), p.host_fraction,
+                     o.split_rows > 0 ? double(host_rows) / double(o.split_rows) : 0.0)}) {
       if (!s.empty()) return s;
     }
-    host_bytes += p.host_bytes;
+    sums.host_bytes += p.host_bytes;
+    if (p.path == DataPath::kDirect) sums.direct_host_bytes += p.host_bytes;
+    if (p.path == DataPath::kStaged) sums.staged_host_bytes += p.host_bytes;
+    if (p.path == DataPath::kZeroCopy) sums.zero_copy_host_bytes += p.host_bytes;
+    if (p.path == DataPath::kStaged) largest_staged = std::max(largest_staged, p.host_bytes);
   }
-  if (plan.totals.host_bytes != host_bytes)
-    return fmt::format("totals: host_bytes is {}, but its operators' host_bytes add up to {}", plan.totals.host_bytes,
-                       host_bytes);
+  // The capacity the planner computes for the model at the plan's budget (Plan::load has checked that
+  // inputs.gpu_memory_bytes is that budget).
+  const Capacity cap = compute_capacity(g, std::max<int64_t>(1, plan.capacity.hbm_budget_bytes));
+  const Capacity& pc = plan.capacity;
+  const auto whole = [](const char* part, const std::string& name, int64_t in_plan, int64_t planned) {
+    return in_plan == planned ? std::string()
+                              : fmt::format("{}: {} is {}, where the planner writes {}", part, name, in_plan, planned);
+  };
+  const auto real = [&](const char* part, const std::string& name, double in_plan, double planned) {
+    return !differs(in_plan, planned) ? std::string()
+                                      : fmt::format("{}: {} is {}, where the planner writes {}", part, name, in_plan,
+                                                    planned);
+  };
+  const PlanTotals& t = plan.totals;
+  const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;
+  sums.staging_ring_bytes = kStagingRingSlots * largest_staged;
+  for (const std::string& s : {
+           whole("capacity", "weight_bytes", pc.weight_bytes, cap.weight_bytes),
+           whole("capacity", "splittable_weight_bytes", pc.splittable_weight_bytes, cap.splittable_weight_bytes),
+           whole("capacity", "kv_bytes", pc.kv_bytes, cap.kv_bytes),
+           whole("capacity", "workspace_bytes", pc.workspace_bytes, cap.workspace_bytes),
+           whole("capacity", "total_bytes", pc.total_bytes, cap.total_bytes),
+           whole("capacity", "required_host_bytes", pc.required_host_bytes, cap.required_host_bytes),
+           real("capacity", "global_ratio", pc.global_ratio, cap.global_ratio),
+           whole("totals", "host_bytes (the sum of its operators' host_bytes)", t.host_bytes, sums.host_bytes),
+           whole("totals", "direct_host_bytes (the sum over its direct-path operators)", t.direct_host_bytes,
+                 sums.direct_host_bytes),
+           whole("totals", "staged_host_bytes (the sum over its staged operators)", t.staged_host_bytes,
+                 sums.staged_host_bytes),
+           whole("totals", "zero_copy_host_bytes (the sum over its zero_copy operators)", t.zero_copy_host_bytes,
+                 sums.zero_copy_host_bytes),
+           real("totals", "host_ratio", t.host_ratio, movable > 0 ? double(sums.host_bytes) / double(movable) : 0.0),
+           whole("totals", fmt::format("staging_ring_bytes ({} slots of the largest staged host part)", kStagingRingSlots),
+                 t.staging_ring_bytes,
+                 sums.staging_ring_bytes),
+           whole("totals", "hbm_bytes", t.hbm_bytes, cap.total_bytes - sums.host_bytes + sums.staging_ring_bytes),
+           real("totals", "step_bytes", t.step_bytes, g.step_model_bytes())}) {
+    if (!s.empty()) return s;
+  }
   return "";
 }
 

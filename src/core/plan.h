@@ -216,9 +216,12 @@ void check_plan_model(const Plan& plan, const ModelConfig& config, const std::st
 
 /// Refuses a `plan` (already matched to `config` by check_plan_model) whose derived fields the planner
 /// could not have written for the plan's own inputs: per operator its layer, role, m / n / k, batch,
-/// q_len, context, bytes, fixed_bytes, unit_rows, and host_rows / host_bytes against its host_units;
-/// and totals.host_bytes against their sum. Throws dak::Error (where = `where`) naming operators[i]
-/// (name) and the field, with the command that makes a new plan for the run's `shape`.
+/// q_len, context, bytes, step_bytes, flops, fixed_bytes, unit_rows, and host_rows / host_bytes /
+/// host_fraction against its host_units; the capacity (compute_capacity at the plan's budget); the
+/// totals that follow from the operators (host bytes in all and per data path, host_ratio,
+/// staging_ring_bytes, hbm_bytes, step_bytes). Predictions are not checked. Throws dak::Error (where =
+/// `where`) naming operators[i] (name), `capacity` or `totals` and the field with the planner's value,
+/// and the command that makes a new plan for the run's `shape`.
 void check_plan_fields(const Plan& plan, const ModelConfig& config, const std::string& model, const std::string& where,
                        const RequestedShape& shape);
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,11 +22,23 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // safetensors' MAX_HEADER_SI
 const char* const kFixSafetensors =
     "the file is truncated or corrupt: re-download it or re-save it with the safetensors library";
 
-/// Element type of a safetensors dtype string; throws for the ones dak does not read.
-DType parse_dtype(const std::string& s, const std::string& tensor, const std::string& file) {
+/// Element type of a safetensors dtype string dak reads (BF16, F16, F32); nullopt for the other
+/// dtypes of the format, whose element bytes `other_bytes` gets (a tensor dak leaves unread); throws
+/// for a string the format does not define.
+std::optional<DType> parse_dtype(const std::string& s, const std::string& tensor, const std::string& file,
+                                 uint64_t& other_bytes) {
   if (s == "BF16") return DType::kBF16;
   if (s == "F16") return DType::kF16;
   if (s == "F32") return DType::kF32;
+  static const std::pair<const char*, uint64_t> kOther[] = {
+      {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2}, {"U16", 2},
+      {"I32", 4},  {"U32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
+  for (const auto& [name, bytes] : kOther) {
+    if (s == name) {
+      other_bytes = bytes;
+      return std::nullopt;
+    }
+  }
   fail(fmt::format("tensor '{}' has dtype {}, which dak does not support (BF16, F16 and F32 only)",
                    tensor, s),
        file, "convert the checkpoint to bf16, fp16 or fp32 (e.g. model.to(torch.bfloat16) and "
@@ -86,6 +100,7 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
 
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_size = size - data_start;
+  std::vector<SafetensorsTensor> spans;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) fail("__metadata__ is not a JSON object", file, kFixSafetensors);
@@ -113,7 +128,9 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
     }
     SafetensorsTensor t;
     t.name = name;
-    t.dtype = parse_dtype(dt->get<std::string>(), name, file);
+    uint64_t other_bytes = 0;
+    const std::optional<DType> dtype = parse_dtype(dt->get<std::string>(), name, file, other_bytes);
+    t.dtype = dtype.value_or(DType::kF32);
     uint64_t n_elems = 1;
     for (const auto& d : *sh) {
       const uint64_t v = json_u64(d, "a dimension of " + tw, file);
@@ -136,7 +153,7 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
                        tw, begin, end, data_size),
            file, kFixSafetensors);
     }
-    const uint64_t elem = uint64_t(dtype_block_bytes(t.dtype));
+    const uint64_t elem = dtype ? uint64_t(dtype_block_bytes(t.dtype)) : other_bytes;
     if (n_elems > std::numeric_limits<uint64_t>::max() / elem || end - begin != n_elems * elem) {
       fail(fmt::format("{} ({} {}) spans {} bytes, but its shape and dtype need {} bytes", tw,
                        dt->get<std::string>(), sh->dump(), end - begin,
@@ -148,15 +165,20 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
     t.offset = data_start + begin;
     t.bytes = end - begin;
     t.data = data + t.offset;
-    tensors_.push_back(std::move(t));
+    if (!dtype) unread_.push_back({t.name, dt->get<std::string>(), t.shape});
+    spans.push_back(t);  // every tensor's bytes, read or not, for the overlap check
+    if (dtype) tensors_.push_back(std::move(t));
   }
 
   std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) {
     return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
   });
-  for (size_t i = 1; i < tensors_.size(); ++i) {
-    const SafetensorsTensor& a = tensors_[i - 1];
-    const SafetensorsTensor& b = tensors_[i];
+  std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
+  });
+  for (size_t i = 1; i < spans.size(); ++i) {
+    const SafetensorsTensor& a = spans[i - 1];
+    const SafetensorsTensor& b = spans[i];
     if (a.offset + a.bytes > b.offset) {
       fail(fmt::format("tensors '{}' and '{}' overlap (data bytes {}..{} and {}..{})", a.name,
                        b.name, a.offset - data_start, a.offset + a.bytes - data_start,

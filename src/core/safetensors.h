@@ -38,6 +38,16 @@ struct SafetensorsTensor {
   const uint8_t* data = nullptr;  // into the mapping (unaligned: read with memcpy)
 };
 
+/// A tensor whose dtype dak does not compute with (integers, bool, fp8, f64): kept out of
+/// SafetensorsFile::tensors(), its entry and bytes checked like the others'. A checkpoint refuses it
+/// only where the model needs it (GPTQ's int32 qweight beside a missing weight, an f64 weight); one the
+/// model does not use (a position_ids buffer) is ignored, as transformers ignores unexpected keys.
+struct SafetensorsUnreadTensor {
+  std::string name;            // as in the header
+  std::string dtype;           // the header's dtype string, e.g. "I64"
+  std::vector<int64_t> shape;  // as in the header
+};
+
 class SafetensorsFile {
  public:
   /// Maps and parses `path`. Throws dak::Error on any malformed header or tensor entry.
@@ -51,6 +61,8 @@ class SafetensorsFile {
   const std::filesystem::path& path() const { return path_; }
   /// Tensors in data-offset order.
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
+  /// The tensors of dtypes dak does not read (SafetensorsUnreadTensor), in header order.
+  const std::vector<SafetensorsUnreadTensor>& unread() const { return unread_; }
   /// The optional "__metadata__" string map (e.g. {"format": "pt"}).
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   /// nullptr when absent.
@@ -63,6 +75,7 @@ class SafetensorsFile {
   std::unique_ptr<MappedFile> file_;  // null for parse()
   std::filesystem::path path_;
   std::vector<SafetensorsTensor> tensors_;
+  std::vector<SafetensorsUnreadTensor> unread_;
   std::map<std::string, std::string> metadata_;
 };
 

@@ -185,8 +185,13 @@ std::unique_ptr<SentencePieceTokenizer> make_from_proto(std::string_view seriali
     } else if (const size_t bracket = why.find(") ["); why.rfind("./", 0) == 0 && bracket != std::string::npos) {
       why = why.substr(bracket + 3, why.size() - bracket - 3 - (why.back() == ']' ? 1 : 0));
     }
+    // A GGUF file's vocabulary (source "... (tokenizer.ggml.* as SentencePiece)") has no tokenizer.model
+    // to restore (trial of session 50).
+    const bool gguf = source.find("tokenizer.ggml.") != std::string::npos;
     fail("not a valid SentencePiece model: " + why, source,
-         "restore tokenizer.model from the model's repository, or pass token ids with --prompt-ids");
+         gguf ? "the GGUF file's tokenizer metadata is damaged or incomplete: re-convert or re-download the file, "
+                "or pass token ids with --prompt-ids"
+              : "restore tokenizer.model from the model's repository, or pass token ids with --prompt-ids");
   }
   if (sp->GetPieceSize() <= 0) fail("the SentencePiece model has no pieces", source, "restore the file");
   return std::make_unique<SentencePieceTokenizer>(std::move(sp), source);

@@ -699,6 +699,30 @@ TEST(Inspect, ListsEveryTensorAndTotals) {
   (void)j.dump();  // must serialize (valid UTF-8 everywhere)
 }
 
+TEST(Inspect, ShowsFloat32MetadataAsTheFileWroteIt) {
+  // Session-49 trial: a float32 value (the epsilon 1e-5f) was shown widened to double,
+  // 9.99999974737875e-06; float64 values are shown as they are.
+  const auto ck = Checkpoint::open(tiny_gguf());
+  const GgufFile& g = *ck->gguf();
+  ASSERT_TRUE(g.is_float32("dak.test.f32"));
+  EXPECT_FALSE(g.is_float32("dak.test.f64"));
+  EXPECT_FALSE(g.is_float32("general.architecture"));
+  EXPECT_FALSE(g.is_float32("no.such.key"));
+  EXPECT_EQ(std::get<double>(*g.find("dak.test.f32")), double(0.1f));  // the parsed value stays exact
+  const json meta = inspect_json(*ck)["gguf"]["metadata"];
+  EXPECT_EQ(meta["dak.test.f32"].get<double>(), 0.1);
+  EXPECT_EQ(meta["dak.test.f64"].get<double>(), 0.1);
+  EXPECT_EQ(meta["llama.attention.layer_norm_rms_epsilon"].get<double>(), 1e-5);
+  EXPECT_NE(meta.dump().find("\"dak.test.f32\":0.1,"), std::string::npos) << meta.dump();
+
+  // The widened value written as float64 is the file's value and is shown as such.
+  ScratchDir dir;
+  write_bytes(dir / "wide.gguf", edited_tiny_gguf({{"dak.test.f32", GgufValue(double(0.1f))}}));
+  const auto wide = Checkpoint::open(dir / "wide.gguf");
+  EXPECT_FALSE(wide->gguf()->is_float32("dak.test.f32"));
+  EXPECT_EQ(inspect_json(*wide)["gguf"]["metadata"]["dak.test.f32"].get<double>(), double(0.1f));
+}
+
 TEST(Inspect, ListsTensorsByLayerWhateverTheFileOrder) {
   // Session-24 trial: the single-file fixture listed layer 1 before layer 0 (its file order), the
   // sharded one was in order. Both now list the embeddings, then each layer by number and name, then

@@ -65,11 +65,12 @@ TEST(CliTrial25b, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   // Following it: a profile that pins the amount named plans this shape.
   const std::string fix = fix_line(r.output);
   const size_t at = fix.find("at least ") + 9;
-  const std::string amount = fix.substr(at, fix.find(' ', at) - at);  // e.g. "618.12GiB"
-  ASSERT_EQ(amount.substr(amount.size() - 3), "GiB") << fix;
+  // The field's own unit, bytes, then the size in words (session 50: "8406909.47GiB" read badly).
+  const std::string amount = fix.substr(at, fix.find(' ', at) - at);  // e.g. "663702568960"
+  ASSERT_EQ(amount.find_first_not_of("0123456789"), std::string::npos) << fix;
+  EXPECT_TRUE(contains(fix, amount + " (") && contains(fix, " GiB; `dak profile")) << fix;
   nlohmann::json profile = nlohmann::json::parse(std::ifstream(kConfigs + "/../profiles/h200-default.json"));
-  profile["host_memory"]["pinnable_bytes"] =
-      int64_t(std::ceil(std::stod(amount.substr(0, amount.size() - 3)) * double(int64_t(1) << 30)));
+  profile["host_memory"]["pinnable_bytes"] = std::stoll(amount);
   std::ofstream(dir + "big_pin.json") << profile.dump();
   const RunResult followed = run_dak("plan --model " + dir + "cfg_405b.json --batch 1 --prompt-len 1 --gen-len 2 "
                                      "--profile " + dir + "big_pin.json");

@@ -103,7 +103,22 @@ TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
       {[&](nlohmann::json& j) { j["operators"][qkv]["layer"] = -1; }, at + ": layer is -1, where the planner writes 0"},
       {[&](nlohmann::json& j) { j["operators"][qkv]["context"] = -1; }, at + ": context is -1"},
       {[&](nlohmann::json& j) { j["operators"][qkv]["role"] = "o_proj"; }, at + ": role is 'o_proj'"},
-      {[&](nlohmann::json& j) { j["totals"]["host_bytes"] = 1; }, "totals: host_bytes is 1, but its operators'"},
+      {[&](nlohmann::json& j) { j["totals"]["host_bytes"] = 1; },
+       "totals: host_bytes (the sum of its operators' host_bytes) is 1, where the planner writes"},
+      // Session 50: the other fields that follow from the model, the budget and the placement.
+      {[&](nlohmann::json& j) { j["operators"][qkv]["step_bytes"] = 5.0; }, at + ": step_bytes is 5, where"},
+      {[&](nlohmann::json& j) { j["operators"][qkv]["flops"] = 0.0; }, at + ": flops is 0, where"},
+      {[&](nlohmann::json& j) { j["operators"][qkv]["host_fraction"] = 0.75; },
+       at + ": host_fraction (for host_units "},
+      {[&](nlohmann::json& j) { j["capacity"]["workspace_bytes"] = 7; },
+       "the plan's capacity: workspace_bytes is 7, where the planner writes"},
+      {[&](nlohmann::json& j) { j["capacity"]["required_host_bytes"] = 1; },
+       "capacity: required_host_bytes is 1, where the planner writes 0"},
+      {[&](nlohmann::json& j) { j["totals"]["direct_host_bytes"] = 0; },
+       "totals: direct_host_bytes (the sum over its direct-path operators) is 0, where"},
+      {[&](nlohmann::json& j) { j["totals"]["host_ratio"] = 0.5; }, "totals: host_ratio is 0.5, where"},
+      {[&](nlohmann::json& j) { j["totals"]["hbm_bytes"] = 1000; }, "totals: hbm_bytes is 1000, where"},
+      {[&](nlohmann::json& j) { j["totals"]["step_bytes"] = 1.0; }, "totals: step_bytes is 1, where"},
       // An edited batch is named as the run's mismatch, before the operators it would change.
       {[&](nlohmann::json& j) { j["inputs"]["batch"] = 8; }, "the plan is for batch 8 (sequences decoded together)"},
       {[&](nlohmann::json& j) {
@@ -131,6 +146,32 @@ TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
               contains(negative.output, "'host_bytes': -5 is outside [0, bytes] ([0, 100663296])"))
       << negative.output;
   EXPECT_FALSE(contains(negative.output, "host_rows")) << negative.output;
+
+  // An edit of the placement with what follows from it kept consistent passes (docs/planner.md §6):
+  // a host linear's path switched between direct and staged, the totals by path, the ring and HBM bytes redone.
+  nlohmann::json moved = good;
+  size_t host_linear = 0;
+  while (host_linear < good["operators"].size() && !(good["operators"][host_linear]["kind"] == "linear" &&
+                                                      good["operators"][host_linear]["host_bytes"].get<int64_t>() > 0))
+    ++host_linear;
+  ASSERT_LT(host_linear, good["operators"].size());
+  nlohmann::json& op = moved["operators"][host_linear];
+  op["data_path"] = op["data_path"] == "staged" ? "direct" : "staged";
+  if (op["data_path"] == "direct" && op["host_ctas"].get<int64_t>() < 1) op["host_ctas"] = 1;
+  if (op["data_path"] == "direct" && op["stages_per_cta"].get<int64_t>() < 1) op["stages_per_cta"] = 1;
+  int64_t direct = 0, staged = 0, largest = 0;
+  for (const nlohmann::json& o : moved["operators"]) {
+    const int64_t h = o["host_bytes"].get<int64_t>();
+    if (o["data_path"] == "direct") direct += h;
+    if (o["data_path"] == "staged") staged += h, largest = std::max(largest, h);
+  }
+  nlohmann::json& t = moved["totals"];
+  t["direct_host_bytes"] = direct, t["staged_host_bytes"] = staged, t["staging_ring_bytes"] = 3 * largest;
+  t["hbm_bytes"] = moved["capacity"]["total_bytes"].get<int64_t>() - t["host_bytes"].get<int64_t>() + 3 * largest;
+  std::ofstream(dir + "/moved.json") << moved.dump(1);
+  const RunResult consistent = run_dak(gen + dir + "/moved.json");
+  for (const char* refusal : {"the plan's", "the plan is", "the plan was", "the plan holds", "plan field"})
+    EXPECT_FALSE(contains(consistent.output, refusal)) << consistent.output;
 }
 
 TEST(CliTrial49, AByteOrderMarkIsNoPartOfAPromptOrAScoredText) {

@@ -40,6 +40,25 @@ TEST(OpGraph, WeightBytesMatchPublishedParameterCounts) {
   }
 }
 
+TEST(OpGraph, TheLargestTileCountsWithoutOverflow) {
+  // fuzz_plan_json (session 50): a plan file's tile_n 2^63 - 1 overflowed the rounded-up division of
+  // a linear's work items. Any positive tile is one item per unit beyond the pass's tokens.
+  StepShape s;
+  s.batch = 3, s.prompt_len = 4, s.gen_len = 4;
+  s.tile_n = INT64_MAX;
+  const OpGraph g = build_op_graph(shipped("llama-2-7b"), s);
+  int64_t linears = 0;
+  for (const Op& op : g.ops) {
+    if (op.kind != OpKind::kLinear) continue;
+    ++linears;
+    EXPECT_EQ(op.items_per_unit, 1) << op.name;
+  }
+  EXPECT_GT(linears, 0);
+  s.tile_n = 2;
+  for (const Op& op : build_op_graph(shipped("llama-2-7b"), s).ops)
+    if (op.kind == OpKind::kLinear) EXPECT_EQ(op.items_per_unit, 2) << op.name;  // 3 tokens in tiles of 2
+}
+
 TEST(OpGraph, KvBytesFollowTheCacheFormula) {
   // B × (prompt + gen) × layers × (K and V) × Hkv × D × 2 bytes.
   const OpGraph g70 = decode_graph("llama-2-70b", 16, 100, 28);

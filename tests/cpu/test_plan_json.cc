@@ -131,6 +131,24 @@ TEST(PlanJson, MalformedPlansNameTheField) {
   j = good;
   j["operators"][3]["tensors"][0]["rows"] = int64_t(1) << 50;
   EXPECT_THROW(Plan::from_json(j, "plan.json"), Error);
+  // The units of the largest split_rows are counted without overflow (fuzz_plan_json, session 50:
+  // split_rows 2^63 - 1 overflowed the rounded-up division under UBSan): every unit is allowed.
+  j = good;
+  j["operators"][3]["split_rows"] = INT64_MAX;
+  j["operators"][3]["unit_rows"] = 128;
+  j["operators"][3]["host_units"] = INT64_MAX / 128 + 1;
+  try {
+    Plan::from_json(j, "plan.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("host_units"), std::string::npos) << e.what();
+  }
+  j["operators"][3]["host_units"] = INT64_MAX / 128 + 2;
+  try {
+    Plan::from_json(j, "plan.json");
+    FAIL() << "no error for host_units beyond the operator's units";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host_units"), std::string::npos) << e.what();
+  }
   // Operator rows the engine reads (session-23 trial: these were accepted).
   const auto host_op = [&]() {
     for (size_t i = 0; i < good["operators"].size(); ++i)

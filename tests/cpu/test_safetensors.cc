@@ -139,10 +139,27 @@ TEST(Safetensors, RejectsDtypeShapeMismatch) {
   expect_error([&] { parse(safetensors_image(huge, std::string(24, '\0'))); }, {"'w'"});
 }
 
-TEST(Safetensors, RejectsUnsupportedDtype) {
-  const std::string h = R"({"position_ids":{"dtype":"I64","shape":[3],"data_offsets":[0,24]}})";
-  expect_error([&] { parse(safetensors_image(h, std::string(24, '\0')), "x.safetensors"); },
-               {"'position_ids'", "I64", "x.safetensors"});
+TEST(Safetensors, KeepsTensorsOfOtherDtypesApartAndRejectsUnknownOnes) {
+  // The format's other dtypes are kept out of tensors() (a checkpoint refuses one only where the model
+  // needs it: session 50), their bytes checked as any tensor's.
+  const std::string h = R"({"position_ids":{"dtype":"I64","shape":[3],"data_offsets":[0,24]},)"
+                        R"("w":{"dtype":"F32","shape":[2],"data_offsets":[24,32]}})";
+  const auto f = parse(safetensors_image(h, std::string(32, '\0')), "x.safetensors");
+  ASSERT_EQ(f->tensors().size(), 1u);
+  EXPECT_EQ(f->tensors()[0].name, "w");
+  ASSERT_EQ(f->unread().size(), 1u);
+  EXPECT_EQ(f->unread()[0].name, "position_ids");
+  EXPECT_EQ(f->unread()[0].dtype, "I64");
+  EXPECT_EQ(f->unread()[0].shape, std::vector<int64_t>{3});
+  const std::string short_i64 = R"({"position_ids":{"dtype":"I64","shape":[3],"data_offsets":[0,20]}})";
+  expect_error([&] { parse(safetensors_image(short_i64, std::string(24, '\0')), "x.safetensors"); },
+               {"'position_ids'", "20 bytes", "need 24 bytes"});
+  const std::string overlap = R"({"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},)"
+                              R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
+  expect_error([&] { parse(safetensors_image(overlap, std::string(12, '\0')), "x.safetensors"); }, {"overlap"});
+  const std::string unknown = R"({"q":{"dtype":"Q4","shape":[3],"data_offsets":[0,3]}})";
+  expect_error([&] { parse(safetensors_image(unknown, std::string(3, '\0')), "x.safetensors"); },
+               {"'q'", "Q4", "x.safetensors"});
 }
 
 TEST(Safetensors, RejectsBadIndex) {
