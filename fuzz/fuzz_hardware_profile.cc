@@ -2,7 +2,8 @@
 // a user may have edited or damaged it. HardwareProfile::from_json on arbitrary JSON, then for what
 // it accepts what `dak plan` does with it: the planner for the tiny Llama of tests/data at a decode
 // step, without offload, at a forced ratio under auto and on the direct path alone, each plan's text,
-// and the plan's own JSON read back (a plan the planner writes must load: a refusal aborts). Only
+// and the plan's own JSON read back and checked against the model (a plan the planner writes must pass
+// what a run checks: a refusal aborts). Only
 // dak::Error may escape; the seeds (fuzz/corpus/fuzz_hardware_profile) are two shipped profiles.
 // Mutations edit the JSON values (json_mutator.h).
 // dak-fuzz-sources: core/planner.cc core/cost_model.cc core/allocator.cc core/plan.cc core/plan_report.cc
@@ -30,11 +31,15 @@ namespace {
 
 using dak_fuzz::tiny_llama;
 
-// The plan's text, and its JSON read back as `dak generate --plan` reads it.
+// The plan's text, and its JSON read back and checked against the model as `dak generate --plan` does.
 void use_plan(const dak::Plan& plan, const dak::HardwareProfile& profile) {
   (void)dak::format_plan_text(plan, profile, true);
   try {
-    (void)dak::Plan::from_json(plan.to_json(), "fuzz/planned.json");
+    const dak::Plan read = dak::Plan::from_json(plan.to_json(), "fuzz/planned.json");
+    dak::RequestedShape shape;
+    shape.batch = read.inputs.batch, shape.prompt_len = read.inputs.prompt_len, shape.gen_len = read.inputs.gen_len;
+    dak::check_plan_model(read, tiny_llama(), "tiny", "fuzz/planned.json", shape);
+    dak::check_plan_fields(read, tiny_llama(), "tiny", "fuzz/planned.json", shape);
   } catch (const dak::Error& e) {
     std::fprintf(stderr, "a plan the planner wrote was refused on reading:\n%s\n", e.what());
     std::abort();

@@ -18,8 +18,11 @@ function(dak_fuzz_targets fuzz_dir src_dir out_names)
   set(names)
   foreach(f IN LISTS files)
     get_filename_component(name "${f}" NAME_WE)
-    # Its source lines are read here: an edit of them re-runs the configure step.
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${f}")
+    # Its source lines are read here: in the build that compiles them (fuzz/project sets
+    # DAK_FUZZ_TRACK_SOURCES), an edit of the file re-runs that configure step.
+    if(DAK_FUZZ_TRACK_SOURCES)
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${f}")
+    endif()
     file(STRINGS "${f}" src_lines REGEX "^// dak-fuzz-sources:")
     file(STRINGS "${f}" lib_lines REGEX "^// dak-fuzz-libs:")
     set(rel ${DAK_FUZZ_COMMON_SOURCES})

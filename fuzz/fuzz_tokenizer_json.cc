@@ -13,6 +13,8 @@
 
 #include "core/bpe_tokenizer.h"
 #include "core/error.h"
+// Half the mutations stay byte-level: the input is also the text encoded (UTF-8 and regex edge cases).
+#define DAK_FUZZ_BYTE_MUTATION_ONE_IN 2
 #include "json_mutator.h"
 
 namespace {

@@ -3,9 +3,15 @@
 // of the document is changed as a hand edit would change it — a number made 0, negative, huge, tiny,
 // fractional or shifted by one; a string, bool, null, array or object put in its place; a key removed
 // or an array element dropped or doubled — and the document written back. Inputs that do not parse
-// get libFuzzer's own byte mutations (and one in 16 of those that do). Include it in one fuzz_*.cc:
-// it defines LLVMFuzzerCustomMutator.
+// get libFuzzer's own byte mutations (and one in DAK_FUZZ_BYTE_MUTATION_ONE_IN of those that do).
+// Include it in one fuzz_*.cc: it defines LLVMFuzzerCustomMutator.
 #pragma once
+
+// One in this many mutations of a parsing input is libFuzzer's byte mutation all the same (a target whose
+// input is also text, as the tokenizer's, defines it lower before the include).
+#ifndef DAK_FUZZ_BYTE_MUTATION_ONE_IN
+#define DAK_FUZZ_BYTE_MUTATION_ONE_IN 16
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -90,7 +96,7 @@ inline void mutate_json(nlohmann::json& j, std::mt19937_64& rng) {
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
   nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
   std::mt19937_64 rng(seed);
-  if (j.is_discarded() || rng() % 16 == 0) return LLVMFuzzerMutate(data, size, max_size);
+  if (j.is_discarded() || rng() % DAK_FUZZ_BYTE_MUTATION_ONE_IN == 0) return LLVMFuzzerMutate(data, size, max_size);
   const int edits = 1 + int(rng() % 3);
   for (int e = 0; e < edits; ++e) dak_fuzz::mutate_json(j, rng);
   const std::string out = j.dump();

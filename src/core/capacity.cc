@@ -81,7 +81,7 @@ void check_capacity(const Capacity& cap, int64_t host_bytes, bool budget_binding
              ? fmt::format("use a profile whose host_memory.pinnable_bytes is at least {} ({}; `dak profile "
                            "--pin-test-gib N` measures up to N GiB, on a host with that much memory), or a smaller "
                            "model",
-                           pin_needed, format_bytes(double(pin_needed)))
+                           pin_needed, at_least(pin_needed))
              : std::string("use a smaller model: what cannot move to the host alone exceeds the GPU's free memory"));
   }
   if (cap.total_bytes - std::min(movable, profile.pinnable_host_bytes) > hbm_most)

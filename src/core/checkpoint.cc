@@ -102,15 +102,18 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 
 bool is_shard_name(const std::string& name);
 
-/// config.json's quantization_config.quant_method ("gptq", "awq", "fp8", ...), "" when it has none or
-/// the file cannot be read here (the config's own reader reports that).
-std::string quant_method_of(const fs::path& config_file) {
+/// config.json's quantization_config, said for a message: " (config.json's quantization_config:
+/// quant_method 'gptq')", " (config.json has a quantization_config)" without a method; "" when it has
+/// none or the file cannot be read here (the config's own reader reports that).
+std::string quantization_of(const fs::path& config_file) {
   try {
     const nlohmann::json j = read_json_file(config_file, "the model config", "");
     const auto q = j.find("quantization_config");
     if (q == j.end() || !q->is_object()) return "";
     const auto m = q->find("quant_method");
-    return m != q->end() && m->is_string() ? m->get<std::string>() : std::string("unnamed");
+    return m != q->end() && m->is_string()
+               ? " (config.json's quantization_config: quant_method '" + m->get<std::string>() + "')"
+               : std::string(" (config.json has a quantization_config)");
   } catch (const Error&) {
     return "";
   }
@@ -121,7 +124,7 @@ std::string quant_method_of(const fs::path& config_file) {
 /// with its expected shape. `gguf`: the config came from the file's own metadata (no config.json
 /// to blame: the fix says so).
 void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const std::string& where, bool gguf,
-                   const std::vector<UnreadTensor>& unread = {}, const std::string& quant_method = "") {
+                   const std::vector<UnreadTensor>& unread = {}, const std::string& quantized = "") {
   const auto expected = expected_tensors(c);
   std::map<std::string_view, const Shape*> want;
   for (const auto& [name, shape] : expected) want[name] = &shape;
@@ -181,9 +184,6 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
           if (!in_place && (u.name.starts_with(module + ".") || ("model." + u.name).starts_with(module + ".")))
             in_place = &u;
         }
-        const std::string quantized =
-            quant_method.empty() ? std::string() : " (config.json's quantization_config: quant_method '" + quant_method +
-                                                       "')";
         const std::string read_what =
             "dak reads bf16, fp16 and fp32 safetensors weights and GGUF files (quantized GGUF included)";
         if (same && quantized.empty()) {
@@ -194,9 +194,11 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
         }
         if (same || in_place || !quantized.empty()) {
           const UnreadTensor* u = same ? same : in_place;
-          fail(fmt::format("missing tensor '{}' ({} model, {} layers): the checkpoint holds quantized weights{}{}", name,
-                           arch_name(c.arch), c.num_layers,
-                           u ? fmt::format(" ('{}', {})", u->name, u->dtype) : std::string(), quantized),
+          fail(u ? fmt::format("missing tensor '{}' ({} model, {} layers): the checkpoint holds quantized weights "
+                               "('{}', {}){}",
+                               name, arch_name(c.arch), c.num_layers, u->name, u->dtype, quantized)
+                 : fmt::format("missing tensor '{}' ({} model, {} layers), in a quantized checkpoint{}", name,
+                               arch_name(c.arch), c.num_layers, quantized),
                where, read_what + ": use the model's unquantized release, or a GGUF conversion of it");
         }
         // What the files hold instead (trial of session 50): the name with a prefix before it (a PEFT
@@ -226,10 +228,24 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
     }
     const TensorInfo& t = *it->second;
     if (t.shape != shape) {
+      // A k / v projection whose rows disagree where config.json had no num_key_value_heads: the class
+      // default (llama's: as many as the heads) is the likely cause (trial of session 50: a GQA
+      // checkpoint with a config that omits the key).
+      const bool kv_rows = c.kv_heads_defaulted && defaulted.empty() && !gguf && t.shape.size() == 2 &&
+                           shape.size() == 2 && t.shape[1] == shape[1] &&
+                           (name.find(".k_proj.") != std::string::npos || name.find(".v_proj.") != std::string::npos);
       fail(fmt::format("tensor '{}'{} has shape {}, but the config needs {}{}", name,
                        t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "", shape_str(t.shape),
-                       shape_str(shape), defaulted),
-           t.file, fix);
+                       shape_str(shape),
+                       kv_rows ? fmt::format(" (config.json has no num_key_value_heads, so it took the transformers "
+                                             "default of model_type {}: {})",
+                                             arch_name(c.arch), c.num_kv_heads)
+                               : defaulted),
+           t.file,
+           kv_rows ? fmt::format("add num_key_value_heads to config.json with the checkpoint's value ({} rows / "
+                                 "head_dim {} = {} here)",
+                                 t.shape[0], c.head_dim, c.head_dim > 0 ? t.shape[0] / c.head_dim : 0)
+                   : fix);
     }
   }
   // Layers beyond the config's count would be silently ignored: a config that does not match.
@@ -324,7 +340,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::pat
       return true;
     });
   }
-  check_tensors(tensors_, config_, path.string(), false, unread_, quant_method_of(config_file));
+  check_tensors(tensors_, config_, path.string(), false, unread_, quantization_of(config_file));
 }
 
 GgufCheckpoint::GgufCheckpoint(const fs::path& path) {
@@ -445,21 +461,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
            path.string(), convert_weights_fix(other));
     }
-    // A Hugging Face cache folder (models--org--name, as huggingface_hub downloads it): the model is in
-    // snapshots/<revision>/ (trial of session 50).
-    if (examine_path(path / "snapshots") == fs::file_type::directory) {
-      std::vector<fs::path> revisions;
-      for (fs::directory_iterator it(path / "snapshots", ec), end; !ec && it != end; it.increment(ec))
-        revisions.push_back(it->path());
-      std::sort(revisions.begin(), revisions.end());
-      fail("folder has no model.safetensors, model.safetensors.index.json or .gguf: it looks like a Hugging Face "
-           "cache folder, which keeps each download in snapshots/<revision>/",
-           path.string(),
-           revisions.size() == 1 ? "give the snapshot folder: --model " + shell_word(revisions[0].string())
-           : revisions.empty()   ? std::string("its snapshots/ folder is empty: download the model again")
-                                 : fmt::format("give one of its {} snapshot folders, e.g. --model {}", revisions.size(),
-                                             shell_word(revisions.back().string())));
-    }
+    refuse_hf_cache_root(path);
     fail("folder has no model.safetensors, model.safetensors.index.json or .gguf", path.string(), kFixOpen);
   }
   if (type != fs::file_type::regular) {
@@ -475,6 +477,28 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
                                                    std::vector<fs::path>{path}, nullptr);
   }
   fail("unrecognized checkpoint file (neither .gguf nor .safetensors)", path.string(), kFixOpen);
+}
+
+void refuse_hf_cache_root(const fs::path& path) {
+  std::error_code ec;
+  if (examine_path(path / "snapshots") != fs::file_type::directory) return;
+  std::vector<fs::path> revisions;
+  for (fs::directory_iterator it(path / "snapshots", ec), end; !ec && it != end; it.increment(ec))
+    revisions.push_back(it->path());
+  std::sort(revisions.begin(), revisions.end());
+  // The revision refs/main names (huggingface_hub writes the commit hash there), else the last by name.
+  fs::path pick = revisions.empty() ? fs::path() : revisions.back();
+  std::ifstream ref(path / "refs" / "main");
+  std::string hash;
+  if (ref >> hash && examine_path(path / "snapshots" / hash) == fs::file_type::directory)
+    pick = path / "snapshots" / hash;
+  fail("folder has no model.safetensors, model.safetensors.index.json, .gguf or config.json: it looks like a Hugging "
+       "Face cache folder, which keeps each download in snapshots/<revision>/",
+       path.string(),
+       revisions.empty()       ? std::string("its snapshots/ folder is empty: download the model again")
+       : revisions.size() == 1 ? "give the snapshot folder: --model " + shell_word(pick.string())
+                               : fmt::format("give one of its {} snapshot folders, e.g. the one refs/main names: --model {}",
+                                             revisions.size(), shell_word(pick.string())));
 }
 
 bool folder_without_weights(const fs::path& path) {

@@ -98,6 +98,11 @@ std::optional<std::filesystem::path> sole_gguf_in(const std::filesystem::path& d
 /// folder from a broken checkpoint before opening it.
 bool folder_without_weights(const std::filesystem::path& path);
 
+/// Throws dak::Error when `path` is a Hugging Face cache folder (models--org--name: a snapshots/
+/// folder of downloads by revision) given in place of the model folder, with the snapshot folder to
+/// give (the one refs/main names where there are several). Returns for any other path.
+void refuse_hf_cache_root(const std::filesystem::path& path);
+
 /// The name of a weight file in the folder `path` in a format dak does not read (PyTorch pickles
 /// *.bin / *.pt / *.pth / *.ckpt, TensorFlow *.h5, Flax *.msgpack; the first in name order), for
 /// the no-weights refusals to name with the conversion; "" when there is none or `path` is no

@@ -129,6 +129,7 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
     // config.json that cannot be examined (a folder this user may not enter) is reported as such.
     if (dir && !fs::exists(out.path, ec) && !ec) {
       if (const std::optional<fs::path> gguf = sole_gguf_of(p)) out.path = *gguf;
+      if (out.path.extension() != ".gguf") refuse_hf_cache_root(fs::path(model));
     }
     if (out.path.extension() == ".gguf") {  // the hyper-parameters a GGUF file carries in its metadata
       out.config = model_config_from_gguf(*GgufFile::open(out.path));

@@ -79,8 +79,11 @@ void put_u64(uint64_t v) {
 }
 
 void on_sigbus(int sig, siginfo_t* info, void*) {
-  const auto* addr = static_cast<const uint8_t*>(info ? info->si_addr : nullptr);
+  // si_addr means the faulting address only for a fault the kernel raised (si_code > 0: BUS_ADRERR,
+  // BUS_OBJERR, ...); a SIGBUS sent by kill() or raise() keeps the default action.
+  const auto* addr = static_cast<const uint8_t*>(info && info->si_code > 0 ? info->si_addr : nullptr);
   for (const MapSlot& slot : g_map_slots) {
+    if (addr == nullptr) break;
     const uint8_t* begin = slot.begin.load(std::memory_order_acquire);
     if (begin == nullptr || addr < begin || addr >= begin + slot.size) continue;
     put("dak: error: reading byte ");
@@ -92,6 +95,7 @@ void on_sigbus(int sig, siginfo_t* info, void*) {
     put(slot.path);
     put("\n  fix:   leave model files unchanged while dak runs (copy or download a model to a new name, then "
         "run dak on it), and check the disk or network file system\n");
+    // _exit: nothing else is safe here; text still in stdout's buffer is lost with the process.
     ::_exit(1);
   }
   // Not a mapped file's page: the default action, once the handler returns (raised again: a raise()

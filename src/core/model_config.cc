@@ -518,7 +518,7 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string
   }
   // Absent (not null, which means "as many as the heads"): the class default, llama's = the heads,
   // mistral's 8, qwen2's 32 (trial of session 50: a mismatch it caused did not say so).
-  if (!opt && !j.contains("num_key_value_heads")) c.defaulted_sizes.push_back("num_key_value_heads");
+  c.kv_heads_defaulted = !opt && !j.contains("num_key_value_heads");
   c.validate(where);
   return c;
 }
@@ -563,8 +563,7 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
   positive(head_dim, "head_dim");
   positive(max_position_embeddings, "max_position_embeddings");
   if (num_heads % num_kv_heads != 0) {
-    const bool defaulted =
-        std::find(defaulted_sizes.begin(), defaulted_sizes.end(), "num_key_value_heads") != defaulted_sizes.end();
+    const bool defaulted = kv_heads_defaulted;
     fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}{}", num_heads, num_kv_heads,
                      defaulted ? fmt::format(" (config.json has no num_key_value_heads: {} is the transformers "
                                              "default of model_type {})",

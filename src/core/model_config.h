@@ -94,11 +94,15 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;  // generation stops at any of these
 
   /// The size keys (vocab_size, hidden_size, intermediate_size / ffn_dim, num_hidden_layers,
-  /// num_attention_heads, then num_key_value_heads for the llama-like classes) the config.json did not
-  /// have, in that order: they took the transformers config class's defaults (Llama-2-7B's sizes for
-  /// llama; kv heads: llama's = the heads, mistral's 8, qwen2's 32), as in transformers. Real configs
+  /// num_attention_heads) the config.json did not have, in that order: they took the transformers
+  /// config class's defaults (Llama-2-7B's sizes for llama), as in transformers. Real configs
   /// have them all; the CLI says so when one is missing. Empty for GGUF metadata.
   std::vector<std::string> defaulted_sizes;
+  /// The config.json of a llama-like class had no num_key_value_heads (null is a value: as many as
+  /// the heads): num_kv_heads is the class default (llama's = the heads, which configs written before
+  /// GQA mean; mistral's 8; qwen2's 32). Not a defaulted size (no notice): named only where the kv
+  /// head count does not fit (validate, a k_proj / v_proj shape mismatch). False for GGUF metadata.
+  bool kv_heads_defaulted = false;
   /// defaulted_sizes as messages quote them: "'hidden_size', 'vocab_size'" (empty when none).
   std::string defaulted_sizes_text() const;
 

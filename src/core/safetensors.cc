@@ -23,19 +23,20 @@ const char* const kFixSafetensors =
     "the file is truncated or corrupt: re-download it or re-save it with the safetensors library";
 
 /// Element type of a safetensors dtype string dak reads (BF16, F16, F32); nullopt for the other
-/// dtypes of the format, whose element bytes `other_bytes` gets (a tensor dak leaves unread); throws
-/// for a string the format does not define.
+/// dtypes the safetensors library defines (0.6: integers, bool, fp8, fp6, fp4, f64, c64), whose
+/// element bits `other_bits` gets (a tensor dak leaves unread); throws for any other string.
 std::optional<DType> parse_dtype(const std::string& s, const std::string& tensor, const std::string& file,
-                                 uint64_t& other_bytes) {
+                                 uint64_t& other_bits) {
   if (s == "BF16") return DType::kBF16;
   if (s == "F16") return DType::kF16;
   if (s == "F32") return DType::kF32;
   static const std::pair<const char*, uint64_t> kOther[] = {
-      {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2}, {"U16", 2},
-      {"I32", 4},  {"U32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
-  for (const auto& [name, bytes] : kOther) {
+      {"BOOL", 8},     {"U8", 8},      {"I8", 8},       {"F8_E4M3", 8},  {"F8_E5M2", 8}, {"F8_E8M0", 8},
+      {"F6_E2M3", 6},  {"F6_E3M2", 6}, {"F4", 4},       {"I16", 16},     {"U16", 16},    {"I32", 32},
+      {"U32", 32},     {"F64", 64},    {"I64", 64},     {"U64", 64},     {"C64", 64}};
+  for (const auto& [name, bits] : kOther) {
     if (s == name) {
-      other_bytes = bytes;
+      other_bits = bits;
       return std::nullopt;
     }
   }
@@ -128,8 +129,8 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
     }
     SafetensorsTensor t;
     t.name = name;
-    uint64_t other_bytes = 0;
-    const std::optional<DType> dtype = parse_dtype(dt->get<std::string>(), name, file, other_bytes);
+    uint64_t other_bits = 0;
+    const std::optional<DType> dtype = parse_dtype(dt->get<std::string>(), name, file, other_bits);
     t.dtype = dtype.value_or(DType::kF32);
     uint64_t n_elems = 1;
     for (const auto& d : *sh) {
@@ -153,13 +154,16 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
                        tw, begin, end, data_size),
            file, kFixSafetensors);
     }
-    const uint64_t elem = dtype ? uint64_t(dtype_block_bytes(t.dtype)) : other_bytes;
-    if (n_elems > std::numeric_limits<uint64_t>::max() / elem || end - begin != n_elems * elem) {
-      fail(fmt::format("{} ({} {}) spans {} bytes, but its shape and dtype need {} bytes", tw,
-                       dt->get<std::string>(), sh->dump(), end - begin,
-                       n_elems > std::numeric_limits<uint64_t>::max() / elem
-                           ? std::string("more than 2^64")
-                           : std::to_string(n_elems * elem)),
+    // Bits per element (fp6 / fp4 pack below a byte: their bits must fill whole bytes, as the
+    // safetensors library requires).
+    const uint64_t bits = dtype ? 8 * uint64_t(dtype_block_bytes(t.dtype)) : other_bits;
+    const bool too_many = n_elems > std::numeric_limits<uint64_t>::max() / bits;
+    if (too_many || (n_elems * bits) % 8 != 0 || end - begin != n_elems * bits / 8) {
+      fail(fmt::format("{} ({} {}) spans {} bytes, but its shape and dtype need {}", tw, dt->get<std::string>(),
+                       sh->dump(), end - begin,
+                       too_many                    ? std::string("more than 2^61 bytes")
+                       : (n_elems * bits) % 8 != 0 ? fmt::format("{} bits (not whole bytes)", n_elems * bits)
+                                                   : std::to_string(n_elems * bits / 8) + " bytes"),
            file, kFixSafetensors);
     }
     t.offset = data_start + begin;

@@ -1352,8 +1352,7 @@ TEST(Cli, MessagesNameWhatTheUserGave) {
     std::ofstream(dir / "config.json") << R"({"model_type": "llama", "vocab_size": 100})";
     r = run_dak("bench --model " + (dir / "config.json").string() + " --random-weights");
     EXPECT_NE(r.output.find("dak: notice: " + (dir / "config.json").string() +
-                            " has no 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', "
-                            "'num_key_value_heads': "
+                            " has no 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads': "
                             "using the transformers defaults of model_type llama (a model of 32 layers, hidden size "
                             "4096)"),
               std::string::npos)

@@ -68,7 +68,7 @@ TEST(CliTrial25b, WeightsBeyondHbmAndPinnableNameTheModelNotTheShape) {
   // The field's own unit, bytes, then the size in words (session 50: "8406909.47GiB" read badly).
   const std::string amount = fix.substr(at, fix.find(' ', at) - at);  // e.g. "663702568960"
   ASSERT_EQ(amount.find_first_not_of("0123456789"), std::string::npos) << fix;
-  EXPECT_TRUE(contains(fix, amount + " (") && contains(fix, " GiB; `dak profile")) << fix;
+  EXPECT_TRUE(contains(fix, amount + " (") && contains(fix, "GiB; `dak profile")) << fix;
   nlohmann::json profile = nlohmann::json::parse(std::ifstream(kConfigs + "/../profiles/h200-default.json"));
   profile["host_memory"]["pinnable_bytes"] = std::stoll(amount);
   std::ofstream(dir + "big_pin.json") << profile.dump();

@@ -172,6 +172,11 @@ TEST(CliTrial49, EditedOperatorFieldsAreRefusedWithTheOperatorsName) {
   const RunResult consistent = run_dak(gen + dir + "/moved.json");
   for (const char* refusal : {"the plan's", "the plan is", "the plan was", "the plan holds", "plan field"})
     EXPECT_FALSE(contains(consistent.output, refusal)) << consistent.output;
+  // It runs, or (built without the GPU layer) stops only for the random weights, after the plan's checks.
+  EXPECT_TRUE(consistent.exit_code == 0 || contains(consistent.output, "dak: error: cannot run --random-weights: "))
+      << consistent.output;
+  EXPECT_TRUE(untouched.exit_code == 0 || contains(untouched.output, "dak: error: cannot run --random-weights: "))
+      << untouched.output;
 }
 
 TEST(CliTrial49, AByteOrderMarkIsNoPartOfAPromptOrAScoredText) {

@@ -149,11 +149,32 @@ TEST(CliTrial50, ADefaultedKvHeadCountIsNamed) {
   write_tiny(dir, [](json&, size_t) {}, 0, [](json& c) { c.erase("num_key_value_heads"); });
   RunResult r = run_dak(kGen + dir.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "(config.json has no 'num_key_value_heads', so it took the transformers default of "
-                                 "model_type llama)"))
+  EXPECT_TRUE(contains(r.output, "tensor 'model.layers.0.self_attn.k_proj.weight' has shape [8, 16], but the config "
+                                 "needs [16, 16] (config.json has no num_key_value_heads, so it took the transformers "
+                                 "default of model_type llama: 2)"))
       << r.output;
-  EXPECT_TRUE(contains(r.output, "fix:   add 'num_key_value_heads' to config.json with the checkpoint's value"))
+  EXPECT_TRUE(contains(r.output, "fix:   add num_key_value_heads to config.json with the checkpoint's value (8 rows / "
+                                 "head_dim 8 = 1 here)"))
       << r.output;
+  // A config before GQA (no key, as many kv heads as heads) that matches its checkpoint: no notice.
+  const fs::path mha = fresh("dak_trial50_mha");
+  write_tiny(
+      mha,
+      [](json& h, size_t end) {
+        // k_proj and v_proj of 2 kv heads: 16 rows each, appended.
+        h["model.layers.0.self_attn.k_proj.weight"] = {{"dtype", "F32"}, {"shape", {16, 16}},
+                                                       {"data_offsets", {end, end + 1024}}};
+        h["model.layers.0.self_attn.v_proj.weight"] = {{"dtype", "F32"}, {"shape", {16, 16}},
+                                                       {"data_offsets", {end + 1024, end + 2048}}};
+        h["model.layers.1.self_attn.k_proj.weight"] = {{"dtype", "F32"}, {"shape", {16, 16}},
+                                                       {"data_offsets", {end + 2048, end + 3072}}};
+        h["model.layers.1.self_attn.v_proj.weight"] = {{"dtype", "F32"}, {"shape", {16, 16}},
+                                                       {"data_offsets", {end + 3072, end + 4096}}};
+      },
+      4096, [](json& c) { c.erase("num_key_value_heads"); });
+  r = run_dak(kGen + mha.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "num_key_value_heads")) << r.output;
   // Mistral's default is 8 kv heads, which 4 heads cannot share.
   std::ofstream(dir / "mistral.json") << R"({"model_type": "mistral", "num_attention_heads": 4, "hidden_size": 64})";
   r = run_dak("plan --model " + (dir / "mistral.json").string());
@@ -271,6 +292,16 @@ TEST(CliTrial50, RepositoryIdsCacheFoldersAndBigEndianFilesAreNamed) {
   EXPECT_TRUE(contains(r.output, "fix:   give the snapshot folder: --model " + (cache / "snapshots/0123abc").string()))
       << r.output;
   EXPECT_EQ(run_dak(kGen + (cache / "snapshots/0123abc").string()).exit_code, 0);
+  // dak plan says the same; with two snapshots the fix names the one refs/main names.
+  fs::copy(st_data() / "tiny_llama_single", cache / "snapshots" / "ffff000", fs::copy_options::recursive);
+  fs::create_directories(cache / "refs");
+  std::ofstream(cache / "refs" / "main") << "0123abc";
+  r = run_dak("plan --model " + cache.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "it looks like a Hugging Face cache folder")) << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   give one of its 2 snapshot folders, e.g. the one refs/main names: --model " +
+                                     (cache / "snapshots/0123abc").string()))
+      << r.output;
 
   const fs::path be = fresh("dak_trial50_be");
   std::string gguf = dak::testing::read_bytes(dak::testing::data_dir() / "gguf" / "tiny_llama.gguf");

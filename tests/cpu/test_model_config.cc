@@ -74,17 +74,20 @@ TEST(ModelConfig, RecordsSizeKeysThatTookTheClassDefaults) {
   // LlamaConfig defaults). The parser keeps those semantics and records which size keys were absent.
   const ModelConfig bare = parse(R"({"model_type": "llama"})");
   EXPECT_EQ(bare.hidden_size, 4096);
-  EXPECT_EQ(bare.defaulted_sizes,
-            (std::vector<std::string>{"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                                      "num_attention_heads", "num_key_value_heads"}));
+  EXPECT_EQ(bare.defaulted_sizes, (std::vector<std::string>{"vocab_size", "hidden_size", "intermediate_size",
+                                                             "num_hidden_layers", "num_attention_heads"}));
   const ModelConfig some = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
                                     "intermediate_size": 128})");
-  EXPECT_EQ(some.defaulted_sizes, (std::vector<std::string>{"vocab_size", "num_hidden_layers", "num_key_value_heads"}));
-  // num_key_value_heads null is a value (as many as the heads), not a default (session 50).
+  EXPECT_EQ(some.defaulted_sizes, (std::vector<std::string>{"vocab_size", "num_hidden_layers"}));
+  // An absent num_key_value_heads is recorded apart (configs before GQA omit it: no notice), a null one
+  // is a value (as many as the heads), not a default (session 50).
+  EXPECT_TRUE(some.kv_heads_defaulted);
+  EXPECT_EQ(some.num_kv_heads, 4);
   const ModelConfig null_kv = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
                                        "intermediate_size": 128, "vocab_size": 10, "num_hidden_layers": 2,
                                        "num_key_value_heads": null})");
   EXPECT_TRUE(null_kv.defaulted_sizes.empty());
+  EXPECT_FALSE(null_kv.kv_heads_defaulted);
   EXPECT_EQ(null_kv.num_kv_heads, 4);
   // OPT's old name d_model counts as hidden_size.
   const ModelConfig opt = parse(R"({"model_type": "opt", "vocab_size": 100, "d_model": 64, "ffn_dim": 128,

@@ -157,6 +157,12 @@ TEST(Safetensors, KeepsTensorsOfOtherDtypesApartAndRejectsUnknownOnes) {
   const std::string overlap = R"({"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},)"
                               R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
   expect_error([&] { parse(safetensors_image(overlap, std::string(12, '\0')), "x.safetensors"); }, {"overlap"});
+  // fp4 packs two elements a byte: 4 of them are 2 bytes; 3 of them are no whole bytes.
+  const std::string f4 = R"({"s":{"dtype":"F4","shape":[4],"data_offsets":[0,2]}})";
+  EXPECT_EQ(parse(safetensors_image(f4, std::string(2, '\0')), "x.safetensors")->unread().size(), 1u);
+  const std::string f4_odd = R"({"s":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})";
+  expect_error([&] { parse(safetensors_image(f4_odd, std::string(2, '\0')), "x.safetensors"); },
+               {"'s'", "12 bits (not whole bytes)"});
   const std::string unknown = R"({"q":{"dtype":"Q4","shape":[3],"data_offsets":[0,3]}})";
   expect_error([&] { parse(safetensors_image(unknown, std::string(3, '\0')), "x.safetensors"); },
                {"'q'", "Q4", "x.safetensors"});
