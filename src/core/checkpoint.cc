@@ -261,9 +261,17 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
     }
     const int64_t layer = std::strtoll(idx, nullptr, 10);
     if (layer >= c.num_layers) {
+      // A GGUF file's own tensor name and metadata key (trial of session 50: the HF name and "the
+      // config" were named for a file whose block_count was edited).
+      if (gguf) {
+        fail(fmt::format("tensor '{}' ('{}' in Hugging Face terms) belongs to layer {}, but the file's metadata "
+                         "(block_count) says {} layer{}",
+                         t.file_name, t.name, layer, c.num_layers, c.num_layers == 1 ? "" : "s"),
+             t.file, "the GGUF file's metadata does not match its tensors: re-convert or re-download the file");
+      }
       fail(fmt::format("tensor '{}' belongs to layer {}, but the config has {} layer{}", t.name, layer,
                        c.num_layers, c.num_layers == 1 ? "" : "s"),
-           t.file, "check that the config (num_hidden_layers / block_count) belongs to this checkpoint");
+           t.file, "check that the config (num_hidden_layers) belongs to this checkpoint");
     }
   }
 }
@@ -356,6 +364,19 @@ bool has_gguf_magic(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   char magic[4] = {};
   return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// A safetensors file by its content: an 8-byte header length within the file, then '{' (the JSON
+// header), as the format begins; whatever its name (trial of session 50: weights.bin).
+bool has_safetensors_start(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  uint8_t head[9] = {};
+  if (!in.read(reinterpret_cast<char*>(head), 9)) return false;
+  uint64_t n = 0;
+  std::memcpy(&n, head, 8);
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(p, ec);
+  return !ec && n >= 2 && n <= size - 8 && head[8] == '{';
 }
 
 std::unique_ptr<Checkpoint> open_sharded(const fs::path& shown, const fs::path& index_file) {
@@ -468,11 +489,15 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
     fail("not a regular file (a device, FIFO or socket?)", path.string(), kFixOpen);
   }
   const std::string name = path.filename().string();
+  if (path.extension() == ".gguf" && !has_gguf_magic(path) && has_safetensors_start(path)) {
+    fail("not a GGUF file: its bytes begin as a safetensors file's (a header length, then JSON)", path.string(),
+         "rename it to .safetensors (with the model's config.json beside it), or pass the model's GGUF file");
+  }
   if (path.extension() == ".gguf" || has_gguf_magic(path)) {
     return std::make_unique<GgufCheckpoint>(path);
   }
   if (name.ends_with(".safetensors.index.json")) return open_sharded(path, path);
-  if (path.extension() == ".safetensors") {
+  if (path.extension() == ".safetensors" || (path.extension() != ".json" && has_safetensors_start(path))) {
     return std::make_unique<SafetensorsCheckpoint>(path, path.parent_path(),
                                                    std::vector<fs::path>{path}, nullptr);
   }

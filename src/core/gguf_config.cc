@@ -92,10 +92,23 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   }
   if (g.find(key("rope.dimension_count")) &&
       req("rope.dimension_count", 1, 1 << 14) != c.head_dim) {
-    fail(fmt::format("{} = {} differs from head_dim {}: partial rotary embeddings are not supported",
-                     key("rope.dimension_count"), *g.opt_int(key("rope.dimension_count")),
-                     c.head_dim),
-         file, "use a model whose rotary embedding covers the whole head");
+    // Where head_dim is derived (no key_length) a wrong head_count shows here first: say how it was
+    // derived, and that the metadata may be at fault (trial of session 50: head_count edited 9 -> 8).
+    const bool derived = !g.find(key("attention.key_length"));
+    const int64_t rope_dims = *g.opt_int(key("rope.dimension_count"));
+    const bool other_count = derived && rope_dims > 0 && c.hidden_size % rope_dims == 0;
+    fail(fmt::format("{} = {} differs from head_dim {}{}: dak supports no partial rotary embeddings", key("rope.dimension_count"),
+                     rope_dims, c.head_dim,
+                     derived ? fmt::format(" ({} {} / {} {})", key("embedding_length"), c.hidden_size,
+                                           key("attention.head_count"), c.num_heads)
+                             : ""),
+         file,
+         other_count ? fmt::format("if the model has {} heads of {} ({} = {} would say so), the file's metadata is "
+                                   "damaged: re-convert or re-download it; else use a model whose rotary embedding "
+                                   "covers the whole head",
+                                   c.hidden_size / rope_dims, rope_dims, key("attention.head_count"),
+                                   c.hidden_size / rope_dims)
+                     : "use a model whose rotary embedding covers the whole head");
   }
   c.max_position_embeddings = req("context_length", 1, int64_t(1) << 30);
   c.norm_eps = float(g.opt_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5));

@@ -396,6 +396,21 @@ TEST(CheckpointGguf, RejectsInconsistentMetadata) {
   }
   write_bytes(dir / "partial.gguf", edited_tiny_gguf({{"llama.rope.dimension_count", uint64_t(4)}}));
   expect_error([&] { Checkpoint::open(dir / "partial.gguf"); }, {"llama.rope.dimension_count", "partial"});
+  // A head count that derives another head_dim (no key_length): the derivation is said, and the fix
+  // names the head count the rotary size implies (trial of session 50: head_count 9 edited to 8).
+  {
+    const auto tiny = Checkpoint::open(tiny_gguf());
+    const int64_t heads = tiny->config().num_heads, hidden = tiny->config().hidden_size;
+    write_bytes(dir / "heads.gguf", edited_tiny_gguf({{"llama.attention.head_count", uint64_t(heads * 2)},
+                                                     {"llama.attention.head_count_kv", uint64_t(heads * 2)},
+                                                     {"llama.attention.key_length", std::nullopt},
+                                                     {"llama.attention.value_length", std::nullopt}}));
+    expect_error([&] { Checkpoint::open(dir / "heads.gguf"); },
+                 {"(llama.embedding_length " + std::to_string(hidden) + " / llama.attention.head_count " +
+                      std::to_string(heads * 2) + ")",
+                  "if the model has " + std::to_string(heads) + " heads of " + std::to_string(hidden / heads),
+                  "damaged"});
+  }
   // 4 query heads over 3 kv heads, in a GGUF found by its magic (no .gguf extension): the fix
   // names the GGUF metadata, not a config.json (session-14 trial).
   write_bytes(dir / "kv3.bin", edited_tiny_gguf({{"llama.attention.head_count_kv", uint64_t(3)}}));

@@ -311,6 +311,46 @@ TEST(CliTrial50, RepositoryIdsCacheFoldersAndBigEndianFilesAreNamed) {
   r = run_dak("inspect " + (be / "be.gguf").string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "a big-endian GGUF file (version 3 with its bytes swapped)")) << r.output;
+
+  // A GGUF whose block_count is below its layers: the file's names and metadata, not "the config".
+  gguf = dak::testing::read_bytes(dak::testing::data_dir() / "gguf" / "tiny_llama.gguf");
+  const std::string key = "llama.block_count";
+  const size_t at = gguf.find(key);
+  ASSERT_NE(at, std::string::npos);
+  uint32_t type = 0, layers = 0;
+  std::memcpy(&type, gguf.data() + at + key.size(), 4);
+  std::memcpy(&layers, gguf.data() + at + key.size() + 4, 4);
+  ASSERT_EQ(type, 4u);  // uint32
+  ASSERT_GE(layers, 2u);
+  const uint32_t fewer = layers - 1;
+  std::memcpy(gguf.data() + at + key.size() + 4, &fewer, 4);
+  dak::testing::write_bytes(be / "fewer.gguf", gguf);
+  r = run_dak("inspect " + (be / "fewer.gguf").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "tensor 'blk." + std::to_string(fewer) + ".")) << r.output;
+  EXPECT_TRUE(contains(r.output, "but the file's metadata (block_count) says " + std::to_string(fewer) + " layer"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   the GGUF file's metadata does not match its tensors")) << r.output;
+}
+
+TEST(CliTrial50, ASafetensorsFileIsKnownByItsContentWhateverItsName) {
+  const fs::path dir = fresh("dak_trial50_named");
+  fs::copy(st_data() / "tiny_llama_single" / "config.json", dir / "config.json");
+  fs::copy(st_data() / "tiny_llama_single" / "model.safetensors", dir / "weights.bin");
+  fs::copy(st_data() / "tiny_llama_single" / "model.safetensors", dir / "weights.gguf");
+  const RunResult named = run_dak(kGen + (dir / "weights.bin").string());
+  EXPECT_EQ(named.exit_code, 0) << named.output;
+  EXPECT_EQ(dak::testing::run_dak_env("", kGen + (dir / "weights.bin").string(), false).output,
+            dak::testing::run_dak_env("", kGen + (st_data() / "tiny_llama_single").string(), false).output);
+  const RunResult gguf = run_dak(kGen + (dir / "weights.gguf").string());
+  EXPECT_EQ(gguf.exit_code, 1) << gguf.output;
+  EXPECT_TRUE(contains(gguf.output, "not a GGUF file: its bytes begin as a safetensors file's")) << gguf.output;
+  EXPECT_TRUE(contains(gguf.output, "fix:   rename it to .safetensors")) << gguf.output;
+  // Other bytes under another name stay unrecognized.
+  std::ofstream(dir / "notes.bin") << "hello, not weights";
+  const RunResult other = run_dak(kGen + (dir / "notes.bin").string());
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_TRUE(contains(other.output, "unrecognized checkpoint file")) << other.output;
 }
 
 TEST(CliTrial50, ManyKeysParseAndADuplicateAmongThemIsFound) {
