@@ -64,6 +64,19 @@ std::filesystem::path default_model_path() {
   return p;
 }
 
+void explain_non_finite_output(const Error& e, const Checkpoint* ckpt) {
+  if (!ckpt || (e.what_part() != "logits are not finite" &&
+                e.what_part() != "the negative log-likelihood is not finite"))
+    return;
+  const std::string bad = first_non_finite_weight(*ckpt);
+  if (bad.empty()) return;
+  const TensorInfo* t = nullptr;
+  for (const TensorInfo& ti : ckpt->tensors())
+    if (bad.starts_with("tensor '" + ti.name + "'")) t = &ti;
+  fail(e.what_part() + ": the checkpoint's " + bad, t ? t->file : ckpt->path().string(),
+       "the weights are damaged or were converted wrongly: re-download the checkpoint, or convert the model again");
+}
+
 void notice_defaulted_sizes(const ModelConfig& config, const std::string& where) {
   if (config.defaulted_sizes.empty()) return;
   const std::string keys = config.defaulted_sizes_text();

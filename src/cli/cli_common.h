@@ -18,6 +18,7 @@
 #include "core/checkpoint.h"
 #include "core/config_locator.h"
 #include "core/engine.h"
+#include "core/error.h"
 #include "core/generate.h"
 #include "core/hardware_profile.h"
 #include "core/plan.h"
@@ -298,6 +299,12 @@ CLI::Validator value_syntax(std::function<void(const std::string&)> parse);
 /// generated text cut inside a multi-byte character, file names that are not UTF-8 (nlohmann's
 /// plain dump() throws on them). Every `--output json` of the CLI goes through it.
 std::string json_text(const nlohmann::json& j);
+
+/// For a run stopped by non-finite output (`e`: "logits are not finite", or perplexity's "the negative
+/// log-likelihood is not finite"): when a weight of `ckpt` (null: none to read) holds a non-finite
+/// value, throws dak::Error naming that tensor, the element and its file (trial of session 50: a NaN in
+/// an f32 weight was reported only by the logits). Returns otherwise: the caller rethrows `e`.
+void explain_non_finite_output(const Error& e, const Checkpoint* ckpt);
 
 /// A notice on stderr when `config` (read from `where`) lacked size keys and took the transformers
 /// defaults (ModelConfig::defaulted_sizes): "config.json has no 'hidden_size': ...". Nothing otherwise.

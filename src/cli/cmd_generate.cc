@@ -358,7 +358,14 @@ void run_generate(const GenerateArgs& a) {
                                       decode_line->seconds()));
     };
   }
-  const GenerateResult r = generate(*engine, prompts, opts, on_token);
+  const GenerateResult r = [&] {
+    try {
+      return generate(*engine, prompts, opts, on_token);
+    } catch (const Error& e) {
+      explain_non_finite_output(e, ckpt.get());  // names a weight that holds NaN / inf, if one does
+      throw;
+    }
+  }();
   if (decode_line && r.decode_steps > 0) {
     decode_line->finish(fmt::format("dak: decoding done: {} decode step{} in {:.1f} s", r.decode_steps,
                                     r.decode_steps == 1 ? "" : "s", decode_line->seconds()));

@@ -140,11 +140,17 @@ void add_perplexity_command(CLI::App& app) {
         if (layers > 0 && done > 0) show(double(done) / double(layers));
       });
     }
-    const PerplexityResult r =
-        perplexity(*engine, ids, a->context, [window, show](int64_t scored, int64_t tokens, int64_t total) {
+    const PerplexityResult r = [&] {
+      try {
+        return perplexity(*engine, ids, a->context, [window, show](int64_t scored, int64_t tokens, int64_t total) {
           *window = Window{scored, tokens, total};
           show(0.0);
         });
+      } catch (const Error& e) {
+        explain_non_finite_output(e, ckpt.get());  // names a weight that holds NaN / inf, if one does
+        throw;
+      }
+    }();
     line->finish(fmt::format("dak: perplexity: {} tokens scored in {:.1f} s", r.tokens_scored, line->seconds()));
     if (a->output == "json") {
       nlohmann::json j = {{"model", ckpt->path().string()}, {"file", from_stdin ? "-" : a->file}, {"device", engine->device_name()},

@@ -526,6 +526,18 @@ void refuse_hf_cache_root(const fs::path& path) {
                                              revisions.size(), shell_word(pick.string())));
 }
 
+std::string first_non_finite_weight(const Checkpoint& ckpt) {
+  for (const TensorInfo& t : ckpt.tensors()) {
+    const std::vector<float> v = ckpt.read_f32(t);
+    const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
+    if (bad != v.end()) {
+      return fmt::format("tensor '{}'{} holds {} at element {}", t.name,
+                         t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "", *bad, bad - v.begin());
+    }
+  }
+  return "";
+}
+
 bool folder_without_weights(const fs::path& path) {
   if (examine_path(path) != fs::file_type::directory ||
       examine_path(path / "model.safetensors.index.json") != fs::file_type::not_found ||

@@ -85,6 +85,13 @@ class Checkpoint {
   std::vector<UnreadTensor> unread_;
 };
 
+/// The first weight of `ckpt` (in file order of its tensors) that holds a value that is not finite, as
+/// a phrase: "tensor 'model.layers.3.mlp.up_proj.weight' holds nan at element 17"; "" when every value
+/// is finite. Reads every tensor (the error path of a run whose logits were not finite: trial of
+/// session 50, where an f32 weight's NaN was reported only as "logits are not finite"). Throws what
+/// read_f32 throws for a damaged quantized block.
+std::string first_non_finite_weight(const Checkpoint& ckpt);
+
 /// The one .gguf file directly inside folder `dir`, nullopt when there is none. Throws dak::Error
 /// when there are several, naming them (which one is meant is the user's choice; `lacking` ends the
 /// message, e.g. "no safetensors weights"), and path_error when `dir` cannot be listed.
