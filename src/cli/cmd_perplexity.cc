@@ -93,6 +93,10 @@ void add_perplexity_command(CLI::App& app) {
            "or tokenizer.model next to config.json, or a GGUF with its tokenizer metadata)");
     }
     check_tokenizer_fits_model(*tok, ckpt->config().vocab_size);  // before a text hits an id past the embedding
+    // How the text is split sets the score: a GGUF without its pre-tokenizer is said here as in dak generate
+    // (the session-50 re-trial); the tokenizer's other notices are about prompts and stop tokens.
+    for (const std::string& n : tok->notices())
+      if (n.find("tokenizer.ggml.pre") != std::string::npos) std::fprintf(stderr, "dak: notice: %s\n", n.c_str());
     // Tokenized before the weights load, so a text too short to score is refused at once (session-35
     // trial: an empty file loaded the model for 6 s first).
     const auto t_encode = std::chrono::steady_clock::now();

@@ -181,7 +181,9 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
         const UnreadTensor* in_place = nullptr;
         for (const UnreadTensor& u : unread) {
           if (u.name == name || "model." + u.name == name) same = &u;
-          if (!in_place && (u.name.starts_with(module + ".") || ("model." + u.name).starts_with(module + ".")))
+          // GPTQ / AWQ name qweight beside g_idx, scales and zeros: qweight is the one to show.
+          if ((u.name.starts_with(module + ".") || ("model." + u.name).starts_with(module + ".")) &&
+              (!in_place || u.name.ends_with(".qweight")))
             in_place = &u;
         }
         const std::string read_what =
@@ -192,15 +194,19 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
                same->file,
                "convert the checkpoint to bf16, fp16 or fp32 (e.g. model.to(torch.bfloat16) and save_pretrained)");
         }
-        if (same || in_place || !quantized.empty()) {
-          const UnreadTensor* u = same ? same : in_place;
-          fail(u ? fmt::format("missing tensor '{}' ({} model, {} layers): the checkpoint holds quantized weights "
-                               "('{}', {}){}",
-                               name, arch_name(c.arch), c.num_layers, u->name, u->dtype, quantized)
-                 : fmt::format("missing tensor '{}' ({} model, {} layers), in a quantized checkpoint{}", name,
-                               arch_name(c.arch), c.num_layers, quantized),
+        if (same) {  // the weight itself, stored quantized (bitsandbytes int8, fp8)
+          fail(fmt::format("tensor '{}' is stored as {}: the checkpoint holds quantized weights{}", same->name,
+                           same->dtype, quantized),
+               same->file, read_what + ": use the model's unquantized release, or a GGUF conversion of it");
+        }
+        if (in_place) {  // another layout in its place (GPTQ / AWQ qweight)
+          fail(fmt::format("missing tensor '{}' ({} model, {} layers): the checkpoint holds quantized weights "
+                           "('{}', {}) in its place{}",
+                           name, arch_name(c.arch), c.num_layers, in_place->name, in_place->dtype, quantized),
                where, read_what + ": use the model's unquantized release, or a GGUF conversion of it");
         }
+        // A quantization_config alone blames nothing: the completeness fix below stands (the session-50
+        // re-trial: an fp8 "dynamic" config over f32 weights missing model.norm.weight).
         // What the files hold instead (trial of session 50): the name with a prefix before it (a PEFT
         // model saved unmerged: "base_model.model.model.embed_tokens.weight"), or one shard given alone.
         for (const TensorInfo& t : tensors) {
@@ -296,6 +302,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& path, const fs::pat
   const fs::path config_file = config_dir / "config.json";
   const fs::file_type config_type = examine_path(config_file);
   if (config_type == fs::file_type::not_found) {
+    refuse_peft_adapter(config_dir);  // adapter_model.safetensors given: an adapter, not a model
     fail("config.json not found next to the safetensors weights", config_file.string(),
          "put the model's Hugging Face config.json in the same folder");
   }
@@ -477,6 +484,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
              entry.string(), "give a GGUF file, or a folder that holds one (or safetensors weights)");
       }
     }
+    refuse_peft_adapter(path);
     refuse_unread_safetensors(path, "the folder", path.string());
     if (const std::string other = unsupported_weight_file_in(path); !other.empty()) {
       fail(fmt::format("folder has no model.safetensors, model.safetensors.index.json or .gguf, only {}", other),
@@ -502,6 +510,24 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
                                                    std::vector<fs::path>{path}, nullptr);
   }
   fail("unrecognized checkpoint file (neither .gguf nor .safetensors)", path.string(), kFixOpen);
+}
+
+void refuse_peft_adapter(const fs::path& dir) {
+  if (examine_path(dir / "adapter_config.json") != fs::file_type::regular ||
+      examine_path(dir / "config.json") != fs::file_type::not_found)
+    return;
+  std::string base;
+  try {
+    const nlohmann::json j = read_json_file(dir / "adapter_config.json", "the adapter config", "");
+    if (j.is_object() && j.contains("base_model_name_or_path") && j["base_model_name_or_path"].is_string())
+      base = j["base_model_name_or_path"].get<std::string>();
+  } catch (const Error&) {
+  }
+  fail("the folder holds a PEFT (LoRA) adapter (adapter_config.json), not a model: dak applies no adapters",
+       dir.string(),
+       fmt::format("merge the adapter into its base model{} with PEFT (PeftModel.from_pretrained(base, adapter)"
+                   ".merge_and_unload(), then save_pretrained), and give the merged model's folder",
+                   base.empty() ? std::string() : " (" + base + ")"));
 }
 
 void refuse_hf_cache_root(const fs::path& path) {

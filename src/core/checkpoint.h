@@ -105,6 +105,11 @@ std::optional<std::filesystem::path> sole_gguf_in(const std::filesystem::path& d
 /// folder from a broken checkpoint before opening it.
 bool folder_without_weights(const std::filesystem::path& path);
 
+/// Throws dak::Error when `dir` holds a PEFT (LoRA) adapter (adapter_config.json) and no config.json:
+/// an adapter is not a model; the fix says how to merge it into its base model (named from
+/// base_model_name_or_path). Returns for any other folder.
+void refuse_peft_adapter(const std::filesystem::path& dir);
+
 /// Throws dak::Error when `path` is a Hugging Face cache folder (models--org--name: a snapshots/
 /// folder of downloads by revision) given in place of the model folder, with the snapshot folder to
 /// give (the one refs/main names where there are several). Returns for any other path.

@@ -68,18 +68,27 @@ void fail_missing_model_path(const std::string& model, const std::string& option
           : std::string();
   // "org/name" with nothing there: a Hugging Face repository id, as transformers and vLLM take it
   // (trial of session 50); dak reads local files only.
+  // A repository's web address too (https://huggingface.co/org/name/...): its org/name.
   static const std::regex kRepoId(R"([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)");
-  const bool repo_id = link.empty() && std::regex_match(model, kRepoId) && fs::path(model).extension() != ".json" &&
-                       fs::path(model).extension() != ".gguf" && fs::path(model).extension() != ".safetensors";
+  static const std::regex kRepoUrl(
+      R"((?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(?:/.*)?)");
+  std::smatch url;
+  const std::string repo =
+      !link.empty() ? std::string()
+      : std::regex_match(model, url, kRepoUrl) ? url[1].str()
+      : std::regex_match(model, kRepoId) && fs::path(model).extension() != ".json" &&
+              fs::path(model).extension() != ".gguf" && fs::path(model).extension() != ".safetensors"
+          ? model
+          : std::string();
   fail(fmt::format("no such file or folder: '{}'{}{}", model, link, relative), option,
        names_shipped ? fmt::format("give the shipped config's name instead, which works from any folder: {} {}{} (or "
                                    "check the path)",
                                    option, stem, *shipped_flags)
-       : repo_id ? fmt::format("{}; if '{}' is a Hugging Face repository: dak reads models from local files and "
-                               "downloads nothing, so download it first (e.g. huggingface-cli download {} --local-dir "
-                               "{}) and give that folder",
-                               fix, model, model, shell_word(fs::path(model).filename().string()))
-                 : fix);
+       : !repo.empty() ? fmt::format("{}; if '{}' is a Hugging Face repository: dak reads models from local files and "
+                                     "downloads nothing, so download it first (e.g. hf download {} --local-dir {}, "
+                                     "huggingface_hub's command) and give that folder",
+                                     fix, repo, repo, shell_word(fs::path(repo).filename().string()))
+                       : fix);
 }
 
 void refuse_model_folder_side_file(const fs::path& path, const std::string& given, const std::string& option) {
@@ -91,8 +100,13 @@ void refuse_model_folder_side_file(const fs::path& path, const std::string& give
       {"adapter_config.json", "adapter (LoRA) settings"},
       {"preprocessor_config.json", "preprocessor settings"},
       {"chat_template.json", "chat template"},
+      {"tokenizer.model", "SentencePiece tokenizer"},
+      {"vocab.json", "tokenizer vocabulary"},
+      {"merges.txt", "tokenizer merges"},
+      {"added_tokens.json", "added tokens"},
   };
   const std::string name = path.filename().string();
+  if (name == "adapter_config.json") refuse_peft_adapter(path.has_parent_path() ? path.parent_path() : fs::path("."));
   for (const auto& [file, holds] : kSideFiles) {
     if (name != file) continue;
     const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
@@ -129,7 +143,14 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
     // config.json that cannot be examined (a folder this user may not enter) is reported as such.
     if (dir && !fs::exists(out.path, ec) && !ec) {
       if (const std::optional<fs::path> gguf = sole_gguf_of(p)) out.path = *gguf;
-      if (out.path.extension() != ".gguf") refuse_hf_cache_root(fs::path(model));
+      if (out.path.extension() != ".gguf") {
+        // The folder as the user wrote it (the weights file given stands for its folder).
+        const fs::path given_dir = fs::is_directory(fs::path(model), ec) ? fs::path(model)
+                                   : fs::path(model).has_parent_path() ? fs::path(model).parent_path()
+                                                                       : fs::path(".");
+        refuse_hf_cache_root(given_dir);
+        refuse_peft_adapter(given_dir);
+      }
     }
     if (out.path.extension() == ".gguf") {  // the hyper-parameters a GGUF file carries in its metadata
       out.config = model_config_from_gguf(*GgufFile::open(out.path));

@@ -48,8 +48,10 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
 /// Refuses (dak::Error at `option`) a file of a model folder that is not its config or weights but
 /// looks like one to --model (the session-50 trial's tokenizer_config.json, read as a config of
 /// model_type 'gpt2'): tokenizer.json, tokenizer_config.json, special_tokens_map.json,
-/// generation_config.json, adapter_config.json, preprocessor_config.json, chat_template.json. The
-/// fix names the folder (`given` as the user wrote it, for the message). Other names: no effect.
+/// generation_config.json, adapter_config.json (a PEFT adapter's folder without config.json is named
+/// as an adapter: refuse_peft_adapter), preprocessor_config.json, chat_template.json, tokenizer.model,
+/// vocab.json, merges.txt, added_tokens.json. The fix names the folder (`given` as the user wrote it,
+/// for the message). Other names: no effect.
 void refuse_model_folder_side_file(const std::filesystem::path& path, const std::string& given,
                                    const std::string& option);
 

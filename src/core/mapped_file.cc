@@ -20,28 +20,25 @@ namespace dak {
 namespace {
 
 // The live mappings, for the SIGBUS handler: a fixed table it can read without locks or allocation.
-// A slot is published by storing `begin` last (release) and freed by storing null first.
+// A slot is published by storing `begin` last (release) and freed by storing null first. `path` points
+// into the MappedFile (its shown_path_), which outlives its slot.
 struct MapSlot {
   std::atomic<const uint8_t*> begin{nullptr};
   uint64_t size = 0;
-  char path[512] = {};
+  const char* path = nullptr;
 };
-constexpr int kMapSlots = 1024;  // sharded checkpoints map one file per shard (161 shards of a 405B)
+// Sharded checkpoints map one file per shard; 16384 slots (384 KiB, untouched until used) serve any
+// real one (the session-50 re-trial mapped 1100 shards past the first table's 1024).
+constexpr int kMapSlots = 16384;
 MapSlot g_map_slots[kMapSlots];
 std::mutex g_map_slots_mutex;  // taken to claim and free slots (never in the handler)
 
-void register_mapping(const uint8_t* begin, uint64_t size, const std::string& path) {
+void register_mapping(const uint8_t* begin, uint64_t size, const char* path) {
   const std::lock_guard<std::mutex> lock(g_map_slots_mutex);
   for (MapSlot& slot : g_map_slots) {
     if (slot.begin.load(std::memory_order_relaxed) != nullptr) continue;
     slot.size = size;
-    // Control characters shown as '?': the handler writes the name as it is (no escaping there).
-    const size_t n = std::min(path.size(), sizeof slot.path - 1);
-    for (size_t i = 0; i < n; ++i) {
-      const unsigned char c = static_cast<unsigned char>(path[i]);
-      slot.path[i] = c < 0x20 || c == 0x7f ? '?' : char(c);
-    }
-    slot.path[n] = '\0';
+    slot.path = path;
     slot.begin.store(begin, std::memory_order_release);
     return;
   }
@@ -141,7 +138,12 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
            "check free address space and file permissions");
     }
     data_ = static_cast<const uint8_t*>(p);
-    register_mapping(data_, size_, path.string());
+    // Control characters shown as '?': the handler writes the name as it is (no escaping there).
+    shown_path_ = path.string();
+    for (char& c : shown_path_) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+    register_mapping(data_, size_, shown_path_.c_str());
   }
   ::close(fd);
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace dak {
 
@@ -22,6 +23,7 @@ class MappedFile {
 
  private:
   std::filesystem::path path_;
+  std::string shown_path_;  // path_ for the SIGBUS report (control characters as '?')
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
 };

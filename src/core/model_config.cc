@@ -239,6 +239,11 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
   c.rope_theta = get_double(j, "rope_theta", 10000.0, where);
   std::string section = "rope_scaling";
   const json* rs = find_key(j, "rope_parameters");
+  // Both sections: transformers reads rope_scaling (4.x knows no other; 5 takes it first:
+  // convert_rope_params_to_dict's `rope_scaling or rope_parameters`), with rope_parameters' rope_theta
+  // (trial of session 50: dak read rope_parameters and silently dropped a linear x4 scaling).
+  const json* legacy = find_key(j, "rope_scaling");
+  const bool both = rs && legacy && legacy->is_object() && !legacy->empty();
   if (rs) {
     section = "rope_parameters";
     if (!rs->is_object())
@@ -246,7 +251,13 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
            "fix the value in config.json");
     c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
     whole_heads_only(*rs, where + ": " + section);
-  } else {
+  }
+  if (both) {
+    section = "rope_scaling";
+    rs = legacy;
+    c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
+    whole_heads_only(*rs, where + ": " + section);
+  } else if (!rs) {
     rs = find_key(j, "rope_scaling");
     if (!rs) return;
     if (!rs->is_object())
@@ -268,11 +279,14 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
     if (find_key(*rs, "type")) type_key = "type";
   }
   if (type.empty()) {
-    // No type: a section of only rope_theta (transformers 5 writes it) is the default rope; one with
-    // scaling keys (the session-50 trial's {"factor": 4.0}) was read as no scaling, silently, where
+    // No type: a section without scaling keys (rope_theta, partial_rotary_factor: transformers 5
+    // writes such) is the default rope; one with scaling keys (the session-50 trial's {"factor": 4.0}) was read as no scaling, silently, where
     // transformers fails to build the rotary embedding (its rope type is None).
+    static const char* const kScalingKeys[] = {"factor",    "low_freq_factor", "high_freq_factor", "beta_fast",
+                                               "beta_slow", "attention_factor", "mscale",           "mscale_all_dim",
+                                               "short_factor", "long_factor"};
     for (const auto& [key, value] : rs->items()) {
-      if (key == "rope_theta") continue;
+      if (std::find(std::begin(kScalingKeys), std::end(kScalingKeys), key) == std::end(kScalingKeys)) continue;
       fail(fmt::format("{} has '{}' but no 'rope_type' (or 'type'): which scaling it means is not said", section,
                        key),
            field_where(where, section),

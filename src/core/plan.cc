@@ -423,6 +423,8 @@ Plan Plan::from_json(const json& j, const std::string& where) {
            at, zero_copy_plan ? "a zero-copy plan reads every host byte as zero_copy; " + fix : fix);
     if (pi.offload_mode == "direct" && o.path == DataPath::kStaged)
       fail("data_path 'staged' in a plan for --offload direct", at, fix);
+    if (!pi.allow_staged && o.path == DataPath::kStaged && (pi.offload_mode.empty() || pi.offload_mode == "auto"))
+      fail("data_path 'staged' in a plan made with --no-staged (inputs.allow_staged false)", at, fix);
     if (pi.offload_mode == "prefetch" && o.kind == OpKind::kLinear && o.path != DataPath::kStaged)
       fail(fmt::format("data_path '{}' on a linear in a plan for --offload prefetch (every host linear is staged)",
                        data_path_name(o.path)),
@@ -443,7 +445,7 @@ Plan Plan::from_json(const json& j, const std::string& where) {
   const int64_t max_stages = compiled_in ? compiled_in->max_stages_per_cta : 1024;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const PlanOp& o = p.ops[i];
-    Reader op(ops[i], fmt::format("{}: operators[{}]", where, i));
+    Reader op(ops[i], fmt::format("{}: operators[{}] ({})", where, i, o.name));
     if (o.layer < -1 || o.layer >= layers)
       op.bad("layer", fmt::format("must be -1 (no layer) or in [0, {}] (the plan's {} attention operators)", layers - 1,
                                   layers));
@@ -739,6 +741,12 @@ std::string planned_budget_flags(const PlanInputs& inputs) {
   } else if (!inputs.profile_name.empty()) {  // a file's profile, in a plan that does not record the file
     flags += " --profile " + shell_word("<file of profile " + inputs.profile_name + ">");
   }
+  // The planner's own options, where the plan was made with other than their defaults (trial of session
+  // 50: a fix that dropped them made another plan).
+  if (inputs.allocator != AllocatorKind::kGreedy) flags += " --allocator " + allocator_name(inputs.allocator);
+  if (inputs.tile_rows != StepShape{}.tile_rows && inputs.tile_rows > 0)
+    flags += fmt::format(" --tile-rows {}", inputs.tile_rows);
+  if (!inputs.allow_staged && (inputs.offload_mode.empty() || inputs.offload_mode == "auto")) flags += " --no-staged";
   return flags;
 }
 

@@ -242,7 +242,9 @@ TEST(CliTrial25b, HandEditedFieldsNoPlannerWritesAreRefused) {
                                                 plan["operators"][direct]["host_bytes"] > 0))
     ++direct;
   ASSERT_LT(direct, plan["operators"].size());
-  const std::string op = "operators[" + std::to_string(direct) + "]";
+  // Named with the operator (session 50's re-trial: these were the only plan refusals without it).
+  const std::string op = "operators[" + std::to_string(direct) + "] (" +
+                         plan["operators"][direct]["name"].get<std::string>() + ")";
   const struct {
     std::string path;  // JSON pointer
     nlohmann::json value;

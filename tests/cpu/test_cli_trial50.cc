@@ -262,7 +262,7 @@ TEST(CliTrial50, TensorsInOtherDtypesAreRefusedOnlyWhereTheModelNeedsThem) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "missing tensor 'model.layers.0.self_attn.q_proj.weight' (llama model, 2 layers): the "
                                  "checkpoint holds quantized weights ('model.layers.0.self_attn.q_proj.qweight', I32) "
-                                 "(config.json's quantization_config: quant_method 'gptq')"))
+                                 "in its place (config.json's quantization_config: quant_method 'gptq')"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "use the model's unquantized release, or a GGUF conversion of it")) << r.output;
   EXPECT_FALSE(contains(r.output, "torch.bfloat16")) << r.output;
@@ -271,11 +271,14 @@ TEST(CliTrial50, TensorsInOtherDtypesAreRefusedOnlyWhereTheModelNeedsThem) {
 TEST(CliTrial50, RepositoryIdsCacheFoldersAndBigEndianFilesAreNamed) {
   RunResult r = run_dak(kGen + "HuggingFaceTB/SmolLM2-135M-Instruct");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "; if 'HuggingFaceTB/SmolLM2-135M-Instruct' is a Hugging Face repository: dak reads "
-                                 "models from local files and downloads nothing, so download it first (e.g. "
-                                 "huggingface-cli download HuggingFaceTB/SmolLM2-135M-Instruct --local-dir "
-                                 "SmolLM2-135M-Instruct) and give that folder"))
-      << r.output;
+  const std::string hint = "; if 'HuggingFaceTB/SmolLM2-135M-Instruct' is a Hugging Face repository: dak reads models "
+                           "from local files and downloads nothing, so download it first (e.g. hf download "
+                           "HuggingFaceTB/SmolLM2-135M-Instruct --local-dir SmolLM2-135M-Instruct, huggingface_hub's "
+                           "command) and give that folder";
+  EXPECT_TRUE(contains(r.output, hint)) << r.output;
+  r = run_dak(kGen + "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/tree/main");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, hint)) << r.output;
   EXPECT_TRUE(contains(r.output, "  fix:   check the path")) << r.output;
   r = run_dak(kGen + "no/such.gguf");  // a file path: no repository hint
   EXPECT_FALSE(contains(r.output, "huggingface-cli")) << r.output;
@@ -331,6 +334,74 @@ TEST(CliTrial50, RepositoryIdsCacheFoldersAndBigEndianFilesAreNamed) {
   EXPECT_TRUE(contains(r.output, "but the file's metadata (block_count) says " + std::to_string(fewer) + " layer"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "fix:   the GGUF file's metadata does not match its tensors")) << r.output;
+}
+
+TEST(CliTrial50, TheRecheckOfTheFixes) {
+  // (rope_scaling beside rope_parameters: test_model_config.cc, RopeScalingBesideRopeParametersWins.)
+  const fs::path dir = fresh("dak_trial50_recheck");
+  json config = dak::testing::read_json(st_data() / "tiny_llama_single" / "config.json");
+  // A section of theta and partial_rotary_factor 1 (transformers 5) needs no type.
+  config["rope_parameters"] = {{"rope_theta", 5000.0}, {"partial_rotary_factor", 1.0}};
+  std::ofstream(dir / "partial1.json") << config.dump();
+  RunResult r = run_dak("plan --model " + (dir / "partial1.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  // A PEFT adapter's folder, its adapter_config.json or its weights: named as an adapter, with its base.
+  const fs::path ad = fresh("dak_trial50_adapter");
+  std::ofstream(ad / "adapter_config.json") << R"({"base_model_name_or_path": "org/base", "peft_type": "LORA"})";
+  fs::copy(st_data() / "tiny_llama_single" / "model.safetensors", ad / "adapter_model.safetensors");
+  for (const fs::path& m : {ad, ad / "adapter_config.json", ad / "adapter_model.safetensors"}) {
+    for (const std::string& cmd : {kGen, std::string("plan --model ")}) {
+      r = run_dak(cmd + m.string());
+      EXPECT_EQ(r.exit_code, 1) << cmd << m << r.output;
+      EXPECT_TRUE(contains(r.output, "the folder holds a PEFT (LoRA) adapter (adapter_config.json), not a model"))
+          << cmd << m << r.output;
+      EXPECT_TRUE(contains(r.output, "merge the adapter into its base model (org/base)")) << cmd << m << r.output;
+    }
+  }
+
+  // A quantization_config alone blames nothing: a missing norm is a completeness matter.
+  const fs::path q = fresh("dak_trial50_qcfg");
+  write_tiny(q, [](json& h, size_t) { h.erase("model.norm.weight"); }, 0,
+             [](json& c) { c["quantization_config"] = {{"quant_method", "fp8"}}; });
+  r = run_dak(kGen + q.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "missing tensor 'model.norm.weight'")) << r.output;
+  EXPECT_TRUE(contains(r.output, "fix:   check that the checkpoint is complete")) << r.output;
+  EXPECT_FALSE(contains(r.output, "quantized")) << r.output;
+
+  // dak perplexity says a GGUF has no pre-tokenizer too (the split sets the score).
+  std::string bytes = dak::testing::read_bytes(fs::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf");
+  bytes[bytes.find("tokenizer.ggml.pre") + 17] = 'x';
+  dak::testing::write_bytes(dir / "no_pre.gguf", bytes);
+  std::ofstream(dir / "text.txt") << "The three primary colors are red, yellow and blue. They mix into the others.";
+  r = run_dak("perplexity --device cpu --model " + (dir / "no_pre.gguf").string() + " --file " +
+              (dir / "text.txt").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "names no pre-tokenizer (tokenizer.ggml.pre)")) << r.output;
+
+  // A --no-staged plan: a staged path in it is refused, and the remake command keeps the planner's options.
+  const std::string plan = (dir / "nostaged.json").string();
+  ASSERT_EQ(run_dak("plan --model llama-2-7b --batch 1 --prompt-len 2 --gen-len 4 --offload-ratio 0.3 --no-staged "
+                    "--tile-rows 64 --allocator uniform --profile h200-default --output json > " + plan).exit_code,
+            0);
+  json p = dak::testing::read_json(plan);
+  for (json& op : p["operators"]) {
+    if (op["kind"] == "linear" && op["host_bytes"].get<int64_t>() > 0) {
+      op["data_path"] = "staged";
+      break;
+    }
+  }
+  std::ofstream(dir / "staged.json") << p.dump(1);
+  r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2 -n 4 --plan " +
+              (dir / "staged.json").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "data_path 'staged' in a plan made with --no-staged")) << r.output;
+  r = run_dak("generate --model llama-2-7b --random-weights --prompt-ids 1,2,3,4,5,6,7,8,9 -n 4 --plan " + plan);
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // more positions than the plan's: remade with its options
+  EXPECT_TRUE(contains(r.output, " --no-staged")) << r.output;
+  EXPECT_TRUE(contains(r.output, " --tile-rows 64")) << r.output;
+  EXPECT_TRUE(contains(r.output, " --allocator uniform")) << r.output;
 }
 
 TEST(CliTrial50, ASafetensorsFileIsKnownByItsContentWhateverItsName) {

@@ -69,6 +69,24 @@ TEST(ModelConfig, ParsesSmolLM2Config) {
   EXPECT_EQ(c.embed_dim(), 576);
 }
 
+TEST(ModelConfig, RopeScalingBesideRopeParametersWins) {
+  // Session-50 re-trial: with both sections dak read rope_parameters and dropped a linear x4 scaling;
+  // transformers reads rope_scaling (4.x knows no other; 5 takes it first), with rope_parameters' theta.
+  const ModelConfig both = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "intermediate_size": 128, "vocab_size": 10, "num_hidden_layers": 2, "num_key_value_heads": 4,
+      "rope_scaling": {"rope_type": "linear", "factor": 4.0},
+      "rope_parameters": {"rope_type": "default", "rope_theta": 5000.0}})");
+  EXPECT_EQ(both.rope_scaling, RopeScaling::kLinear);
+  EXPECT_DOUBLE_EQ(both.rope_factor, 4.0);
+  EXPECT_DOUBLE_EQ(both.rope_theta, 5000.0);
+  // rope_parameters alone, or beside a null rope_scaling: its own.
+  const ModelConfig params = parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "intermediate_size": 128, "vocab_size": 10, "num_hidden_layers": 2, "num_key_value_heads": 4,
+      "rope_scaling": null, "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 5000.0}})");
+  EXPECT_EQ(params.rope_scaling, RopeScaling::kLinear);
+  EXPECT_DOUBLE_EQ(params.rope_factor, 2.0);
+}
+
 TEST(ModelConfig, RecordsSizeKeysThatTookTheClassDefaults) {
   // Session-15 trial: {"model_type": "llama"} alone planned a Llama-2-7B in silence (transformers'
   // LlamaConfig defaults). The parser keeps those semantics and records which size keys were absent.
