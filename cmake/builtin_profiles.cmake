@@ -10,7 +10,8 @@ function(dak_generate_builtin_profiles source_dir out_file)
     file(READ "${profile_file}" profile_text)
     string(FIND "${profile_text}" ")dakprofile\"" clash)
     if(NOT clash EQUAL -1)
-      message(FATAL_ERROR "${profile_file} contains the raw-string delimiter )dakprofile\" of hardware_profile_builtin.cc.in")
+      message(FATAL_ERROR
+              "${profile_file} contains the raw-string delimiter )dakprofile\" of hardware_profile_builtin.cc.in")
     endif()
     # Valid JSON whose "name" is the slot's: a broken file fails here, naming itself, not at first use.
     string(JSON profile_name ERROR_VARIABLE json_error GET "${profile_text}" name)

@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dak::PlanRequest req;
   req.model_name = "tiny";
   req.shape.batch = 2, req.shape.prompt_len = 4, req.shape.gen_len = 4;
-  for (const std::optional<dak::DataPath> path : {std::optional<dak::DataPath>(), std::optional(dak::DataPath::kDirect)}) {
+  for (const std::optional<dak::DataPath> path :
+       {std::optional<dak::DataPath>(), std::optional(dak::DataPath::kDirect)}) {
     try {
       req.single_path = path;
       const dak::Planner planner(tiny_llama(), *profile, req);

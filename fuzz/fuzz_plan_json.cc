@@ -2,8 +2,8 @@
 // have edited or damaged it. Plan::from_json on arbitrary JSON, then for what it accepts what a run
 // does with it: the JSON round trip and the checks against the loaded model (check_plan_model,
 // check_plan_fields) for the tiny Llama of tests/data, with the run's shape taken from the plan; for
-// what passes them, `dak plan`'s text. Mutations edit the JSON values (json_mutator.h). Only dak::Error may escape; the seeds (fuzz/corpus/fuzz_plan_json) are `dak plan`
-// outputs for that model.
+// what passes them, `dak plan`'s text. Mutations edit the JSON values (json_mutator.h). Only
+// dak::Error may escape; the seeds (fuzz/corpus/fuzz_plan_json) are `dak plan` outputs for that model.
 // dak-fuzz-sources: core/plan.cc core/plan_report.cc core/capacity.cc core/op_graph.cc core/model_config.cc
 // dak-fuzz-sources: core/hardware_profile.cc core/tiered_gemm_schedule.cc core/json_file.cc core/byte_size.cc
 // dak-fuzz-sources: core/rope_layout.cc core/config_locator.cc core/env.cc core/shape_terms.cc

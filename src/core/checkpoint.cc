@@ -169,9 +169,10 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
                               unknown.size() == 1 ? "" : "s",
                               fmt::join(unknown.begin(), unknown.begin() + std::min<size_t>(unknown.size(), 3), ", "));
       }
-      std::string missing_fix = gguf || !defaulted.empty()
-                                    ? fix
-                                    : "check that the checkpoint is complete (all shards present) and matches its config";
+      std::string missing_fix =
+          gguf || !defaulted.empty()
+              ? fix
+              : "check that the checkpoint is complete (all shards present) and matches its config";
       if (!gguf) {
         // In a dtype dak does not read: the tensor itself, or a quantized layout in its place (GPTQ /
         // AWQ: <module>.qweight int32 beside scales and zeros; trial of session 50: both were told to
@@ -548,7 +549,8 @@ void refuse_hf_cache_root(const fs::path& path) {
        path.string(),
        revisions.empty()       ? std::string("its snapshots/ folder is empty: download the model again")
        : revisions.size() == 1 ? "give the snapshot folder: --model " + shell_word(pick.string())
-                               : fmt::format("give one of its {} snapshot folders, e.g. the one refs/main names: --model {}",
+                               : fmt::format("give one of its {} snapshot folders, e.g. the one refs/main names: "
+                                             "--model {}",
                                              revisions.size(), shell_word(pick.string())));
 }
 

@@ -70,8 +70,8 @@ void fail_missing_model_path(const std::string& model, const std::string& option
   // (trial of session 50); dak reads local files only.
   // A repository's web address too (https://huggingface.co/org/name/...): its org/name.
   static const std::regex kRepoId(R"([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)");
-  static const std::regex kRepoUrl(
-      R"((?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(?:/.*)?)");
+  static const std::regex kRepoUrl(R"((?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/)"
+                                   R"(([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(?:/.*)?)");
   std::smatch url;
   const std::string repo =
       !link.empty() ? std::string()

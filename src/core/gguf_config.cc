@@ -97,8 +97,8 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
     const bool derived = !g.find(key("attention.key_length"));
     const int64_t rope_dims = *g.opt_int(key("rope.dimension_count"));
     const bool other_count = derived && rope_dims > 0 && c.hidden_size % rope_dims == 0;
-    fail(fmt::format("{} = {} differs from head_dim {}{}: dak supports no partial rotary embeddings", key("rope.dimension_count"),
-                     rope_dims, c.head_dim,
+    fail(fmt::format("{} = {} differs from head_dim {}{}: dak supports no partial rotary embeddings",
+                     key("rope.dimension_count"), rope_dims, c.head_dim,
                      derived ? fmt::format(" ({} {} / {} {})", key("embedding_length"), c.hidden_size,
                                            key("attention.head_count"), c.num_heads)
                              : ""),

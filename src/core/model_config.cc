@@ -280,8 +280,9 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
   }
   if (type.empty()) {
     // No type: a section without scaling keys (rope_theta, partial_rotary_factor: transformers 5
-    // writes such) is the default rope; one with scaling keys (the session-50 trial's {"factor": 4.0}) was read as no scaling, silently, where
-    // transformers fails to build the rotary embedding (its rope type is None).
+    // writes such) is the default rope; one with scaling keys (the session-50 trial's {"factor": 4.0})
+    // was read as no scaling, silently, where transformers fails to build the rotary embedding (its
+    // rope type is None).
     static const char* const kScalingKeys[] = {"factor",    "low_freq_factor", "high_freq_factor", "beta_fast",
                                                "beta_slow", "attention_factor", "mscale",           "mscale_all_dim",
                                                "short_factor", "long_factor"};
