@@ -160,6 +160,14 @@ void add_plan_command(CLI::App& app) {
     const LocatedConfig model = a->model.empty() ? locate_model_config(default_model_path().string(), kDakModelWhere)
                                                  : locate_model_config(a->model);
     notice_defaulted_sizes(model.config, model.path.string());
+    if (!model.config.quantization.empty() && model.path.extension() != ".gguf") {
+      // The plan counts bf16 weights; a checkpoint stored quantized does not load (trial of session 50).
+      std::fprintf(stderr,
+                   "dak: notice: %s has a quantization_config (quant_method %s): the plan counts the model's "
+                   "weights in bf16; dak runs bf16, fp16 or fp32 safetensors (or GGUF) checkpoints, not "
+                   "quantized safetensors ones\n",
+                   model.path.string().c_str(), model.config.quantization.c_str());
+    }
     // Without --profile: the compiled-in profile of this machine's GPU, as generate and bench take
     // it, so a plan made here fits the runs here; h200-default on a machine without a GPU.
     const HardwareProfile profile = a->profile.empty() ? gpu_default_profile() : load_profile(a->profile);

@@ -534,6 +534,11 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j, const std::string
   // Absent (not null, which means "as many as the heads"): the class default, llama's = the heads,
   // mistral's 8, qwen2's 32 (trial of session 50: a mismatch it caused did not say so).
   c.kv_heads_defaulted = !opt && !j.contains("num_key_value_heads");
+  // Recorded for dak plan's notice (a quantized checkpoint's config plans bf16 weights dak would load).
+  if (const auto q = j.find("quantization_config"); q != j.end() && q->is_object()) {
+    const auto m = q->find("quant_method");
+    c.quantization = m != q->end() && m->is_string() ? m->get<std::string>() : std::string("(no quant_method)");
+  }
   c.validate(where);
   return c;
 }

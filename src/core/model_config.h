@@ -103,6 +103,10 @@ struct ModelConfig {
   /// GQA mean; mistral's 8; qwen2's 32). Not a defaulted size (no notice): named only where the kv
   /// head count does not fit (validate, a k_proj / v_proj shape mismatch). False for GGUF metadata.
   bool kv_heads_defaulted = false;
+  /// config.json's quantization_config.quant_method ("gptq", "awq", "fp8", ...; "(no quant_method)"
+  /// when the section names none); "" without the section. Informational: dak reads bf16 / fp16 / fp32
+  /// safetensors, and a checkpoint whose weights are quantized is refused on loading (checkpoint.cc).
+  std::string quantization;
   /// defaulted_sizes as messages quote them: "'hidden_size', 'vocab_size'" (empty when none).
   std::string defaulted_sizes_text() const;
 

@@ -370,6 +370,15 @@ TEST(CliTrial50, TheRecheckOfTheFixes) {
   EXPECT_TRUE(contains(r.output, "fix:   check that the checkpoint is complete")) << r.output;
   EXPECT_FALSE(contains(r.output, "quantized")) << r.output;
 
+  // dak plan on a quantized checkpoint's config plans bf16 weights, and says so.
+  r = run_dak("plan --model " + q.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "has a quantization_config (quant_method fp8): the plan counts the model's weights "
+                                 "in bf16"))
+      << r.output;
+  EXPECT_FALSE(contains(run_dak("plan --model " + (st_data() / "tiny_llama_single").string()).output,
+                        "quantization_config"));
+
   // dak perplexity says a GGUF has no pre-tokenizer too (the split sets the score).
   std::string bytes = dak::testing::read_bytes(fs::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf");
   bytes[bytes.find("tokenizer.ggml.pre") + 17] = 'x';
