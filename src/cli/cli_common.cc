@@ -65,15 +65,13 @@ std::filesystem::path default_model_path() {
 }
 
 void explain_non_finite_output(const Error& e, const Checkpoint* ckpt) {
-  if (!ckpt || (e.what_part() != "logits are not finite" &&
-                e.what_part() != "the negative log-likelihood is not finite"))
-    return;
-  const std::string bad = first_non_finite_weight(*ckpt);
-  if (bad.empty()) return;
-  const TensorInfo* t = nullptr;
-  for (const TensorInfo& ti : ckpt->tensors())
-    if (bad.starts_with("tensor '" + ti.name + "'")) t = &ti;
-  fail(e.what_part() + ": the checkpoint's " + bad, t ? t->file : ckpt->path().string(),
+  if (!ckpt || (e.what_part() != kNonFiniteLogits && e.what_part() != kNonFiniteNll)) return;
+  const std::optional<NonFiniteWeight> bad = first_non_finite_weight(*ckpt);
+  if (!bad) return;
+  const TensorInfo& t = *bad->tensor;
+  fail(fmt::format("{}: the checkpoint's tensor '{}'{} holds {} at element {}", e.what_part(), t.name,
+                   t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "", bad->value, bad->element),
+       t.file,
        "the weights are damaged or were converted wrongly: re-download the checkpoint, or convert the model again");
 }
 
@@ -141,7 +139,7 @@ std::unique_ptr<Checkpoint> open_model(const std::string& model, const std::stri
     if (j.is_object() && j.contains("model_type")) {
       // A config.json whose folder holds the weights (a new-user trial was told to add --random-weights):
       // the folder is the model.
-      const std::filesystem::path folder = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+      const std::filesystem::path folder = folder_of(p);
       const bool weights_beside = p.filename() == "config.json" && !folder_without_weights(folder) &&
                                   examine_path(folder) == std::filesystem::file_type::directory;
       fail(fmt::format("'{}' is a model config (hyper-parameters only, no weights)", given), where,

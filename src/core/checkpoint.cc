@@ -224,10 +224,9 @@ void check_tensors(std::vector<TensorInfo>& tensors, const ModelConfig& c, const
         }
         const std::string file = fs::path(where).filename().string();
         if (is_shard_name(file) && missing_fix.starts_with("check that")) {
-          const fs::path folder = fs::path(where).has_parent_path() ? fs::path(where).parent_path() : fs::path(".");
           after += fmt::format("; {} is one shard of a sharded checkpoint", file);
           missing_fix = "give the folder that holds all the shards and model.safetensors.index.json: --model " +
-                        shell_word(folder.string());
+                        shell_word(folder_of(where).string());
         }
       }
       fail(fmt::format("missing tensor {} ({} model, {} layers){}", shown, arch_name(c.arch), c.num_layers, after),
@@ -554,17 +553,16 @@ void refuse_hf_cache_root(const fs::path& path) {
                                              revisions.size(), shell_word(pick.string())));
 }
 
-std::string first_non_finite_weight(const Checkpoint& ckpt) {
+std::optional<NonFiniteWeight> first_non_finite_weight(const Checkpoint& ckpt) {
   for (const TensorInfo& t : ckpt.tensors()) {
     const std::vector<float> v = ckpt.read_f32(t);
     const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
-    if (bad != v.end()) {
-      return fmt::format("tensor '{}'{} holds {} at element {}", t.name,
-                         t.file_name != t.name ? " ('" + t.file_name + "' in the file)" : "", *bad, bad - v.begin());
-    }
+    if (bad != v.end()) return NonFiniteWeight{&t, int64_t(bad - v.begin()), *bad};
   }
-  return "";
+  return std::nullopt;
 }
+
+fs::path folder_of(const fs::path& path) { return path.has_parent_path() ? path.parent_path() : fs::path("."); }
 
 bool folder_without_weights(const fs::path& path) {
   if (examine_path(path) != fs::file_type::directory ||

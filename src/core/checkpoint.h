@@ -85,17 +85,28 @@ class Checkpoint {
   std::vector<UnreadTensor> unread_;
 };
 
-/// The first weight of `ckpt` (in file order of its tensors) that holds a value that is not finite, as
-/// a phrase: "tensor 'model.layers.3.mlp.up_proj.weight' holds nan at element 17"; "" when every value
-/// is finite. Reads every tensor (the error path of a run whose logits were not finite: trial of
-/// session 50, where an f32 weight's NaN was reported only as "logits are not finite"). Throws what
-/// read_f32 throws for a damaged quantized block.
-std::string first_non_finite_weight(const Checkpoint& ckpt);
+/// A weight value that is not finite: the tensor (of the checkpoint searched), the element's index
+/// (row-major, fp32 HF layout) and the value (nan or inf).
+struct NonFiniteWeight {
+  const TensorInfo* tensor = nullptr;
+  int64_t element = 0;
+  float value = 0;
+};
+
+/// The first weight of `ckpt` (in the order of its tensors) that holds a value that is not finite;
+/// nullopt when every value is finite. Reads every tensor (the error path of a run whose logits were
+/// not finite: trial of session 50, where an f32 weight's NaN was reported only as "logits are not
+/// finite"). Throws what read_f32 throws for a damaged quantized block.
+std::optional<NonFiniteWeight> first_non_finite_weight(const Checkpoint& ckpt);
 
 /// The one .gguf file directly inside folder `dir`, nullopt when there is none. Throws dak::Error
 /// when there are several, naming them (which one is meant is the user's choice; `lacking` ends the
 /// message, e.g. "no safetensors weights"), and path_error when `dir` cannot be listed.
 std::optional<std::filesystem::path> sole_gguf_in(const std::filesystem::path& dir, const std::string& lacking);
+
+/// The folder that holds `path`, as written: its parent, or "." for a bare file name (what a fix
+/// names as the model folder: "m/base" for "m/base/tokenizer.json").
+std::filesystem::path folder_of(const std::filesystem::path& path);
 
 /// True when `path` is a folder that Checkpoint::open refuses for having no weights at all, judged
 /// as it looks, in its order: neither model.safetensors.index.json nor model.safetensors, and a

@@ -106,13 +106,12 @@ void refuse_model_folder_side_file(const fs::path& path, const std::string& give
       {"added_tokens.json", "added tokens"},
   };
   const std::string name = path.filename().string();
-  if (name == "adapter_config.json") refuse_peft_adapter(path.has_parent_path() ? path.parent_path() : fs::path("."));
+  if (name == "adapter_config.json") refuse_peft_adapter(folder_of(path));
   for (const auto& [file, holds] : kSideFiles) {
     if (name != file) continue;
-    const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
     fail(fmt::format("'{}' holds the model's {}, not its config (config.json) or weights", given, holds), option,
          fmt::format("give the model folder instead, which holds config.json and the weights: {}",
-                     shell_word(folder.string())));
+                     shell_word(folder_of(path).string())));
   }
 }
 
@@ -145,9 +144,7 @@ LocatedConfig locate_model_config(const std::string& model, const std::string& o
       if (const std::optional<fs::path> gguf = sole_gguf_of(p)) out.path = *gguf;
       if (out.path.extension() != ".gguf") {
         // The folder as the user wrote it (the weights file given stands for its folder).
-        const fs::path given_dir = fs::is_directory(fs::path(model), ec) ? fs::path(model)
-                                   : fs::path(model).has_parent_path() ? fs::path(model).parent_path()
-                                                                       : fs::path(".");
+        const fs::path given_dir = fs::is_directory(fs::path(model), ec) ? fs::path(model) : folder_of(model);
         refuse_hf_cache_root(given_dir);
         refuse_peft_adapter(given_dir);
       }

@@ -39,7 +39,7 @@ int32_t argmax(std::span<const float> logits) {
     }
   }
   if (nan || !std::isfinite(best_v))
-    fail("logits are not finite", "the model's output (greedy sampling)",
+    fail(kNonFiniteLogits, "the model's output (greedy sampling)",
          "the model produced inf/NaN: check the checkpoint's weights (a corrupt or wrongly converted file)");
   return best;
 }
@@ -81,7 +81,7 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std
   // softmax(logits / T) over the candidates, in double.
   const double top = logits[ids[0]];
   if (!std::isfinite(top))
-    fail("logits are not finite", "the model's output (sampling)",
+    fail(kNonFiniteLogits, "the model's output (sampling)",
          "the model produced inf/NaN: check the checkpoint's weights (a corrupt or wrongly converted file)");
   std::vector<double> prob(ids.size());
   double sum = 0.0;
@@ -468,7 +468,7 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
   }
   if (progress) progress(res.tokens_scored, 0, n - 1);
   if (!std::isfinite(nll))
-    fail("the negative log-likelihood is not finite", "perplexity",
+    fail(kNonFiniteNll, "perplexity",
          "the model produced inf/NaN logits; check the checkpoint");
   res.mean_nll = nll / double(res.tokens_scored);
   res.perplexity = std::exp(res.mean_nll);

@@ -15,6 +15,11 @@
 
 namespace dak {
 
+/// The what-text of the errors generate() and perplexity() throw for output that is not finite; the
+/// CLI recognizes them by it to name the checkpoint's weight at fault (explain_non_finite_output).
+inline constexpr const char* kNonFiniteLogits = "logits are not finite";
+inline constexpr const char* kNonFiniteNll = "the negative log-likelihood is not finite";
+
 /// temperature == 0: greedy (argmax, lowest id on ties). Otherwise softmax(logits / T)
 /// restricted to the top_k most likely ids (0 = all) and then to the smallest set whose
 /// probability reaches top_p (1 = all), sampled with a per-sequence std::mt19937_64 seeded

@@ -1,8 +1,6 @@
 #include "core/inspect.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -13,22 +11,12 @@
 #include <fmt/ranges.h>
 
 #include "core/checkpoint.h"
+#include "core/json_file.h"
 #include "core/gguf.h"
 
 namespace dak {
 
 namespace {
-
-/// A float32 metadata value (held widened to double) as the double of its shortest float32 decimal,
-/// so JSON shows the value the file's writer gave (1e-05, not 9.99999974737875e-06).
-double float32_as_written(double widened) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, float(widened));
-  if (r.ec != std::errc{}) return widened;
-  double d = widened;
-  std::from_chars(buf, r.ptr, d);
-  return std::isfinite(d) ? d : widened;
-}
 
 std::string human_bytes(uint64_t b) {
   const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -273,7 +261,7 @@ nlohmann::json inspect_json(const Checkpoint& ckpt) {
                           std::is_same_v<T, std::vector<std::string>>) {
               meta[utf8_safe(key)] = {{"array_length", x.size()}};
             } else if constexpr (std::is_same_v<T, double>) {
-              meta[utf8_safe(key)] = g->is_float32(key) ? float32_as_written(x) : x;
+              meta[utf8_safe(key)] = g->is_float32(key) ? float_as_written(float(x)) : x;
             } else {
               meta[utf8_safe(key)] = x;
             }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstddef>
 #include <fstream>
 #include <functional>
@@ -157,6 +158,8 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
   ss << in.rdbuf();
   return parse_json_text(ss.str(), what, path.string(), fix);
 }
+
+double float_as_written(float v) { return std::strtod(fmt::format("{}", v).c_str(), nullptr); }
 
 void check_dak_file_kind(const nlohmann::json& j, const std::string& expected_format, const std::string& where) {
   struct Kind {

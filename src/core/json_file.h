@@ -33,6 +33,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what,
 /// reach or read is path_error's (the folder or file at fault, not "no such file").
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what, const std::string& fix);
 
+/// A float as the decimal it was written as, for JSON output: the double of the float's shortest
+/// round-trip decimal (1e-5f gives 1e-05, not the 9.99999974737875e-06 of its widening to double);
+/// reading it back as a float gives `v` again. Non-finite values stay as they are.
+double float_as_written(float v);
+
 /// Refuses a dak file of another kind read where `expected_format` is ("dak.plan" for --plan,
 /// "dak.hardware_profile" for --profile, "" for a model's config.json): a JSON object whose "format"
 /// names a hardware profile or a plan says which it is and the option that takes it ("'<where>' is a

@@ -130,10 +130,6 @@ std::vector<int64_t> get_id_list(const json& j, const std::string& key, std::vec
        "fix the value in config.json");
 }
 
-// A float field as the decimal it was written as (1e-05, not the 9.999999747378752e-06 of its widening
-// to double: trial of session 49, `dak inspect --output json`); reading it back gives the same float.
-double float_as_written(float v) { return std::strtod(fmt::format("{}", v).c_str(), nullptr); }
-
 /// A normalization epsilon from config.json, checked before it becomes a float: in (0, 1) and
 /// representable (at least 1e-30; 1e39 would become inf, 1e-50 zero). Real models use 1e-5 or 1e-6.
 float norm_eps_of(double eps, const std::string& where) {
@@ -237,34 +233,29 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& where) {
   };
   whole_heads_only(j, where);
   c.rope_theta = get_double(j, "rope_theta", 10000.0, where);
-  std::string section = "rope_scaling";
-  const json* rs = find_key(j, "rope_parameters");
+  const json* params = find_key(j, "rope_parameters");
+  const json* legacy = find_key(j, "rope_scaling");
+  if (params) {
+    if (!params->is_object())
+      fail("expected an object, got " + params->dump(), field_where(where, "rope_parameters"),
+           "fix the value in config.json");
+    c.rope_theta = get_double(*params, "rope_theta", c.rope_theta, where + ": rope_parameters");
+    whole_heads_only(*params, where + ": rope_parameters");
+  }
   // Both sections: transformers reads rope_scaling (4.x knows no other; 5 takes it first:
   // convert_rope_params_to_dict's `rope_scaling or rope_parameters`), with rope_parameters' rope_theta
   // (trial of session 50: dak read rope_parameters and silently dropped a linear x4 scaling).
-  const json* legacy = find_key(j, "rope_scaling");
-  const bool both = rs && legacy && legacy->is_object() && !legacy->empty();
-  if (rs) {
-    section = "rope_parameters";
-    if (!rs->is_object())
-      fail("expected an object, got " + rs->dump(), field_where(where, section),
-           "fix the value in config.json");
-    c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
-    whole_heads_only(*rs, where + ": " + section);
-  }
-  if (both) {
-    section = "rope_scaling";
-    rs = legacy;
-    c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
-    whole_heads_only(*rs, where + ": " + section);
-  } else if (!rs) {
-    rs = find_key(j, "rope_scaling");
-    if (!rs) return;
+  const bool both = params && legacy && legacy->is_object() && !legacy->empty();
+  const std::string section = params && !both ? "rope_parameters" : "rope_scaling";
+  const json* rs = params && !both ? params : legacy;
+  if (!rs) return;
+  if (rs == legacy) {
     if (!rs->is_object())
       fail("expected an object or null, got " + rs->dump(), field_where(where, section),
            "fix the value in config.json");
     // Configs written by transformers 5 in the 4.x layout repeat rope_theta here.
     c.rope_theta = get_double(*rs, "rope_theta", c.rope_theta, where + ": " + section);
+    if (both) whole_heads_only(*rs, where + ": " + section);
   }
   const std::string sub_where = where + ": " + section;
   for (const auto& [key, value] : rs->items()) {
@@ -583,15 +574,15 @@ void ModelConfig::validate(const std::string& where, const std::string& fix) con
   positive(head_dim, "head_dim");
   positive(max_position_embeddings, "max_position_embeddings");
   if (num_heads % num_kv_heads != 0) {
-    const bool defaulted = kv_heads_defaulted;
     fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}{}", num_heads, num_kv_heads,
-                     defaulted ? fmt::format(" (config.json has no num_key_value_heads: {} is the transformers "
-                                             "default of model_type {})",
-                                             num_kv_heads, arch_name(arch))
-                               : ""),
-         defaulted ? where : field_where(where, "num_key_value_heads"),
-         defaulted ? "add num_key_value_heads to config.json with the checkpoint's value (its k_proj rows / head_dim)"
-                   : fix);
+                     kv_heads_defaulted ? fmt::format(" (config.json has no num_key_value_heads: {} is the "
+                                                      "transformers default of model_type {})",
+                                                      num_kv_heads, arch_name(arch))
+                                        : ""),
+         kv_heads_defaulted ? where : field_where(where, "num_key_value_heads"),
+         kv_heads_defaulted
+             ? "add num_key_value_heads to config.json with the checkpoint's value (its k_proj rows / head_dim)"
+             : fix);
   }
   if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
     fail(fmt::format("normalization epsilon {} must be a positive finite number", norm_eps),

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -612,25 +613,27 @@ std::string first_model_difference(const Plan& plan, const ModelConfig& config) 
 // (host bytes per path, host ratio, staging ring, HBM bytes, step bytes). "" if none: the plan is the
 // planner's, or an edit of only its placement (with what follows from it) and predictions.
 std::string first_edited_field(const Plan& plan, const OpGraph& g) {
-  // Doubles the planner computes the same way each time; the JSON keeps them exactly (shortest round
-  // trip), so a difference beyond rounding is an edit.
-  const auto differs = [](double in_plan, double planned) {
-    return !(std::abs(in_plan - planned) <= 1e-12 * std::max(std::abs(in_plan), std::abs(planned)));
+  // "<at>: <name> is <value>, where the planner writes <value>" where they differ, else "". Doubles
+  // the planner computes the same way each time, and the JSON keeps them exactly (shortest round
+  // trip): a difference beyond rounding is an edit.
+  const auto mismatch = []<class T>(const std::string& at, const std::string& name, T in_plan, T planned) {
+    bool same = in_plan == planned;
+    if constexpr (std::is_floating_point_v<T>)
+      same = std::abs(in_plan - planned) <= 1e-12 * std::max(std::abs(in_plan), std::abs(planned));
+    return same ? std::string()
+                : fmt::format("{}: {} is {}, where the planner writes {}", at, name, in_plan, planned);
   };
   PlanTotals sums;  // what the operators' placement and paths give
   int64_t largest_staged = 0;
   for (size_t i = 0; i < plan.ops.size() && i < g.ops.size(); ++i) {
     const PlanOp& p = plan.ops[i];
     const Op& o = g.ops[i];
+    const std::string at = fmt::format("operators[{}] ({})", i, p.name);
     const auto field = [&](const std::string& name, int64_t in_plan, int64_t planned) {
-      return in_plan == planned ? std::string()
-                                : fmt::format("operators[{}] ({}): {} is {}, where the planner writes {}", i, p.name,
-                                              name, in_plan, planned);
+      return mismatch(at, name, in_plan, planned);
     };
     const auto real_field = [&](const std::string& name, double in_plan, double planned) {
-      return !differs(in_plan, planned) ? std::string()
-                                        : fmt::format("operators[{}] ({}): {} is {}, where the planner writes {}", i,
-                                                      p.name, name, in_plan, planned);
+      return mismatch(at, name, in_plan, planned);
     };
     if (p.role != o.role)
       return fmt::format("operators[{}] ({}): role is '{}', where the planner writes '{}'", i, p.name, p.role, o.role);
@@ -660,14 +663,11 @@ std::string first_edited_field(const Plan& plan, const OpGraph& g) {
   // inputs.gpu_memory_bytes is that budget).
   const Capacity cap = compute_capacity(g, std::max<int64_t>(1, plan.capacity.hbm_budget_bytes));
   const Capacity& pc = plan.capacity;
-  const auto whole = [](const char* part, const std::string& name, int64_t in_plan, int64_t planned) {
-    return in_plan == planned ? std::string()
-                              : fmt::format("{}: {} is {}, where the planner writes {}", part, name, in_plan, planned);
+  const auto whole = [&](const char* part, const std::string& name, int64_t in_plan, int64_t planned) {
+    return mismatch(part, name, in_plan, planned);
   };
   const auto real = [&](const char* part, const std::string& name, double in_plan, double planned) {
-    return !differs(in_plan, planned) ? std::string()
-                                      : fmt::format("{}: {} is {}, where the planner writes {}", part, name, in_plan,
-                                                    planned);
+    return mismatch(part, name, in_plan, planned);
   };
   const PlanTotals& t = plan.totals;
   const int64_t movable = cap.splittable_weight_bytes + cap.kv_bytes;

@@ -101,7 +101,8 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
 
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_size = size - data_start;
-  std::vector<SafetensorsTensor> spans;
+  // Every tensor, read or not (its bytes count in the overlap check), and whether dak reads its dtype.
+  std::vector<std::pair<SafetensorsTensor, bool>> spans;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) fail("__metadata__ is not a JSON object", file, kFixSafetensors);
@@ -170,25 +171,25 @@ void SafetensorsFile::parse_image(const uint8_t* data, uint64_t size) {
     t.bytes = end - begin;
     t.data = data + t.offset;
     if (!dtype) unread_.push_back({t.name, dt->get<std::string>(), t.shape});
-    spans.push_back(t);  // every tensor's bytes, read or not, for the overlap check
-    if (dtype) tensors_.push_back(std::move(t));
+    spans.emplace_back(std::move(t), dtype.has_value());
   }
 
-  std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) {
-    return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
-  });
   std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
-    return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
+    return a.first.offset != b.first.offset ? a.first.offset < b.first.offset : a.first.bytes < b.first.bytes;
   });
   for (size_t i = 1; i < spans.size(); ++i) {
-    const SafetensorsTensor& a = spans[i - 1];
-    const SafetensorsTensor& b = spans[i];
+    const SafetensorsTensor& a = spans[i - 1].first;
+    const SafetensorsTensor& b = spans[i].first;
     if (a.offset + a.bytes > b.offset) {
       fail(fmt::format("tensors '{}' and '{}' overlap (data bytes {}..{} and {}..{})", a.name,
                        b.name, a.offset - data_start, a.offset + a.bytes - data_start,
                        b.offset - data_start, b.offset + b.bytes - data_start),
            file, kFixSafetensors);
     }
+  }
+  // The tensors dak reads, in data order.
+  for (auto& [t, read] : spans) {
+    if (read) tensors_.push_back(std::move(t));
   }
 }
 

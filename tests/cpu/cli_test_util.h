@@ -3,8 +3,11 @@
 
 #include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace dak::testing {
@@ -50,5 +53,13 @@ inline RunResult run_dak_env(const std::string& env, const std::string& args, bo
                    (merge_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 #endif
+
+/// A fresh, empty folder `name` under the test's temporary directory (removed first if it exists).
+inline std::filesystem::path fresh_test_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 }  // namespace dak::testing

@@ -36,13 +36,7 @@ std::string default_model() {
   return (fs::path(DAK_DEFAULT_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
 }
 
-/// A fresh folder under the test's temporary directory.
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using dak::testing::fresh_test_dir;
 
 TEST(CliTextIo, PerplexityRefusesTextOverItsCapAndStopsReadingThere) {
   static_assert(dak::kMaxPerplexityTextBytes == int64_t(64) << 20);
@@ -70,7 +64,7 @@ TEST(CliTextIo, PerplexityRefusesTextOverItsCapAndStopsReadingThere) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("standard input holds more than 64.00 MiB of text"), std::string::npos) << r.output;
   // A file over the cap is refused from its size, before reading it (a sparse file: no disk used).
-  const fs::path dir = fresh_dir("dak_ppl_cap");
+  const fs::path dir = fresh_test_dir("dak_ppl_cap");
   const fs::path big = dir / "big.txt";
   std::ofstream(big).put('x');
   fs::resize_file(big, (uint64_t(65) << 20));
@@ -89,7 +83,7 @@ TEST(CliTextIo, PerplexityRefusesTextOverItsCapAndStopsReadingThere) {
 TEST(CliTextIo, PerplexitySaysWhyStandardInputCannotBeRead) {
   // Both were "the text has fewer than two tokens".
   const std::string ppl = kDak + " perplexity --device cpu --model " + kTiny + " --file -";
-  const fs::path dir = fresh_dir("dak_ppl_stdin_dir");
+  const fs::path dir = fresh_test_dir("dak_ppl_stdin_dir");
   for (const auto& [redirect, err] : {std::pair<std::string, int>{"<&-", EBADF}, {"< " + dir.string(), EISDIR}}) {
     const RunResult r = run_shell(ppl + " " + redirect + " 2>&1");
     EXPECT_EQ(r.exit_code, 1) << redirect << ": " << r.output;
@@ -106,7 +100,7 @@ TEST(CliTextIo, PerplexityRefusesATextTooShortBeforeLoadingTheWeights) {
   // The session-35 trial: an empty file loaded the model (6 s) and then said "fewer than two tokens".
   const std::string model = default_model();
   ASSERT_TRUE(fs::exists(model)) << model << " is missing: run tools/setup.sh to download the default model";
-  const fs::path dir = fresh_dir("dak_ppl_short");
+  const fs::path dir = fresh_test_dir("dak_ppl_short");
   const struct {
     std::string name, text, says;
   } cases[] = {{"empty.txt", "", "the text is empty"}, {"one.txt", "Hi", "the text has fewer than two tokens"}};
@@ -126,7 +120,7 @@ TEST(CliTextIo, PerplexityEstimatesALongCpuRunBeforeScoring) {
   ASSERT_TRUE(fs::exists(model)) << model << " is missing: run tools/setup.sh to download the default model";
   // 35 copies of the paragraph (~6100 tokens, one window): minutes on one core, so the notice comes
   // first. The run is stopped once it has appeared (or dak has exited).
-  const fs::path dir = fresh_dir("dak_ppl_estimate");
+  const fs::path dir = fresh_test_dir("dak_ppl_estimate");
   const fs::path text = dir / "long.txt", err = dir / "stderr.txt";
   {
     std::ifstream in(kData + "/smollm2/paragraph.txt");
@@ -159,7 +153,7 @@ TEST(CliTextIo, PerplexityEstimatesALongCpuRunBeforeScoring) {
 /// A folder with the tiny model's weights (vocab_size 128) and a byte-level BPE tokenizer.json of `tokens`
 /// ids (the first byte characters), plus an added token at `added_id` when >= 0.
 fs::path model_with_tokenizer(const std::string& name, int tokens, int added_id = -1) {
-  const fs::path dir = fresh_dir(name);
+  const fs::path dir = fresh_test_dir(name);
   fs::copy_file(fs::path(kTiny) / "config.json", dir / "config.json");
   fs::create_symlink(fs::absolute(fs::path(kTiny) / "model.safetensors"), dir / "model.safetensors");
   nlohmann::json vocab = nlohmann::json::object();

@@ -28,12 +28,7 @@ using nlohmann::json;
 
 RunResult run_dak(const std::string& args) { return dak::testing::run_dak_env("", args); }
 
-fs::path fresh(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using dak::testing::fresh_test_dir;
 
 fs::path st_data() { return dak::testing::data_dir() / "safetensors"; }
 
@@ -61,7 +56,7 @@ void write_tiny(const fs::path& dir, const std::function<void(json&, size_t data
 const std::string kGen = "generate --device cpu --prompt-ids 1,2 -n 1 --model ";
 
 TEST(CliTrial50, ModelSafetensorsBesideAnIndexThatDoesNotListItIsNamed) {
-  const fs::path dir = fresh("dak_trial50_both");
+  const fs::path dir = fresh_test_dir("dak_trial50_both");
   fs::copy(st_data() / "tiny_llama_sharded", dir, fs::copy_options::recursive);
   RunResult r = run_dak(kGen + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -83,7 +78,7 @@ TEST(CliTrial50, ModelSafetensorsBesideAnIndexThatDoesNotListItIsNamed) {
 }
 
 TEST(CliTrial50, RopeScalingWithoutATypeIsRefused) {
-  const fs::path dir = fresh("dak_trial50_rope");
+  const fs::path dir = fresh_test_dir("dak_trial50_rope");
   json config = dak::testing::read_json(st_data() / "tiny_llama_single" / "config.json");
   config["rope_scaling"] = {{"factor", 4.0}};
   std::ofstream(dir / "config.json") << config.dump();
@@ -110,7 +105,7 @@ TEST(CliTrial50, AGgufWithoutAPreTokenizerGetsANotice) {
   const size_t at = bytes.find("tokenizer.ggml.pre");
   ASSERT_NE(at, std::string::npos);
   bytes[at + 17] = 'x';
-  const fs::path dir = fresh("dak_trial50_pre");
+  const fs::path dir = fresh_test_dir("dak_trial50_pre");
   dak::testing::write_bytes(dir / "no_pre.gguf", bytes);
   r = run_dak("generate --device cpu --prompt hi -n 1 --model " + (dir / "no_pre.gguf").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -120,7 +115,7 @@ TEST(CliTrial50, AGgufWithoutAPreTokenizerGetsANotice) {
 }
 
 TEST(CliTrial50, AFolderSideFileGivenAsTheModelNamesTheFolder) {
-  const fs::path dir = fresh("dak_trial50_side");
+  const fs::path dir = fresh_test_dir("dak_trial50_side");
   fs::copy(st_data() / "tiny_llama_single", dir, fs::copy_options::recursive);
   std::ofstream(dir / "tokenizer_config.json") << R"({"model_type": "gpt2", "tokenizer_class": "GPT2Tokenizer"})";
   std::ofstream(dir / "generation_config.json") << R"({"bos_token_id": 1})";
@@ -144,7 +139,7 @@ TEST(CliTrial50, AFolderSideFileGivenAsTheModelNamesTheFolder) {
 }
 
 TEST(CliTrial50, ADefaultedKvHeadCountIsNamed) {
-  const fs::path dir = fresh("dak_trial50_kv");
+  const fs::path dir = fresh_test_dir("dak_trial50_kv");
   // The tiny checkpoint has 2 heads and 1 kv head: without the key, llama's default is 2 kv heads.
   write_tiny(dir, [](json&, size_t) {}, 0, [](json& c) { c.erase("num_key_value_heads"); });
   RunResult r = run_dak(kGen + dir.string());
@@ -157,7 +152,7 @@ TEST(CliTrial50, ADefaultedKvHeadCountIsNamed) {
                                  "head_dim 8 = 1 here)"))
       << r.output;
   // A config before GQA (no key, as many kv heads as heads) that matches its checkpoint: no notice.
-  const fs::path mha = fresh("dak_trial50_mha");
+  const fs::path mha = fresh_test_dir("dak_trial50_mha");
   write_tiny(
       mha,
       [](json& h, size_t end) {
@@ -202,7 +197,7 @@ TEST(CliTrial50, WhatACheckpointHoldsInsteadOfAMissingTensorIsSaid) {
   }
   EXPECT_TRUE(named);
   // A PEFT model saved unmerged: every name behind "base_model.model.".
-  const fs::path peft = fresh("dak_trial50_peft");
+  const fs::path peft = fresh_test_dir("dak_trial50_peft");
   write_tiny(peft, [](json& h, size_t) {
     json renamed;
     for (auto& [k, v] : h.items()) renamed[k == "__metadata__" ? k : "base_model.model." + k] = v;
@@ -216,7 +211,7 @@ TEST(CliTrial50, WhatACheckpointHoldsInsteadOfAMissingTensorIsSaid) {
 
 TEST(CliTrial50, TensorsInOtherDtypesAreRefusedOnlyWhereTheModelNeedsThem) {
   // An unused int64 buffer (position_ids): ignored, as transformers ignores it; inspect lists it.
-  const fs::path buffer = fresh("dak_trial50_i64");
+  const fs::path buffer = fresh_test_dir("dak_trial50_i64");
   write_tiny(buffer, [](json& h, size_t end) {
     h["model.layers.0.self_attn.rotary_emb.position_ids"] = {{"dtype", "I64"}, {"shape", {8}},
                                                             {"data_offsets", {end, end + 64}}};
@@ -232,7 +227,7 @@ TEST(CliTrial50, TensorsInOtherDtypesAreRefusedOnlyWhereTheModelNeedsThem) {
   ASSERT_EQ(j["unread_tensors"].size(), 1u) << j.dump();
   EXPECT_EQ(j["unread_tensors"][0]["dtype"], "I64");
   // Its bytes are still checked: a size that does not match its shape is an error.
-  const fs::path bad = fresh("dak_trial50_i64_bad");
+  const fs::path bad = fresh_test_dir("dak_trial50_i64_bad");
   write_tiny(bad, [](json& h, size_t end) {
     h["position_ids"] = {{"dtype", "I64"}, {"shape", {8}}, {"data_offsets", {end, end + 60}}};
   }, 64);
@@ -240,7 +235,7 @@ TEST(CliTrial50, TensorsInOtherDtypesAreRefusedOnlyWhereTheModelNeedsThem) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "spans 60 bytes, but its shape and dtype need 64 bytes")) << r.output;
   // A weight the model needs in f64: refused for its dtype.
-  const fs::path f64 = fresh("dak_trial50_f64");
+  const fs::path f64 = fresh_test_dir("dak_trial50_f64");
   write_tiny(f64, [](json& h, size_t end) {
     const json norm = h["model.norm.weight"];  // 16 f32 values
     h["model.norm.weight"] = {{"dtype", "F64"}, {"shape", norm["shape"]}, {"data_offsets", {end, end + 128}}};
@@ -249,7 +244,7 @@ TEST(CliTrial50, TensorsInOtherDtypesAreRefusedOnlyWhereTheModelNeedsThem) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "tensor 'model.norm.weight' has dtype F64, which dak does not support")) << r.output;
   // GPTQ: q_proj.qweight (int32) in place of q_proj.weight, with the config's quantization_config.
-  const fs::path gptq = fresh("dak_trial50_gptq");
+  const fs::path gptq = fresh_test_dir("dak_trial50_gptq");
   write_tiny(
       gptq,
       [](json& h, size_t end) {
@@ -283,7 +278,7 @@ TEST(CliTrial50, RepositoryIdsCacheFoldersAndBigEndianFilesAreNamed) {
   r = run_dak(kGen + "no/such.gguf");  // a file path: no repository hint
   EXPECT_FALSE(contains(r.output, "huggingface-cli")) << r.output;
 
-  const fs::path cache = fresh("dak_trial50_cache") / "models--org--tiny";
+  const fs::path cache = fresh_test_dir("dak_trial50_cache") / "models--org--tiny";
   fs::create_directories(cache / "snapshots");
   fs::create_directories(cache / "blobs");
   fs::copy(st_data() / "tiny_llama_single", cache / "snapshots" / "0123abc", fs::copy_options::recursive);
@@ -306,7 +301,7 @@ TEST(CliTrial50, RepositoryIdsCacheFoldersAndBigEndianFilesAreNamed) {
                                      (cache / "snapshots/0123abc").string()))
       << r.output;
 
-  const fs::path be = fresh("dak_trial50_be");
+  const fs::path be = fresh_test_dir("dak_trial50_be");
   std::string gguf = dak::testing::read_bytes(dak::testing::data_dir() / "gguf" / "tiny_llama.gguf");
   const uint32_t swapped = __builtin_bswap32(uint32_t(3));
   std::memcpy(gguf.data() + 4, &swapped, 4);
@@ -338,7 +333,7 @@ TEST(CliTrial50, RepositoryIdsCacheFoldersAndBigEndianFilesAreNamed) {
 
 TEST(CliTrial50, TheRecheckOfTheFixes) {
   // (rope_scaling beside rope_parameters: test_model_config.cc, RopeScalingBesideRopeParametersWins.)
-  const fs::path dir = fresh("dak_trial50_recheck");
+  const fs::path dir = fresh_test_dir("dak_trial50_recheck");
   json config = dak::testing::read_json(st_data() / "tiny_llama_single" / "config.json");
   // A section of theta and partial_rotary_factor 1 (transformers 5) needs no type.
   config["rope_parameters"] = {{"rope_theta", 5000.0}, {"partial_rotary_factor", 1.0}};
@@ -347,7 +342,7 @@ TEST(CliTrial50, TheRecheckOfTheFixes) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 
   // A PEFT adapter's folder, its adapter_config.json or its weights: named as an adapter, with its base.
-  const fs::path ad = fresh("dak_trial50_adapter");
+  const fs::path ad = fresh_test_dir("dak_trial50_adapter");
   std::ofstream(ad / "adapter_config.json") << R"({"base_model_name_or_path": "org/base", "peft_type": "LORA"})";
   fs::copy(st_data() / "tiny_llama_single" / "model.safetensors", ad / "adapter_model.safetensors");
   for (const fs::path& m : {ad, ad / "adapter_config.json", ad / "adapter_model.safetensors"}) {
@@ -361,7 +356,7 @@ TEST(CliTrial50, TheRecheckOfTheFixes) {
   }
 
   // A quantization_config alone blames nothing: a missing norm is a completeness matter.
-  const fs::path q = fresh("dak_trial50_qcfg");
+  const fs::path q = fresh_test_dir("dak_trial50_qcfg");
   write_tiny(q, [](json& h, size_t) { h.erase("model.norm.weight"); }, 0,
              [](json& c) { c["quantization_config"] = {{"quant_method", "fp8"}}; });
   r = run_dak(kGen + q.string());
@@ -414,7 +409,7 @@ TEST(CliTrial50, TheRecheckOfTheFixes) {
 }
 
 TEST(CliTrial50, ASafetensorsFileIsKnownByItsContentWhateverItsName) {
-  const fs::path dir = fresh("dak_trial50_named");
+  const fs::path dir = fresh_test_dir("dak_trial50_named");
   fs::copy(st_data() / "tiny_llama_single" / "config.json", dir / "config.json");
   fs::copy(st_data() / "tiny_llama_single" / "model.safetensors", dir / "weights.bin");
   fs::copy(st_data() / "tiny_llama_single" / "model.safetensors", dir / "weights.gguf");
