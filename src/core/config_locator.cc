@@ -105,7 +105,11 @@ void refuse_model_folder_side_file(const fs::path& path, const std::string& give
       {"merges.txt", "tokenizer merges"},
       {"added_tokens.json", "added tokens"},
   };
-  const std::string name = path.filename().string();
+  // A browser's second download of a file is "tokenizer (1).json" (Chrome) or "tokenizer(1).json"
+  // (Firefox): known by the name without that copy number.
+  static const std::regex kCopyNumber(R"(^(.*[^ ]) ?\([0-9]+\)(\.[^.]*)?$)");
+  std::string name = path.filename().string();
+  if (std::smatch copy; std::regex_match(name, copy, kCopyNumber)) name = copy[1].str() + copy[2].str();
   if (name == "adapter_config.json") refuse_peft_adapter(folder_of(path));
   for (const auto& [file, holds] : kSideFiles) {
     if (name != file) continue;

@@ -359,6 +359,8 @@ struct GpuEngine::Impl {
   bool fused_norm(int64_t T) const;
   /// The linear `l` at T tokens can end in the norm-out epilogue (tiered, 64-row tiles, M and its
   /// host rows multiples of 64); otherwise a fused pass runs rms_norm_out after it (the same bits).
+  /// DAK_NORM_OUT_KERNEL=1 runs rms_norm_out after every producer linear (A/B measurements; the
+  /// norm-in epilogues stay).
   bool norm_out_fusable(const GpuLinear& l, int64_t T) const;
   uint64_t tiered_workspace_bytes(int64_t pass) const;
   /// Bytes of one prefetch staging slot: the largest host part of a staged linear (0 otherwise).
@@ -1002,7 +1004,8 @@ bool GpuEngine::Impl::fused_norm(int64_t T) const {
 }
 
 bool GpuEngine::Impl::norm_out_fusable(const GpuLinear& l, int64_t T) const {
-  return on_64_row_tiles(l, T) && l.m_host % 64 == 0 && l.out % 64 == 0;
+  static const bool kernel = env_flag("DAK_NORM_OUT_KERNEL", false);
+  return !kernel && on_64_row_tiles(l, T) && l.m_host % 64 == 0 && l.out % 64 == 0;
 }
 
 bool GpuEngine::Impl::runs_tiered(const GpuLinear& l, int64_t N) const {

@@ -119,9 +119,13 @@ TEST(CliTrial50, AFolderSideFileGivenAsTheModelNamesTheFolder) {
   fs::copy(st_data() / "tiny_llama_single", dir, fs::copy_options::recursive);
   std::ofstream(dir / "tokenizer_config.json") << R"({"model_type": "gpt2", "tokenizer_class": "GPT2Tokenizer"})";
   std::ofstream(dir / "generation_config.json") << R"({"bos_token_id": 1})";
+  // A browser's second download of the file (Chrome, Firefox) is known by its name too.
+  fs::copy_file(dir / "tokenizer_config.json", dir / "tokenizer_config (1).json");
+  fs::copy_file(dir / "generation_config.json", dir / "generation_config(2).json");
   for (const std::string& cmd : {std::string("plan --model "), kGen, std::string("inspect ")}) {
-    for (const char* file : {"tokenizer_config.json", "generation_config.json"}) {
-      const RunResult r = run_dak(cmd + (dir / file).string());
+    for (const char* file :
+         {"tokenizer_config.json", "generation_config.json", "tokenizer_config (1).json", "generation_config(2).json"}) {
+      const RunResult r = run_dak(cmd + "'" + (dir / file).string() + "'");
       EXPECT_EQ(r.exit_code, 1) << cmd << r.output;
       EXPECT_TRUE(contains(r.output, "'" + (dir / file).string() + "' holds the model's ")) << cmd << r.output;
       EXPECT_TRUE(contains(r.output, "not its config (config.json) or weights")) << cmd << r.output;
