@@ -165,6 +165,25 @@ int32_t early_w_stages(StepOp op) {
   return table[size_t(op)];
 }
 
+/// DAK_GEMM_CUBLASLT="qkv_proj=1,o_proj=1" (a layer's GEMMs, 1 on / 0 off): those operators run on
+/// cuBLASLt wherever --gemm tiered or auto would run them on the tiered GEMM without host or staged rows
+/// and without an offload placement; their epilogues (norm, RoPE, activation) then run as their own
+/// kernels. A diagnostic for a per-operator backend choice (docs/perf-notes.md session 51). Read once
+/// per process; any other item is ignored with a notice on stderr.
+const std::array<bool, size_t(StepOp::kCount)>& cublaslt_ops() {
+  static const std::array<bool, size_t(StepOp::kCount)> table = [] {
+    std::array<bool, size_t(StepOp::kCount)> t{};
+    for_each_op_item("DAK_GEMM_CUBLASLT", "GEMM=1 or GEMM=0 with GEMM qkv_proj, o_proj, mlp_up or mlp_down",
+                     [&](StepOp op, const std::string& on) {
+                       if (!is_layer_gemm(op) || (on != "0" && on != "1")) return false;
+                       t[size_t(op)] = on == "1";
+                       return true;
+                     });
+    return t;
+  }();
+  return table;
+}
+
 /// A decode GEMM's unit grid forced for A/B measurements: k-splits and HBM CTAs of one operator.
 struct GemmGrid {
   int32_t k_splits = 0;  // 0: the plan's (no override)
@@ -1009,7 +1028,21 @@ bool GpuEngine::Impl::norm_out_fusable(const GpuLinear& l, int64_t T) const {
 }
 
 bool GpuEngine::Impl::runs_tiered(const GpuLinear& l, int64_t N) const {
-  return options.offload_mode != OffloadMode::kZeroCopy && (l.m_host > 0 || use_tiered(N, l.in));
+  if (options.offload_mode == OffloadMode::kZeroCopy) return false;
+  if (l.m_host > 0) return true;
+  const auto& forced = cublaslt_ops();
+  static const bool any = std::find(forced.begin(), forced.end(), true) != forced.end();
+  if (any && !options.placement && !l.staged) {  // DAK_GEMM_CUBLASLT (A/B runs)
+    for (const GpuLayer& L : w.layers) {
+      if (&l == &L.qkv || &l == &L.o || &l == &L.gate_up || &l == &L.down) {
+        const StepOp op = &l == &L.qkv ? StepOp::kQkvProj : &l == &L.o ? StepOp::kOProj
+                          : &l == &L.gate_up ? StepOp::kMlpUp : StepOp::kMlpDown;
+        if (forced[size_t(op)]) return false;
+        break;
+      }
+    }
+  }
+  return use_tiered(N, l.in);
 }
 
 bool GpuEngine::Impl::on_64_row_tiles(const GpuLinear& l, int64_t N) const {
