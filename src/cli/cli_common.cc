@@ -25,6 +25,7 @@
 #include "core/config_locator.h"
 #include "core/cpu_model.h"
 #include "core/error.h"
+#include "core/text_file.h"
 #include "core/utf8_text.h"
 #include "core/json_file.h"
 #include "core/op_graph.h"
@@ -654,11 +655,12 @@ std::vector<int64_t> parse_count_list(const std::string& s, const std::string& f
 }
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
-  std::ofstream f(path);
-  f << text;
-  f.close();
-  if (!f) fail(fmt::format("cannot write '{}'", path), flag, "check that the folder exists and is writable");
-  std::fprintf(stderr, "dak: wrote %s\n", path.c_str());
+  const WrittenFile w = write_new_text_file(path, text, flag);
+  if (w.moved) {
+    std::fprintf(stderr, "dak: notice: %s '%s' appeared during the run; the report went to '%s' instead\n",
+                 flag.c_str(), path.c_str(), w.path.c_str());
+  }
+  std::fprintf(stderr, "dak: wrote %s\n", w.path.c_str());
 }
 
 void add_gemm_option(CLI::App* c, std::string* gemm) {
@@ -907,6 +909,8 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
       fail(fmt::format("'{}' is a folder, not a file name", path), flag,
            "give the path of a new file, e.g. " + example.string());
     }
+    // A sink (/dev/null, /dev/stdout, a pipe): written as it is, no file replaced (trial of session 51).
+    if (is_stream_sink(path)) continue;
     // symlink_status: a link counts as existing even when it dangles (writing through it would
     // create or truncate its target, which may be the other report: a session-22 trial finding).
     const fs::file_status link = fs::symlink_status(fs::path(path), ec);
@@ -916,8 +920,10 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
            flag, "give a new file name, or the path of the link's target itself");
     }
     if (fs::exists(link)) {
+      // Not "remove the old one": the path may be one of the run's inputs (trial of session 51: the
+      // model's .gguf given to --json was answered with that advice).
       fail(fmt::format("'{}' already exists", path), flag,
-           "give a new file name or remove the old one (dak does not overwrite files)");
+           fmt::format("give a new file name, e.g. {} (dak does not overwrite files)", free_name_beside(path)));
     }
     const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
     if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0) {
@@ -925,7 +931,7 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
            "create the folder first or write somewhere else");
     }
   }
-  if (!json_file.empty() && !csv_file.empty() && same_file(json_file, csv_file)) {
+  if (!json_file.empty() && !csv_file.empty() && !is_stream_sink(json_file) && same_file(json_file, csv_file)) {
     fail(json_file == csv_file ? fmt::format("--json and --csv both name '{}'", json_file)
                                : fmt::format("--json '{}' and --csv '{}' name the same file", json_file, csv_file),
          "--json / --csv", "give two different files (the CSV would overwrite the JSON)");

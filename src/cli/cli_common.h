@@ -151,15 +151,19 @@ std::vector<int64_t> parse_count_list(const std::string& s, const std::string& f
                                       const std::string& what, const std::string& example,
                                       const std::string& range_note = "");
 
-/// Writes `text` to `path` and says "dak: wrote <path>" on stderr. Throws dak::Error naming
-/// `flag` (--json, --csv) when the file cannot be written.
+/// Writes `text` to `path` and says "dak: wrote <path>" on stderr. A new file is created
+/// exclusively: where one appeared at `path` since check_report_files, the text goes to a free name
+/// beside it ("x-2.json"), with a notice. A character device or FIFO (/dev/null, a pipe) is written
+/// as it is. Throws dak::Error naming `flag` (--json, --csv) when the file cannot be written, after
+/// removing the part written to a file it created.
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag);
 
 /// Refuses, before any work, report files the run could not write or would overwrite: an
 /// existing path (a file or a folder: dak never overwrites what the user has, so no input of the
-/// run either: a config.json, a --plan file), a missing or unwritable parent folder, or one file
-/// for --json and --csv however spelt (same_file: "X" and "./X"). Empty names are skipped. Throws
-/// dak::Error naming the option.
+/// run either: a config.json, a --plan file; the fix offers a free name beside it), a missing or
+/// unwritable parent folder, or one file for --json and --csv however spelt (same_file: "X" and
+/// "./X"). A character device or FIFO (/dev/null, /dev/stdout, a pipe) is taken. Empty names are
+/// skipped. Throws dak::Error naming the option.
 void check_report_files(const std::string& json_file, const std::string& csv_file);
 
 /// Edit distance of two short strings (insertions, deletions, substitutions): the did-you-mean

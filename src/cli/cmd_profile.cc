@@ -31,6 +31,7 @@
 #include "core/hardware_profile.h"
 #include "core/op_graph.h"
 #include "core/profile_fit.h"
+#include "core/text_file.h"
 #ifdef DAK_HAVE_CUDA
 #include "gpu/profile.h"
 #endif
@@ -322,12 +323,14 @@ void run_profile_command(const ProfileArgs& a) {
   HardwareProfile::from_json(j, "the measured profile");  // what is written must load
   std::cout << profile_table(p, defaults, m) << std::flush;
 
-  check_output(a.output, a.force);  // still ours to write (nothing appeared meanwhile)
-  std::ofstream f(a.output);
-  f << json_text(j) << "\n";
-  f.close();
-  if (!f) fail(fmt::format("cannot write '{}'", a.output), "--output", "check that the folder is writable");
-  std::fprintf(stderr, "dak: wrote %s (profile '%s', %.1f s)\n", a.output.c_str(), name.c_str(), seconds_since(t0));
+  // A file that appeared at --output during the measurement (minutes) is not replaced without
+  // --force: the profile goes to a free name beside it (write_new_text_file).
+  const WrittenFile w = write_new_text_file(a.output, json_text(j) + "\n", "--output", a.force);
+  if (w.moved) {
+    std::fprintf(stderr, "dak: notice: '%s' appeared during the measurement; the profile went to '%s' instead\n",
+                 a.output.c_str(), w.path.c_str());
+  }
+  std::fprintf(stderr, "dak: wrote %s (profile '%s', %.1f s)\n", w.path.c_str(), name.c_str(), seconds_since(t0));
 #else
   (void)tokens;
   (void)ratios;

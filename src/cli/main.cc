@@ -721,8 +721,21 @@ int main(int argc, char** argv) {
         commands_with_option(app, "dak", option, others);
         std::string also;
         for (size_t i = 0; i < others.size() && i < 3; ++i) also += (i ? ", `" : "`") + others[i] + "`";
+        if (others.size() > 3) also += fmt::format(" and {} more", others.size() - 3);
         const std::string near = closest_option(*deepest, option);
-        const std::string other = other_engine_hint(option);
+        std::string other = other_engine_hint(option);
+        // --json / --csv where the report goes to stdout with --output, and the other way round (trial
+        // of session 51: `dak plan --json x` was pointed at the bench commands).
+        const auto has = [&](const char* name) { return deepest->get_option_no_throw(name) != nullptr; };
+        const CLI::Option* output = deepest->get_option_no_throw("--output");
+        const std::string format = option.size() > 2 ? option.substr(2) : option;
+        if ((option == "--json" || option == "--csv") && output != nullptr &&
+            output->get_description().find(format) != std::string::npos) {
+          other = fmt::format("{} prints {} with --output {} (redirect it to a file: > out.{})", path, format, format,
+                              format);
+        } else if (option == "--output" && has("--json")) {
+          other = path + " writes its report with --json FILE / --csv FILE (its table goes to stdout)";
+        }
         // A misspelled required option surfaced as "--model is required" (the session-16 re-trial).
         const dak::Error err(
             path + " has no option " + option +
@@ -749,7 +762,13 @@ int main(int argc, char** argv) {
     // "--file: At Most 1 required but received 2" (an option given twice).
     static const std::string kAtMost = ": At Most 1 required but received ";
     if (const size_t at = what.find(kAtMost); at != std::string::npos) {
-      what = what.substr(0, at) + " was given " + what.substr(at + kAtMost.size()) + " times; give it once";
+      const std::string name = what.substr(0, at);
+      std::string spellings;  // "-o is --output" (trial of session 51: `-o x --output json`)
+      if (const CLI::Option* o = deepest->get_option_no_throw(name); o != nullptr) {
+        for (const std::string& sn : o->get_snames()) spellings += (spellings.empty() ? "" : ", ") + ("-" + sn);
+      }
+      what = name + " was given " + what.substr(at + kAtMost.size()) + " times" +
+             (spellings.empty() ? "" : " (" + spellings + " is " + name + ")") + "; give it once";
     }
     // Stray words after `dak generate` are most often an unquoted prompt (`-p The capital of France`);
     // elsewhere the value of some option was cut at a space, if anything.
