@@ -923,7 +923,8 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
       // Not "remove the old one": the path may be one of the run's inputs (trial of session 51: the
       // model's .gguf given to --json was answered with that advice).
       fail(fmt::format("'{}' already exists", path), flag,
-           fmt::format("give a new file name, e.g. {} (dak does not overwrite files)", free_name_beside(path)));
+           fmt::format("give a new file name, e.g. {} (dak does not overwrite files)",
+                       free_name_beside(path, std::string(flag) == "--csv" ? ".csv" : ".json")));
     }
     const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
     if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0) {

@@ -154,7 +154,7 @@ std::vector<int64_t> parse_count_list(const std::string& s, const std::string& f
 /// Writes `text` to `path` and says "dak: wrote <path>" on stderr. A new file is created
 /// exclusively: where one appeared at `path` since check_report_files, the text goes to a free name
 /// beside it ("x-2.json"), with a notice. A character device or FIFO (/dev/null, a pipe) is written
-/// as it is. Throws dak::Error naming `flag` (--json, --csv) when the file cannot be written, after
+/// as it is (core/text_file.h). Throws dak::Error naming `flag` (--json, --csv) when the file cannot be written, after
 /// removing the part written to a file it created.
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag);
 
@@ -162,7 +162,7 @@ void write_text_file(const std::string& path, const std::string& text, const std
 /// existing path (a file or a folder: dak never overwrites what the user has, so no input of the
 /// run either: a config.json, a --plan file; the fix offers a free name beside it), a missing or
 /// unwritable parent folder, or one file for --json and --csv however spelt (same_file: "X" and
-/// "./X"). A character device or FIFO (/dev/null, /dev/stdout, a pipe) is taken. Empty names are
+/// "./X"). A character device or FIFO (/dev/null, a terminal, a pipe) is taken. Empty names are
 /// skipped. Throws dak::Error naming the option.
 void check_report_files(const std::string& json_file, const std::string& csv_file);
 
@@ -324,6 +324,13 @@ void capture_stdout_errors();
 /// never ends with a truncated output and exit code 0. The reason is that of the first failed write
 /// (capture_stdout_errors), left out only when the system gave none.
 void flush_stdout_or_fail();
+
+/// Thrown by a command whose run a SIGINT / SIGTERM stopped (core/interrupt.h) once it has printed
+/// what it kept: main exits 128 + `signal` (130 for Ctrl-C, 143 for SIGTERM), the status a shell
+/// gives a process that signal ended (README, "Exit status").
+struct Interrupted {
+  int signal = 0;
+};
 
 /// How read_text_input names its input in messages.
 struct TextInputTerms {

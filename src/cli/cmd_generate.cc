@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -23,6 +24,7 @@
 #include "core/cpu_model.h"
 #include "core/error.h"
 #include "core/generate.h"
+#include "core/interrupt.h"
 #include "core/pretokenizer.h"
 #include "core/tokenizer.h"
 #include "core/utf8_text.h"
@@ -65,6 +67,18 @@ struct GenerateArgs {
   uint64_t weights_seed = 0;
   OffloadArgs offload;
 };
+
+/// After a run that Ctrl-C / SIGTERM stopped (GenerateResult::interrupted) has printed what it
+/// kept: says so on stderr and ends the command with 128 + the signal (cli::Interrupted).
+void end_if_interrupted(const GenerateResult& r) {
+  if (!r.interrupted) return;
+  int64_t tokens = 0;
+  for (const SequenceResult& s : r.sequences) tokens += int64_t(s.generated_ids.size());
+  std::fprintf(stderr, "dak: interrupted (%s): %lld new token%s before it, printed above\n",
+               interrupt_signal() == SIGTERM ? "SIGTERM" : "Ctrl-C", static_cast<long long>(tokens),
+               tokens == 1 ? "" : "s");
+  throw Interrupted{interrupt_signal()};
+}
 
 void run_generate(const GenerateArgs& a) {
   if (!a.chat && a.system_given) {
@@ -359,6 +373,7 @@ void run_generate(const GenerateArgs& a) {
     };
   }
   const GenerateResult r = [&] {
+    const InterruptScope interrupts;  // Ctrl-C stops after the current step, keeping the tokens so far
     try {
       return generate(*engine, prompts, opts, on_token);
     } catch (const Error& e) {
@@ -414,6 +429,7 @@ void run_generate(const GenerateArgs& a) {
       js["stopped_at_eos"] = s.stopped_at_eos;
       j["sequences"].push_back(js);
     }
+    j["interrupted"] = r.interrupted;
     j["timings"] = {{"load_s", load_s}, {"ttft_s", r.prefill_s}, {"decode_s", r.decode_s},
                     {"decode_steps", r.decode_steps}, {"tpot_s", json_or_null(tpot)},
                     {"decode_tokens_per_s", json_or_null(tok_per_s)}, {"max_batch", batch},
@@ -421,6 +437,7 @@ void run_generate(const GenerateArgs& a) {
     std::cout << json_text(j) << '\n';
     flush_stdout_or_fail();  // here, where the write's errno says why it failed
     notice_ids_without_token();
+    end_if_interrupted(r);
     return;
   }
   if (stream) {
@@ -456,6 +473,7 @@ void run_generate(const GenerateArgs& a) {
   std::fprintf(stderr, "dak: %s: load %.2f s, TTFT %.3f s, %lld decode step%s%s, %s\n", engine->device_name().c_str(),
                load_s, r.prefill_s, static_cast<long long>(r.decode_steps), r.decode_steps == 1 ? "" : "s",
                waves_text.c_str(), decode.c_str());
+  end_if_interrupted(r);
 }
 
 }  // namespace

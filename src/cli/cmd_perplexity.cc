@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "core/cpu_model.h"
 #include "core/error.h"
 #include "core/generate.h"
+#include "core/interrupt.h"
 #include "core/pretokenizer.h"
 #include "core/tokenizer.h"
 
@@ -145,6 +147,7 @@ void add_perplexity_command(CLI::App& app) {
       });
     }
     const PerplexityResult r = [&] {
+      const InterruptScope interrupts;  // Ctrl-C stops after the current window, keeping the score so far
       try {
         return perplexity(*engine, ids, a->context, [window, show](int64_t scored, int64_t tokens, int64_t total) {
           *window = Window{scored, tokens, total};
@@ -156,10 +159,16 @@ void add_perplexity_command(CLI::App& app) {
       }
     }();
     line->finish(fmt::format("dak: perplexity: {} tokens scored in {:.1f} s", r.tokens_scored, line->seconds()));
+    const char* signal_name = interrupt_signal() == SIGTERM ? "SIGTERM" : "Ctrl-C";
+    if (r.interrupted && r.tokens_scored == 0) {
+      std::fprintf(stderr, "dak: interrupted (%s) before the first window was scored: no score\n", signal_name);
+      throw Interrupted{interrupt_signal()};
+    }
     if (a->output == "json") {
       nlohmann::json j = {{"model", ckpt->path().string()}, {"file", from_stdin ? "-" : a->file}, {"device", engine->device_name()},
                           {"perplexity", r.perplexity}, {"mean_nll", r.mean_nll}, {"tokens_scored", r.tokens_scored},
-                          {"load_s", load_s}, {"seconds", r.seconds}};
+                          {"load_s", load_s}, {"seconds", r.seconds}, {"interrupted", r.interrupted},
+                          {"tokens_total", r.tokens_total}};
       std::cout << json_text(j) << std::endl;
     } else {
       // Fixed point while it reads as a number; a model far off the text (trial 28: ~100 digits, or inf
@@ -167,8 +176,17 @@ void add_perplexity_command(CLI::App& app) {
       const std::string ppl = r.perplexity < 1e6 ? fmt::format("{:.4f}", r.perplexity)
                                                  : fmt::format("{:.4g} (mean NLL {:.4f} nats per token)", r.perplexity,
                                                                r.mean_nll);
-      std::cout << fmt::format("perplexity {} over {} token{} ({}; {:.2f} s, load {:.2f} s)\n", ppl, r.tokens_scored,
-                               r.tokens_scored == 1 ? "" : "s", engine->device_name(), r.seconds, load_s);
+      // Interrupted: the first tokens' score, said as such ("over the first 512 of 2047 tokens").
+      const std::string over = r.interrupted ? fmt::format("the first {} of {}", r.tokens_scored, r.tokens_total)
+                                             : std::to_string(r.tokens_scored);
+      std::cout << fmt::format("perplexity {} over {} token{} ({}; {:.2f} s, load {:.2f} s)\n", ppl, over,
+                               r.tokens_total == 1 ? "" : "s", engine->device_name(), r.seconds, load_s);
+    }
+    if (r.interrupted) {
+      flush_stdout_or_fail();
+      std::fprintf(stderr, "dak: interrupted (%s): the score above is of the first %lld of %lld tokens\n", signal_name,
+                   static_cast<long long>(r.tokens_scored), static_cast<long long>(r.tokens_total));
+      throw Interrupted{interrupt_signal()};
     }
   });
 }

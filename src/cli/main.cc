@@ -828,6 +828,8 @@ int main(int argc, char** argv) {
   } catch (const dak::UsageError& e) {  // text its option cannot parse (a list parser's refusal)
     std::fprintf(stderr, "dak: error: %s\n", with_command(e, app).what());
     return 2;
+  } catch (const dak::cli::Interrupted& i) {  // Ctrl-C / SIGTERM: what was computed is printed
+    return 128 + i.signal;
   } catch (const dak::Error& e) {
     std::fprintf(stderr, "dak: error: %s\n", with_command(e, app).what());
     return 1;

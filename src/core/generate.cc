@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 
 namespace dak {
 
@@ -244,6 +245,10 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   std::vector<bool> emits(static_cast<size_t>(slots));
   bool first_step = true;
   while (true) {
+    if (interrupt_requested()) {  // Ctrl-C: keep what the steps so far gave
+      res.interrupted = true;
+      break;
+    }
     int64_t emitting = 0;  // slots that get a token this step (the admitted prompts' first ones too)
     bool decodes = false;
     for (int64_t s = 0; s < slots; ++s) {
@@ -449,7 +454,12 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
   double nll = 0.0;
   // Window w covers ids[s, e) and scores ids[s+1 .. e-1]; the next window starts at e - 1 so
   // that every token 1..n-1 is scored exactly once (its first token is context only).
+  res.tokens_total = n - 1;
   for (int64_t s = 0; s + 1 < n;) {
+    if (interrupt_requested()) {  // Ctrl-C: the score of the windows so far
+      res.interrupted = true;
+      break;
+    }
     const int64_t e = std::min(n, s + context);
     if (progress) progress(res.tokens_scored, e - s - 1, n - 1);
     std::vector<std::vector<int32_t>> window{std::vector<int32_t>(ids.begin() + s, ids.begin() + e)};
@@ -466,7 +476,12 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
     }
     s = e - 1;
   }
-  if (progress) progress(res.tokens_scored, 0, n - 1);
+  if (res.interrupted && res.tokens_scored == 0) {
+    res.mean_nll = res.perplexity = std::numeric_limits<double>::quiet_NaN();
+    res.seconds = seconds_since(t0);
+    return res;
+  }
+  if (progress && !res.interrupted) progress(res.tokens_scored, 0, n - 1);
   if (!std::isfinite(nll))
     fail(kNonFiniteNll, "perplexity",
          "the model produced inf/NaN logits; check the checkpoint");

@@ -70,6 +70,8 @@ struct GenerateResult {
                                // decode_tokens / decode_s is the decode rate
   double admit_s = 0;          // wall time of the steps that only prefilled admitted prompts (seconds)
   int64_t refills = 0;         // prompts that took a finished sequence's slot (GenerateOptions::max_batch)
+  bool interrupted = false;    // stopped early by SIGINT / SIGTERM (core/interrupt.h): the sequences hold what
+                               // was generated until then; prompts not yet admitted have no tokens
 };
 
 /// A batch's sequence `text` after its number `number` ("[i] "), as dak generate prints it: every
@@ -104,7 +106,8 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
 /// sequence_rng(seed, i) whatever its slot and step. on_token gets the run's sequence index. Throws
 /// dak::Error if a prompt is empty, max_batch is negative, or prompt + max_new_tokens exceeds the
 /// model context (message gives both numbers and the limit); every prompt is checked before the
-/// engine starts.
+/// engine starts. Inside an InterruptScope (core/interrupt.h) a SIGINT / SIGTERM ends the run before
+/// the next step, with GenerateResult::interrupted.
 GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                         const GenerateOptions& opts, const TokenCallback& on_token = {});
 
@@ -167,6 +170,9 @@ struct PerplexityResult {
   double mean_nll = 0;       // nats per predicted token
   int64_t tokens_scored = 0;
   double seconds = 0;
+  bool interrupted = false;  // stopped early by SIGINT / SIGTERM (core/interrupt.h): the score of the first
+                             // tokens_scored tokens (NaN perplexity and mean_nll where none was scored)
+  int64_t tokens_total = 0;  // the tokens a whole run scores (ids - 1)
 };
 
 /// The most text `dak perplexity` reads, from a file or standard input alike, bytes: 64 MiB is some 16
@@ -206,7 +212,8 @@ using PerplexityProgress = std::function<void(int64_t scored, int64_t window, in
 /// at most `context` tokens (0: the model context) without overlap of scored tokens: a window
 /// starts at the last token of the previous one (as unscored context), so every token 1..n-1
 /// is scored exactly once. Throws dak::Error for fewer than 2 ids or a window that
-/// perplexity_window() refuses.
+/// perplexity_window() refuses. Inside an InterruptScope (core/interrupt.h) a SIGINT / SIGTERM ends
+/// the run before the next window, with PerplexityResult::interrupted and the windows scored so far.
 PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_t context = 0,
                             const PerplexityProgress& progress = {});
 

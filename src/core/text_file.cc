@@ -1,11 +1,13 @@
 #include "core/text_file.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -20,10 +22,13 @@ bool is_stream_sink(const fs::path& path) {
   return !ec && (st.type() == fs::file_type::character || st.type() == fs::file_type::fifo);
 }
 
-std::string free_name_beside(const fs::path& path) {
+std::string free_name_beside(const fs::path& path, const std::string& extension) {
   std::error_code ec;
   const std::string stem = (path.parent_path() / path.stem()).string();
-  const std::string ext = path.extension().string();
+  const std::string ext = extension.empty() ? path.extension().string() : extension;
+  // The name itself with the new extension first ("model.gguf" -> "model.json"), then numbered.
+  if (!extension.empty() && ext != path.extension().string() && !fs::exists(fs::symlink_status(stem + ext, ec)))
+    return stem + ext;
   for (int n = 2; n < 1000; ++n) {
     const fs::path candidate(fmt::format("{}-{}{}", stem, n, ext));
     if (!fs::exists(fs::symlink_status(candidate, ec))) return candidate.string();
@@ -33,63 +38,131 @@ std::string free_name_beside(const fs::path& path) {
 
 namespace {
 
-/// Writes all of `text` to the open descriptor `fd`; false (errno set) when a write fails.
+/// Writes all of `text` to the open descriptor `fd`; false (errno set) when a write fails. SIGPIPE
+/// is ignored meanwhile: a pipe whose reader has gone is an EPIPE error, not the process's end.
 bool write_all(int fd, const std::string& text) {
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &old);
   size_t done = 0;
+  bool ok = true;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (n == 0) errno = EIO;
-      return false;
+      ok = false;
+      break;
     }
     done += size_t(n);
   }
-  return true;
+  const int err = errno;
+  sigaction(SIGPIPE, &old, nullptr);
+  errno = err;
+  return ok;
+}
+
+/// Opens a sink for writing: a FIFO without a reader is an error (ENXIO), not a wait without end;
+/// -1 (errno set) on failure, or where the path is no longer a sink (errno EEXIST: a file replaced it).
+int open_sink(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    ::close(fd);
+    errno = EEXIST;
+    return -1;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // the writes themselves may wait for the reader
+  return fd;
+}
+
+[[noreturn]] void fail_write(const std::string& path, int err, const std::string& where, const std::string& fix) {
+  fail(fmt::format("cannot write '{}': {}", path, std::strerror(err)), where, fix);
+}
+
+/// Writes `text` over the existing regular file `path` (write_new_text_file's replace): a temporary
+/// file in its folder, synced and renamed over it, keeping its permissions; where that cannot be made
+/// (a folder this user may not write), the file itself is truncated and rewritten. False (errno set)
+/// on failure, the old file as it was where the temporary file was used.
+bool replace_file(const fs::path& path, const std::string& text, bool* old_kept) {
+  struct stat old {};
+  const bool have_mode = ::stat(path.c_str(), &old) == 0;
+  std::string temp = (path.parent_path() / ".dak-XXXXXX").string();
+  const int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  *old_kept = true;
+  if (fd >= 0) {
+    const mode_t mode = have_mode ? (old.st_mode & 07777) : mode_t(0644);
+    bool ok = write_all(fd, text) && ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
+    int err = errno;
+    if (::close(fd) != 0 && ok) {
+      ok = false;
+      err = errno;
+    }
+    if (ok && ::rename(temp.c_str(), path.c_str()) == 0) return true;
+    if (ok) err = errno;
+    ::unlink(temp.c_str());
+    if (err != EBUSY && err != EXDEV && err != EACCES && err != EPERM) {
+      errno = err;
+      return false;
+    }
+  }
+  // In place (no temporary file here, or a file that cannot be renamed over: a bind mount).
+  const int in_place = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+  if (in_place < 0) return false;
+  *old_kept = false;
+  const bool ok = write_all(in_place, text);
+  const int err = errno;
+  const bool closed = ::close(in_place) == 0;
+  errno = ok ? errno : err;
+  return ok && closed;
 }
 
 }  // namespace
 
 WrittenFile write_new_text_file(const fs::path& path, const std::string& text, const std::string& where, bool replace) {
   WrittenFile out{path.string(), false};
-  const bool sink = is_stream_sink(path);
   std::error_code ec;
-  // --force over an existing file: a temporary file beside it, renamed over it once complete, so
-  // that a failed write leaves the old file as it was.
-  const bool replacing = replace && !sink && fs::is_regular_file(fs::symlink_status(path, ec));
-  std::string temp;
+  if (replace && fs::is_regular_file(fs::symlink_status(path, ec))) {
+    bool old_kept = true;
+    if (replace_file(path, text, &old_kept)) return out;
+    const int err = errno;
+    fail_write(out.path, err, where,
+               old_kept ? "free space there or write somewhere else (the old file is as it was)"
+                        : "free space there or write somewhere else");
+  }
   int fd = -1;
-  if (replacing) {
-    temp = out.path + ".dak-XXXXXX";
-    fd = ::mkstemp(temp.data());
-  } else {
-    fd = ::open(out.path.c_str(), O_WRONLY | O_CLOEXEC | (sink ? 0 : O_CREAT | O_EXCL), 0644);
-    if (fd < 0 && !sink && errno == EEXIST) {
-      out.path = free_name_beside(path);
-      out.moved = true;
-      fd = ::open(out.path.c_str(), O_WRONLY | O_CLOEXEC | O_CREAT | O_EXCL, 0644);
+  if (is_stream_sink(path)) {
+    fd = open_sink(out.path);
+    if (fd < 0 && errno == ENXIO) {
+      fail(fmt::format("cannot write '{}': no process reads this pipe", out.path), where,
+           "start the reader first (e.g. cat PIPE &), or write to a file");
     }
+    if (fd >= 0) {
+      const bool written = write_all(fd, text);
+      const int err = errno;
+      if (::close(fd) != 0 || !written) fail_write(out.path, written ? errno : err, where, "write to a file instead");
+      return out;
+    }
+    if (errno != EEXIST) fail_write(out.path, errno, where, "write to a file instead");
   }
-  if (fd < 0) {
-    fail(fmt::format("cannot write '{}': {}", out.path, std::strerror(errno)), where,
-         "check that the folder exists and is writable, or write somewhere else");
+  // A new file, created exclusively: one that appeared since the caller's checks stays as it is.
+  fd = ::open(out.path.c_str(), O_WRONLY | O_CLOEXEC | O_CREAT | O_EXCL, 0666);
+  if (fd < 0 && errno == EEXIST) {
+    out.path = free_name_beside(path);
+    out.moved = true;
+    fd = ::open(out.path.c_str(), O_WRONLY | O_CLOEXEC | O_CREAT | O_EXCL, 0666);
   }
-  // The replaced file's permissions carry over (mkstemp creates 0600).
-  const auto keep_mode = [&] {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && ::fchmod(fd, st.st_mode & 07777) == 0;
-  };
-  const bool written = write_all(fd, text) && (!replacing || keep_mode());
-  const int write_errno = errno;
+  if (fd < 0) fail_write(out.path, errno, where, "check that the folder exists and is writable, or write somewhere else");
+  const bool written = write_all(fd, text);
+  int err = errno;
   const bool closed = ::close(fd) == 0;
-  const std::string created = replacing ? temp : out.path;
-  if (!written || !closed || (replacing && ::rename(temp.c_str(), out.path.c_str()) != 0)) {
-    const int err = !written ? write_errno : errno;
-    if (!sink) ::unlink(created.c_str());
-    fail(fmt::format("cannot write '{}': {}", out.path, std::strerror(err)), where,
-         sink ? std::string("write to a file instead")
-              : fmt::format("free space there or write somewhere else (the part written was removed{})",
-                            replacing ? "; the old file is as it was" : ""));
+  if (written && !closed) err = errno;
+  if (!written || !closed) {
+    ::unlink(out.path.c_str());
+    fail_write(out.path, err, where, "free space there or write somewhere else (the part written was removed)");
   }
   return out;
 }

@@ -12,7 +12,9 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <tuple>
+#include <unordered_set>
 
 #include "core/checkpoint.h"
 #include "core/env.h"
@@ -368,6 +370,8 @@ struct GpuEngine::Impl {
   bool use_tiered(int64_t N, int64_t K) const;
   /// linear() runs `l` at N tokens on the tiered GEMM (not zero-copy; host rows, or use_tiered).
   bool runs_tiered(const GpuLinear& l, int64_t N) const;
+  /// The layer linears DAK_GEMM_CUBLASLT sends to cuBLASLt (cublaslt_ops), found once.
+  mutable std::optional<std::unordered_set<const GpuLinear*>> cublaslt_linears;
   /// runs_tiered, on the 64-row tiles (N <= 64): the ones that carry the RMSNorm epilogues.
   bool on_64_row_tiles(const GpuLinear& l, int64_t N) const;
   /// The model's norms can run inside the tiered GEMMs of short passes (TieredGemmNormOut / NormIn):
@@ -1030,17 +1034,19 @@ bool GpuEngine::Impl::norm_out_fusable(const GpuLinear& l, int64_t T) const {
 bool GpuEngine::Impl::runs_tiered(const GpuLinear& l, int64_t N) const {
   if (options.offload_mode == OffloadMode::kZeroCopy) return false;
   if (l.m_host > 0) return true;
-  const auto& forced = cublaslt_ops();
-  static const bool any = std::find(forced.begin(), forced.end(), true) != forced.end();
-  if (any && !options.placement && !l.staged) {  // DAK_GEMM_CUBLASLT (A/B runs)
-    for (const GpuLayer& L : w.layers) {
-      if (&l == &L.qkv || &l == &L.o || &l == &L.gate_up || &l == &L.down) {
-        const StepOp op = &l == &L.qkv ? StepOp::kQkvProj : &l == &L.o ? StepOp::kOProj
-                          : &l == &L.gate_up ? StepOp::kMlpUp : StepOp::kMlpDown;
-        if (forced[size_t(op)]) return false;
-        break;
+  if (!options.placement && !l.staged) {  // DAK_GEMM_CUBLASLT (A/B runs)
+    if (!cublaslt_linears) {
+      cublaslt_linears.emplace();
+      const auto& forced = cublaslt_ops();
+      for (const GpuLayer& L : w.layers) {
+        const std::pair<StepOp, const GpuLinear*> ops[] = {
+            {StepOp::kQkvProj, &L.qkv}, {StepOp::kOProj, &L.o}, {StepOp::kMlpUp, &L.gate_up}, {StepOp::kMlpDown, &L.down}};
+        for (const auto& [op, lin] : ops) {
+          if (forced[size_t(op)]) cublaslt_linears->insert(lin);
+        }
       }
     }
+    if (!cublaslt_linears->empty() && cublaslt_linears->count(&l) > 0) return false;
   }
   return use_tiered(N, l.in);
 }

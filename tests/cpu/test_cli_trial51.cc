@@ -29,9 +29,12 @@ TEST(CliTrial51, AnExistingReportPathGetsAFreeNameNotAdviceToRemoveIt) {
     const RunResult r = run_dak(cmd + " --json " + (dir / "model.gguf").string());
     EXPECT_EQ(r.exit_code, 1) << cmd << r.output;
     EXPECT_TRUE(contains(r.output, "'" + (dir / "model.gguf").string() + "' already exists")) << cmd << r.output;
-    EXPECT_TRUE(contains(r.output, "fix:   give a new file name, e.g. " + (dir / "model-3.gguf").string() +
+    // The name with the report's extension (not another .gguf).
+    EXPECT_TRUE(contains(r.output, "fix:   give a new file name, e.g. " + (dir / "model.json").string() +
                                        " (dak does not overwrite files)"))
         << cmd << r.output;
+    const RunResult csv = run_dak(cmd + " --csv " + (dir / "model.gguf").string());
+    EXPECT_TRUE(contains(csv.output, "e.g. " + (dir / "model.csv").string())) << cmd << csv.output;
     EXPECT_FALSE(contains(r.output, "remove")) << cmd << r.output;
   }
   EXPECT_EQ(dak::testing::read_bytes(dir / "model.gguf"), "the user's model");
@@ -69,6 +72,51 @@ TEST(CliTrial51, ReportOptionHintsNameTheOptionThisCommandHas) {
   r = run_dak("profile -o x.json --output y.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--output was given 2 times (-o is --output); give it once")) << r.output;
+}
+
+// Ctrl-C during `dak generate` (trial of session 51: the run died with nothing after the streamed
+// text, and a JSON run printed nothing): the tokens so far are printed with the timings, a line says
+// it was interrupted, and the exit status is 130; SIGTERM during `dak perplexity` prints the score
+// of the windows done and exits 143. The signal is sent once output shows the loop has begun.
+TEST(CliTrial51, AnInterruptedRunPrintsWhatItComputed) {
+  const fs::path dir = fresh_test_dir("dak_trial51_interrupt");
+  const std::string dak = std::string(DAK_BINARY);
+  // `ready`: a shell test that holds once the loop runs (at most 90 s of polling).
+  const auto run_until = [&](const std::string& command, const std::string& ready, const char* signal) {
+    return dak::testing::run_shell("cd " + dir.string() + " && (" + command +
+                                   " > out.txt 2> err.txt & pid=$!; for i in $(seq 1 900); do " + ready +
+                                   " && break; sleep 0.1; done; kill -" + signal + " $pid; wait $pid; echo rc=$?)");
+  };
+  // The InterruptScope is in place: the process catches SIGINT (bit 1 of SigCgt in /proc/PID/status).
+  const std::string catches_sigint = "[ $(( 0x$(awk '/^SigCgt/ {print $2}' /proc/$pid/status) & 2 )) -ne 0 ]";
+  RunResult r = run_until(dak + " generate --device cpu -p 'Once upon a time' -n 4000 --ignore-eos",
+                          "grep -q 'Once upon' out.txt", "INT");  // the first token is out
+  std::string out = dak::testing::read_bytes(dir / "out.txt"), err = dak::testing::read_bytes(dir / "err.txt");
+  EXPECT_TRUE(contains(r.output, "rc=130")) << r.output << err;
+  EXPECT_EQ(out.rfind("Once upon a time", 0), 0u) << out;
+  EXPECT_TRUE(contains(err, "dak: interrupted: stopping after the current step")) << err;
+  EXPECT_TRUE(contains(err, "decode steps, TPOT")) << err;  // the timings of the steps that ran
+  EXPECT_TRUE(contains(err, "dak: interrupted (Ctrl-C): ")) << err;
+  EXPECT_TRUE(contains(err, " new tokens before it, printed above")) << err;
+
+  r = run_until(dak + " generate --device cpu -p 'Once upon a time' -n 4000 --ignore-eos --output json",
+                catches_sigint, "INT");
+  out = dak::testing::read_bytes(dir / "out.txt");
+  EXPECT_TRUE(contains(r.output, "rc=130")) << r.output;
+  EXPECT_TRUE(contains(out, "\"interrupted\": true")) << out;
+  EXPECT_TRUE(contains(out, "\"generated_ids\"")) << out;
+
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "the quick brown fox jumps over the lazy dog ";
+  dak::testing::write_bytes(dir / "text.txt", text);
+  r = run_until(dak + " perplexity --device cpu --file text.txt --context 64",
+                catches_sigint + " && grep -q 'tokens scored' err.txt", "TERM");  // a window is done
+  out = dak::testing::read_bytes(dir / "out.txt");
+  err = dak::testing::read_bytes(dir / "err.txt");
+  EXPECT_TRUE(contains(r.output, "rc=143")) << r.output << err;
+  EXPECT_TRUE(contains(out, "perplexity ")) << out;
+  EXPECT_TRUE(contains(out, " over the first ")) << out;
+  EXPECT_TRUE(contains(err, "dak: interrupted (SIGTERM): the score above is of the first ")) << err;
 }
 
 }  // namespace

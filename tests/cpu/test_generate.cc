@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "error_test_util.h"
 #include "core/generate.h"
+#include "core/interrupt.h"
 
 namespace dak {
 namespace {
@@ -462,6 +464,60 @@ TEST(Perplexity, ReportsEachWindowToItsProgressCallback) {
   });
   const std::vector<std::array<int64_t, 3>> want = {{0, 8, 22}, {8, 8, 22}, {16, 6, 22}, {22, 0, 22}};
   EXPECT_EQ(calls, want);
+}
+
+// Ctrl-C inside an InterruptScope (core/interrupt.h): generate() stops before the next step and
+// keeps every sequence's tokens so far; perplexity() before the next window, with the score of the
+// windows done (NaN where none was).
+TEST(Interrupt, GenerateKeepsTheTokensOfTheStepsBeforeIt) {
+  ScriptedEngine engine(10, 64, 5.0f);
+  GenerateOptions opts;
+  opts.max_new_tokens = 20;
+  const InterruptScope scope;
+  int64_t calls = 0;
+  const GenerateResult r = generate(engine, {{1, 2}, {3}}, opts, [&](int64_t, int32_t) {
+    if (++calls == 6) std::raise(SIGINT);  // during the third step (two sequences a step)
+  });
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_TRUE(interrupt_requested());
+  EXPECT_EQ(interrupt_signal(), SIGINT);
+  ASSERT_EQ(r.sequences.size(), 2u);
+  EXPECT_EQ(r.sequences[0].generated_ids, (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(r.sequences[1].generated_ids, (std::vector<int32_t>{4, 5, 6}));
+  EXPECT_EQ(engine.steps.size(), 3u);
+}
+
+TEST(Interrupt, PerplexityKeepsTheScoreOfTheWindowsBeforeIt) {
+  std::vector<int32_t> ids(23);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i % 10);
+  ScriptedEngine whole(10, 64, 1.0f);
+  const PerplexityResult all = perplexity(whole, ids, 9);
+  EXPECT_FALSE(all.interrupted);
+  EXPECT_EQ(all.tokens_total, 22);
+  // Interrupted while the second window's progress is reported: the first window's 8 tokens.
+  ScriptedEngine engine(10, 64, 1.0f);
+  const InterruptScope scope;
+  const PerplexityResult r = perplexity(engine, ids, 9, [&](int64_t scored, int64_t, int64_t) {
+    if (scored == 8) std::raise(SIGINT);
+  });
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.tokens_scored, 16);  // the window that was starting still runs: 8 + 8
+  EXPECT_EQ(r.tokens_total, 22);
+  EXPECT_NEAR(r.mean_nll, all.mean_nll, 1e-12);  // every token scores alike here
+}
+
+TEST(Interrupt, PerplexityInterruptedBeforeItsFirstWindowHasNoScore) {
+  std::vector<int32_t> ids(23, 1);
+  ScriptedEngine none(10, 64, 1.0f);
+  const InterruptScope scope;  // a new scope clears the flag of an earlier one
+  EXPECT_FALSE(interrupt_requested());
+  std::raise(SIGTERM);
+  const PerplexityResult n = perplexity(none, ids, 9);
+  EXPECT_TRUE(n.interrupted);
+  EXPECT_EQ(interrupt_signal(), SIGTERM);
+  EXPECT_EQ(n.tokens_scored, 0);
+  EXPECT_TRUE(std::isnan(n.perplexity));
+  EXPECT_TRUE(none.steps.empty());
 }
 
 TEST(Perplexity, RejectsTooShortInputAndBadWindows) {

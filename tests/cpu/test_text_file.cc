@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -50,15 +51,59 @@ TEST(TextFile, ANewFileIsWrittenAndAnExistingOneIsNeverReplaced) {
   EXPECT_EQ(dak::free_name_beside(dir / "bench.csv"), (dir / "bench-4.csv").string());
 }
 
-TEST(TextFile, ReplaceRewritesInPlaceKeepingThePermissions) {
+TEST(TextFile, ReplaceSwapsInTheNewTextKeepingThePermissions) {
   const fs::path dir = fresh_test_dir("dak_text_file_replace");
   write_bytes(dir / "p.json", "old profile, longer than the new one");
-  fs::permissions(dir / "p.json", fs::perms::owner_read | fs::perms::owner_write);
+  const fs::perms mode = fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read;  // 0640
+  fs::permissions(dir / "p.json", mode);
   const dak::WrittenFile w = dak::write_new_text_file(dir / "p.json", "new", "--output", /*replace=*/true);
   EXPECT_FALSE(w.moved);
   EXPECT_EQ(read_bytes(dir / "p.json"), "new");
-  EXPECT_EQ(fs::status(dir / "p.json").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(dir / "p.json").permissions() & fs::perms::all, mode);
   EXPECT_EQ(entries(dir), 1u) << "a temporary file was left";
+  // A relative path without a folder part, and a long name (the temporary file's name is short).
+  const std::string long_name(240, 'p');
+  write_bytes(dir / long_name, "old");
+  EXPECT_FALSE(dak::write_new_text_file(dir / long_name, "new", "--output", true).moved);
+  EXPECT_EQ(read_bytes(dir / long_name), "new");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir);
+  const dak::WrittenFile rel = dak::write_new_text_file("rel.json", "r", "--json");
+  fs::current_path(cwd);
+  EXPECT_EQ(rel.path, "rel.json");
+  EXPECT_EQ(read_bytes(dir / "rel.json"), "r");
+  EXPECT_EQ(dak::free_name_beside("rel.json"), "rel-2.json");
+  EXPECT_EQ(dak::free_name_beside(dir / "p.json", ".csv"), (dir / "p.csv").string());
+}
+
+/// dak profile --force over a file this user may write, in a folder it may not (no temporary file
+/// there): the file is rewritten in place. As root (CI), the child drops to the user nobody first.
+/// Exit 0 when the file holds the new text.
+[[noreturn]] void replace_in_a_read_only_folder(const fs::path& dir) {
+  if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) std::_Exit(7);
+  try {
+    const dak::WrittenFile w = dak::write_new_text_file(dir / "p.json", "new", "--output", /*replace=*/true);
+    std::_Exit(!w.moved && read_bytes(dir / "p.json") == "new" ? 0 : 2);
+  } catch (const dak::Error&) {
+    std::_Exit(3);
+  }
+}
+
+TEST(TextFileDeathTest, ReplaceInAFolderItCannotWriteRewritesTheFileInPlace) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const fs::path dir = fresh_test_dir("dak_text_file_ro_folder");
+  write_bytes(dir / "p.json", "old");
+  fs::permissions(dir / "p.json", fs::perms::all);  // 0777: writable by nobody too
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::others_read |
+                           fs::perms::others_exec | fs::perms::group_read | fs::perms::group_exec);
+  // The parents must let nobody reach the folder.
+  for (fs::path p = dir.parent_path(); ::geteuid() == 0 && p != p.root_path(); p = p.parent_path()) {
+    if ((fs::status(p).permissions() & fs::perms::others_exec) == fs::perms::none) GTEST_SKIP() << p << " closed to others";
+  }
+  EXPECT_EXIT(replace_in_a_read_only_folder(dir), ::testing::ExitedWithCode(0), "");
+  fs::permissions(dir, fs::perms::owner_all);
+  EXPECT_EQ(read_bytes(dir / "p.json"), "new");
+  EXPECT_EQ(entries(dir), 1u);
 }
 
 TEST(TextFile, SinksAreWrittenAsTheyAre) {
@@ -67,6 +112,19 @@ TEST(TextFile, SinksAreWrittenAsTheyAre) {
   const dak::WrittenFile w = dak::write_new_text_file("/dev/null", "report", "--json");
   EXPECT_EQ(w.path, "/dev/null");
   EXPECT_FALSE(w.moved);
+  // A link to /dev/null is a sink too (nothing created beside it).
+  const fs::path dir = fresh_test_dir("dak_text_file_sinks");
+  fs::create_symlink("/dev/null", dir / "null");
+  EXPECT_FALSE(dak::write_new_text_file(dir / "null", "report", "--json").moved);
+  EXPECT_EQ(entries(dir), 1u);
+  // A FIFO no process reads: an error at once, not a wait without end.
+  ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  try {
+    dak::write_new_text_file(dir / "pipe", "report", "--csv");
+    ADD_FAILURE() << "a write to a pipe without a reader succeeded";
+  } catch (const dak::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no process reads this pipe"), std::string::npos) << e.what();
+  }
   if (fs::exists("/dev/full")) {
     try {
       dak::write_new_text_file("/dev/full", "report", "--json");
