@@ -802,6 +802,16 @@ HardwareProfile load_profile(const std::string& path) {
     const bool link = std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec));
     // profiles/h100-measured.json was shipped until session 37, then renamed and compiled in.
     const bool renamed = lower.find("h100-measured") != std::string::npos;
+    // A profile shipped in the source tree's profiles/ and not compiled in (h200-measured), named
+    // without its path (trial of session 51).
+    const std::filesystem::path shipped = std::filesystem::path(DAK_SOURCE_DIR) / "profiles" /
+                                          (std::filesystem::path(path).filename().string() +
+                                           (std::filesystem::path(path).extension() == ".json" ? "" : ".json"));
+    if (!renamed && std::filesystem::path(path).parent_path().empty() && std::filesystem::is_regular_file(shipped, ec)) {
+      fail(fmt::format("no hardware profile file '{}', and no compiled-in profile of that name", path), "--profile",
+           fmt::format("give the shipped file's path: --profile {} (compiled-in: {})", shell_word(shipped.string()),
+                       HardwareProfile::builtin_name_list()));
+    }
     fail(fmt::format("no hardware profile file '{}'{}{}", path, link ? " (a broken symbolic link)" : "",
                      nearest.empty() ? "" : ", and no compiled-in profile of that name"),
          "--profile",

@@ -74,6 +74,20 @@ TEST(CliTrial51, ReportOptionHintsNameTheOptionThisCommandHas) {
   EXPECT_TRUE(contains(r.output, "--output was given 2 times (-o is --output); give it once")) << r.output;
 }
 
+// A profile shipped in profiles/ but not compiled in, named without its path: the fix gives the path.
+TEST(CliTrial51, AShippedProfileFileNamedWithoutItsPathGetsThePath) {
+  for (const std::string name : {"h200-measured", "h200-measured.json"}) {
+    const RunResult r = run_dak("plan --model llama-2-7b --profile " + name);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "fix:   give the shipped file's path: --profile " + std::string(DAK_SOURCE_DIR) +
+                                       "/profiles/h200-measured.json"))
+        << r.output;
+    const RunResult ok = run_dak("plan --model llama-2-7b --profile " + std::string(DAK_SOURCE_DIR) +
+                                 "/profiles/h200-measured.json");
+    EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  }
+}
+
 // Ctrl-C during `dak generate` (trial of session 51: the run died with nothing after the streamed
 // text, and a JSON run printed nothing): the tokens so far are printed with the timings, a line says
 // it was interrupted, and the exit status is 130; SIGTERM during `dak perplexity` prints the score
