@@ -150,8 +150,8 @@ void check_generate_request(const std::vector<std::vector<int32_t>>& prompts, co
     if (n >= limit && opts.max_new_tokens >= limit && limit > 1) {
       // The prompt alone fills the context and --max-new-tokens is no smaller than it (the default 64
       // against a small --max-context): lowering -n alone cannot help, so the fix is the prompt.
-      fail(fmt::format("{} has {} token{}, which fills {} of {} tokens: no room for a new token", which, n,
-                       n == 1 ? "" : "s", limit_name, limit),
+      fail(fmt::format("{} has {} token{}, {} {} of {} tokens: no room for a new token", which, n, n == 1 ? "" : "s",
+                       n == limit ? "which fills" : "more than", limit_name, limit),
            opts.max_context > 0 ? "--max-context / prompt" : "prompt",
            fmt::format("shorten the prompt to at most {} token{} (prompt + new tokens <= {}){}", limit - 1,
                        limit - 1 == 1 ? "" : "s", limit,
