@@ -569,10 +569,20 @@ CLI::Validator decimal_number(const std::string& allowed, double min, double max
   return v;
 }
 
+namespace {
+/// Drops the spaces and tabs around a value (a quoted "5 " or " 5").
+void trim_blanks(std::string& s) {
+  const size_t first = s.find_first_not_of(" \t");
+  if (first == std::string::npos) return;  // all blanks (or empty): refused as it is
+  s = s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+}  // namespace
+
 CLI::Validator whole_number(const std::string& allowed, int64_t min, int64_t max) {
   const std::string name = unique_validator_name();
   CLI::Validator v(
       [allowed, min, max, name](std::string& s) -> std::string {
+        trim_blanks(s);  // "-n ' 5'" as " 0.3" is for the decimal options (trial of session 51)
         const std::string shown = shown_value(s);
         // Digits after an optional sign: a whole number, even when it is too large for int64.
         if (!is_integer_text(s)) return fmt::format("{} is not a whole number; use {}", shown, allowed);
@@ -596,6 +606,7 @@ CLI::Validator unsigned_64() {
   const std::string name = unique_validator_name();
   CLI::Validator v(
       [name](std::string& s) -> std::string {
+        trim_blanks(s);
         const std::string message = "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
         // Digits after an optional sign are a whole number, as whole_number reads them: one below 0
         // ("-1") or above 2^64 - 1 is out of range (exit 1, as `-n -1`), not a usage error.

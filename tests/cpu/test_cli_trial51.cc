@@ -74,6 +74,14 @@ TEST(CliTrial51, ReportOptionHintsNameTheOptionThisCommandHas) {
   EXPECT_TRUE(contains(r.output, "--output was given 2 times (-o is --output); give it once")) << r.output;
 }
 
+// Blanks around a whole number are dropped, as they are around a decimal one (" 0.3").
+TEST(CliTrial51, BlanksAroundAWholeNumberAreDropped) {
+  const RunResult r = run_dak("generate --device cpu -p hi -n ' 2' --seed '7 ' --output json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"decode_steps\": 1")) << r.output;
+  EXPECT_EQ(run_dak("generate --device cpu -p hi -n ' '").exit_code, 2);
+}
+
 // A profile shipped in profiles/ but not compiled in, named without its path: the fix gives the path.
 TEST(CliTrial51, AShippedProfileFileNamedWithoutItsPathGetsThePath) {
   for (const std::string name : {"h200-measured", "h200-measured.json"}) {
