@@ -930,8 +930,18 @@ void check_report_files(const std::string& json_file, const std::string& csv_fil
       fail(fmt::format("'{}' is a folder, not a file name", path), flag,
            "give the path of a new file, e.g. " + example.string());
     }
-    // A sink (/dev/null, /dev/stdout, a pipe): written as it is, no file replaced (trial of session 51).
-    if (is_stream_sink(path)) continue;
+    // "-" is no file here: stdout carries the table (trial of session 51).
+    if (path == "-") {
+      fail(fmt::format("{} - would be a file named '-' (stdout carries the table)", flag), flag,
+           "give a file name; dak bench and dak bench attention print the report on stdout with --output json / "
+           "csv instead");
+    }
+    // A sink (/dev/null, a terminal, a pipe with a reader): written as it is, no file replaced (trial
+    // of session 51).
+    if (is_stream_sink(path)) {
+      check_sink_has_reader(path, flag);
+      continue;
+    }
     // symlink_status: a link counts as existing even when it dangles (writing through it would
     // create or truncate its target, which may be the other report: a session-22 trial finding).
     const fs::file_status link = fs::symlink_status(fs::path(path), ec);

@@ -326,8 +326,8 @@ void capture_stdout_errors();
 void flush_stdout_or_fail();
 
 /// Thrown by a command whose run a SIGINT / SIGTERM stopped (core/interrupt.h) once it has printed
-/// what it kept: main exits 128 + `signal` (130 for Ctrl-C, 143 for SIGTERM), the status a shell
-/// gives a process that signal ended (README, "Exit status").
+/// what it kept: main ends the process by that signal (its default action, so a calling shell script
+/// stops too; the status 130 for Ctrl-C, 143 for SIGTERM: README, "Exit status").
 struct Interrupted {
   int signal = 0;
 };

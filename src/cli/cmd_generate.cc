@@ -68,15 +68,20 @@ struct GenerateArgs {
   OffloadArgs offload;
 };
 
-/// After a run that Ctrl-C / SIGTERM stopped (GenerateResult::interrupted) has printed what it
-/// kept: says so on stderr and ends the command with 128 + the signal (cli::Interrupted).
+/// After a run that Ctrl-C / SIGTERM stopped (GenerateResult::interrupted), or that one reached once
+/// the run was complete, has printed its output: says so on stderr and ends the command by that
+/// signal (cli::Interrupted).
 void end_if_interrupted(const GenerateResult& r) {
-  if (!r.interrupted) return;
-  int64_t tokens = 0;
-  for (const SequenceResult& s : r.sequences) tokens += int64_t(s.generated_ids.size());
-  std::fprintf(stderr, "dak: interrupted (%s): %lld new token%s before it, printed above\n",
-               interrupt_signal() == SIGTERM ? "SIGTERM" : "Ctrl-C", static_cast<long long>(tokens),
-               tokens == 1 ? "" : "s");
+  if (interrupt_signal() == 0) return;
+  const char* name = interrupt_signal() == SIGTERM ? "SIGTERM" : "Ctrl-C";
+  if (r.interrupted) {
+    int64_t tokens = 0;
+    for (const SequenceResult& s : r.sequences) tokens += int64_t(s.generated_ids.size());
+    std::fprintf(stderr, "dak: interrupted (%s): %lld new token%s before it, printed above\n", name,
+                 static_cast<long long>(tokens), tokens == 1 ? "" : "s");
+  } else {  // the signal came once the run was complete (its last step, or while printing)
+    std::fprintf(stderr, "dak: interrupted (%s) after the run was complete: the output above is whole\n", name);
+  }
   throw Interrupted{interrupt_signal()};
 }
 
@@ -372,8 +377,10 @@ void run_generate(const GenerateArgs& a) {
                                       decode_line->seconds()));
     };
   }
+  // Ctrl-C stops after the current step (the CPU path: layer), keeping the tokens so far; the scope
+  // lasts until the output is printed, so a signal while it prints does not cut it.
+  const InterruptScope interrupts;
   const GenerateResult r = [&] {
-    const InterruptScope interrupts;  // Ctrl-C stops after the current step, keeping the tokens so far
     try {
       return generate(*engine, prompts, opts, on_token);
     } catch (const Error& e) {

@@ -146,8 +146,10 @@ void add_perplexity_command(CLI::App& app) {
         if (layers > 0 && done > 0) show(double(done) / double(layers));
       });
     }
+    // Ctrl-C stops the current window (the CPU path: after its layer), keeping the score of the windows
+    // before; the scope lasts until the result is printed.
+    const InterruptScope interrupts;
     const PerplexityResult r = [&] {
-      const InterruptScope interrupts;  // Ctrl-C stops after the current window, keeping the score so far
       try {
         return perplexity(*engine, ids, a->context, [window, show](int64_t scored, int64_t tokens, int64_t total) {
           *window = Window{scored, tokens, total};
@@ -182,10 +184,15 @@ void add_perplexity_command(CLI::App& app) {
       std::cout << fmt::format("perplexity {} over {} token{} ({}; {:.2f} s, load {:.2f} s)\n", ppl, over,
                                r.tokens_total == 1 ? "" : "s", engine->device_name(), r.seconds, load_s);
     }
-    if (r.interrupted) {
+    if (interrupt_signal() != 0) {
       flush_stdout_or_fail();
-      std::fprintf(stderr, "dak: interrupted (%s): the score above is of the first %lld of %lld tokens\n", signal_name,
-                   static_cast<long long>(r.tokens_scored), static_cast<long long>(r.tokens_total));
+      if (r.interrupted) {
+        std::fprintf(stderr, "dak: interrupted (%s): the score above is of the first %lld of %lld tokens\n",
+                     signal_name, static_cast<long long>(r.tokens_scored), static_cast<long long>(r.tokens_total));
+      } else {
+        std::fprintf(stderr, "dak: interrupted (%s) after the last window: the score above is of every token\n",
+                     signal_name);
+      }
       throw Interrupted{interrupt_signal()};
     }
   });

@@ -150,6 +150,12 @@ void check_output(const std::string& path, bool force) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) fail(fmt::format("'{}' is a folder", path), "--output", "give a file name");
+  // /dev/null, a terminal or a pipe (with a reader): written as it is (write_new_text_file), as the
+  // bench reports' sinks are (trial of session 51).
+  if (is_stream_sink(path)) {
+    check_sink_has_reader(path, "--output");
+    return;
+  }
   if (fs::is_symlink(fs::symlink_status(path, ec))) {
     fail(fmt::format("'{}' is a symbolic link (to '{}'); dak profile does not write through links", path,
                      fs::read_symlink(path, ec).string()),
@@ -157,7 +163,7 @@ void check_output(const std::string& path, bool force) {
   }
   if (fs::exists(path, ec) && !force) {
     fail(fmt::format("'{}' exists; dak profile does not overwrite it", path), "--output",
-         "pass --force to replace it, or choose another file");
+         fmt::format("pass --force to replace it, or choose another file, e.g. {}", free_name_beside(path, ".json")));
   }
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -733,8 +734,12 @@ int main(int argc, char** argv) {
             output->get_description().find(format) != std::string::npos) {
           other = fmt::format("{} prints {} with --output {} (redirect it to a file: > out.{})", path, format, format,
                               format);
-        } else if (option == "--output" && has("--json")) {
+        } else if ((option == "--output" || option == "-o") && has("--json")) {
           other = path + " writes its report with --json FILE / --csv FILE (its table goes to stdout)";
+        } else if (option == "-o" && output != nullptr) {  // --output without a short form here
+          other = path + "'s --output has no short form: --output json";
+        } else if ((option == "--json" || option == "--csv") && path == "dak profile") {
+          other = "dak profile writes its JSON to --output FILE (-o FILE)";
         }
         // A misspelled required option surfaced as "--model is required" (the session-16 re-trial).
         const dak::Error err(
@@ -829,6 +834,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dak: error: %s\n", with_command(e, app).what());
     return 2;
   } catch (const dak::cli::Interrupted& i) {  // Ctrl-C / SIGTERM: what was computed is printed
+    // Ended by the signal itself (its default action), so that a shell running dak in a loop or a
+    // script stops too, as it does for a process the signal killed; 128 + signal where that returns.
+    std::cout.flush();
+    std::fflush(nullptr);
+    std::signal(i.signal, SIG_DFL);
+    std::raise(i.signal);
     return 128 + i.signal;
   } catch (const dak::Error& e) {
     std::fprintf(stderr, "dak: error: %s\n", with_command(e, app).what());

@@ -33,6 +33,7 @@
 #include "core/cpu_ops.h"
 #include "core/host_memory.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/generate.h"
 #include "core/op_graph.h"
 #include "core/tensor_names.h"
@@ -417,6 +418,7 @@ std::vector<float> CpuModel::Impl::forward(std::span<const std::vector<int32_t>>
     attention_block(l, rw, x);
     mlp_block(layers[l], rw.size(), x);
     if (progress) progress(rw.size(), l + 1, c.num_layers);
+    throw_if_interrupted();  // Ctrl-C within a step of minutes (core/interrupt.h)
   }
   for (int64_t r = 0; r < rw.size(); ++r) pos[rw.seq[r]] = rw.pos[r] + 1;
 

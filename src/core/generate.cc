@@ -245,10 +245,6 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
   std::vector<bool> emits(static_cast<size_t>(slots));
   bool first_step = true;
   while (true) {
-    if (interrupt_requested()) {  // Ctrl-C: keep what the steps so far gave
-      res.interrupted = true;
-      break;
-    }
     int64_t emitting = 0;  // slots that get a token this step (the admitted prompts' first ones too)
     bool decodes = false;
     for (int64_t s = 0; s < slots; ++s) {
@@ -272,6 +268,10 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       emitting += emits[s] ? 1 : 0;
     }
     if (emitting == 0) break;
+    if (interrupt_requested()) {  // Ctrl-C: keep what the steps so far gave (a finished run is not cut)
+      res.interrupted = true;
+      break;
+    }
     if (full_steps) {
       for (int64_t s = 0; s < slots; ++s) {
         if (emits[s] || seq_of[s] < 0) continue;
@@ -281,7 +281,13 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       }
     }
     const auto t0 = Clock::now();
-    const std::vector<float> logits = engine.step(tokens, false);
+    std::vector<float> logits;
+    try {
+      logits = engine.step(tokens, false);
+    } catch (const StepInterrupted&) {  // within the step (the CPU engine, between layers)
+      res.interrupted = true;
+      break;
+    }
     const double dt = seconds_since(t0);
     if (first_step) {
       res.prefill_s = dt;
@@ -464,7 +470,13 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
     if (progress) progress(res.tokens_scored, e - s - 1, n - 1);
     std::vector<std::vector<int32_t>> window{std::vector<int32_t>(ids.begin() + s, ids.begin() + e)};
     engine.start(1, e - s);
-    const std::vector<float> logits = engine.step(window, true);
+    std::vector<float> logits;
+    try {
+      logits = engine.step(window, true);
+    } catch (const StepInterrupted&) {  // within the window (the CPU engine, between layers)
+      res.interrupted = true;
+      break;
+    }
     for (int64_t i = s; i + 1 < e; ++i) {
       const float* row = logits.data() + (i - s) * vocab;
       double mx = -INFINITY;

@@ -33,8 +33,11 @@ InterruptScope::InterruptScope() {
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;  // reads and writes go on; the loop checks the flag between steps
-  sigaction(SIGINT, &sa, &old_int_);
-  sigaction(SIGTERM, &sa, &old_term_);
+  // An inherited SIG_IGN stays (a shell starts background jobs with SIGINT ignored).
+  sigaction(SIGINT, nullptr, &old_int_);
+  sigaction(SIGTERM, nullptr, &old_term_);
+  if (old_int_.sa_handler != SIG_IGN) sigaction(SIGINT, &sa, nullptr);
+  if (old_term_.sa_handler != SIG_IGN) sigaction(SIGTERM, &sa, nullptr);
 }
 
 InterruptScope::~InterruptScope() {
@@ -46,5 +49,9 @@ InterruptScope::~InterruptScope() {
 bool interrupt_requested() { return g_scopes > 0 && g_signal != 0; }
 
 int interrupt_signal() { return int(g_signal); }
+
+void throw_if_interrupted() {
+  if (interrupt_requested()) throw StepInterrupted{};
+}
 
 }  // namespace dak

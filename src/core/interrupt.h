@@ -9,7 +9,8 @@ namespace dak {
 
 /// While alive, SIGINT and SIGTERM only ask the running loop to stop: the first one sets the flag
 /// interrupt_requested() reads and writes one line on stderr; a second one (any of the two) restores
-/// the default action and re-raises, ending the process. The previous actions come back when the
+/// the default action and re-raises, ending the process. A signal the process inherited as ignored
+/// (a shell's background job) stays ignored. The previous actions come back when the
 /// scope ends (each scope keeps its own, so scopes nest); the signal is forgotten when a scope begins
 /// and kept after it ends (interrupt_signal(), for the caller's exit status).
 class InterruptScope {
@@ -29,5 +30,13 @@ bool interrupt_requested();
 
 /// The signal that interrupted the current or last InterruptScope (SIGINT or SIGTERM), 0 if none.
 int interrupt_signal();
+
+/// Thrown inside a step of the CPU reference engine (between its layers) once an interrupt is
+/// requested, so that a step of minutes (a long prefill, a perplexity window) ends within one layer;
+/// generate() and perplexity() catch it and end as interrupted, keeping the earlier steps' results.
+struct StepInterrupted {};
+
+/// Throws StepInterrupted when interrupt_requested().
+void throw_if_interrupted();
 
 }  // namespace dak

@@ -11,6 +11,11 @@ namespace dak {
 /// /dev/stdout or a pipe, which a report may be written to without replacing a file.
 bool is_stream_sink(const std::filesystem::path& path);
 
+/// Refuses (dak::Error naming `where`) a FIFO no process has open for reading: the write after a
+/// run of minutes would fail then, losing the report; other paths pass. A FIFO with a reader is kept
+/// open (closing it would end the reader's input) for write_new_text_file to write to.
+void check_sink_has_reader(const std::filesystem::path& path, const std::string& where);
+
 /// A name not taken beside `path`, with `extension` (".json"; empty: the path's own): for
 /// "out/bench.json" the first free of "out/bench-2.json" to "out/bench-999.json" (a dangling link
 /// counts as taken), else "out/bench-new.json"; with another extension the stem with it comes first

@@ -74,6 +74,29 @@ TEST(CliTrial51, ReportOptionHintsNameTheOptionThisCommandHas) {
   EXPECT_TRUE(contains(r.output, "--output was given 2 times (-o is --output); give it once")) << r.output;
 }
 
+// The re-trial of session 51: "-" is no report file, a pipe nobody reads is refused before the run
+// (its report would be lost after it), and -o / --json get the hint of the command's own option.
+TEST(CliTrial51, DashAPipeWithoutAReaderAndShortOptionHints) {
+  const fs::path dir = fresh_test_dir("dak_trial51_pipes");
+  RunResult r = run_dak("bench gemm --json -");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--json - would be a file named '-'")) << r.output;
+  ASSERT_EQ(dak::testing::run_shell("mkfifo " + (dir / "pipe").string()).exit_code, 0);
+  for (const std::string cmd : {"bench gemm --csv ", "bench attention --json ", "profile -o "}) {
+    r = run_dak(cmd + (dir / "pipe").string());
+    EXPECT_EQ(r.exit_code, 1) << cmd << r.output;
+    EXPECT_TRUE(contains(r.output, "no process reads the pipe '" + (dir / "pipe").string() + "'")) << cmd << r.output;
+  }
+  // With a reader the pipe is taken (the run then stops at the GPU check here).
+  r = dak::testing::run_shell("cd " + dir.string() + " && (cat pipe > got.txt & sleep 0.2; " + kNoGpu + " " +
+                              std::string(DAK_BINARY) + " bench gemm --csv pipe 2>&1; echo rc=$?; kill %1)");
+  EXPECT_TRUE(contains(r.output, "needs a Hopper GPU")) << r.output;
+  r = run_dak("plan --model llama-2-7b -o json");
+  EXPECT_TRUE(contains(r.output, "dak plan's --output has no short form: --output json")) << r.output;
+  r = run_dak("profile --json x.json");
+  EXPECT_TRUE(contains(r.output, "dak profile writes its JSON to --output FILE (-o FILE)")) << r.output;
+}
+
 // Blanks around a whole number are dropped, as they are around a decimal one (" 0.3").
 TEST(CliTrial51, BlanksAroundAWholeNumberAreDropped) {
   const RunResult r = run_dak("generate --device cpu -p hi -n ' 2' --seed '7 ' --output json");
@@ -105,7 +128,9 @@ TEST(CliTrial51, AnInterruptedRunPrintsWhatItComputed) {
   const std::string dak = std::string(DAK_BINARY);
   // `ready`: a shell test that holds once the loop runs (at most 90 s of polling).
   const auto run_until = [&](const std::string& command, const std::string& ready, const char* signal) {
-    return dak::testing::run_shell("cd " + dir.string() + " && (" + command +
+    // env --default-signal: a job started with & by a script has SIGINT ignored, which dak keeps;
+    // a terminal's foreground run has it at its default.
+    return dak::testing::run_shell("cd " + dir.string() + " && (env --default-signal=INT " + command +
                                    " > out.txt 2> err.txt & pid=$!; for i in $(seq 1 900); do " + ready +
                                    " && break; sleep 0.1; done; kill -" + signal + " $pid; wait $pid; echo rc=$?)");
   };

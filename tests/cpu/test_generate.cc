@@ -36,6 +36,10 @@ class ScriptedEngine : public Engine {
     max_context_ = max_context;
   }
   std::vector<float> step(std::span<const std::vector<int32_t>> tokens, bool all_logits) override {
+    if (int64_t(steps.size()) == interrupt_in_step) {  // as the CPU engine between its layers
+      std::raise(SIGINT);
+      throw_if_interrupted();
+    }
     steps.emplace_back(tokens.begin(), tokens.end());
     const int64_t v = cfg_.vocab_size;
     std::vector<float> out;
@@ -64,6 +68,7 @@ class ScriptedEngine : public Engine {
   int64_t resets = 0;
 
   bool full_steps = false;                                 // as the GPU engine (its decode graph)
+  int64_t interrupt_in_step = -1;                          // SIGINT inside that step (0-based), -1 none
   std::vector<std::pair<int64_t, int64_t>> starts;        // (batch, max_context)
   std::vector<std::vector<std::vector<int32_t>>> steps;   // tokens of every step
 
@@ -485,6 +490,24 @@ TEST(Interrupt, GenerateKeepsTheTokensOfTheStepsBeforeIt) {
   EXPECT_EQ(r.sequences[0].generated_ids, (std::vector<int32_t>{3, 4, 5}));
   EXPECT_EQ(r.sequences[1].generated_ids, (std::vector<int32_t>{4, 5, 6}));
   EXPECT_EQ(engine.steps.size(), 3u);
+}
+
+TEST(Interrupt, WithinAStepTheEarlierStepsAreKept) {
+  ScriptedEngine engine(10, 64, 5.0f);
+  engine.interrupt_in_step = 2;
+  GenerateOptions opts;
+  opts.max_new_tokens = 20;
+  const InterruptScope scope;
+  const GenerateResult r = generate(engine, {{1}}, opts);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.sequences[0].generated_ids, (std::vector<int32_t>{2, 3}));
+  std::vector<int32_t> ids(23, 1);
+  ScriptedEngine windows(10, 64, 1.0f);
+  windows.interrupt_in_step = 1;
+  const InterruptScope again;
+  const PerplexityResult p = perplexity(windows, ids, 9);
+  EXPECT_TRUE(p.interrupted);
+  EXPECT_EQ(p.tokens_scored, 8);
 }
 
 TEST(Interrupt, PerplexityKeepsTheScoreOfTheWindowsBeforeIt) {

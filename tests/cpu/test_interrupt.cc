@@ -35,6 +35,26 @@ TEST(InterruptScope, TheFirstSignalSetsTheFlagAndTheOldActionComesBack) {
   EXPECT_EQ(term.sa_handler, before_term.sa_handler);
 }
 
+TEST(InterruptScope, AnInheritedIgnoreStaysIgnored) {
+  // A shell's background job starts with SIGINT ignored: Ctrl-C aimed at the shell's foreground
+  // must not stop it.
+  struct sigaction ignore {}, before {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ASSERT_EQ(sigaction(SIGINT, &ignore, &before), 0);
+  {
+    const dak::InterruptScope scope;
+    std::raise(SIGINT);
+    EXPECT_FALSE(dak::interrupt_requested());
+    std::raise(SIGTERM);  // not ignored: caught
+    EXPECT_TRUE(dak::interrupt_requested());
+    EXPECT_EQ(dak::interrupt_signal(), SIGTERM);
+  }
+  struct sigaction after {};
+  ASSERT_EQ(sigaction(SIGINT, &before, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_IGN);
+}
+
 [[noreturn]] void interrupt_twice() {
   const dak::InterruptScope scope;
   std::raise(SIGINT);

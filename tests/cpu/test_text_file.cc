@@ -3,6 +3,7 @@
 // session 51: the report path was checked only when the run began, then opened with truncation).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +120,20 @@ TEST(TextFile, SinksAreWrittenAsTheyAre) {
   EXPECT_EQ(entries(dir), 1u);
   // A FIFO no process reads: an error at once, not a wait without end.
   ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  EXPECT_THROW(dak::check_sink_has_reader(dir / "pipe", "--json"), dak::Error);
+  {
+    // With a reader: the check keeps the write end open (closing it would end the reader's input
+    // before the report), and the report reaches the reader whole.
+    const int reader = ::open((dir / "pipe").c_str(), O_RDONLY | O_NONBLOCK);
+    ASSERT_GE(reader, 0);
+    dak::check_sink_has_reader(dir / "pipe", "--json");
+    char buf[64] = {};
+    EXPECT_LT(::read(reader, buf, sizeof(buf)), 0) << "the reader saw its end of file after the check";
+    EXPECT_FALSE(dak::write_new_text_file(dir / "pipe", "report", "--json").moved);
+    EXPECT_EQ(::read(reader, buf, sizeof(buf)), 6);
+    EXPECT_EQ(std::string(buf, 6), "report");
+    ::close(reader);
+  }
   try {
     dak::write_new_text_file(dir / "pipe", "report", "--csv");
     ADD_FAILURE() << "a write to a pipe without a reader succeeded";
