@@ -818,7 +818,8 @@ HardwareProfile load_profile(const std::string& path) {
     const std::filesystem::path shipped = std::filesystem::path(DAK_SOURCE_DIR) / "profiles" /
                                           (std::filesystem::path(path).filename().string() +
                                            (std::filesystem::path(path).extension() == ".json" ? "" : ".json"));
-    if (!renamed && std::filesystem::path(path).parent_path().empty() && std::filesystem::is_regular_file(shipped, ec)) {
+    if (!renamed && std::filesystem::path(path).parent_path().empty() &&
+        std::filesystem::is_regular_file(shipped, ec)) {
       fail(fmt::format("no hardware profile file '{}', and no compiled-in profile of that name", path), "--profile",
            fmt::format("give the shipped file's path: --profile {} (compiled-in: {})", shell_word(shipped.string()),
                        HardwareProfile::builtin_name_list()));

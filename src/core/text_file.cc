@@ -186,7 +186,9 @@ WrittenFile write_new_text_file(const fs::path& path, const std::string& text, c
     out.moved = true;
     fd = ::open(out.path.c_str(), O_WRONLY | O_CLOEXEC | O_CREAT | O_EXCL, 0666);
   }
-  if (fd < 0) fail_write(out.path, errno, where, "check that the folder exists and is writable, or write somewhere else");
+  if (fd < 0) {
+    fail_write(out.path, errno, where, "check that the folder exists and is writable, or write somewhere else");
+  }
   const bool written = write_all(fd, text);
   int err = errno;
   const bool closed = ::close(fd) == 0;

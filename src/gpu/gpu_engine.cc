@@ -1040,7 +1040,8 @@ bool GpuEngine::Impl::runs_tiered(const GpuLinear& l, int64_t N) const {
       const auto& forced = cublaslt_ops();
       for (const GpuLayer& L : w.layers) {
         const std::pair<StepOp, const GpuLinear*> ops[] = {
-            {StepOp::kQkvProj, &L.qkv}, {StepOp::kOProj, &L.o}, {StepOp::kMlpUp, &L.gate_up}, {StepOp::kMlpDown, &L.down}};
+            {StepOp::kQkvProj, &L.qkv}, {StepOp::kOProj, &L.o}, {StepOp::kMlpUp, &L.gate_up},
+            {StepOp::kMlpDown, &L.down}};
         for (const auto& [op, lin] : ops) {
           if (forced[size_t(op)]) cublaslt_linears->insert(lin);
         }

@@ -1201,7 +1201,8 @@ TEST(Cli, MisspelledAndRepeatedOptionsAreNamed) {
   EXPECT_NE(r.output.find("did you mean --prompt?"), std::string::npos) << r.output;
   r = run_dak("perplexity -f a -f b");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("dak: error: --file was given 2 times (-f is --file); give it once\n  where: --file (dak perplexity)"),
+  EXPECT_NE(r.output.find("dak: error: --file was given 2 times (-f is --file); give it once\n"
+                          "  where: --file (dak perplexity)"),
             std::string::npos)
       << r.output;
 }

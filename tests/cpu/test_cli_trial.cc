@@ -92,7 +92,8 @@ TEST(CliTrial, GenerateFixLinesNameGeneratesOwnOptions) {
   const RunResult fills = run_dak("generate --model " + kTiny + " --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 "
                                   "--max-context 8");
   EXPECT_EQ(fills.exit_code, 1) << fills.output;
-  EXPECT_TRUE(contains(fills.output, "the prompt has 16 tokens, more than the --max-context of 8 tokens")) << fills.output;
+  EXPECT_TRUE(contains(fills.output, "the prompt has 16 tokens, more than the --max-context of 8 tokens"))
+      << fills.output;
   EXPECT_TRUE(contains(fills.output, "shorten the prompt to at most 7 tokens")) << fills.output;
   EXPECT_FALSE(contains(fills.output, "--max-new-tokens 7")) << fills.output;
   // dak plan keeps its own flags.

@@ -124,7 +124,8 @@ TEST(CliTrial50, AFolderSideFileGivenAsTheModelNamesTheFolder) {
   fs::copy_file(dir / "generation_config.json", dir / "generation_config(2).json");
   for (const std::string& cmd : {std::string("plan --model "), kGen, std::string("inspect ")}) {
     for (const char* file :
-         {"tokenizer_config.json", "generation_config.json", "tokenizer_config (1).json", "generation_config(2).json"}) {
+         {"tokenizer_config.json", "generation_config.json", "tokenizer_config (1).json",
+          "generation_config(2).json"}) {
       const RunResult r = run_dak(cmd + "'" + (dir / file).string() + "'");
       EXPECT_EQ(r.exit_code, 1) << cmd << r.output;
       EXPECT_TRUE(contains(r.output, "'" + (dir / file).string() + "' holds the model's ")) << cmd << r.output;

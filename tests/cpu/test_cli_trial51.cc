@@ -142,7 +142,7 @@ TEST(CliTrial51, AnInterruptedRunPrintsWhatItComputed) {
   EXPECT_TRUE(contains(r.output, "rc=130")) << r.output << err;
   EXPECT_EQ(out.rfind("Once upon a time", 0), 0u) << out;
   EXPECT_TRUE(contains(err, "dak: interrupted: stopping after the current step")) << err;
-  EXPECT_TRUE(contains(err, "decode steps, TPOT")) << err;  // the timings of the steps that ran
+  EXPECT_TRUE(contains(err, " decode step")) << err;  // the timings of the steps that ran (1 step or more)
   EXPECT_TRUE(contains(err, "dak: interrupted (Ctrl-C): ")) << err;
   EXPECT_TRUE(contains(err, " new tokens before it, printed above")) << err;
 

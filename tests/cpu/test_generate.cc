@@ -366,7 +366,8 @@ TEST(Generate, RejectsEmptyPromptsAndContextOverflow) {
   opts.max_context = 8;
   opts.max_new_tokens = 64;
   expect_error([&] { check_generate_request({std::vector<int32_t>(16, 1)}, opts, 16, 10); },
-               {"more than the --max-context of 8 tokens", "at most 7 tokens", "raise --max-context (up to the model's 16)"});
+               {"more than the --max-context of 8 tokens", "at most 7 tokens",
+                "raise --max-context (up to the model's 16)"});
   opts.max_context = 0;
   // Singular counts, 1-based prompt numbers in a batch (the trial read "prompt 0 has 1 tokens").
   opts.max_new_tokens = 16;

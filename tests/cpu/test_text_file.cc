@@ -99,7 +99,9 @@ TEST(TextFileDeathTest, ReplaceInAFolderItCannotWriteRewritesTheFileInPlace) {
                            fs::perms::others_exec | fs::perms::group_read | fs::perms::group_exec);
   // The parents must let nobody reach the folder.
   for (fs::path p = dir.parent_path(); ::geteuid() == 0 && p != p.root_path(); p = p.parent_path()) {
-    if ((fs::status(p).permissions() & fs::perms::others_exec) == fs::perms::none) GTEST_SKIP() << p << " closed to others";
+    if ((fs::status(p).permissions() & fs::perms::others_exec) == fs::perms::none) {
+      GTEST_SKIP() << p << " closed to others";
+    }
   }
   EXPECT_EXIT(replace_in_a_read_only_folder(dir), ::testing::ExitedWithCode(0), "");
   fs::permissions(dir, fs::perms::owner_all);
