@@ -142,9 +142,9 @@ TEST(CliTrial51, AnInterruptedRunPrintsWhatItComputed) {
   EXPECT_TRUE(contains(r.output, "rc=130")) << r.output << err;
   EXPECT_EQ(out.rfind("Once upon a time", 0), 0u) << out;
   EXPECT_TRUE(contains(err, "dak: interrupted: stopping after the current step")) << err;
-  EXPECT_TRUE(contains(err, " decode step")) << err;  // the timings of the steps that ran (1 step or more)
+  EXPECT_TRUE(contains(err, " decode step")) << err;  // the timings of the steps that ran (0 or more)
   EXPECT_TRUE(contains(err, "dak: interrupted (Ctrl-C): ")) << err;
-  EXPECT_TRUE(contains(err, " new tokens before it, printed above")) << err;
+  EXPECT_TRUE(contains(err, " before it, printed above")) << err;  // "1 new token", "49 new tokens"
 
   r = run_until(dak + " generate --device cpu -p 'Once upon a time' -n 4000 --ignore-eos --output json",
                 catches_sigint, "INT");
@@ -157,7 +157,7 @@ TEST(CliTrial51, AnInterruptedRunPrintsWhatItComputed) {
   for (int i = 0; i < 3000; ++i) text += "the quick brown fox jumps over the lazy dog ";
   dak::testing::write_bytes(dir / "text.txt", text);
   r = run_until(dak + " perplexity --device cpu --file text.txt --context 64",
-                catches_sigint + " && grep -q 'tokens scored' err.txt", "TERM");  // a window is done
+                catches_sigint + " && grep -q ' [1-9][0-9]* of [0-9]* tokens scored' err.txt", "TERM");  // windows done
   out = dak::testing::read_bytes(dir / "out.txt");
   err = dak::testing::read_bytes(dir / "err.txt");
   EXPECT_TRUE(contains(r.output, "rc=143")) << r.output << err;
