@@ -815,11 +815,10 @@ HardwareProfile load_profile(const std::string& path) {
     const bool renamed = lower.find("h100-measured") != std::string::npos;
     // A profile shipped in the source tree's profiles/ and not compiled in (h200-measured), named
     // without its path (trial of session 51).
+    const std::filesystem::path given(path);
     const std::filesystem::path shipped = std::filesystem::path(DAK_SOURCE_DIR) / "profiles" /
-                                          (std::filesystem::path(path).filename().string() +
-                                           (std::filesystem::path(path).extension() == ".json" ? "" : ".json"));
-    if (!renamed && std::filesystem::path(path).parent_path().empty() &&
-        std::filesystem::is_regular_file(shipped, ec)) {
+                                          (given.filename().string() + (given.extension() == ".json" ? "" : ".json"));
+    if (!renamed && given.parent_path().empty() && std::filesystem::is_regular_file(shipped, ec)) {
       fail(fmt::format("no hardware profile file '{}', and no compiled-in profile of that name", path), "--profile",
            fmt::format("give the shipped file's path: --profile {} (compiled-in: {})", shell_word(shipped.string()),
                        HardwareProfile::builtin_name_list()));

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -73,7 +72,7 @@ struct GenerateArgs {
 /// signal (cli::Interrupted).
 void end_if_interrupted(const GenerateResult& r) {
   if (interrupt_signal() == 0) return;
-  const char* name = interrupt_signal() == SIGTERM ? "SIGTERM" : "Ctrl-C";
+  const char* name = interrupt_signal_name();
   if (r.interrupted) {
     int64_t tokens = 0;
     for (const SequenceResult& s : r.sequences) tokens += int64_t(s.generated_ids.size());

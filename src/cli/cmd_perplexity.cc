@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -161,7 +160,7 @@ void add_perplexity_command(CLI::App& app) {
       }
     }();
     line->finish(fmt::format("dak: perplexity: {} tokens scored in {:.1f} s", r.tokens_scored, line->seconds()));
-    const char* signal_name = interrupt_signal() == SIGTERM ? "SIGTERM" : "Ctrl-C";
+    const char* signal_name = interrupt_signal_name();
     if (r.interrupted && r.tokens_scored == 0) {
       std::fprintf(stderr, "dak: interrupted (%s) before the first window was scored: no score\n", signal_name);
       throw Interrupted{interrupt_signal()};

@@ -50,6 +50,8 @@ bool interrupt_requested() { return g_scopes > 0 && g_signal != 0; }
 
 int interrupt_signal() { return int(g_signal); }
 
+const char* interrupt_signal_name() { return g_signal == SIGTERM ? "SIGTERM" : "Ctrl-C"; }
+
 void throw_if_interrupted() {
   if (interrupt_requested()) throw StepInterrupted{};
 }

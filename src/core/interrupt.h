@@ -31,6 +31,9 @@ bool interrupt_requested();
 /// The signal that interrupted the current or last InterruptScope (SIGINT or SIGTERM), 0 if none.
 int interrupt_signal();
 
+/// How the CLI names interrupt_signal() to the user: "SIGTERM", else "Ctrl-C" (SIGINT).
+const char* interrupt_signal_name();
+
 /// Thrown inside a step of the CPU reference engine (between its layers) once an interrupt is
 /// requested, so that a step of minutes (a long prefill, a perplexity window) ends within one layer;
 /// generate() and perplexity() catch it and end as interrupted, keeping the earlier steps' results.

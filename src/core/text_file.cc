@@ -24,25 +24,44 @@ bool is_stream_sink(const fs::path& path) {
 }
 
 namespace {
+
 /// FIFOs check_sink_has_reader opened, by path: held open until write_new_text_file writes them, since
 /// closing the write end would give the reader its end of file before the report.
 std::map<std::string, int>& held_sinks() {
   static std::map<std::string, int> held;
   return held;
 }
+
+/// Opens a sink for writing: a FIFO without a reader is an error (ENXIO), not a wait without end;
+/// -1 (errno set) on failure, or where the path is no longer a sink (errno EEXIST: a file replaced it).
+int open_sink(const std::string& path) {
+  if (const auto held = held_sinks().find(path); held != held_sinks().end()) {  // opened by the check
+    const int fd = held->second;
+    held_sinks().erase(held);
+    return fd;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    ::close(fd);
+    errno = EEXIST;
+    return -1;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // the writes themselves may wait for the reader
+  return fd;
+}
+
 }  // namespace
 
 void check_sink_has_reader(const fs::path& path, const std::string& where) {
   std::error_code ec;
   if (fs::status(path, ec).type() != fs::file_type::fifo || held_sinks().count(path.string()) > 0) return;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+  const int fd = open_sink(path.string());
   if (fd >= 0) {
-    const int flags = ::fcntl(fd, F_GETFL);
-    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     held_sinks()[path.string()] = fd;
-    return;
-  }
-  if (errno == ENXIO) {
+  } else if (errno == ENXIO) {
     fail(fmt::format("no process reads the pipe '{}'", path.string()), where,
          "start the reader first (e.g. cat PIPE > report.json &), or write to a file");
   }
@@ -87,27 +106,6 @@ bool write_all(int fd, const std::string& text) {
   sigaction(SIGPIPE, &old, nullptr);
   errno = err;
   return ok;
-}
-
-/// Opens a sink for writing: a FIFO without a reader is an error (ENXIO), not a wait without end;
-/// -1 (errno set) on failure, or where the path is no longer a sink (errno EEXIST: a file replaced it).
-int open_sink(const std::string& path) {
-  if (const auto held = held_sinks().find(path); held != held_sinks().end()) {  // opened by the check
-    const int fd = held->second;
-    held_sinks().erase(held);
-    return fd;
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return -1;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
-    ::close(fd);
-    errno = EEXIST;
-    return -1;
-  }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // the writes themselves may wait for the reader
-  return fd;
 }
 
 [[noreturn]] void fail_write(const std::string& path, int err, const std::string& where, const std::string& fix) {

@@ -117,6 +117,12 @@ constexpr bool diag_skip(const char*) { return false; }
 
 /// A decoder layer's GEMMs: the operators DAK_GEMM_TRACE and DAK_GEMM_GRID name.
 constexpr StepOp kLayerGemms[] = {StepOp::kQkvProj, StepOp::kOProj, StepOp::kMlpUp, StepOp::kMlpDown};
+
+/// A decoder layer's GEMMs with their operators, in kLayerGemms' order.
+std::array<std::pair<StepOp, const GpuLinear*>, 4> layer_gemms(const GpuLayer& L) {
+  return {{{StepOp::kQkvProj, &L.qkv}, {StepOp::kOProj, &L.o}, {StepOp::kMlpUp, &L.gate_up},
+           {StepOp::kMlpDown, &L.down}}};
+}
 bool is_layer_gemm(StepOp op) {
   return std::find(std::begin(kLayerGemms), std::end(kLayerGemms), op) != std::end(kLayerGemms);
 }
@@ -982,11 +988,7 @@ uint64_t GpuEngine::Impl::tiered_workspace_bytes(int64_t pass) const {
   // DAK_GEMM_GRID's k-splits on the 64-row tiles (decode passes): the partials of each operator it
   // names, on that operator's shape (as linear() caps them: at most the shape's k-blocks).
   if (gemm_grid_max_splits() > 0 && !w.layers.empty()) {
-    const GpuLayer& layer = w.layers.front();
-    const std::pair<StepOp, const GpuLinear*> ops[] = {
-        {StepOp::kQkvProj, &layer.qkv}, {StepOp::kOProj, &layer.o}, {StepOp::kMlpUp, &layer.gate_up},
-        {StepOp::kMlpDown, &layer.down}};
-    for (const auto& [op, l] : ops) {
+    for (const auto& [op, l] : layer_gemms(w.layers.front())) {
       const int32_t splits = gemm_grid_overrides()[size_t(op)].k_splits;
       const int64_t M = l->out, K = l->in;
       for (int64_t n = 1; splits > 0 && M > 0 && K % 8 == 0 && n <= std::min<int64_t>(pass, kFusedNormMaxTokens); ++n) {
@@ -1039,15 +1041,12 @@ bool GpuEngine::Impl::runs_tiered(const GpuLinear& l, int64_t N) const {
       cublaslt_linears.emplace();
       const auto& forced = cublaslt_ops();
       for (const GpuLayer& L : w.layers) {
-        const std::pair<StepOp, const GpuLinear*> ops[] = {
-            {StepOp::kQkvProj, &L.qkv}, {StepOp::kOProj, &L.o}, {StepOp::kMlpUp, &L.gate_up},
-            {StepOp::kMlpDown, &L.down}};
-        for (const auto& [op, lin] : ops) {
+        for (const auto& [op, lin] : layer_gemms(L)) {
           if (forced[size_t(op)]) cublaslt_linears->insert(lin);
         }
       }
     }
-    if (!cublaslt_linears->empty() && cublaslt_linears->count(&l) > 0) return false;
+    if (cublaslt_linears->count(&l) > 0) return false;
   }
   return use_tiered(N, l.in);
 }
