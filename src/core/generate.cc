@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -22,6 +23,18 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// engine.step(tokens, all_logits), or nothing where an interrupt ended the step within it (the CPU
+/// engine between its layers: StepInterrupted, core/interrupt.h).
+std::optional<std::vector<float>> step_unless_interrupted(Engine& engine,
+                                                          std::span<const std::vector<int32_t>> tokens,
+                                                          bool all_logits) {
+  try {
+    return engine.step(tokens, all_logits);
+  } catch (const StepInterrupted&) {
+    return std::nullopt;
+  }
 }
 
 // Uniform double in [0, 1) from the top 53 bits: the same on every standard library
@@ -281,13 +294,12 @@ GenerateResult generate(Engine& engine, const std::vector<std::vector<int32_t>>&
       }
     }
     const auto t0 = Clock::now();
-    std::vector<float> logits;
-    try {
-      logits = engine.step(tokens, false);
-    } catch (const StepInterrupted&) {  // within the step (the CPU engine, between layers)
+    const std::optional<std::vector<float>> step = step_unless_interrupted(engine, tokens, false);
+    if (!step) {
       res.interrupted = true;
       break;
     }
+    const std::vector<float>& logits = *step;
     const double dt = seconds_since(t0);
     if (first_step) {
       res.prefill_s = dt;
@@ -470,13 +482,12 @@ PerplexityResult perplexity(Engine& engine, std::span<const int32_t> ids, int64_
     if (progress) progress(res.tokens_scored, e - s - 1, n - 1);
     std::vector<std::vector<int32_t>> window{std::vector<int32_t>(ids.begin() + s, ids.begin() + e)};
     engine.start(1, e - s);
-    std::vector<float> logits;
-    try {
-      logits = engine.step(window, true);
-    } catch (const StepInterrupted&) {  // within the window (the CPU engine, between layers)
+    const std::optional<std::vector<float>> step = step_unless_interrupted(engine, window, true);
+    if (!step) {
       res.interrupted = true;
       break;
     }
+    const std::vector<float>& logits = *step;
     for (int64_t i = s; i + 1 < e; ++i) {
       const float* row = logits.data() + (i - s) * vocab;
       double mx = -INFINITY;
